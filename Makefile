@@ -1,0 +1,36 @@
+# dpdesk: `make run` opens the app on the demo project, `make test` runs everything CI runs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: all venv sysdeps test test-fast run bench clean
+
+all: test
+
+sysdeps:
+	@bash tools/sysdeps.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[all,test,package]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+test: sysdeps venv
+	$(BIN)/python -m pytest
+
+test-fast: venv
+	$(BIN)/python -m pytest -m "not slow"
+
+run: sysdeps venv
+	$(BIN)/dpdesk assess --history resources/examples/paper.history.json --query '[1,0,1,0]' --eps 60 --delta 0.05
+
+bench: venv
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+from dpdesk.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dpdesk's tests and app need (Qt's system libraries, PostgreSQL for the
+# pushdown tests, desktop-file-utils for the installer check). As root it installs what is missing;
+# otherwise it names the missing packages and the command to install them.
+set -euo pipefail
+pkgs=(libgl1 libegl1 libxkbcommon0 libglib2.0-0 libfreetype6 libfontconfig1 libdbus-1-3 fonts-dejavu-core
+      libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0
+      postgresql desktop-file-utils)
+command -v dpkg-query >/dev/null 2>&1 || { echo "sysdeps: not a Debian-family system; install Qt's libraries and PostgreSQL yourself" >&2; exit 0; }
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ]; then
+  echo "sysdeps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "sysdeps: missing Debian packages: ${missing[*]}" >&2
+  echo "sysdeps: install them with: sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
