@@ -1,0 +1,52 @@
+"""Test-only crash points along the release path.
+
+With ``DPDESK_TEST_KILL_AT=N`` in the environment the process SIGKILLs itself at the N-th checkpoint
+it passes, so a fault-injection test can stop ``dpdesk answer`` anywhere before, inside or after the
+commit of a fresh answer. Checkpoints are explicit :func:`checkpoint` calls between steps and, while a
+ledger transaction runs, SQLite's progress handler (every few virtual-machine instructions). With
+``DPDESK_TEST_CHECKPOINT_LOG=FILE`` each checkpoint passed is appended to FILE (its number and label),
+which lets a test count them. Without these variables every call is a cheap no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+
+_KILL_AT = int(os.environ.get("DPDESK_TEST_KILL_AT", "0") or 0)
+_LOG = os.environ.get("DPDESK_TEST_CHECKPOINT_LOG") or None
+ACTIVE = bool(_KILL_AT or _LOG)
+_count = 0
+
+# SQLite instructions between progress-handler checkpoints inside a ledger transaction.
+SQLITE_STEP = 25
+
+
+def checkpoint(label: str) -> None:
+    """Pass one crash point (no-op unless a fault-injection test enabled it)."""
+    global _count
+    if not ACTIVE:
+        return
+    _count += 1
+    if _LOG:
+        with open(_LOG, "a", encoding="utf-8") as f:
+            f.write(f"{_count} {label}\n")
+    if _count == _KILL_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install_sqlite(conn: sqlite3.Connection) -> None:
+    """Make SQLite's progress handler a stream of checkpoints on ``conn`` (only when active)."""
+    if ACTIVE:
+        conn.set_progress_handler(_sqlite_tick, SQLITE_STEP)
+
+
+def remove_sqlite(conn: sqlite3.Connection) -> None:
+    if ACTIVE:
+        conn.set_progress_handler(None, 0)
+
+
+def _sqlite_tick() -> int:
+    checkpoint("sqlite")
+    return 0

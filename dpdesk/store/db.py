@@ -1,0 +1,221 @@
+"""The project file's SQLite layer: format checks, schema, forward migrations, connections.
+
+A project file is one SQLite database in WAL mode with ``synchronous=FULL`` (every commit is fsync'd
+before it returns). It is recognised by SQLite's ``application_id`` (``DPDK``) and its format version
+by ``user_version``. Opening first checks the raw header bytes and then the database read-only
+(``quick_check``), so a file that is not a dpdesk project — garbage, truncated, another program's
+database, a newer format — is refused with a one-line error and never written to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import struct
+from pathlib import Path
+from typing import Iterator
+
+from dpdesk.store.errors import NotAProjectError, StoreError
+
+APPLICATION_ID = 0x4450444B  # "DPDK"
+FORMAT_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE project (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            name TEXT NOT NULL,
+            total_budget REAL NOT NULL CHECK (total_budget > 0),
+            neighbour_model TEXT NOT NULL,
+            schema_json TEXT NOT NULL,
+            test_project INTEGER NOT NULL CHECK (test_project IN (0, 1)),
+            created TEXT NOT NULL,
+            genesis_hash TEXT NOT NULL
+        )""",
+        """CREATE TABLE source (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            location TEXT NOT NULL,
+            table_name TEXT,
+            fingerprint_method TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            row_count INTEGER,
+            out_of_domain INTEGER NOT NULL,
+            bound_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE requests (
+            id TEXT PRIMARY KEY,
+            position INTEGER NOT NULL UNIQUE,
+            requester TEXT NOT NULL,
+            query_text TEXT,
+            query_json TEXT NOT NULL,
+            eps REAL NOT NULL CHECK (eps > 0),
+            delta REAL NOT NULL CHECK (delta > 0 AND delta < 1),
+            received TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'rejected'))
+        )""",
+        """CREATE TABLE ledger (
+            seq INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('fresh', 'inferred', 'rejected', 'rebind')),
+            request_id TEXT,
+            payload TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL UNIQUE
+        )""",
+        # One decision per request: a crash-and-retry can never record a second fresh draw.
+        """CREATE UNIQUE INDEX ledger_one_decision ON ledger(request_id)
+           WHERE kind IN ('fresh', 'inferred', 'rejected')""",
+        """CREATE TABLE ledger_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            seq INTEGER NOT NULL,
+            hash TEXT NOT NULL
+        )""",
+        # Append-only against accidents (a determined editor can drop these; the hash chain catches that).
+        """CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+           BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
+        """CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+           BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
+    ),
+}
+
+REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})
+
+
+def check_header(path: Path) -> int:
+    """Check the raw bytes of ``path`` without opening it in SQLite; return its format version.
+
+    Refuses (``NotAProjectError``) anything that is not a complete SQLite database carrying dpdesk's
+    application id and a format version this dpdesk can read.
+    """
+    name = path.name
+    if not path.exists():
+        raise StoreError(f"{path}: no such project file")
+    if not path.is_file():
+        raise NotAProjectError(f"{path}: not a regular file")
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or header[:16] != SQLITE_MAGIC:
+        raise NotAProjectError(f"{name}: not a dpdesk project file (not an SQLite database{', empty' if size == 0 else ''})")
+    (page_size,) = struct.unpack(">H", header[16:18])
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise NotAProjectError(f"{name}: not a dpdesk project file (corrupt SQLite header)")
+    change_counter, header_pages = struct.unpack(">II", header[24:32])
+    (valid_for,) = struct.unpack(">I", header[92:96])
+    if size % page_size or (valid_for == change_counter and header_pages * page_size > size):
+        raise NotAProjectError(f"{name}: the project file is truncated ({size} bytes)")
+    (user_version,) = struct.unpack(">i", header[60:64])
+    (app_id,) = struct.unpack(">i", header[68:72])
+    if app_id != struct.unpack(">i", struct.pack(">I", APPLICATION_ID))[0]:
+        raise NotAProjectError(f"{name}: an SQLite database but not a dpdesk project (application id {app_id:#x})")
+    if user_version > FORMAT_VERSION:
+        raise NotAProjectError(
+            f"{name}: project format {user_version} was written by a newer dpdesk (this one reads up to {FORMAT_VERSION})"
+        )
+    if user_version < 1:
+        raise NotAProjectError(f"{name}: incomplete dpdesk project (format version {user_version})")
+    return user_version
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection that can never change the file (``mode=ro``; ``immutable`` if needed)."""
+    uri = f"file:{_quote(path)}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        # A read-only directory with no -shm: SQLite cannot share WAL state; if no WAL is pending the
+        # main file is complete and can be read as immutable.
+        wal = Path(str(path) + "-wal")
+        if "unable to open" in str(exc) and (not wal.exists() or wal.stat().st_size == 0):
+            conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None)
+        else:
+            raise NotAProjectError(f"{path.name}: cannot read the project file ({exc})") from None
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def validate(conn: sqlite3.Connection, path: Path) -> int:
+    """Check the database behind ``conn`` is an intact dpdesk project; return its format version."""
+    try:
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise NotAProjectError(f"{path.name}: the project file is damaged ({problems[0]})")
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise NotAProjectError(f"{path.name}: the project file is damaged ({exc})") from None
+    if app_id & 0xFFFFFFFF != APPLICATION_ID:
+        raise NotAProjectError(f"{path.name}: an SQLite database but not a dpdesk project")
+    if version > FORMAT_VERSION:
+        raise NotAProjectError(f"{path.name}: project format {version} was written by a newer dpdesk")
+    missing = REQUIRED_TABLES - tables
+    if missing:
+        raise NotAProjectError(f"{path.name}: incomplete dpdesk project (missing {', '.join(sorted(missing))})")
+    return int(version)
+
+
+def connect_writer(path: Path) -> sqlite3.Connection:
+    """A read-write connection: WAL, ``synchronous=FULL``, explicit transactions only."""
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=2.0)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA trusted_schema = OFF")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    """Apply forward migrations from ``from_version`` up to :data:`FORMAT_VERSION`, one transaction each."""
+    for version in range(from_version + 1, FORMAT_VERSION + 1):
+        with transaction(conn):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new version reaches the file's header
+
+
+def initialise(conn: sqlite3.Connection) -> None:
+    """Give a brand-new, empty database dpdesk's identity and all tables (rollback journal mode)."""
+    conn.execute(f"PRAGMA application_id = {struct.unpack('>i', struct.pack('>I', APPLICATION_ID))[0]}")
+    migrate(conn, 0)
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot start a write transaction ({exc})") from None
+    try:
+        yield conn
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path.parent or Path("."), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _quote(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.resolve()), safe="/")

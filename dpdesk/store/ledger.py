@@ -1,0 +1,147 @@
+"""The append-only, hash-chained privacy ledger.
+
+Every release and every decision is one :class:`LedgerEntry`: ``fresh`` (a noisy answer and the budget
+it spent), ``inferred`` (an answer computed from earlier fresh answers, free), ``rejected``, and
+``rebind`` (the curator accepted changed source data). Entries have gap-free sequence numbers from 1
+and ``hash = SHA-256(prev_hash ‖ canonical entry)``, chained from the project's genesis hash; the
+``ledger_head`` row repeats the last (seq, hash) so that deleting the newest entries is caught too.
+Budget figures are never stored as trusted totals: they are recomputed from the fresh entries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from dpdesk.store.canonical import canonical_json, chain_hash
+
+KINDS = ("fresh", "inferred", "rejected", "rebind")
+
+
+def _freeze(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(_freeze(v) for v in obj)
+    return obj
+
+
+def thaw(obj: Any) -> Any:
+    """A plain (JSON-ready) copy of a frozen payload."""
+    if isinstance(obj, Mapping):
+        return {k: thaw(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [thaw(v) for v in obj]
+    return obj
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One ledger row. ``payload`` is a read-only mapping decoded from canonical JSON."""
+
+    seq: int
+    time: str
+    kind: str
+    request_id: str | None
+    payload: Mapping[str, Any]
+    prev_hash: str
+    hash: str
+
+    def body(self) -> dict[str, Any]:
+        """The hashed part of the entry (everything but the hashes)."""
+        return entry_body(self.seq, self.time, self.kind, self.request_id, thaw(self.payload))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.body(), "prev_hash": self.prev_hash, "hash": self.hash}
+
+
+def entry_body(seq: int, time: str, kind: str, request_id: str | None, payload: Any) -> dict[str, Any]:
+    return {"seq": seq, "time": time, "kind": kind, "request_id": request_id, "payload": payload}
+
+
+def head(conn: sqlite3.Connection) -> tuple[int, str] | None:
+    row = conn.execute("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1").fetchone()
+    return (int(row[0]), str(row[1])) if row else None
+
+
+def append(
+    conn: sqlite3.Connection, genesis: str, *, time: str, kind: str, request_id: str | None, payload: dict[str, Any]
+) -> LedgerEntry:
+    """Append one entry inside the caller's open transaction (the caller commits)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind ({kind!r}) must be one of {KINDS}")
+    last = head(conn)
+    seq, prev = (last[0] + 1, last[1]) if last else (1, genesis)
+    text = canonical_json(payload)
+    payload_plain = json.loads(text)
+    digest = chain_hash(prev, entry_body(seq, time, kind, request_id, payload_plain))
+    conn.execute(
+        "INSERT INTO ledger (seq, time, kind, request_id, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (seq, time, kind, request_id, text, prev, digest),
+    )
+    conn.execute(
+        "INSERT INTO ledger_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = ?, hash = ?",
+        (seq, digest, seq, digest),
+    )
+    return LedgerEntry(seq, time, kind, request_id, _freeze(payload_plain), prev, digest)
+
+
+@dataclass(frozen=True)
+class RawRow:
+    """A ledger row as stored, before any checking (verify works on these)."""
+
+    seq: Any
+    time: Any
+    kind: Any
+    request_id: Any
+    payload: Any
+    prev_hash: Any
+    hash: Any
+
+
+def raw_rows(conn: sqlite3.Connection) -> list[RawRow]:
+    """All ledger rows in physical sequence order, unchecked."""
+    return [RawRow(*r) for r in conn.execute(
+        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger ORDER BY seq"
+    )]
+
+
+def decode(row: RawRow) -> LedgerEntry:
+    """A checked-shape entry from a raw row (raises ValueError when the row is malformed)."""
+    payload = json.loads(row.payload)
+    if not isinstance(payload, dict):
+        raise ValueError("payload is not an object")
+    return LedgerEntry(int(row.seq), str(row.time), str(row.kind), row.request_id, _freeze(payload),
+                       str(row.prev_hash), str(row.hash))
+
+
+def check_chain(rows: Iterable[RawRow], genesis: str) -> tuple[list[LedgerEntry], str | None]:
+    """Walk the chain; return the entries and the first problem (``"entry 7: ..."``) or None."""
+    entries: list[LedgerEntry] = []
+    prev = genesis
+    expected = 1
+    for row in rows:
+        where = f"entry {row.seq}"
+        if not isinstance(row.seq, int) or row.seq != expected:
+            return entries, f"{where}: sequence number {row.seq!r} where {expected} was expected (gap or reordering)"
+        if row.kind not in KINDS:
+            return entries, f"{where}: unknown kind {row.kind!r}"
+        if not isinstance(row.payload, str):
+            return entries, f"{where}: payload is not text"
+        try:
+            entry = decode(row)
+        except (ValueError, TypeError) as exc:
+            return entries, f"{where}: payload is not valid JSON ({exc})"
+        if canonical_json(thaw(entry.payload)) != row.payload:
+            return entries, f"{where}: payload is not in canonical form (edited by hand?)"
+        if row.prev_hash != prev:
+            return entries, f"{where}: prev_hash does not match the hash of entry {expected - 1 or 'genesis'}"
+        if chain_hash(prev, entry.body()) != row.hash:
+            return entries, f"{where}: hash does not match its contents (edited by hand?)"
+        entries.append(entry)
+        prev = entry.hash
+        expected += 1
+    return entries, None
