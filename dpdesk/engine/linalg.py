@@ -1,0 +1,81 @@
+"""Small incremental linear-algebra pieces the history engine is built from.
+
+A growable lower-triangular Cholesky factor, its rank-one update, and triangular solves on the filled
+part. They let the history append one row in O(r²) instead of refactoring in O(r³) (DESIGN §1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+
+class GrowingCholesky:
+    """Lower-triangular ``L`` with ``L Lᵀ = M`` for a symmetric positive-definite ``M`` that grows.
+
+    ``extend(l, d)`` appends a row ``[lᵀ, d]`` (the new last row of ``L``); ``rank_one_update(x)``
+    replaces ``M`` by ``M + x xᵀ``. Storage doubles as needed, so ``r`` appends cost O(r²) each.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._L = np.zeros((capacity, capacity))
+        self.size = 0
+
+    @property
+    def L(self) -> np.ndarray:
+        return self._L[: self.size, : self.size]
+
+    def _reserve(self, size: int) -> None:
+        cap = self._L.shape[0]
+        if size <= cap:
+            return
+        new = np.zeros((max(size, 2 * cap),) * 2)
+        new[: self.size, : self.size] = self.L
+        self._L = new
+
+    def extend(self, row: np.ndarray, diag: float) -> None:
+        r = self.size
+        self._reserve(r + 1)
+        self._L[r, :r] = row
+        self._L[r, r] = diag
+        self.size = r + 1
+
+    def extend_identity(self) -> None:
+        """Append a unit row/column to ``M`` (uncoupled to the existing part)."""
+        self.extend(np.zeros(self.size), 1.0)
+
+    def rank_one_update(self, x: np.ndarray) -> None:
+        """``M ← M + x xᵀ`` by the classic O(r²) Givens-style update (vectorised per column)."""
+        L = self.L
+        x = np.array(x, dtype=float)
+        n = self.size
+        for k in range(n):
+            xk = x[k]
+            if xk == 0.0:
+                continue
+            lkk = L[k, k]
+            r = np.hypot(lkk, xk)
+            c = r / lkk
+            s = xk / lkk
+            L[k, k] = r
+            if k + 1 < n:
+                col = L[k + 1 :, k]
+                col += s * x[k + 1 :]
+                col /= c
+                x[k + 1 :] = c * x[k + 1 :] - s * col
+
+    def solve_lower(self, b: np.ndarray) -> np.ndarray:
+        """``L⁻¹ b``."""
+        if self.size == 0:
+            return np.zeros(0)
+        return solve_triangular(self.L, b, lower=True, check_finite=False)
+
+    def solve_upper(self, b: np.ndarray) -> np.ndarray:
+        """``L⁻ᵀ b``."""
+        if self.size == 0:
+            return np.zeros(0)
+        return solve_triangular(self.L, b, lower=True, trans="T", check_finite=False)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """``M⁻¹ b``."""
+        return self.solve_upper(self.solve_lower(b))
