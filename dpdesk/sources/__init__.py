@@ -1,0 +1,51 @@
+"""Reading tables and building cubes: one :class:`Source` interface, several engines.
+
+``open_source(location, table=None)`` picks the engine from the location: CSV/TSV/Parquet files or globs
+go to DuckDB, Excel workbooks to pandas, ``.sqlite``/``.db`` files to SQLite, ``postgresql://`` URLs to the
+server. In-memory tables use :class:`DataFrameSource`. Engines are imported only when used.
+"""
+
+from __future__ import annotations
+
+import os
+from dpdesk.sources.base import Fingerprint, Source, SourceError
+from dpdesk.sources.pandas_source import DataFrameSource
+
+__all__ = ["Fingerprint", "Source", "SourceError", "open_source", "DataFrameSource"]
+
+
+def open_source(location: str, *, table: str | None = None) -> Source:
+    """The :class:`Source` for ``location`` (a path, a glob, or a ``postgresql://`` URL).
+
+    ``table`` names the table or view inside a database (required for SQLite and PostgreSQL) or the
+    worksheet of an Excel workbook (optional). Raises :class:`SourceError` for a missing file, an
+    unknown file type or a missing table name.
+    """
+    if not isinstance(location, str) or not location.strip():
+        raise SourceError("no source given: name a file, a glob or a postgresql:// URL")
+    low = location.lower()
+    if low.startswith(("postgresql://", "postgres://")):
+        from dpdesk.sources.postgres import PostgresSource
+
+        return PostgresSource(location, table)
+    location = os.path.expanduser(location)
+    from dpdesk.sources.duck import file_format
+
+    if low.endswith((".xlsx", ".xlsm", ".xls")):
+        from dpdesk.sources.pandas_source import ExcelSource
+
+        return ExcelSource(location, table)
+    if low.endswith((".sqlite", ".sqlite3", ".db", ".db3")):
+        from dpdesk.sources.sqlite_source import SQLiteSource
+
+        return SQLiteSource(location, table)
+    if file_format(location) is not None:
+        from dpdesk.sources.duck import DuckDBSource
+
+        if table:
+            raise SourceError(f"{location}: --table applies to databases and workbooks, not to files")
+        return DuckDBSource(location)
+    raise SourceError(
+        f"{location}: unknown source type (expected .csv, .tsv, .parquet, a glob of those, .xlsx, "
+        ".sqlite/.db, or a postgresql:// URL)"
+    )

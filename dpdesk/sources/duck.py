@@ -1,0 +1,254 @@
+"""CSV, TSV and Parquet files (one file or a glob) counted by an embedded DuckDB.
+
+DuckDB streams the files through the generated ``GROUP BY`` (:mod:`dpdesk.sources.sqlgen`) with a memory
+limit and a spill directory, so the table never has to fit in memory; only the (cell, count) rows come
+back. CSV columns used by categorical attributes are read as text (so ``"02139"`` stays ``"02139"``)
+and numeric ones as DOUBLE (so a late ``3.5`` in a column sniffed as integer cannot fail the read).
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+import tempfile
+import threading
+from typing import TYPE_CHECKING, Any
+
+from dpdesk.engine.cube import Cube
+from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.schema import Schema
+from dpdesk.sources import sqlgen
+from dpdesk.sources.base import (
+    CancelCheck,
+    Fingerprint,
+    Progress,
+    Source,
+    SourceError,
+    check_cancelled,
+    column_kinds_checked,
+    cube_from_cell_counts,
+    one_line,
+    report,
+)
+from dpdesk.sources.fingerprint import hash_files
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".tab")
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+COMPRESSION_SUFFIXES = (".gz", ".zst")
+DEFAULT_MEMORY_LIMIT = "512MB"
+
+_NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                  "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC", "INT", "INT1", "INT2",
+                  "INT4", "INT8", "FLOAT4", "FLOAT8")
+_TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")
+
+
+def file_format(path: str) -> str | None:
+    """``"csv"``, ``"tsv"`` or ``"parquet"`` from a file name (compression suffixes ignored)."""
+    low = path.lower()
+    for comp in COMPRESSION_SUFFIXES:
+        if low.endswith(comp):
+            low = low[: -len(comp)]
+    if low.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if low.endswith((".tsv", ".tab")):
+        return "tsv"
+    if low.endswith((".csv", ".txt")):
+        return "csv"
+    return None
+
+
+def is_glob(location: str) -> bool:
+    return any(ch in location for ch in "*?[")
+
+
+def type_kind(type_name: str) -> str:
+    base = type_name.upper().split("(")[0].strip()
+    if base in _NUMERIC_TYPES:
+        return "numeric"
+    if base in _TEXT_TYPES:
+        return "text"
+    return "other"
+
+
+def _glob_root(pattern: str) -> str:
+    parts = []
+    for part in pattern.split(os.sep):
+        if is_glob(part):
+            break
+        parts.append(part)
+    return os.sep.join(parts) or "."
+
+
+class DuckDBSource(Source):
+    """A CSV/TSV/Parquet file or glob of files, counted by DuckDB without loading it."""
+
+    kind = "duckdb"
+
+    def __init__(self, location: str, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None):
+        self.location = location
+        self.table = None
+        self.memory_limit = memory_limit
+        self.threads = threads
+        fmt = file_format(location)
+        if fmt is None:
+            raise SourceError(f"{location}: not a CSV, TSV or Parquet file name")
+        self.format = fmt
+        if is_glob(location):
+            files = sorted(f for f in globmod.glob(location, recursive=True) if os.path.isfile(f))
+            if not files:
+                raise SourceError(f"no files match {location}")
+            self.root: str | None = _glob_root(location)
+        else:
+            if not os.path.exists(location):
+                raise SourceError(f"no such file: {location}")
+            if not os.path.isfile(location):
+                raise SourceError(f"not a file: {location}")
+            files = [location]
+            self.root = None
+        self.files = [os.path.abspath(f) for f in files]
+        self._types: dict[str, str] | None = None
+
+    # --- DuckDB plumbing ---------------------------------------------------------------------------
+
+    def _connect(self, temp_dir: str) -> Any:
+        import duckdb
+
+        config: dict[str, Any] = {
+            "memory_limit": self.memory_limit,
+            "temp_directory": temp_dir,
+            "preserve_insertion_order": False,  # lets scans stream without buffering for order
+        }
+        if self.threads:
+            config["threads"] = int(self.threads)
+        con = duckdb.connect(":memory:", config=config)
+        con.execute("SET enable_progress_bar = true")  # needed for query_progress(); nothing is printed
+        con.execute("SET enable_progress_bar_print = false")
+        return con
+
+    def _from(self, types: dict[str, str] | None = None) -> tuple[str, tuple[Any, ...]]:
+        files: Any = self.files if len(self.files) > 1 else self.files[0]
+        if self.format == "parquet":
+            return "read_parquet(?)", (files,)
+        args, params = ["?"], [files]
+        if self.format == "tsv":
+            args.append("delim = ?")
+            params.append("\t")
+        args.append("header = true")
+        if types:
+            args.append("types = ?")
+            params.append(types)
+        return f"read_csv({', '.join(args)})", tuple(params)
+
+    def _error(self, exc: Exception) -> SourceError:
+        what = "Parquet file" if self.format == "parquet" else "file"
+        return SourceError(f"cannot read {what} {self.location}: {one_line(exc)}")
+
+    def _run(self, sql: str, params: tuple[Any, ...], progress: Progress, cancelled: CancelCheck) -> Any:
+        """Run one statement in a worker thread while this thread reports progress and watches cancel."""
+        import duckdb
+
+        with tempfile.TemporaryDirectory(prefix="dpdesk-duckdb-") as tmp:
+            con = self._connect(tmp)
+            try:
+                result: dict[str, Any] = {}
+
+                def work() -> None:
+                    try:
+                        result["value"] = con.execute(sql, list(params)).fetchnumpy()
+                    except BaseException as exc:  # handed to the calling thread
+                        result["error"] = exc
+
+                worker = threading.Thread(target=work, name="dpdesk-duckdb", daemon=True)
+                worker.start()
+                while worker.is_alive():
+                    worker.join(0.1)
+                    if cancelled is not None and worker.is_alive() and cancelled():
+                        con.interrupt()
+                        worker.join()
+                        raise Cancelled("cube build cancelled")
+                    if progress is not None and worker.is_alive():
+                        pct = con.query_progress()
+                        if pct >= 0:
+                            report(progress, pct / 100.0)
+                if "error" in result:
+                    exc = result["error"]
+                    if isinstance(exc, duckdb.InterruptException):
+                        raise Cancelled("cube build cancelled")
+                    if isinstance(exc, duckdb.Error):
+                        raise self._error(exc) from None
+                    raise exc
+                return result["value"]
+            finally:
+                con.close()
+
+    def _column_types(self) -> dict[str, str]:
+        if self._types is None:
+            import duckdb
+
+            with tempfile.TemporaryDirectory(prefix="dpdesk-duckdb-") as tmp:
+                con = self._connect(tmp)
+                try:
+                    from_sql, params = self._from()
+                    rows = con.execute(f"DESCRIBE SELECT * FROM {from_sql}", list(params)).fetchall()
+                except duckdb.Error as exc:
+                    raise self._error(exc) from None
+                finally:
+                    con.close()
+            self._types = {str(r[0]): str(r[1]) for r in rows}
+        return self._types
+
+    def _query(self, schema: Schema) -> sqlgen.CubeQuery:
+        types = self._column_types()
+        kinds = {c: type_kind(t) for c, t in types.items()}
+        column_kinds_checked(schema, kinds, self.location, types)
+        overrides = None
+        if self.format != "parquet":
+            overrides = {a.column: ("VARCHAR" if a.kind == "categorical" else "DOUBLE") for a in schema.attributes}
+            kinds = dict(kinds)
+            for a in schema.attributes:
+                kinds[a.column] = "text" if a.kind == "categorical" else "numeric"
+        from_sql, from_params = self._from(overrides)
+        return sqlgen.cube_query(schema, kinds, from_sql, from_params, sqlgen.DUCKDB)
+
+    # --- the Source interface ------------------------------------------------------------------------
+
+    def columns(self) -> list[str]:
+        return list(self._column_types())
+
+    def sql(self, schema: Schema) -> str:
+        return self._query(schema).display()
+
+    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+        check_cancelled(cancelled)
+        q = self._query(schema)
+        report(progress, 0.0)
+        out = self._run(q.sql, q.params, progress, cancelled)
+        report(progress, 1.0)
+        return cube_from_cell_counts(schema, out["cell"], out["n"])
+
+    def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
+        def hashing(f: float) -> None:
+            report(progress, 0.9 * f)
+
+        method, digest = hash_files(self.files, self.root, progress=hashing, cancelled=cancelled)
+        from_sql, params = self._from()
+        out = self._run(f"SELECT COUNT(*) AS n FROM {from_sql}", params, None, cancelled)
+        report(progress, 1.0)
+        return Fingerprint(method=method, digest=digest, row_count=int(out["n"][0]))
+
+    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+        import duckdb
+
+        with tempfile.TemporaryDirectory(prefix="dpdesk-duckdb-") as tmp:
+            con = self._connect(tmp)
+            try:
+                from_sql, params = self._from()
+                return con.execute(f"SELECT * FROM {from_sql} LIMIT ?", [*params, int(limit)]).df()
+            except duckdb.Error as exc:
+                raise self._error(exc) from None
+            finally:
+                con.close()

@@ -1,0 +1,152 @@
+"""The cube's ``GROUP BY``, generated once for every SQL engine (DuckDB, SQLite, PostgreSQL, warehouses).
+
+Each attribute becomes a ``CASE`` over its *declared* domain (numeric edges or categorical values, never
+anything read off the data), giving the domain position or NULL when the value is out of domain or
+missing. The flat C-order cell index is computed in SQL, ``COALESCE``-d to -1 for out-of-domain rows, and
+grouped, so only at most ``n_cells + 1`` (cell, count) rows come back.
+
+Safety: identifiers are always double-quoted (embedded double quotes doubled); edges and declared values
+are always bound parameters. The only literals pasted into the text are integers computed here (domain
+positions and strides).
+
+The binning rule is the engine's (:func:`dpdesk.engine.cube.attribute_codes`): numeric bins
+``[e_i, e_{i+1})`` with the last one closed; categorical values match by equality, or by text form (a
+text column is compared with each declared value's text form; a numeric column with declared numbers by
+equality and with declared strings by the engine's text rendering of the number).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from dpdesk.engine.schema import Attribute, Schema
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (``a"b`` → ``"a""b"``)."""
+    if "\x00" in name:
+        raise ValueError("identifiers cannot contain NUL characters")
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one engine spells parameters and text casts."""
+
+    name: str
+    placeholder: str  # "?" (qmark) or "$" (numbered $1, $2, ...)
+    text_type: str = "TEXT"
+
+
+DUCKDB = Dialect("duckdb", "?", "VARCHAR")
+SQLITE = Dialect("sqlite", "?", "TEXT")
+POSTGRESQL = Dialect("postgresql", "$", "TEXT")
+
+
+@dataclass
+class _Params:
+    dialect: Dialect
+    values: list[Any] = field(default_factory=list)
+
+    def add(self, value: Any) -> str:
+        self.values.append(value)
+        return "?" if self.dialect.placeholder == "?" else f"${len(self.values)}"
+
+
+@dataclass(frozen=True)
+class CubeQuery:
+    """A generated statement and its parameters (in placeholder order)."""
+
+    sql: str
+    params: tuple[Any, ...]
+
+    def display(self) -> str:
+        """The statement followed by its parameters as SQL comments (for ``--show-sql``)."""
+        lines = [self.sql.rstrip(), "-- parameters, in placeholder order:"]
+        for i, p in enumerate(self.params, 1):
+            lines.append(f"--   {i}: {json.dumps(p, ensure_ascii=False)}")
+        return "\n".join(lines)
+
+
+def _numeric_case(col: str, a: Attribute, p: _Params) -> str:
+    e = [float(x) for x in a.edges]
+    k = len(e) - 1
+    parts = [f"WHEN {col} < {p.add(e[0])} THEN NULL"]
+    for i in range(1, k):
+        parts.append(f"WHEN {col} < {p.add(e[i])} THEN {i - 1}")
+    parts.append(f"WHEN {col} <= {p.add(e[k])} THEN {k - 1}")  # the last bin is closed
+    return "CASE " + " ".join(parts) + " END"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def _categorical_case(col: str, a: Attribute, column_kind: str, p: _Params, dialect: Dialect) -> str:
+    as_text = f"CAST({col} AS {dialect.text_type})"
+    if column_kind == "text":
+        parts = [f"WHEN {p.add(str(v))} THEN {i}" for i, v in enumerate(a.values)]
+        return f"CASE {col} " + " ".join(parts) + " END"
+    if column_kind == "numeric":
+        parts = []
+        for i, v in enumerate(a.values):
+            if _is_number(v):
+                parts.append(f"WHEN {col} = {p.add(float(v) if isinstance(v, float) else int(v))} THEN {i}")
+            else:
+                parts.append(f"WHEN {as_text} = {p.add(str(v))} THEN {i}")
+        return "CASE " + " ".join(parts) + " END"
+    if column_kind == "any":  # untyped (SQLite without a declared type): a cell may hold either
+        parts = []
+        for i, v in enumerate(a.values):
+            if _is_number(v):
+                num = p.add(float(v) if isinstance(v, float) else int(v))
+                parts.append(f"WHEN {col} = {num} OR {as_text} = {p.add(str(v))} THEN {i}")
+            else:
+                parts.append(f"WHEN {as_text} = {p.add(str(v))} THEN {i}")
+        return "CASE " + " ".join(parts) + " END"
+    parts = [f"WHEN {p.add(str(v))} THEN {i}" for i, v in enumerate(a.values)]
+    return f"CASE {as_text} " + " ".join(parts) + " END"
+
+
+def cube_query(
+    schema: Schema,
+    column_kinds: Mapping[str, str],
+    from_clause: str,
+    from_params: tuple[Any, ...] = (),
+    dialect: Dialect = DUCKDB,
+) -> CubeQuery:
+    """The ``GROUP BY`` that counts ``from_clause``'s rows into ``schema``'s cells.
+
+    ``column_kinds`` maps each schema column to ``"numeric"``, ``"text"``, ``"other"`` (dates,
+    booleans: compared by text form) or ``"any"`` (untyped; checked by the caller). ``from_clause`` is a quoted table name or a table function; its own placeholders take
+    ``from_params``. The result has columns ``cell`` (C-order flat index, -1 = out of domain) and ``n``.
+    """
+    p = _Params(dialect)
+    n = len(schema.attributes)
+    strides = [math.prod(schema.shape[d + 1 :]) for d in range(n)]
+    terms = []
+    for a, stride in zip(schema.attributes, strides):
+        col = quote_ident(a.column)
+        kind = column_kinds[a.column]
+        case = _numeric_case(col, a, p) if a.kind == "numeric" else _categorical_case(col, a, kind, p, dialect)
+        # BIGINT before the arithmetic: small integer types overflow (PLATFORM.md), and cubes can be big.
+        code = f"CAST({case} AS BIGINT)"
+        terms.append(code if stride == 1 else f"{code} * {stride}")
+    index = "\n       + ".join(terms)
+    if from_params and dialect.placeholder != "?":
+        raise ValueError("a FROM clause with parameters needs a qmark dialect")
+    for v in from_params:  # the FROM clause comes after the index expression in the text
+        p.add(v)
+    sql = (
+        "SELECT cell, COUNT(*) AS n\n"
+        "FROM (\n"
+        f"  SELECT COALESCE({index}, -1) AS cell\n"
+        f"  FROM {from_clause}\n"
+        ") AS binned\n"
+        "GROUP BY cell\n"
+        "ORDER BY cell"
+    )
+    return CubeQuery(sql=sql, params=tuple(p.values))
