@@ -1,0 +1,188 @@
+"""``dpdesk assess``: what history says about a request and what answering it would cost.
+
+Two forms:
+
+* ``dpdesk assess --history FILE (--query Q --eps E --delta D | --queries FILE.jsonl)`` works on a
+  DESIGN §6 history file, no project needed;
+* ``dpdesk assess PROJECT --request ID`` assesses a queued request of a project file.
+
+Nothing is spent and no noise is drawn. ``--json`` prints the DESIGN §6 assessment object (one per line
+for ``--queries``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "assess",
+        help="assess requests against released history (no budget spent)",
+        description="Show the posterior, credible interval, decision and costs for a request.",
+    )
+    p.add_argument("project", nargs="?", help="a .dpdesk project file (then use --request)")
+    p.add_argument("--request", metavar="ID", help="request id in the project's queue")
+    p.add_argument("--history", metavar="FILE", help="history JSON file (DESIGN §6 format)")
+    p.add_argument("--query", metavar="Q", help="query: JSON list, sparse JSON object, or text form (needs a schema)")
+    p.add_argument("--eps", type=float, metavar="E", help="requested half-width ε > 0")
+    p.add_argument("--delta", type=float, metavar="D", help="allowed miss probability δ in (0, 1)")
+    p.add_argument("--queries", metavar="FILE", help="JSON lines, one request object per line")
+    p.add_argument("--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)")
+    p.add_argument("--method", choices=("fft", "direct", "mc"), default="fft", help="posterior method (default fft)")
+    p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
+    p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    p.set_defaults(func=run)
+
+
+def _load_json_file(path: str, what: str) -> Any:
+    from dpdesk.engine.errors import DpdeskError
+
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DpdeskError(f"{what} {path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def parse_query_arg(raw: Any, n_cells: int, shape: tuple[int, ...], schema: Any, where: str):
+    """A query given as JSON (list / sparse object), a JSON string holding one, or the text form."""
+    from dpdesk.engine.errors import QueryError
+    from dpdesk.engine.query import parse_query, query_from_json
+
+    if isinstance(raw, str):
+        stripped = raw.strip()
+        if stripped[:1] in ("[", "{"):
+            try:
+                raw = json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                raise QueryError(f"{where}: malformed JSON query at column {exc.colno}: {exc.msg}") from None
+        else:
+            if schema is None:
+                raise QueryError(f"{where}: a text query needs a schema (add 'schema' to the history file)")
+            try:
+                return parse_query(stripped, schema)
+            except QueryError as exc:
+                raise QueryError(f"{where}: {exc}") from None
+    try:
+        return query_from_json(raw, n_cells, shape)
+    except QueryError as exc:
+        raise QueryError(f"{where}: {exc}") from None
+
+
+def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int, ...], schema: Any):
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.engine.workflow import Request
+
+    if args.queries:
+        if args.query is not None:
+            raise DpdeskError("give either --query or --queries, not both")
+        out = []
+        with open(args.queries, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+        for no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{args.queries} line {no}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DpdeskError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}") from None
+            if not isinstance(obj, dict) or not {"query", "eps", "delta"} <= obj.keys():
+                raise DpdeskError(f"{where}: needs an object with query, eps and delta")
+            q = parse_query_arg(obj["query"], n_cells, shape, schema, where)
+            interval = obj.get("interval")
+            if interval is not None and not (
+                isinstance(interval, list) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval)
+            ):
+                raise DpdeskError(f"{where}: interval must be [L, U]")
+            try:
+                req = Request(str(obj.get("id", no)), q, _num(obj["eps"], where, "eps"), _num(obj["delta"], where, "delta"))
+            except DpdeskError as exc:
+                raise DpdeskError(f"{where}: {exc}") from None
+            out.append((req, tuple(interval) if interval else None))
+        if not out:
+            raise DpdeskError(f"{args.queries}: no requests in the file")
+        return out
+    if args.query is None or args.eps is None or args.delta is None:
+        raise DpdeskError("give --query, --eps and --delta (or --queries FILE)")
+    q = parse_query_arg(args.query, n_cells, shape, schema, "--query")
+    return [(Request("1", q, args.eps, args.delta), tuple(args.interval) if args.interval else None)]
+
+
+def _num(v: Any, where: str, name: str) -> float:
+    from dpdesk.engine.errors import DpdeskError
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise DpdeskError(f"{where}: {name} must be a number, got {v!r}")
+    return float(v)
+
+
+def format_assessment(a: Any) -> str:
+    """Human-readable summary of an assessment."""
+    r = a.request
+    q = r.query.text or f"query with {len(r.query.sparse()[0])} nonzero coefficients"
+    lines = [f"request {r.id}: {q}   ε = {r.eps:g}, δ = {r.delta:g}"]
+    est = a.estimate
+    if est.estimable:
+        lines.append(f"  estimate        {est.estimate:.6g}  (std {est.std:.4g}; {est.history_size} history rows, {est.form} form)")
+        lo, hi = a.interval
+        lines.append(f"  {100 * (1 - r.delta):g}% interval    [{lo:.6g}, {hi:.6g}]  (exact mass {a.interval_confidence:.6f})")
+        lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
+        if a.interval_query is not None:
+            lines.append(f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}")
+    else:
+        lines.append(f"  not estimable from the {est.history_size} released answers")
+    b = a.budget
+    lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
+    lines.append(f"  fresh answer    α = {a.fresh_alpha:.6g} ({a.family.replace('_', ' ')} noise)")
+    after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
+    lines.append(f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.engine.history import History
+    from dpdesk.engine.schema import Schema
+    from dpdesk.engine.workflow import assess
+
+    import numpy as np
+
+    if args.project is not None:
+        if args.history or args.query or args.queries:
+            raise DpdeskError("with a project file use --request ID (not --history/--query/--queries)")
+        if not args.request:
+            raise DpdeskError("give --request ID to assess a request of the project")
+        from dpdesk.store import Project
+
+        with Project.open(args.project, mode="r") as project:
+            results = [project.assess(args.request, method=args.method)]
+    else:
+        if not args.history:
+            raise DpdeskError("give --history FILE (or a project file and --request ID)")
+        obj = _load_json_file(args.history, "history file")
+        schema = None
+        if isinstance(obj, dict) and obj.get("schema") is not None:
+            schema = Schema.from_dict(obj["schema"])
+        history = History.from_json(obj, schema.shape if schema else None)
+        total = args.budget if args.budget is not None else obj.get("total_budget")
+        if total is None:
+            raise DpdeskError("no total budget: pass --budget or set total_budget in the history file")
+        requests = _requests_from_args(args, history.n_cells, history.shape, schema)
+        results = [
+            assess(history, req, total_budget=total, method=args.method, interval=iv, schema=schema,
+                   rng=np.random.default_rng(0))
+            for req, iv in requests
+        ]
+    for a in results:
+        if args.json:
+            print(json.dumps(a.to_json()))
+        else:
+            print(format_assessment(a))
+    sys.stdout.flush()
+    return 0
