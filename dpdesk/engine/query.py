@@ -1,0 +1,532 @@
+"""Linear queries over the cube: coefficient vectors in product form or sparse form.
+
+A :class:`Query` is a row vector ``Q`` over the cube's ``n`` cells (C order); its true answer is
+``Q·x`` and its sensitivity is ``max_j |Q_j|`` (DESIGN §1). Queries built from predicates or from the
+text form keep *product form*: a sum of a few :class:`Term` s, each ``weight · f_1 ⊗ … ⊗ f_N`` with one
+short factor per attribute, so inner products factor over attributes and never touch ``n``-vectors.
+Queries given as vectors (JSON, history files) keep *sparse form*: sorted cell indices and their
+nonzero coefficients. The text form lives in :mod:`dpdesk.engine.query_text`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property, reduce
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from dpdesk.engine.errors import QueryError, SchemaError
+from dpdesk.engine.schema import Schema
+
+# Coefficients of a multi-term query smaller than this fraction of its largest possible term are
+# rounding residue (0.1 + 0.2 - 0.3), not real coefficients.
+_CANCEL_TOL = 1e-12
+# Largest number of distinct coefficient values enumerated without densifying a single term.
+_VALUE_SET_LIMIT = 1 << 16
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    if a.flags.writeable:
+        a = a.copy()
+        a.setflags(write=False)
+    return a
+
+
+def _fmt_number(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+@dataclass(frozen=True, eq=False)
+class Term:
+    """``weight · outer(factors[0], …, factors[N-1])``: one product-form piece of a query."""
+
+    weight: float
+    factors: tuple[np.ndarray, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float, np.number)):
+            raise QueryError(f"query: term weight must be a number, got {self.weight!r}")
+        w = float(self.weight)
+        if not math.isfinite(w):
+            raise QueryError(f"query: term weight {w!r} is not finite")
+        factors = []
+        for d, f in enumerate(self.factors):
+            arr = np.asarray(f, dtype=np.float64)
+            if arr.ndim != 1 or arr.size == 0:
+                raise QueryError(f"query: factor {d} must be a non-empty 1-d vector, got shape {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise QueryError(f"query: factor {d} has a NaN or infinite coefficient")
+            factors.append(_readonly(arr))
+        if not factors:
+            raise QueryError("query: a term needs at least one factor")
+        object.__setattr__(self, "weight", w)
+        object.__setattr__(self, "factors", tuple(factors))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(f) for f in self.factors)
+
+    @property
+    def is_zero(self) -> bool:
+        return self.weight == 0.0 or any(not np.any(f) for f in self.factors)
+
+    def same_factors(self, other: "Term") -> bool:
+        return self.shape == other.shape and all(np.array_equal(a, b) for a, b in zip(self.factors, other.factors))
+
+    def dense(self) -> np.ndarray:
+        return (self.weight * reduce(np.multiply.outer, self.factors)).reshape(-1)
+
+    def values_at(self, idx: tuple[np.ndarray, ...]) -> np.ndarray:
+        out = np.full(len(idx[0]), self.weight)
+        for f, i in zip(self.factors, idx):
+            out *= f[i]
+        return out
+
+    def support_size(self) -> int:
+        return math.prod(int(np.count_nonzero(f)) for f in self.factors)
+
+    def value_set(self) -> np.ndarray | None:
+        """The distinct nonzero coefficients (up to repeats), or None if there are too many to list."""
+        parts = [np.unique(f[f != 0]) for f in self.factors]
+        if math.prod(len(p) for p in parts) > _VALUE_SET_LIMIT:
+            return None
+        return self.weight * reduce(np.multiply.outer, parts).reshape(-1)
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A linear query ``Q`` over a cube of ``shape`` (C order, last attribute fastest).
+
+    Exactly one form is set: ``terms`` (product form) or ``indices``/``values`` (sparse form: sorted
+    unique flat indices and their nonzero coefficients). Construction normalises (sorts, drops zero
+    coefficients and zero terms, merges terms with identical factors) and rejects an all-zero query.
+    Equality compares coefficients (not form, shape or text).
+
+    Examples
+    --------
+    >>> q = Query((2, 2), terms=(Term(2.0, (np.array([1.0, 0.0]), np.ones(2))),))
+    >>> q.dense().tolist(), q.sensitivity, q.is_integer
+    ([2.0, 2.0, 0.0, 0.0], 2.0, True)
+    >>> q.to_json()
+    {'indices': [0, 1], 'values': [2, 2]}
+    """
+
+    shape: tuple[int, ...]
+    terms: tuple[Term, ...] | None = None
+    indices: np.ndarray | None = None
+    values: np.ndarray | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            shape = tuple(int(s) for s in self.shape)
+        except (TypeError, ValueError):
+            raise QueryError(f"query: shape must be a tuple of integers, got {self.shape!r}") from None
+        if not shape or any(s < 1 for s in shape):
+            raise QueryError(f"query: shape {shape} must have at least one dimension, all positive")
+        object.__setattr__(self, "shape", shape)
+        if self.terms is not None:
+            if self.indices is not None or self.values is not None:
+                raise QueryError("query: give either terms (product form) or indices and values (sparse form), not both")
+            self._init_terms()
+        else:
+            if self.indices is None or self.values is None:
+                raise QueryError("query: needs terms (product form) or both indices and values (sparse form)")
+            self._init_sparse()
+
+    def _init_terms(self) -> None:
+        merged: list[Term] = []
+        for t in self.terms or ():
+            if not isinstance(t, Term):
+                raise QueryError(f"query: terms must be Term objects, got {type(t).__name__}")
+            if t.shape != self.shape:
+                raise QueryError(f"query: a term has shape {t.shape}, the cube has shape {self.shape}")
+            for k, m in enumerate(merged):
+                if m.same_factors(t):
+                    merged[k] = Term(m.weight + t.weight, m.factors)
+                    break
+            else:
+                merged.append(t)
+        kept = tuple(t for t in merged if not t.is_zero)
+        if not kept:
+            raise QueryError("query: all coefficients are zero")
+        object.__setattr__(self, "terms", kept)
+        if len(kept) > 1 and not np.any(self.dense()):
+            raise QueryError("query: all coefficients are zero (the terms cancel)")
+
+    def _init_sparse(self) -> None:
+        idx = np.asarray(self.indices)
+        val = np.asarray(self.values, dtype=np.float64)
+        if idx.size == 0:
+            idx = idx.astype(np.int64)
+        if idx.ndim != 1 or val.ndim != 1 or idx.shape != val.shape:
+            raise QueryError(f"query: indices ({idx.shape}) and values ({val.shape}) must be 1-d of equal length")
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise QueryError(f"query: indices must be integers, got dtype {idx.dtype}")
+        idx = idx.astype(np.int64)
+        n = self.n_cells
+        bad = (idx < 0) | (idx >= n)
+        if np.any(bad):
+            raise QueryError(f"query: cell index {int(idx[bad][0])} outside 0..{n - 1}")
+        if not np.all(np.isfinite(val)):
+            raise QueryError("query: coefficients must be finite (got NaN or infinity)")
+        order = np.argsort(idx, kind="stable")
+        idx, val = idx[order], val[order]
+        dup = np.flatnonzero(idx[1:] == idx[:-1])
+        if dup.size:
+            raise QueryError(f"query: cell index {int(idx[dup[0]])} appears more than once")
+        keep = val != 0
+        idx, val = idx[keep], val[keep]
+        if idx.size == 0:
+            raise QueryError("query: all coefficients are zero")
+        object.__setattr__(self, "indices", _readonly(idx))
+        object.__setattr__(self, "values", _readonly(val))
+
+    # ---------------------------------------------------------------- derived values
+
+    @property
+    def is_product(self) -> bool:
+        return self.terms is not None
+
+    @cached_property
+    def n_cells(self) -> int:
+        return int(math.prod(self.shape))
+
+    @cached_property
+    def sensitivity(self) -> float:
+        """``max_j |Q_j|`` (DESIGN §1): a record sits in exactly one cell."""
+        if self.terms is not None and len(self.terms) == 1:
+            t = self.terms[0]
+            return abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors)
+        return float(np.max(np.abs(self.sparse()[1])))
+
+    @cached_property
+    def is_integer(self) -> bool:
+        """True when every coefficient is an integer (the query's answer lives on the integer lattice)."""
+        if self.terms is not None and len(self.terms) == 1:
+            vs = self.terms[0].value_set()
+            if vs is not None:
+                return bool(np.all(vs == np.round(vs)))
+        v = self.sparse()[1]
+        return bool(np.all(v == np.round(v)))
+
+    @cached_property
+    def _dense(self) -> np.ndarray:
+        if self.terms is None:
+            out = np.zeros(self.n_cells)
+            out[self.indices] = self.values
+        else:
+            out = self.terms[0].dense()
+            for t in self.terms[1:]:
+                out += t.dense()
+            if len(self.terms) > 1:
+                scale = max(abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors) for t in self.terms)
+                out[np.abs(out) <= _CANCEL_TOL * scale] = 0.0
+        return _readonly(out)
+
+    @cached_property
+    def _sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.terms is None:
+            return self.indices, self.values  # type: ignore[return-value]
+        if len(self.terms) == 1:
+            t = self.terms[0]
+            nz = [np.flatnonzero(f) for f in t.factors]
+            grids = np.meshgrid(*nz, indexing="ij")
+            idx = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), self.shape).astype(np.int64)
+            val = t.weight * reduce(np.multiply.outer, [f[i] for f, i in zip(t.factors, nz)]).reshape(-1)
+            return _readonly(idx), _readonly(val)
+        d = self._dense
+        idx = np.flatnonzero(d).astype(np.int64)
+        return _readonly(idx), _readonly(d[idx])
+
+    def dense(self) -> np.ndarray:
+        """All ``n_cells`` coefficients in C order (read-only, cached)."""
+        return self._dense
+
+    def sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(indices, values)``: sorted flat indices of the nonzero coefficients (read-only, cached)."""
+        return self._sparse
+
+    def support_size(self) -> int:
+        """Number of nonzero coefficients (an upper bound for multi-term product form)."""
+        return self._support_size
+
+    @cached_property
+    def _support_size(self) -> int:
+        if self.terms is None:
+            return int(self.indices.size)  # type: ignore[union-attr]
+        return min(self.n_cells, sum(t.support_size() for t in self.terms))
+
+    def values_at(self, flat_indices: Any) -> np.ndarray:
+        """Coefficients at the given flat cell indices (product form never densifies)."""
+        flat = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
+        if flat.size and (flat.min() < 0 or flat.max() >= self.n_cells):
+            raise QueryError(f"query: cell index outside 0..{self.n_cells - 1}")
+        if self.terms is not None:
+            if len(self.terms) > 1:  # densified (and cleaned of rounding residue) at construction
+                return self._dense[flat]
+            return self.terms[0].values_at(np.unravel_index(flat, self.shape))
+        pos = np.searchsorted(self.indices, flat)  # type: ignore[arg-type]
+        pos_c = np.minimum(pos, self.indices.size - 1)  # type: ignore[union-attr]
+        hit = self.indices[pos_c] == flat  # type: ignore[index]
+        return np.where(hit, self.values[pos_c], 0.0)  # type: ignore[index]
+
+    def answer(self, counts: np.ndarray) -> float:
+        """The true answer ``Q·x`` on a cube's counts (private: for the curator and the mechanism only)."""
+        x = np.asarray(counts).reshape(-1)
+        if x.size != self.n_cells:
+            raise QueryError(f"query has {self.n_cells} coefficients, the cube has {x.size} cells")
+        idx, val = self.sparse()
+        return float(np.dot(val, x[idx]))
+
+    def to_json(self) -> dict[str, list]:
+        """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints)."""
+        idx, val = self.sparse()
+        return {"indices": [int(i) for i in idx], "values": [_fmt_number(v) for v in val]}
+
+    def describe(self, schema: Schema | None = None) -> str:
+        """The text the query came from, its text form (product form with ``schema``), or a summary."""
+        if self.text is not None:
+            return self.text
+        if schema is not None and self.terms is not None and schema.shape == self.shape:
+            from dpdesk.engine.query_text import format_terms
+
+            text = format_terms(self.terms, schema)
+            if text is not None:
+                return text
+        return (
+            f"linear query with {self.support_size()} nonzero coefficient(s) over {self.n_cells} cells, "
+            f"sensitivity {_fmt_number(self.sensitivity)}"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Query):
+            return NotImplemented
+        if self is other:
+            return True
+        if self.n_cells != other.n_cells:
+            return False
+        a, b = self.sparse(), other.sparse()
+        return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+
+    def __hash__(self) -> int:
+        idx, val = self.sparse()
+        return hash((self.n_cells, idx.tobytes(), val.tobytes()))
+
+    def __repr__(self) -> str:
+        form = f"{len(self.terms)} term(s)" if self.terms is not None else f"{self.indices.size} nonzero"  # type: ignore[union-attr]
+        text = f", text={self.text!r}" if self.text is not None else ""
+        return f"Query(shape={self.shape}, {form}{text})"
+
+
+# -------------------------------------------------------------------- inner products
+
+
+def inner(q: Query, r: Query) -> float:
+    """``⟨q, r⟩``; when both are product form of the same shape, ``Σ_{t,s} w_t w_s Π_d ⟨f_td, g_sd⟩``."""
+    if q.n_cells != r.n_cells:
+        raise QueryError(f"query has {r.n_cells} coefficients, the other query has {q.n_cells}")
+    if q.terms is not None and r.terms is not None and q.shape == r.shape:
+        total = 0.0
+        for t in q.terms:
+            for s in r.terms:
+                total += t.weight * s.weight * math.prod(float(np.dot(f, g)) for f, g in zip(t.factors, s.factors))
+        return total
+    small, big = (q, r) if q.support_size() <= r.support_size() else (r, q)
+    idx, val = small.sparse()
+    return float(np.dot(val, big.values_at(idx)))
+
+
+# Cap on the elements of one temporary block in inner_many, to bound memory on large supports.
+_BLOCK_ELEMENTS = 1 << 22
+
+
+def inner_many(q: Query, rows: Sequence[Query]) -> np.ndarray:
+    """``[⟨q, r⟩ for r in rows]``, vectorised.
+
+    Product-form rows of ``q``'s shape are stacked into one factor matrix per attribute, so the whole
+    batch costs a few matrix products over the short per-attribute axes; sparse rows are gathered into
+    one index array evaluated against ``q`` at once.
+    """
+    m = len(rows)
+    out = np.zeros(m)
+    if m == 0:
+        return out
+    prod_owner: list[int] = []
+    prod_terms: list[Term] = []
+    sparse_owner: list[np.ndarray] = []
+    sparse_idx: list[np.ndarray] = []
+    sparse_val: list[np.ndarray] = []
+    for i, r in enumerate(rows):
+        if r.n_cells != q.n_cells:
+            raise QueryError(f"query {i} has {r.n_cells} coefficients, the target query has {q.n_cells}")
+        if r.terms is not None and r.shape == q.shape and (q.terms is not None or r.support_size() > q.support_size()):
+            prod_owner.extend([i] * len(r.terms))
+            prod_terms.extend(r.terms)
+        else:
+            idx, val = r.sparse()
+            sparse_owner.append(np.full(idx.size, i, dtype=np.int64))
+            sparse_idx.append(idx)
+            sparse_val.append(val)
+    if prod_terms:
+        owner = np.asarray(prod_owner, dtype=np.int64)
+        weights = np.array([t.weight for t in prod_terms])
+        mats = [np.stack([t.factors[d] for t in prod_terms]) for d in range(len(q.shape))]
+        if q.terms is not None:
+            acc = np.zeros(len(prod_terms))
+            for t in q.terms:
+                prod = np.full(len(prod_terms), t.weight)
+                for mat, f in zip(mats, t.factors):
+                    prod *= mat @ f
+                acc += prod
+        else:
+            acc = _stacked_against_sparse(mats, q)
+        out += np.bincount(owner, weights=weights * acc, minlength=m)
+    if sparse_idx:
+        total = sum(i.size for i in sparse_idx)
+        if q.terms is None or len(q.terms) > 1 or total * 8 >= q.n_cells:
+            # Gathering from the dense target beats evaluating it at many indices.
+            qd = q.dense()
+            for owner, idx, val in zip(sparse_owner, sparse_idx, sparse_val):
+                if idx.size:
+                    out[owner[0]] += float(np.dot(val, qd[idx]))
+        else:
+            idx = np.concatenate(sparse_idx)
+            weights = np.concatenate(sparse_val) * q.values_at(idx)
+            out += np.bincount(np.concatenate(sparse_owner), weights=weights, minlength=m)
+    return out
+
+
+def _stacked_against_sparse(mats: list[np.ndarray], q: Query) -> np.ndarray:
+    """``Σ_j q_j Π_d M_d[:, j_d]`` for each stacked term (row of the ``M_d``), in memory-bounded blocks."""
+    idx, val = q.sparse()
+    coords = np.unravel_index(idx, q.shape)
+    k = mats[0].shape[0]
+    # Transposed (cells × terms) so each gather copies contiguous rows.
+    mats_t = [np.ascontiguousarray(mat.T) for mat in mats]
+    acc = np.zeros(k)
+    step = max(1, _BLOCK_ELEMENTS // max(k, 1))
+    for start in range(0, idx.size, step):
+        sl = slice(start, start + step)
+        block = mats_t[0][coords[0][sl]]
+        for mat_t, c in zip(mats_t[1:], coords[1:]):
+            block *= mat_t[c[sl]]
+        acc += val[sl] @ block
+    return acc
+
+
+# -------------------------------------------------------------------- constructors
+
+
+def count(schema: Schema, /, weight: float = 1.0, **labels: str | Sequence[str]) -> Query:
+    """``weight · count(attribute in labels, …)``: the product-form predicate query.
+
+    Attributes not named are unrestricted. A label list selects any of its labels.
+
+    Examples
+    --------
+    >>> schema = Schema.from_dict({"attributes": [
+    ...     {"name": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
+    ...     {"name": "income", "kind": "categorical", "values": ["<=50K", ">50K"]}]})
+    >>> count(schema, 2, income=">50K").dense().tolist()
+    [0.0, 2.0, 0.0, 2.0]
+    """
+    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not math.isfinite(weight):
+        raise QueryError(f"query: weight must be a finite number, got {weight!r}")
+    selected = {}
+    for name, chosen in labels.items():
+        chosen_list = [chosen] if isinstance(chosen, str) else list(chosen)
+        selected[name] = chosen_list
+    return Query(schema.shape, terms=(_predicate_term(schema, float(weight), selected),))
+
+
+def _predicate_term(schema: Schema, weight: float, selected: Mapping[str, Iterable[str]]) -> Term:
+    """The term for ``weight · count(name in labels, …)``; errors are plain (the caller adds where)."""
+    factors = [np.ones(s) for s in schema.shape]
+    for name, chosen in selected.items():
+        try:
+            axis = schema.axis(name)
+            attr = schema.attributes[axis]
+            positions = [attr.position(lab) for lab in chosen]
+        except SchemaError as e:
+            raise QueryError(f"query: {e}") from None
+        if not positions:
+            raise QueryError(f"query: empty label list for attribute '{name}'")
+        f = np.zeros(attr.size)
+        f[positions] = 1.0
+        factors[axis] = f
+    return Term(weight, tuple(factors))
+
+
+def _check_coefficients(raw: Sequence[Any], what: str) -> np.ndarray:
+    for i, v in enumerate(raw):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise QueryError(f"query: {what}[{i}] must be a number, got {v!r}")
+        if not math.isfinite(float(v)):
+            raise QueryError(f"query: {what}[{i}] is {v!r}; coefficients must be finite")
+    return np.asarray(raw, dtype=np.float64)
+
+
+def _resolve_shape(n_cells: int, shape: Sequence[int] | None) -> tuple[int, ...]:
+    if shape is None:
+        return (int(n_cells),)
+    shape = tuple(int(s) for s in shape)
+    if math.prod(shape) != n_cells:
+        raise QueryError(f"query: shape {shape} has {math.prod(shape)} cells, expected {n_cells}")
+    return shape
+
+
+def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) -> Query:
+    """A query from its DESIGN §6 JSON form: a dense list of ``n_cells`` numbers or ``{"indices", "values"}``."""
+    shape_t = _resolve_shape(n_cells, shape)
+    if isinstance(obj, list):
+        if len(obj) != n_cells:
+            raise QueryError(f"query has {len(obj)} coefficients, the cube has {n_cells} cells")
+        vec = _check_coefficients(obj, "query")
+        nz = np.flatnonzero(vec)
+        if nz.size == 0:
+            raise QueryError("query: all coefficients are zero")
+        return Query(shape_t, indices=nz, values=vec[nz])
+    if isinstance(obj, dict):
+        extra = set(obj) - {"indices", "values"}
+        if extra or "indices" not in obj or "values" not in obj:
+            raise QueryError('query: a sparse query is an object with exactly "indices" and "values"')
+        idx_raw, val_raw = obj["indices"], obj["values"]
+        if not isinstance(idx_raw, list) or not isinstance(val_raw, list):
+            raise QueryError('query: "indices" and "values" must be lists')
+        if len(idx_raw) != len(val_raw):
+            raise QueryError(f'query: {len(idx_raw)} indices but {len(val_raw)} values')
+        for i, v in enumerate(idx_raw):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise QueryError(f"query: indices[{i}] must be an integer, got {v!r}")
+            if not 0 <= v < n_cells:
+                raise QueryError(f"query: indices[{i}] = {v} is outside 0..{n_cells - 1}")
+        vals = _check_coefficients(val_raw, "values")
+        return Query(shape_t, indices=np.asarray(idx_raw, dtype=np.int64), values=vals)
+    raise QueryError(f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}")
+
+
+def query_from_vector(vector: Any, shape: Sequence[int]) -> Query:
+    """A sparse-form query from a dense coefficient vector (flat in C order, or already of ``shape``)."""
+    shape_t = tuple(int(s) for s in shape)
+    vec = np.asarray(vector, dtype=np.float64).reshape(-1)
+    if vec.size != math.prod(shape_t):
+        raise QueryError(f"query has {vec.size} coefficients, the cube has {math.prod(shape_t)} cells")
+    if not np.all(np.isfinite(vec)):
+        raise QueryError("query: coefficients must be finite (got NaN or infinity)")
+    nz = np.flatnonzero(vec)
+    if nz.size == 0:
+        raise QueryError("query: all coefficients are zero")
+    return Query(shape_t, indices=nz, values=vec[nz])
+
+
+def parse_query(text: str, schema: Schema) -> Query:
+    """Parse the DESIGN §6 text form, e.g. ``2*count(income=">50K") - count(age="0-30")``.
+
+    Errors are :class:`~dpdesk.engine.errors.QueryError` naming the 1-based column and what was expected.
+    """
+    from dpdesk.engine.query_text import parse
+
+    return parse(text, schema)

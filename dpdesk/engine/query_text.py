@@ -1,0 +1,297 @@
+"""The text form of queries (DESIGN §6): tokenizer, recursive-descent parser and formatter.
+
+Grammar (whitespace between tokens is ignored)::
+
+    query   := sum END
+    sum     := product (('+' | '-') product)*
+    product := unary ('*' unary)*
+    unary   := ('-' | '+') unary | primary
+    primary := NUMBER | 'count' '(' [arg (',' arg)*] ')' | '(' sum ')'
+    arg     := (NAME | STRING) '=' (label | '[' label (',' label)* ']')
+    label   := STRING | NUMBER | NAME
+
+Strings take single or double quotes; a backslash escapes the next character (``\\n``, ``\\t`` and
+``\\r`` give control characters). The result must be linear: a sum of weighted counts, with no
+constant terms and no product of two counts. Every error is a :class:`QueryError` with the 1-based
+column where the problem is, e.g. ``query: at column 14: expected ')' but found ','``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpdesk.engine.errors import QueryError
+from dpdesk.engine.query import Query, Term, _predicate_term
+from dpdesk.engine.schema import Schema
+
+_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_PUNCT = set("()[],=+-*")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "number", "name", "string", "punct", "end"
+    text: str  # source text (numbers, names, punctuation) or decoded value (strings)
+    col: int  # 1-based column of the first character
+
+    def describe(self) -> str:
+        if self.kind == "end":
+            return "end of query"
+        if self.kind == "string":
+            return f"string {self.text!r}"
+        if self.kind == "number":
+            return f"number {self.text}"
+        return repr(self.text)
+
+
+def _error(col: int, message: str) -> QueryError:
+    return QueryError(f"query: at column {col}: {message}")
+
+
+def tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c in _PUNCT:
+            tokens.append(_Token("punct", c, i + 1))
+            i += 1
+        elif c in "'\"":
+            start, i, chars = i, i + 1, []
+            while True:
+                if i >= n:
+                    raise _error(start + 1, f"unterminated string (no closing {c})")
+                ch = text[i]
+                if ch == "\\":
+                    if i + 1 >= n:
+                        raise _error(start + 1, f"unterminated string (no closing {c})")
+                    chars.append(_ESCAPES.get(text[i + 1], text[i + 1]))
+                    i += 2
+                elif ch == c:
+                    i += 1
+                    break
+                else:
+                    chars.append(ch)
+                    i += 1
+            tokens.append(_Token("string", "".join(chars), start + 1))
+        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+            m = _NUMBER.match(text, i)
+            assert m is not None
+            tokens.append(_Token("number", m.group(), i + 1))
+            i = m.end()
+        elif c.isalpha() or c == "_":
+            start = i
+            while i < n and (text[i].isalnum() or text[i] == "_"):
+                i += 1
+            tokens.append(_Token("name", text[start:i], start + 1))
+        else:
+            raise _error(i + 1, f"unexpected character {c!r}")
+    tokens.append(_Token("end", "", n + 1))
+    return tokens
+
+
+# A parsed value: a plain number (a weight) or a linear combination of predicate terms.
+_Linear = list[tuple[float, dict[str, list[str]], int]]  # (weight, labels by attribute, column)
+
+
+class _Parser:
+    def __init__(self, text: str, schema: Schema) -> None:
+        self.tokens = tokenize(text)
+        self.pos = 0
+        self.schema = schema
+
+    @property
+    def tok(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def take(self) -> _Token:
+        t = self.tokens[self.pos]
+        self.pos += 1
+        return t
+
+    def at(self, punct: str) -> bool:
+        return self.tok.kind == "punct" and self.tok.text == punct
+
+    def expect(self, punct: str) -> _Token:
+        if not self.at(punct):
+            raise _error(self.tok.col, f"expected {punct!r} but found {self.tok.describe()}")
+        return self.take()
+
+    def expect_one_of(self, sep: str, close: str) -> None:
+        if not self.at(close):
+            raise _error(self.tok.col, f"expected {sep!r} or {close!r} but found {self.tok.describe()}")
+
+    # sum := product (('+' | '-') product)*
+    def sum(self) -> float | _Linear:
+        first = self.tok
+        acc = self.product()
+        while self.at("+") or self.at("-"):
+            op = self.take()
+            rhs_tok = self.tok
+            rhs = self.product()
+            if isinstance(acc, float):
+                raise _error(first.col, "a constant term does not change a query; remove it")
+            if isinstance(rhs, float):
+                raise _error(rhs_tok.col, "a constant term does not change a query; remove it")
+            sign = -1.0 if op.text == "-" else 1.0
+            acc = acc + [(sign * w, labels, col) for w, labels, col in rhs]
+        return acc
+
+    # product := unary ('*' unary)*
+    def product(self) -> float | _Linear:
+        acc = self.unary()
+        while self.at("*"):
+            star = self.take()
+            rhs = self.unary()
+            if isinstance(acc, float) and isinstance(rhs, float):
+                acc = self._finite(acc * rhs, star.col)
+            elif isinstance(acc, float) or isinstance(rhs, float):
+                k, lin = (acc, rhs) if isinstance(acc, float) else (rhs, acc)
+                acc = [(self._finite(k * w, star.col), labels, col) for w, labels, col in lin]  # type: ignore[union-attr]
+            else:
+                raise _error(star.col, "cannot multiply two counts (the query would not be linear)")
+        return acc
+
+    # unary := ('-' | '+') unary | primary
+    def unary(self) -> float | _Linear:
+        if self.at("-") or self.at("+"):
+            sign = -1.0 if self.take().text == "-" else 1.0
+            v = self.unary()
+            if isinstance(v, float):
+                return sign * v
+            return [(sign * w, labels, col) for w, labels, col in v]
+        return self.primary()
+
+    def primary(self) -> float | _Linear:
+        t = self.tok
+        if t.kind == "number":
+            self.take()
+            return self._finite(float(t.text), t.col)
+        if self.at("("):
+            self.take()
+            v = self.sum()
+            self.expect(")")
+            return v
+        if t.kind == "name" and t.text == "count":
+            return self.count_call()
+        raise _error(t.col, f"expected count(...), a number or '(' but found {t.describe()}")
+
+    def count_call(self) -> _Linear:
+        start = self.take()
+        self.expect("(")
+        labels: dict[str, list[str]] = {}
+        if not self.at(")"):
+            self.arg(labels)
+            while self.at(","):
+                self.take()
+                self.arg(labels)
+            self.expect_one_of(",", ")")
+        self.expect(")")
+        return [(1.0, labels, start.col)]
+
+    def arg(self, labels: dict[str, list[str]]) -> None:
+        t = self.tok
+        if t.kind not in ("name", "string"):
+            raise _error(t.col, f"expected an attribute name but found {t.describe()}")
+        self.take()
+        if t.text not in self.schema.names:
+            raise _error(
+                t.col,
+                f"unknown attribute {t.text!r} (attributes: {', '.join(map(repr, self.schema.names))})",
+            )
+        if t.text in labels:
+            raise _error(t.col, f"attribute {t.text!r} appears twice in one count(...)")
+        self.expect("=")
+        attr = self.schema.attribute(t.text)
+        chosen: list[str] = []
+        if self.at("["):
+            open_tok = self.take()
+            if self.at("]"):
+                raise _error(open_tok.col, f"empty label list for attribute {t.text!r}")
+            chosen.append(self.label(attr))
+            while self.at(","):
+                self.take()
+                chosen.append(self.label(attr))
+            self.expect_one_of(",", "]")
+            self.take()
+        else:
+            chosen.append(self.label(attr))
+        labels[t.text] = chosen
+
+    def label(self, attr) -> str:  # type: ignore[no-untyped-def]
+        t = self.tok
+        if t.kind not in ("string", "number", "name"):
+            raise _error(t.col, f"expected a label for {attr.name!r} (a quoted string) but found {t.describe()}")
+        self.take()
+        if t.text not in attr.labels:
+            raise _error(
+                t.col,
+                f"attribute {attr.name!r} has no label {t.text!r} (labels: {', '.join(map(repr, attr.labels))})",
+            )
+        return t.text
+
+    @staticmethod
+    def _finite(x: float, col: int) -> float:
+        if not math.isfinite(x):
+            raise _error(col, f"weight {x!r} is not a finite number")
+        return x
+
+
+def parse(text: str, schema: Schema) -> Query:
+    """Parse the DESIGN §6 text form into a product-form :class:`Query` (see the module grammar)."""
+    if not isinstance(text, str):
+        raise QueryError(f"query: text must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise QueryError("query: empty text (expected e.g. count(age=\"0-30\"))")
+    p = _Parser(text, schema)
+    value = p.sum()
+    if p.tok.kind != "end":
+        raise _error(p.tok.col, f"expected '+', '-', '*' or end of query but found {p.tok.describe()}")
+    if isinstance(value, float):
+        raise _error(1, "the query is a constant; expected at least one count(...)")
+    terms = []
+    for w, labels, col in value:
+        try:
+            terms.append(_predicate_term(schema, w, labels))
+        except QueryError as e:  # attribute and label names were checked above; keep the column anyway
+            raise _error(col, str(e).removeprefix("query: ")) from None
+    try:
+        return Query(schema.shape, terms=tuple(terms), text=text.strip())
+    except QueryError as e:
+        raise QueryError(f"{e} in {text.strip()!r}") from None
+
+
+def _quote(label: str) -> str:
+    return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def format_terms(terms: tuple[Term, ...], schema: Schema) -> str | None:
+    """Text form of product-form terms whose factors are 0/1 label indicators, else None."""
+    parts: list[str] = []
+    for t in terms:
+        args = []
+        for attr, f in zip(schema.attributes, t.factors):
+            if not np.all((f == 0) | (f == 1)):
+                return None
+            if np.all(f == 1):
+                continue
+            chosen = [_quote(attr.labels[i]) for i in np.flatnonzero(f)]
+            name = attr.name if attr.name.isidentifier() else _quote(attr.name)
+            args.append(f"{name}={chosen[0]}" if len(chosen) == 1 else f"{name}=[{', '.join(chosen)}]")
+        w = t.weight
+        body = f"count({', '.join(args)})"
+        mag = abs(w)
+        coef = "" if mag == 1 else f"{int(mag) if mag.is_integer() else repr(mag)}*"
+        sign = "-" if w < 0 else "+"
+        if not parts:
+            parts.append(("-" if w < 0 else "") + coef + body)
+        else:
+            parts.append(f" {sign} {coef}{body}")
+    return "".join(parts)
