@@ -271,6 +271,17 @@ def test_arrays_are_read_only():
         s.text = "x"  # frozen
 
 
+def test_pickle_and_copy_keep_arrays_read_only():
+    import copy
+    import pickle
+
+    for q in (parse_query('2*count(income=">50K") - count(age="0-30")', PAPER), query_from_json([0, 1, 0, 2], 4)):
+        for again in (pickle.loads(pickle.dumps(q)), copy.deepcopy(q)):
+            assert again == q and again.text == q.text and again.shape == q.shape
+            arrays = [again.indices, again.values] if again.terms is None else [f for t in again.terms for f in t.factors]
+            assert all(not a.flags.writeable for a in arrays)
+
+
 def test_term_copies_caller_arrays():
     f = np.array([1.0, 0.0])
     q = Query((2, 2), terms=(Term(1, (f, np.ones(2))),))

@@ -64,6 +64,9 @@ class Term:
         object.__setattr__(self, "weight", w)
         object.__setattr__(self, "factors", tuple(factors))
 
+    def __reduce__(self) -> tuple:
+        return (Term, (self.weight, self.factors))  # re-validate: unpickled arrays come back writable
+
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(f) for f in self.factors)
@@ -300,6 +303,9 @@ class Query:
             f"linear query with {self.support_size()} nonzero coefficient(s) over {self.n_cells} cells, "
             f"sensitivity {_fmt_number(self.sensitivity)}"
         )
+
+    def __reduce__(self) -> tuple:
+        return (Query, (self.shape, self.terms, self.indices, self.values, self.text))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Query):
