@@ -26,7 +26,7 @@ import numpy as np
 
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.query import Query, Term, _predicate_term
-from dpdesk.engine.schema import Schema
+from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _PUNCT = set("()[],=+-*")
@@ -225,7 +225,7 @@ class _Parser:
             chosen.append(self.label(attr))
         labels[t.text] = chosen
 
-    def label(self, attr) -> str:  # type: ignore[no-untyped-def]
+    def label(self, attr: Attribute) -> str:
         t = self.tok
         if t.kind not in ("string", "number", "name"):
             raise _error(t.col, f"expected a label for {attr.name!r} (a quoted string) but found {t.describe()}")
