@@ -1,0 +1,23 @@
+"""The project file (SQLite): settings, data binding, request queue and the hash-chained privacy ledger.
+
+``Project`` is the entry point (:mod:`dpdesk.store.project`); it is imported on first use so that
+``import dpdesk.store`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Project", "Release", "VerifyReport"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Project", "Release"):
+        from dpdesk.store import project
+
+        return getattr(project, name)
+    if name == "VerifyReport":
+        from dpdesk.store.verify import VerifyReport
+
+        return VerifyReport
+    raise AttributeError(f"module 'dpdesk.store' has no attribute {name!r}")

@@ -33,6 +33,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             schema_json TEXT NOT NULL,
             test_project INTEGER NOT NULL CHECK (test_project IN (0, 1)),
             created TEXT NOT NULL,
+            initial_source_json TEXT NOT NULL,
             genesis_hash TEXT NOT NULL
         )""",
         """CREATE TABLE source (

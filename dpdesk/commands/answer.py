@@ -1,0 +1,103 @@
+"""``dpdesk answer`` and ``dpdesk reject``: decide a queued request.
+
+``answer`` shows the assessment (decision, cost, budget before and after), asks for confirmation on
+stdin unless ``--yes`` (end of input counts as "no"), then releases: an inferred answer for free or a
+fresh noisy one, which is recorded durably in the ledger *before* it is printed. Exit codes: 0
+released, 1 not released (the decision is reject, or not confirmed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    a = subparsers.add_parser("answer", help="assess a request, then release its answer (recorded first)",
+                              description="Assess a queued request and release its answer per the decision.")
+    a.add_argument("path", metavar="PATH")
+    a.add_argument("--request", required=True, metavar="ID")
+    a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    a.add_argument("--json", action="store_true", help="print one JSON object (assessment and release)")
+    a.add_argument("--method", default="fft", choices=("fft", "direct", "mc"), help="posterior method")
+    a.set_defaults(func=run_answer)
+    r = subparsers.add_parser("reject", help="record the refusal of a request (spends nothing)")
+    r.add_argument("path", metavar="PATH")
+    r.add_argument("--request", required=True, metavar="ID")
+    r.add_argument("--reason", default="", metavar="TEXT")
+    r.set_defaults(func=run_reject)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
+
+
+def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
+    done = p.entry_for(request_id)
+    if done is None:
+        return None
+    if done.kind == "rejected":
+        return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
+    pl = done.payload
+    value = pl["answer"] if done.kind == "fresh" else pl["estimate"]
+    lo, hi = pl["interval"]
+    return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
+            f"{_num(value)} [{_num(lo)}, {_num(hi)}]; nothing new was drawn")
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.checkpoints import checkpoint
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "w") as p:
+        req = p.request(args.request)
+        already = _already(p, args.request)
+        if already:
+            raise DpdeskError(already)
+        a = p.assess(args.request, method=args.method)
+        out = sys.stderr if args.json else sys.stdout
+        b = a.budget
+        print(f"request {req.id}: {req.describe()}  (±{req.eps:g} with probability ≥ {1 - req.delta:g})", file=out)
+        print(f"decision: {a.decision} — {a.reason}", file=out)
+        print(f"budget: system cost {b.system_cost:.6g} → "
+              f"{(b.system_cost_after if a.decision == 'spend' else b.system_cost):.6g} of {b.total:g}", file=out)
+        if a.decision == "reject":
+            print(f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out)
+            if args.json:
+                print(json.dumps({"assessment": a.to_json(), "release": None}))
+            return 1
+        if not args.yes:
+            what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.fresh_alpha:.6g}"
+            print(f"{what}? [y/N] ", end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
+            if line.strip().lower() not in ("y", "yes"):
+                print("not answered (not confirmed)", file=sys.stderr)
+                return 1
+        release = p.answer(args.request, method=args.method, expect=a.decision)
+        if args.json:
+            print(json.dumps({"assessment": a.to_json(), "release": release.to_json()}), flush=True)
+        else:
+            lo, hi = release.interval
+            cost = f"α = {release.alpha:.6g}, {release.family} noise" if release.kind == "fresh" else "free"
+            print(f"answer {req.id}: {_num(release.answer)}  [{_num(lo)}, {_num(hi)}]  ({release.kind}, {cost}; "
+                  f"ledger entry {release.entry.seq})", flush=True)
+        checkpoint("cli:printed")
+    checkpoint("cli:closed")
+    return 0
+
+
+def run_reject(args: argparse.Namespace) -> int:
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "w") as p:
+        p.request(args.request)
+        already = _already(p, args.request)
+        if already:
+            raise DpdeskError(already)
+        entry = p.reject(args.request, args.reason)
+        print(f"rejected {args.request} (ledger entry {entry.seq})")
+    return 0

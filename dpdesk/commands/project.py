@@ -1,0 +1,113 @@
+"""``dpdesk project new|info|rebind``: create a project file, describe it, accept changed source data."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("project", help="create, describe or re-bind a project file (*.dpdesk)",
+                              description="Create, describe or re-bind a dpdesk project file.")
+    sub = p.add_subparsers(dest="project_command", metavar="ACTION", parser_class=type(p))
+    new = sub.add_parser("new", help="create a project bound to a data source",
+                         description="Create a project file bound to a data source. Nothing is written on error.")
+    new.add_argument("path", metavar="PATH", help="the project file to create (never overwritten)")
+    new.add_argument("--schema", required=True, metavar="S", help="schema JSON file (DESIGN §6)")
+    new.add_argument("--source", required=True, metavar="TABLE", help="the data: a CSV/Parquet/Excel/SQLite file or URL")
+    new.add_argument("--table", metavar="T", help="table or view inside a database source")
+    new.add_argument("--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)")
+    new.add_argument("--name", metavar="N", help="project name (default: the file's stem)")
+    new.add_argument("--test-project", action="store_true",
+                     help="mark as a test project (allows the seeded, non-secure sampler; never for real data)")
+    info = sub.add_parser("info", help="describe a project (read-only)")
+    info.add_argument("path", metavar="PATH")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
+    rebind.add_argument("path", metavar="PATH")
+    p.set_defaults(func=run, _parser=p)
+
+
+def run(args: argparse.Namespace) -> int:
+    action = getattr(args, "project_command", None)
+    if action == "new":
+        return _new(args)
+    if action == "info":
+        return _info(args)
+    if action == "rebind":
+        return _rebind(args)
+    args._parser.print_help()
+    return 2
+
+
+def _new(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.project import Project
+
+    schema_path = Path(args.schema)
+    try:
+        schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DpdeskError(f"{schema_path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    name = args.name or Path(args.path).stem
+    with Project.create(args.path, name=name, schema=schema, source_location=args.source, source_table=args.table,
+                        total_budget=args.budget, test_project=args.test_project) as p:
+        src = p.source
+        print(f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
+              f"{', TEST PROJECT' if p.test_project else ''}")
+        print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
+              f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    import json
+
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "r") as p:
+        h = p.history()
+        src = p.source
+        entries = p.ledger()
+        counts = {s: len(p.requests(s)) for s in ("pending", "answered", "rejected")}
+        binding = p.binding_problem()
+        info = {
+            "path": str(p.path), "name": p.name, "created": p.created, "neighbour_model": p.neighbour_model,
+            "total_budget": float(p.total_budget), "system_cost": h.system_cost,
+            "remaining": float(p.total_budget) - h.system_cost, "test_project": p.test_project,
+            "cells": p.schema.n_cells, "attributes": list(p.schema.names),
+            "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
+            "requests": counts, "ledger_entries": len(entries), "fresh_answers": len(h),
+            "ledger_head": entries[-1].hash if entries else None,
+        }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{info['name']} — {info['path']}{'  [TEST PROJECT]' if info['test_project'] else ''}")
+    print(f"  created {info['created']}; neighbours: {info['neighbour_model']}")
+    print(f"  cube: {info['cells']} cells over {', '.join(info['attributes'])}")
+    print(f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
+          f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}")
+    s = info["source"]
+    print(f"  source: {s['location']}{f' table ' + s['table'] if s['table'] else ''} — {s['row_count']} rows, "
+          f"{s['out_of_domain']} out of domain; {s['status']}")
+    print(f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected")
+    print(f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}")
+    return 0
+
+
+def _rebind(args: argparse.Namespace) -> int:
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "w") as p:
+        problem = p.binding_problem()
+        if problem is None:
+            print(f"{p.path.name}: the source is unchanged; nothing to rebind")
+            return 0
+        entry = p.rebind()
+        cur = entry.payload["current"]
+        print(f"rebound {p.path.name} to {cur['location']} ({cur['row_count']} rows, fingerprint "
+              f"{cur['fingerprint'][:16]}…): ledger entry {entry.seq}")
+    return 0

@@ -1,0 +1,55 @@
+"""``dpdesk requests add|import|list``: queue data users' requests in a project."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("requests", help="queue and list requests in a project",
+                              description="Queue and list data users' requests in a project file.")
+    sub = p.add_subparsers(dest="requests_command", metavar="ACTION", parser_class=type(p))
+    add = sub.add_parser("add", help="queue one request")
+    add.add_argument("path", metavar="PATH")
+    add.add_argument("--query", required=True, metavar="Q",
+                     help='text form, e.g. \'count(age="0-30")\', or JSON coefficients')
+    add.add_argument("--eps", required=True, metavar="E", help="half-width ε of the wanted interval (> 0)")
+    add.add_argument("--delta", required=True, metavar="D", help="allowed miss probability δ, in (0, 1)")
+    add.add_argument("--requester", default="", metavar="NAME")
+    add.add_argument("--id", metavar="ID", help="request id (default r<N>)")
+    imp = sub.add_parser("import", help="queue every request of a JSON list or a CSV (query,eps,delta[,requester,id])")
+    imp.add_argument("path", metavar="PATH")
+    imp.add_argument("file", metavar="FILE")
+    lst = sub.add_parser("list", help="list requests (read-only)")
+    lst.add_argument("path", metavar="PATH")
+    lst.add_argument("--status", choices=("pending", "answered", "rejected"))
+    lst.add_argument("--json", action="store_true")
+    p.set_defaults(func=run, _parser=p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpdesk.store.project import Project
+
+    action = getattr(args, "requests_command", None)
+    if action == "add":
+        with Project.open(args.path, "w") as p:
+            r = p.add_request(args.query, args.eps, args.delta, args.requester, args.id)
+            print(f"queued {r.id}: {r.describe()} (ε={r.eps:g}, δ={r.delta:g})")
+        return 0
+    if action == "import":
+        with Project.open(args.path, "w") as p:
+            added = p.import_requests(args.file)
+            print(f"queued {len(added)} request(s): {', '.join(r.id for r in added)}")
+        return 0
+    if action == "list":
+        import json
+
+        with Project.open(args.path, "r") as p:
+            rows = p.requests(args.status)
+        if args.json:
+            print(json.dumps([r.to_json() for r in rows], indent=2))
+        for r in [] if args.json else rows:
+            print(f"{r.id}\t{r.status}\tε={r.eps:g}\tδ={r.delta:g}\t{r.requester or '-'}\t{r.describe()}")
+        return 0
+    args._parser.print_help()
+    return 2

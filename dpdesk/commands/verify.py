@@ -1,0 +1,37 @@
+"""``dpdesk verify PATH``: audit the ledger; exit 0 only if every check holds (1 if one fails)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "verify", help="audit a project's ledger (read-only)",
+        description="Check the ledger's hash chain and gap-free sequence, recompute the budget from it and "
+                    "check the total was never exceeded. Exit 0 only if all hold; 1 names the first bad entry.",
+    )
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "r") as p:
+        report = p.verify()
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    elif report.ok:
+        print(f"OK: {report.entries} ledger entries ({report.fresh} fresh, {report.inferred} inferred, "
+              f"{report.rejected} rejected, {report.rebinds} rebinds); system cost {report.system_cost:.6g} "
+              f"of {report.total_budget:g}; head {report.head_hash or '-'}")
+    else:
+        where = f"first bad entry: {report.first_bad_seq}" if report.first_bad_seq is not None else "project"
+        print(f"FAILED ({where}): {report.problems[0]}")
+        for extra in report.problems[1:]:
+            print(f"  also: {extra}")
+    return 0 if report.ok else 1

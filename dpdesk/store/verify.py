@@ -1,0 +1,158 @@
+"""Audit a project file: what ``dpdesk verify`` checks and guarantees.
+
+1. The fixed settings (name, total budget, neighbour model, schema, test flag, initial source) still
+   hash to the genesis the ledger chains from.
+2. Sequence numbers run 1, 2, 3, … without gaps; every payload is canonical JSON; every
+   ``prev_hash`` is the previous entry's hash and every ``hash = SHA-256(prev_hash ‖ entry)``.
+3. The ``ledger_head`` row names the last entry (so deleting the newest entries is caught).
+4. Budget recomputation: the fresh entries, replayed in order through the engine's ``History``, give
+   per-cell costs whose maximum never exceeds the total budget after any entry, and each recorded
+   sensitivity and system cost matches the recomputation.
+5. Every decided request has exactly one deciding entry and the matching status; the current source
+   binding is the one the last ``rebind`` entry (or the genesis) records.
+The first problem found names the entry (``entry 7: …``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.history import History
+from dpdesk.store import ledger
+from dpdesk.store.canonical import genesis_hash
+from dpdesk.store.ledger import thaw
+
+if TYPE_CHECKING:
+    from dpdesk.store.project import Project
+
+REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The outcome of :func:`verify`. ``ok`` only if every check held."""
+
+    ok: bool
+    entries: int
+    fresh: int
+    inferred: int
+    rejected: int
+    rebinds: int
+    system_cost: float | None      # recomputed from the ledger (None if the chain broke first)
+    total_budget: float
+    head_hash: str | None
+    problems: tuple[str, ...]
+    first_bad_seq: int | None      # the first ledger entry that failed, if an entry failed
+
+    @property
+    def remaining(self) -> float | None:
+        return None if self.system_cost is None else self.total_budget - self.system_cost
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "entries": self.entries, "fresh": self.fresh, "inferred": self.inferred,
+            "rejected": self.rejected, "rebinds": self.rebinds, "system_cost": self.system_cost,
+            "total_budget": self.total_budget, "remaining": self.remaining, "head_hash": self.head_hash,
+            "problems": list(self.problems), "first_bad_seq": self.first_bad_seq,
+        }
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+
+
+def verify(project: "Project") -> VerifyReport:
+    from dpdesk.store.project import history_row
+
+    conn = project.connection
+    found: list[tuple[float, int, str]] = []
+
+    def bad(seq: int | None, message: str) -> None:
+        found.append((math.inf if seq is None else seq, len(found), message))
+
+    if genesis_hash(project.settings()) != project.genesis:
+        bad(None, "project settings (name, total budget, schema, test flag or initial source) were changed "
+                  "after creation: they no longer match the ledger's genesis hash")
+
+    rows = ledger.raw_rows(conn)
+    entries, chain_problem = ledger.check_chain(rows, project.genesis)
+    if chain_problem is not None:
+        bad(len(entries) + 1 if not rows or not isinstance(rows[len(entries)].seq, int)
+            else rows[len(entries)].seq, chain_problem)
+
+    head = conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
+    if chain_problem is None:
+        last = (entries[-1].seq, entries[-1].hash) if entries else None
+        if (tuple(head) if head else None) != last:
+            bad(None if last is None else last[0],
+                f"ledger head records entry {head[0] if head else 'none'} but the ledger ends at "
+                f"{last[0] if last else 'no entry'} (entries deleted or appended by hand)")
+
+    total = float(project.total_budget)
+    history = History(project.schema.shape)
+    counts = {"fresh": 0, "inferred": 0, "rejected": 0, "rebind": 0}
+    decided: dict[str, int] = {}
+    binding = json.loads(project._initial_source_json)
+    for e in entries:
+        counts[e.kind] += 1
+        where = f"entry {e.seq}"
+        if e.kind in ("fresh", "inferred", "rejected"):
+            if not e.request_id:
+                bad(e.seq, f"{where}: a {e.kind} entry without a request id")
+                continue
+            if e.request_id in decided:
+                bad(e.seq, f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}")
+            decided[e.request_id] = e.seq
+        try:
+            if e.kind == "fresh":
+                row = history_row(e, project.schema)
+                if not _close(row.sensitivity, float(e.payload["sensitivity"])):
+                    bad(e.seq, f"{where}: recorded sensitivity {e.payload['sensitivity']} but the query's is {row.sensitivity}")
+                history.append(row)
+                cost = history.system_cost
+                if cost > total * (1 + REL_TOL):
+                    bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
+                recorded = e.payload.get("system_cost_after")
+                if recorded is not None and not _close(float(recorded), cost):
+                    bad(e.seq, f"{where}: recorded system cost {recorded} but the ledger gives {cost:.12g}")
+            elif e.kind == "inferred":
+                prefix = e.payload["history_prefix"]
+                if not isinstance(prefix, int) or not 0 <= prefix <= len(history):
+                    bad(e.seq, f"{where}: uses {prefix!r} history rows but only {len(history)} were released before it")
+            elif e.kind == "rebind":
+                if thaw(e.payload["previous"]) != binding:
+                    bad(e.seq, f"{where}: rebinds from a source that was not the bound one")
+                binding = thaw(e.payload["current"])
+        except (KeyError, TypeError, ValueError, DpdeskError) as exc:
+            bad(e.seq, f"{where}: malformed {e.kind} payload ({exc})")
+
+    if chain_problem is None:
+        if project.source.identity() != binding:
+            bad(None, "the source binding differs from the one recorded in the ledger (changed without a rebind)")
+        statuses = dict(conn.execute("SELECT id, status FROM requests").fetchall())
+        for e in entries:
+            if e.request_id is None:
+                continue
+            want = "rejected" if e.kind == "rejected" else "answered"
+            if statuses.get(e.request_id) != want:
+                bad(e.seq, f"entry {e.seq}: request {e.request_id!r} is {statuses.get(e.request_id, 'missing')!r}, "
+                           f"expected {want!r}")
+        for rid, status in statuses.items():
+            if status != "pending" and rid not in decided:
+                bad(None, f"request {rid!r} is {status} but no ledger entry decides it")
+
+    intact = chain_problem is None
+    found.sort()
+    problems = [m for _, _, m in found]
+    first_bad = int(found[0][0]) if found and found[0][0] != math.inf else None
+    return VerifyReport(
+        ok=not problems, entries=len(rows), fresh=counts["fresh"], inferred=counts["inferred"],
+        rejected=counts["rejected"], rebinds=counts["rebind"],
+        system_cost=history.system_cost if intact else None, total_budget=total,
+        head_hash=entries[-1].hash if entries and intact else None,
+        problems=tuple(problems), first_bad_seq=first_bad,
+    )
