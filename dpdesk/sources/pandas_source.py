@@ -71,6 +71,22 @@ def _dataframe_cube(df: "pd.DataFrame", schema: Schema, where: str, progress: Pr
     return build_cube(df, schema, progress=progress, cancelled=cancelled)
 
 
+def _whole_numbers_as_integers(df: "pd.DataFrame") -> "pd.DataFrame":
+    """Excel stores every number as a float, so a whole-number column with blanks comes back as float64
+    (``1.0``). Give such columns a nullable integer dtype so their text form is ``"1"``, as in a CSV."""
+    import numpy as np
+
+    out = df.copy()
+    for i in range(df.shape[1]):  # by position: a sheet may repeat a header
+        col = df.iloc[:, i]
+        if col.dtype.kind == "f":
+            v = col.to_numpy()
+            finite = v[~np.isnan(v)]
+            if finite.size and np.all(finite == np.round(finite)) and np.all(np.abs(finite) < 2**53):
+                out.isetitem(i, col.astype("Int64"))
+    return out
+
+
 class DataFrameSource(Source):
     """An in-memory pandas DataFrame (``name`` is how it is shown and recorded)."""
 
@@ -125,11 +141,12 @@ class ExcelSource(Source):
             import pandas as pd
 
             try:
-                self._df = pd.read_excel(self.location, sheet_name=self.table if self.table is not None else 0)
+                df = pd.read_excel(self.location, sheet_name=self.table if self.table is not None else 0)
             except (ValueError, KeyError, OSError, ImportError) as exc:
                 raise SourceError(f"cannot read Excel file {self.location}: {one_line(exc)}") from None
             except Exception as exc:  # openpyxl/zipfile raise their own types on damaged files
                 raise SourceError(f"cannot read Excel file {self.location}: {type(exc).__name__}: {one_line(exc)}") from None
+            self._df = _whole_numbers_as_integers(df)
         return self._df
 
     def columns(self) -> list[str]:

@@ -1,0 +1,173 @@
+"""Fingerprints, progress and cancel callbacks, and the safety of the generated SQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pandas as pd
+import psycopg
+import pytest
+
+from dpdesk.engine.cube import build_cube
+from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.schema import Schema
+from dpdesk.sources import DataFrameSource, open_source
+from dpdesk.sources.duck import DuckDBSource
+from dpdesk.sources.postgres import redact
+from dpdesk.sources.sqlgen import DUCKDB, POSTGRESQL, cube_query, quote_ident
+
+from .conftest import TEXT_VALUES
+
+
+# --- fingerprints ----------------------------------------------------------------------------------
+
+
+def test_file_fingerprint_is_content_hash_with_row_count(files, table: pd.DataFrame, tmp_path) -> None:
+    fp = open_source(files.parquet).fingerprint()
+    assert fp.method == "sha256" and len(fp.digest) == 64 and fp.row_count == len(table) and fp.caveat is None
+    copy = tmp_path / "copy.parquet"
+    shutil.copy(files.parquet, copy)
+    assert open_source(str(copy)).fingerprint() == fp  # the name does not matter, the content does
+    assert open_source(files.csv).fingerprint().row_count == len(table)
+    assert open_source(files.sqlite, table="people").fingerprint().row_count == len(table)
+    assert open_source(files.xlsx).fingerprint().row_count == len(table)
+
+
+def test_glob_fingerprint_follows_names_and_contents(files, tmp_path) -> None:
+    src_dir = os.path.dirname(files.parquet_glob)
+    a = tmp_path / "a"
+    shutil.copytree(src_dir, a)
+    fp = open_source(str(a / "*.parquet")).fingerprint()
+    assert fp.method == "sha256-files" and fp.row_count == open_source(files.parquet).fingerprint().row_count
+    b = tmp_path / "moved"
+    shutil.copytree(a, b)
+    assert open_source(str(b / "*.parquet")).fingerprint().digest == fp.digest  # moving the folder: same
+    os.rename(b / "part-2.parquet", b / "part-9.parquet")
+    assert open_source(str(b / "*.parquet")).fingerprint().digest != fp.digest  # renaming a file: different
+
+
+def test_dataframe_fingerprint(table: pd.DataFrame) -> None:
+    fp = DataFrameSource(table).fingerprint()
+    assert fp.row_count == len(table) and fp.caveat
+    changed = table.copy()
+    changed.loc[0, "note"] = "changed"
+    assert DataFrameSource(changed).fingerprint().digest != fp.digest
+
+
+def test_postgresql_fingerprint_is_best_effort_and_detects_changes(postgres, table: pd.DataFrame) -> None:
+    source = open_source(postgres.url, table="people")
+    fp = source.fingerprint()
+    assert fp.method == "postgresql-checksum" and fp.row_count == len(table)
+    assert "best effort" in fp.caveat
+    assert source.fingerprint() == fp  # deterministic
+    with psycopg.connect(postgres.url, autocommit=True) as con:
+        con.execute("CREATE TABLE people_copy AS SELECT * FROM people ORDER BY random()")
+        assert open_source(postgres.url, table="people_copy").fingerprint().digest == fp.digest  # row order
+        con.execute("UPDATE people_copy SET note = 'x' WHERE note = 'row 7'")
+        assert open_source(postgres.url, table="people_copy").fingerprint().digest != fp.digest
+        con.execute("DROP TABLE people_copy")
+
+
+# --- progress and cancel ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv", "sqlite", "xlsx"])
+def test_progress_ends_at_one(kind: str, files, schema: Schema) -> None:
+    seen: list[float] = []
+    source = open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    source.build_cube(schema, progress=seen.append, cancelled=lambda: False)
+    assert seen and seen[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in seen)
+
+
+@pytest.mark.parametrize("kind", ["parquet", "sqlite", "xlsx"])
+def test_cancelled_before_start(kind: str, files, schema: Schema) -> None:
+    source = open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    with pytest.raises(Cancelled):
+        source.build_cube(schema, cancelled=lambda: True)
+
+
+def _flips_after(seconds: float):  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    return lambda: time.monotonic() - start > seconds
+
+
+def test_duckdb_interrupts_a_running_query(files) -> None:
+    source = DuckDBSource(files.parquet)
+    seen: list[float] = []
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        source._run("SELECT COUNT(*) AS n FROM range(100000000000) t(i) WHERE i % 7 = 3", (), seen.append,
+                    _flips_after(0.3))
+    assert time.monotonic() - t0 < 10
+    assert all(0.0 <= f <= 1.0 for f in seen)
+
+
+def test_sqlite_interrupts_a_running_query(files, schema: Schema, monkeypatch) -> None:
+    source = open_source(files.sqlite, table="people")
+    slow = ("WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000000) "
+            "SELECT -1 AS cell, COUNT(*) AS n FROM r")
+    from dpdesk.sources import sqlgen
+
+    real = sqlgen.cube_query
+    monkeypatch.setattr(sqlgen, "cube_query", lambda *a, **k: sqlgen.CubeQuery(slow, real(*a, **k).params[:0]))
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        source.build_cube(schema, cancelled=_flips_after(0.3))
+    assert time.monotonic() - t0 < 10
+
+
+def test_postgresql_cancels_on_the_server(postgres) -> None:
+    source = open_source(postgres.url, table="people")
+    con = source._connect()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(Cancelled):
+            source._run(con, "SELECT pg_sleep(30)", (), _flips_after(0.3))
+        assert time.monotonic() - t0 < 10
+    finally:
+        con.close()
+
+
+def test_progress_from_a_background_thread(files, schema: Schema) -> None:
+    """The GUI builds off its thread: callbacks come from the thread that called build_cube."""
+    callers: set[str] = set()
+    result = {}
+
+    def work() -> None:
+        result["cube"] = open_source(files.parquet).build_cube(
+            schema, progress=lambda f: callers.add(threading.current_thread().name))
+
+    t = threading.Thread(target=work, name="builder")
+    t.start()
+    t.join()
+    assert callers == {"builder"} and result["cube"].total > 0
+
+
+# --- the generated SQL -----------------------------------------------------------------------------
+
+
+def test_identifiers_are_quoted_and_values_are_parameters(schema: Schema) -> None:
+    kinds = {a.column: ("numeric" if a.kind == "numeric" else "text") for a in schema.attributes}
+    q = cube_query(schema, kinds, quote_ident("my\"table"), (), POSTGRESQL)
+    assert '"in""come"' in q.sql and '"select"' in q.sql and '"my""table"' in q.sql
+    for v in TEXT_VALUES:
+        assert v not in q.sql  # never pasted, always bound
+        assert v in q.params
+    assert "DROP TABLE" not in q.sql
+    assert "$1" in q.sql and "?" not in q.sql
+    q2 = cube_query(schema, kinds, "t", (), DUCKDB)
+    assert q2.sql.count("?") == len(q2.params)
+
+
+def test_show_sql_lists_parameters(files, schema: Schema) -> None:
+    text = open_source(files.parquet).sql(schema)
+    assert text.startswith("SELECT cell, COUNT(*)") and "GROUP BY cell" in text
+    assert "-- parameters" in text and '"née"' in text
+
+
+def test_password_never_in_location() -> None:
+    assert redact("postgresql://u:p%40ss@h:5/db?sslmode=require&password=x") == "postgresql://u@h:5/db?sslmode=require"
+    assert redact("postgresql://h/db") == "postgresql://h/db"
