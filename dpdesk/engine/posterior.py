@@ -239,7 +239,8 @@ def posterior(
     The grid holds about 2000 bins of a readable width (1, 2 or 5 × 10^k) across the central mass
     ``1 − γ/4`` (Chernoff bound). When every term is discrete and all ``|A_k|`` are integer multiples of
     a step ``g`` (integers: ``g`` = their gcd) θ lives on ``center + gZ``: the masses are then exact
-    point masses (``lattice=True``) whenever that takes at most 2²⁰+1 points. Discrete noise with
+    point masses (``lattice=True``) whenever that takes at most 2²⁰+1 points (64 000 for a
+    step below 1). Discrete noise with
     other coefficients (and no continuous term) has atoms everywhere: ``fft`` then sums 8 aliases
     on each side and reports the size of the next ones as an estimate, not a bound.
 
@@ -283,7 +284,9 @@ def posterior(
     tail = gamma / 4
     T = _g.tail_halfwidth(comp, tail)
     g = _g.lattice_step(comp)
-    if g is not None and 2 * math.ceil(T / g) + 1 <= _g.LATTICE_MAX_POINTS:
+    # integer steps always when affordable; a finer step only while the grid stays modest
+    cap = _g.LATTICE_MAX_POINTS if g is not None and g >= 1 else 32 * _g.OUTPUT_POINTS
+    if g is not None and 2 * math.ceil(T / g) + 1 <= cap:
         h, half, lattice = g, math.ceil(T / g), True
     else:
         h = _g.nice_spacing(2 * T / _g.OUTPUT_POINTS)

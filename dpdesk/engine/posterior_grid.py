@@ -287,9 +287,11 @@ def fft_general(comp, h, n_out, target, cancelled=None):
 
 def fft_lattice(comp, g, half):
     """Exact masses of S on ``g·{-half..half}``: the pmf's DFT is φ at ``2πk/(L g)`` with no aliasing."""
-    L = 2 * half + 1
+    # twice the length, so what wraps around is the tail beyond ±(3·half), not beyond ±half
+    L = odd_fast_len(4 * half + 1)
     t = 2 * np.pi * scipy.fft.fftfreq(L) / g
-    mass = np.fft.fftshift(np.real(scipy.fft.ifft(phi(t, comp))))
+    full = np.fft.fftshift(np.real(scipy.fft.ifft(phi(t, comp))))
+    mass = full[L // 2 - half : L // 2 + half + 1]
     return np.clip(mass, 0.0, None), 1e-16 * math.sqrt(L) * 4
 
 
