@@ -37,7 +37,7 @@ class CredibleInterval:
     confidence: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays inside: compare by identity, not element-wise
 class Posterior:
     """The posterior mass function of θ on a grid of bins (or lattice points).
 

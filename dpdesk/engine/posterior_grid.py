@@ -256,7 +256,10 @@ def fft_general(comp, h, n_out, target, cancelled=None):
             err = math.sqrt(float(np.sum(np.minimum(plain, corr) ** 2)))
             if err <= target:
                 break
-        if err <= target or L * (2 * N + 1) * max(1, rest.c.size + rest.a.size) > 4e8 or L > 2**21:
+        # give up refining (and report the larger bound) before the work gets out of hand; this
+        # happens when discrete terms, whose characteristic functions do not decay, share the
+        # posterior with a continuous one
+        if err <= target or L * (2 * N + 1) * max(1, rest.c.size + rest.a.size) > 6e5 or L > 2**17:
             break
     if c1 is None:
         N = 8
