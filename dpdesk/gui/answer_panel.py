@@ -1,0 +1,253 @@
+"""The answer panel: what history says about the selected request, and the three actions.
+
+It shows the engine's :class:`~dpdesk.engine.workflow.Assessment` field by field — estimate,
+credible interval with its exact confidence, confidence at ±ε, the decision and its reason, the
+fresh-answer cost and the system cost before → after — and offers *Release inferred answer*,
+*Spend α and release* (after a confirmation) and *Reject*. Only the action the engine decided is
+enabled (plus Reject). Assessments run through the task helper (Monte Carlo can take seconds).
+Released values are public and carry no badge.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+)
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.posterior_plot import PosteriorPlot
+from dpdesk.gui.session import ProjectSession, run_assessment
+from dpdesk.gui.tasks import TaskRunner
+
+DECISION_STYLE = {
+    "infer": ("ANSWERABLE FROM HISTORY", "#237a36"),
+    "spend": ("NEEDS A FRESH ANSWER", "#1f5fa8"),
+    "reject": ("CANNOT ANSWER", "#a8321f"),
+}
+SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
+
+
+def _num(x: float | None, digits: int = 6) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+class AnswerPanel(QWidget):
+    """Assessment display and actions for one request of a :class:`ProjectSession`."""
+
+    sigAssessed = Signal(object)   # the Assessment now shown (or None)
+    sigReleased = Signal(object)   # a store Release, after it was recorded
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.request_id: str | None = None
+        self.assessment = None
+        self.last_release = None
+        self.runner = TaskRunner(self)
+        lay = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.title = QLabel("Select a request")
+        self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
+        self.title.setWordWrap(True)
+        top.addWidget(self.title, 1)
+        top.addWidget(QLabel("posterior method"))
+        self.method = QComboBox()
+        self.method.addItems(["fft", "direct", "mc"])
+        self.method.setToolTip("fft: exact up to a bound (default) · direct: paper Alg. 2 · mc: Monte Carlo (Alg. 1)")
+        self.method.currentTextChanged.connect(lambda _m: self.refresh())
+        top.addWidget(self.method)
+        lay.addLayout(top)
+        prog = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumHeight(14)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        prog.addWidget(self.progress, 1)
+        prog.addWidget(self.cancel_btn)
+        self._progress_row = [self.progress, self.cancel_btn]
+        lay.addLayout(prog)
+        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigStarted.connect(lambda _l: self._busy(True))
+        self.runner.sigFinished.connect(lambda: self._busy(False))
+        self.plot = PosteriorPlot()
+        lay.addWidget(self.plot, 1)
+        self.decision = QLabel("")
+        self.decision.setObjectName("decisionLabel")
+        self.reason = QLabel("")
+        self.reason.setWordWrap(True)
+        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        dec = QHBoxLayout()
+        dec.addWidget(self.decision)
+        dec.addWidget(self.reason, 1)
+        lay.addLayout(dec)
+        form = QFormLayout()
+        self.fields: dict[str, QLabel] = {}
+        for key, label in (("estimate", "Estimate θ̂ (releasable)"), ("interval", "Credible interval"),
+                           ("conf_eps", "Confidence at ±ε"), ("fresh", "Fresh answer would cost"),
+                           ("cost", "System cost now → after"), ("status", "Status")):
+            self.fields[key] = QLabel("—")
+            self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            form.addRow(label, self.fields[key])
+        lay.addLayout(form)
+        buttons = QHBoxLayout()
+        self.infer_btn = QPushButton("Release inferred answer")
+        self.spend_btn = QPushButton("Spend α and release")
+        self.reject_btn = QPushButton("Reject")
+        for btn, kind, slot in ((self.infer_btn, "infer", self.release_inferred),
+                                (self.spend_btn, "spend", self.spend_and_release),
+                                (self.reject_btn, "reject", self.reject)):
+            btn.setToolTip(f"Shortcut: {SHORTCUTS[kind]}")
+            btn.clicked.connect(slot)
+            buttons.addWidget(btn)
+        lay.addLayout(buttons)
+        self.result = QLabel("")
+        self.result.setObjectName("releaseLabel")
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.result)
+        self._busy(False)
+        self._set_buttons(None)
+
+    # -- assessment ----------------------------------------------------------------------------
+    def _busy(self, busy: bool) -> None:
+        for w in self._progress_row:
+            w.setVisible(busy)
+
+    def set_request(self, request_id: str | None) -> None:
+        if request_id != self.request_id:
+            self.result.setText("")
+        self.request_id = request_id
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-assess the current request against the current history (in the background)."""
+        self.assessment = None
+        self._set_buttons(None)
+        if self.request_id is None:
+            self.runner.cancel()
+            self.title.setText("Select a request")
+            self.plot.clear_plot()
+            self.sigAssessed.emit(None)
+            return
+        req = self.session.request(self.request_id)
+        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
+                           f"(ε = {req.eps:g}, δ = {req.delta:g})")
+        self.fields["status"].setText(self._status_text(req))
+        inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
+        self.runner.start(lambda st: run_assessment(inputs, st.progress, st.cancelled), self.show_assessment,
+                          label=f"assessing {req.id}")
+
+    def _status_text(self, req) -> str:
+        if req.status == "pending":
+            return "pending"
+        entry = self.session.project.entry_for(req.id)
+        if entry is None:
+            return req.status
+        p = entry.payload
+        if entry.kind == "fresh":
+            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {float(p['answer']):.6g} (ledger #{entry.seq})"
+        if entry.kind == "inferred":
+            return f"answered from history (free): released {float(p['estimate']):.6g} (ledger #{entry.seq})"
+        return f"rejected (ledger #{entry.seq})"
+
+    def show_assessment(self, a) -> None:
+        self.assessment = a
+        text, colour = DECISION_STYLE[a.decision]
+        self.decision.setText(text)
+        self.decision.setStyleSheet(f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
+                                    " padding: 2px 6px; border-radius: 3px; }")
+        reason = a.reason
+        if not a.estimable:
+            reason = ("Not estimable from history — the released answers do not determine this query, so there is "
+                      "no posterior yet. " + reason[:1].upper() + reason[1:])
+        self.reason.setText(reason)
+        self.plot.set_assessment(a)
+        est = a.estimate.estimate
+        self.fields["estimate"].setText(
+            "not estimable from history" if est is None else f"{est:.6g}   (std {_num(a.estimate.std, 4)})")
+        self.fields["interval"].setText(
+            "—" if a.interval is None else
+            f"[{a.interval[0]:.6g}, {a.interval[1]:.6g}] — exact confidence {a.interval_confidence:.6f} "
+            f"(asked 1−δ = {1 - a.request.delta:g})")
+        self.fields["conf_eps"].setText(
+            "—" if a.confidence_at_eps is None else
+            f"{a.confidence_at_eps:.6f} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
+        self.fields["fresh"].setText(f"α = {a.fresh_alpha:.6g} ({a.family.replace('_', ' ')} noise, "
+                                     f"sensitivity {a.sensitivity:g})")
+        b = a.budget
+        self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
+                                    f"(total {b.total:g}, remaining after {_num(b.remaining_after)})")
+        self._set_buttons(a)
+        self.sigAssessed.emit(a)
+
+    def _set_buttons(self, a) -> None:
+        pending = False
+        if a is not None and self.request_id is not None:
+            pending = self.session.request(self.request_id).status == "pending"
+        decision = a.decision if a is not None else None
+        self.infer_btn.setVisible(a is None or a.estimable)
+        self.infer_btn.setEnabled(pending and decision == "infer")
+        self.spend_btn.setEnabled(pending and decision == "spend")
+        self.spend_btn.setText(f"Spend α = {a.fresh_alpha:.4g} and release" if a is not None else "Spend α and release")
+        self.reject_btn.setEnabled(pending)
+
+    # -- actions -------------------------------------------------------------------------------
+    def _after(self, release) -> None:
+        self.last_release = release
+        kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
+        self.result.setText(f"Released for {release.request_id}: {release.answer:.6g}, interval "
+                            f"[{release.interval[0]:.6g}, {release.interval[1]:.6g}] ({kind}); "
+                            f"ledger entry #{release.entry.seq}")
+        self.sigReleased.emit(release)
+
+    def release_inferred(self) -> None:
+        a = self.assessment
+        if a is None or a.decision != "infer" or not self.infer_btn.isEnabled():
+            return
+        try:
+            release = self.session.answer(a.request.id, "infer", a.method)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        self._after(release)
+
+    def spend_and_release(self) -> None:
+        a = self.assessment
+        if a is None or a.decision != "spend" or not self.spend_btn.isEnabled():
+            return
+        b = a.budget
+        ok = dialogs.confirm(
+            self, "Spend privacy budget",
+            f"Release a fresh noisy answer to {a.request.id}?\n\n"
+            f"It spends α = {a.fresh_alpha:.6g}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
+            f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
+            "This cannot be undone: the answer is recorded in the ledger before it is shown.")
+        if not ok:
+            return
+        try:
+            release = self.session.answer(a.request.id, "spend", a.method)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        self._after(release)
+
+    def reject(self) -> None:
+        if self.request_id is None or not self.reject_btn.isEnabled():
+            return
+        if not dialogs.confirm(self, "Reject request", f"Reject {self.request_id}? The refusal is recorded in the ledger."):
+            return
+        reason = self.assessment.reason if self.assessment is not None else ""
+        try:
+            entry = self.session.reject(self.request_id, reason)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        self.result.setText(f"Rejected {self.request_id} (ledger entry #{entry.seq}); nothing was spent.")
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("answer")

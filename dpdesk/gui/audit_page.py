@@ -1,0 +1,190 @@
+"""The Audit page: the ledger (filter, sort, details), system cost over time, verify, export.
+
+The cost curve is the engine's History replayed over the ledger (via the session); *Verify integrity*
+runs the store's verifier; export writes the self-contained HTML report (plots embedded as PNG) and
+a CSV of the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
+    QTableView, QVBoxLayout, QWidget,
+)
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows
+from dpdesk.gui.report import build_html, ledger_csv
+from dpdesk.gui.session import ProjectSession
+from dpdesk.store.ledger import thaw
+
+
+def save_file_name(parent: QWidget, title: str, default: str, filters: str) -> str:
+    """File chooser for exports (a hook tests replace)."""
+    return QFileDialog.getSaveFileName(parent, title, default, filters)[0]
+
+
+def widget_png(widget: QWidget) -> bytes:
+    buf = QBuffer()
+    buf.open(QIODevice.OpenModeFlag.WriteOnly)
+    widget.grab().save(buf, "PNG")
+    return bytes(buf.data())
+
+
+class _Proxy(QSortFilterProxyModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.kind = "all"
+        self.setSortRole(Qt.ItemDataRole.UserRole)
+        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.setFilterKeyColumn(-1)
+
+    def filterAcceptsRow(self, row: int, parent) -> bool:
+        if self.kind != "all":
+            if self.sourceModel().index(row, 2, parent).data() != self.kind:
+                return False
+        return super().filterAcceptsRow(row, parent)
+
+
+class AuditPage(QWidget):
+    """Ledger browser and integrity tools for a :class:`ProjectSession`."""
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Filter: request id, query text, kind…")
+        self.kind = QComboBox()
+        self.kind.addItems(["all", "fresh", "inferred", "rejected", "rebind"])
+        self.verify_btn = QPushButton("Verify integrity")
+        self.html_btn = QPushButton("Export HTML report…")
+        self.csv_btn = QPushButton("Export CSV…")
+        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn):
+            bar.addWidget(w)
+        lay.addLayout(bar)
+        self.verdict = QLabel("")
+        self.verdict.setWordWrap(True)
+        lay.addWidget(self.verdict)
+        split = QSplitter(Qt.Orientation.Vertical)
+        top = QSplitter(Qt.Orientation.Horizontal)
+        self.model = RowsModel(LEDGER_HEADERS, self)
+        self.proxy = _Proxy()
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        top.addWidget(self.table)
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setPlaceholderText("Select a ledger entry to see all its fields.")
+        top.addWidget(self.details)
+        top.setSizes([800, 400])
+        split.addWidget(top)
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setLabel("bottom", "ledger entry")
+        self.plot.setLabel("left", "system cost (max over cells)")
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.setMinimumHeight(160)
+        split.addWidget(self.plot)
+        split.setSizes([420, 260])
+        lay.addWidget(split, 1)
+        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.kind.currentTextChanged.connect(self._kind)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show(cur))
+        self.verify_btn.clicked.connect(self.verify)
+        self.html_btn.clicked.connect(self.export_html)
+        self.csv_btn.clicked.connect(self.export_csv)
+        session.sigChanged.connect(self.reload)
+        self.curve: list[tuple[int, float]] = []
+        self.reload()
+
+    def _kind(self, kind: str) -> None:
+        self.proxy.kind = kind
+        self.proxy.invalidateFilter()
+
+    def reload(self) -> None:
+        entries = self.session.ledger()
+        self.model.set_rows(ledger_rows(entries), entries)
+        self.table.resizeColumnsToContents()
+        self.curve = self.session.cost_over_time()
+        self.plot.clear()
+        xs = np.array([s for s, _ in self.curve] + [self.curve[-1][0] + 1], dtype=float)
+        ys = np.array([c for _, c in self.curve], dtype=float)
+        self.plot.addItem(pg.PlotDataItem(xs, ys, stepMode="center", pen=pg.mkPen("#1f5fa8", width=2),
+                                          fillLevel=0, brush=(31, 95, 168, 40)))
+        total = self.session.total_budget
+        self.plot.addItem(pg.InfiniteLine(pos=total, angle=0, pen=pg.mkPen("#c0392b", width=1.5,
+                                                                             style=Qt.PenStyle.DashLine),
+                                          label=f"total budget {total:g}", labelOpts={"position": 0.1, "color": "#c0392b"}))
+        self.plot.setYRange(0, total * 1.08)
+
+    def _show(self, proxy_index) -> None:
+        if not proxy_index.isValid():
+            self.details.setPlainText("")
+            return
+        entry = self.model.payload(self.proxy.mapToSource(proxy_index).row())
+        self.details.setPlainText(json.dumps(entry.to_json(), indent=2, default=thaw))
+
+    def verify(self):
+        report = self.session.verify()
+        if report.ok:
+            self.verdict.setText(f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
+                                 f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g}).")
+            self.verdict.setStyleSheet("color: #237a36; font-weight: bold;")
+        else:
+            self.verdict.setText("✗ Integrity check failed: " + "; ".join(report.problems))
+            self.verdict.setStyleSheet("color: #a8321f; font-weight: bold;")
+        return report
+
+    def report_html(self) -> str:
+        from dpdesk.gui.budget_panel import BudgetPanel
+
+        s = self.session
+        budget = s.budget()
+        costs = s.cell_costs()
+        cell_rows = [(s.schema.describe_cell(int(i)), float(costs[i])) for i in np.flatnonzero(costs)]
+        heat = BudgetPanel(s)
+        heat.resize(760, 560)
+        images = {"System cost over the ledger": widget_png(self.plot),
+                  "Per-cell privacy cost (max over the other attributes)": widget_png(heat.heatmap)}
+        heat.deleteLater()
+        return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
+                          system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
+                          verify=s.verify(), images=images)
+
+    def export_html(self) -> None:
+        path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")
+        if not path:
+            return
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(self.report_html())
+        except OSError as exc:
+            dialogs.report_exception(exc, parent=self)
+
+    def export_csv(self) -> None:
+        path = save_file_name(self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)")
+        if not path:
+            return
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(ledger_csv(self.session.ledger()))
+        except OSError as exc:
+            dialogs.report_exception(exc, parent=self)
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("audit")

@@ -1,0 +1,163 @@
+"""The budget panel: per-cell privacy-cost heatmap, remaining-budget gauge, preview after a release.
+
+The per-cell costs ``B`` (paper Thm 5.4) come from the engine's History (via the session); the
+"after" costs come from the selected request's Assessment (``budget.cell_costs_after``). For a cube
+of more than two attributes the curator picks the row and column attributes; the other attributes
+are either collapsed by taking the maximum (the system cost is a maximum, so this shows where the
+budget binds) or fixed to one label each. Collapsing is display only; no cost is computed here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget,
+)
+
+from dpdesk.gui.gauge import BudgetGauge
+from dpdesk.gui.heatmap_view import HeatmapView
+from dpdesk.gui.session import ProjectSession
+
+
+def project_2d(values: np.ndarray, shape: tuple[int, ...], row: int, col: int, mode: str,
+               fixed: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Matrix over (row, col) and, per displayed cell, the flat index of the cube cell it shows."""
+    arr = np.asarray(values, dtype=float).reshape(shape)
+    flat_ids = np.arange(arr.size).reshape(shape)
+    others = [d for d in range(len(shape)) if d not in (row, col)]
+    if mode == "slice":
+        index = tuple(slice(None) if d in (row, col) else fixed.get(d, 0) for d in range(len(shape)))
+        sub, ids = arr[index], flat_ids[index]
+        if row > col:
+            sub, ids = sub.T, ids.T
+        return sub, ids
+    order = [row, col, *others]
+    moved = np.transpose(arr, order).reshape(shape[row], shape[col], -1)
+    moved_ids = np.transpose(flat_ids, order).reshape(shape[row], shape[col], -1)
+    k = np.argmax(moved, axis=2)
+    mat = np.take_along_axis(moved, k[..., None], axis=2)[..., 0]
+    ids = np.take_along_axis(moved_ids, k[..., None], axis=2)[..., 0]
+    return mat, ids
+
+
+class BudgetPanel(QWidget):
+    """Heatmap of per-cell costs and the remaining total budget of a :class:`ProjectSession`."""
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.assessment = None
+        schema = session.schema
+        lay = QVBoxLayout(self)
+        self.gauge = BudgetGauge()
+        lay.addWidget(self.gauge)
+        controls = QGridLayout()
+        self.row_attr, self.col_attr = QComboBox(), QComboBox()
+        for box in (self.row_attr, self.col_attr):
+            box.addItems(list(schema.names))
+        if len(schema.names) > 1:
+            self.col_attr.setCurrentIndex(1)
+        self.mode = QComboBox()
+        self.mode.addItem("max over the other attributes", "max")
+        self.mode.addItem("fix the other attributes", "slice")
+        self.preview = QCheckBox("Preview after the selected request")
+        self.preview.setToolTip("Show the costs as they would be after a fresh answer to the selected request; "
+                                "changed cells are outlined in red.")
+        controls.addWidget(QLabel("rows"), 0, 0)
+        controls.addWidget(self.row_attr, 0, 1)
+        controls.addWidget(QLabel("columns"), 0, 2)
+        controls.addWidget(self.col_attr, 0, 3)
+        controls.addWidget(self.mode, 1, 0, 1, 2)
+        controls.addWidget(self.preview, 1, 2, 1, 2)
+        lay.addLayout(controls)
+        self.slices_box = QHBoxLayout()
+        self.slice_combos: dict[int, QComboBox] = {}
+        for d, attr in enumerate(schema.attributes):
+            box = QComboBox()
+            box.addItems(list(attr.labels))
+            box.currentIndexChanged.connect(lambda _i: self.redraw())
+            self.slice_combos[d] = box
+            lbl = QLabel(attr.name)
+            self.slices_box.addWidget(lbl)
+            self.slices_box.addWidget(box)
+            box.setProperty("label", lbl)
+        self.slices_box.addStretch(1)
+        lay.addLayout(self.slices_box)
+        self.heatmap = HeatmapView()
+        self.heatmap.tooltip_for = self.describe
+        lay.addWidget(self.heatmap, 1)
+        self.info = QLabel("")
+        self.info.setWordWrap(True)
+        lay.addWidget(self.info)
+        for w in (self.row_attr, self.col_attr, self.mode):
+            w.currentIndexChanged.connect(lambda _i: self.redraw())
+        self.preview.toggled.connect(lambda _b: self.redraw())
+        session.sigChanged.connect(self.redraw)
+        self._ids = np.zeros((1, 1), dtype=int)
+        self.shown_costs = np.zeros(0)
+        self.redraw()
+
+    def set_assessment(self, a) -> None:
+        self.assessment = a
+        self.redraw()
+
+    def _after(self) -> np.ndarray | None:
+        a = self.assessment
+        if not self.preview.isChecked() or a is None or a.budget.cell_costs_after is None:
+            return None
+        return a.budget.cell_costs_after
+
+    def redraw(self) -> None:
+        schema = self.session.schema
+        budget = self.session.budget()
+        self.gauge.set_budget(budget.remaining, budget.total, budget.system_cost)
+        before = self.session.cell_costs()
+        after = self._after()
+        costs = before if after is None else after
+        self.shown_costs = costs
+        row, col = self.row_attr.currentIndex(), self.col_attr.currentIndex()
+        mode = self.mode.currentData()
+        for d, box in self.slice_combos.items():
+            show = mode == "slice" and d not in (row, col)
+            box.setVisible(show)
+            box.property("label").setVisible(show)
+        if row == col:
+            self.info.setText("Choose two different attributes for rows and columns.")
+            return
+        fixed = {d: box.currentIndex() for d, box in self.slice_combos.items()}
+        mat, ids = project_2d(costs, schema.shape, row, col, mode, fixed)
+        highlight = None
+        if after is not None:
+            highlight = (np.asarray(after) != np.asarray(before))[ids]
+        self._ids = ids
+        a_row, a_col = schema.attributes[row], schema.attributes[col]
+        self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, budget.total, highlight)
+        what = "after the selected request (preview)" if after is not None else "now"
+        self.info.setText(f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
+                          f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
+                          f"of {budget.total:g}. "
+                          "Hover a cell for its labels, cost and the requests that spent it.")
+
+    def cell_for(self, r: int, c: int) -> int:
+        """The cube cell (flat index) displayed at heatmap position (r, c)."""
+        return int(self._ids[r, c])
+
+    def describe(self, r: int, c: int) -> str:
+        cell = self.cell_for(r, c)
+        schema = self.session.schema
+        before = float(self.session.cell_costs()[cell])
+        lines = [schema.describe_cell(cell), f"cost {before:.6g} of {self.session.total_budget:g}"]
+        after = self._after()
+        if after is not None:
+            lines.append(f"after the selected request: {float(after[cell]):.6g}")
+        spent = self.session.spenders(cell)
+        lines.append("spent by: " + (", ".join(f"{rid} ({share:.4g})" for rid, share in spent) if spent else "nothing yet"))
+        if self.mode.currentData() == "max" and len(schema.shape) > 2:
+            lines.append("(the most-spent cell among the other attributes' labels)")
+        return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("budget")

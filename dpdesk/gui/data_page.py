@@ -1,0 +1,274 @@
+"""The Data page: open a table, preview it, declare the schema, build the cube, create a project.
+
+Tables are opened through :func:`dpdesk.sources.open_source` (CSV/TSV, Parquet, Excel, SQLite); the
+preview is a bounded number of rows in a virtual model and, like the cube, is PRIVATE. The cube is
+built by the source in the background with progress and Cancel. With a project open, the page shows
+the project's bound source and its (fixed) schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout,
+    QWidget,
+)
+from PySide6.QtCore import Qt
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.badge import PrivateBadge
+from dpdesk.gui.models import DataFrameModel
+from dpdesk.gui.schema_editor import SchemaEditor
+from dpdesk.gui.tasks import TaskRunner
+
+PREVIEW_ROWS = 5000
+TABLE_FILTERS = ("Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;"
+                 "All files (*)")
+
+
+def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None:
+    """Ask which table of a database to open (a hook tests replace)."""
+    name, ok = QInputDialog.getItem(parent, "Choose a table", f"Tables in {Path(location).name}:", names, 0, False)
+    return name if ok else None
+
+
+def ask_new_project(parent: QWidget) -> tuple[str, float] | None:
+    """Ask where to save a new project and its total budget (a hook tests replace)."""
+    path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
+    if not path:
+        return None
+    budget, ok = QInputDialog.getDouble(parent, "Total privacy budget", "Total budget ε (ε-DP, > 0):", 1.0, 1e-6, 1e6, 4)
+    return (path if path.endswith(".dpdesk") else path + ".dpdesk", budget) if ok else None
+
+
+def sqlite_tables(location: str) -> list[str]:
+    con = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name")]
+    finally:
+        con.close()
+
+
+class DataPage(QWidget):
+    """Open a table, edit its schema, build the cube; or show a project's bound source."""
+
+    sigProjectCreated = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = None
+        self.source = None
+        self.cube = None
+        self.preview_frame = None
+        self.runner = TaskRunner(self)
+        lay = QVBoxLayout(self)
+        top = QHBoxLayout()
+        self.open_btn = QPushButton("Open table…")
+        self.open_btn.clicked.connect(self.choose_file)
+        top.addWidget(self.open_btn)
+        self.location = QLabel("No table open. CSV/TSV, Parquet, Excel and SQLite tables are supported.")
+        self.location.setWordWrap(True)
+        top.addWidget(self.location, 1)
+        lay.addLayout(top)
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.splitter = split
+        box = QWidget()
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(0, 0, 0, 0)
+        head = QHBoxLayout()
+        self.preview_label = QLabel("<b>Preview</b>")
+        head.addWidget(self.preview_label)
+        head.addWidget(PrivateBadge("the table preview"))
+        head.addStretch(1)
+        bl.addLayout(head)
+        self.model = DataFrameModel()
+        self.preview = QTableView()
+        self.preview.setModel(self.model)
+        bl.addWidget(self.preview)
+        split.addWidget(box)
+        self.editor = SchemaEditor()
+        self.editor.suggest_btn.clicked.connect(self.suggest)
+        split.addWidget(self.editor)
+        cube_box = QWidget()
+        cl = QVBoxLayout(cube_box)
+        cl.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.build_btn = QPushButton("Build cube")
+        self.build_btn.clicked.connect(self.build_cube)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        self.cancel_btn.setEnabled(False)
+        self.create_btn = QPushButton("Create project from this table…")
+        self.create_btn.clicked.connect(self.create_project)
+        for w in (self.build_btn, self.progress, self.cancel_btn, self.create_btn):
+            row.addWidget(w)
+        cl.addLayout(row)
+        res = QHBoxLayout()
+        self.cube_info = QLabel("")
+        self.cube_info.setWordWrap(True)
+        res.addWidget(self.cube_info, 1)
+        self.cube_badge = PrivateBadge("the cube's counts")
+        self.cube_badge.hide()
+        res.addWidget(self.cube_badge)
+        cl.addLayout(res)
+        self.cube_model = DataFrameModel()
+        self.cube_view = QTableView()
+        self.cube_view.setModel(self.cube_model)
+        cl.addWidget(self.cube_view)
+        split.addWidget(cube_box)
+        split.setSizes([260, 220, 220])
+        lay.addWidget(split, 1)
+        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigStarted.connect(lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%")))
+        self.runner.sigFinished.connect(lambda: self.cancel_btn.setEnabled(False))
+        self._update_buttons()
+
+    # -- opening -------------------------------------------------------------------------------
+    def set_session(self, session) -> None:
+        """Show a project's bound source and fixed schema (None: back to new-project mode)."""
+        self.session = session
+        self.cube = None
+        self.cube_info.setText("")
+        self.cube_model.set_frame(None)
+        self.cube_badge.hide()
+        if session is None:
+            self._update_buttons()
+            return
+        src = session.project.source
+        self.open_table(src.location, src.table, schema=session.schema)
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open table", "", TABLE_FILTERS)
+        if path:
+            self.open_table(path)
+
+    def open_table(self, location: str, table: str | None = None, schema=None) -> None:
+        """Open ``location`` in the background: columns and a bounded preview."""
+        if table is None and location.lower().endswith((".sqlite", ".sqlite3", ".db", ".db3")):
+            try:
+                names = sqlite_tables(location)
+            except sqlite3.Error as exc:
+                dialogs.show_error(self, "Cannot open the database", f"{location}: {exc}\n\nIs it a SQLite file?")
+                return
+            if not names:
+                dialogs.show_error(self, "No tables", f"{location} has no tables or views.")
+                return
+            table = names[0] if len(names) == 1 else choose_table(self, location, names)
+            if table is None:
+                return
+
+        def work(state) -> tuple[Any, list[str], Any]:
+            from dpdesk.sources import open_source
+
+            src = open_source(location, table=table)
+            cols = src.columns()
+            state.progress(0.5)
+            return src, cols, src.preview(PREVIEW_ROWS)
+
+        self.location.setText(f"Opening {location}…")
+        self.runner.start(work, lambda out: self._opened(out, schema), self._open_failed, label="opening table")
+
+    def _open_failed(self, exc: BaseException, trace: str) -> None:
+        self.location.setText("No table open.")
+        self.source = None
+        self.model.set_frame(None)
+        self._update_buttons()
+        dialogs.report_exception(exc, trace, parent=self)
+
+    def _opened(self, out: tuple[Any, list[str], Any], schema) -> None:
+        self.source, columns, frame = out
+        self.preview_frame = frame
+        self.model.set_frame(frame)
+        where = f"{self.source.location}{f' (table {self.source.table})' if self.source.table else ''}"
+        bound = "Project source: " if self.session is not None else ""
+        self.location.setText(f"{bound}{where} — {len(columns)} columns")
+        self.preview_label.setText(f"<b>Preview</b> (first {len(frame):,} rows)")
+        self.editor.set_columns(columns)
+        if schema is not None:
+            self.editor.set_schema(schema, read_only=self.session is not None)
+        self._update_buttons()
+
+    def suggest(self) -> None:
+        if self.preview_frame is not None:
+            self.editor.suggest(self.preview_frame)
+
+    # -- cube ----------------------------------------------------------------------------------
+    def build_cube(self) -> None:
+        if self.source is None:
+            return
+        try:
+            schema = self.editor.schema()
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        source = self.source
+        self.cube_info.setText("Building the cube…")
+        self.runner.start(lambda st: source.build_cube(schema, progress=st.progress, cancelled=st.cancelled),
+                          self._built, self._build_failed, label="building cube")
+
+    def _build_failed(self, exc: BaseException, trace: str) -> None:
+        self.cube_info.setText("The cube was not built.")
+        dialogs.report_exception(exc, trace, parent=self)
+
+    def _built(self, cube) -> None:
+        import pandas as pd
+
+        self.cube = cube
+        schema = cube.schema
+        self.cube_info.setText(
+            f"Cube: {' × '.join(map(str, schema.shape))} = {schema.n_cells:,} cells · {cube.total:,} records "
+            f"inside the declared domains · {cube.out_of_domain:,} out of domain (missing or undeclared values; "
+            "counted, never placed in a cell)")
+        flat = cube.flat
+        order = flat.argsort()[::-1][:200]
+        self.cube_model.set_frame(pd.DataFrame({"cell": [schema.describe_cell(int(i)) for i in order],
+                                                "count": [int(flat[i]) for i in order]}))
+        self.cube_view.resizeColumnsToContents()
+        self.cube_badge.show()
+
+    def create_project(self) -> None:
+        if self.source is None or self.session is not None:
+            return
+        try:
+            schema = self.editor.schema()
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        if self.editor.data_derived and not dialogs.confirm(
+                self, "Data-derived schema", "The domains were suggested from the data. Create the project anyway?"):
+            return
+        answer = ask_new_project(self)
+        if answer is None:
+            return
+        path, budget = answer
+        src = self.source
+        name = Path(path).stem
+
+        def work(_state) -> str:
+            from dpdesk.store.project import Project
+
+            with Project.create(path, name=name, schema=schema, source_location=src.location,
+                                source_table=src.table, total_budget=budget):
+                pass
+            return path
+
+        self.runner.start(work, self.sigProjectCreated.emit, label="creating project")
+
+    def _update_buttons(self) -> None:
+        has = self.source is not None
+        self.build_btn.setEnabled(has)
+        self.create_btn.setVisible(self.session is None)
+        self.create_btn.setEnabled(has)
+        self.open_btn.setEnabled(self.session is None)
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("data")

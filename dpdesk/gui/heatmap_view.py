@@ -1,0 +1,84 @@
+"""The per-cell privacy-budget heatmap (pyqtgraph ``ImageItem`` + ``ColorBarItem``).
+
+It draws a 2-D matrix handed to it by the budget panel, labels the axes with attribute labels
+(``setTicks``), keeps row 0 at the top (``invertY``), outlines highlighted cells (the cells a
+previewed release would change), and reports the cell under the mouse through ``sigHovered`` and
+a tooltip. Colour levels run from 0 to the total budget so colours mean the same thing over time.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Signal
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QToolTip, QWidget
+
+
+class HeatmapView(pg.GraphicsLayoutWidget):
+    """A labelled heatmap with a colour bar and hover reporting."""
+
+    sigHovered = Signal(int, int)  # row, column under the mouse (-1, -1 when outside)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setBackground("w")
+        self.plot = self.addPlot()
+        self.plot.setMenuEnabled(False)
+        self.plot.invertY(True)
+        self.plot.setAspectLocked(False)
+        self.plot.hideButtons()
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get("viridis"),
+                                        label="privacy cost of cell", interactive=False)
+        self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.outline = pg.ScatterPlotItem(symbol="s", size=1, pxMode=False, brush=None,
+                                          pen=pg.mkPen("#ff3b30", width=3))
+        self.plot.addItem(self.outline)
+        self.matrix = np.zeros((1, 1))
+        self.tooltip_for = None  # callable (row, col) -> str, set by the owner
+        self.hover_text = ""
+        self.scene().sigMouseMoved.connect(self._mouse_moved)
+
+    def set_matrix(self, matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
+                   row_title: str, col_title: str, vmax: float, highlight: np.ndarray | None = None) -> None:
+        self.matrix = np.asarray(matrix, dtype=float)
+        self.image.setImage(self.matrix, autoLevels=False)
+        self.image.setRect(0, 0, self.matrix.shape[1], self.matrix.shape[0])
+        self.colorbar.setLevels(values=(0.0, float(vmax)))
+        self.plot.getAxis("bottom").setTicks([[(j + 0.5, str(s)) for j, s in enumerate(col_labels)]])
+        self.plot.getAxis("left").setTicks([[(i + 0.5, str(s)) for i, s in enumerate(row_labels)]])
+        self.plot.setLabel("bottom", col_title)
+        self.plot.setLabel("left", row_title)
+        if highlight is not None and highlight.any():
+            r, c = np.nonzero(highlight)
+            self.outline.setData(x=c + 0.5, y=r + 0.5, size=0.92)
+        else:
+            self.outline.setData(x=[], y=[])
+        self.plot.setRange(xRange=(0, self.matrix.shape[1]), yRange=(0, self.matrix.shape[0]), padding=0.02)
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int]:
+        p = self.plot.vb.mapSceneToView(scene_pos)
+        r, c = int(np.floor(p.y())), int(np.floor(p.x()))
+        if 0 <= r < self.matrix.shape[0] and 0 <= c < self.matrix.shape[1]:
+            return r, c
+        return -1, -1
+
+    def _mouse_moved(self, scene_pos: QPointF) -> None:
+        r, c = self.cell_at(scene_pos)
+        self.sigHovered.emit(r, c)
+        if r < 0 or self.tooltip_for is None:
+            self.hover_text = ""
+            QToolTip.hideText()
+            return
+        self.hover_text = self.tooltip_for(r, c)
+        QToolTip.showText(QCursor.pos(), self.hover_text, self)
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("budget")

@@ -1,0 +1,204 @@
+"""The main window: Start, Data, Requests and Audit pages around one open project.
+
+It owns the :class:`~dpdesk.gui.session.ProjectSession`, builds the project pages when a project
+opens, remembers recent projects and the window layout in ``QSettings``, and shuts background tasks
+down on close. Opening the demo copies the bundled files into a fresh project in the background.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.audit_page import AuditPage
+from dpdesk.gui.data_page import DataPage
+from dpdesk.gui.paths import resource
+from dpdesk.gui.requests_page import RequestsPage
+from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.start_page import StartPage
+from dpdesk.gui.tasks import TaskRunner
+
+MAX_RECENT = 10
+PAGES = ("start", "data", "requests", "audit")
+
+
+def _placeholder(text: str) -> QLabel:
+    label = QLabel(text)
+    label.setStyleSheet("color: #666; font-size: 14px;")
+    label.setWordWrap(True)
+    label.setMargin(40)
+    return label
+
+
+class MainWindow(QMainWindow):
+    """dpdesk's window."""
+
+    def __init__(self, settings: QSettings, demo_folder: Path | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.demo_folder = demo_folder
+        self.session: ProjectSession | None = None
+        self.runner = TaskRunner(self)
+        self.setWindowTitle("dpdesk")
+        try:
+            self.setWindowIcon(QIcon(str(resource("icons", "dpdesk.svg"))))
+        except FileNotFoundError:
+            pass
+        self.tabs = QTabWidget()
+        self.setCentralWidget(self.tabs)
+        self.start = StartPage()
+        self.data = DataPage()
+        self.requests: RequestsPage | None = None
+        self.audit: AuditPage | None = None
+        self.tabs.addTab(self.start, "Start")
+        self.tabs.addTab(self.data, "Data")
+        self.tabs.addTab(_placeholder("Open a project to work through its requests."), "Requests")
+        self.tabs.addTab(_placeholder("Open a project to audit its ledger."), "Audit")
+        self.start.sigNew.connect(self.new_project)
+        self.start.sigOpen.connect(self.choose_project)
+        self.start.sigOpenPath.connect(self.open_project)
+        self.start.sigDemo.connect(self.open_demo)
+        self.data.sigProjectCreated.connect(self.open_project)
+        self.budget_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.budget_label)
+        self.start.set_recent(self.recent())
+        self.resize(1320, 880)
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+
+    # -- recent projects -----------------------------------------------------------------------
+    def recent(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _remember(self, path: str) -> None:
+        items = [path] + [p for p in self.recent() if p != path]
+        self.settings.setValue("recent", items[:MAX_RECENT])
+        self.start.set_recent(items[:MAX_RECENT])
+
+    # -- opening -------------------------------------------------------------------------------
+    def page(self, name: str) -> QWidget:
+        return self.tabs.widget(PAGES.index(name))
+
+    def show_page(self, name: str) -> None:
+        self.tabs.setCurrentIndex(PAGES.index(name))
+
+    def new_project(self) -> None:
+        self.close_project()
+        self.show_page("data")
+
+    def choose_project(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "dpdesk projects (*.dpdesk);;All files (*)")
+        if path:
+            self.open_project(path)
+
+    def open_demo(self) -> None:
+        from dpdesk.gui.demo import create_demo_project
+
+        folder = self.demo_folder
+        self.start.status.setText("Copying the demo into a new project…")
+        self.start.demo_btn.setEnabled(False)
+
+        def done(path: Path) -> None:
+            self.start.demo_btn.setEnabled(True)
+            self.start.status.setText(f"Demo project created at {path}")
+            self.open_project(str(path))
+
+        def failed(exc: BaseException, trace: str) -> None:
+            self.start.demo_btn.setEnabled(True)
+            self.start.status.setText("")
+            dialogs.report_exception(exc, trace, parent=self)
+
+        self.runner.start(lambda _st: create_demo_project(folder), done, failed, label="creating demo")
+
+    def open_project(self, path: str) -> bool:
+        self.close_project()
+        try:
+            session = ProjectSession(path, self)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return False
+        self.session = session
+        self.requests = RequestsPage(session)
+        self.audit = AuditPage(session)
+        self._replace(2, self.requests, "Requests")
+        self._replace(3, self.audit, "Audit")
+        self.data.set_session(session)
+        session.sigChanged.connect(self._update_status)
+        self._update_status()
+        self.setWindowTitle(f"dpdesk — {session.name} ({session.path})")
+        self._remember(str(Path(path).resolve()))
+        self._restore_layout()
+        self.show_page("requests")
+        return True
+
+    def _replace(self, index: int, widget: QWidget, title: str) -> None:
+        old = self.tabs.widget(index)
+        current = self.tabs.currentIndex()
+        self.tabs.removeTab(index)
+        self.tabs.insertTab(index, widget, title)
+        self.tabs.setCurrentIndex(current)
+        if old is not None:
+            old.deleteLater()
+
+    def close_project(self) -> None:
+        if self.session is None:
+            return
+        self._save_layout()
+        for page in (self.requests, self.audit):
+            if page is not None:
+                for runner in page.findChildren(TaskRunner):
+                    runner.shutdown()
+        self.data.runner.cancel()
+        self.data.set_session(None)
+        self._replace(2, _placeholder("Open a project to work through its requests."), "Requests")
+        self._replace(3, _placeholder("Open a project to audit its ledger."), "Audit")
+        self.requests = self.audit = None
+        self.session.close()
+        self.session = None
+        self.budget_label.setText("")
+        self.setWindowTitle("dpdesk")
+
+    def _update_status(self) -> None:
+        if self.session is None:
+            return
+        b = self.session.budget()
+        self.budget_label.setText(f"{self.session.name} · remaining budget {b.remaining:.4g} of {b.total:g}")
+
+    # -- layout persistence --------------------------------------------------------------------
+    def _save_layout(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/page", self.tabs.currentIndex())
+        if self.requests is not None:
+            s.setValue("requests/splitter", self.requests.splitter.saveState())
+            s.setValue("requests/right", self.requests.right_splitter.saveState())
+            s.setValue("requests/method", self.requests.answer.method.currentText())
+        s.setValue("data/splitter", self.data.splitter.saveState())
+
+    def _restore_layout(self) -> None:
+        s = self.settings
+        for key, splitter in (("requests/splitter", self.requests.splitter if self.requests else None),
+                              ("requests/right", self.requests.right_splitter if self.requests else None),
+                              ("data/splitter", self.data.splitter)):
+            state = s.value(key)
+            if splitter is not None and isinstance(state, QByteArray):
+                splitter.restoreState(state)
+        method = s.value("requests/method")
+        if self.requests is not None and method in ("fft", "direct", "mc"):
+            self.requests.answer.method.setCurrentText(str(method))
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._save_layout()
+        self.settings.sync()
+        self.runner.shutdown()
+        self.data.runner.shutdown()
+        self.close_project()
+        super().closeEvent(event)

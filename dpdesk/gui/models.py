@@ -1,0 +1,112 @@
+"""Qt item models over values the views show: a bounded table preview, the request queue, the ledger.
+
+Models hold plain lists (or one DataFrame) handed to them; they never query the project themselves.
+The preview model is virtual: Qt asks only for the visible cells, so a 100,000-row preview costs
+nothing until scrolled.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+Index = QModelIndex | QPersistentModelIndex
+STATUS_COLOURS = {"pending": "#1f5fa8", "answered": "#237a36", "rejected": "#a8321f"}
+
+
+class DataFrameModel(QAbstractTableModel):
+    """Read-only view of a pandas DataFrame (the private preview of a table)."""
+
+    def __init__(self, frame: Any = None, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._df = frame
+
+    def set_frame(self, frame: Any) -> None:
+        self.beginResetModel()
+        self._df = frame
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if self._df is None or parent.isValid() else len(self._df)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if self._df is None or parent.isValid() else len(self._df.columns)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and self._df is not None:
+            v = self._df.iat[index.row(), index.column()]
+            return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole or self._df is None:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return str(self._df.columns[section])
+        return str(section + 1)
+
+
+class RowsModel(QAbstractTableModel):
+    """A table of rows given as tuples, with fixed headers; ``payload(row)`` returns the source object."""
+
+    def __init__(self, headers: Sequence[str], parent: Any = None) -> None:
+        super().__init__(parent)
+        self._headers = list(headers)
+        self._rows: list[tuple[Any, ...]] = []
+        self._payloads: list[Any] = []
+
+    def set_rows(self, rows: Sequence[tuple[Any, ...]], payloads: Sequence[Any]) -> None:
+        self.beginResetModel()
+        self._rows, self._payloads = list(rows), list(payloads)
+        self.endResetModel()
+
+    def payload(self, row: int) -> Any:
+        return self._payloads[row]
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._headers)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        value = self._rows[index.row()][index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return value if isinstance(value, str) else ("" if value is None else f"{value:g}" if isinstance(value, float) else str(value))
+        if role == Qt.ItemDataRole.UserRole:  # sort key
+            return value
+        if role == Qt.ItemDataRole.ForegroundRole and self._headers[index.column()] in ("status", "kind"):
+            colour = STATUS_COLOURS.get(str(value)) or {"fresh": "#a8321f", "inferred": "#237a36"}.get(str(value))
+            return QBrush(QColor(colour)) if colour else None
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self._headers[section]
+        return None
+
+
+def request_rows(requests: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(r.id, r.requester, r.describe(), r.eps, r.delta, r.status) for r in requests]
+
+
+REQUEST_HEADERS = ("id", "requester", "query", "ε", "δ", "status")
+LEDGER_HEADERS = ("seq", "time", "kind", "request", "answer", "α spent", "summary")
+
+
+def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
+    rows = []
+    for e in entries:
+        p = e.payload
+        answer = p.get("answer", p.get("estimate"))
+        alpha = float(p["alpha"]) if e.kind == "fresh" else 0.0
+        if e.kind in ("fresh", "inferred"):
+            summary = str(p.get("query_text") or json.dumps(dict(p.get("query", {})), default=list))
+        else:
+            summary = str(p.get("reason", "source data re-bound" if e.kind == "rebind" else ""))
+        rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
+                     None if answer is None else float(answer), alpha, summary))
+    return rows

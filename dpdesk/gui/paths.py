@@ -1,0 +1,27 @@
+"""Where the GUI finds its bundled files: the one place that knows how ``resources/`` is packaged.
+
+Until the project maps the top-level ``resources/`` folder into the package as ``dpdesk.resources``,
+it sits next to the ``dpdesk`` package in a source checkout; both layouts are tried here and nowhere
+else. Bundled files are read-only: callers copy them before changing anything.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+
+def _root() -> Path:
+    try:
+        base = importlib.resources.files("dpdesk.resources")
+    except ModuleNotFoundError:
+        base = importlib.resources.files("dpdesk").parent / "resources"  # type: ignore[attr-defined]
+    return Path(str(base))
+
+
+def resource(*parts: str) -> Path:
+    """The bundled file ``resources/<parts...>`` (e.g. ``resource("demo", "adult.parquet")``)."""
+    path = _root().joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"bundled resource {'/'.join(parts)} is missing (looked in {_root()})")
+    return path

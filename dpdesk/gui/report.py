@@ -1,0 +1,87 @@
+"""The self-contained HTML audit report and the ledger CSV.
+
+The report embeds its plots as base64 PNG images (no external files), lists every ledger entry
+with its hash, the per-cell costs recomputed from the ledger by the engine, and the integrity check's
+verdict. It holds only public quantities: released answers, budgets, hashes — never true counts.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from dpdesk.store.ledger import thaw
+
+CSV_COLUMNS = ("seq", "time", "kind", "request_id", "answer", "alpha", "eps", "delta", "query", "hash", "prev_hash")
+
+
+def _answer(e: Any) -> Any:
+    p = e.payload
+    return p.get("answer", p.get("estimate", ""))
+
+
+def ledger_csv(entries: Sequence[Any]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(CSV_COLUMNS)
+    for e in entries:
+        p = e.payload
+        query = p.get("query_text") or (json.dumps(thaw(p["query"])) if "query" in p else "")
+        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("alpha", 0.0 if e.kind != "rebind" else ""),
+                    p.get("eps", ""), p.get("delta", ""), query, e.hash, e.prev_hash])
+    return out.getvalue()
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def build_html(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
+               entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
+               images: dict[str, bytes]) -> str:
+    """The report as one HTML string (``images``: title → PNG bytes)."""
+    esc = html.escape
+    rows = []
+    for e in entries:
+        p = e.payload
+        detail = p.get("query_text") or p.get("reason") or ""
+        alpha = p.get("alpha", 0.0) if e.kind == "fresh" else 0.0
+        rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
+                    f"<td>{esc(e.request_id or '')}</td><td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
+                    f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash[:16])}…</td></tr>")
+    cells = "".join(f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows)
+    ok = getattr(verify, "ok", None)
+    verdict = ("<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
+               if ok else "<p class='bad'>Integrity check FAILED:</p><ul>"
+               + "".join(f"<li>{esc(str(pr))}</li>" for pr in getattr(verify, "problems", ())) + "</ul>")
+    figs = "".join(f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>" for title, png in images.items())
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 13px; }}
+td, th {{ border: 1px solid #ccc; padding: 3px 7px; text-align: left; }}
+th {{ background: #eee; }} tr.fresh td:nth-child(3) {{ color: #a8321f; }} tr.inferred td:nth-child(3) {{ color: #237a36; }}
+.hash {{ font-family: monospace; }} .ok {{ color: #237a36; font-weight: bold; }} .bad {{ color: #a8321f; font-weight: bold; }}
+figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 640px; border: 1px solid #ddd; }}
+</style></head><body>
+<h1>Audit report: {esc(name)}</h1>
+<p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
+<p>Total budget <b>{total_budget:g}</b> · system cost (most-spent cell) <b>{system_cost:.6g}</b> ·
+remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
+{verdict}
+<h2>Plots</h2>{figs}
+<h2>Ledger</h2>
+<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>released answer</th><th>α spent</th>
+<th>query / reason</th><th>hash</th></tr>{''.join(rows)}</table>
+<h2>Per-cell privacy costs</h2>
+<p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
+<table><tr><th>cell</th><th>cost</th></tr>{cells}</table>
+</body></html>
+"""

@@ -1,0 +1,169 @@
+"""The Requests page: the queue on the left, the answer panel and the budget panel on the right.
+
+The queue shows every request with its status; Import reads a JSON or CSV file through the store;
+New request opens the query builder. Keyboard: Ctrl+Down / Ctrl+Up select the next / previous
+request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, Ctrl+Shift+R rejects.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableView,
+    QVBoxLayout, QWidget,
+)
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.answer_panel import SHORTCUTS, AnswerPanel
+from dpdesk.gui.budget_panel import BudgetPanel
+from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, request_rows
+from dpdesk.gui.query_builder import QueryBuilderDialog
+from dpdesk.gui.session import ProjectSession
+
+
+def open_file_name(parent: QWidget, title: str, filters: str) -> str:
+    """File chooser (a hook tests replace)."""
+    return QFileDialog.getOpenFileName(parent, title, "", filters)[0]
+
+
+class RequestsPage(QWidget):
+    """Queue + answer panel + budget panel for one :class:`ProjectSession`."""
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("requestsSplitter")
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        self.filter = QComboBox()
+        self.filter.addItems(["all", "pending", "answered", "rejected"])
+        self.filter.currentTextChanged.connect(lambda _t: self.reload())
+        bar.addWidget(QLabel("show"))
+        bar.addWidget(self.filter)
+        bar.addStretch(1)
+        self.import_btn = QPushButton("Import…")
+        self.import_btn.setToolTip("Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]")
+        self.import_btn.clicked.connect(self.import_file)
+        self.new_btn = QPushButton("New request…")
+        self.new_btn.clicked.connect(self.new_request)
+        bar.addWidget(self.import_btn)
+        bar.addWidget(self.new_btn)
+        ll.addLayout(bar)
+        self.model = RowsModel(REQUEST_HEADERS, self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(False)
+        ll.addWidget(self.table, 1)
+        self.counts = QLabel("")
+        ll.addWidget(self.counts)
+        self.splitter.addWidget(left)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.setObjectName("answerBudgetSplitter")
+        self.right_splitter = right
+        self.answer = AnswerPanel(session)
+        self.budget = BudgetPanel(session)
+        right.addWidget(self.answer)
+        right.addWidget(self.budget)
+        right.setSizes([520, 420])
+        self.splitter.addWidget(right)
+        self.splitter.setSizes([430, 800])
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.splitter)
+        self.answer.sigAssessed.connect(self.budget.set_assessment)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
+        session.sigChanged.connect(self.reload)
+        for keys, slot in (("Ctrl+Down", self.next_request), ("Ctrl+Up", self.previous_request),
+                           (SHORTCUTS["infer"], self.answer.release_inferred),
+                           (SHORTCUTS["spend"], self.answer.spend_and_release),
+                           (SHORTCUTS["reject"], self.answer.reject)):
+            sc = QShortcut(QKeySequence(keys), self)
+            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(slot)
+        self.reload()
+
+    def reload(self) -> None:
+        keep = self.answer.request_id
+        reqs = self.session.requests()
+        shown = [r for r in reqs if self.filter.currentText() in ("all", r.status)]
+        self.model.set_rows(request_rows(shown), [r.id for r in shown])
+        self.table.resizeColumnsToContents()
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        n = {s: sum(r.status == s for r in reqs) for s in ("pending", "answered", "rejected")}
+        self.counts.setText(f"{len(reqs)} requests: {n['pending']} pending, {n['answered']} answered, "
+                            f"{n['rejected']} rejected")
+        ids = [r.id for r in shown]
+        if keep in ids:
+            self.select_row(ids.index(keep))
+            self.answer.refresh()  # same request, new history: assess again
+        elif ids:
+            pending = [i for i, r in enumerate(shown) if r.status == "pending"]
+            self.select_row(pending[0] if pending else 0)
+        else:
+            self.answer.set_request(None)
+
+    def select_row(self, row: int) -> None:
+        index = self.model.index(row, 0)
+        self.table.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.table.scrollTo(index)
+        self._selected(row)
+
+    def select_request(self, request_id: str) -> None:
+        for row in range(self.model.rowCount()):
+            if self.model.payload(row) == request_id:
+                self.select_row(row)
+                return
+        raise KeyError(request_id)
+
+    def _selected(self, row: int) -> None:
+        rid = self.model.payload(row) if 0 <= row < self.model.rowCount() else None
+        if rid != self.answer.request_id:
+            self.answer.set_request(rid)
+
+    def current_row(self) -> int:
+        return self.table.currentIndex().row()
+
+    def next_request(self) -> None:
+        if self.current_row() + 1 < self.model.rowCount():
+            self.select_row(self.current_row() + 1)
+
+    def previous_request(self) -> None:
+        if self.current_row() > 0:
+            self.select_row(self.current_row() - 1)
+
+    def import_file(self) -> None:
+        path = open_file_name(self, "Import requests", "Requests (*.json *.csv);;All files (*)")
+        if not path:
+            return
+        try:
+            added = self.session.import_requests(path)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        dialogs.show_info(self, "Requests imported", f"Queued {len(added)} requests from {path}.")
+
+    def new_request(self) -> None:
+        dlg = QueryBuilderDialog(self.session.schema, self)
+        if dlg.exec() != QueryBuilderDialog.DialogCode.Accepted:
+            return
+        text, eps, delta, requester = dlg.values()
+        try:
+            req = self.session.add_request(text, eps, delta, requester)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return
+        self.select_request(req.id)
+
+
+if __name__ == "__main__":
+    from dpdesk.gui.launch import run_view
+
+    run_view("requests")

@@ -1,0 +1,162 @@
+"""The open project as the views see it: one writer ``Project`` plus change signals.
+
+Views receive a :class:`ProjectSession` and redraw on ``sigChanged``; they never touch the project
+file directly. Every number shown comes from the store (ledger, requests) or the engine (History,
+budget preview, assessment): the session only asks and relays. Store calls run on the GUI thread
+because the project's SQLite connection belongs to the thread that opened it; they are short (one
+fsync'd transaction). Slow work (assessments, cube builds) goes through :mod:`dpdesk.gui.tasks`
+with inputs prepared here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from dpdesk.engine.budget import BudgetPreview, preview, query_cell_costs
+from dpdesk.engine.history import History
+from dpdesk.engine.schema import Schema
+from dpdesk.engine.workflow import Assessment, assess
+from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store.project import Project, Release
+from dpdesk.store.requests import StoredRequest
+
+
+@dataclass(frozen=True)
+class AssessInputs:
+    """Public inputs of one assessment, frozen so a worker thread can use them safely."""
+
+    history: History
+    request: Any
+    total_budget: float
+    schema: Schema
+    method: str
+
+
+def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
+    """The engine's assessment (worker-thread safe: no project access)."""
+    return assess(inputs.history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
+                  schema=inputs.schema, progress=progress, cancelled=cancelled)
+
+
+class ProjectSession(QObject):
+    """An open project (single writer) and the signals the views listen to."""
+
+    sigChanged = Signal()  # the ledger or the request queue changed
+
+    def __init__(self, path: str | Path, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.project = Project.open(path, "w")
+        self._history: History | None = None
+
+    # -- facts ---------------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self.project.path
+
+    @property
+    def name(self) -> str:
+        return str(self.project.name)
+
+    @property
+    def schema(self) -> Schema:
+        return self.project.schema
+
+    @property
+    def total_budget(self) -> float:
+        return float(self.project.total_budget)
+
+    def requests(self) -> list[StoredRequest]:
+        return self.project.requests()
+
+    def request(self, request_id: str) -> StoredRequest:
+        return self.project.request(request_id)
+
+    def ledger(self) -> list[LedgerEntry]:
+        return self.project.ledger()
+
+    def history(self) -> History:
+        """The engine's History rebuilt from the ledger (cached until the ledger changes)."""
+        if self._history is None:
+            self._history = self.project.history()
+        return self._history
+
+    def cell_costs(self) -> np.ndarray:
+        return self.history().cell_costs
+
+    def budget(self) -> BudgetPreview:
+        """System cost and remaining budget now (engine ``preview``)."""
+        return preview(self.cell_costs(), self.total_budget)
+
+    def source_description(self) -> str:
+        src = self.project.source
+        return f"{src.location}{f' (table {src.table})' if src.table else ''}"
+
+    def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
+        # a fresh History per assessment: the worker owns it, the cached one stays on this thread
+        return AssessInputs(self.project.history(), self.request(request_id).to_request(), self.total_budget,
+                            self.schema, method)
+
+    def spenders(self, cell: int) -> list[tuple[str, float]]:
+        """(request id, budget it spent on ``cell``) for each fresh answer touching the cell (Thm 5.4 terms)."""
+        out = []
+        for e in self.ledger():
+            if e.kind != "fresh":
+                continue
+            from dpdesk.store.project import history_row
+
+            row = history_row(e, self.schema)
+            share = float(query_cell_costs(row.query, row.alpha)[cell])
+            if share > 0:
+                out.append((e.request_id or f"entry {e.seq}", share))
+        return out
+
+    def cost_over_time(self) -> list[tuple[int, float]]:
+        """(ledger seq, system cost after it), the engine's History replayed entry by entry."""
+        from dpdesk.store.project import history_row
+
+        h = History(self.schema.shape)
+        out = [(0, 0.0)]
+        for e in self.ledger():
+            if e.kind == "fresh":
+                h.append(history_row(e, self.schema))
+            out.append((e.seq, float(h.system_cost)))
+        return out
+
+    # -- actions -------------------------------------------------------------------------------
+    def _changed(self) -> None:
+        self._history = None
+        self.sigChanged.emit()
+
+    def answer(self, request_id: str, expect: str, method: str = "fft") -> Release:
+        """Release per the engine's decision (``expect`` is what the curator confirmed)."""
+        try:
+            return self.project.answer(request_id, expect=expect, method=method)
+        finally:
+            self._changed()
+
+    def reject(self, request_id: str, reason: str = "") -> LedgerEntry:
+        try:
+            return self.project.reject(request_id, reason)
+        finally:
+            self._changed()
+
+    def import_requests(self, path: str | Path) -> list[StoredRequest]:
+        out = self.project.import_requests(path)
+        self._changed()
+        return out
+
+    def add_request(self, query: str, eps: float, delta: float, requester: str = "") -> StoredRequest:
+        out = self.project.add_request(query, eps, delta, requester)
+        self._changed()
+        return out
+
+    def verify(self):
+        return self.project.verify()
+
+    def close(self) -> None:
+        self.project.close()

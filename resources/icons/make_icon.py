@@ -1,0 +1,62 @@
+"""Write dpdesk's app icon: ``dpdesk.svg`` (hand-built below) and ``dpdesk.png`` (256 px, rendered by Qt).
+
+The icon is a small per-cell budget heatmap (viridis shades) under a posterior curve with its
+shaded credible interval — the two pictures the curator looks at all day.
+Run: ``QT_QPA_PLATFORM=offscreen python resources/icons/make_icon.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHADES = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"]
+LEVELS = [[0, 1, 2, 1], [1, 3, 4, 2], [0, 2, 3, 1], [0, 1, 1, 0]]
+
+
+def svg() -> str:
+    cells = []
+    x0, y0, size, gap = 54, 62, 34, 4
+    for r, row in enumerate(LEVELS):
+        for c, level in enumerate(row):
+            cells.append(f'<rect x="{x0 + c * (size + gap)}" y="{y0 + r * (size + gap)}" width="{size}" height="{size}" '
+                         f'rx="5" fill="{SHADES[level]}"/>')
+    pts = []
+    for i in range(61):
+        x = 24 + i * (208 / 60)
+        z = (x - 128) / 26
+        y = 200 - 150 * math.exp(-abs(z) * 1.6)
+        pts.append(f"{x:.1f},{y:.1f}")
+    curve = " ".join(pts)
+    band = [p for p in pts if 92 <= float(p.split(",")[0]) <= 164]
+    band_path = f"M{band[0].split(',')[0]},200 L" + " L".join(band) + f" L{band[-1].split(',')[0]},200 Z"
+    return f"""<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 256 256">
+  <rect x="8" y="8" width="240" height="240" rx="44" fill="#16213e"/>
+  {''.join(cells)}
+  <path d="{band_path}" fill="#ffffff" fill-opacity="0.28"/>
+  <polyline points="{curve}" fill="none" stroke="#ffffff" stroke-width="9" stroke-linecap="round" stroke-linejoin="round"/>
+  <line x1="128" y1="44" x2="128" y2="212" stroke="#ff5a4e" stroke-width="6" stroke-linecap="round"/>
+</svg>
+"""
+
+
+def main() -> None:
+    text = svg()
+    (HERE / "dpdesk.svg").write_text(text, encoding="utf-8")
+    from PySide6.QtCore import QByteArray, Qt
+    from PySide6.QtGui import QGuiApplication, QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    app = QGuiApplication.instance() or QGuiApplication([])  # noqa: F841 - needed for painting
+    image = QImage(256, 256, QImage.Format.Format_ARGB32)
+    image.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    QSvgRenderer(QByteArray(text.encode())).render(painter)
+    painter.end()
+    image.save(str(HERE / "dpdesk.png"))
+
+
+if __name__ == "__main__":
+    main()
