@@ -98,8 +98,8 @@ def test_duckdb_interrupts_a_running_query(files) -> None:
     source = DuckDBSource(files.parquet)
     seen: list[float] = []
     t0 = time.monotonic()
-    with pytest.raises(Cancelled):
-        source._run("SELECT COUNT(*) AS n FROM range(100000000000) t(i) WHERE i % 7 = 3", (), seen.append,
+    with source._session() as con, pytest.raises(Cancelled):
+        source._run(con, "SELECT COUNT(*) AS n FROM range(100000000000) t(i) WHERE i % 7 = 3", (), seen.append,
                     _flips_after(0.3))
     assert time.monotonic() - t0 < 10
     assert all(0.0 <= f <= 1.0 for f in seen)
