@@ -34,3 +34,12 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+
+# Standalone installers (docs/install.md): the wheel, the PyInstaller bundle and the .deb into
+# packaging/out/; package-test installs the .deb (root), runs its self-test and removes it.
+.PHONY: package package-test
+package:
+	bash packaging/build.sh all
+
+package-test:
+	bash packaging/smoke_test.sh

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Build dpdesk's Linux artefacts from this checkout into packaging/out/:
+#   wheel/dpdesk-VERSION-py3-none-any.whl   the wheel (built from a clean copy of the tree)
+#   dist/dpdesk/                            the PyInstaller one-folder bundle (dpdesk, _internal/)
+#   dpdesk_VERSION_ARCH.deb                 the Debian package (/opt/dpdesk, /usr/bin/dpdesk, menu entry, icon)
+#
+# Usage: packaging/build.sh [all|wheel|bundle|deb]     (default: all; `make package` runs all)
+#
+# The bundle is built in a build venv (packaging/out/build-venv, created on first use and reused; set
+# DPDESK_BUILD_VENV to use another) where dpdesk is installed NON-editable from the wheel, so the bundle
+# holds exactly what a wheel user gets. Needs python3 (>= 3.11) with venv, and dpkg-deb for the .deb.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PKG="$REPO/packaging"
+OUT="$PKG/out"
+VENV="${DPDESK_BUILD_VENV:-$OUT/build-venv}"
+PY="${PYTHON:-python3}"
+what="${1:-all}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+log() { printf '[build %5ss] %s\n' "$SECONDS" "$*"; }
+
+version() { sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO/dpdesk/__init__.py"; }
+
+build_wheel() {
+  # Build from a clean copy of the tree (tracked and new files, nothing ignored): an in-tree build
+  # would reuse a stale build/lib and could ship files deleted since.
+  local src
+  src="$(mktemp -d)"
+  trap 'rm -rf "$src"' RETURN
+  (cd "$REPO" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src" 2>/dev/null) \
+    || (cd "$REPO" && tar --exclude=.git --exclude=.venv --exclude=packaging/out --exclude=build -cf - . | tar -xf - -C "$src")
+  rm -rf "$OUT/wheel"
+  mkdir -p "$OUT/wheel"
+  log "wheel: building from a clean copy of $REPO"
+  "$PY" -m pip wheel -q --no-deps -w "$OUT/wheel" "$src" >"$OUT/wheel.log" 2>&1 || { cat "$OUT/wheel.log" >&2; exit 1; }
+  ls "$OUT/wheel"/dpdesk-*.whl >/dev/null
+  log "wheel: $(basename "$OUT"/wheel/dpdesk-*.whl)"
+}
+
+build_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "venv: creating $VENV"
+    "$PY" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+  fi
+  local whl
+  whl="$(ls "$OUT"/wheel/dpdesk-*.whl)"
+  log "venv: installing $(basename "$whl")[all] and PyInstaller (non-editable)"
+  "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$whl"
+  "$VENV/bin/python" -m pip install -q "$whl[all,package]" >"$OUT/venv.log" 2>&1 || { cat "$OUT/venv.log" >&2; exit 1; }
+  # The bundle must be built from the installed package, never from the source tree.
+  (cd / && "$VENV/bin/python" -c 'import dpdesk, sys; p = dpdesk.__file__; sys.exit(0 if "site-packages" in p else f"dpdesk imported from {p}")')
+}
+
+build_bundle() {
+  [ -f "$OUT"/wheel/dpdesk-*.whl ] 2>/dev/null || build_wheel
+  build_venv
+  log "bundle: running PyInstaller"
+  rm -rf "$OUT/dist" "$OUT/pyi-work"
+  # Run from an empty directory so the source tree's dpdesk/ cannot shadow the installed one.
+  mkdir -p "$OUT/pyi-work"
+  (cd "$OUT/pyi-work" && "$VENV/bin/pyinstaller" --noconfirm --log-level WARN \
+      --distpath "$OUT/dist" --workpath "$OUT/pyi-work" "$PKG/dpdesk.spec")
+  test -x "$OUT/dist/dpdesk/dpdesk"
+  log "bundle: $OUT/dist/dpdesk ($(du -sh "$OUT/dist/dpdesk" | cut -f1))"
+}
+
+build_deb() {
+  test -x "$OUT/dist/dpdesk/dpdesk" || build_bundle
+  command -v dpkg-deb >/dev/null || { echo "build.sh: dpkg-deb not found (Debian's dpkg package)" >&2; exit 1; }
+  local ver arch root deb icon
+  ver="$(version)"
+  arch="$(dpkg --print-architecture)"
+  root="$OUT/debroot"
+  deb="$OUT/dpdesk_${ver}_${arch}.deb"
+  log "deb: staging $root"
+  rm -rf "$root" "$OUT"/dpdesk_*.deb
+  mkdir -p "$root/DEBIAN" "$root/opt" "$root/usr/bin" "$root/usr/share/applications" \
+           "$root/usr/share/icons/hicolor/256x256/apps" "$root/usr/share/doc/dpdesk"
+  cp -a "$OUT/dist/dpdesk" "$root/opt/dpdesk"
+  ln -s /opt/dpdesk/dpdesk "$root/usr/bin/dpdesk"
+  ln -s /opt/dpdesk/dpdesk "$root/usr/bin/dpdesk-cli"  # one executable: on Linux "windowed" changes nothing
+  install -m 0644 "$PKG/deb/dpdesk.desktop" "$root/usr/share/applications/dpdesk.desktop"
+  icon="$root/usr/share/icons/hicolor/256x256/apps/dpdesk.png"
+  # The icon as installed in the bundle, scaled to the 256x256 the hicolor folder promises.
+  "$VENV/bin/python" "$PKG/deb/icon256.py" "$root/opt/dpdesk/_internal/dpdesk/resources/icons" "$icon"
+  install -m 0644 "$PKG/deb/copyright" "$root/usr/share/doc/dpdesk/copyright"
+  install -m 0755 "$PKG/deb/postinst" "$root/DEBIAN/postinst"
+  install -m 0755 "$PKG/deb/postrm" "$root/DEBIAN/postrm"
+  sed -e "s/@VERSION@/$ver/" -e "s/@ARCH@/$arch/" \
+      -e "s/@SIZE@/$(du -sk --exclude=DEBIAN "$root" | cut -f1)/" "$PKG/deb/control.in" > "$root/DEBIAN/control"
+  # Files root-owned, directories 0755, nothing group/world-writable.
+  chmod -R u+rwX,go+rX,go-w "$root"
+  log "deb: dpkg-deb --build (zstd)"
+  dpkg-deb --root-owner-group -Zzstd --build "$root" "$deb" >/dev/null
+  log "deb: $deb ($(du -h "$deb" | cut -f1))"
+  rm -rf "$root"
+}
+
+mkdir -p "$OUT"
+case "$what" in
+  wheel) build_wheel ;;
+  bundle) build_wheel; build_bundle ;;
+  deb) build_deb ;;
+  all) build_wheel; build_bundle; build_deb ;;
+  *) echo "usage: $0 [all|wheel|bundle|deb]" >&2; exit 2 ;;
+esac
+log "done"
