@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import glob as globmod
 import os
+import re
 import tempfile
 import threading
 from typing import TYPE_CHECKING, Any, Iterator
@@ -75,6 +76,54 @@ def type_kind(type_name: str) -> str:
     return "other"
 
 
+_ARENAS_LIMITED = False
+
+
+def _limit_malloc_arenas() -> None:
+    """Under an address-space cap (``ulimit -v``, ``prlimit --as``) glibc's per-thread malloc arenas
+    (64 MB of address space each) make DuckDB's worker threads fail to allocate, and DuckDB then crashes
+    with a segmentation fault instead of raising. Two arenas are plenty for its threads."""
+    global _ARENAS_LIMITED
+    if _ARENAS_LIMITED:
+        return
+    _ARENAS_LIMITED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-8, 2)  # M_ARENA_MAX (glibc's malloc.h); absent elsewhere, hence the except
+    except (OSError, AttributeError):
+        pass
+
+
+def _memory_limit_mb(text: str) -> float | None:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]i?B)?\s*", text, re.IGNORECASE)
+    if not m:
+        return None
+    unit = (m.group(2) or "MB").upper().replace("I", "")
+    return float(m.group(1)) * {"KB": 1 / 1024, "MB": 1, "GB": 1024, "TB": 1024 * 1024}[unit]
+
+
+def memory_limit_under_cap(memory_limit: str) -> str:
+    """``memory_limit``, lowered to fit an address-space cap if the process runs under one.
+
+    DuckDB counts only its buffer pool against ``memory_limit``; Python, numpy and DuckDB's own mappings
+    take about 500 MB of address space besides, so the pool gets at most a third of the cap.
+    """
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return memory_limit
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return memory_limit
+    _limit_malloc_arenas()
+    wanted = _memory_limit_mb(memory_limit)
+    budget = max(64.0, soft / 2**20 / 3)
+    return f"{int(min(wanted, budget) if wanted else budget)}MB"
+
+
 def _glob_root(pattern: str) -> str:
     parts = []
     for part in pattern.split(os.sep):
@@ -119,7 +168,7 @@ class DuckDBSource(Source):
         import duckdb
 
         config: dict[str, Any] = {
-            "memory_limit": self.memory_limit,
+            "memory_limit": memory_limit_under_cap(self.memory_limit),
             "temp_directory": temp_dir,
             "preserve_insertion_order": False,  # lets scans stream without buffering for order
         }

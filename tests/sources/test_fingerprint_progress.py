@@ -171,3 +171,24 @@ def test_show_sql_lists_parameters(files, schema: Schema) -> None:
 def test_password_never_in_location() -> None:
     assert redact("postgresql://u:p%40ss@h:5/db?sslmode=require&password=x") == "postgresql://u@h:5/db?sslmode=require"
     assert redact("postgresql://h/db") == "postgresql://h/db"
+
+
+# --- an address-space cap --------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux prlimit")
+def test_duckdb_builds_under_an_address_space_cap(files, table: pd.DataFrame) -> None:
+    """Under ``prlimit --as`` DuckDB's threads used to crash the process (glibc arenas); dpdesk adapts."""
+    import json
+    import subprocess
+    import sys
+
+    from .conftest import SCHEMA_DICT
+
+    code = ("import json, sys; from dpdesk.sources import open_source; from dpdesk.engine.schema import Schema; "
+            "c = open_source(sys.argv[1]).build_cube(Schema.from_dict(json.loads(sys.argv[2]))); "
+            "print(c.total + c.out_of_domain)")
+    r = subprocess.run(["prlimit", f"--as={1 << 30}", "--", sys.executable, "-c", code, files.parquet,
+                        json.dumps(SCHEMA_DICT)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-500:])
+    assert int(r.stdout.strip()) == len(table)
