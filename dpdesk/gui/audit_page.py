@@ -110,8 +110,13 @@ class AuditPage(QWidget):
         self.reload()
 
     def _kind(self, kind: str) -> None:
-        self.proxy.kind = kind
-        self.proxy.invalidateFilter()
+        if hasattr(self.proxy, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter is deprecated there
+            self.proxy.beginFilterChange()
+            self.proxy.kind = kind
+            self.proxy.endFilterChange()
+        else:
+            self.proxy.kind = kind
+            self.proxy.invalidate()
 
     def reload(self) -> None:
         entries = self.session.ledger()

@@ -99,7 +99,8 @@ class BudgetPanel(QWidget):
 
     def set_assessment(self, a) -> None:
         self.assessment = a
-        self.redraw()
+        if self.preview.isChecked():  # otherwise nothing shown depends on the assessment
+            self.redraw()
 
     def _after(self) -> np.ndarray | None:
         a = self.assessment

@@ -30,7 +30,7 @@ from dpdesk.store.requests import StoredRequest
 class AssessInputs:
     """Public inputs of one assessment, frozen so a worker thread can use them safely."""
 
-    history: History
+    entries: tuple[LedgerEntry, ...]   # the ledger as read on the GUI thread
     request: Any
     total_budget: float
     schema: Schema
@@ -38,8 +38,18 @@ class AssessInputs:
 
 
 def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
-    """The engine's assessment (worker-thread safe: no project access)."""
-    return assess(inputs.history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
+    """The engine's assessment (worker-thread safe: no project access).
+
+    The History is rebuilt here from the ledger entries, the way ``Project.history`` does, so the GUI
+    thread only reads the ledger.
+    """
+    from dpdesk.store.project import history_row
+
+    history = History(inputs.schema.shape)
+    for e in inputs.entries:
+        if e.kind == "fresh":
+            history.append(history_row(e, inputs.schema))
+    return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
                   schema=inputs.schema, progress=progress, cancelled=cancelled)
 
 
@@ -97,8 +107,7 @@ class ProjectSession(QObject):
         return f"{src.location}{f' (table {src.table})' if src.table else ''}"
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
-        # a fresh History per assessment: the worker owns it, the cached one stays on this thread
-        return AssessInputs(self.project.history(), self.request(request_id).to_request(), self.total_budget,
+        return AssessInputs(tuple(self.ledger()), self.request(request_id).to_request(), self.total_budget,
                             self.schema, method)
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:

@@ -1,0 +1,74 @@
+"""Fixtures for the GUI tests: real windows on real project files in temporary folders.
+
+Message boxes are intercepted through :mod:`dpdesk.gui.dialogs` (never by sleeping): errors and
+notices are recorded, confirmations answer yes. Settings live in a temporary INI file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pyqtgraph")
+
+from dpdesk.gui.qtcompat import guard_singletons  # noqa: E402
+
+guard_singletons()  # PySide6 6.12.0 on Python 3.11 over-releases None/True/False (see qtcompat)
+
+
+class Dialogs:
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, str]] = []
+        self.infos: list[tuple[str, str]] = []
+        self.confirms: list[tuple[str, str]] = []
+        self.confirm_answer = True
+
+
+@pytest.fixture
+def dialogs(monkeypatch) -> Dialogs:
+    from dpdesk.gui import dialogs as mod
+
+    rec = Dialogs()
+    monkeypatch.setattr(mod, "show_error", lambda parent, title, message, detail="": rec.errors.append((title, message)))
+    monkeypatch.setattr(mod, "show_info", lambda parent, title, message: rec.infos.append((title, message)))
+
+    def confirm(parent, title, message):
+        rec.confirms.append((title, message))
+        return rec.confirm_answer
+
+    monkeypatch.setattr(mod, "confirm", confirm)
+    return rec
+
+
+@pytest.fixture
+def settings(tmp_path: Path):
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 20000):
+    panel = window.requests.answer
+    qtbot.waitUntil(lambda: panel.assessment is not None and not panel.runner.is_running()
+                    and (request_id is None or panel.assessment.request.id == request_id), timeout=timeout)
+    return panel.assessment
+
+
+@pytest.fixture
+def demo_window(qtbot, tmp_path: Path, settings, dialogs):
+    """The main window with a fresh demo project opened through the Start page's Open demo button."""
+    from PySide6.QtCore import Qt
+
+    from dpdesk.gui.main_window import MainWindow
+
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.mouseClick(win.start.demo_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=30000)
+    wait_assessed(qtbot, win)
+    yield win
+    if win.session is not None:
+        win.close()

@@ -1,0 +1,111 @@
+"""Data page (new project from a table, suggest-from-data banner), query builder, audit exports."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+from PySide6.QtCore import Qt
+
+from dpdesk.gui.paths import resource
+
+from .conftest import wait_assessed
+
+
+def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, settings, dialogs, monkeypatch):
+    from dpdesk.gui import data_page
+    from dpdesk.gui.main_window import MainWindow
+
+    table = tmp_path / "adult.parquet"
+    shutil.copyfile(resource("demo", "adult.parquet"), table)
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
+    assert win.tabs.currentWidget() is win.data
+    page = win.data
+    page.open_table(str(table))
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    assert not page.editor.banner.isVisibleTo(page)
+    for col in ("sex", "income"):
+        page.editor.set_attribute(col, col, "categorical", [])
+    qtbot.mouseClick(page.editor.suggest_btn, Qt.MouseButton.LeftButton)
+    assert page.editor.data_derived and page.editor.banner.isVisibleTo(page)
+    assert "DATA-DERIVED" in page.editor.banner.text()
+    schema = page.editor.schema()
+    assert schema.names == ("sex", "income") and schema.attribute("sex").labels == ("Female", "Male")
+    target = tmp_path / "mine.dpdesk"
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 2.0))
+    qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
+    assert dialogs.confirms and "suggested from the data" in dialogs.confirms[-1][1]
+    qtbot.waitUntil(lambda: win.session is not None, timeout=20000)
+    assert win.session.path == target and win.session.total_budget == 2.0
+    assert win.requests.model.rowCount() == 0
+    win.close()
+
+
+def test_query_builder_checkboxes_and_live_validation(demo_window, qtbot):
+    from dpdesk.gui.query_builder import QueryBuilderDialog
+
+    dlg = QueryBuilderDialog(demo_window.session.schema)
+    qtbot.addWidget(dlg)
+    dlg.checks["sex"][0].setChecked(True)
+    dlg.checks["income"][1].setChecked(True)
+    dlg.weight.setValue(2)
+    assert dlg.text.text() == '2*count(sex="Female", income=">50K")'
+    assert dlg.query is not None and dlg.status.text().startswith("✓")
+    dlg.text.setText('count(sex="Femal")')
+    assert dlg.query is None and dlg.status.text().startswith("✗") and "Femal" in dlg.status.text()
+    assert not dlg.buttons.button(dlg.buttons.StandardButton.Ok).isEnabled()
+
+
+def test_import_requests_from_file(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
+    from dpdesk.gui import requests_page
+
+    path = tmp_path / "more.csv"
+    path.write_text('query,eps,delta,requester\ncount(sex="Male"),70,0.05,new-team\n', encoding="utf-8")
+    monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(path))
+    qtbot.mouseClick(demo_window.requests.import_btn, Qt.MouseButton.LeftButton)
+    assert demo_window.requests.model.rowCount() == 37 and dialogs.infos
+    bad = tmp_path / "bad.csv"
+    bad.write_text('query,eps,delta\ncount(nope="x"),1,0.5\n', encoding="utf-8")
+    monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(bad))
+    qtbot.mouseClick(demo_window.requests.import_btn, Qt.MouseButton.LeftButton)
+    assert dialogs.errors and "bad.csv" in dialogs.errors[-1][1]
+    assert demo_window.requests.model.rowCount() == 37
+
+
+def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path):
+    from dpdesk.gui import audit_page
+
+    win = demo_window
+    for rid in ("q01", "q02"):
+        win.requests.select_request(rid)
+        wait_assessed(qtbot, win, rid)
+        qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    win.requests.select_request("q03")
+    wait_assessed(qtbot, win, "q03")
+    qtbot.mouseClick(win.requests.answer.infer_btn, Qt.MouseButton.LeftButton)
+    audit = win.audit
+    assert audit.model.rowCount() == 3
+    audit.kind.setCurrentText("inferred")
+    assert audit.proxy.rowCount() == 1
+    audit.kind.setCurrentText("all")
+    audit.search.setText("q02")
+    assert audit.proxy.rowCount() == 1
+    audit.search.setText("")
+    audit.table.selectRow(0)
+    assert '"kind": "fresh"' in audit.details.toPlainText()
+    assert audit.verify().ok and audit.verdict.text().startswith("✓")
+    html_path, csv_path = tmp_path / "report.html", tmp_path / "ledger.csv"
+    monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
+    qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
+    text = html_path.read_text(encoding="utf-8")
+    assert text.count("data:image/png;base64,") == 2 and "Integrity verified" in text
+    for e in win.session.ledger():
+        assert e.hash[:16] in text
+    monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
+    qtbot.mouseClick(audit.csv_btn, Qt.MouseButton.LeftButton)
+    rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+    assert [r["kind"] for r in rows] == ["fresh", "fresh", "inferred"]
+    assert float(rows[2]["alpha"]) == 0.0

@@ -1,0 +1,175 @@
+"""Drive the real window through the curator's workflow on a real demo project file."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+
+from dpdesk.engine.budget import preview
+from dpdesk.gui.budget_panel import project_2d
+from dpdesk.gui.paths import resource
+from dpdesk.store.project import Project
+
+from .conftest import wait_assessed
+
+
+def select(qtbot, win, rid):
+    win.requests.select_request(rid)
+    return wait_assessed(qtbot, win, rid)
+
+
+def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path):
+    win = demo_window
+    path = win.session.path
+    assert path.is_relative_to(tmp_path / "data")  # in the data folder, not in resources/
+    assert (path.parent / "adult.parquet").read_bytes() == resource("demo", "adult.parquet").read_bytes()
+    assert win.session.project.source.location == str(path.parent / "adult.parquet")
+    assert win.requests.model.rowCount() == 36
+    assert all(r.status == "pending" for r in win.session.requests())
+    assert win.tabs.currentWidget() is win.requests
+    assert win.requests.budget.gauge.remaining == 1.0
+
+
+def test_build_cube_in_background(demo_window, qtbot):
+    win = demo_window
+    data = win.data
+    qtbot.waitUntil(lambda: data.source is not None and not data.runner.is_running(), timeout=20000)
+    assert data.model.rowCount() > 0 and data.preview_badge.isVisibleTo(data)
+    assert data.preview_badge.text() == "PRIVATE"
+    qtbot.mouseClick(data.build_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: data.cube is not None, timeout=20000)
+    reference = win.session.project.cube()  # the store's own cube of the bound source
+    assert np.array_equal(data.cube.counts, reference.counts)
+    assert data.cube.out_of_domain == reference.out_of_domain == 60
+    assert f"{reference.total:,} records" in data.cube_info.text()
+    assert data.cube_badge.isVisibleTo(data)
+
+
+def test_fresh_answer_changes_ledger_heatmap_and_budget_by_engine_values(demo_window, qtbot, dialogs):
+    win = demo_window
+    a = select(qtbot, win, "q01")
+    assert a.decision == "spend" and not a.estimable
+    panel, budget = win.requests.answer, win.requests.budget
+    assert panel.spend_btn.isEnabled() and not panel.infer_btn.isVisible()
+    before = win.session.project.history().cell_costs.copy()
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    assert dialogs.confirms and f"{a.budget.system_cost:.6g} → {a.budget.system_cost_after:.6g}" in dialogs.confirms[-1][1]
+    entry = win.session.ledger()[-1]
+    assert (entry.kind, entry.request_id, entry.payload["alpha"]) == ("fresh", "q01", a.fresh_alpha)
+    assert win.session.request("q01").status == "answered"
+    # the store's recomputed costs are what the panel shows, and they are the engine's preview
+    with Project.open(win.session.path, "r") as ro:
+        after = ro.history().cell_costs
+        report = ro.verify()
+    assert not np.array_equal(after, before)
+    np.testing.assert_allclose(after, a.budget.cell_costs_after, rtol=1e-12, atol=1e-15)
+    budget.preview.setChecked(False)
+    assert np.array_equal(budget.shown_costs, after)
+    mat, _ = project_2d(after, win.session.schema.shape, 0, 1, "max", {})
+    assert np.array_equal(budget.heatmap.matrix, mat)
+    engine = preview(after, 1.0)
+    assert budget.gauge.remaining == engine.remaining == report.remaining
+    assert engine.remaining == 1.0 - a.budget.system_cost_after or np.isclose(engine.remaining, a.budget.remaining_after)
+    assert "Released for q01" in panel.result.text()
+    audit_rows = win.audit.model.rowCount()
+    assert audit_rows == 1 and win.audit.curve[-1][1] == report.system_cost
+
+
+def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
+    win = demo_window
+    panel = win.requests.answer
+    for rid in ("q01", "q02"):
+        select(qtbot, win, rid)
+        qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    spent = win.session.budget()
+    a = select(qtbot, win, "q03")  # count(sex=[Female, Male]) = q01 + q02
+    assert a.decision == "infer" and a.estimable and a.confidence_at_eps >= 0.95
+    assert panel.infer_btn.isEnabled() and not panel.spend_btn.isEnabled()
+    assert panel.plot.mode in ("bars", "steps")
+    qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
+    entry = win.session.ledger()[-1]
+    assert entry.kind == "inferred" and entry.request_id == "q03"
+    assert entry.payload["estimate"] == a.estimate.estimate
+    assert win.session.budget().system_cost == spent.system_cost  # free
+    assert win.requests.budget.gauge.remaining == spent.remaining
+
+
+def test_reject_records_refusal_and_spends_nothing(demo_window, qtbot):
+    win = demo_window
+    select(qtbot, win, "q10")
+    qtbot.mouseClick(win.requests.answer.reject_btn, Qt.MouseButton.LeftButton)
+    entry = win.session.ledger()[-1]
+    assert (entry.kind, entry.request_id) == ("rejected", "q10")
+    assert win.session.request("q10").status == "rejected"
+    assert win.session.budget().system_cost == 0.0
+
+
+def test_overspending_request_is_refused(demo_window, qtbot):
+    win = demo_window
+    a = select(qtbot, win, "q34")
+    panel = win.requests.answer
+    assert a.decision == "reject" and a.budget.system_cost_after > 1.0
+    assert "exceed the total budget" in panel.reason.text()
+    assert not panel.spend_btn.isEnabled() and not panel.infer_btn.isEnabled() and panel.reject_btn.isEnabled()
+    qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+S"))  # the spend shortcut does nothing
+    assert win.session.ledger() == []
+    qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+R"))
+    assert win.session.ledger()[-1].kind == "rejected"
+    assert win.session.budget().system_cost == 0.0
+
+
+def test_keyboard_next_previous_and_release(demo_window, qtbot):
+    win = demo_window
+    select(qtbot, win, "q01")
+    qtbot.keySequence(win.requests, QKeySequence("Ctrl+Down"))
+    assert wait_assessed(qtbot, win, "q02").request.id == "q02"
+    qtbot.keySequence(win.requests, QKeySequence("Ctrl+Up"))
+    wait_assessed(qtbot, win, "q01")
+    qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+S"))
+    assert win.session.request("q01").status == "answered"
+
+
+def test_malformed_table_gives_a_dialog_not_a_crash(demo_window, qtbot, dialogs, tmp_path):
+    win = demo_window
+    win.close_project()
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"PAR1 this is not really parquet \x00\x01\x02")
+    win.data.open_table(str(bad))
+    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=10000)
+    title, message = dialogs.errors[-1]
+    assert "broken.parquet" in message and "try again" in message.lower()
+    assert win.data.source is None and win.isVisible()
+
+
+def test_close_and_reopen_shows_the_same_state(demo_window, qtbot, settings, tmp_path):
+    from dpdesk.gui.main_window import MainWindow
+
+    win = demo_window
+    panel = win.requests.answer
+    for rid in ("q01", "q02"):
+        select(qtbot, win, rid)
+        qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    select(qtbot, win, "q03")
+    qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
+    select(qtbot, win, "q34")
+    qtbot.mouseClick(panel.reject_btn, Qt.MouseButton.LeftButton)
+    panel.method.setCurrentText("direct")
+    path = str(win.session.path.resolve())
+    statuses = [(r.id, r.status) for r in win.session.requests()]
+    ledger = [e.hash for e in win.session.ledger()]
+    remaining = win.requests.budget.gauge.remaining
+    win.close()
+    again = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(again)
+    again.show()
+    assert again.recent()[0] == path and again.start.recent.count() >= 1
+    again.start.recent.itemActivated.emit(again.start.recent.item(0))
+    assert again.session is not None
+    wait_assessed(qtbot, again)
+    assert [(r.id, r.status) for r in again.session.requests()] == statuses
+    assert [e.hash for e in again.session.ledger()] == ledger
+    assert again.requests.budget.gauge.remaining == remaining
+    assert again.requests.answer.method.currentText() == "direct"  # layout/settings persisted
+    assert again.audit.verify().ok
+    again.close()
