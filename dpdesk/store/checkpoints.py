@@ -14,13 +14,27 @@ import os
 import signal
 import sqlite3
 
-_KILL_AT = int(os.environ.get("DPDESK_TEST_KILL_AT", "0") or 0)
-_LOG = os.environ.get("DPDESK_TEST_CHECKPOINT_LOG") or None
-ACTIVE = bool(_KILL_AT or _LOG)
+# SQLite virtual-machine instructions between progress-handler checkpoints in a ledger transaction
+# (``DPDESK_TEST_SQLITE_STEP`` overrides it).
+SQLITE_STEP = 10
+
+_KILL_AT = 0
+_LOG: str | None = None
+ACTIVE = False
 _count = 0
 
-# SQLite instructions between progress-handler checkpoints inside a ledger transaction.
-SQLITE_STEP = 25
+
+def configure() -> None:
+    """(Re)read the test variables from the environment and restart the count (a forked test child)."""
+    global _KILL_AT, _LOG, ACTIVE, _count, SQLITE_STEP
+    _KILL_AT = int(os.environ.get("DPDESK_TEST_KILL_AT", "0") or 0)
+    SQLITE_STEP = max(1, int(os.environ.get("DPDESK_TEST_SQLITE_STEP", "10") or 10))
+    _LOG = os.environ.get("DPDESK_TEST_CHECKPOINT_LOG") or None
+    ACTIVE = bool(_KILL_AT or _LOG)
+    _count = 0
+
+
+configure()
 
 
 def checkpoint(label: str) -> None:

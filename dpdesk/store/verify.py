@@ -87,10 +87,14 @@ def verify(project: "Project") -> VerifyReport:
     head = conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
     if chain_problem is None:
         last = (entries[-1].seq, entries[-1].hash) if entries else None
-        if (tuple(head) if head else None) != last:
+        if head is not None and (last is None or head[0] > last[0]):
+            missing = 1 if last is None else last[0] + 1
+            bad(missing, f"entry {missing}: missing — the ledger head records entry {head[0]} but the ledger "
+                         f"ends at {last[0] if last else 'no entry'} (entries deleted by hand)")
+        elif (tuple(head) if head else None) != last:
             bad(None if last is None else last[0],
-                f"ledger head records entry {head[0] if head else 'none'} but the ledger ends at "
-                f"{last[0] if last else 'no entry'} (entries deleted or appended by hand)")
+                f"entry {last[0] if last else '-'}: the ledger head records "
+                f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)")
 
     total = float(project.total_budget)
     history = History(project.schema.shape)

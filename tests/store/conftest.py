@@ -1,0 +1,58 @@
+"""Shared pieces for the store tests: a small table, its schema, real project files, the real CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SCHEMA = {
+    "attributes": [
+        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
+        {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
+    ]
+}
+ROWS = [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10 + [(200, ">50K")]
+
+
+def write_table(path: Path, rows=ROWS) -> Path:
+    path.write_text("age,income\n" + "".join(f"{a},{i}\n" for a, i in rows), encoding="utf-8")
+    return path
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None,
+            timeout: float = 60) -> subprocess.CompletedProcess:
+    """``python -m dpdesk ARGS`` in a real subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "dpdesk", *map(str, args)], input=input, capture_output=True,
+                          text=True, env=full_env, cwd=cwd, timeout=timeout,
+                          stdin=None if input is not None else subprocess.DEVNULL)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SimpleNamespace:
+    """A table, a schema file and a factory of real project files in ``tmp_path``."""
+    table = write_table(tmp_path / "people.csv")
+    schema_file = tmp_path / "people.schema.json"
+    schema_file.write_text(json.dumps(SCHEMA), encoding="utf-8")
+
+    def new_project(name: str = "p.dpdesk", budget: float = 1.0, test_project: bool = False, source: Path = table):
+        from dpdesk.store import Project
+
+        path = tmp_path / name
+        Project.create(path, name="people", schema=SCHEMA, source_location=str(source), total_budget=budget,
+                       test_project=test_project).close()
+        return path
+
+    return SimpleNamespace(dir=tmp_path, table=table, schema_file=schema_file, new_project=new_project,
+                           cli=run_cli, digest=digest, write_table=write_table)

@@ -1,0 +1,119 @@
+"""The project file format: creation, format checks, refusing files it cannot parse without touching them."""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+
+import pytest
+
+from dpdesk.store import Project
+from dpdesk.store import db
+from dpdesk.store.errors import NotAProjectError, StoreError
+
+
+def test_create_and_reopen(store):
+    path = store.new_project(budget=2.5)
+    with Project.open(path, "r") as p:
+        assert p.name == "people"
+        assert p.total_budget == 2.5
+        assert p.neighbour_model == "add/remove one record"
+        assert p.schema.shape == (2, 2)
+        assert not p.test_project
+        src = p.source
+        assert src.row_count == 61 and src.out_of_domain == 1 and src.fingerprint_method == "sha256"
+        assert p.ledger() == [] and p.history().system_cost == 0.0
+        assert p.verify().ok
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
+    assert raw.execute("PRAGMA application_id").fetchone()[0] & 0xFFFFFFFF == db.APPLICATION_ID
+    raw.close()
+
+
+def test_create_never_overwrites(store):
+    path = store.new_project()
+    before = store.digest(path)
+    with pytest.raises(StoreError, match="already exists"):
+        store.new_project()
+    assert store.digest(path) == before
+
+
+def test_writer_connection_is_durable(store):
+    path = store.new_project()
+    with Project.open(path, "w") as p:
+        assert p.connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert p.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _damage_cases(good: bytes):
+    yield "empty", b""
+    yield "garbage", b"this is not a database at all\n" * 200
+    yield "truncated header", good[:60]
+    yield "truncated mid-page", good[: len(good) // 2 + 100]
+    yield "truncated to one page", good[:4096]
+    garbled = bytearray(good)
+    garbled[4096:8192] = b"\xff" * 4096
+    yield "garbled page", bytes(garbled)
+
+
+@pytest.mark.parametrize("mode", ["r", "w"])
+def test_unparseable_files_are_refused_untouched(store, mode):
+    good = store.new_project().read_bytes()
+    for label, content in _damage_cases(good):
+        bad = store.dir / f"bad-{label.replace(' ', '-')}.dpdesk"
+        bad.write_bytes(content)
+        before = store.digest(bad)
+        with pytest.raises(NotAProjectError) as info:
+            Project.open(bad, mode).close()
+        assert "\n" not in str(info.value), label
+        assert store.digest(bad) == before, label
+
+
+def test_other_sqlite_database_and_newer_format_are_refused(store):
+    other = store.dir / "other.dpdesk"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t(x)")
+    conn.commit()
+    conn.close()
+    before = store.digest(other)
+    with pytest.raises(NotAProjectError, match="not a dpdesk project"):
+        Project.open(other, "w")
+    assert store.digest(other) == before
+
+    path = store.new_project()
+    data = bytearray(path.read_bytes())
+    data[60:64] = struct.pack(">i", db.FORMAT_VERSION + 1)
+    path.write_bytes(bytes(data))
+    before = store.digest(path)
+    with pytest.raises(NotAProjectError, match="newer dpdesk"):
+        Project.open(path, "w")
+    assert store.digest(path) == before
+
+
+def test_cli_reports_unparseable_file_in_one_line(store):
+    bad = store.dir / "garbage.dpdesk"
+    bad.write_bytes(b"\x00garbage" * 1000)
+    before = store.digest(bad)
+    for args in (["verify", bad], ["answer", bad, "--request", "r1", "--yes"]):
+        res = store.cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("dpdesk: error:"), res.stderr
+        assert "Traceback" not in res.stderr
+        assert store.digest(bad) == before
+
+
+def test_migrations_run_forward_from_any_older_version(store, monkeypatch):
+    """A file at version 1 is migrated to a (hypothetical) version 2 on write-open, not on read-open."""
+    path = store.new_project()
+    monkeypatch.setattr(db, "FORMAT_VERSION", 2)
+    monkeypatch.setitem(db.MIGRATIONS, 2, ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",))
+    before = store.digest(path)
+    with Project.open(path, "r") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert store.digest(path) == before
+    with Project.open(path, "w") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        p.connection.execute("SELECT * FROM notes").fetchall()
+    with Project.open(path, "w") as p:  # idempotent
+        assert p.verify().ok
