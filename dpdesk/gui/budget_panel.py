@@ -133,7 +133,11 @@ class BudgetPanel(QWidget):
         self._ids = ids
         a_row, a_col = schema.attributes[row], schema.attributes[col]
         self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, budget.total, highlight)
-        what = "after the selected request (preview)" if after is not None else "now"
+        what = "now"
+        if after is not None:
+            what = ("after a fresh answer to the selected request (preview)" if self.assessment.decision == "spend" else
+                    f"if the selected request were answered fresh (preview; the engine's decision is "
+                    f"'{self.assessment.decision}', which costs 0)")
         self.info.setText(f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
                           f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
                           f"of {budget.total:g}. "

@@ -56,7 +56,7 @@ def test_fresh_answer_changes_ledger_heatmap_and_budget_by_engine_values(demo_wi
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     assert dialogs.confirms and f"{a.budget.system_cost:.6g} → {a.budget.system_cost_after:.6g}" in dialogs.confirms[-1][1]
     entry = win.session.ledger()[-1]
-    assert (entry.kind, entry.request_id, entry.payload["alpha"]) == ("fresh", "q01", a.fresh_alpha)
+    assert (entry.kind, entry.request_id, entry.payload["alpha"]) == ("fresh", "q01", a.cost)
     assert win.session.request("q01").status == "answered"
     # the store's recomputed costs are what the panel shows, and they are the engine's preview
     with Project.open(win.session.path, "r") as ro:
