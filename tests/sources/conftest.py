@@ -107,6 +107,7 @@ class Files:
     tsv: str
     parquet: str
     parquet_glob: str
+    csv_glob: str
     sqlite: str
     xlsx: str
 
@@ -126,6 +127,7 @@ def files(table: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> File
     parts.mkdir()
     for i, chunk in enumerate(np.array_split(np.arange(len(table)), 3)):
         table.iloc[chunk].to_parquet(parts / f"part-{i}.parquet", index=False)
+        table.iloc[chunk].to_csv(parts / f"part-{i}.csv", index=False)
     db = d / "people.sqlite"
     con = sqlite3.connect(db)
     cols = ", ".join(f"{_quote(c)} {SQL_TYPES[c].replace('DOUBLE PRECISION', 'REAL')}" for c in table.columns)
@@ -137,7 +139,8 @@ def files(table: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> File
     con.close()
     xlsx = d / "people.xlsx"
     table.to_excel(xlsx, index=False)
-    return Files(str(csv), str(tsv), str(parquet), str(parts / "*.parquet"), str(db), str(xlsx))
+    return Files(str(csv), str(tsv), str(parquet), str(parts / "*.parquet"), str(parts / "part-*.csv"), str(db),
+                 str(xlsx))
 
 
 # --- a throwaway PostgreSQL server -----------------------------------------------------------------

@@ -13,7 +13,7 @@ from dpdesk.sources.duck import DuckDBSource
 
 from .conftest import AGE, CODE, SCHEMA_DICT, SCORE, WORD
 
-FILE_SOURCES = ["csv", "tsv", "parquet", "parquet_glob", "sqlite", "sqlite_untyped", "xlsx"]
+FILE_SOURCES = ["csv", "tsv", "parquet", "parquet_glob", "csv_glob", "sqlite", "sqlite_untyped", "xlsx"]
 
 
 def _open(kind: str, files):  # type: ignore[no-untyped-def]
