@@ -109,3 +109,18 @@ def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["fresh", "fresh", "inferred"]
     assert float(rows[2]["alpha"]) == 0.0
+
+
+def test_heatmap_hover_names_cell_cost_and_spenders(demo_window, qtbot):
+    win = demo_window
+    win.requests.select_request("q01")  # count(sex="Female")
+    wait_assessed(qtbot, win, "q01")
+    qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    budget = win.requests.budget
+    budget.row_attr.setCurrentText("age")
+    budget.col_attr.setCurrentText("sex")
+    text = budget.describe(0, 0)  # age=17-24, sex=Female (max over the rest)
+    cell = budget.cell_for(0, 0)
+    assert "age=17-24" in text and "sex=Female" in text and "q01" in text
+    assert f"cost {float(win.session.cell_costs()[cell]):.6g}" in text
+    assert "nothing yet" in budget.describe(0, 1)  # sex=Male untouched
