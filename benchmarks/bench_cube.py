@@ -150,7 +150,11 @@ def measure(case: str, path: str, *, prefix: list[str] | None = None, env: dict[
     cmd = [*(prefix or []), sys.executable, os.path.abspath(__file__), "--child", case, path]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+        if r.returncode < 0:
+            import signal
+
+            return {"case": case, "error": f"killed by {signal.Signals(-r.returncode).name}"}
+        last = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}, no output"])[-1]
         return {"case": case, "error": last[:160]}
     return json.loads(r.stdout.strip().splitlines()[-1])
 
