@@ -45,8 +45,9 @@ trap cleanup EXIT
 
 log "installing $(basename "$deb")"
 if ! apt-get install -y -qq --no-install-recommends "$deb" >"$scratch/apt.log" 2>&1; then
-  log "apt-get install failed; trying dpkg -i and apt-get -f install"
+  log "apt-get install failed; refreshing the package lists, then dpkg -i and apt-get -f install"
   cat "$scratch/apt.log" >&2
+  apt-get update -qq >/dev/null 2>&1 || true
   dpkg -i "$deb" >"$scratch/dpkg.log" 2>&1 || true
   apt-get -f install -y -qq --no-install-recommends >>"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log" >&2; die "could not install $deb"; }
 fi
