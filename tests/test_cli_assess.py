@@ -1,0 +1,91 @@
+"""`dpdesk assess` end to end through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "resources" / "examples" / "paper.history.json"
+
+
+def dpdesk(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpdesk", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_worked_example_through_the_cli_json():
+    r = dpdesk("assess", "--history", str(PAPER), "--query", "[1,0,1,0]", "--eps", "60", "--delta", "0.05", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert round(out["estimate"], 1) == 42.0
+    assert np.round(out["coefficients"], 2).tolist() == [0.48, 0.36, -0.03, 0.50, -0.50, 0.26, 0.07, 0.24]
+    assert np.allclose(out["cell_costs"], [0.1, 0.275, 0.25, 0.375])
+    assert out["system_cost"] == pytest.approx(0.375)
+    for key in ("estimable", "std", "interval", "interval_confidence", "confidence_at_eps", "decision",
+                "fresh_alpha", "system_cost_after", "remaining", "method", "elapsed_ms"):
+        assert key in out
+    assert out["interval_confidence"] >= 0.95
+    assert out["remaining"] == pytest.approx(1.0 - 0.375)
+
+
+def test_text_query_uses_the_schema_in_the_history_file():
+    r = dpdesk("assess", "--history", str(PAPER), "--query", 'count(age="0-30", income="<=50K") + count(age="30-150", income="<=50K")',
+               "--eps", "60", "--delta", "0.05", "--json", "--interval", "0", "1000")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert round(out["estimate"], 1) == 42.0
+    assert 0.8 < out["interval_probability"] <= 1.0
+
+
+def test_jsonl_requests_give_one_object_per_line(tmp_path):
+    f = tmp_path / "req.jsonl"
+    f.write_text('{"query": [1,0,1,0], "eps": 60, "delta": 0.05}\n\n{"id": "b", "query": {"indices": [3], "values": [1]}, "eps": 5, "delta": 0.1}\n')
+    r = dpdesk("assess", "--history", str(PAPER), "--queries", str(f), "--json", "--method", "direct")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [x["request_id"] for x in lines] == ["1", "b"]
+    assert all(x["method"] == "direct" for x in lines)
+
+
+def test_human_readable_output():
+    r = dpdesk("assess", "--history", str(PAPER), "--query", "[1,0,1,0]", "--eps", "60", "--delta", "0.05")
+    assert r.returncode == 0, r.stderr
+    assert "estimate" in r.stdout and "decision" in r.stdout and "system cost" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--history", "/nonexistent/h.json", "--query", "[1]", "--eps", "1", "--delta", "0.1"], "No such file"),
+        (["--history", "{BAD}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1"], "malformed JSON"),
+        (["--history", "{PAPER}", "--query", "[1,0,1]", "--eps", "1", "--delta", "0.1"], "3 coefficients"),
+        (["--history", "{ALPHA0}", "--query", "[1,0]", "--eps", "1", "--delta", "0.1"], "alpha"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "0", "--delta", "0.1"], "eps"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "-2", "--delta", "0.1"], "eps"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "1.5"], "delta"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0"], "delta"),
+        (["--history", "{PAPER}", "--query", "count(age=\"0-31\")", "--eps", "1", "--delta", "0.1"], "0-31"),
+        (["--history", "{PAPER}", "--query", "[0,0,0,0]", "--eps", "1", "--delta", "0.1"], "zero"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1", "--budget", "-1"], "budget"),
+        (["--history", "{PAPER}", "--queries", "{BADLINES}"], "line 2"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cells": 4, "rows": [')
+    a0 = tmp_path / "a0.json"
+    a0.write_text(json.dumps({"cells": 2, "total_budget": 1, "rows": [{"query": [1, 0], "alpha": 0, "answer": 3}]}))
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"query": [1,0,1,0], "eps": 1, "delta": 0.1}\n{"query": [1,0,1,0], "eps": 1\n')
+    subst = {"{BAD}": str(bad), "{PAPER}": str(PAPER), "{ALPHA0}": str(a0), "{BADLINES}": str(lines)}
+    r = dpdesk("assess", *[subst.get(a, a) for a in args])
+    assert r.returncode == 2
+    assert r.stdout == ""
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert needle in err[0]
