@@ -27,7 +27,7 @@ test-fast: venv
 	$(BIN)/python -m pytest -m "not slow"
 
 run: sysdeps venv
-	$(BIN)/dpdesk assess --history resources/examples/paper.history.json --query '[1,0,1,0]' --eps 60 --delta 0.05
+	$(BIN)/dpdesk --demo
 
 bench: venv
 	$(BIN)/python benchmarks/bench_engine.py

@@ -38,9 +38,7 @@ def application():
 
     from dpdesk.gui.dialogs import install_excepthook
     from dpdesk.gui.paths import resource
-    from dpdesk.gui.qtcompat import guard_singletons
 
-    guard_singletons()
 
     app = QApplication.instance()
     if app is None:

@@ -17,13 +17,11 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.audit_page import AuditPage
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.paths import resource
-from dpdesk.gui.qtcompat import guard_singletons
 from dpdesk.gui.requests_page import RequestsPage
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.tasks import TaskRunner
 
-guard_singletons()  # PySide6 6.12.0 on Python 3.11: see qtcompat
 
 MAX_RECENT = 10
 PAGES = ("start", "data", "requests", "audit")

@@ -13,10 +13,6 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
-from dpdesk.gui.qtcompat import guard_singletons  # noqa: E402
-
-guard_singletons()  # PySide6 6.12.0 on Python 3.11 over-releases None/True/False (see qtcompat)
-
 
 class Dialogs:
     def __init__(self) -> None:
