@@ -40,6 +40,7 @@ FRESH_EPS, FRESH_DELTA = 60.0, 0.05
 INFERRED_EPS, INFERRED_DELTA = 300.0, 0.05
 TOTAL_BUDGET = 1.0
 DEMO_FILES = ("adult.parquet", "adult.schema.json", "requests.json")
+ICON_FILES = ("dpdesk.png", "dpdesk.svg")
 
 
 class StepFailed(Exception):
@@ -95,11 +96,8 @@ def step_resources(run: Run) -> None:
     demo = root / "demo"
     for name in DEMO_FILES:
         _check((demo / name).is_file(), f"bundled demo file dpdesk.resources/demo/{name} is missing")
-    icons = root / "icons"
-    if icons.is_dir() and any(True for _ in icons.iterdir()):
-        pngs = [p.name for p in icons.iterdir() if p.name.endswith(".png")]
-        _check(bool(pngs), "dpdesk.resources/icons has no .png icon")
-        run.facts["icons"] = len(pngs)
+    for name in ICON_FILES:
+        _check((root / "icons" / name).is_file(), f"the app icon dpdesk.resources/icons/{name} is missing")
     # Work on copies: bundled files are never modified, and a zipped install has no real paths.
     dest = run.workdir / "demo"
     dest.mkdir()
