@@ -6,6 +6,12 @@ requirement and the budget — never at the data, and draws no noise. It returns
 before and after. :func:`release_fresh` is the only place that touches the cube: it draws noise from an
 injected sampler and returns the fresh answer *unrecorded*; the caller must record it durably before
 showing it (DESIGN §4) and then append ``answer.history_row()`` to the history.
+
+Beyond the paper (DESIGN §2): with ``fusion=True`` (the default) a fresh answer to a query history can
+already estimate is released fused with history's BLUE, so it is charged the smaller α of
+:func:`dpdesk.engine.fusion.plan_fusion` (never more than Thm 5.3's); with ``prior=BoundedPrior(N)``
+the posterior is truncated to the answers a table of ``N`` records allows and intervals are
+highest-density intervals (:mod:`dpdesk.engine.prior`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ import numpy as np
 from dpdesk.engine.budget import BudgetPreview, check_requirement, check_total_budget, fresh_alpha, preview
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.fusion import FusionPlan, fuse, plan_fusion
 from dpdesk.engine.history import Estimate, History, HistoryRow
 from dpdesk.engine.noise import NoiseFamily, NoiseSampler
 from dpdesk.engine.posterior import Posterior, posterior
+from dpdesk.engine.prior import BoundedPrior, TruncatedPosterior, truncate
 from dpdesk.engine.query import Query
 from dpdesk.engine.schema import Schema
 
@@ -70,6 +78,19 @@ class Assessment:
     interval_query: tuple[float, float] | None = None
     interval_probability: float | None = None
     schema: Schema | None = field(default=None, repr=False)
+    # -- beyond the paper (DESIGN §2); defaults keep the paper's meaning --------------------------
+    spend_alpha: float | None = None  # what "spend" charges: the fused α, else fresh_alpha
+    fusion_weight: float | None = None  # t, weight of the new answer in the released value (None: no fusion)
+    fused_confidence: float | None = None  # fused posterior mass on ±ε at spend_alpha
+    fusion: bool = False  # whether fusion was considered
+    prior: str = "flat"  # "flat" or "bounded [L, U]"
+    prior_bounds: tuple[float, float] | None = None
+    release_estimate: float | None = None  # what "infer" releases (θ̂, or θ̂ clipped into the best window)
+    release_interval: tuple[float, float] | None = None  # what "infer" releases ([θ̂ ± ε], or the best 2ε window)
+
+    def __post_init__(self) -> None:
+        if self.spend_alpha is None:
+            object.__setattr__(self, "spend_alpha", self.fresh_alpha)
 
     @property
     def estimable(self) -> bool:
@@ -81,8 +102,18 @@ class Assessment:
 
     @property
     def cost(self) -> float:
-        """Budget this decision spends (0 for infer and reject)."""
-        return self.fresh_alpha if self.decision == "spend" else 0.0
+        """Budget this decision spends (0 for infer and reject; ``spend_alpha`` for spend)."""
+        return float(self.spend_alpha) if self.decision == "spend" else 0.0  # type: ignore[arg-type]
+
+    @property
+    def fused(self) -> bool:
+        """True when a fresh answer would be released fused with history."""
+        return self.fusion_weight is not None
+
+    @property
+    def saving(self) -> float:
+        """Budget fusion saves on a fresh answer relative to Thm 5.3 (0 without fusion)."""
+        return self.fresh_alpha - float(self.spend_alpha)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
         """The DESIGN §6 assessment object (fields that do not apply are null)."""
@@ -103,6 +134,14 @@ class Assessment:
             "sensitivity": self.sensitivity,
             "family": self.family,
             "fresh_alpha": self.fresh_alpha,
+            "spend_alpha": self.spend_alpha,
+            "fusion": self.fusion,
+            "fusion_weight": self.fusion_weight,
+            "fused_confidence": self.fused_confidence,
+            "prior": self.prior,
+            "prior_bounds": list(self.prior_bounds) if self.prior_bounds else None,
+            "release_estimate": self.release_estimate,
+            "release_interval": list(self.release_interval) if self.release_interval else None,
             "system_cost": b.system_cost,
             "system_cost_after": b.system_cost_after,
             "remaining": b.remaining,
@@ -136,6 +175,8 @@ def assess(
     rng: np.random.Generator | None = None,
     progress=None,
     cancelled=None,
+    fusion: bool = True,
+    prior: BoundedPrior | None = None,
 ) -> Assessment:
     """Decide how to answer ``request`` given ``history`` (paper Fig. 4, DESIGN §1).
 
@@ -144,6 +185,13 @@ def assess(
     2. Else, if a fresh answer with ``α = fresh_alpha(S, ε, δ)`` keeps every cell within the total
        budget: *spend*.
     3. Else *reject*, naming the cell that would overflow.
+
+    With ``fusion=True`` step 2 charges ``spend_alpha``, the smallest α whose fresh answer *fused with
+    history's BLUE* meets ``(ε, δ)`` (never above Thm 5.3's α; equal to it when the query is not
+    estimable); ``fusion=False`` is the paper's system. With ``prior=BoundedPrior(N)`` step 1 uses the
+    posterior truncated to the query's bounds: the interval is the highest-density interval, and the
+    confidence at ε is that of the best window of width 2ε (released instead of ``[θ̂ ± ε]``). Budgets
+    never depend on the prior.
 
     Nothing here reads the data or draws privacy noise; ``rng`` only drives Monte Carlo inference.
     """
@@ -159,8 +207,11 @@ def assess(
     q = request.query
     family = family or default_family(q)
     est = history.estimate(q)
-    post: Posterior | None = None
+    post: Posterior | TruncatedPosterior | None = None
     ci = ci_conf = conf_eps = prob = None
+    bounds = prior.bounds(q) if prior is not None else None
+    release_est: float | None = None
+    release_iv: tuple[float, float] | None = None
     if est.estimable:
         assert est.estimate is not None and est.coefficients is not None and est.noise_scales is not None
         post = posterior(
@@ -173,15 +224,31 @@ def assess(
             progress=progress,
             cancelled=cancelled,
         )
+        if bounds is not None:
+            post = truncate(post, *bounds)
+            window = post.best_window(2.0 * request.eps)
+            conf_eps = window.confidence
+            release_iv = (window.low, window.high)
+            release_est = min(max(est.estimate, window.low), window.high)
+        else:
+            conf_eps = post.central_mass(request.eps)  # a lower bound: decisions err on the safe side
+            release_iv = (est.estimate - request.eps, est.estimate + request.eps)
+            release_est = est.estimate
         cred = post.interval(request.delta)
         ci, ci_conf = (cred.low, cred.high), cred.confidence
-        conf_eps = post.prob_between(est.estimate - request.eps, est.estimate + request.eps)
         if interval is not None:
             prob = post.prob_between(*interval)
     alpha = fresh_alpha(q.sensitivity, request.eps, request.delta, family)
-    costs = history.cell_costs
-    budget = preview(costs, total_budget, q, alpha)
     need = 1.0 - request.delta
+    plan: FusionPlan | None = None
+    spend = alpha
+    if fusion and est.estimable and not (conf_eps is not None and conf_eps >= need):
+        # public quantities only: history's A, scales, families and the requirement (flat prior always)
+        plan = plan_fusion(est, q.sensitivity, request.eps, request.delta, family, method=_fusion_method(method))
+        spend = min(plan.alpha, alpha)
+    costs = history.cell_costs
+    budget = preview(costs, total_budget, q, spend)
+    fused = plan is not None and plan.fused and spend < alpha
     if conf_eps is not None and conf_eps >= need:
         decision: Decision = "infer"
         reason = (
@@ -194,16 +261,22 @@ def assess(
             if not est.estimable
             else f"history reaches only {conf_eps:.4f} < {need:.4f} at ±{_fmt(request.eps)}"
         )
+        price = (
+            f"costs α = {_fmt(spend)} instead of {_fmt(alpha)} thanks to history"
+            if fused
+            else f"costs α = {_fmt(alpha)}"
+        )
         reason = (
-            f"needs a fresh answer — costs α = {_fmt(alpha)}; system cost "
+            f"needs a fresh answer — {price}; system cost "
             f"{_fmt(budget.system_cost)} → {_fmt(budget.system_cost_after or 0.0)} ({why})"
         )
     else:
         decision = "reject"
         cell = budget.limiting_cell
         where = schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
+        cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
         reason = (
-            f"cannot answer — would exceed the total budget in cell {where} "
+            f"cannot answer — would exceed the total budget in cell {where}{cheaper} "
             f"({_fmt(budget.system_cost_after or 0.0)} > {_fmt(total_budget)})"
         )
     return Assessment(
@@ -224,7 +297,20 @@ def assess(
         interval_query=interval,
         interval_probability=prob,
         schema=schema,
+        spend_alpha=spend,
+        fusion_weight=plan.weight if fused and plan is not None else None,
+        fused_confidence=plan.confidence if fused and plan is not None else None,
+        fusion=fusion,
+        prior="flat" if prior is None else prior.describe(q),
+        prior_bounds=bounds,
+        release_estimate=release_est,
+        release_interval=release_iv,
     )
+
+
+def _fusion_method(method: str) -> str:
+    # the α search evaluates many posteriors and must be deterministic: Monte Carlo is not used for it
+    return "fft" if method == "mc" else method
 
 
 @dataclass(frozen=True)
@@ -239,10 +325,24 @@ class FreshAnswer:
     answer: float
     eps: float
     sampler: str
+    released: float | None = None  # the value released: fused t·ỹ + (1−t)·θ̂_H, or ỹ without fusion
+    fusion_weight: float | None = None  # t (None: no fusion)
+    history_estimate: float | None = None  # θ̂_H that was fused (None: no fusion)
+
+    def __post_init__(self) -> None:
+        if self.released is None:
+            object.__setattr__(self, "released", self.answer)
 
     @property
     def interval(self) -> tuple[float, float]:
+        """``[ỹ − ε, ỹ + ε]`` around the raw noisy answer (the paper's release)."""
         return (self.answer - self.eps, self.answer + self.eps)
+
+    @property
+    def released_interval(self) -> tuple[float, float]:
+        """``[released − ε, released + ε]``: the interval that meets the requirement; release this one."""
+        r = float(self.released)  # type: ignore[arg-type]
+        return (r - self.eps, r + self.eps)
 
     def history_row(self) -> HistoryRow:
         return HistoryRow(self.query, self.alpha, self.answer, self.family)
@@ -280,16 +380,23 @@ def release_fresh(
     if not getattr(sampler, "secure", False) and not allow_insecure:
         raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
     q = assessment.request.query
-    alpha = assessment.fresh_alpha
+    alpha = float(assessment.spend_alpha)  # type: ignore[arg-type]
     scale = q.sensitivity / alpha  # privacy map: Laplace(S/α) on sensitivity S is α-DP
     noise = sampler.draw(assessment.family, scale)
+    answer = true_answer(q, cube) + noise
+    t = assessment.fusion_weight
+    theta_h = assessment.estimate.estimate if t is not None else None
+    released = fuse(theta_h, answer, t) if t is not None and theta_h is not None else answer
     return FreshAnswer(
         request_id=assessment.request.id,
         query=q,
         alpha=alpha,
         sensitivity=q.sensitivity,
         family=assessment.family,
-        answer=true_answer(q, cube) + noise,
+        answer=answer,
         eps=assessment.request.eps,
         sampler=sampler.name,
+        released=released,
+        fusion_weight=t,
+        history_estimate=theta_h,
     )
