@@ -1,6 +1,8 @@
 """The ``dpdesk`` command line.
 
-With no arguments ``dpdesk`` opens the desktop app; with a subcommand it runs that command. Each
+With no arguments ``dpdesk`` opens the desktop app (options such as ``--demo`` or ``--screenshot DIR``
+go to :mod:`dpdesk.gui.launch`); ``--self-test`` runs :mod:`dpdesk.selftest`; with a subcommand it
+runs that command. Each
 subcommand lives in its own module under :mod:`dpdesk.commands` and provides ``register(subparsers)``
 (cheap: argparse only) and a ``run(args) -> int`` set as the parser's default ``func``.
 
@@ -49,6 +51,10 @@ def fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--self-test" in argv or "--startup-probe" in argv:
+        from dpdesk import selftest
+
+        return int(selftest.main(argv))
     if not argv or argv[0].startswith("--") and argv[0] not in ("--help", "--version"):
         try:
             gui = importlib.import_module("dpdesk.gui.launch")
