@@ -232,7 +232,7 @@ class _RowSpace:
         # CᵀC grows to [[M + c cᵀ, e c], [e cᵀ, e²]]: update, then append the last Cholesky row.
         if np.any(coords):
             self.coords_chol.rank_one_update(coords)
-            l = self.coords_chol.solve_lower(new_norm * coords)
+            l = self.coords_chol.solve_lower(new_norm * coords, cached=False)
             d2 = new_norm * new_norm - float(l @ l)
             self.coords_chol.extend(l, math.sqrt(max(d2, 1e-300)))
         else:
@@ -322,11 +322,11 @@ class _DualSpace(_RowSpace):
     def add(self, z_query: Query, w: float) -> None:
         g = self._basis_dots(z_query) * w
         s = w * w * inner(z_query, z_query)
-        l = self.gram.solve_lower(g)
+        l = self.gram.solve_lower(g, cached=False)
         d2 = s - float(l @ l)
-        coords = self.gram.solve_upper(l)  # coordinates in the (non-orthogonal) basis rows
         if d2 <= DEPENDENCE_TOL * s:
-            self._record(coords, None)
+            # coordinates in the (non-orthogonal) basis rows
+            self._record(self.gram.solve_upper(l, cached=False), None)
             return
         # New basis row: its coordinates are the unit vector on itself (basis rows are rows of Z).
         self.gram.extend(l, math.sqrt(d2))

@@ -18,7 +18,9 @@ class GrowingCholesky:
     """
 
     def __init__(self, capacity: int = 64) -> None:
-        self._L = np.zeros((capacity, capacity))
+        # unused rows hold a unit diagonal, so the whole store is a valid triangular matrix whose
+        # leading block is L: solving with the store and zero-padded right-hand sides needs no copy
+        self._L = np.eye(capacity)
         self.size = 0
         self._solver: np.ndarray | None = None  # contiguous copy for LAPACK, refreshed after changes
         self.identity = True  # M is the identity (only unit rows appended, never updated)
@@ -38,7 +40,7 @@ class GrowingCholesky:
         cap = self._L.shape[0]
         if size <= cap:
             return
-        new = np.zeros((max(size, 2 * cap),) * 2)
+        new = np.eye(max(size, 2 * cap))
         new[: self.size, : self.size] = self.L
         self._L = new
 
@@ -79,21 +81,25 @@ class GrowingCholesky:
                 col /= c
                 x[k + 1 :] = c * x[k + 1 :] - s * col
 
-    def solve_lower(self, b: np.ndarray) -> np.ndarray:
-        """``L⁻¹ b``."""
+    def _solve(self, b: np.ndarray, trans: str, cached: bool) -> np.ndarray:
         if self.size == 0:
             return np.zeros(0)
         if self.identity:
             return np.array(b, dtype=float)
-        return solve_triangular(self._contiguous(), b, lower=True, check_finite=False)
+        if cached:  # repeated solves with the same factor (assessing many requests)
+            return solve_triangular(self._contiguous(), b, lower=True, trans=trans, check_finite=False)
+        # one solve right after a change (appending rows): use the whole store, no O(r²) copy
+        padded = np.zeros(self._L.shape[0])
+        padded[: self.size] = b
+        return solve_triangular(self._L, padded, lower=True, trans=trans, check_finite=False)[: self.size]
 
-    def solve_upper(self, b: np.ndarray) -> np.ndarray:
+    def solve_lower(self, b: np.ndarray, cached: bool = True) -> np.ndarray:
+        """``L⁻¹ b``."""
+        return self._solve(b, "N", cached)
+
+    def solve_upper(self, b: np.ndarray, cached: bool = True) -> np.ndarray:
         """``L⁻ᵀ b``."""
-        if self.size == 0:
-            return np.zeros(0)
-        if self.identity:
-            return np.array(b, dtype=float)
-        return solve_triangular(self._contiguous(), b, lower=True, trans="T", check_finite=False)
+        return self._solve(b, "T", cached)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """``M⁻¹ b``."""

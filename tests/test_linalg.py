@@ -1,0 +1,45 @@
+"""The growable Cholesky factor behind the history's incremental updates."""
+
+import numpy as np
+import pytest
+
+from dpdesk.engine.linalg import GrowingCholesky
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_growing_cholesky_tracks_extensions_and_rank_one_updates(cached):
+    rng = np.random.default_rng(0)
+    chol = GrowingCholesky(capacity=2)  # forces several reallocations
+    M = np.zeros((0, 0))
+    for step in range(40):
+        if step % 3 == 2 and M.shape[0]:
+            x = rng.normal(size=M.shape[0])
+            chol.rank_one_update(x)
+            M = M + np.outer(x, x)
+        else:
+            r = M.shape[0]
+            new = rng.normal(size=r + 1)
+            # keep M positive definite: the new row of L is (l, d) with d > 0
+            l, d = new[:r], abs(new[r]) + 0.5
+            chol.extend(l, d)
+            L = np.linalg.cholesky(M) if r else np.zeros((0, 0))
+            row = L @ l if r else np.zeros(0)
+            M2 = np.zeros((r + 1, r + 1))
+            M2[:r, :r] = M
+            M2[r, :r] = M2[:r, r] = row
+            M2[r, r] = l @ l + d * d
+            M = M2
+        np.testing.assert_allclose(chol.L @ chol.L.T, M, rtol=1e-10, atol=1e-10)
+        b = rng.normal(size=M.shape[0])
+        np.testing.assert_allclose(M @ chol.solve_upper(chol.solve_lower(b, cached), cached), b, rtol=1e-8, atol=1e-8)
+
+
+def test_identity_factor_skips_work_until_it_changes():
+    chol = GrowingCholesky()
+    for _ in range(5):
+        chol.extend_identity()
+    assert chol.identity
+    np.testing.assert_array_equal(chol.solve(np.arange(5.0)), np.arange(5.0))
+    chol.rank_one_update(np.ones(5))
+    assert not chol.identity
+    np.testing.assert_allclose((np.eye(5) + 1) @ chol.solve(np.arange(5.0)), np.arange(5.0))
