@@ -2,7 +2,7 @@
 # Build dpdesk's Linux artefacts from this checkout into packaging/out/:
 #   wheel/dpdesk-VERSION-py3-none-any.whl   the wheel (built from a clean copy of the tree)
 #   dist/dpdesk/                            the PyInstaller one-folder bundle (dpdesk, _internal/)
-#   dpdesk_VERSION_ARCH.deb                 the Debian package (/opt/dpdesk, /usr/bin/dpdesk, menu entry, icon)
+#   dpdesk_VERSION_ARCH.deb                 the Debian package (/opt/dpdesk, /usr/bin/dpdesk, menu entry, icons)
 #
 # Usage: packaging/build.sh [all|wheel|bundle|deb]     (default: all; `make package` runs all)
 #
@@ -86,6 +86,10 @@ build_deb() {
   icon="$root/usr/share/icons/hicolor/256x256/apps/dpdesk.png"
   # The icon as installed in the bundle, scaled to the 256x256 the hicolor folder promises.
   "$VENV/bin/python" "$PKG/deb/icon256.py" "$root/opt/dpdesk/_internal/dpdesk/resources/icons" "$icon"
+  local svg="$root/opt/dpdesk/_internal/dpdesk/resources/icons/dpdesk.svg"
+  if [ -f "$svg" ]; then
+    install -D -m 0644 "$svg" "$root/usr/share/icons/hicolor/scalable/apps/dpdesk.svg"
+  fi
   install -m 0644 "$PKG/deb/copyright" "$root/usr/share/doc/dpdesk/copyright"
   install -m 0755 "$PKG/deb/postinst" "$root/DEBIAN/postinst"
   install -m 0755 "$PKG/deb/postrm" "$root/DEBIAN/postrm"
