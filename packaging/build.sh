@@ -28,13 +28,13 @@ build_wheel() {
   # would reuse a stale build/lib and could ship files deleted since.
   local src
   src="$(mktemp -d)"
-  trap 'rm -rf "$src"' RETURN
   (cd "$REPO" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src" 2>/dev/null) \
     || (cd "$REPO" && tar --exclude=.git --exclude=.venv --exclude=packaging/out --exclude=build -cf - . | tar -xf - -C "$src")
   rm -rf "$OUT/wheel"
   mkdir -p "$OUT/wheel"
   log "wheel: building from a clean copy of $REPO"
-  "$PY" -m pip wheel -q --no-deps -w "$OUT/wheel" "$src" >"$OUT/wheel.log" 2>&1 || { cat "$OUT/wheel.log" >&2; exit 1; }
+  "$PY" -m pip wheel -q --no-deps -w "$OUT/wheel" "$src" >"$OUT/wheel.log" 2>&1 || { cat "$OUT/wheel.log" >&2; rm -rf "$src"; exit 1; }
+  rm -rf "$src"
   ls "$OUT/wheel"/dpdesk-*.whl >/dev/null
   log "wheel: $(basename "$OUT"/wheel/dpdesk-*.whl)"
 }
