@@ -39,6 +39,33 @@ def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd: 
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
+class ForkServer:
+    """Client of ``forkserver.py``: runs CLI commands in forked child processes (see that module)."""
+
+    def __init__(self) -> None:
+        script = Path(__file__).with_name("forkserver.py")
+        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        assert json.loads(self.proc.stdout.readline())["ready"]
+
+    def run(self, *argv, env: dict | None = None) -> dict:
+        """``{"signal", "code", "output"}`` of ``dpdesk ARGV`` run in a fresh child process."""
+        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "env": env or {}}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def forks():
+    server = ForkServer()
+    yield server
+    server.close()
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> SimpleNamespace:
     """A table, a schema file and a factory of real project files in ``tmp_path``."""

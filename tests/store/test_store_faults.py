@@ -31,30 +31,6 @@ ALREADY = re.compile(r"was already answered \((fresh|inferred), ledger entry (\d
 KILL_ENV = {"DPDESK_TEST_SQLITE_STEP": "1"}
 
 
-class ForkServer:
-    def __init__(self) -> None:
-        script = Path(__file__).with_name("forkserver.py")
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        assert json.loads(self.proc.stdout.readline())["ready"]
-
-    def run(self, *argv: str, env: dict | None = None) -> dict:
-        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "env": env or {}}) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def forks():
-    server = ForkServer()
-    yield server
-    server.close()
-
-
 def _decisions(path: Path) -> dict[str, list]:
     with Project.open(path, "r") as p:
         out: dict[str, list] = {}
@@ -84,7 +60,7 @@ def _check_after_kill(path: Path, request_id: str, result: dict, printed_log: li
     assert "Traceback" not in result["output"] and "UNCAUGHT" not in result["output"], result["output"]
 
 
-def _retry(forks: ForkServer, path: Path, request_id: str) -> float:
+def _retry(forks, path: Path, request_id: str) -> float:
     """Run answer again: it must return the recorded answer (exit 2, nothing drawn) or answer afresh once."""
     before = _decisions(path).get(request_id, [])
     res = forks.run("answer", path, "--request", request_id, "--yes")
@@ -102,7 +78,7 @@ def _retry(forks: ForkServer, path: Path, request_id: str) -> float:
     return _recorded_value(after[0])
 
 
-def _count_points(forks: ForkServer, path: Path, request_id: str, tmp: Path, env: dict) -> tuple[int, list[str]]:
+def _count_points(forks, path: Path, request_id: str, tmp: Path, env: dict) -> tuple[int, list[str]]:
     log = tmp / "points.log"
     trial = tmp / "count.dpdesk"
     shutil.copy(path, trial)
@@ -112,7 +88,7 @@ def _count_points(forks: ForkServer, path: Path, request_id: str, tmp: Path, env
     return len(labels), labels
 
 
-def _sweep(forks: ForkServer, pristine: Path, request_id: str, tmp: Path, expect_kind: str, step: int) -> dict:
+def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, step: int) -> dict:
     env = {"DPDESK_TEST_SQLITE_STEP": str(step)}
     n_points, labels = _count_points(forks, pristine, request_id, tmp, env)
     assert "tx:committing" in labels and labels[-1] == "cli:closed"

@@ -1,0 +1,105 @@
+"""Secure noise: the release path draws from OpenDP, and OpenDP's discrete Laplace matches the posterior model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpdesk.engine.noise import SeededSampler
+from dpdesk.engine.posterior import posterior
+from dpdesk.engine.secure_noise import OpenDPSampler
+from dpdesk.store import Project
+from dpdesk.store.errors import StoreError
+
+
+def test_release_path_uses_opendp(store, monkeypatch):
+    calls = []
+    real_draw = OpenDPSampler.draw
+
+    def spy(self, family, scale):
+        value = real_draw(self, family, scale)
+        calls.append((family, scale, value))
+        return value
+
+    monkeypatch.setattr(OpenDPSampler, "draw", spy)
+    path = store.new_project(budget=10)
+    with Project.open(path, "w") as p:
+        p.add_request('count(age="0-30")', 4, 0.1)
+        p.add_request("[0.5, 0, 0, 1.5]", 4, 0.1)
+        first = p.answer("r1")
+        second = p.answer("r2")
+        entries = p.ledger()
+    assert [c[0] for c in calls] == ["discrete_laplace", "laplace"]
+    for (family, scale, noise), release, entry in zip(calls, (first, second), entries):
+        pl = entry.payload
+        assert pl["sampler"].startswith("opendp-") and pl["family"] == family == release.family
+        assert scale == pytest.approx(pl["sensitivity"] / pl["alpha"])
+        assert release.answer == pl["answer"]
+    assert float(calls[0][2]).is_integer() and float(first.answer).is_integer()  # 30 + integer noise
+    assert first.answer - calls[0][2] == 30.0  # the true count of cells age 0-30 (10 + 20)
+    # and the posterior the engine builds for the released row models that same family
+    with Project.open(path, "r") as p:
+        h = p.history()
+        assert [r.family for r in h.rows] == ["discrete_laplace", "laplace"]
+
+
+def test_seeded_sampler_only_in_test_projects(store):
+    real = store.new_project("real.dpdesk", budget=10)
+    with Project.open(real, "w") as p:
+        p.add_request("[1,0,0,0]", 4, 0.1)
+        with pytest.raises(StoreError, match="not secure"):
+            p.answer("r1", sampler=SeededSampler(1))
+        assert p.ledger() == [] and p.request("r1").status == "pending"
+    test = store.new_project("test.dpdesk", budget=10, test_project=True)
+    with Project.open(test, "w") as p:
+        p.add_request("[1,0,0,0]", 4, 0.1)
+        release = p.answer("r1", sampler=SeededSampler(1))
+        assert release.entry.payload["sampler"].startswith("seeded")
+
+
+def test_opendp_discrete_laplace_matches_the_posterior_model():
+    """Chi-square goodness of fit of 6000 OpenDP draws (the release method, ``draw``) against the
+    engine's posterior mass for one discrete-Laplace row and against the closed-form pmf."""
+    scale = 2.0
+    sampler = OpenDPSampler()
+    draws = np.array([sampler.draw("discrete_laplace", scale) for _ in range(6000)])
+    assert np.all(draws == np.round(draws))
+    post = posterior(0.0, np.array([1.0]), np.array([scale]), ["discrete_laplace"])
+    assert post.lattice and post.spacing == 1.0
+    model = dict(zip(np.round(post.grid).astype(int).tolist(), post.mass.tolist()))
+    q = math.exp(-1.0 / scale)
+    for k in range(-8, 9):  # the posterior is the exact pmf (1-q)/(1+q) q^|k|
+        assert model[k] == pytest.approx((1 - q) / (1 + q) * q ** abs(k), rel=1e-9, abs=1e-15)
+    # bins: (-inf, -7], -6, ..., 6, [7, inf)
+    observed = [np.sum(draws <= -7)] + [np.sum(draws == k) for k in range(-6, 7)] + [np.sum(draws >= 7)]
+    tail = sum(m for k, m in model.items() if k >= 7)
+    expected = np.array([tail] + [model[k] for k in range(-6, 7)] + [tail])
+    expected = expected / expected.sum() * len(draws)
+    assert len(observed) == 15 and expected.min() > 5
+    result = stats.chisquare(observed, expected)
+    assert result.pvalue > 1e-4, (observed, expected.round(1).tolist())
+    # a sampler with the wrong scale is rejected by the same test (the test has power)
+    wrong = np.array(sampler.draw_many("discrete_laplace", 2.5, 6000))
+    observed_wrong = [np.sum(wrong <= -7)] + [np.sum(wrong == k) for k in range(-6, 7)] + [np.sum(wrong >= 7)]
+    assert stats.chisquare(observed_wrong, expected).pvalue < 1e-4
+
+
+def test_opendp_float_laplace_scale():
+    sampler = OpenDPSampler()
+    draws = np.array(sampler.draw_many("laplace", 3.0, 4000))
+    assert stats.kstest(draws, stats.laplace(scale=3.0).cdf).pvalue > 1e-4
+    with pytest.raises(ValueError):
+        sampler.draw("gaussian", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        sampler.draw("laplace", 0.0)
+
+
+def test_measurement_privacy_map_matches_alpha():
+    sampler = OpenDPSampler()
+    sensitivity, alpha = 2.0, 0.25
+    meas = sampler.measurement("discrete_laplace", sensitivity / alpha)
+    assert meas.map(2) == pytest.approx(alpha)
+    assert sampler.measurement("discrete_laplace", sensitivity / alpha) is meas  # cached
