@@ -29,17 +29,15 @@ SMOKE = REPO / "packaging" / "smoke_test.sh"
 
 pytestmark = pytest.mark.slow
 
-# `dpdesk --self-test` reaches dpdesk.selftest.main through dpdesk.cli -> dpdesk.gui.launch.main, which
-# must hand the option over. Until it does, the tests still build and install everything and run the
-# self-test as `python -m dpdesk.selftest`, then xfail naming the missing line (never a silent pass).
-MISSING_DISPATCH = ("dpdesk.gui.launch.main does not hand --self-test/--startup-probe to dpdesk.selftest.main "
-                    "yet (add at the top of main(): if {'--self-test', '--startup-probe'} & set(argv): "
-                    "return selftest.main(argv))")
+# `dpdesk --self-test` must reach dpdesk.selftest.main (dpdesk.cli hands it over). Should that routing
+# go missing, the tests still build and install everything and run the self-test as
+# `python -m dpdesk.selftest`, then xfail naming the problem (never a silent pass).
+MISSING_DISPATCH = "dpdesk.cli.main does not hand --self-test/--startup-probe to dpdesk.selftest.main"
 
 
 def _launch_dispatches() -> bool:
-    launch = REPO / "dpdesk" / "gui" / "launch.py"
-    return launch.is_file() and "selftest" in launch.read_text(encoding="utf-8")
+    sources = [REPO / "dpdesk" / "cli.py", REPO / "dpdesk" / "gui" / "launch.py"]
+    return any(p.is_file() and "selftest" in p.read_text(encoding="utf-8") for p in sources)
 
 
 def _env(**extra: str) -> dict[str, str]:
