@@ -11,7 +11,8 @@
 #   3. `desktop-file-validate` accepts the installed .desktop entry
 #   4. the installed `/usr/bin/dpdesk --self-test --verbose` passes with QT_QPA_PLATFORM=offscreen,
 #      run from an empty directory as any user would (no source tree on sys.path)
-#   5. `dpdesk-cli --version` answers
+#   5. `dpdesk-cli --version` answers; `dpdesk-cli cube` reads the bundled demo Parquet (DuckDB) and
+#      reaches the PostgreSQL driver (a refused connection, not an import error)
 # Then the package is purged and nothing of it may remain under /opt/dpdesk or /usr/bin.
 set -euo pipefail
 
@@ -74,7 +75,16 @@ printf '%s\n' "$out" | sed 's/^/    /'
 printf '%s\n' "$out" | grep -q "self-test passed" || die "no 'self-test passed' line"
 printf '%s\n' "$out" | grep -q "(bundle," || die "the self-test did not run from the bundle"
 
-log "dpdesk-cli --version"
+log "dpdesk-cli --version, and the bundled data drivers"
 (cd "$scratch" && /usr/bin/dpdesk-cli --version) || die "dpdesk-cli --version failed"
+demo=/opt/dpdesk/_internal/dpdesk/resources/demo
+out="$(cd "$scratch" && /usr/bin/dpdesk-cli cube "$demo/adult.parquet" --schema "$demo/adult.schema.json" 2>&1)" \
+  || { printf '%s\n' "$out" >&2; die "dpdesk-cli cube on the demo Parquet (DuckDB) failed"; }
+printf '%s\n' "$out" | grep -q "^total:" || die "dpdesk-cli cube printed no total"
+# No server listens on port 1: the driver must load and then fail to connect (not fail to import).
+out="$(cd "$scratch" && /usr/bin/dpdesk-cli cube "postgresql://dpdesk@127.0.0.1:1/none" --table t \
+       --schema "$demo/adult.schema.json" 2>&1 || true)"
+printf '%s\n' "$out" | grep -q "cannot connect to PostgreSQL" \
+  || { printf '%s\n' "$out" >&2; die "the bundled PostgreSQL driver (psycopg) did not load"; }
 
 log "all checks passed"
