@@ -349,7 +349,7 @@ def run_self_test(verbose: bool = False) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for ``dpdesk --self-test [--verbose]`` and ``dpdesk --startup-probe``.
 
-    :func:`dpdesk.gui.launch.main` hands over any command line containing either option; other
+    :func:`dpdesk.cli.main` hands over any command line containing either option; other
     options are ignored.
     """
     parser = argparse.ArgumentParser(prog="dpdesk --self-test", add_help=False)
