@@ -38,7 +38,7 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
     if done.kind == "rejected":
         return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
     pl = done.payload
-    value = pl["answer"] if done.kind == "fresh" else pl["estimate"]
+    value = pl.get("released", pl["answer"]) if done.kind == "fresh" else pl["estimate"]
     lo, hi = pl["interval"]
     return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
             f"{_num(value)} [{_num(lo)}, {_num(hi)}]; nothing new was drawn")
@@ -82,6 +82,8 @@ def run_answer(args: argparse.Namespace) -> int:
         else:
             lo, hi = release.interval
             cost = f"α = {release.alpha:.6g}, {release.family} noise" if release.kind == "fresh" else "free"
+            if release.fusion_weight is not None:
+                cost += f", fused with history (weight {release.fusion_weight:.3g})"
             print(f"answer {req.id}: {_num(release.answer)}  [{_num(lo)}, {_num(hi)}]  ({release.kind}, {cost}; "
                   f"ledger entry {release.entry.seq})", flush=True)
         checkpoint("cli:printed")

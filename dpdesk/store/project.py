@@ -56,6 +56,7 @@ class Release:
     family: str | None             # noise family of a fresh answer
     entry: LedgerEntry
     recovered: bool                # True when found already recorded (a retry), nothing new drawn
+    fusion_weight: float | None = None  # a fresh answer released fused with history (weight t of ỹ)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,14 +69,16 @@ class Release:
             "ledger_seq": self.entry.seq,
             "ledger_hash": self.entry.hash,
             "recovered": self.recovered,
+            "fusion_weight": self.fusion_weight,
         }
 
 
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     p = entry.payload
     if entry.kind == "fresh":
-        return Release(entry.request_id or "", "fresh", float(p["answer"]), tuple(p["interval"]),  # type: ignore[arg-type]
-                       float(p["alpha"]), str(p["family"]), entry, recovered)
+        released = p.get("released", p["answer"])
+        return Release(entry.request_id or "", "fresh", float(released), tuple(p["interval"]),  # type: ignore[arg-type]
+                       float(p["alpha"]), str(p["family"]), entry, recovered, p.get("fusion_weight"))
     if entry.kind == "inferred":
         return Release(entry.request_id or "", "inferred", float(p["estimate"]), tuple(p["interval"]),  # type: ignore[arg-type]
                        0.0, None, entry, recovered)
@@ -400,8 +403,12 @@ class Project:
         payload = {
             "query": fresh.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
             "sensitivity": fresh.sensitivity, "alpha": fresh.alpha, "family": fresh.family,
-            "answer": fresh.answer, "interval": list(fresh.interval), "sampler": fresh.sampler,
-            "system_cost_after": a.budget.system_cost_after,
+            "answer": fresh.answer, "sampler": fresh.sampler, "system_cost_after": a.budget.system_cost_after,
+            # what is released: ỹ itself, or ỹ fused with history's estimate (DESIGN §2) — then the history
+            # row stays the raw ỹ and the released value is t·ỹ + (1−t)·θ̂_H
+            "released": fresh.released, "interval": list(fresh.released_interval),
+            "fusion_weight": fresh.fusion_weight, "history_estimate": fresh.history_estimate,
+            "history_prefix": len(history),
         }
         try:
             entry = self._record("fresh", request_id, payload, "answered")

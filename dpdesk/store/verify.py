@@ -120,6 +120,9 @@ def verify(project: "Project") -> VerifyReport:
                 cost = history.system_cost
                 if cost > total * (1 + REL_TOL):
                     bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
+                prefix = e.payload.get("history_prefix")
+                if prefix is not None and prefix != len(history) - 1:
+                    bad(e.seq, f"{where}: records {prefix} earlier fresh answers but {len(history) - 1} precede it")
                 recorded = e.payload.get("system_cost_after")
                 if recorded is not None and not _close(float(recorded), cost):
                     bad(e.seq, f"{where}: recorded system cost {recorded} but the ledger gives {cost:.12g}")

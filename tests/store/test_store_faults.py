@@ -41,7 +41,7 @@ def _decisions(path: Path) -> dict[str, list]:
 
 
 def _recorded_value(entry) -> float:
-    return float(entry.payload["answer"] if entry.kind == "fresh" else entry.payload["estimate"])
+    return float(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"])
 
 
 def _check_after_kill(path: Path, request_id: str, result: dict, printed_log: list) -> None:

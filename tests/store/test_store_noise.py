@@ -37,13 +37,34 @@ def test_release_path_uses_opendp(store, monkeypatch):
         pl = entry.payload
         assert pl["sampler"].startswith("opendp-") and pl["family"] == family == release.family
         assert scale == pytest.approx(pl["sensitivity"] / pl["alpha"])
-        assert release.answer == pl["answer"]
+        assert release.answer == pl["released"] == pl["answer"]  # nothing to fuse with: ỹ is released
     assert float(calls[0][2]).is_integer() and float(first.answer).is_integer()  # 30 + integer noise
     assert first.answer - calls[0][2] == 30.0  # the true count of cells age 0-30 (10 + 20)
     # and the posterior the engine builds for the released row models that same family
     with Project.open(path, "r") as p:
         h = p.history()
         assert [r.family for r in h.rows] == ["discrete_laplace", "laplace"]
+
+
+def test_fused_fresh_answer_records_raw_and_released_values(store):
+    path = store.new_project(budget=20)
+    with Project.open(path, "w") as p:
+        p.add_request("[1,0,0,0]", 10, 0.05)
+        p.add_request("[1,0,0,0]", 5, 0.05)
+        p.answer("r1")
+        a = p.assess("r2")
+        assert a.decision == "spend" and a.fused
+        release = p.answer("r2")
+        entry = p.ledger()[-1]
+        pl = entry.payload
+        assert release.fusion_weight == pytest.approx(a.fusion_weight)
+        t, theta_h = pl["fusion_weight"], pl["history_estimate"]
+        assert pl["released"] == pytest.approx(t * pl["answer"] + (1 - t) * theta_h)
+        assert release.answer == pl["released"] and list(release.interval) == list(pl["interval"])
+        assert pl["interval"] == pytest.approx([pl["released"] - 5, pl["released"] + 5])
+        assert pl["alpha"] == pytest.approx(a.spend_alpha) and pl["alpha"] < a.fresh_alpha
+        assert p.history().rows[-1].answer == pl["answer"]  # history keeps the raw noisy answer
+        assert p.verify().ok
 
 
 def test_seeded_sampler_only_in_test_projects(store):
