@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.query import Query
@@ -56,6 +55,8 @@ def fresh_alpha(sensitivity: float, eps: float, delta: float, family: str = "lap
     if family == "laplace":
         return sensitivity * math.log(1.0 / delta) / eps
     if family == "discrete_laplace":
+        from scipy.optimize import brentq  # imported here: scipy.optimize is slow to load
+
         # tail is decreasing in α; bracket between a tiny α and the continuous answer × 2
         hi = 2.0 * sensitivity * math.log(1.0 / delta) / eps + 1e-12
         while discrete_tail(hi, sensitivity, eps) > delta:

@@ -8,13 +8,15 @@ Other sources (DuckDB, PostgreSQL) build the same :class:`Cube` in :mod:`dpdesk.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-import pandas as pd
 
 from dpdesk.engine.errors import Cancelled, SchemaError
 from dpdesk.engine.schema import Attribute, Schema
+
+if TYPE_CHECKING:  # pandas is imported where it is used: the app's start-up does not need it
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ def attribute_codes(series: pd.Series, attribute: Attribute) -> np.ndarray:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> from dpdesk.engine.schema import parse_attribute
     >>> age = parse_attribute({"name": "age", "kind": "numeric", "edges": [0, 30, 150]})
     >>> attribute_codes(pd.Series([0, 29.9, 30, 150, 151, None]), age).tolist()
@@ -72,6 +75,8 @@ def attribute_codes(series: pd.Series, attribute: Attribute) -> np.ndarray:
 
 
 def _numeric_codes(series: pd.Series, edges: tuple[float, ...]) -> np.ndarray:
+    import pandas as pd
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype(object)
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -86,6 +91,8 @@ def _numeric_codes(series: pd.Series, edges: tuple[float, ...]) -> np.ndarray:
 
 
 def _categorical_codes(series: pd.Series, declared: tuple[Any, ...]) -> np.ndarray:
+    import pandas as pd
+
     # Factorise first so the per-value matching runs once per distinct value, not once per row.
     row_codes, uniques = pd.factorize(series, use_na_sentinel=True)
     by_value = {v: i for i, v in enumerate(declared)}
@@ -121,6 +128,7 @@ def build_cube(
 
     Examples
     --------
+    >>> import pandas as pd
     >>> from dpdesk.engine.schema import Schema
     >>> schema = Schema.from_dict({"attributes": [
     ...     {"name": "age", "kind": "numeric", "edges": [0, 30, 150]},

@@ -368,14 +368,18 @@ def posterior(
         else:
             mass, err = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
-    elif method == "direct":
+        if err > max(1e-6, 1e3 * gamma):
+            # discrete terms next to a tiny continuous one: the transform cannot resolve the atoms
+            # within its budget; the direct convolution can, so use it and say so
+            method = "direct"
+    if method == "direct":
         full, disc = _g.direct(comp, h, gamma, progress, cancelled)
         k = (full.size - 1) // 2
         mass = np.zeros(2 * half + 1)
         lo = max(0, k - half)
         mass[max(0, half - k) : max(0, half - k) + min(full.size, 2 * half + 1)] = full[lo : lo + 2 * half + 1]
         err = gamma + 2 * disc + float(full.sum() - mass.sum()) + tail
-    else:
+    elif method == "mc":
         mass, err = _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled)
         err += tail
     if progress is not None:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.fft
-import scipy.signal
 
 from dpdesk.engine.errors import Cancelled
 
@@ -53,6 +52,13 @@ def make_components(coefficients: np.ndarray, scales: np.ndarray, discrete: np.n
     p = np.exp(-1.0 / bd)
     order = np.argsort(-(a**2) * p / (1 - p) ** 2, kind="stable")
     return Components(c=c, a=a[order], p=p[order])
+
+
+def _fftconvolve(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Full linear convolution through real FFTs (scipy.signal's, without importing scipy.signal)."""
+    n = u.size + v.size - 1
+    size = scipy.fft.next_fast_len(n, real=True)
+    return scipy.fft.irfft(scipy.fft.rfft(u, size) * scipy.fft.rfft(v, size), size)[:n]
 
 
 def _check(cancelled: Callable[[], bool] | None) -> None:
@@ -190,8 +196,9 @@ def phi(t: np.ndarray, comp: Components) -> np.ndarray:
 def _laplace_bins_dtft(c1: float, h: float, w: np.ndarray) -> np.ndarray:
     """Exact DTFT at ``w`` of the bin masses of Laplace(c1) on bins ``[jh - h/2, jh + h/2]`` (all aliases)."""
     x = h / c1
-    z = np.exp(-x + 1j * w)
-    return -np.expm1(-x / 2) + 2 * math.sinh(x / 2) * np.real(z / -np.expm1(-x + 1j * w))
+    # 2 sinh(x/2)·e^{-x} written as -e^{-x/2}·expm1(-x): no overflow when c1 ≪ h
+    coef = -math.exp(-x / 2) * math.expm1(-x)
+    return -np.expm1(-x / 2) + coef * np.real(np.exp(1j * w) / -np.expm1(-x + 1j * w))
 
 
 # ---------------------------------------------------------------- fft, general (non-lattice) case
@@ -310,7 +317,8 @@ def _component_bins(h, kmax, c=None, a=None, p=None):
     else:
         # P(aN < x) for the discrete Laplace: atoms at a·n, bins half-open on the right
         n = np.ceil(edges / a - 1e-12) - 1  # largest n with a n < edge
-        cdf = np.where(n < 0, p ** (-n) / (1 + p), 1 - p ** (n + 1) / (1 + p))
+        # each branch's power is clipped to where that branch is used, so neither overflows
+        cdf = np.where(n < 0, p ** np.maximum(-n, 0) / (1 + p), 1 - p ** np.maximum(n + 1, 0) / (1 + p))
     return np.diff(cdf)
 
 
@@ -336,7 +344,7 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
     out = vectors[0]
     for i, v in enumerate(vectors[1:], 1):
         _check(cancelled)
-        out = scipy.signal.fftconvolve(out, v) if len(v) > 64 else np.convolve(out, v)
+        out = _fftconvolve(out, v) if len(v) > 64 else np.convolve(out, v)
         if progress is not None and i % 16 == 0:
             progress(i / m)
     if progress is not None:
