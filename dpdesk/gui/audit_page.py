@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pyqtgraph as pg
+from dpdesk.gui.plots import pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import pyqtgraph as pg
+from dpdesk.gui.plots import pg
 from PySide6.QtCore import QPointF, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QWidget

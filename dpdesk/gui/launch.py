@@ -34,11 +34,8 @@ def application():
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
-    import pyqtgraph as pg
-
     from dpdesk.gui.dialogs import install_excepthook
     from dpdesk.gui.paths import resource
-
 
     app = QApplication.instance()
     if app is None:
@@ -49,7 +46,6 @@ def application():
         app.setWindowIcon(QIcon(str(resource("icons", "dpdesk.svg"))))
     except FileNotFoundError:
         pass
-    pg.setConfigOptions(antialias=True)
     install_excepthook()
     _quiet_offscreen()
     return app

@@ -8,19 +8,24 @@ down on close. Opening the demo copies the bundled files into a fresh project in
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.audit_page import AuditPage
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.paths import resource
-from dpdesk.gui.requests_page import RequestsPage
-from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.tasks import TaskRunner
+
+if TYPE_CHECKING:
+    # the project pages pull in the engine (scipy, pandas) and pyqtgraph: imported when a project
+    # opens, so the window paints first
+    from dpdesk.gui.audit_page import AuditPage
+    from dpdesk.gui.requests_page import RequestsPage
+    from dpdesk.gui.session import ProjectSession
 
 
 MAX_RECENT = 10
@@ -120,6 +125,10 @@ class MainWindow(QMainWindow):
         self.runner.start(lambda _st: create_demo_project(folder), done, failed, label="creating demo")
 
     def open_project(self, path: str) -> bool:
+        from dpdesk.gui.audit_page import AuditPage
+        from dpdesk.gui.requests_page import RequestsPage
+        from dpdesk.gui.session import ProjectSession
+
         self.close_project()
         try:
             session = ProjectSession(path, self)

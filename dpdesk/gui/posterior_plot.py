@@ -8,7 +8,7 @@ computed here beyond placing the ±ε band at ``estimate ± eps``.
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
+from dpdesk.gui.plots import pg
 from PySide6.QtWidgets import QWidget
 
 BAR_LIMIT = 160  # more grid points than this are drawn as steps
