@@ -42,4 +42,33 @@ def test_identity_factor_skips_work_until_it_changes():
     np.testing.assert_array_equal(chol.solve(np.arange(5.0)), np.arange(5.0))
     chol.rank_one_update(np.ones(5))
     assert not chol.identity
-    np.testing.assert_allclose((np.eye(5) + 1) @ chol.solve(np.arange(5.0)), np.arange(5.0))
+    np.testing.assert_allclose((np.eye(5) + 1) @ chol.solve(np.arange(5.0)), np.arange(5.0), atol=1e-12)
+
+
+@pytest.mark.parametrize("queued", [1, 2, 40])
+def test_queued_changes_replayed_or_refactored_give_the_same_factor(queued):
+    # at r = 600 one or two queued changes are replayed sweep by sweep, forty are refactored at once
+    rng = np.random.default_rng(queued)
+    r = 600
+    B = rng.normal(size=(r, r)) / np.sqrt(r)
+    M = B @ B.T + np.eye(r)
+    chol = GrowingCholesky()
+    L0 = np.linalg.cholesky(M)
+    for i in range(r):
+        chol.extend(L0[i, :i], L0[i, i])
+    for k in range(queued):
+        if k % 2:
+            c, e = rng.normal(size=chol.size), float(rng.uniform(0.5, 2))
+            chol.extend_coupled(c, e)
+            n = M.shape[0]
+            M2 = np.zeros((n + 1, n + 1))
+            M2[:n, :n] = M + np.outer(c, c)
+            M2[n, :n] = M2[:n, n] = e * c
+            M2[n, n] = e * e
+            M = M2
+        else:
+            x = rng.normal(size=chol.size)
+            chol.rank_one_update(x)
+            M = M + np.outer(x, x)
+    np.testing.assert_allclose(chol.L @ chol.L.T, M, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(chol.L, np.linalg.cholesky(M), rtol=1e-7, atol=1e-9)

@@ -70,7 +70,7 @@ def run_answer(args: argparse.Namespace) -> int:
                 print(json.dumps({"assessment": a.to_json(), "release": None}))
             return 1
         if not args.yes:
-            what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.fresh_alpha:.6g}"
+            what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.spend_alpha:.6g}"
             print(f"{what}? [y/N] ", end="", file=sys.stderr, flush=True)
             line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
             if line.strip().lower() not in ("y", "yes"):

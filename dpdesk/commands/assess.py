@@ -139,7 +139,9 @@ def format_assessment(a: Any) -> str:
         lines.append(f"  not estimable from the {est.history_size} released answers")
     b = a.budget
     lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
-    lines.append(f"  fresh answer    α = {a.fresh_alpha:.6g} ({a.family.replace('_', ' ')} noise)")
+    fused = (f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
+             if a.spend_alpha < a.fresh_alpha else "")
+    lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.family.replace('_', ' ')} noise{fused})")
     after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
     lines.append(f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})")
     return "\n".join(lines)

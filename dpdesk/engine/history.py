@@ -229,14 +229,8 @@ class _RowSpace:
             self.dependent[row] = coords
             self.coords_chol.rank_one_update(coords)
             return
-        # CᵀC grows to [[M + c cᵀ, e c], [e cᵀ, e²]]: update, then append the last Cholesky row.
-        if np.any(coords):
-            self.coords_chol.rank_one_update(coords)
-            l = self.coords_chol.solve_lower(new_norm * coords, cached=False)
-            d2 = new_norm * new_norm - float(l @ l)
-            self.coords_chol.extend(l, math.sqrt(max(d2, 1e-300)))
-        else:
-            self.coords_chol.extend(np.zeros(self.rank), new_norm)
+        # CᵀC grows to [[M + c cᵀ, e c], [e cᵀ, e²]]
+        self.coords_chol.extend_coupled(coords, new_norm)
         self.basis_rows.append(row)
 
     def lam(self, mu: np.ndarray) -> np.ndarray:
@@ -275,11 +269,15 @@ class _PrimalSpace(_RowSpace):
         U = self.U.view
         p = U @ z
         e = z - U.T @ p
-        p2 = U @ e  # one re-orthogonalisation pass keeps U orthonormal to rounding
-        e -= U.T @ p2
-        p += p2
+        zz = float(z @ z)
         enorm = float(np.linalg.norm(e))
-        if enorm * enorm <= DEPENDENCE_TOL * float(z @ z):
+        if enorm * enorm > DEPENDENCE_TOL * zz and enorm < 0.7 * math.sqrt(zz):
+            # cancellation: a second Gram-Schmidt pass keeps U orthonormal ("twice is enough")
+            p2 = U @ e
+            e -= U.T @ p2
+            p += p2
+            enorm = float(np.linalg.norm(e))
+        if enorm * enorm <= DEPENDENCE_TOL * zz:
             self._record(p, None)
             return
         self.U.append(e / enorm)

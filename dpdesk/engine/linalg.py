@@ -1,32 +1,46 @@
 """Small incremental linear-algebra pieces the history engine is built from.
 
-A growable lower-triangular Cholesky factor, its rank-one update, and triangular solves on the filled
-part. They let the history append one row in O(r²) instead of refactoring in O(r³) (DESIGN §1).
+A growable lower-triangular Cholesky factor with rank-one updates and coupled extensions, and
+triangular solves on the filled part. They let the history append one row in O(r²) instead of
+refactoring in O(r³) (DESIGN §1).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import solve_triangular
+
+# A queued change costs one O(r) Python sweep of ~r column steps (≈10 µs each); refactoring costs one
+# LAPACK Cholesky of r³/3 flops (≈5 GFlop/s here). Refactor when k·r·1e-5 s > r³/1.5e10 s.
+_REFACTOR_RATIO = 1.5e5
 
 
 class GrowingCholesky:
     """Lower-triangular ``L`` with ``L Lᵀ = M`` for a symmetric positive-definite ``M`` that grows.
 
-    ``extend(l, d)`` appends a row ``[lᵀ, d]`` (the new last row of ``L``); ``rank_one_update(x)``
-    replaces ``M`` by ``M + x xᵀ``. Storage doubles as needed, so ``r`` appends cost O(r²) each.
+    ``extend(l, d)`` appends a row ``[lᵀ, d]`` to ``L`` right away. ``rank_one_update(x)``
+    (``M ← M + x xᵀ``) and ``extend_coupled(c, e)`` (``M ← [[M + c cᵀ, e c], [e cᵀ, e²]]``) update
+    the dense ``M`` kept beside ``L`` in O(r²) and queue the change; the queue is applied when ``L``
+    is next used — replayed change by change when it is short, or by refactoring ``M`` once when
+    that is cheaper (rebuilding a long history).
     """
 
     def __init__(self, capacity: int = 64) -> None:
         # unused rows hold a unit diagonal, so the whole store is a valid triangular matrix whose
         # leading block is L: solving with the store and zero-padded right-hand sides needs no copy
         self._L = np.eye(capacity)
+        self._M = np.zeros((capacity, capacity))
+        self._ops: list[tuple[np.ndarray, float | None]] = []  # (x, None) update; (c, e) extension
+        self._current = 0  # rows of L that are up to date
         self.size = 0
         self._solver: np.ndarray | None = None  # contiguous copy for LAPACK, refreshed after changes
         self.identity = True  # M is the identity (only unit rows appended, never updated)
 
     @property
     def L(self) -> np.ndarray:
+        self._flush()
         return self._L[: self.size, : self.size]
 
     def _contiguous(self) -> np.ndarray:
@@ -40,16 +54,25 @@ class GrowingCholesky:
         cap = self._L.shape[0]
         if size <= cap:
             return
-        new = np.eye(max(size, 2 * cap))
-        new[: self.size, : self.size] = self.L
-        self._L = new
+        cap = max(size, 2 * cap)
+        L, M = np.eye(cap), np.zeros((cap, cap))
+        L[: self._current, : self._current] = self._L[: self._current, : self._current]
+        M[: self.size, : self.size] = self._M[: self.size, : self.size]
+        self._L, self._M = L, M
 
     def extend(self, row: np.ndarray, diag: float) -> None:
+        """Append ``[rowᵀ, diag]`` as the new last row of ``L``."""
+        self._flush()
         r = self.size
         self._reserve(r + 1)
+        if r:
+            coupling = self._L[:r, :r] @ row
+            self._M[r, :r] = coupling
+            self._M[:r, r] = coupling
+        self._M[r, r] = float(row @ row) + diag * diag
         self._L[r, :r] = row
         self._L[r, r] = diag
-        self.size = r + 1
+        self.size = self._current = r + 1
         self._solver = None
         if diag != 1.0 or np.any(row):
             self.identity = False
@@ -58,14 +81,59 @@ class GrowingCholesky:
         """Append a unit row/column to ``M`` (uncoupled to the existing part)."""
         self.extend(np.zeros(self.size), 1.0)
 
-    def rank_one_update(self, x: np.ndarray) -> None:
-        """``M ← M + x xᵀ`` by the classic O(r²) Givens-style update (vectorised per column)."""
-        L = self.L
-        x = np.array(x, dtype=float)
-        n = self.size
-        self._solver = None
-        if np.any(x):
+    def extend_coupled(self, c: np.ndarray, e: float) -> None:
+        """``M ← [[M + c cᵀ, e c], [e cᵀ, e²]]`` (queued)."""
+        c = np.array(c, dtype=float)
+        r = self.size
+        self._reserve(r + 1)
+        if np.any(c):
+            self._M[:r, :r] += np.outer(c, c)
             self.identity = False
+        elif e != 1.0:
+            self.identity = False
+        self._M[r, :r] = e * c
+        self._M[:r, r] = e * c
+        self._M[r, r] = e * e
+        self.size = r + 1
+        self._ops.append((c, float(e)))
+        self._solver = None
+
+    def rank_one_update(self, x: np.ndarray) -> None:
+        """``M ← M + x xᵀ`` (queued)."""
+        x = np.array(x, dtype=float)
+        if not np.any(x):
+            return
+        n = self.size
+        self._M[:n, :n] += np.outer(x, x)
+        self._ops.append((x, None))
+        self._solver = None
+        self.identity = False
+
+    def _flush(self) -> None:
+        if not self._ops:
+            return
+        ops, self._ops = self._ops, []
+        n = self.size
+        if len(ops) > n * n / _REFACTOR_RATIO:
+            self._L[:n, :n] = np.linalg.cholesky(self._M[:n, :n])
+        else:
+            cur = self._current
+            for v, e in ops:
+                if np.any(v):
+                    self._sweep(v, cur)
+                if e is not None:
+                    l = (solve_triangular(self._L[:cur, :cur], e * v, lower=True, check_finite=False)
+                         if cur else np.zeros(0))
+                    self._L[cur, :cur] = l
+                    self._L[cur, cur] = math.sqrt(max(e * e - float(l @ l), 1e-300))
+                    cur += 1
+        self._current = n
+        self._solver = None
+
+    def _sweep(self, x: np.ndarray, n: int) -> None:
+        """The classic O(r²) Givens-style rank-one update of the leading ``n`` rows of ``L``."""
+        L = self._L[:n, :n]
+        x = x.copy()
         for k in range(n):
             xk = x[k]
             if xk == 0.0:
@@ -86,6 +154,7 @@ class GrowingCholesky:
             return np.zeros(0)
         if self.identity:
             return np.array(b, dtype=float)
+        self._flush()
         if cached:  # repeated solves with the same factor (assessing many requests)
             return solve_triangular(self._contiguous(), b, lower=True, trans=trans, check_finite=False)
         # one solve right after a change (appending rows): use the whole store, no O(r²) copy

@@ -28,12 +28,6 @@ DECISION_STYLE = {
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
 
 
-def spend_alpha(a) -> float:
-    """What *Spend* charges: the engine's fused α when it has one, else the standalone fresh α."""
-    value = getattr(a, "spend_alpha", None)
-    return float(value) if value is not None else float(a.fresh_alpha)
-
-
 def _num(x: float | None, digits: int = 6) -> str:
     return "—" if x is None else f"{x:.{digits}g}"
 
@@ -180,7 +174,7 @@ class AnswerPanel(QWidget):
         self.fields["conf_eps"].setText(
             "—" if a.confidence_at_eps is None else
             f"{a.confidence_at_eps:.6f} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
-        alpha = spend_alpha(a)
+        alpha = a.spend_alpha
         fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
         self.fields["fresh"].setText(f"α = {alpha:.6g} ({a.family.replace('_', ' ')} noise, "
                                      f"sensitivity {a.sensitivity:g}{fused})")
@@ -198,7 +192,7 @@ class AnswerPanel(QWidget):
         self.infer_btn.setVisible(a is None or a.estimable)
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend")
-        self.spend_btn.setText(f"Spend α = {spend_alpha(a):.4g} and release" if a is not None else "Spend α and release")
+        self.spend_btn.setText(f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release")
         self.reject_btn.setEnabled(pending)
 
     # -- actions -------------------------------------------------------------------------------
@@ -229,7 +223,7 @@ class AnswerPanel(QWidget):
         ok = dialogs.confirm(
             self, "Spend privacy budget",
             f"Release a fresh noisy answer to {a.request.id}?\n\n"
-            f"It spends α = {spend_alpha(a):.6g}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
+            f"It spends α = {a.spend_alpha:.6g}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
             f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
             "This cannot be undone: the answer is recorded in the ledger before it is shown.")
         if not ok:
