@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dpdesk.engine.budget import fresh_alpha
 from dpdesk.engine.history import Estimate, noise_variance
@@ -189,6 +188,8 @@ def plan_fusion(
     if hi / lo > 1.0 + rtol:
         f = lambda la: conf(math.exp(la)) - need  # noqa: E731
         try:
+            from scipy.optimize import brentq  # slow to import; only needed here
+
             root = math.exp(brentq(f, math.log(lo), math.log(hi), xtol=rtol / 4, rtol=1e-12, maxiter=60))
             conf(root * (1.0 + rtol / 2))
         except ValueError:  # pragma: no cover - bracket lost to rounding; hi is feasible
