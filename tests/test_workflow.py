@@ -167,3 +167,16 @@ def test_methods_agree_on_the_paper_example():
         tol = 0.01 if m == "mc" else 1e-4
         assert res[m].confidence_at_eps == pytest.approx(f.confidence_at_eps, abs=tol)
         assert res[m].interval[1] - res[m].interval[0] == pytest.approx(f.interval[1] - f.interval[0], rel=0.03)
+
+
+@pytest.mark.parametrize("weight", [1.0, 0.5])  # integer query → discrete noise, else continuous
+def test_asking_the_same_request_again_after_its_fresh_answer_is_free(weight):
+    h = History(SCHEMA.shape)
+    req = Request("r", count(SCHEMA, weight=weight, income=">50K"), eps=4.0, delta=0.1)
+    a = assess(h, req, total_budget=5.0)
+    assert a.decision == "spend"
+    h.append(release_fresh(a, CUBE, SeededSampler(3), allow_insecure=True).history_row())
+    again = assess(h, Request("r-again", req.query, eps=4.0, delta=0.1), total_budget=5.0)
+    # the fresh budget buys exactly 1 − δ at ±ε, which history now holds
+    assert again.decision == "infer", again.reason
+    assert again.confidence_at_eps == pytest.approx(0.9, abs=1e-6)

@@ -95,6 +95,7 @@ def fused_posterior(
     center: float = 0.0,
     method: str = "fft",
     rng: np.random.Generator | None = None,
+    align: float | None = None,
 ) -> Posterior:
     """Posterior of ``θ`` about the fused value ``center`` for a new row of budget ``alpha``.
 
@@ -107,14 +108,14 @@ def fused_posterior(
     4.0
     """
     _, coef, scales, fams = _parts(estimate, alpha, sensitivity, family)
-    return posterior(center, coef, scales, fams, method=method, rng=rng)
+    return posterior(center, coef, scales, fams, method=method, rng=rng, align=align)
 
 
 def fused_confidence(
     estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily, eps: float, *, method: str = "fft"
 ) -> float:
     """Fused posterior mass on ``[θ̂_F − ε, θ̂_F + ε]`` (public quantities only; a lower bound off the grid)."""
-    return fused_posterior(estimate, alpha, sensitivity, family, method=method).central_mass(eps)
+    return fused_posterior(estimate, alpha, sensitivity, family, method=method, align=eps).central_mass(eps)
 
 
 def plan_fusion(

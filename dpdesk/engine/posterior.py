@@ -238,8 +238,8 @@ def _prune_negligible(A: np.ndarray, b: np.ndarray, discrete: np.ndarray) -> tup
     of bounded variation ``2 f(0) ≤ 1/c_max`` by ``Y`` moves at most ``E|Y|/c_max`` of mass, which is
     returned and added to the error bound.
     """
-    p = np.exp(-1.0 / b)
-    size = np.abs(A) * np.where(discrete, 2.0 * p / (1.0 - p * p), b)  # E|A_k N_k|
+    p, q = np.exp(-1.0 / b), -np.expm1(-1.0 / b)
+    size = np.abs(A) * np.where(discrete, 2.0 * p / (q * (1.0 + p)), b)  # E|A_k N_k|
     nz = size > 0
     if nz.sum() < 2:
         return A, 0.0
@@ -266,6 +266,7 @@ def posterior(
     rng: np.random.Generator | int | None = None,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    align: float | None = None,
 ) -> Posterior:
     """Posterior of ``θ = center − Σ_k A_k N_k`` under an uninformative prior (paper §4, Lemma 4.1).
 
@@ -296,6 +297,9 @@ def posterior(
     progress, cancelled : callable, optional
         ``progress(fraction)`` is called now and then; when ``cancelled()`` returns True,
         :class:`~dpdesk.engine.errors.Cancelled` is raised.
+    align : float, optional
+        A half-width (the request's ε) at which bin edges should fall, so that
+        :meth:`Posterior.central_mass` of it is exact rather than interpolated (non-lattice grids).
 
     Returns
     -------
@@ -359,6 +363,10 @@ def posterior(
         h, half, lattice = g, math.ceil(T / g), True
     else:
         h = _g.nice_spacing(2 * T / _g.OUTPUT_POINTS)
+        if align is not None and align > 0:
+            # put bin edges at center ± align, so the mass of [center − align, center + align]
+            # (the ±ε a request asks about) is a sum of whole bins rather than an interpolation
+            h = align / (max(1, round(align / h - 0.5)) + 0.5)
         half, lattice = _g.odd_fast_len(2 * math.ceil(T / h) + 1) // 2, False
     offsets = h * np.arange(-half, half + 1)
 

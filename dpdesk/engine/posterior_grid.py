@@ -28,19 +28,24 @@ OUTPUT_POINTS = 2000
 
 @dataclass(frozen=True)
 class Components:
-    """The non-zero noise terms: continuous scales ``c`` and discrete ``(a = |A|, p = exp(-1/b))``."""
+    """The non-zero noise terms: continuous scales ``c`` and discrete ``(a = |A|, p = exp(-1/b))``.
+
+    ``q = 1 − p`` is kept separately (from ``expm1``) so that very wide discrete noise, where ``p``
+    rounds to 1, still has an exact variance, characteristic function and tail bound.
+    """
 
     c: np.ndarray  # continuous scales |A_k| b_k, sorted ascending
     a: np.ndarray  # discrete |A_k|, sorted by descending variance
     p: np.ndarray  # discrete exp(-1/b_k)
+    q: np.ndarray  # discrete 1 - exp(-1/b_k)
 
     @property
     def variance(self) -> float:
-        return float(np.sum(2.0 * self.c**2) + np.sum(self.a**2 * 2.0 * self.p / (1.0 - self.p) ** 2))
+        return float(np.sum(2.0 * self.c**2) + np.sum(self.a**2 * 2.0 * self.p / self.q**2))
 
     @property
     def max_scale(self) -> float:
-        disc = self.a / -np.log(self.p) if self.a.size else np.zeros(0)
+        disc = self.a / -np.log1p(-self.q) if self.a.size else np.zeros(0)
         return float(max(np.max(self.c, initial=0.0), np.max(disc, initial=0.0)))
 
 
@@ -50,8 +55,9 @@ def make_components(coefficients: np.ndarray, scales: np.ndarray, discrete: np.n
     c = np.sort(A[~d] * b[~d])
     a, bd = A[d], b[d]
     p = np.exp(-1.0 / bd)
-    order = np.argsort(-(a**2) * p / (1 - p) ** 2, kind="stable")
-    return Components(c=c, a=a[order], p=p[order])
+    q = -np.expm1(-1.0 / bd)
+    order = np.argsort(-(a**2) * p / q**2, kind="stable")
+    return Components(c=c, a=a[order], p=p[order], q=q[order])
 
 
 def _fftconvolve(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -79,9 +85,11 @@ def tail_halfwidth(comp: Components, tail: float) -> float:
         x = np.outer(s, comp.c[lo : lo + 512]) ** 2
         logm -= np.log1p(-x).sum(axis=1)
     for lo in range(0, comp.a.size, 512):
-        a, p = comp.a[lo : lo + 512], comp.p[lo : lo + 512]
+        a, q = comp.a[lo : lo + 512], comp.q[lo : lo + 512]
+        r = -np.log1p(-q)  # 1/b
         sa = np.outer(s, a)
-        logm += (2 * np.log1p(-p) - np.log1p(-p * np.exp(sa)) - np.log1p(-p * np.exp(-sa))).sum(axis=1)
+        # M(s) of a·K: q² / ((1 − p e^{sa})(1 − p e^{−sa})), with 1 − p e^{±sa} = −expm1(±sa − 1/b)
+        logm += (2 * np.log(q) - np.log(-np.expm1(sa - r)) - np.log(-np.expm1(-sa - r))).sum(axis=1)
     # P(S > T) <= exp(log M(s) - sT); both tails together <= tail
     return float(np.min((logm - math.log(tail / 2.0)) / s))
 
@@ -180,10 +188,11 @@ def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None) -> 
         sel = np.flatnonzero(live)
         if not sel.size:
             break
-        a, p = comp.a[lo : lo + step], comp.p[lo : lo + step]
+        a, p, q = comp.a[lo : lo + step], comp.p[lo : lo + step], comp.q[lo : lo + step]
         lo, step = lo + step, min(2 * step, 256)
-        cosv = np.cos(np.outer(t[sel], a))
-        out[sel] += (2 * np.log1p(-p) - np.log1p(p * p - 2 * p * cosv)).sum(axis=1)
+        # φ = (1−p)² / (1 − 2p cos x + p²) = q² / (q² + 4p sin²(x/2)): no cancellation when p → 1
+        sin2 = np.sin(0.5 * np.outer(t[sel], a)) ** 2
+        out[sel] += (2 * np.log(q) - np.log(q * q + 4 * p * sin2)).sum(axis=1)
         live[sel] = out[sel] > _LOG_TINY
     return np.maximum(out, _LOG_TINY)
 
@@ -242,7 +251,7 @@ def fft_general(comp, h, n_out, target, cancelled=None):
     Without continuous components (discrete noise, non-lattice coefficients) no rigorous bound is
     available; the returned figure is the size of the last aliases summed, an estimate.
     """
-    rest = Components(c=comp.c[:-1], a=comp.a, p=comp.p) if comp.c.size else comp
+    rest = Components(c=comp.c[:-1], a=comp.a, p=comp.p, q=comp.q) if comp.c.size else comp
     c1 = float(comp.c[-1]) if comp.c.size else None
     var_rest = rest.variance
     top = rest.c[-8:]
@@ -336,8 +345,8 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
     for c in comp.c:
         k = int(math.ceil(c * math.log(1 / each) / h + 0.5))
         vectors.append(_component_bins(h, k, c=c))
-    for a, p in zip(comp.a, comp.p):
-        n = math.ceil(math.log(each * (1 + p) / 2) / math.log(p)) if p > 0 else 0
+    for a, p, q in zip(comp.a, comp.p, comp.q):
+        n = math.ceil(math.log(each * (1 + p) / 2) / math.log1p(-q)) if p > 0 else 0
         k = int(math.ceil(a * n / h + 0.5))
         vectors.append(_component_bins(h, k, a=a, p=p))
     vectors.sort(key=len)
@@ -351,7 +360,7 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
         progress(1.0)
     v_disc = np.sum(np.minimum(h * h / 12, 2 * comp.c**2))
     on_lattice = np.abs(comp.a / h - np.round(comp.a / h)) <= 1e-9 * comp.a / h
-    var_d = comp.a**2 * 2 * comp.p / (1 - comp.p) ** 2
+    var_d = comp.a**2 * 2 * comp.p / comp.q**2
     v_disc += np.sum(np.where(on_lattice, 0.0, np.minimum(h * h / 12, var_d)))
     scale = comp.max_scale
     discretisation = float(v_disc / (2 * scale**2)) if v_disc > 0 else 0.0
@@ -367,9 +376,9 @@ def draw(comp, rng, n):
     for c in np.array_split(comp.c, max(1, comp.c.size // 64)) if comp.c.size else []:
         s += (rng.laplace(0.0, 1.0, size=(n, c.size)) * c).sum(axis=1)
     for lo in range(0, comp.a.size, 64):
-        a, p = comp.a[lo : lo + 64], comp.p[lo : lo + 64]
+        a, q = comp.a[lo : lo + 64], comp.q[lo : lo + 64]
         # discrete Laplace = difference of two geometric counts on {0, 1, ...}
-        g1 = rng.geometric(1 - p, size=(n, a.size)) - rng.geometric(1 - p, size=(n, a.size))
+        g1 = rng.geometric(q, size=(n, a.size)) - rng.geometric(q, size=(n, a.size))
         s += (g1 * a).sum(axis=1)
     return s
 
