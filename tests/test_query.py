@@ -470,3 +470,17 @@ def test_inner_many_never_materialises_cells_for_thousands_of_box_rows(monkeypat
     got = inner_many(q, rows)
     expected = [math.prod(float(np.dot(f, g)) for f, g in zip(q.terms[0].factors, r.terms[0].factors)) for r in rows]
     assert np.array_equal(got, expected)
+
+
+def test_abs_dense_matches_the_dense_vector_and_is_not_cached():
+    from dpdesk.engine.query import abs_dense
+
+    shape = (3, 4)
+    single = Query(shape, terms=(Term(-2.0, (np.array([1.0, 0.0, -1.0]), np.array([0.5, 1.0, 0.0, 2.0]))),))
+    multi = Query(shape, terms=single.terms + (Term(1.0, (np.ones(3), np.ones(4))),))
+    sparse = query_from_vector(np.arange(12.0) - 5, shape)
+    for q in (single, multi, sparse):
+        np.testing.assert_array_equal(abs_dense(q), np.abs(q.dense()))
+    fresh = Query(shape, terms=single.terms)
+    abs_dense(fresh)
+    assert "_dense" not in fresh.__dict__  # no n-length vector left behind on a single-term query

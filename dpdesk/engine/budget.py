@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError
-from dpdesk.engine.query import Query
+from dpdesk.engine.query import Query, abs_dense
 
 
 def check_requirement(eps: float, delta: float) -> None:
@@ -74,7 +74,7 @@ def fresh_alpha(sensitivity: float, eps: float, delta: float, family: str = "lap
 
 def query_cell_costs(query: Query, alpha: float) -> np.ndarray:
     """``α|Q_j|/S_Q`` per cell: what a fresh answer adds to each cell's loss (paper Thm 5.4)."""
-    return (alpha / query.sensitivity) * np.abs(query.dense())
+    return (alpha / query.sensitivity) * abs_dense(query)
 
 
 @dataclass(frozen=True)

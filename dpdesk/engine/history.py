@@ -26,7 +26,7 @@ import numpy as np
 from dpdesk.engine.errors import HistoryError, QueryError
 from dpdesk.engine.linalg import GrowingCholesky
 from dpdesk.engine.noise import NOISE_FAMILIES, NoiseFamily
-from dpdesk.engine.query import Query, inner, query_from_json
+from dpdesk.engine.query import Query, abs_dense, inner, query_from_json
 
 Form = Literal["auto", "primal", "dual"]
 
@@ -310,7 +310,7 @@ class _DualSpace(_RowSpace):
         super().__init__()
         self.stack = stack
         self.weights = weights
-        self.gram = GrowingCholesky()  # Cholesky of the basis rows' Gram matrix
+        self.gram = GrowingCholesky(queued=False)  # Cholesky of the basis rows' Gram matrix (only grows)
         self._ids = np.zeros(0, dtype=np.int64)
 
     def _basis_dots(self, q: Query) -> np.ndarray:
@@ -393,7 +393,7 @@ class History:
         self._scales.append(row.scale)
         self._variances.append(row.variance)
         # paper Thm 5.4: cell j loses α_i |H_ij| / S_i
-        self._costs += (row.alpha / row.sensitivity) * np.abs(row.query.dense())
+        self._costs += (row.alpha / row.sensitivity) * abs_dense(row.query)
         for space in self._spaces.values():
             self._feed(space, len(self.rows) - 1)
 

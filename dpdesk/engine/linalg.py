@@ -27,11 +27,12 @@ class GrowingCholesky:
     that is cheaper (rebuilding a long history).
     """
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, *, queued: bool = True) -> None:
         # unused rows hold a unit diagonal, so the whole store is a valid triangular matrix whose
         # leading block is L: solving with the store and zero-padded right-hand sides needs no copy
         self._L = np.eye(capacity)
-        self._M = np.zeros((capacity, capacity))
+        # M is kept only for factors that take queued changes (a factor that only grows needs none)
+        self._M = np.zeros((capacity, capacity)) if queued else None
         self._ops: list[tuple[np.ndarray, float | None]] = []  # (x, None) update; (c, e) extension
         self._current = 0  # rows of L that are up to date
         self.size = 0
@@ -55,21 +56,25 @@ class GrowingCholesky:
         if size <= cap:
             return
         cap = max(size, 2 * cap)
-        L, M = np.eye(cap), np.zeros((cap, cap))
+        L = np.eye(cap)
         L[: self._current, : self._current] = self._L[: self._current, : self._current]
-        M[: self.size, : self.size] = self._M[: self.size, : self.size]
-        self._L, self._M = L, M
+        self._L = L
+        if self._M is not None:
+            M = np.zeros((cap, cap))
+            M[: self.size, : self.size] = self._M[: self.size, : self.size]
+            self._M = M
 
     def extend(self, row: np.ndarray, diag: float) -> None:
         """Append ``[rowᵀ, diag]`` as the new last row of ``L``."""
         self._flush()
         r = self.size
         self._reserve(r + 1)
-        if r:
-            coupling = self._L[:r, :r] @ row
-            self._M[r, :r] = coupling
-            self._M[:r, r] = coupling
-        self._M[r, r] = float(row @ row) + diag * diag
+        if self._M is not None:
+            if r:
+                coupling = self._L[:r, :r] @ row
+                self._M[r, :r] = coupling
+                self._M[:r, r] = coupling
+            self._M[r, r] = float(row @ row) + diag * diag
         self._L[r, :r] = row
         self._L[r, r] = diag
         self.size = self._current = r + 1
@@ -83,6 +88,8 @@ class GrowingCholesky:
 
     def extend_coupled(self, c: np.ndarray, e: float) -> None:
         """``M ← [[M + c cᵀ, e c], [e cᵀ, e²]]`` (queued)."""
+        if self._M is None:
+            raise ValueError("this factor was created with queued=False")
         c = np.array(c, dtype=float)
         r = self.size
         self._reserve(r + 1)
@@ -100,6 +107,8 @@ class GrowingCholesky:
 
     def rank_one_update(self, x: np.ndarray) -> None:
         """``M ← M + x xᵀ`` (queued)."""
+        if self._M is None:
+            raise ValueError("this factor was created with queued=False")
         x = np.array(x, dtype=float)
         if not np.any(x):
             return

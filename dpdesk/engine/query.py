@@ -330,6 +330,19 @@ class Query:
 # -------------------------------------------------------------------- inner products
 
 
+def abs_dense(q: Query) -> np.ndarray:
+    """``|Q_j|`` for every cell, as a new array that is not cached on the query.
+
+    Per-cell accounting needs ``|Q|`` once per released row; for a single product term it is the
+    outer product of the factors' absolute values, built here and dropped after use, so a long
+    history over a large cube does not keep one dense vector per row alive.
+    """
+    if q.terms is not None and len(q.terms) == 1:
+        t = q.terms[0]
+        return (abs(t.weight) * reduce(np.multiply.outer, [np.abs(f) for f in t.factors])).reshape(-1)
+    return np.abs(q.dense())
+
+
 def inner(q: Query, r: Query) -> float:
     """``⟨q, r⟩``; when both are product form of the same shape, ``Σ_{t,s} w_t w_s Π_d ⟨f_td, g_sd⟩``."""
     if q.n_cells != r.n_cells:
