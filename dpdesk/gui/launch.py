@@ -141,7 +141,7 @@ def screenshot(directory: str, settings_path: str | None = None) -> int:
     wait_until(lambda: win.data.cube is not None)
     grab("data")
     win.show_page("requests")
-    win.requests.select_request("q17")
+    win.requests.select_request("q37")
     wait_until(lambda: win.requests.answer.assessment is not None)
     win.requests.budget.preview.setChecked(True)
     grab("requests-fresh")

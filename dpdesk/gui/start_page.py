@@ -47,7 +47,7 @@ class StartPage(QWidget):
         self.new_btn = QPushButton("New project…")
         self.open_btn = QPushButton("Open project…")
         self.demo_btn = QPushButton("Open demo")
-        self.demo_btn.setToolTip("Copy the bundled census-like demo (60,000 rows, 36 requests) into a fresh project "
+        self.demo_btn.setToolTip("Copy the bundled census-like demo (60,000 rows, 37 requests) into a fresh project "
                                  "in your data folder. The bundled files are never changed.")
         self.demo_btn.setStyleSheet("QPushButton { font-weight: bold; padding: 6px 14px; }")
         for b in (self.new_btn, self.open_btn, self.demo_btn):

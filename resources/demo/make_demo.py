@@ -119,6 +119,7 @@ def make_requests() -> list[dict]:
     add("insurance-co", 'count(income="<=50K")', 2, 0.01)                         # would overspend: reject
     add("univ-soc", 'count(education="HS-grad")', 50, 0.05)
     add("univ-soc", 'count(education=["HS-grad","Some-college"])', 60, 0.2)
+    add("univ-econ", 'count(income=">50K")', 30, 0.05)   # tighter than q04: history helps, fresh α is cheaper
     return q
 
 
