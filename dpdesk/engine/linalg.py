@@ -123,7 +123,8 @@ class GrowingCholesky:
             return
         ops, self._ops = self._ops, []
         n = self.size
-        if len(ops) > n * n / _REFACTOR_RATIO:
+        # a handful of changes (one released answer) is always applied as an update, never a refactor
+        if len(ops) > max(8.0, n * n / _REFACTOR_RATIO):
             self._L[:n, :n] = np.linalg.cholesky(self._M[:n, :n])
         else:
             cur = self._current
