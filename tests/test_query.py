@@ -19,12 +19,11 @@ from dpdesk.engine.query import (
     Query,
     Term,
     count,
-    inner,
-    inner_many,
     parse_query,
     query_from_json,
     query_from_vector,
 )
+from dpdesk.engine.query_algebra import inner, inner_many
 from dpdesk.engine.schema import Schema
 
 PAPER = Schema.from_dict(
@@ -473,7 +472,7 @@ def test_inner_many_never_materialises_cells_for_thousands_of_box_rows(monkeypat
 
 
 def test_abs_dense_matches_the_dense_vector_and_is_not_cached():
-    from dpdesk.engine.query import abs_dense
+    from dpdesk.engine.query_algebra import abs_dense
 
     shape = (3, 4)
     single = Query(shape, terms=(Term(-2.0, (np.array([1.0, 0.0, -1.0]), np.array([0.5, 1.0, 0.0, 2.0]))),))

@@ -26,7 +26,8 @@ import numpy as np
 from dpdesk.engine.errors import HistoryError, QueryError
 from dpdesk.engine.linalg import GrowingCholesky
 from dpdesk.engine.noise import NOISE_FAMILIES, NoiseFamily
-from dpdesk.engine.query import Query, abs_dense, inner, query_from_json
+from dpdesk.engine.query import Query, query_from_json
+from dpdesk.engine.query_algebra import abs_dense, inner
 
 Form = Literal["auto", "primal", "dual"]
 
