@@ -15,3 +15,9 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("dpdesk", derandomize=True, database=None, deadline=None)
 settings.load_profile("dpdesk")
+
+# shared test helpers (tests/stats_helpers.py) import by name under --import-mode=importlib
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

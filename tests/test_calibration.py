@@ -23,6 +23,7 @@ from dpdesk.engine.noise import SeededSampler
 from dpdesk.engine.query import Query, Term
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.workflow import Request, assess, true_answer
+from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(
     {"attributes": [
@@ -32,17 +33,6 @@ SCHEMA = Schema.from_dict(
 )
 COUNTS = np.array([[5, 40, 12, 0], [80, 33, 2, 19], [7, 7, 150, 61], [0, 1, 3, 26]])
 CUBE = Cube(SCHEMA, COUNTS)
-
-
-def _box(rng) -> Query:
-    factors = []
-    for k in SCHEMA.shape:
-        lo = int(rng.integers(0, k))
-        hi = int(rng.integers(lo, k))
-        f = np.zeros(k)
-        f[lo : hi + 1] = 1.0
-        factors.append(f)
-    return Query(SCHEMA.shape, terms=(Term(float(rng.integers(1, 3)), tuple(factors)),))
 
 
 def _noise(rng, family, scales, size):
@@ -66,7 +56,7 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
     out = []
     made = 0
     while made < structures:
-        rows = [_box(rng) for _ in range(int(rng.integers(2, 7)))]
+        rows = [random_box(rng, SCHEMA.shape) for _ in range(int(rng.integers(2, 7)))]
         alphas = rng.uniform(0.05, 0.6, size=len(rows))
         # the target: a combination of released rows, so it is estimable
         coefs = rng.integers(-1, 2, size=len(rows))
@@ -94,14 +84,6 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
     return out
 
 
-def _within_binomial(hits, claimed, k=4.0):
-    n = len(hits)
-    p = float(np.mean(claimed))
-    sd = math.sqrt(max(p * (1 - p), 1e-4) / n)
-    rate = float(np.mean(hits))
-    assert abs(rate - p) <= k * sd, f"coverage {rate:.4f} vs claimed {p:.4f} (sd {sd:.4f}, n={n})"
-
-
 @pytest.mark.parametrize("family", ["laplace", "discrete_laplace"])
 @pytest.mark.parametrize("delta", [0.05, 0.2, 0.5])
 def test_credible_intervals_are_calibrated(family, delta):
@@ -109,9 +91,9 @@ def test_credible_intervals_are_calibrated(family, delta):
     res = _simulate(rng, family, structures=50, draws_per_structure=200, delta=delta)
     claimed = [r[0] for r in res]
     assert min(claimed) >= 1 - delta - 1e-9
-    _within_binomial([r[1] for r in res], claimed)
+    within_binomial([r[1] for r in res], claimed)
     # the mass at ±ε is calibrated too
-    _within_binomial([r[3] for r in res], [r[2] for r in res])
+    within_binomial([r[3] for r in res], [r[2] for r in res])
 
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])

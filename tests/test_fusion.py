@@ -10,7 +10,6 @@ fails a check with probability < 1e-4), and require it to be at least ``1 − δ
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ from dpdesk.engine.noise import SeededSampler
 from dpdesk.engine.query import Query, Term
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
+from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(
     {"attributes": [
@@ -37,21 +37,10 @@ COUNTS = np.array([[5, 40, 12], [80, 0, 2], [7, 150, 61]])
 CUBE = Cube(SCHEMA, COUNTS)
 
 
-def _box(rng) -> Query:
-    factors = []
-    for k in SCHEMA.shape:
-        lo = int(rng.integers(0, k))
-        hi = int(rng.integers(lo, k))
-        f = np.zeros(k)
-        f[lo : hi + 1] = 1.0
-        factors.append(f)
-    return Query(SCHEMA.shape, terms=(Term(float(rng.integers(1, 3)), tuple(factors)),))
-
-
 def _structure(rng):
     """Random history rows with budgets, and an estimable target (a combination of the rows)."""
     while True:
-        rows = [_box(rng) for _ in range(int(rng.integers(1, 6)))]
+        rows = [random_box(rng, SCHEMA.shape) for _ in range(int(rng.integers(1, 6)))]
         alphas = rng.uniform(0.02, 0.5, size=len(rows))
         coefs = rng.integers(-1, 2, size=len(rows))
         coefs[0] = 1
@@ -119,7 +108,7 @@ def test_fused_alpha_never_exceeds_thm_5_3(seed, eps, delta, family):
 
 def test_not_estimable_means_no_fusion():
     h = History(SCHEMA.shape)
-    est = h.estimate(_box(np.random.default_rng(0)))
+    est = h.estimate(random_box(np.random.default_rng(0), SCHEMA.shape))
     plan = plan_fusion(est, 1.0, 10.0, 0.1, "laplace")
     assert not plan.fused and plan.alpha == plan.fresh_alpha == fresh_alpha(1.0, 10.0, 0.1)
 
@@ -202,15 +191,6 @@ def test_release_fresh_fuses_and_records_the_raw_answer():
 
 
 # -- calibration ---------------------------------------------------------------------------------
-def _within_binomial(hits, claimed, k=4.0):
-    n = len(hits)
-    p = float(np.mean(claimed))
-    sd = math.sqrt(max(p * (1 - p), 1e-4) / n)
-    rate = float(np.mean(hits))
-    assert abs(rate - p) <= k * sd, f"coverage {rate:.4f} vs claimed {p:.4f} (sd {sd:.4f}, n={n})"
-    return rate, sd
-
-
 @pytest.mark.parametrize("family", ["laplace", "discrete_laplace"])
 @pytest.mark.parametrize("delta", [0.05, 0.2])
 def test_fused_releases_are_calibrated(family, delta):
@@ -236,5 +216,5 @@ def test_fused_releases_are_calibrated(family, delta):
             released = fuse(float(A @ y), y_new, plan.weight)
             hits.append(abs(released - theta) <= eps)
             claimed.append(plan.confidence)
-    rate, sd = _within_binomial(hits, claimed)
+    rate, sd = within_binomial(hits, claimed)
     assert rate >= 1 - delta - 4 * sd

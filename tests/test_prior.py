@@ -22,6 +22,7 @@ from dpdesk.engine.posterior import posterior
 from dpdesk.engine.prior import BoundedPrior, query_bounds, truncate
 from dpdesk.engine.query import query_from_vector
 from dpdesk.engine.workflow import Request, assess
+from stats_helpers import within_binomial
 
 
 def test_bounds_of_a_weighted_query():
@@ -86,14 +87,6 @@ def test_assess_with_the_prior_reports_it_and_releases_the_best_window():
     assert b2.fresh_alpha == f2.fresh_alpha and b2.spend_alpha == f2.spend_alpha
 
 
-def _within_binomial(hits, claimed, k=4.0):
-    n = len(hits)
-    p = float(np.mean(claimed))
-    sd = math.sqrt(max(p * (1 - p), 1e-4) / n)
-    rate = float(np.mean(hits))
-    assert abs(rate - p) <= k * sd, f"coverage {rate:.4f} vs claimed {p:.4f} (sd {sd:.4f}, n={n})"
-
-
 @pytest.mark.parametrize("delta", [0.05, 0.2, 0.5])
 def test_hdi_is_calibrated_near_zero_continuous(delta):
     """Truth θ ~ U[0, N], one or two noisy releases of it, continuous Laplace noise."""
@@ -114,8 +107,8 @@ def test_hdi_is_calibrated_near_zero_continuous(delta):
         whits.append(win.low <= theta <= win.high)
         wclaimed.append(win.confidence)
     assert min(claimed) >= 1 - delta - 1e-9
-    _within_binomial(hits, claimed)
-    _within_binomial(whits, wclaimed)
+    within_binomial(hits, claimed)
+    within_binomial(whits, wclaimed)
 
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])
@@ -140,5 +133,5 @@ def test_hdi_is_calibrated_near_zero_through_assess_discrete(delta):
         wl, wh = a.release_interval
         whits.append(wl <= theta <= wh)
         wclaimed.append(a.confidence_at_eps)
-    _within_binomial(hits, claimed)
-    _within_binomial(whits, wclaimed)
+    within_binomial(hits, claimed)
+    within_binomial(whits, wclaimed)
