@@ -43,12 +43,9 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
     The History is rebuilt here from the ledger entries, the way ``Project.history`` does, so the GUI
     thread only reads the ledger.
     """
-    from dpdesk.store.project import history_row
+    from dpdesk.store.project import history_from_ledger
 
-    history = History(inputs.schema.shape)
-    for e in inputs.entries:
-        if e.kind == "fresh":
-            history.append(history_row(e, inputs.schema))
+    history = history_from_ledger(inputs.entries, inputs.schema)
     return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
                   schema=inputs.schema, progress=progress, cancelled=cancelled)
 

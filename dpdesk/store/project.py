@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
@@ -339,11 +339,7 @@ class Project:
 
     def history(self) -> History:
         """The engine's History rebuilt from the ledger's fresh entries, in order."""
-        h = History(self.schema.shape)
-        for e in self.ledger():
-            if e.kind == "fresh":
-                h.append(history_row(e, self.schema))
-        return h
+        return history_from_ledger(self.ledger(), self.schema)
 
     def assess(self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None) -> Assessment:
         """The engine's assessment of a stored request against the recorded history (spends nothing)."""
@@ -495,6 +491,15 @@ def history_row(entry: LedgerEntry, schema: Schema) -> HistoryRow:
     p = entry.payload
     q = query_from_json(thaw(p["query"]), schema.n_cells, schema.shape)
     return HistoryRow(q, float(p["alpha"]), float(p["answer"]), str(p["family"]))  # type: ignore[arg-type]
+
+
+def history_from_ledger(entries: Iterable[LedgerEntry], schema: Schema) -> History:
+    """The engine's History of the fresh entries among ``entries``, in ledger order."""
+    h = History(schema.shape)
+    for e in entries:
+        if e.kind == "fresh":
+            h.append(history_row(e, schema))
+    return h
 
 
 def default_sampler() -> NoiseSampler:
