@@ -43,7 +43,7 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
     The History is rebuilt here from the ledger entries, the way ``Project.history`` does, so the GUI
     thread only reads the ledger.
     """
-    from dpdesk.store.project import history_from_ledger
+    from dpdesk.store.replay import history_from_ledger
 
     history = history_from_ledger(inputs.entries, inputs.schema)
     return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
@@ -113,7 +113,7 @@ class ProjectSession(QObject):
         for e in self.ledger():
             if e.kind != "fresh":
                 continue
-            from dpdesk.store.project import history_row
+            from dpdesk.store.replay import history_row
 
             row = history_row(e, self.schema)
             share = float(query_cell_costs(row.query, row.alpha)[cell])
@@ -123,7 +123,7 @@ class ProjectSession(QObject):
 
     def cost_over_time(self) -> list[tuple[int, float]]:
         """(ledger seq, system cost after it), the engine's History replayed entry by entry."""
-        from dpdesk.store.project import history_row
+        from dpdesk.store.replay import history_row
 
         h = History(self.schema.shape)
         out = [(0, 0.0)]

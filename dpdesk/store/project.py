@@ -16,14 +16,15 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.history import History, HistoryRow
+from dpdesk.engine.history import History
 from dpdesk.engine.noise import NoiseSampler
 from dpdesk.engine.query import Query, query_from_json
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.secure_noise import OpenDPSampler
 from dpdesk.engine.workflow import Assessment, assess, release_fresh
 from dpdesk.engine.budget import check_total_budget
 from dpdesk.store import db, ledger
@@ -33,7 +34,8 @@ from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
     BindingError, DrawDiscarded, ReadOnlyError, RequestStateError, StoreError,
 )
-from dpdesk.store.ledger import LedgerEntry, thaw
+from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store.replay import history_from_ledger
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 
@@ -386,7 +388,7 @@ class Project:
             entry = self._record("inferred", request_id, payload, "answered")
             checkpoint("answer:recorded")
             return release_from_entry(entry, recovered=False)
-        sampler = sampler if sampler is not None else default_sampler()
+        sampler = sampler if sampler is not None else OpenDPSampler()  # imports opendp on first draw
         if not getattr(sampler, "secure", False) and not self.test_project:
             raise StoreError(
                 f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
@@ -484,28 +486,6 @@ class Project:
     def connection(self) -> sqlite3.Connection:
         """The underlying connection (for the verifier and tests; do not write through it)."""
         return self._conn
-
-
-def history_row(entry: LedgerEntry, schema: Schema) -> HistoryRow:
-    """A fresh ledger entry as an engine history row (sensitivity re-derived from the query)."""
-    p = entry.payload
-    q = query_from_json(thaw(p["query"]), schema.n_cells, schema.shape)
-    return HistoryRow(q, float(p["alpha"]), float(p["answer"]), str(p["family"]))  # type: ignore[arg-type]
-
-
-def history_from_ledger(entries: Iterable[LedgerEntry], schema: Schema) -> History:
-    """The engine's History of the fresh entries among ``entries``, in ledger order."""
-    h = History(schema.shape)
-    for e in entries:
-        if e.kind == "fresh":
-            h.append(history_row(e, schema))
-    return h
-
-
-def default_sampler() -> NoiseSampler:
-    from dpdesk.engine.secure_noise import OpenDPSampler
-
-    return OpenDPSampler()
 
 
 def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:

@@ -66,7 +66,7 @@ def _close(a: float, b: float) -> bool:
 
 
 def verify(project: "Project") -> VerifyReport:
-    from dpdesk.store.project import history_row
+    from dpdesk.store.replay import history_row
 
     conn = project.connection
     found: list[tuple[float, int, str]] = []
