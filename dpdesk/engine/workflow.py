@@ -11,7 +11,8 @@ Beyond the paper (DESIGN §2): with ``fusion=True`` (the default) a fresh answer
 already estimate is released fused with history's BLUE, so it is charged the smaller α of
 :func:`dpdesk.engine.fusion.plan_fusion` (never more than Thm 5.3's); with ``prior=BoundedPrior(N)``
 the posterior is truncated to the answers a table of ``N`` records allows and intervals are
-highest-density intervals (:mod:`dpdesk.engine.prior`).
+highest-density intervals (:mod:`dpdesk.engine.prior`); with ``policy=SpendPolicy(floor, cap)`` fresh
+answers are paced against the remaining budget (:mod:`dpdesk.engine.policy`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ import numpy as np
 from dpdesk.engine.budget import BudgetPreview, check_requirement, check_total_budget, fresh_alpha, preview
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
-from dpdesk.engine.fusion import FusionPlan, fuse, plan_fusion
-from dpdesk.engine.history import Estimate, History, HistoryRow
+from dpdesk.engine.fusion import FusionPlan, fuse, fused_confidence, fusion_weight, plan_fusion
+from dpdesk.engine.history import Estimate, History, HistoryRow, noise_variance
 from dpdesk.engine.noise import NoiseFamily, NoiseSampler
+from dpdesk.engine.policy import PolicyOutcome, SpendPolicy
 from dpdesk.engine.posterior import Posterior, posterior
 from dpdesk.engine.prior import BoundedPrior, TruncatedPosterior, truncate
 from dpdesk.engine.query import Query
@@ -88,6 +90,9 @@ class Assessment:
     prior_bounds: tuple[float, float] | None = None
     release_estimate: float | None = None  # what "infer" releases (θ̂, or θ̂ clipped into the best window)
     release_interval: tuple[float, float] | None = None  # what "infer" releases ([θ̂ ± ε], or the best 2ε window)
+    policy: str = "greedy"  # the spend policy's description
+    needed_alpha: float | None = None  # α the request needs (fused or Thm 5.3) before the spend policy
+    headroom: float | None = None  # largest α the query's cells can still pay for (None without a policy)
 
     def __post_init__(self) -> None:
         if self.spend_alpha is None:
@@ -143,6 +148,9 @@ class Assessment:
             "prior_bounds": list(self.prior_bounds) if self.prior_bounds else None,
             "release_estimate": self.release_estimate,
             "release_interval": list(self.release_interval) if self.release_interval else None,
+            "policy": self.policy,
+            "needed_alpha": self.needed_alpha,
+            "headroom": self.headroom if self.headroom is None or math.isfinite(self.headroom) else None,
             "system_cost": b.system_cost,
             "system_cost_after": b.system_cost_after,
             "remaining": b.remaining,
@@ -178,6 +186,7 @@ def assess(
     cancelled=None,
     fusion: bool = True,
     prior: BoundedPrior | None = None,
+    policy: SpendPolicy | None = None,
 ) -> Assessment:
     """Decide how to answer ``request`` given ``history`` (paper Fig. 4, DESIGN §1).
 
@@ -192,7 +201,9 @@ def assess(
     estimable); ``fusion=False`` is the paper's system. With ``prior=BoundedPrior(N)`` step 1 uses the
     posterior truncated to the query's bounds: the interval is the highest-density interval, and the
     confidence at ε is that of the best window of width 2ε (released instead of ``[θ̂ ± ε]``). Budgets
-    never depend on the prior.
+    never depend on the prior. With a ``policy`` (:class:`~dpdesk.engine.policy.SpendPolicy`) a request
+    needing more than ``cap`` of its cells' headroom is *rejected* (declined), and a fresh answer is
+    charged at least ``floor`` of the headroom (fused with history when that still meets ``(ε, δ)``).
 
     Nothing here reads the data or draws privacy noise; ``rng`` only drives Monte Carlo inference.
     """
@@ -251,12 +262,37 @@ def assess(
         plan = plan_fusion(est, q.sensitivity, request.eps, request.delta, family, method=_fusion_method(method))
         spend = min(plan.alpha, alpha)
     costs = history.cell_costs
+    weight = fconf = None
+    if plan is not None and plan.fused and spend < alpha:
+        weight, fconf = plan.weight, plan.confidence
+    needed = spend
+    paced: PolicyOutcome | None = None
+    infer = conf_eps is not None and conf_eps >= need
+    if policy is not None and not infer:
+        paced = policy.apply(q, spend, costs, total_budget)
+        if paced.raised:
+            spend, weight, fconf = paced.alpha, None, None
+            if fusion and est.estimable and est.variance:
+                # fusing is the BLUE; keep it when its posterior still meets (ε, δ) at the raised α
+                c = fused_confidence(est, spend, q.sensitivity, family, request.eps, method=_fusion_method(method))
+                if c >= need:
+                    weight = fusion_weight(est.variance, noise_variance(family, q.sensitivity / spend))
+                    fconf = c
     budget = preview(costs, total_budget, q, spend)
-    fused = plan is not None and plan.fused and spend < alpha
-    if conf_eps is not None and conf_eps >= need:
+    fused = weight is not None
+    if infer:
         decision: Decision = "infer"
         reason = (
             f"answerable from history — costs 0 (confidence {conf_eps:.4f} ≥ {1 - request.delta:.4f} at ±{_fmt(request.eps)})"
+        )
+    elif paced is not None and paced.declined and budget.fits:
+        decision = "reject"
+        cell = paced.limiting_cell
+        where = schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
+        reason = (
+            f"declined by the spend policy — needs α = {_fmt(needed)}, {needed / paced.headroom:.0%} of what "
+            f"cell {where} can still pay (α ≤ {_fmt(paced.headroom)}); the policy declines requests over "
+            f"{policy.cap:.0%}"  # type: ignore[union-attr]
         )
     elif budget.fits:
         decision = "spend"
@@ -265,11 +301,16 @@ def assess(
             if not est.estimable
             else f"history reaches only {conf_eps:.4f} < {1 - request.delta:.4f} at ±{_fmt(request.eps)}"
         )
-        price = (
-            f"costs α = {_fmt(spend)} instead of {_fmt(alpha)} thanks to history"
-            if fused
-            else f"costs α = {_fmt(alpha)}"
-        )
+        if paced is not None and paced.raised:
+            price = (
+                f"costs α = {_fmt(spend)} (spend policy: at least {policy.floor:.0%} of the "  # type: ignore[union-attr]
+                f"headroom {_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}"
+                f"{', fused with history' if fused else ''})"
+            )
+        elif fused:
+            price = f"costs α = {_fmt(spend)} instead of {_fmt(alpha)} thanks to history"
+        else:
+            price = f"costs α = {_fmt(alpha)}"
         reason = (
             f"needs a fresh answer — {price}; system cost "
             f"{_fmt(budget.system_cost)} → {_fmt(budget.system_cost_after or 0.0)} ({why})"
@@ -302,13 +343,16 @@ def assess(
         interval_probability=prob,
         schema=schema,
         spend_alpha=spend,
-        fusion_weight=plan.weight if fused and plan is not None else None,
-        fused_confidence=plan.confidence if fused and plan is not None else None,
+        fusion_weight=weight,
+        fused_confidence=fconf,
         fusion=fusion,
         prior="flat" if prior is None else prior.describe(q),
         prior_bounds=bounds,
         release_estimate=release_est,
         release_interval=release_iv,
+        policy="greedy" if policy is None else policy.describe(),
+        needed_alpha=needed,
+        headroom=paced.headroom if paced is not None else None,
     )
 
 
