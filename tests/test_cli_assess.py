@@ -58,6 +58,23 @@ def test_human_readable_output():
     assert "estimate" in r.stdout and "decision" in r.stdout and "system cost" in r.stdout
 
 
+def test_pace_raises_alpha_or_declines():
+    base = ("assess", "--history", str(PAPER), "--query", "[0,0,0,1]", "--eps", "5", "--delta", "0.2", "--json")
+    plain = json.loads(dpdesk(*base, "--budget", "10").stdout)
+    paced = json.loads(dpdesk(*base, "--budget", "10", "--pace", "0.2", "0.5").stdout)
+    # cell 3 has spent 0.375 of the total 10: headroom 9.625, a fifth of it is 1.925
+    assert plain["decision"] == paced["decision"] == "spend" and plain["policy"] == "greedy"
+    assert plain["spend_alpha"] < 1.0 and paced["spend_alpha"] == pytest.approx(1.925)
+    assert paced["headroom"] == pytest.approx(9.625) and paced["needed_alpha"] == pytest.approx(plain["spend_alpha"])
+    # with the file's total of 1 the headroom is 0.625: a cap of 10% declines what fits without a policy
+    fits = json.loads(dpdesk(*base).stdout)
+    assert fits["decision"] == "spend" and fits["spend_alpha"] > 0.0625
+    tight = json.loads(dpdesk(*base, "--pace", "0", "0.1").stdout)
+    assert tight["decision"] == "reject" and "declined by the spend policy" in tight["reason"]
+    text = dpdesk(*base[:-1], "--budget", "10", "--pace", "0.2", "0.5").stdout
+    assert "spend policy" in text and "can still pay α = 9.625" in text
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [
@@ -73,6 +90,8 @@ def test_human_readable_output():
         (["--history", "{PAPER}", "--query", "[0,0,0,0]", "--eps", "1", "--delta", "0.1"], "zero"),
         (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1", "--budget", "-1"], "budget"),
         (["--history", "{PAPER}", "--queries", "{BADLINES}"], "line 2"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1", "--pace", "0.6", "0.5"], "floor"),
+        (["--history", "{PAPER}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1", "--pace", "0", "2"], "cap"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):

@@ -34,8 +34,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)")
     p.add_argument("--method", choices=("fft", "direct", "mc"), default="fft", help="posterior method (default fft)")
     p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
+    add_pace_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     p.set_defaults(func=run)
+
+
+def add_pace_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pace", nargs=2, type=float, metavar=("FLOOR", "CAP"),
+        help="spend policy for a fixed budget: a fresh answer spends at least FLOOR of what its cells can "
+             "still pay, and a request needing more than CAP of it is declined (fractions, e.g. 0.1 0.5; "
+             "default: spend exactly what the request needs)",
+    )
+
+
+def policy_from_args(args: argparse.Namespace) -> Any:
+    if getattr(args, "pace", None) is None:
+        return None
+    from dpdesk.engine.policy import SpendPolicy
+
+    return SpendPolicy(floor=args.pace[0], cap=args.pace[1])
 
 
 def _load_json_file(path: str, what: str) -> Any:
@@ -142,6 +160,9 @@ def format_assessment(a: Any) -> str:
     fused = (f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
              if a.spend_alpha < a.fresh_alpha else "")
     lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.family.replace('_', ' ')} noise{fused})")
+    if a.headroom is not None:
+        lines.append(f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
+                     f"its cells can still pay α = {a.headroom:.6g}")
     after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
     lines.append(f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})")
     return "\n".join(lines)
@@ -163,7 +184,9 @@ def run(args: argparse.Namespace) -> int:
         from dpdesk.store import Project
 
         with Project.open(args.project, mode="r") as project:
-            results = [project.assess(args.request, method=args.method)]
+            what_if = policy_from_args(args)  # --pace: what another policy would do; default the project's
+            results = [project.assess(args.request, method=args.method,
+                                      **({"policy": what_if} if what_if is not None else {}))]
     else:
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
@@ -176,9 +199,10 @@ def run(args: argparse.Namespace) -> int:
         if total is None:
             raise DpdeskError("no total budget: pass --budget or set total_budget in the history file")
         requests = _requests_from_args(args, history.n_cells, history.shape, schema)
+        policy = policy_from_args(args)
         results = [
             assess(history, req, total_budget=total, method=args.method, interval=iv, schema=schema,
-                   rng=np.random.default_rng(0))
+                   rng=np.random.default_rng(0), policy=policy)
             for req, iv in requests
         ]
     for a in results:

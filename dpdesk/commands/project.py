@@ -1,4 +1,5 @@
-"""``dpdesk project new|info|rebind``: create a project file, describe it, accept changed source data."""
+"""``dpdesk project new|info|rebind|policy``: create a project file, describe it, accept changed source
+data, show or set the spend policy."""
 
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
     rebind.add_argument("path", metavar="PATH")
+    from dpdesk.commands.assess import add_pace_argument
+
+    add_pace_argument(new)
+    policy = sub.add_parser(
+        "policy", help="show or set the spend policy (budget pacing)",
+        description="Show the project's spend policy, or set it: with --pace FLOOR CAP every fresh answer "
+                    "spends at least FLOOR of what its cells can still pay, and a request needing more than "
+                    "CAP of it is declined; --greedy spends exactly what each request needs (the default).")
+    policy.add_argument("path", metavar="PATH")
+    add_pace_argument(policy)
+    policy.add_argument("--greedy", action="store_true", help="clear the policy: spend exactly what a request needs")
     p.set_defaults(func=run, _parser=p)
 
 
@@ -35,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         return _info(args)
     if action == "rebind":
         return _rebind(args)
+    if action == "policy":
+        return _policy(args)
     args._parser.print_help()
     return 2
 
@@ -52,13 +66,46 @@ def _new(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise DpdeskError(f"{schema_path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     name = args.name or Path(args.path).stem
+    from dpdesk.commands.assess import policy_from_args
+
+    pace = policy_from_args(args)  # checked before anything is created
     with Project.create(args.path, name=name, schema=schema, source_location=args.source, source_table=args.table,
                         total_budget=args.budget, test_project=args.test_project) as p:
+        if pace is not None:
+            p.set_spend_policy(pace)
         src = p.source
         print(f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
               f"{', TEST PROJECT' if p.test_project else ''}")
         print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
               f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…")
+        print(f"spend policy: {describe_policy(p.spend_policy)}")
+    return 0
+
+
+def describe_policy(policy) -> str:
+    if policy is None:
+        return "greedy (each fresh answer spends exactly what its request needs)"
+    return (f"{policy.describe()}: a fresh answer spends at least {policy.floor:.0%} of what its cells can still "
+            f"pay; a request needing more than {policy.cap:.0%} of it is declined")
+
+
+def _policy(args: argparse.Namespace) -> int:
+    from dpdesk.commands.assess import policy_from_args
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.project import Project
+
+    if args.greedy and args.pace is not None:
+        raise DpdeskError("give either --pace FLOOR CAP or --greedy, not both")
+    if not args.greedy and args.pace is None:
+        with Project.open(args.path, "r") as p:
+            print(f"{p.path.name}: spend policy {describe_policy(p.spend_policy)}")
+        return 0
+    new = None if args.greedy else policy_from_args(args)
+    with Project.open(args.path, "w") as p:
+        old = p.spend_policy
+        p.set_spend_policy(new)
+        print(f"{p.path.name}: spend policy {describe_policy(p.spend_policy)}"
+              f"{' (unchanged)' if old == p.spend_policy else ''}")
     return 0
 
 
@@ -81,7 +128,9 @@ def _info(args: argparse.Namespace) -> int:
             "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
             "requests": counts, "ledger_entries": len(entries), "fresh_answers": len(h),
             "ledger_head": entries[-1].hash if entries else None,
+            "spend_policy": None if p.spend_policy is None else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
         }
+        policy_text = describe_policy(p.spend_policy)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -95,6 +144,7 @@ def _info(args: argparse.Namespace) -> int:
           f"{s['out_of_domain']} out of domain; {s['status']}")
     print(f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected")
     print(f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}")
+    print(f"  spend policy: {policy_text}")
     return 0
 
 

@@ -19,7 +19,7 @@ from typing import Iterator
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -79,6 +79,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
         """CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
+    ),
+    # 2: the curator's spend policy (budget pacing); no row means the greedy rule. Every fresh ledger
+    # entry records the policy it was charged under, so changing it rewrites nothing.
+    2: (
+        """CREATE TABLE spend_policy (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            floor REAL NOT NULL CHECK (floor >= 0 AND floor <= 1),
+            cap REAL NOT NULL CHECK (cap > 0 AND cap <= 1 AND floor <= cap),
+            changed TEXT NOT NULL
+        )""",
     ),
 }
 

@@ -22,6 +22,7 @@ from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.history import History
 from dpdesk.engine.noise import NoiseSampler
+from dpdesk.engine.policy import SpendPolicy
 from dpdesk.engine.query import Query, query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.secure_noise import OpenDPSampler
@@ -40,6 +41,9 @@ from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 
 NEIGHBOUR_MODEL = "add/remove one record"
+
+
+PROJECT_POLICY = "project"  # assess/answer: use the project's stored spend policy
 
 
 def now() -> str:
@@ -224,6 +228,26 @@ class Project:
         }
 
     @property
+    def spend_policy(self) -> SpendPolicy | None:
+        """The curator's spend policy (None: the greedy rule — spend exactly what a request needs)."""
+        try:
+            row = self._conn.execute("SELECT floor, cap FROM spend_policy WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:  # a format-1 file opened read-only: it has no policy table
+            return None
+        return SpendPolicy(floor=float(row[0]), cap=float(row[1])) if row else None
+
+    def set_spend_policy(self, policy: SpendPolicy | None) -> None:
+        """Set (or with None clear) the spend policy used by :meth:`assess` and :meth:`answer`."""
+        self._require_writer()
+        with db.transaction(self._conn):
+            self._conn.execute("DELETE FROM spend_policy")
+            if policy is not None and not policy.neutral:
+                self._conn.execute("INSERT INTO spend_policy VALUES (1, ?, ?, ?)", (policy.floor, policy.cap, now()))
+
+    def _policy(self, policy: SpendPolicy | None | str) -> SpendPolicy | None:
+        return self.spend_policy if policy == PROJECT_POLICY else policy  # type: ignore[return-value]
+
+    @property
     def source(self) -> SourceBinding:
         row = self._conn.execute(
             "SELECT location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, bound_at "
@@ -343,22 +367,31 @@ class Project:
         """The engine's History rebuilt from the ledger's fresh entries, in order."""
         return history_from_ledger(self.ledger(), self.schema)
 
-    def assess(self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None) -> Assessment:
-        """The engine's assessment of a stored request against the recorded history (spends nothing)."""
+    def assess(self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
+               policy: SpendPolicy | None | str = PROJECT_POLICY) -> Assessment:
+        """The engine's assessment of a stored request against the recorded history (spends nothing).
+
+        ``policy`` defaults to the project's :attr:`spend_policy`; pass one (or None for the greedy
+        rule) to see what another policy would do.
+        """
         req = self.request(request_id)
         return assess(self.history(), req.to_request(), total_budget=float(self.total_budget), method=method,
-                      interval=interval, schema=self.schema)
+                      interval=interval, schema=self.schema, policy=self._policy(policy))
 
     # -- releasing -------------------------------------------------------------------------------
     def answer(
-        self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft", expect: str | None = None
+        self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft", expect: str | None = None,
+        policy: SpendPolicy | None | str = PROJECT_POLICY,
     ) -> Release:
         """Answer a pending request per the engine's decision, recording before returning.
 
         Returns the recorded answer (``recovered=True``) if the request was already answered, e.g. by
         a process that crashed before it could show it. ``expect`` is the decision the curator
-        confirmed ("infer" or "spend"); if the decision differs now, nothing is released.
+        confirmed ("infer" or "spend"); if the decision differs now, nothing is released. The project's
+        :attr:`spend_policy` (or ``policy``) paces the budget; a fresh entry records the policy and the α
+        the request alone needed.
         """
+        policy = self._policy(policy)
         self._require_writer()
         checkpoint("answer:start")
         req = self.request(request_id)
@@ -368,7 +401,8 @@ class Project:
         if req.status != "pending":
             raise RequestStateError(f"request {request_id!r} is {req.status} but has no ledger entry (run verify)")
         history = self.history()
-        a = assess(history, req.to_request(), total_budget=float(self.total_budget), method=method, schema=self.schema)
+        a = assess(history, req.to_request(), total_budget=float(self.total_budget), method=method, schema=self.schema,
+                   policy=policy)
         checkpoint("answer:assessed")
         if expect is not None and a.decision != expect:
             raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
@@ -408,6 +442,7 @@ class Project:
             "fusion_weight": fresh.fusion_weight, "history_estimate": fresh.history_estimate,
             "history_prefix": len(history),
         }
+        payload.update(policy=a.policy, needed_alpha=a.needed_alpha)
         try:
             entry = self._record("fresh", request_id, payload, "answered")
         except BaseException as exc:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from dpdesk.engine.history import History
 from dpdesk.engine.noise import SeededSampler
+from dpdesk.engine.policy import SpendPolicy
 from dpdesk.store import Project
 from dpdesk.store.errors import RequestStateError
 
@@ -56,8 +57,9 @@ METHOD = "fft"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(total=st.sampled_from([0.5, 2.0, 8.0]), requests=st.lists(request, min_size=1, max_size=8))
-def test_recomputed_cost_never_exceeds_total(pristine, total, requests):
+@given(total=st.sampled_from([0.5, 2.0, 8.0]), requests=st.lists(request, min_size=1, max_size=8),
+       policy=st.sampled_from([None, SpendPolicy(floor=0.1, cap=0.5), SpendPolicy(floor=1.0)]))
+def test_recomputed_cost_never_exceeds_total(pristine, total, requests, policy):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "p.dpdesk"
         shutil.copy(pristine[total], path)
@@ -67,8 +69,8 @@ def test_recomputed_cost_never_exceeds_total(pristine, total, requests):
             for q, eps, delta in requests:
                 r = p.add_request(q, eps, delta)
                 try:
-                    release = p.answer(r.id, sampler=sampler, method=METHOD)
-                except RequestStateError as exc:  # the decision was reject
+                    release = p.answer(r.id, sampler=sampler, method=METHOD, policy=policy)
+                except RequestStateError as exc:  # the decision was reject (the budget, or the spend policy)
                     assert "cannot be answered" in str(exc)
                     p.reject(r.id)
                 else:
@@ -85,3 +87,26 @@ def test_recomputed_cost_never_exceeds_total(pristine, total, requests):
             assert report.ok, report.problems
             assert report.system_cost == pytest.approx(engine_history.system_cost, rel=1e-12)
             assert report.system_cost <= total * (1 + 1e-12)
+
+
+def test_a_paced_fresh_answer_records_the_policy_and_what_the_request_needed(pristine, tmp_path):
+    path = tmp_path / "p.dpdesk"
+    shutil.copy(pristine[2.0], path)
+    with Project.open(path, "w") as p:
+        r = p.add_request([1, 1, 0, 0], 30.0, 0.2)  # loose: alone it needs α ≈ 0.054 of the 2.0 total
+        plain = p.assess(r.id)
+        paced = p.assess(r.id, policy=SpendPolicy(floor=0.25))
+        assert paced.needed_alpha == pytest.approx(plain.spend_alpha)
+        assert paced.spend_alpha == pytest.approx(0.25 * 2.0)  # a quarter of each untouched cell's 2.0
+        release = p.answer(r.id, sampler=SeededSampler(1), policy=SpendPolicy(floor=0.25))
+        assert release.kind == "fresh" and release.alpha == pytest.approx(paced.spend_alpha)
+        entry = p.entry_for(r.id)
+        assert entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
+        assert entry.payload["policy"].startswith("pacing")
+        assert p.history().cell_costs.max() == pytest.approx(0.5)
+        # a tight request that would take more than half of what is left is declined, nothing spent
+        tight = p.add_request([1, 0, 0, 0], 1.2, 0.2)
+        with pytest.raises(RequestStateError, match="declined by the spend policy"):
+            p.answer(tight.id, sampler=SeededSampler(2), policy=SpendPolicy(floor=0.1, cap=0.5))
+        assert p.history().cell_costs.max() == pytest.approx(0.5) and len(p.ledger()) == 1
+        assert p.verify().ok

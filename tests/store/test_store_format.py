@@ -104,16 +104,39 @@ def test_cli_reports_unparseable_file_in_one_line(store):
 
 
 def test_migrations_run_forward_from_any_older_version(store, monkeypatch):
-    """A file at version 1 is migrated to a (hypothetical) version 2 on write-open, not on read-open."""
+    """A file at the current version is migrated to a (hypothetical) next one on write-open, not on read-open."""
     path = store.new_project()
-    monkeypatch.setattr(db, "FORMAT_VERSION", 2)
-    monkeypatch.setitem(db.MIGRATIONS, 2, ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",))
+    current = db.FORMAT_VERSION
+    monkeypatch.setattr(db, "FORMAT_VERSION", current + 1)
+    monkeypatch.setitem(db.MIGRATIONS, current + 1, ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",))
     before = store.digest(path)
     with Project.open(path, "r") as p:
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == current
     assert store.digest(path) == before
     with Project.open(path, "w") as p:
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == current + 1
         p.connection.execute("SELECT * FROM notes").fetchall()
     with Project.open(path, "w") as p:  # idempotent
         assert p.verify().ok
+
+
+def test_a_format_1_project_is_read_as_greedy_and_migrated_on_write(store, monkeypatch):
+    from dpdesk.engine.noise import SeededSampler
+    from dpdesk.engine.policy import SpendPolicy
+
+    with monkeypatch.context() as m:  # a project written by a dpdesk that knew only format 1
+        m.setattr(db, "FORMAT_VERSION", 1)
+        path = store.new_project(test_project=True)
+        with Project.open(path, "w") as p:
+            r = p.add_request("[1,1,1,1]", 50.0, 0.2)
+            p.answer(r.id, sampler=SeededSampler(1))
+    before = store.digest(path)
+    with Project.open(path, "r") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert p.spend_policy is None and p.verify().ok
+    assert store.digest(path) == before
+    with Project.open(path, "w") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        p.set_spend_policy(SpendPolicy(floor=0.1, cap=0.5))
+    with Project.open(path, "r") as p:
+        assert p.spend_policy == SpendPolicy(floor=0.1, cap=0.5) and p.verify().ok

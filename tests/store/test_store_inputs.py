@@ -137,3 +137,43 @@ def test_changed_or_vanished_source_refuses_until_rebind(store, forks):
     assert res["code"] == 0, res
     res = forks.run("project", "rebind", path)
     assert res["code"] == 0 and "unchanged" in res["output"]
+
+
+def test_spend_policy_from_the_command_line(store):
+    path = store.new_project()
+    shown = store.cli("project", "policy", path)
+    assert shown.returncode == 0 and "greedy" in shown.stdout
+    before = store.digest(path)
+    for bad, needle in ((["--pace", "0.6", "0.5"], "floor"), (["--pace", "0", "1.5"], "cap"),
+                        (["--pace", "0.1", "0.5", "--greedy"], "either")):
+        r = store.cli("project", "policy", path, *bad)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+        assert store.digest(path) == before
+    r = store.cli("project", "policy", path, "--pace", "0.1", "0.5")
+    assert r.returncode == 0 and "at least 10%" in r.stdout and "more than 50%" in r.stdout
+    info = json.loads(store.cli("project", "info", path, "--json").stdout)
+    assert info["spend_policy"] == {"floor": 0.1, "cap": 0.5}
+    # the CLI's answer follows the stored policy and records it
+    store.cli("requests", "add", path, "--query", "[1,1,0,0]", "--eps", "200", "--delta", "0.2", "--id", "r1")
+    paced = json.loads(store.cli("assess", path, "--request", "r1", "--json").stdout)
+    greedy = json.loads(store.cli("assess", path, "--request", "r1", "--json", "--pace", "0", "1").stdout)
+    assert paced["policy"].startswith("pacing") and greedy["policy"] == "greedy"
+    assert paced["spend_alpha"] == pytest.approx(0.1) and greedy["spend_alpha"] < paced["spend_alpha"]
+    assert paced["needed_alpha"] == pytest.approx(greedy["spend_alpha"])
+    out = store.cli("answer", path, "--request", "r1", "--yes", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["release"]["alpha"] == pytest.approx(paced["spend_alpha"])
+    with Project.open(path, "r") as p:
+        assert p.entry_for("r1").payload["needed_alpha"] == pytest.approx(greedy["spend_alpha"])
+        assert p.verify().ok
+    assert store.cli("project", "policy", path, "--greedy").returncode == 0
+    assert json.loads(store.cli("project", "info", path, "--json").stdout)["spend_policy"] is None
+    # set at creation; a bad policy creates nothing
+    made = store.dir / "paced.dpdesk"
+    r = store.cli("project", "new", made, "--schema", store.schema_file, "--source", store.table, "--budget", "1",
+                  "--pace", "0.05", "0.25")
+    assert r.returncode == 0 and "at least 5%" in r.stdout
+    refused = store.dir / "refused.dpdesk"
+    r = store.cli("project", "new", refused, "--schema", store.schema_file, "--source", store.table, "--budget", "1",
+                  "--pace", "0.5", "0.25")
+    assert r.returncode == 2 and not refused.exists() and "floor" in r.stderr
