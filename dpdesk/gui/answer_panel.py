@@ -176,6 +176,8 @@ class AnswerPanel(QWidget):
             f"{a.confidence_at_eps:.6f} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
         alpha = a.spend_alpha
         fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
+        if a.needed_alpha is not None and alpha > a.needed_alpha:
+            fused = f", raised by the spend policy from the α = {a.needed_alpha:.6g} the request needs"
         self.fields["fresh"].setText(f"α = {alpha:.6g} ({a.family.replace('_', ' ')} noise, "
                                      f"sensitivity {a.sensitivity:g}{fused})")
         b = a.budget

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui.gauge import BudgetGauge
+from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView
 from dpdesk.gui.session import ProjectSession
 
@@ -51,6 +52,15 @@ class BudgetPanel(QWidget):
         lay = QVBoxLayout(self)
         self.gauge = BudgetGauge()
         lay.addWidget(self.gauge)
+        pol = QHBoxLayout()
+        self.policy_label = QLabel("")
+        self.policy_label.setWordWrap(True)
+        self.policy_btn = QPushButton("Spend policy…")
+        self.policy_btn.setToolTip("Pace the total budget: a minimum share per fresh answer and a cap per request")
+        self.policy_btn.clicked.connect(self.edit_policy)
+        pol.addWidget(self.policy_label, 1)
+        pol.addWidget(self.policy_btn)
+        lay.addLayout(pol)
         controls = QGridLayout()
         self.row_attr, self.col_attr = QComboBox(), QComboBox()
         for box in (self.row_attr, self.col_attr):
@@ -97,6 +107,17 @@ class BudgetPanel(QWidget):
         self.shown_costs = np.zeros(0)
         self.redraw()
 
+    def edit_policy(self) -> None:
+        from dpdesk.gui.policy_dialog import SpendPolicyDialog
+
+        dlg = SpendPolicyDialog(self.session.spend_policy, self)
+        if dlg.exec() != SpendPolicyDialog.DialogCode.Accepted:
+            return
+        try:
+            self.session.set_spend_policy(dlg.policy())
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+
     def set_assessment(self, a) -> None:
         self.assessment = a
         if self.preview.isChecked():  # otherwise nothing shown depends on the assessment
@@ -112,6 +133,9 @@ class BudgetPanel(QWidget):
         schema = self.session.schema
         budget = self.session.budget()
         self.gauge.set_budget(budget.remaining, budget.total, budget.system_cost)
+        from dpdesk.gui.policy_dialog import describe
+
+        self.policy_label.setText(describe(self.session.spend_policy))
         before = self.session.cell_costs()
         after = self._after()
         costs = before if after is None else after

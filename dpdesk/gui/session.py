@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 
 from dpdesk.engine.budget import BudgetPreview, preview, query_cell_costs
 from dpdesk.engine.history import History
+from dpdesk.engine.policy import SpendPolicy
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.workflow import Assessment, assess
 from dpdesk.store.ledger import LedgerEntry
@@ -35,6 +36,7 @@ class AssessInputs:
     total_budget: float
     schema: Schema
     method: str
+    policy: SpendPolicy | None = None  # the project's spend policy when the inputs were taken
 
 
 def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
@@ -47,7 +49,7 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
 
     history = history_from_ledger(inputs.entries, inputs.schema)
     return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
-                  schema=inputs.schema, progress=progress, cancelled=cancelled)
+                  schema=inputs.schema, progress=progress, cancelled=cancelled, policy=inputs.policy)
 
 
 class ProjectSession(QObject):
@@ -105,7 +107,11 @@ class ProjectSession(QObject):
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
         return AssessInputs(tuple(self.ledger()), self.request(request_id).to_request(), self.total_budget,
-                            self.schema, method)
+                            self.schema, method, self.spend_policy)
+
+    @property
+    def spend_policy(self) -> SpendPolicy | None:
+        return self.project.spend_policy
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, budget it spent on ``cell``) for each fresh answer touching the cell (Thm 5.4 terms)."""
@@ -142,6 +148,13 @@ class ProjectSession(QObject):
         """Release per the engine's decision (``expect`` is what the curator confirmed)."""
         try:
             return self.project.answer(request_id, expect=expect, method=method)
+        finally:
+            self._changed()
+
+    def set_spend_policy(self, policy: SpendPolicy | None) -> None:
+        """Store the project's spend policy; views re-assess under it."""
+        try:
+            self.project.set_spend_policy(policy)
         finally:
             self._changed()
 

@@ -1,0 +1,60 @@
+"""The spend policy from the Budget panel: stored in the project, applied to assessments and releases."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox
+
+from dpdesk.engine.policy import SpendPolicy
+from dpdesk.gui.policy_dialog import SpendPolicyDialog
+from dpdesk.store.project import Project
+
+from .conftest import wait_assessed
+
+
+def test_policy_dialog_edits_and_checks_the_fractions(qtbot):
+    dlg = SpendPolicyDialog(None)
+    qtbot.addWidget(dlg)
+    assert dlg.policy() is None and not dlg.floor.isEnabled()  # greedy until the curator turns it on
+    dlg.enabled.setChecked(True)
+    dlg.floor.setValue(20.0)
+    dlg.cap.setValue(40.0)
+    assert dlg.policy() == SpendPolicy(floor=0.2, cap=0.4)
+    dlg.floor.setValue(60.0)  # floor above cap: refused in place, OK disabled
+    ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert not ok.isEnabled() and "must not exceed" in dlg.problem.text()
+    dlg.floor.setValue(10.0)
+    assert ok.isEnabled() and dlg.problem.text() == ""
+
+
+def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qtbot, monkeypatch, dialogs):
+    win = demo_window
+    win.requests.select_request("q01")
+    plain = wait_assessed(qtbot, win, "q01")
+    assert plain.decision == "spend" and plain.policy == "greedy"
+    budget = win.requests.budget
+    assert "greedy" in budget.policy_label.text()
+
+    def curator(dlg):  # what the curator types into the modal dialog
+        dlg.enabled.setChecked(True)
+        dlg.floor.setValue(25.0)
+        dlg.cap.setValue(50.0)
+        return SpendPolicyDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(SpendPolicyDialog, "exec", curator)
+    qtbot.mouseClick(budget.policy_btn, Qt.MouseButton.LeftButton)
+    assert "at least 25%" in budget.policy_label.text()
+    with Project.open(win.session.path, "r") as ro:
+        assert ro.spend_policy == SpendPolicy(floor=0.25, cap=0.5)
+    # the panel re-assesses under the policy: same need, a quarter of the (untouched) budget spent
+    qtbot.waitUntil(lambda: win.requests.answer.assessment is not None
+                    and win.requests.answer.assessment.policy != "greedy", timeout=20000)
+    paced = win.requests.answer.assessment
+    assert paced.needed_alpha == pytest.approx(plain.spend_alpha)
+    assert paced.spend_alpha == pytest.approx(0.25 * paced.headroom) and paced.spend_alpha > plain.spend_alpha
+    assert "raised by the spend policy" in win.requests.answer.fields["fresh"].text()
+    qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    entry = win.session.ledger()[-1]
+    assert entry.kind == "fresh" and entry.payload["alpha"] == pytest.approx(paced.spend_alpha)
+    assert entry.payload["policy"] == paced.policy and entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
