@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=("fft", "direct", "mc"), default="fft", help="posterior method (default fft)")
     p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
     add_pace_argument(p)
+    add_table_size_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     p.set_defaults(func=run)
 
@@ -46,6 +47,22 @@ def add_pace_argument(p: argparse.ArgumentParser) -> None:
              "still pay, and a request needing more than CAP of it is declined (fractions, e.g. 0.1 0.5; "
              "default: spend exactly what the request needs)",
     )
+
+
+def add_table_size_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--table-size", type=float, metavar="N",
+        help="a public upper bound on the number of records, declared by the curator (never read off the "
+             "data): inferences use the known-bounds prior (counts ≥ 0, ≤ N) with highest-density intervals",
+    )
+
+
+def prior_from_args(args: argparse.Namespace) -> Any:
+    if getattr(args, "table_size", None) is None:
+        return None
+    from dpdesk.engine.prior import BoundedPrior
+
+    return BoundedPrior(args.table_size)
 
 
 def policy_from_args(args: argparse.Namespace) -> Any:
@@ -153,6 +170,9 @@ def format_assessment(a: Any) -> str:
         lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
         if a.interval_query is not None:
             lines.append(f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}")
+        if a.prior != "flat":
+            lo, hi = a.release_interval
+            lines.append(f"  prior           {a.prior} (known bounds; released window [{lo:.6g}, {hi:.6g}])")
     else:
         lines.append(f"  not estimable from the {est.history_size} released answers")
     b = a.budget
@@ -184,9 +204,10 @@ def run(args: argparse.Namespace) -> int:
         from dpdesk.store import Project
 
         with Project.open(args.project, mode="r") as project:
-            what_if = policy_from_args(args)  # --pace: what another policy would do; default the project's
-            results = [project.assess(args.request, method=args.method,
-                                      **({"policy": what_if} if what_if is not None else {}))]
+            # --pace / --table-size: what another policy or prior would do; default: the project's
+            what_if = {k: v for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
+                       if v is not None}
+            results = [project.assess(args.request, method=args.method, **what_if)]
     else:
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
@@ -199,10 +220,10 @@ def run(args: argparse.Namespace) -> int:
         if total is None:
             raise DpdeskError("no total budget: pass --budget or set total_budget in the history file")
         requests = _requests_from_args(args, history.n_cells, history.shape, schema)
-        policy = policy_from_args(args)
+        policy, prior = policy_from_args(args), prior_from_args(args)
         results = [
             assess(history, req, total_budget=total, method=args.method, interval=iv, schema=schema,
-                   rng=np.random.default_rng(0), policy=policy)
+                   rng=np.random.default_rng(0), policy=policy, prior=prior)
             for req, iv in requests
         ]
     for a in results:

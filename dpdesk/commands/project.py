@@ -1,5 +1,5 @@
-"""``dpdesk project new|info|rebind|policy``: create a project file, describe it, accept changed source
-data, show or set the spend policy."""
+"""``dpdesk project new|info|rebind|policy|prior``: create a project file, describe it, accept changed
+source data, show or set the spend policy and the known-bounds prior."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
     rebind.add_argument("path", metavar="PATH")
-    from dpdesk.commands.assess import add_pace_argument
+    from dpdesk.commands.assess import add_pace_argument, add_table_size_argument
 
     add_pace_argument(new)
     policy = sub.add_parser(
@@ -36,6 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     policy.add_argument("path", metavar="PATH")
     add_pace_argument(policy)
     policy.add_argument("--greedy", action="store_true", help="clear the policy: spend exactly what a request needs")
+    prior = sub.add_parser(
+        "prior", help="show or set the known-bounds prior (a declared table size)",
+        description="Show the project's prior, or declare a public upper bound N on the number of records: "
+                    "every count then lies in [0, N·max Q] and inferences use that bounded prior with "
+                    "highest-density intervals. --flat goes back to the flat prior (the default). N is "
+                    "declared by the curator (e.g. the population size), never read off the data.")
+    prior.add_argument("path", metavar="PATH")
+    add_table_size_argument(prior)
+    prior.add_argument("--flat", action="store_true", help="withdraw the declared table size: the flat prior")
     p.set_defaults(func=run, _parser=p)
 
 
@@ -49,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return _rebind(args)
     if action == "policy":
         return _policy(args)
+    if action == "prior":
+        return _prior(args)
     args._parser.print_help()
     return 2
 
@@ -87,6 +98,30 @@ def describe_policy(policy) -> str:
         return "greedy (each fresh answer spends exactly what its request needs)"
     return (f"{policy.describe()}: a fresh answer spends at least {policy.floor:.0%} of what its cells can still "
             f"pay; a request needing more than {policy.cap:.0%} of it is declined")
+
+
+def describe_prior(prior) -> str:
+    if prior is None:
+        return "flat (no declared table size)"
+    return f"known bounds: counts ≥ 0 and a declared table size of at most {prior.table_size:g} records"
+
+
+def _prior(args: argparse.Namespace) -> int:
+    from dpdesk.commands.assess import prior_from_args
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.project import Project
+
+    if args.flat and args.table_size is not None:
+        raise DpdeskError("give either --table-size N or --flat, not both")
+    if not args.flat and args.table_size is None:
+        with Project.open(args.path, "r") as p:
+            print(f"{p.path.name}: prior {describe_prior(p.prior)}")
+        return 0
+    new = None if args.flat else prior_from_args(args)
+    with Project.open(args.path, "w") as p:
+        p.set_prior(new)
+        print(f"{p.path.name}: prior {describe_prior(p.prior)}")
+    return 0
 
 
 def _policy(args: argparse.Namespace) -> int:
@@ -129,8 +164,9 @@ def _info(args: argparse.Namespace) -> int:
             "requests": counts, "ledger_entries": len(entries), "fresh_answers": len(h),
             "ledger_head": entries[-1].hash if entries else None,
             "spend_policy": None if p.spend_policy is None else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
+            "declared_table_size": None if p.prior is None else p.prior.table_size,
         }
-        policy_text = describe_policy(p.spend_policy)
+        policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -145,6 +181,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected")
     print(f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}")
     print(f"  spend policy: {policy_text}")
+    print(f"  prior: {prior_text}")
     return 0
 
 

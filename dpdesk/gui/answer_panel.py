@@ -57,6 +57,10 @@ class AnswerPanel(QWidget):
         self.method.setToolTip("fft: exact up to a bound (default) · direct: paper Alg. 2 · mc: Monte Carlo (Alg. 1)")
         self.method.currentTextChanged.connect(lambda _m: self.refresh())
         top.addWidget(self.method)
+        self.prior_btn = QPushButton("Known bounds…")
+        self.prior_btn.setToolTip("Declare a public table size: inferences use counts ≥ 0 and ≤ N as a prior")
+        self.prior_btn.clicked.connect(self.edit_prior)
+        top.addWidget(self.prior_btn)
         lay.addLayout(top)
         prog = QHBoxLayout()
         self.progress = QProgressBar()
@@ -84,7 +88,7 @@ class AnswerPanel(QWidget):
         lay.addLayout(dec)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
-        for key, label in (("estimate", "Estimate θ̂ (releasable)"), ("interval", "Credible interval"),
+        for key, label in (("estimate", "Estimate θ̂ (releasable)"), ("prior", "Prior"), ("interval", "Credible interval"),
                            ("conf_eps", "Confidence at ±ε"), ("fresh", "Fresh answer would cost"),
                            ("cost", "System cost now → after"), ("status", "Status")):
             self.fields[key] = QLabel("—")
@@ -167,6 +171,11 @@ class AnswerPanel(QWidget):
         est = a.estimate.estimate
         self.fields["estimate"].setText(
             "not estimable from history" if est is None else f"{est:.6g}   (std {_num(a.estimate.std, 4)})")
+        prior = "flat" if a.prior == "flat" else f"known bounds: {a.prior.removeprefix('bounded ')}"
+        if a.prior != "flat" and a.release_interval is not None:
+            prior += (f"; an inferred answer releases {a.release_estimate:.6g} in "
+                      f"[{a.release_interval[0]:.6g}, {a.release_interval[1]:.6g}], the 2ε window of most mass")
+        self.fields["prior"].setText(prior)
         self.fields["interval"].setText(
             "—" if a.interval is None else
             f"[{a.interval[0]:.6g}, {a.interval[1]:.6g}] — exact confidence {a.interval_confidence:.6f} "
@@ -198,6 +207,17 @@ class AnswerPanel(QWidget):
         self.reject_btn.setEnabled(pending)
 
     # -- actions -------------------------------------------------------------------------------
+    def edit_prior(self) -> None:
+        from dpdesk.gui.prior_dialog import PriorDialog
+
+        dlg = PriorDialog(self.session.prior, self)
+        if dlg.exec() != PriorDialog.DialogCode.Accepted:
+            return
+        try:
+            self.session.set_prior(dlg.prior())
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+
     def _after(self, release) -> None:
         self.last_release = release
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"

@@ -68,15 +68,18 @@ class PosteriorPlot(pg.PlotWidget):
         line = pg.InfiniteLine(pos=est, angle=90, pen=pg.mkPen("#c0392b", width=2),
                                label=f"estimate {est:.6g}", labelOpts={"position": 0.92, "color": "#c0392b"})
         self.plotItem.addItem(line)
-        for x in (est - eps, est + eps):
+        # the window an inferred answer releases: θ̂ ± ε, or under known bounds the 2ε window of most mass
+        bounded = getattr(a, "prior", "flat") != "flat" and a.release_interval is not None
+        window = tuple(a.release_interval) if bounded else (est - eps, est + eps)
+        for x in window:
             self.plotItem.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen("#e08a00", width=1.5,
                                                                                   style=pg.QtCore.Qt.PenStyle.DashLine)))
         self.plotItem.legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#e08a00", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
-                                     f"requested ±ε = ±{eps:g}")
+                                     f"best 2ε window (known bounds), ε = {eps:g}" if bounded else f"requested ±ε = ±{eps:g}")
         # show the interesting part: a few times the wider of ±ε and the credible interval
         half = max(eps, (a.interval[1] - a.interval[0]) / 2 if a.interval else 0.0, post.spacing)
         lo, hi = max(grid[0], est - 2.5 * half), min(grid[-1], est + 2.5 * half)
-        lo, hi = min(lo, est - eps), max(hi, est + eps)
+        lo, hi = min(lo, window[0]), max(hi, window[1])
         pad = 0.03 * (hi - lo or 1.0)
         self.plotItem.setXRange(lo - pad, hi + pad, padding=0)
         self.plotItem.setYRange(0, float(mass.max()) * 1.15 if mass.size else 1.0, padding=0)

@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Signal
 from dpdesk.engine.budget import BudgetPreview, preview, query_cell_costs
 from dpdesk.engine.history import History
 from dpdesk.engine.policy import SpendPolicy
+from dpdesk.engine.prior import BoundedPrior
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.workflow import Assessment, assess
 from dpdesk.store.ledger import LedgerEntry
@@ -37,6 +38,7 @@ class AssessInputs:
     schema: Schema
     method: str
     policy: SpendPolicy | None = None  # the project's spend policy when the inputs were taken
+    prior: BoundedPrior | None = None  # the project's known-bounds prior (None: flat)
 
 
 def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
@@ -49,7 +51,8 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
 
     history = history_from_ledger(inputs.entries, inputs.schema)
     return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
-                  schema=inputs.schema, progress=progress, cancelled=cancelled, policy=inputs.policy)
+                  schema=inputs.schema, progress=progress, cancelled=cancelled, policy=inputs.policy,
+                  prior=inputs.prior)
 
 
 class ProjectSession(QObject):
@@ -107,11 +110,15 @@ class ProjectSession(QObject):
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
         return AssessInputs(tuple(self.ledger()), self.request(request_id).to_request(), self.total_budget,
-                            self.schema, method, self.spend_policy)
+                            self.schema, method, self.spend_policy, self.prior)
 
     @property
     def spend_policy(self) -> SpendPolicy | None:
         return self.project.spend_policy
+
+    @property
+    def prior(self) -> BoundedPrior | None:
+        return self.project.prior
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, budget it spent on ``cell``) for each fresh answer touching the cell (Thm 5.4 terms)."""
@@ -155,6 +162,13 @@ class ProjectSession(QObject):
         """Store the project's spend policy; views re-assess under it."""
         try:
             self.project.set_spend_policy(policy)
+        finally:
+            self._changed()
+
+    def set_prior(self, prior: BoundedPrior | None) -> None:
+        """Store the declared table size (None: the flat prior); views re-assess under it."""
+        try:
+            self.project.set_prior(prior)
         finally:
             self._changed()
 

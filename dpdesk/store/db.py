@@ -16,6 +16,7 @@ import struct
 from pathlib import Path
 from typing import Iterator
 
+from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
@@ -80,16 +81,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
     ),
-    # 2: the curator's spend policy (budget pacing); no row means the greedy rule. Every fresh ledger
-    # entry records the policy it was charged under, so changing it rewrites nothing.
-    2: (
-        """CREATE TABLE spend_policy (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            floor REAL NOT NULL CHECK (floor >= 0 AND floor <= 1),
-            cap REAL NOT NULL CHECK (cap > 0 AND cap <= 1 AND floor <= cap),
-            changed TEXT NOT NULL
-        )""",
-    ),
+    # 2: the curator's answering settings (spend policy, declared table size); see store/answering.py
+    2: answering.TABLES,
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

@@ -23,12 +23,14 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.history import History
 from dpdesk.engine.noise import NoiseSampler
 from dpdesk.engine.policy import SpendPolicy
+from dpdesk.engine.prior import BoundedPrior
 from dpdesk.engine.query import Query, query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.secure_noise import OpenDPSampler
 from dpdesk.engine.workflow import Assessment, assess, release_fresh
 from dpdesk.engine.budget import check_total_budget
-from dpdesk.store import db, ledger
+from dpdesk.store import answering, db, ledger
+from dpdesk.store.answering import FROM_PROJECT
 from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
 from dpdesk.store.canonical import canonical_json, genesis_hash
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
@@ -41,9 +43,6 @@ from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 
 NEIGHBOUR_MODEL = "add/remove one record"
-
-
-PROJECT_POLICY = "project"  # assess/answer: use the project's stored spend policy
 
 
 def now() -> str:
@@ -230,22 +229,24 @@ class Project:
     @property
     def spend_policy(self) -> SpendPolicy | None:
         """The curator's spend policy (None: the greedy rule — spend exactly what a request needs)."""
-        try:
-            row = self._conn.execute("SELECT floor, cap FROM spend_policy WHERE id = 1").fetchone()
-        except sqlite3.OperationalError:  # a format-1 file opened read-only: it has no policy table
-            return None
-        return SpendPolicy(floor=float(row[0]), cap=float(row[1])) if row else None
+        return answering.read_policy(self._conn)
 
     def set_spend_policy(self, policy: SpendPolicy | None) -> None:
         """Set (or with None clear) the spend policy used by :meth:`assess` and :meth:`answer`."""
         self._require_writer()
         with db.transaction(self._conn):
-            self._conn.execute("DELETE FROM spend_policy")
-            if policy is not None and not policy.neutral:
-                self._conn.execute("INSERT INTO spend_policy VALUES (1, ?, ?, ?)", (policy.floor, policy.cap, now()))
+            answering.write_policy(self._conn, policy)
 
-    def _policy(self, policy: SpendPolicy | None | str) -> SpendPolicy | None:
-        return self.spend_policy if policy == PROJECT_POLICY else policy  # type: ignore[return-value]
+    @property
+    def prior(self) -> BoundedPrior | None:
+        """The known-bounds prior from the table size the curator declared (None: the flat prior)."""
+        return answering.read_prior(self._conn)
+
+    def set_prior(self, prior: BoundedPrior | None) -> None:
+        """Declare (or with None withdraw) a public table size; inferences then use the bounded prior."""
+        self._require_writer()
+        with db.transaction(self._conn):
+            answering.write_prior(self._conn, prior)
 
     @property
     def source(self) -> SourceBinding:
@@ -368,30 +369,35 @@ class Project:
         return history_from_ledger(self.ledger(), self.schema)
 
     def assess(self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
-               policy: SpendPolicy | None | str = PROJECT_POLICY) -> Assessment:
+               policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
+               ) -> Assessment:
         """The engine's assessment of a stored request against the recorded history (spends nothing).
 
-        ``policy`` defaults to the project's :attr:`spend_policy`; pass one (or None for the greedy
-        rule) to see what another policy would do.
+        ``policy`` and ``prior`` default to the project's :attr:`spend_policy` and :attr:`prior`; pass
+        others (None for the greedy rule / the flat prior) to see what they would do.
         """
         req = self.request(request_id)
         return assess(self.history(), req.to_request(), total_budget=float(self.total_budget), method=method,
-                      interval=interval, schema=self.schema, policy=self._policy(policy))
+                      interval=interval, schema=self.schema, policy=self._setting(policy, "spend_policy"),
+                      prior=self._setting(prior, "prior"))
+
+    def _setting(self, given, name: str):
+        return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given
 
     # -- releasing -------------------------------------------------------------------------------
     def answer(
         self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft", expect: str | None = None,
-        policy: SpendPolicy | None | str = PROJECT_POLICY,
+        policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
     ) -> Release:
         """Answer a pending request per the engine's decision, recording before returning.
 
         Returns the recorded answer (``recovered=True``) if the request was already answered, e.g. by
         a process that crashed before it could show it. ``expect`` is the decision the curator
         confirmed ("infer" or "spend"); if the decision differs now, nothing is released. The project's
-        :attr:`spend_policy` (or ``policy``) paces the budget; a fresh entry records the policy and the α
-        the request alone needed.
+        :attr:`spend_policy` and :attr:`prior` (or ``policy``/``prior``) apply; a fresh entry records the
+        policy and the α the request alone needed, an inferred one the prior and the window released.
         """
-        policy = self._policy(policy)
+        policy, prior = self._setting(policy, "spend_policy"), self._setting(prior, "prior")
         self._require_writer()
         checkpoint("answer:start")
         req = self.request(request_id)
@@ -402,7 +408,7 @@ class Project:
             raise RequestStateError(f"request {request_id!r} is {req.status} but has no ledger entry (run verify)")
         history = self.history()
         a = assess(history, req.to_request(), total_budget=float(self.total_budget), method=method, schema=self.schema,
-                   policy=policy)
+                   policy=policy, prior=prior)
         checkpoint("answer:assessed")
         if expect is not None and a.decision != expect:
             raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
@@ -415,9 +421,10 @@ class Project:
             assert a.interval is not None and a.estimate.estimate is not None
             payload = {
                 "query": req.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
-                "estimate": a.estimate.estimate, "interval": [a.estimate.estimate - req.eps, a.estimate.estimate + req.eps],
+                # θ̂ ± ε under the flat prior; under known bounds the best 2ε window (θ̂ clipped into it)
+                "estimate": a.release_estimate, "interval": list(a.release_interval),
                 "credible_interval": list(a.interval), "confidence_at_eps": a.confidence_at_eps,
-                "history_prefix": len(history), "method": a.method,
+                "history_prefix": len(history), "method": a.method, "prior": a.prior,
             }
             entry = self._record("inferred", request_id, payload, "answered")
             checkpoint("answer:recorded")

@@ -58,3 +58,28 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
     entry = win.session.ledger()[-1]
     assert entry.kind == "fresh" and entry.payload["alpha"] == pytest.approx(paced.spend_alpha)
     assert entry.payload["policy"] == paced.policy and entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
+
+
+def test_known_bounds_from_the_answer_panel(demo_window, qtbot, monkeypatch):
+    from dpdesk.engine.prior import BoundedPrior
+    from dpdesk.gui.prior_dialog import PriorDialog
+
+    win = demo_window
+    win.requests.select_request("q01")
+    flat = wait_assessed(qtbot, win, "q01")
+    panel = win.requests.answer
+    assert flat.prior == "flat" and panel.fields["prior"].text() == "flat"
+
+    def curator(dlg):
+        assert not dlg.enabled.isChecked() and dlg.table_size.value() == 1.0  # nothing read off the data
+        dlg.enabled.setChecked(True)
+        dlg.table_size.setValue(100000)
+        return PriorDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(PriorDialog, "exec", curator)
+    qtbot.mouseClick(panel.prior_btn, Qt.MouseButton.LeftButton)
+    with Project.open(win.session.path, "r") as ro:
+        assert ro.prior == BoundedPrior(100000)
+    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.prior != "flat", timeout=20000)
+    assert panel.assessment.prior.startswith("bounded [0, ")
+    assert panel.fields["prior"].text().startswith("known bounds: [0, ")

@@ -110,3 +110,32 @@ def test_a_paced_fresh_answer_records_the_policy_and_what_the_request_needed(pri
             p.answer(tight.id, sampler=SeededSampler(2), policy=SpendPolicy(floor=0.1, cap=0.5))
         assert p.history().cell_costs.max() == pytest.approx(0.5) and len(p.ledger()) == 1
         assert p.verify().ok
+
+
+def test_a_declared_table_size_bounds_inferences_and_is_recorded(pristine, tmp_path):
+    from dpdesk.engine.prior import BoundedPrior
+
+    path = tmp_path / "p.dpdesk"
+    shutil.copy(pristine[2.0], path)
+    with Project.open(path, "w") as p:
+        assert p.prior is None
+        first = p.add_request([1, 0, 0, 0], 3.0, 0.2)
+        p.answer(first.id, sampler=SeededSampler(4))
+        again = p.add_request([1, 0, 0, 0], 12.0, 0.2)
+        flat = p.assess(again.id)
+        assert flat.prior == "flat" and flat.decision == "infer"
+        p.set_prior(BoundedPrior(61))
+        assert p.prior == BoundedPrior(61)
+        bounded = p.assess(again.id)
+        assert bounded.prior == "bounded [0, 61]" and bounded.decision == "infer"
+        lo, hi = bounded.release_interval
+        assert hi - lo == pytest.approx(24.0) and bounded.interval[0] >= 0.0
+        assert p.assess(again.id, prior=None).prior == "flat"  # what-if without the prior
+        release = p.answer(again.id)
+        entry = p.entry_for(again.id)
+        assert entry.payload["prior"] == "bounded [0, 61]"
+        assert list(entry.payload["interval"]) == pytest.approx([lo, hi])
+        assert release.answer == pytest.approx(bounded.release_estimate) and lo <= release.answer <= hi
+        p.set_prior(None)
+        assert p.prior is None
+        assert p.verify().ok

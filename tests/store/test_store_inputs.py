@@ -177,3 +177,23 @@ def test_spend_policy_from_the_command_line(store):
     r = store.cli("project", "new", refused, "--schema", store.schema_file, "--source", store.table, "--budget", "1",
                   "--pace", "0.5", "0.25")
     assert r.returncode == 2 and not refused.exists() and "floor" in r.stderr
+
+
+def test_known_bounds_from_the_command_line(store):
+    path = store.new_project()
+    assert "flat" in store.cli("project", "prior", path).stdout
+    before = store.digest(path)
+    for bad, needle in ((["--table-size", "-3"], "table_size"), (["--table-size", "10", "--flat"], "either")):
+        r = store.cli("project", "prior", path, *bad)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+        assert store.digest(path) == before
+    r = store.cli("project", "prior", path, "--table-size", "100")
+    assert r.returncode == 0 and "at most 100 records" in r.stdout
+    assert json.loads(store.cli("project", "info", path, "--json").stdout)["declared_table_size"] == 100
+    store.cli("requests", "add", path, "--query", "[0,1,0,0]", "--eps", "5", "--delta", "0.2", "--id", "r1")
+    a = json.loads(store.cli("assess", path, "--request", "r1", "--json").stdout)
+    assert a["prior"] == "bounded [0, 100]"
+    what_if = json.loads(store.cli("assess", path, "--request", "r1", "--json", "--table-size", "7").stdout)
+    assert what_if["prior"] == "bounded [0, 7]"
+    assert store.cli("project", "prior", path, "--flat").returncode == 0
+    assert json.loads(store.cli("project", "info", path, "--json").stdout)["declared_table_size"] is None
