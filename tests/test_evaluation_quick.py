@@ -26,8 +26,13 @@ def test_quick_evaluation_writes_tables_and_figures(tmp_path):
     md = (tmp_path / "evaluation.md").read_text()
     for heading in ("## Bounded setting", "## Unbounded setting", "## §6.2 BLUE running time", "## §6.3 Posterior"):
         assert heading in md
-    for system in ("baseline", "improved baseline", "OLS", "paper inference", "dpdesk", "dpdesk + bounds"):
+    for system in ("baseline", "improved baseline", "OLS", "paper inference", "dpdesk", "dpdesk + bounds",
+                   "dpdesk + pacing", "dpdesk + pacing + bounds"):
         assert f"| {system} |" in md
+    bounded = md[md.index("## Bounded setting"):md.index("## Unbounded setting")]
+    unbounded = md[md.index("## Unbounded setting"):md.index("## §6.2")]
+    assert "| dpdesk + pacing |" in bounded and "pacing" not in unbounded  # a policy paces a finite budget
+    assert "**Bounded setting, in short:** dpdesk + pacing answered ×" in md
     assert "Mode: **QUICK" in md
     for fig in ("eval_bounded.png", "eval_unbounded.png", "eval_blue.png", "eval_posterior.png"):
         png = tmp_path / "figures" / fig

@@ -17,6 +17,9 @@ Systems (all charge per-cell costs and refuse a fresh answer that would pass the
 * ``dpdesk`` — ``fusion=True``: as above, but a fresh answer is fused with history and charged the
   fused α.
 * ``dpdesk + bounds`` — as ``dpdesk`` with the known-bounds prior (table size = the cube's total).
+* ``dpdesk + pacing`` — as ``dpdesk`` with the spend policy :data:`PACING` (bounded setting only: a
+  policy paces a finite total budget).
+* ``dpdesk + pacing + bounds`` — both.
 """
 
 from __future__ import annotations
@@ -28,13 +31,19 @@ import numpy as np
 from dpdesk.engine.budget import fresh_alpha, query_cell_costs
 from dpdesk.engine.history import History, HistoryRow
 from dpdesk.engine.noise import SeededSampler
+from dpdesk.engine.policy import SpendPolicy
 from dpdesk.engine.prior import BoundedPrior
 from dpdesk.engine.query import Query
 from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
 
 from evaluation.data import Dataset, RequestSpec
 
-SYSTEMS = ("baseline", "improved baseline", "OLS", "paper inference", "dpdesk", "dpdesk + bounds")
+SYSTEMS = ("baseline", "improved baseline", "OLS", "paper inference", "dpdesk", "dpdesk + bounds", "dpdesk + pacing",
+           "dpdesk + pacing + bounds")
+BOUNDED_ONLY = ("dpdesk + pacing", "dpdesk + pacing + bounds")
+# spend at least 10% of a query's headroom, decline a request needing more than half of it
+PACING = SpendPolicy(floor=0.1, cap=0.5)
+INFERENCE = ("paper inference", "dpdesk", "dpdesk + bounds", "dpdesk + pacing", "dpdesk + pacing + bounds")
 FAMILY = "laplace"  # the paper's mechanism (continuous Laplace) for every system
 
 
@@ -78,13 +87,13 @@ def _ols_row(q: Query, answer: float) -> HistoryRow:
 
 
 def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: float, initial: list[tuple[Query, float]],
-               seed: int, fixed_alpha: float) -> Trace:
+               seed: int, fixed_alpha: float, policy: SpendPolicy | None = None) -> Trace:
     k = len(stream)
     tr = Trace(np.zeros(k), np.zeros(k, bool), np.zeros(k, bool), np.full(k, np.nan), np.zeros(k, bool), np.zeros(k))
     sampler = SeededSampler(seed)
     cube = data.cube
     shape = cube.schema.shape
-    uses_history = system in ("OLS", "paper inference", "dpdesk", "dpdesk + bounds")
+    uses_history = system == "OLS" or system in INFERENCE
     hist = History(shape) if uses_history else None
     ols = History(shape) if system == "OLS" else None
     costs = np.zeros(data.n)
@@ -97,15 +106,17 @@ def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: 
             hist.append(HistoryRow(q, a, y, FAMILY))
         if ols is not None:
             ols.append(_ols_row(q, y))
-    prior = BoundedPrior(max(data.total, 1)) if system == "dpdesk + bounds" else None
+    prior = BoundedPrior(max(data.total, 1)) if system.endswith("+ bounds") else None
+    if policy is None and "pacing" in system:
+        policy = PACING
     for i, spec in enumerate(stream):
         q, eps, delta = spec.query, spec.eps, spec.delta
         theta = true_answer(q, cube)
         released = None
-        if system in ("paper inference", "dpdesk", "dpdesk + bounds"):
+        if system in INFERENCE:
             assert hist is not None
             a = assess(hist, Request(str(i), q, eps, delta), total_budget=total, family=FAMILY,
-                       fusion=system != "paper inference", prior=prior)
+                       fusion=system != "paper inference", prior=prior, policy=policy)
             if a.decision == "infer":
                 released, lo = a.release_estimate, a.release_interval[0]
                 tr.inferred[i] = True
