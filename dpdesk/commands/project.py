@@ -108,33 +108,39 @@ def describe_prior(prior) -> str:
 
 def _prior(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import prior_from_args
-    from dpdesk.engine.errors import DpdeskError
-    from dpdesk.store.project import Project
 
-    if args.flat and args.table_size is not None:
-        raise DpdeskError("give either --table-size N or --flat, not both")
-    if not args.flat and args.table_size is None:
-        with Project.open(args.path, "r") as p:
-            print(f"{p.path.name}: prior {describe_prior(p.prior)}")
-        return 0
-    new = None if args.flat else prior_from_args(args)
-    with Project.open(args.path, "w") as p:
-        p.set_prior(new)
-        print(f"{p.path.name}: prior {describe_prior(p.prior)}")
-    return 0
+    return _answering_setting(args, "prior", reset=args.flat, given=args.table_size is not None,
+                              value=lambda: prior_from_args(args), options="--table-size N or --flat",
+                              describe=describe_prior)
 
 
 def _policy(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
+
+    return _answering_setting(args, "spend_policy", reset=args.greedy, given=args.pace is not None,
+                              value=lambda: policy_from_args(args), options="--pace FLOOR CAP or --greedy",
+                              describe=describe_policy)
+
+
+def _answering_setting(args, name: str, *, reset: bool, given: bool, value, options: str, describe) -> int:
+    """Show the project's ``name`` setting, or set it (to ``value()``, or None with the reset flag)."""
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.store.project import Project
 
-    if args.greedy and args.pace is not None:
-        raise DpdeskError("give either --pace FLOOR CAP or --greedy, not both")
-    if not args.greedy and args.pace is None:
+    label = name.replace("_", " ")
+    if reset and given:
+        raise DpdeskError(f"give either {options}, not both")
+    if not reset and not given:
         with Project.open(args.path, "r") as p:
-            print(f"{p.path.name}: spend policy {describe_policy(p.spend_policy)}")
+            print(f"{p.path.name}: {label} {describe(getattr(p, name))}")
         return 0
+    new = None if reset else value()
+    with Project.open(args.path, "w") as p:
+        old = getattr(p, name)
+        getattr(p, f"set_{name}")(new)
+        now = getattr(p, name)
+        print(f"{p.path.name}: {label} {describe(now)}{' (unchanged)' if old == now else ''}")
+    return 0
     new = None if args.greedy else policy_from_args(args)
     with Project.open(args.path, "w") as p:
         old = p.spend_policy
