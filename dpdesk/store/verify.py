@@ -65,6 +65,17 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
 
 
+def _check_window(e, value_key: str, bad) -> None:
+    """A released interval is 2ε wide and holds the released value (the promise made to the requester)."""
+    if "interval" not in e.payload or value_key not in e.payload:
+        return
+    lo, hi = (float(v) for v in e.payload["interval"])
+    eps, value = float(e.payload["eps"]), float(e.payload[value_key])
+    if not (_close(hi - lo, 2 * eps) and lo - 1e-9 * max(1.0, abs(lo)) <= value <= hi + 1e-9 * max(1.0, abs(hi))):
+        bad(e.seq, f"entry {e.seq}: released interval [{lo:.6g}, {hi:.6g}] is not a 2ε = {2 * eps:g} window "
+                   f"around the released {value:.6g}")
+
+
 def verify(project: "Project") -> VerifyReport:
     from dpdesk.store.replay import history_row
 
@@ -126,10 +137,16 @@ def verify(project: "Project") -> VerifyReport:
                 recorded = e.payload.get("system_cost_after")
                 if recorded is not None and not _close(float(recorded), cost):
                     bad(e.seq, f"{where}: recorded system cost {recorded} but the ledger gives {cost:.12g}")
+                needed = e.payload.get("needed_alpha")
+                if needed is not None and row.alpha < float(needed) * (1 - REL_TOL):
+                    bad(e.seq, f"{where}: charged α = {row.alpha:.6g}, less than the α = {float(needed):.6g} "
+                               f"the request needed")
+                _check_window(e, "released", bad)
             elif e.kind == "inferred":
                 prefix = e.payload["history_prefix"]
                 if not isinstance(prefix, int) or not 0 <= prefix <= len(history):
                     bad(e.seq, f"{where}: uses {prefix!r} history rows but only {len(history)} were released before it")
+                _check_window(e, "estimate", bad)
             elif e.kind == "rebind":
                 if thaw(e.payload["previous"]) != binding:
                     bad(e.seq, f"{where}: rebinds from a source that was not the bound one")

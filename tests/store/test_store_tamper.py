@@ -178,3 +178,48 @@ def test_intact_project_verifies_through_the_cli(store, ledgered):
     res = store.cli("verify", ledgered, "--json")
     report = json.loads(res.stdout)
     assert report["ok"] and report["entries"] == 6 and report["rebinds"] == 1
+
+
+def _rechained(store, path, name, seq, edit):
+    """Rewrite the *whole* chain with entry ``seq``'s payload edited, every hash recomputed: the forgery
+    the hash chain alone cannot see (docs/project-file.md); verify's accounting checks still can."""
+    from dpdesk.store import ledger
+
+    copy = store.dir / name
+    shutil.copy(path, copy)
+    conn = sqlite3.connect(copy)
+    (genesis,) = conn.execute("SELECT genesis_hash FROM project").fetchone()
+    entries = [ledger.decode(r) for r in ledger.raw_rows(conn)]
+    conn.execute("DROP TRIGGER ledger_no_delete")
+    conn.execute("DELETE FROM ledger")
+    conn.execute("DELETE FROM ledger_head")
+    for e in entries:
+        payload = ledger.thaw(e.payload)
+        if e.seq == seq:
+            edit(payload)
+        ledger.append(conn, genesis, time=e.time, kind=e.kind, request_id=e.request_id, payload=payload)
+    conn.commit()
+    conn.close()
+    with Project.open(copy, "r") as p:
+        return p.verify()
+
+
+def test_a_consistent_rewrite_is_still_checked_for_what_was_promised(store, ledgered):
+    with Project.open(ledgered, "r") as p:
+        kinds = {e.seq: e.kind for e in p.ledger()}
+    fresh = min(s for s, k in kinds.items() if k == "fresh")
+    untouched = _rechained(store, ledgered, "same.dpdesk", fresh, lambda p: None)
+    assert untouched.ok, untouched.problems  # the rewrite itself is invisible to the chain
+
+    def undercharge(p):  # claim the request needed more than was charged
+        p["needed_alpha"] = p["alpha"] * 2
+
+    report = _rechained(store, ledgered, "under.dpdesk", fresh, undercharge)
+    assert not report.ok and report.first_bad_seq == fresh and "less than the α" in report.problems[0]
+
+    def widen(p):  # release a wider interval than the requester's 2ε
+        lo, hi = p["interval"]
+        p["interval"] = [lo - 5, hi + 5]
+
+    report = _rechained(store, ledgered, "wide.dpdesk", fresh, widen)
+    assert not report.ok and report.first_bad_seq == fresh and "not a 2ε" in report.problems[0]
