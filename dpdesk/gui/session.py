@@ -10,7 +10,7 @@ with inputs prepared here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,20 +39,24 @@ class AssessInputs:
     method: str
     policy: SpendPolicy | None = None  # the project's spend policy when the inputs were taken
     prior: BoundedPrior | None = None  # the project's known-bounds prior (None: flat)
+    cache: Any = field(default=None, compare=False, repr=False)  # the session's store.replay.HistoryCache
 
 
 def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
     """The engine's assessment (worker-thread safe: no project access).
 
-    The History is rebuilt here from the ledger entries, the way ``Project.history`` does, so the GUI
-    thread only reads the ledger.
+    The History comes from the session's :class:`~dpdesk.store.replay.HistoryCache` (built from the
+    ledger entries the GUI thread read, and only extended when new fresh entries arrive), so the slow
+    first factorisation of a long ledger happens once, here, never on the GUI thread.
     """
-    from dpdesk.store.replay import history_from_ledger
+    from dpdesk.store.replay import HistoryCache
 
-    history = history_from_ledger(inputs.entries, inputs.schema)
-    return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
-                  schema=inputs.schema, progress=progress, cancelled=cancelled, policy=inputs.policy,
-                  prior=inputs.prior)
+    cache = inputs.cache if inputs.cache is not None else HistoryCache()
+    with cache.lock:  # one assessment at a time extends and reads the cached factorisation
+        history = cache.history(inputs.entries, inputs.schema)
+        return assess(history, inputs.request, total_budget=inputs.total_budget, method=inputs.method,
+                      schema=inputs.schema, progress=progress, cancelled=cancelled, policy=inputs.policy,
+                      prior=inputs.prior)
 
 
 class ProjectSession(QObject):
@@ -64,6 +68,13 @@ class ProjectSession(QObject):
         super().__init__(parent)
         self.project = Project.open(path, "w")
         self._history: History | None = None
+        from dpdesk.store.replay import HistoryCache
+
+        self.history_cache = HistoryCache()  # worker-side: kept across assessments, extended as answers arrive
+        self._gui_history = HistoryCache()  # GUI-thread side (cell costs): extended, never rebuilt per change
+        self._curve: list[tuple[int, float]] = [(0, 0.0)]
+        self._curve_hashes: list[str] = []
+        self._curve_costs: np.ndarray | None = None
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -92,9 +103,10 @@ class ProjectSession(QObject):
         return self.project.ledger()
 
     def history(self) -> History:
-        """The engine's History rebuilt from the ledger (cached until the ledger changes)."""
+        """The engine's History of the ledger (extended with new fresh entries when the ledger changes)."""
         if self._history is None:
-            self._history = self.project.history()
+            with self._gui_history.lock:
+                self._history = self._gui_history.history(self.ledger(), self.schema)
         return self._history
 
     def cell_costs(self) -> np.ndarray:
@@ -110,7 +122,7 @@ class ProjectSession(QObject):
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
         return AssessInputs(tuple(self.ledger()), self.request(request_id).to_request(), self.total_budget,
-                            self.schema, method, self.spend_policy, self.prior)
+                            self.schema, method, self.spend_policy, self.prior, self.history_cache)
 
     @property
     def spend_policy(self) -> SpendPolicy | None:
@@ -135,16 +147,26 @@ class ProjectSession(QObject):
         return out
 
     def cost_over_time(self) -> list[tuple[int, float]]:
-        """(ledger seq, system cost after it), the engine's History replayed entry by entry."""
+        """(ledger seq, system cost after it): Thm 5.4's per-cell costs replayed entry by entry.
+
+        Kept between calls and extended with the entries recorded since (the ledger only grows); a
+        ledger that does not extend the one replayed (another file) starts over.
+        """
+        from dpdesk.engine.budget import query_cell_costs
         from dpdesk.store.replay import history_row
 
-        h = History(self.schema.shape)
-        out = [(0, 0.0)]
-        for e in self.ledger():
+        entries = self.ledger()
+        done = len(self._curve_hashes)
+        if [e.hash for e in entries[:done]] != self._curve_hashes or self._curve_costs is None:
+            self._curve, self._curve_hashes, done = [(0, 0.0)], [], 0
+            self._curve_costs = np.zeros(self.schema.n_cells)
+        for e in entries[done:]:
             if e.kind == "fresh":
-                h.append(history_row(e, self.schema))
-            out.append((e.seq, float(h.system_cost)))
-        return out
+                row = history_row(e, self.schema)
+                self._curve_costs += query_cell_costs(row.query, row.alpha)
+            self._curve.append((e.seq, float(self._curve_costs.max())))
+            self._curve_hashes.append(e.hash)
+        return list(self._curve)
 
     # -- actions -------------------------------------------------------------------------------
     def _changed(self) -> None:

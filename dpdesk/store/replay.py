@@ -28,3 +28,36 @@ def history_from_ledger(entries: Iterable[LedgerEntry], schema: Schema) -> Histo
         if e.kind == "fresh":
             h.append(history_row(e, schema))
     return h
+
+
+class HistoryCache:
+    """One History kept between assessments and extended as fresh entries are recorded.
+
+    Building the factorisation is the slow part of the first estimate on a long ledger (a minute for
+    thousands of rows on a large cube); appending one row afterwards is cheap. :meth:`history` returns
+    the cached History when the ledger's fresh entries extend the ones it was built from (same hashes,
+    in order), appending the new rows; any other ledger rebuilds it. The History is mutable (estimates
+    extend its factorisation), so callers hold :attr:`lock` while they use it.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self._hashes: list[str] = []
+        self._history: History | None = None
+        self._schema: Schema | None = None
+        self.rebuilds = 0  # how often the cache started over (visible to tests)
+
+    def history(self, entries: Iterable[LedgerEntry], schema: Schema) -> History:
+        """The History of the fresh entries among ``entries`` (call with :attr:`lock` held)."""
+        fresh = [e for e in entries if e.kind == "fresh"]
+        hashes = [e.hash for e in fresh]
+        k = len(self._hashes)
+        if self._history is None or schema != self._schema or hashes[:k] != self._hashes:
+            self._history, self._hashes, self._schema, k = History(schema.shape), [], schema, 0
+            self.rebuilds += 1
+        for e in fresh[k:]:
+            self._history.append(history_row(e, schema))
+            self._hashes.append(e.hash)
+        return self._history
