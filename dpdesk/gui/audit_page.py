@@ -1,8 +1,8 @@
 """The Audit page: the ledger (filter, sort, details), system cost over time, verify, export.
 
-The cost curve is the engine's History replayed over the ledger (via the session); *Verify integrity*
-runs the store's verifier; export writes the self-contained HTML report (plots embedded as PNG) and
-a CSV of the ledger.
+The cost curve is the per-cell costs of paper Thm 5.4 replayed over the ledger (via the session);
+*Verify integrity* runs the store's verifier; export writes the self-contained HTML report (plots
+embedded as PNG) and a CSV of the ledger.
 """
 
 from __future__ import annotations
