@@ -38,7 +38,7 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
     if done.kind == "rejected":
         return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
     pl = done.payload
-    value = pl.get("released", pl["answer"]) if done.kind == "fresh" else pl["estimate"]
+    value = done.released
     lo, hi = pl["interval"]
     return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
             f"{_num(value)} [{_num(lo)}, {_num(hi)}]; nothing new was drawn")

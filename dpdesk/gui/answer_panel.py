@@ -151,9 +151,9 @@ class AnswerPanel(QWidget):
             return req.status
         p = entry.payload
         if entry.kind == "fresh":
-            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {float(p['answer']):.6g} (ledger #{entry.seq})"
+            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.released:.6g} (ledger #{entry.seq})"
         if entry.kind == "inferred":
-            return f"answered from history (free): released {float(p['estimate']):.6g} (ledger #{entry.seq})"
+            return f"answered from history (free): released {entry.released:.6g} (ledger #{entry.seq})"
         return f"rejected (ledger #{entry.seq})"
 
     def show_assessment(self, a) -> None:

@@ -101,7 +101,7 @@ def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
     rows = []
     for e in entries:
         p = e.payload
-        answer = p.get("answer", p.get("estimate"))
+        answer = e.released  # what the requester received (fused, when fresh and fused)
         alpha = float(p["alpha"]) if e.kind == "fresh" else 0.0
         if e.kind in ("fresh", "inferred"):
             summary = str(p.get("query_text") or json.dumps(dict(p.get("query", {})), default=list))

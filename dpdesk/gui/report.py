@@ -17,12 +17,14 @@ from typing import Any, Sequence
 
 from dpdesk.store.ledger import thaw
 
-CSV_COLUMNS = ("seq", "time", "kind", "request_id", "answer", "alpha", "eps", "delta", "query", "hash", "prev_hash")
+# "released": what the requester received; "answer": a fresh entry's raw noisy ỹ (its history row),
+# which differs from "released" when the fresh answer was fused with history's estimate
+CSV_COLUMNS = ("seq", "time", "kind", "request_id", "released", "answer", "alpha", "eps", "delta", "query", "hash",
+               "prev_hash")
 
 
 def _answer(e: Any) -> Any:
-    p = e.payload
-    return p.get("answer", p.get("estimate", ""))
+    return "" if e.released is None else e.released
 
 
 def ledger_csv(entries: Sequence[Any]) -> str:
@@ -32,7 +34,8 @@ def ledger_csv(entries: Sequence[Any]) -> str:
     for e in entries:
         p = e.payload
         query = p.get("query_text") or (json.dumps(thaw(p["query"])) if "query" in p else "")
-        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("alpha", 0.0 if e.kind != "rebind" else ""),
+        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", p.get("estimate", "")),
+                    p.get("alpha", 0.0 if e.kind != "rebind" else ""),
                     p.get("eps", ""), p.get("delta", ""), query, e.hash, e.prev_hash])
     return out.getvalue()
 

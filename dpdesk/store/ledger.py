@@ -57,6 +57,18 @@ class LedgerEntry:
     def to_json(self) -> dict[str, Any]:
         return {**self.body(), "prev_hash": self.prev_hash, "hash": self.hash}
 
+    @property
+    def released(self) -> float | None:
+        """The value the requester received: a fresh entry's released value (ỹ, or ỹ fused with
+        history's estimate — the raw ỹ stays in ``payload["answer"]`` as the history row), an inferred
+        entry's estimate; None for other kinds."""
+        p = self.payload
+        if self.kind == "fresh":
+            return float(p.get("released", p["answer"]))
+        if self.kind == "inferred":
+            return float(p["estimate"])
+        return None
+
 
 def entry_body(seq: int, time: str, kind: str, request_id: str | None, payload: Any) -> dict[str, Any]:
     return {"seq": seq, "time": time, "kind": kind, "request_id": request_id, "payload": payload}

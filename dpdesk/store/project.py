@@ -81,11 +81,10 @@ class Release:
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     p = entry.payload
     if entry.kind == "fresh":
-        released = p.get("released", p["answer"])
-        return Release(entry.request_id or "", "fresh", float(released), tuple(p["interval"]),  # type: ignore[arg-type]
+        return Release(entry.request_id or "", "fresh", entry.released, tuple(p["interval"]),  # type: ignore[arg-type]
                        float(p["alpha"]), str(p["family"]), entry, recovered, p.get("fusion_weight"))
     if entry.kind == "inferred":
-        return Release(entry.request_id or "", "inferred", float(p["estimate"]), tuple(p["interval"]),  # type: ignore[arg-type]
+        return Release(entry.request_id or "", "inferred", entry.released, tuple(p["interval"]),  # type: ignore[arg-type]
                        0.0, None, entry, recovered)
     raise RequestStateError(f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered")
 

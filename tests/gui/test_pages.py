@@ -124,3 +124,30 @@ def test_heatmap_hover_names_cell_cost_and_spenders(demo_window, qtbot):
     assert "age=17-24" in text and "sex=Female" in text and "q01" in text
     assert f"cost {float(win.session.cell_costs()[cell]):.6g}" in text
     assert "nothing yet" in budget.describe(0, 1)  # sex=Male untouched
+
+
+def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, monkeypatch, tmp_path):
+    """q37 is answered fresh and fused with history: the requester got t·ỹ + (1−t)·θ̂, not ỹ."""
+    from dpdesk.gui import audit_page
+
+    win = demo_window
+    for rid in [f"q{i:02d}" for i in range(1, 15)] + ["q37"]:
+        if win.session.request(rid).status != "pending":
+            continue
+        win.requests.select_request(rid)
+        a = wait_assessed(qtbot, win, rid)
+        btn = {"infer": win.requests.answer.infer_btn, "spend": win.requests.answer.spend_btn}.get(a.decision)
+        if btn is not None:
+            qtbot.mouseClick(btn, Qt.MouseButton.LeftButton)
+    entry = win.session.project.entry_for("q37")
+    assert entry.kind == "fresh" and entry.payload["fusion_weight"] is not None
+    released, raw = entry.payload["released"], entry.payload["answer"]
+    assert released != raw
+    row = next(r for r in range(win.audit.model.rowCount()) if win.audit.model.index(r, 3).data() == "q37")
+    assert float(win.audit.model.index(row, 4).data(Qt.ItemDataRole.UserRole)) == released
+    assert f"released {released:.6g}" in win.requests.answer.fields["status"].text()
+    csv_path = tmp_path / "ledger.csv"
+    monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
+    qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
+    q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
+    assert float(q37["released"]) == released and float(q37["answer"]) == raw
