@@ -23,11 +23,12 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from dpdesk.engine.costs import CellCosts
 from dpdesk.engine.errors import HistoryError, QueryError
 from dpdesk.engine.linalg import GrowingCholesky
 from dpdesk.engine.noise import NOISE_FAMILIES, NoiseFamily
 from dpdesk.engine.query import Query, query_from_json
-from dpdesk.engine.query_algebra import abs_dense, inner
+from dpdesk.engine.query_algebra import inner
 
 Form = Literal["auto", "primal", "dual"]
 
@@ -35,6 +36,8 @@ Form = Literal["auto", "primal", "dual"]
 # squared norm counts as inside it. Integer queries are either exactly dependent (residual ~1e-15) or
 # clearly independent, so the threshold is not delicate.
 DEPENDENCE_TOL = 1e-9
+# rows orthogonalised together when a primal factorisation is built from a stored history
+PRIMAL_BLOCK = 128
 
 
 def noise_variance(family: str, scale: float) -> float:
@@ -269,14 +272,43 @@ class _PrimalSpace(_RowSpace):
     def add(self, z: np.ndarray) -> None:
         U = self.U.view
         p = U @ z
-        e = z - U.T @ p
+        self._finish(z, z - U.T @ p, p, U.shape[0], 0)
+
+    def add_block(self, Z: np.ndarray) -> None:
+        """Add the rows of ``Z`` in order, as :meth:`add` would, with the basis sweeps done as matrix
+        products: each row is projected on the basis it starts from twice, for the whole block at once
+        (classical Gram-Schmidt twice), then on the vectors earlier rows of the block added."""
+        U = self.U.view
+        if U.shape[0]:
+            P = Z @ U.T
+            E = Z - P @ U
+            P2 = E @ U.T
+            E -= P2 @ U
+            P += P2
+        else:
+            P, E = np.zeros((Z.shape[0], 0)), Z.copy()
+        start = U.shape[0]
+        for i in range(Z.shape[0]):
+            self._finish(Z[i], E[i], P[i], start, start)
+
+    def _finish(self, z: np.ndarray, e: np.ndarray, p: np.ndarray, start: int, again: int) -> None:
+        """Orthogonalise ``e`` (``z`` minus its projection ``p`` on basis vectors ``< start``) against
+        basis vectors ``start..``, then record ``z`` as dependent or as a new basis vector. On
+        cancellation the projection is repeated on vectors ``again..`` (the ones projected on once)."""
+        Unew = self.U.view[start:]
+        if Unew.shape[0]:
+            q = Unew @ e
+            e = e - Unew.T @ q
+            p = np.concatenate([p, q])
         zz = float(z @ z)
         enorm = float(np.linalg.norm(e))
         if enorm * enorm > DEPENDENCE_TOL * zz and enorm < 0.7 * math.sqrt(zz):
             # cancellation: a second Gram-Schmidt pass keeps U orthonormal ("twice is enough")
+            U = self.U.view[again:]
             p2 = U @ e
-            e -= U.T @ p2
-            p += p2
+            e = e - U.T @ p2
+            p = p.copy()
+            p[again:] += p2
             enorm = float(np.linalg.norm(e))
         if enorm * enorm <= DEPENDENCE_TOL * zz:
             self._record(p, None)
@@ -372,7 +404,7 @@ class History:
         self._answers = _GrowArray()
         self._scales = _GrowArray()
         self._variances = _GrowArray()
-        self._costs = np.zeros(self.n_cells)
+        self._costs = CellCosts(self.shape)
         self._spaces: dict[str, _RowSpace] = {}
         for row in initial:
             self.append(row)
@@ -394,7 +426,7 @@ class History:
         self._scales.append(row.scale)
         self._variances.append(row.variance)
         # paper Thm 5.4: cell j loses α_i |H_ij| / S_i
-        self._costs += (row.alpha / row.sensitivity) * abs_dense(row.query)
+        self._costs.add(row.alpha / row.sensitivity, row.query)
         for space in self._spaces.values():
             self._feed(space, len(self.rows) - 1)
 
@@ -409,8 +441,15 @@ class History:
     def _space(self, form: str) -> _RowSpace:
         if form not in self._spaces:
             space: _RowSpace = _PrimalSpace(self.n_cells) if form == "primal" else _DualSpace(self._stack, self._w)
-            for i in range(len(self.rows)):
-                self._feed(space, i)
+            if isinstance(space, _PrimalSpace):
+                # whole blocks of rows at a time: the basis sweeps become matrix products
+                w = self._w.view
+                for lo in range(0, len(self.rows), PRIMAL_BLOCK):
+                    hi = min(lo + PRIMAL_BLOCK, len(self.rows))
+                    space.add_block(np.stack([w[i] * self.rows[i].query.dense() for i in range(lo, hi)]))
+            else:
+                for i in range(len(self.rows)):
+                    self._feed(space, i)
             self._spaces[form] = space
         return self._spaces[form]
 
@@ -421,12 +460,12 @@ class History:
     @property
     def cell_costs(self) -> np.ndarray:
         """Per-cell privacy loss ``B = (α/S)ᵀ|H|`` (paper Thm 5.4), read-only copy."""
-        return _readonly(self._costs.copy().reshape(-1))
+        return _readonly(self._costs.values.copy())
 
     @property
     def system_cost(self) -> float:
         """``ᾱ = max_j B_j``: the privacy guarantee of everything released so far."""
-        return float(self._costs.max()) if len(self.rows) else 0.0
+        return float(self._costs.values.max()) if len(self.rows) else 0.0
 
     def estimate(self, query: Query, form: Form = "auto") -> Estimate:
         """The BLUE of ``θ = Q·x`` from history, or a non-estimable result (paper Thm 3.1)."""

@@ -33,6 +33,9 @@ class GrowingCholesky:
         self._L = np.eye(capacity)
         # M is kept only for factors that take queued changes (a factor that only grows needs none)
         self._M = np.zeros((capacity, capacity)) if queued else None
+        # M's rank-one terms not yet added: M = M_stored + Σ x̃ x̃ᵀ (x̃ zero-padded). Adding them one by
+        # one is an O(r²) memory sweep per term; stacked, they are added by one matrix product.
+        self._terms: list[np.ndarray] = []
         self._ops: list[tuple[np.ndarray, float | None]] = []  # (x, None) update; (c, e) extension
         self._current = 0  # rows of L that are up to date
         self.size = 0
@@ -87,20 +90,16 @@ class GrowingCholesky:
         self.extend(np.zeros(self.size), 1.0)
 
     def extend_coupled(self, c: np.ndarray, e: float) -> None:
-        """``M ← [[M + c cᵀ, e c], [e cᵀ, e²]]`` (queued)."""
+        """``M ← [[M + c cᵀ, e c], [e cᵀ, e²]]`` (queued): a new zero row/column, then ``+ x xᵀ`` with
+        ``x = [c, e]``."""
         if self._M is None:
             raise ValueError("this factor was created with queued=False")
         c = np.array(c, dtype=float)
         r = self.size
         self._reserve(r + 1)
-        if np.any(c):
-            self._M[:r, :r] += np.outer(c, c)
+        if np.any(c) or e != 1.0:
             self.identity = False
-        elif e != 1.0:
-            self.identity = False
-        self._M[r, :r] = e * c
-        self._M[:r, r] = e * c
-        self._M[r, r] = e * e
+        self._add_term(np.append(c, e))
         self.size = r + 1
         self._ops.append((c, float(e)))
         self._solver = None
@@ -112,11 +111,27 @@ class GrowingCholesky:
         x = np.array(x, dtype=float)
         if not np.any(x):
             return
-        n = self.size
-        self._M[:n, :n] += np.outer(x, x)
+        self._add_term(x)
         self._ops.append((x, None))
         self._solver = None
         self.identity = False
+
+    def _add_term(self, x: np.ndarray) -> None:
+        self._terms.append(x)
+        if len(self._terms) >= 256:  # bound the memory the stacked terms take
+            self._apply_terms()
+
+    def _apply_terms(self) -> None:
+        """``M += Xᵀ X`` for the stacked pending terms (one BLAS-3 product instead of k sweeps)."""
+        if not self._terms:
+            return
+        assert self._M is not None
+        n = max(len(x) for x in self._terms)
+        X = np.zeros((len(self._terms), n))
+        for k, x in enumerate(self._terms):
+            X[k, : len(x)] = x
+        self._terms = []
+        self._M[:n, :n] += X.T @ X
 
     def _flush(self) -> None:
         if not self._ops:
@@ -125,6 +140,8 @@ class GrowingCholesky:
         n = self.size
         # a handful of changes (one released answer) is always applied as an update, never a refactor
         if len(ops) > max(8.0, n * n / _REFACTOR_RATIO):
+            self._apply_terms()
+            assert self._M is not None
             self._L[:n, :n] = np.linalg.cholesky(self._M[:n, :n])
         else:
             cur = self._current
