@@ -135,22 +135,24 @@ def test_primal_and_dual_agree_with_the_dense_reference(n, m, rank_deficient, in
             assert d.variance == pytest.approx(p.variance, rel=1e-9)
 
 
+@pytest.mark.parametrize("form", ["primal", "dual"])
 @pytest.mark.parametrize("block", [1, 3, 7, 128])
 @pytest.mark.parametrize("n,m,rank_deficient,integer", [(12, 40, True, True), (12, 40, False, False),
                                                          (64, 300, True, True), (30, 200, True, False)])
-def test_blocked_primal_build_matches_the_reference(monkeypatch, block, n, m, rank_deficient, integer):
-    """A primal factorisation built from a stored history, whole blocks of rows at a time, gives the
-    BLUE the row-by-row build and the dense reference give."""
+def test_blocked_build_matches_the_reference(monkeypatch, form, block, n, m, rank_deficient, integer):
+    """A factorisation built from a stored history, whole blocks of rows at a time, gives the BLUE the
+    row-by-row build and the dense reference give."""
     import dpdesk.engine.history as history_module
 
     monkeypatch.setattr(history_module, "PRIMAL_BLOCK", block)
+    monkeypatch.setattr(history_module, "DUAL_BLOCK", block)
     rng = np.random.default_rng(1000 * n + m)
     H, alpha, y = _random_history(rng, n, m, rank_deficient, integer)
     rows = [HistoryRow(query_from_vector(r, (n,)), float(a), float(v)) for r, a, v in zip(H, alpha, y)]
     stored = History((n,), rows)  # the factorisation is built from all rows at the first estimate
     grown = History((n,), rows[:1])
-    grown.estimate(query_from_vector(H[0], (n,)), form="primal")  # built on one row, then row by row
-    assert "primal" in grown._spaces
+    grown.estimate(query_from_vector(H[0], (n,)), form=form)  # built on one row, then row by row
+    assert form in grown._spaces
     for r in rows[1:]:
         grown.append(r)
     variances = [r.variance for r in rows]
@@ -158,14 +160,14 @@ def test_blocked_primal_build_matches_the_reference(monkeypatch, block, n, m, ra
         if not np.any(Q):
             continue
         q = query_from_vector(Q, (n,))
-        b, g = stored.estimate(q, form="primal"), grown.estimate(q, form="primal")
+        b, g = stored.estimate(q, form=form), grown.estimate(q, form=form)
         A_ref, theta_ref, var_ref = reference_blue(H, alpha, y, variances, Q)
         scale = np.abs(A_ref).sum() * np.abs(y).max() + 1e-12
         assert b.estimable and g.estimable
         assert abs(b.estimate - theta_ref) <= 1e-8 * scale and abs(b.estimate - g.estimate) <= 1e-9 * scale
         np.testing.assert_allclose(b.coefficients, A_ref, rtol=1e-7, atol=1e-8 * np.abs(A_ref).max())
         assert b.variance == pytest.approx(var_ref, rel=1e-7) and b.variance == pytest.approx(g.variance, rel=1e-9)
-    assert stored._spaces["primal"].rank == grown._spaces["primal"].rank == np.linalg.matrix_rank(H)
+    assert stored._spaces[form].rank == grown._spaces[form].rank == np.linalg.matrix_rank(H)
 
 
 def test_incremental_factorisation_matches_reference_at_every_step():

@@ -38,6 +38,7 @@ Form = Literal["auto", "primal", "dual"]
 DEPENDENCE_TOL = 1e-9
 # rows orthogonalised together when a primal factorisation is built from a stored history
 PRIMAL_BLOCK = 128
+DUAL_BLOCK = 128
 
 
 def noise_variance(family: str, scale: float) -> float:
@@ -364,6 +365,49 @@ class _DualSpace(_RowSpace):
         self._ids = np.append(self._ids, self.size)
         self._record(np.zeros(self.rank), 1.0)
 
+    def add_block(self, rows: Sequence[tuple[Query, float]]) -> None:
+        """Add whitened rows ``(query, w)`` in order, as :meth:`add` would, with the O(r²) work per row
+        done as matrix products: one triangular solve for the whole block against the Gram factor it
+        starts from, and one for the coordinates of all of its dependent rows."""
+        from scipy.linalg import solve_triangular
+
+        r0, first = self.rank, self.size
+        G = np.stack([self._basis_dots(q) * w for q, w in rows]) if r0 else np.zeros((len(rows), 0))
+        L0 = self.gram.L.copy()
+        Lg = solve_triangular(L0, G.T, lower=True, check_finite=False) if r0 else np.zeros((0, len(rows)))
+        new: list[int] = []  # rows of this block that became basis vectors (history row indices)
+        decided: list[tuple[bool, np.ndarray]] = []  # (dependent, l) per row
+        for i, (q, w) in enumerate(rows):
+            l = Lg[:, i]
+            if new:
+                # [[L0, 0], [L21, L22]]: the part for this block's basis rows is L22⁻¹ (g_new − L21 l)
+                L = self.gram.L
+                g_new = self.stack.dots(q, np.asarray(new)) * self.weights.view[new] * w
+                l_new = solve_triangular(L[r0:, r0:], g_new - L[r0:, :r0] @ l, lower=True, check_finite=False)
+                l = np.concatenate([l, l_new])
+            s = w * w * inner(q, q)
+            d2 = s - float(l @ l)
+            if d2 <= DEPENDENCE_TOL * s:
+                decided.append((True, l))
+                continue
+            self.gram.extend(l, math.sqrt(d2))
+            new.append(first + i)
+            self._ids = np.append(self._ids, first + i)
+            decided.append((False, l))
+        # coordinates of the dependent rows: L_tᵀ c = l with L_t the factor when the row came; with the
+        # block-end factor and l zero-padded, the back substitution gives c and then zeros
+        deps = [k for k, (dep, _) in enumerate(decided) if dep]
+        coords: dict[int, np.ndarray] = {}
+        if deps:
+            L = self.gram.L
+            rhs = np.zeros((L.shape[0], len(deps)))
+            for j, k in enumerate(deps):
+                rhs[: len(decided[k][1]), j] = decided[k][1]
+            sol = solve_triangular(L, rhs, lower=True, trans="T", check_finite=False)
+            coords = {k: sol[: len(decided[k][1]), j] for j, k in enumerate(deps)}
+        for k, (dep, _) in enumerate(decided):
+            self._record(coords[k], None) if dep else self._record(np.zeros(self.rank), 1.0)
+
     def _basis_lam(self, v: np.ndarray) -> np.ndarray:
         return v  # each basis row is its own basis vector
 
@@ -448,8 +492,11 @@ class History:
                     hi = min(lo + PRIMAL_BLOCK, len(self.rows))
                     space.add_block(np.stack([w[i] * self.rows[i].query.dense() for i in range(lo, hi)]))
             else:
-                for i in range(len(self.rows)):
-                    self._feed(space, i)
+                assert isinstance(space, _DualSpace)
+                w = self._w.view
+                for lo in range(0, len(self.rows), DUAL_BLOCK):
+                    hi = min(lo + DUAL_BLOCK, len(self.rows))
+                    space.add_block([(self.rows[i].query, float(w[i])) for i in range(lo, hi)])
             self._spaces[form] = space
         return self._spaces[form]
 
