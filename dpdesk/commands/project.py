@@ -141,13 +141,6 @@ def _answering_setting(args, name: str, *, reset: bool, given: bool, value, opti
         now = getattr(p, name)
         print(f"{p.path.name}: {label} {describe(now)}{' (unchanged)' if old == now else ''}")
     return 0
-    new = None if args.greedy else policy_from_args(args)
-    with Project.open(args.path, "w") as p:
-        old = p.spend_policy
-        p.set_spend_policy(new)
-        print(f"{p.path.name}: spend policy {describe_policy(p.spend_policy)}"
-              f"{' (unchanged)' if old == p.spend_policy else ''}")
-    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

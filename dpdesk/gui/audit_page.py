@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 from dpdesk.gui.plots import pg
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
     QTableView, QVBoxLayout, QWidget,

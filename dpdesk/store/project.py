@@ -24,7 +24,7 @@ from dpdesk.engine.history import History
 from dpdesk.engine.noise import NoiseSampler
 from dpdesk.engine.policy import SpendPolicy
 from dpdesk.engine.prior import BoundedPrior
-from dpdesk.engine.query import Query, query_from_json
+from dpdesk.engine.query import query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.secure_noise import OpenDPSampler
 from dpdesk.engine.workflow import Assessment, assess, release_fresh
