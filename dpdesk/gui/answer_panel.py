@@ -242,10 +242,13 @@ class AnswerPanel(QWidget):
         if a is None or a.decision != "spend" or not self.spend_btn.isEnabled():
             return
         b = a.budget
+        raised = (f" — the request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
+                  "so later requests can be answered from history" if a.needed_alpha is not None
+                  and a.spend_alpha > a.needed_alpha else "")
         ok = dialogs.confirm(
             self, "Spend privacy budget",
             f"Release a fresh noisy answer to {a.request.id}?\n\n"
-            f"It spends α = {a.spend_alpha:.6g}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
+            f"It spends α = {a.spend_alpha:.6g}{raised}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
             f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
             "This cannot be undone: the answer is recorded in the ledger before it is shown.")
         if not ok:

@@ -55,6 +55,7 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
     assert paced.spend_alpha == pytest.approx(0.25 * paced.headroom) and paced.spend_alpha > plain.spend_alpha
     assert "raised by the spend policy" in win.requests.answer.fields["fresh"].text()
     qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    assert "the spend policy" in dialogs.confirms[-1][1] and f"{plain.spend_alpha:.6g}" in dialogs.confirms[-1][1]
     entry = win.session.ledger()[-1]
     assert entry.kind == "fresh" and entry.payload["alpha"] == pytest.approx(paced.spend_alpha)
     assert entry.payload["policy"] == paced.policy and entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
