@@ -1,4 +1,5 @@
-"""Write dpdesk's app icon: ``dpdesk.svg`` (hand-built below) and ``dpdesk.png`` (256 px, rendered by Qt).
+"""Write dpdesk's app icon: ``dpdesk.svg`` (hand-built below), ``dpdesk.png`` (256 px, rendered by Qt),
+and from it ``dpdesk.ico`` (Windows, 16–256 px) and ``dpdesk.icns`` (macOS) with Pillow.
 
 The icon is a small per-cell budget heatmap (viridis shades) under a posterior curve with its
 shaded credible interval — the two pictures the curator looks at all day.
@@ -56,6 +57,11 @@ def main() -> None:
     QSvgRenderer(QByteArray(text.encode())).render(painter)
     painter.end()
     image.save(str(HERE / "dpdesk.png"))
+    from PIL import Image
+
+    png = Image.open(HERE / "dpdesk.png")
+    png.save(HERE / "dpdesk.ico", sizes=[(16, 16), (24, 24), (32, 32), (48, 48), (64, 64), (128, 128), (256, 256)])
+    png.save(HERE / "dpdesk.icns")
 
 
 if __name__ == "__main__":

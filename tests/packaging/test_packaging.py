@@ -65,7 +65,8 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheels[0]).namelist())
     for needed in ("dpdesk/resources/demo/adult.parquet", "dpdesk/resources/demo/adult.schema.json",
                    "dpdesk/resources/demo/requests.json", "dpdesk/resources/icons/dpdesk.png",
-                   "dpdesk/resources/icons/dpdesk.svg", "dpdesk/selftest.py", "dpdesk/gui/launch.py"):
+                   "dpdesk/resources/icons/dpdesk.svg", "dpdesk/resources/icons/dpdesk.ico",
+                   "dpdesk/resources/icons/dpdesk.icns", "dpdesk/selftest.py", "dpdesk/gui/launch.py"):
         assert needed in names, f"the wheel lacks {needed}"
     entry_points = zipfile.ZipFile(wheels[0]).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
@@ -116,3 +117,13 @@ def test_deb_smoke() -> None:
     proc = _run(["bash", str(SMOKE), str(debs[0])], timeout=900)
     print(proc.stdout)
     assert "all checks passed" in proc.stdout
+
+
+def test_platform_icons_hold_every_size_the_installers_use() -> None:
+    from PIL import Image
+
+    icons = REPO / "resources" / "icons"
+    ico = Image.open(icons / "dpdesk.ico")
+    assert ico.format == "ICO" and {(16, 16), (32, 32), (48, 48), (256, 256)} <= set(ico.info["sizes"])
+    icns = Image.open(icons / "dpdesk.icns")
+    assert icns.format == "ICNS" and icns.size[0] >= 256
