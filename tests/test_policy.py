@@ -179,3 +179,31 @@ def test_a_paced_stream_never_overspends_and_never_undercharges():
             declined += 1
             assert a.needed_alpha > 0.5 * a.headroom
     assert declined > 0 and raised > 0
+
+
+@pytest.mark.parametrize("delta", [0.05, 0.2, 0.5, 0.7])
+def test_every_paced_fresh_answer_still_meets_the_requirement(delta):
+    """Raised or not, fused or not: what spend releases holds 1 − δ on ±ε (the fused posterior's mass,
+    or Thm 5.3's α for a plain answer)."""
+    rng = np.random.default_rng(int(delta * 100))
+    checked = 0
+    for _ in range(40):
+        h = History((N,))
+        sampler = SeededSampler(int(rng.integers(2**31)))
+        for _ in range(int(rng.integers(1, 8))):
+            q = _random_query(rng)
+            a = float(rng.uniform(0.01, 0.1))
+            h.append(HistoryRow(q, a, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / a), "laplace"))
+        target = _random_query(rng)
+        est = h.estimate(target)
+        eps = float(rng.uniform(0.2, 1.0)) * (est.std if est.estimable else 30.0)
+        policy = SpendPolicy(floor=float(rng.choice([0.0, 0.05, 0.2, 0.6])), cap=1.0)
+        a = assess(h, Request("r", target, eps, delta), total_budget=1.0, family="laplace", policy=policy)
+        if a.decision != "spend":
+            continue
+        checked += 1
+        if a.fused:
+            assert fused_confidence(est, a.spend_alpha, target.sensitivity, "laplace", eps) >= 1 - delta - 1e-9
+        else:
+            assert a.spend_alpha >= a.fresh_alpha * (1 - 1e-12)
+    assert checked >= 20

@@ -271,13 +271,18 @@ def assess(
     if policy is not None and not infer:
         paced = policy.apply(q, spend, costs, total_budget)
         if paced.raised:
-            spend, weight, fconf = paced.alpha, None, None
+            raised: float | None = paced.alpha
+            w_r = c_r = None
             if fusion and est.estimable and est.variance:
                 # fusing is the BLUE; keep it when its posterior still meets (ε, δ) at the raised α
-                c = fused_confidence(est, spend, q.sensitivity, family, request.eps, method=_fusion_method(method))
+                c = fused_confidence(est, paced.alpha, q.sensitivity, family, request.eps, method=_fusion_method(method))
                 if c >= need:
-                    weight = fusion_weight(est.variance, noise_variance(family, q.sensitivity / spend))
-                    fconf = c
+                    w_r, c_r = fusion_weight(est.variance, noise_variance(family, q.sensitivity / paced.alpha)), c
+            if w_r is None and paced.alpha < alpha:
+                # a plain answer meets (ε, δ) alone only from Thm 5.3's α; if that does not fit, keep the plan
+                raised = alpha if alpha <= paced.headroom else None
+            if raised is not None:
+                spend, weight, fconf = raised, w_r, c_r
     budget = preview(costs, total_budget, q, spend)
     fused = weight is not None
     if infer:
@@ -301,7 +306,7 @@ def assess(
             if not est.estimable
             else f"history reaches only {conf_eps:.4f} < {1 - request.delta:.4f} at ±{_fmt(request.eps)}"
         )
-        if paced is not None and paced.raised:
+        if paced is not None and spend > needed:
             price = (
                 f"costs α = {_fmt(spend)} (spend policy: at least {policy.floor:.0%} of the "  # type: ignore[union-attr]
                 f"headroom {_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}"
