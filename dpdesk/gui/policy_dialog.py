@@ -8,11 +8,10 @@ session stores them in the project file, and every fresh ledger entry records th
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (
-    QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QVBoxLayout, QWidget,
-)
+from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
 from dpdesk.engine.policy import SpendPolicy
+from dpdesk.gui.setting_dialog import SettingDialog
 
 # what the evaluation (docs/evaluation.md) measured with a fixed budget of 1
 SUGGESTED = SpendPolicy(floor=0.1, cap=0.5)
@@ -36,47 +35,23 @@ def _percent_box(value: float, minimum: float) -> QDoubleSpinBox:
     return box
 
 
-class SpendPolicyDialog(QDialog):
+class SpendPolicyDialog(SettingDialog):
     """Edit a project's spend policy; :meth:`policy` is the result (None for greedy)."""
 
     def __init__(self, current: SpendPolicy | None, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Spend policy")
+        super().__init__("Spend policy", EXPLANATION, "Pace the budget", current is not None, parent)
         start = current or SUGGESTED
-        lay = QVBoxLayout(self)
-        text = QLabel(EXPLANATION)
-        text.setWordWrap(True)
-        lay.addWidget(text)
-        self.enabled = QCheckBox("Pace the budget")
-        self.enabled.setChecked(current is not None)
-        lay.addWidget(self.enabled)
-        form = QFormLayout()
         self.floor = _percent_box(start.floor, 0.0)
-        self.floor.setToolTip("Every fresh answer spends at least this share of what its cells can still pay.")
         self.cap = _percent_box(start.cap, 0.1)
-        self.cap.setToolTip("A request needing more than this share of what its cells can still pay is declined.")
-        form.addRow("Each fresh answer spends at least", self.floor)
-        form.addRow("Decline a request needing more than", self.cap)
-        lay.addLayout(form)
-        self.problem = QLabel("")
-        self.problem.setStyleSheet("QLabel { color: #b00020; }")
-        lay.addWidget(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay.addWidget(self.buttons)
-        for w in (self.floor, self.cap):
-            w.valueChanged.connect(lambda _v: self._check())
-        self.enabled.toggled.connect(lambda _b: self._check())
-        self._check()
+        self.add_row("Each fresh answer spends at least", self.floor,
+                     "Every fresh answer spends at least this share of what its cells can still pay.")
+        self.add_row("Decline a request needing more than", self.cap,
+                     "A request needing more than this share of what its cells can still pay is declined.")
 
-    def _check(self) -> None:
-        on = self.enabled.isChecked()
-        self.floor.setEnabled(on)
-        self.cap.setEnabled(on)
-        bad = on and self.floor.value() > self.cap.value()
-        self.problem.setText("The floor must not exceed the cap." if bad else "")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not bad)
+    def problem_text(self) -> str:
+        if hasattr(self, "cap") and self.floor.value() > self.cap.value():
+            return "The floor must not exceed the cap."
+        return ""
 
     def policy(self) -> SpendPolicy | None:
         if not self.enabled.isChecked():

@@ -9,11 +9,10 @@ change.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (
-    QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QVBoxLayout, QWidget,
-)
+from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
 from dpdesk.engine.prior import BoundedPrior
+from dpdesk.gui.setting_dialog import SettingDialog
 
 EXPLANATION = (
     "If the number of records is publicly known to be at most N (a population size, a published total), "
@@ -24,33 +23,18 @@ EXPLANATION = (
 )
 
 
-class PriorDialog(QDialog):
+class PriorDialog(SettingDialog):
     """Declare or withdraw a public table size; :meth:`prior` is the result (None for the flat prior)."""
 
     def __init__(self, current: BoundedPrior | None, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Known bounds")
-        lay = QVBoxLayout(self)
-        text = QLabel(EXPLANATION)
-        text.setWordWrap(True)
-        lay.addWidget(text)
-        self.enabled = QCheckBox("Use known bounds (counts ≥ 0 and a public table size)")
-        self.enabled.setChecked(current is not None)
-        lay.addWidget(self.enabled)
-        form = QFormLayout()
+        super().__init__("Known bounds", EXPLANATION, "Use known bounds (counts ≥ 0 and a public table size)",
+                         current is not None, parent)
         self.table_size = QDoubleSpinBox()
         self.table_size.setDecimals(0)
         self.table_size.setRange(1.0, 1e15)
         self.table_size.setGroupSeparatorShown(True)
         self.table_size.setValue(current.table_size if current is not None else 1.0)
-        form.addRow("At most N records, N =", self.table_size)
-        lay.addLayout(form)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay.addWidget(self.buttons)
-        self.enabled.toggled.connect(self.table_size.setEnabled)
-        self.table_size.setEnabled(self.enabled.isChecked())
+        self.add_row("At most N records, N =", self.table_size)
 
     def prior(self) -> BoundedPrior | None:
         return BoundedPrior(float(self.table_size.value())) if self.enabled.isChecked() else None
