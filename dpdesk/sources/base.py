@@ -10,8 +10,9 @@ reaches Python. Every error a curator can cause is a one-line :class:`SourceErro
 from __future__ import annotations
 
 import abc
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # pandas is only needed by callers of preview()
 
 Progress = Callable[[float], None] | None
 CancelCheck = Callable[[], bool] | None
+T = TypeVar("T")
 
 
 class SourceError(DpdeskError):
@@ -109,6 +111,34 @@ def check_cancelled(cancelled: CancelCheck, what: str = "cube build") -> None:
 def report(progress: Progress, fraction: float) -> None:
     if progress is not None:
         progress(min(1.0, max(0.0, float(fraction))))
+
+
+def run_in_worker(work: Callable[[], T], *, name: str, interrupt: Callable[[], object], cancelled: CancelCheck,
+                  poll: Callable[[], object] | None = None) -> T:
+    """``work()`` in a daemon thread while this thread watches: once ``cancelled()`` turns True it calls
+    ``interrupt()`` (the engine's own way to stop a statement), waits and raises Cancelled; between
+    checks it calls ``poll()`` (progress). An exception raised by ``work`` is raised here."""
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = work()
+        except BaseException as exc:  # handed to the calling thread
+            result["error"] = exc
+
+    worker = threading.Thread(target=target, name=name, daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        if cancelled is not None and worker.is_alive() and cancelled():
+            interrupt()
+            worker.join()
+            raise Cancelled("cube build cancelled")
+        if poll is not None and worker.is_alive():
+            poll()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def column_kinds_checked(

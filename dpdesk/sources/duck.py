@@ -13,7 +13,6 @@ import glob as globmod
 import os
 import re
 import tempfile
-import threading
 from typing import TYPE_CHECKING, Any, Iterator
 
 from dpdesk.engine.cube import Cube
@@ -31,6 +30,7 @@ from dpdesk.sources.base import (
     cube_from_cell_counts,
     one_line,
     report,
+    run_in_worker,
 )
 from dpdesk.sources.fingerprint import hash_files
 
@@ -211,34 +211,19 @@ class DuckDBSource(Source):
         """Run one statement in a worker thread while this thread reports progress and watches cancel."""
         import duckdb
 
-        result: dict[str, Any] = {}
+        def poll() -> None:
+            pct = con.query_progress()
+            if pct >= 0:
+                report(progress, pct / 100.0)
 
-        def work() -> None:
-            try:
-                result["value"] = con.execute(sql, list(params)).fetchnumpy()
-            except BaseException as exc:  # handed to the calling thread
-                result["error"] = exc
-
-        worker = threading.Thread(target=work, name="dpdesk-duckdb", daemon=True)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-            if cancelled is not None and worker.is_alive() and cancelled():
-                con.interrupt()
-                worker.join()
-                raise Cancelled("cube build cancelled")
-            if progress is not None and worker.is_alive():
-                pct = con.query_progress()
-                if pct >= 0:
-                    report(progress, pct / 100.0)
-        if "error" in result:
-            exc = result["error"]
-            if isinstance(exc, duckdb.InterruptException):
-                raise Cancelled("cube build cancelled")
-            if isinstance(exc, duckdb.Error):
-                raise self._error(exc) from None
-            raise exc
-        return result["value"]
+        try:
+            return run_in_worker(lambda: con.execute(sql, list(params)).fetchnumpy(), name="dpdesk-duckdb",
+                                 interrupt=con.interrupt, cancelled=cancelled,
+                                 poll=poll if progress is not None else None)
+        except duckdb.InterruptException:
+            raise Cancelled("cube build cancelled") from None
+        except duckdb.Error as exc:
+            raise self._error(exc) from None
 
     def _column_types(self, con: Any = None) -> dict[str, str]:
         if self._types is None:

@@ -10,7 +10,6 @@ PostgreSQL has no file to hash, so the fingerprint is best effort (see :data:`FI
 from __future__ import annotations
 
 import hashlib
-import threading
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from dpdesk.sources.base import (
     cube_from_cell_counts,
     one_line,
     report,
+    run_in_worker,
 )
 
 if TYPE_CHECKING:
@@ -173,28 +173,13 @@ class PostgresSource(Source):
         """Run one statement in a worker thread; cancel it on the server when ``cancelled()`` turns True."""
         import psycopg
 
-        result: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                result["rows"] = con.execute(sql, params).fetchall()
-            except BaseException as exc:  # handed to the calling thread
-                result["error"] = exc
-
-        worker = threading.Thread(target=work, name="dpdesk-postgres", daemon=True)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.1)
-            if cancelled is not None and worker.is_alive() and cancelled():
-                con.cancel_safe()
-                worker.join()
-                raise Cancelled("cube build cancelled")
-        if "error" in result:
-            exc = result["error"]
-            if isinstance(exc, psycopg.errors.QueryCanceled) and cancelled is not None and cancelled():
-                raise Cancelled("cube build cancelled")
-            raise exc
-        return result["rows"]
+        try:
+            return run_in_worker(lambda: con.execute(sql, params).fetchall(), name="dpdesk-postgres",
+                                 interrupt=con.cancel_safe, cancelled=cancelled)
+        except psycopg.errors.QueryCanceled:
+            if cancelled is not None and cancelled():
+                raise Cancelled("cube build cancelled") from None
+            raise
 
     # --- the Source interface ------------------------------------------------------------------------
 
