@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from dpdesk.engine.errors import HistoryError
 from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.query import Query, Term, query_from_vector
+from dpdesk.engine.query import Query, query_from_vector
+from stats_helpers import random_box
 
 PAPER_H = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 1], [2, 1, 0, 0], [0, 0, 2, -1], [0, -1, 0, 1]]
 PAPER_ALPHA = [0.05, 0.1, 0.05, 0.1, 0.1, 0.05, 0.05, 0.1]
@@ -191,19 +192,8 @@ def test_product_form_rows_use_the_factored_inner_products():
     # a 3x4x5 cube; rows are boxes; dual estimates must match the dense primal
     shape = (3, 4, 5)
     rng = np.random.default_rng(3)
-
-    def box():
-        f = []
-        for k in shape:
-            lo = int(rng.integers(0, k))
-            hi = int(rng.integers(lo, k))
-            v = np.zeros(k)
-            v[lo : hi + 1] = 1
-            f.append(v)
-        return Query(shape, terms=(Term(1.0, tuple(f)),))
-
     h = History(shape)
-    rows = [box() for _ in range(40)]
+    rows = [random_box(rng, shape) for _ in range(40)]
     for q in rows:
         h.append(HistoryRow(q, float(rng.uniform(0.05, 0.5)), float(rng.normal(100, 10))))
     target = Query(shape, terms=rows[0].terms + rows[5].terms)
