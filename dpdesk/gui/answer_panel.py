@@ -210,13 +210,7 @@ class AnswerPanel(QWidget):
     def edit_prior(self) -> None:
         from dpdesk.gui.prior_dialog import PriorDialog
 
-        dlg = PriorDialog(self.session.prior, self)
-        if dlg.exec() != PriorDialog.DialogCode.Accepted:
-            return
-        try:
-            self.session.set_prior(dlg.prior())
-        except Exception as exc:  # noqa: BLE001
-            dialogs.report_exception(exc, parent=self)
+        PriorDialog.edit(self.session.prior, self.session.set_prior, self)
 
     def _after(self, release) -> None:
         self.last_release = release

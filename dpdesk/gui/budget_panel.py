@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui.gauge import BudgetGauge
-from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView
 from dpdesk.gui.session import ProjectSession
 
@@ -110,13 +109,7 @@ class BudgetPanel(QWidget):
     def edit_policy(self) -> None:
         from dpdesk.gui.policy_dialog import SpendPolicyDialog
 
-        dlg = SpendPolicyDialog(self.session.spend_policy, self)
-        if dlg.exec() != SpendPolicyDialog.DialogCode.Accepted:
-            return
-        try:
-            self.session.set_spend_policy(dlg.policy())
-        except Exception as exc:  # noqa: BLE001
-            dialogs.report_exception(exc, parent=self)
+        SpendPolicyDialog.edit(self.session.spend_policy, self.session.set_spend_policy, self)
 
     def set_assessment(self, a) -> None:
         self.assessment = a

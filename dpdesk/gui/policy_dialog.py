@@ -58,6 +58,8 @@ class SpendPolicyDialog(SettingDialog):
             return None
         return SpendPolicy(floor=self.floor.value() / 100.0, cap=self.cap.value() / 100.0)
 
+    value = policy
+
 
 def describe(policy: SpendPolicy | None) -> str:
     """One line for the budget panel."""

@@ -38,3 +38,5 @@ class PriorDialog(SettingDialog):
 
     def prior(self) -> BoundedPrior | None:
         return BoundedPrior(float(self.table_size.value())) if self.enabled.isChecked() else None
+
+    value = prior

@@ -2,15 +2,31 @@
 
 An explanation, an on/off checkbox, a form of value widgets (enabled only while on), a line naming
 what is wrong with the values (OK is disabled until it is empty) and OK/Cancel. Subclasses add their
-rows, say what is wrong in :meth:`SettingDialog.problem_text` and read the result themselves.
+rows, say what is wrong in :meth:`SettingDialog.problem_text` and give the result in
+:meth:`SettingDialog.value`; :meth:`SettingDialog.edit` is the whole round trip from a panel.
 """
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+
+from dpdesk.gui import dialogs
 
 
 class SettingDialog(QDialog):
+    @classmethod
+    def edit(cls, current: Any, store: Callable[[Any], object], parent: QWidget | None = None) -> None:
+        """Show the dialog for ``current``; on OK pass the new value to ``store`` (errors become a dialog)."""
+        dlg = cls(current, parent)
+        if dlg.exec() != cls.DialogCode.Accepted:
+            return
+        try:
+            store(dlg.value())
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=parent)
+
     def __init__(self, title: str, explanation: str, switch: str, on: bool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
@@ -45,6 +61,10 @@ class SettingDialog(QDialog):
     def problem_text(self) -> str:
         """What is wrong with the values ('' when nothing is)."""
         return ""
+
+    def value(self) -> Any:
+        """The setting the dialog shows (None when switched off)."""
+        raise NotImplementedError
 
     def check(self) -> None:
         on = self.enabled.isChecked()
