@@ -10,10 +10,10 @@ defaults.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
 
 from dpdesk.engine.policy import SpendPolicy
 from dpdesk.engine.prior import BoundedPrior
+from dpdesk.store.canonical import utc_now
 
 # assess/answer arguments meaning "whatever the project stores"
 FROM_PROJECT = "project"
@@ -34,10 +34,6 @@ TABLES = (
 )
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
-
-
 def _row(conn: sqlite3.Connection, sql: str):
     try:
         return conn.execute(sql).fetchone()
@@ -54,7 +50,7 @@ def write_policy(conn: sqlite3.Connection, policy: SpendPolicy | None) -> None:
     """Inside the caller's transaction: store ``policy`` (None or a neutral policy clears it)."""
     conn.execute("DELETE FROM spend_policy")
     if policy is not None and not policy.neutral:
-        conn.execute("INSERT INTO spend_policy VALUES (1, ?, ?, ?)", (policy.floor, policy.cap, _now()))
+        conn.execute("INSERT INTO spend_policy VALUES (1, ?, ?, ?)", (policy.floor, policy.cap, utc_now()))
 
 
 def read_prior(conn: sqlite3.Connection) -> BoundedPrior | None:
@@ -66,4 +62,4 @@ def write_prior(conn: sqlite3.Connection, prior: BoundedPrior | None) -> None:
     """Inside the caller's transaction: store the declared table size (None: the flat prior)."""
     conn.execute("DELETE FROM known_bounds")
     if prior is not None:
-        conn.execute("INSERT INTO known_bounds VALUES (1, ?, ?)", (float(prior.table_size), _now()))
+        conn.execute("INSERT INTO known_bounds VALUES (1, ?, ?)", (float(prior.table_size), utc_now()))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from dpdesk.store import answering, db, ledger
 from dpdesk.store.answering import FROM_PROJECT
 from dpdesk.store.release import Release, release_from_entry
 from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
-from dpdesk.store.canonical import canonical_json, genesis_hash
+from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
     BindingError, DrawDiscarded, ReadOnlyError, RequestStateError, StoreError,
@@ -43,10 +42,6 @@ from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 
 NEIGHBOUR_MODEL = "add/remove one record"
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 class Project:
@@ -121,7 +116,7 @@ class Project:
             raise DpdeskError("project name must be non-empty text")
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
         snap = snapshot(source_location, source_table, schema)
-        created = now()
+        created = utc_now()
         initial = SourceBinding(source_location, source_table, snap.fingerprint_method, snap.fingerprint,
                                 snap.row_count, snap.cube.out_of_domain, created)
         settings = {
@@ -287,7 +282,7 @@ class Project:
         ids = [r.id for r in items if r.id is not None]
         if len(set(ids)) != len(ids):
             raise RequestStateError(f"request id {next(i for i in ids if ids.count(i) > 1)!r} appears twice")
-        received = now()
+        received = utc_now()
         with db.transaction(self._conn):
             (pos,) = self._conn.execute("SELECT coalesce(max(position), 0) FROM requests").fetchone()
             out_ids = []
@@ -438,7 +433,7 @@ class Project:
         self._snapshot = None
         snap = self.snapshot()
         new = SourceBinding(old.location, old.table, snap.fingerprint_method, snap.fingerprint, snap.row_count,
-                            snap.cube.out_of_domain, now())
+                            snap.cube.out_of_domain, utc_now())
         payload = {"previous": old.identity(), "current": new.identity()}
         return self._record("rebind", None, payload, None, source=new)
 
@@ -452,7 +447,7 @@ class Project:
         try:
             with db.transaction(conn):
                 checkpoint("tx:begun")
-                entry = ledger.append(conn, self.genesis, time=now(), kind=kind, request_id=request_id, payload=payload)
+                entry = ledger.append(conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload)
                 checkpoint("tx:appended")
                 if status is not None:
                     cur = conn.execute("UPDATE requests SET status = ? WHERE id = ? AND status = 'pending'",
