@@ -74,7 +74,7 @@ class ProjectSession(QObject):
         self._gui_history = HistoryCache()  # GUI-thread side (cell costs): extended, never rebuilt per change
         self._curve: list[tuple[int, float]] = [(0, 0.0)]
         self._curve_hashes: list[str] = []
-        self._curve_costs: np.ndarray | None = None
+        self._curve_costs: Any = None  # engine.costs.CellCosts once the curve is first drawn
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -152,19 +152,19 @@ class ProjectSession(QObject):
         Kept between calls and extended with the entries recorded since (the ledger only grows); a
         ledger that does not extend the one replayed (another file) starts over.
         """
-        from dpdesk.engine.budget import query_cell_costs
+        from dpdesk.engine.costs import CellCosts
         from dpdesk.store.replay import history_row
 
         entries = self.ledger()
         done = len(self._curve_hashes)
         if [e.hash for e in entries[:done]] != self._curve_hashes or self._curve_costs is None:
             self._curve, self._curve_hashes, done = [(0, 0.0)], [], 0
-            self._curve_costs = np.zeros(self.schema.n_cells)
+            self._curve_costs = CellCosts(self.schema.shape)  # the engine's Thm 5.4 accumulation
         for e in entries[done:]:
             if e.kind == "fresh":
                 row = history_row(e, self.schema)
-                self._curve_costs += query_cell_costs(row.query, row.alpha)
-            self._curve.append((e.seq, float(self._curve_costs.max())))
+                self._curve_costs.add(row.alpha / row.sensitivity, row.query)
+            self._curve.append((e.seq, float(self._curve_costs.values.max())))
             self._curve_hashes.append(e.hash)
         return list(self._curve)
 
