@@ -57,8 +57,7 @@ def run_answer(args: argparse.Namespace) -> int:
         already = _already(p, args.request)
         if already:
             raise DpdeskError(already)
-        policy = p.spend_policy  # the assessment shown and the release use the same policy
-        a = p.assess(args.request, method=args.method, policy=policy)
+        a = p.assess(args.request, method=args.method)  # the project's settings; the writer lock keeps them
         out = sys.stderr if args.json else sys.stdout
         b = a.budget
         print(f"request {req.id}: {req.describe()}  (±{req.eps:g} with probability ≥ {1 - req.delta:g})", file=out)
@@ -77,7 +76,7 @@ def run_answer(args: argparse.Namespace) -> int:
             if line.strip().lower() not in ("y", "yes"):
                 print("not answered (not confirmed)", file=sys.stderr)
                 return 1
-        release = p.answer(args.request, method=args.method, expect=a.decision, policy=policy)
+        release = p.answer(args.request, method=args.method, expect=a.decision)
         if args.json:
             print(json.dumps({"assessment": a.to_json(), "release": release.to_json()}), flush=True)
         else:
