@@ -45,12 +45,18 @@ def _datasets(quick: bool) -> dict[str, D.Dataset]:
     return out
 
 
+def request_stream(ds_name: str, setting: str, rep: int, k: int) -> list:
+    """Repetition ``rep``'s request stream of ``setting`` on a dataset (the same for every system)."""
+    ds = _DATA[ds_name]
+    rng = np.random.default_rng([rep, 11 if setting == "bounded" else 13, len(ds_name)])
+    return D.request_stream(ds.n, ds.cube.schema.shape, k, SETTINGS[setting][0], DELTA, rng)
+
+
 def _task(args):
     ds_name, setting, rep, system, k, tree_leaves = args
     ds = _DATA[ds_name]
-    eps2, total, tree_alpha = SETTINGS[setting]
-    rng = np.random.default_rng([rep, 11 if setting == "bounded" else 13, len(ds_name)])
-    stream = D.request_stream(ds.n, ds.cube.schema.shape, k, eps2, DELTA, rng)
+    _, total, tree_alpha = SETTINGS[setting]
+    stream = request_stream(ds_name, setting, rep, k)
     init = S.tree_rows(min(tree_leaves, ds.n), ds.cube.schema.shape, tree_alpha) if tree_alpha else []
     fixed = float(np.median([S.fresh_alpha(s.query.sensitivity, s.eps, s.delta, S.FAMILY) for s in stream]))
     t0 = time.perf_counter()

@@ -33,9 +33,8 @@ CAPS = (0.25, 0.5, 1.0)
 def _task(args):
     ds_name, rep, floor, cap = args
     ds = E._DATA[ds_name]
-    eps2, total, _ = E.SETTINGS["bounded"]
-    rng = np.random.default_rng([rep, 11, len(ds_name)])  # the evaluation's bounded streams
-    stream = E.D.request_stream(ds.n, ds.cube.schema.shape, 1000, eps2, E.DELTA, rng)
+    total = E.SETTINGS["bounded"][1]
+    stream = E.request_stream(ds_name, "bounded", rep, 1000)  # the evaluation's bounded streams
     if floor is None:
         system, policy, seed = "paper inference", None, E.SYSTEM_SEED["paper inference"]
     else:
