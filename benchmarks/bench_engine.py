@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.posterior import posterior
-from dpdesk.engine.query import Query, Term
-from dpdesk.engine.workflow import Request, assess
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.queries.query import Query, Term
+from dpdesk.engine.answering.workflow import Request, assess
 
 SHAPES = {64: (4, 4, 2, 2), 4096: (8, 8, 8, 8), 65536: (16, 16, 16, 16), 1048576: (32, 32, 32, 32)}
 

@@ -170,7 +170,7 @@ Laplace for every system (the paper's mechanism), drawn by the engine's seeded s
   curator enables it by declaring a public table size: `dpdesk project prior --table-size N`, or
   *Known bounds…* in the app).
 - **dpdesk + pacing** (bounded setting): dpdesk with the spend policy `SpendPolicy(floor=0.1, cap=0.5)`
-  (`dpdesk/engine/policy.py`): a fresh answer spends at least 10% of its query's *headroom* (the largest
+  (`dpdesk/engine/budget/policy.py`): a fresh answer spends at least 10% of its query's *headroom* (the largest
   α its cells can still pay for), and a request needing more than half of the headroom is declined.
   This is dpdesk's improved system for a fixed total budget (off by default in the product; a curator
   sets it with `dpdesk project policy --pace 0.1 0.5`, or *Spend policy…* in the app).
@@ -242,7 +242,7 @@ NOTES = """
 ## Notes on method
 
 - The fused α is found by a bracketed search in log α on the fused posterior's mass at ±ε
-  (`dpdesk/engine/fusion.py`); it is never above Thm 5.3's α, and when fusion does not reach 1−δ at
+  (`dpdesk/engine/inference/fusion.py`); it is never above Thm 5.3's α, and when fusion does not reach 1−δ at
   that α the answer is a plain fresh one. It depends only on history's coefficients, noise scales and
   families and on the request — never on the data.
 - The bounds prior truncates the flat-prior posterior to [N·min(0, min Q), N·max(0, max Q)] and uses

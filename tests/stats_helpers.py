@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from dpdesk.engine.query import Query, Term
+from dpdesk.engine.queries.query import Query, Term
 
 
 def random_box(rng: np.random.Generator, shape: tuple[int, ...]) -> Query:

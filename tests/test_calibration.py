@@ -18,11 +18,11 @@ import pytest
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.query import Query, Term
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Request, assess, true_answer
+from dpdesk.engine.answering.workflow import Request, assess, true_answer
 from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import dpdesk.engine.costs as costs_module
-from dpdesk.engine.costs import CellCosts, _split
-from dpdesk.engine.query import Query, Term, query_from_vector
+import dpdesk.engine.budget.costs as costs_module
+from dpdesk.engine.budget.costs import CellCosts, _split
+from dpdesk.engine.queries.query import Query, Term, query_from_vector
 
 
 def _product(rng, shape, terms=1):

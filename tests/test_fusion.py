@@ -16,15 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpdesk.engine.budget import fresh_alpha
+from dpdesk.engine.budget.accounting import fresh_alpha
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.fusion import fuse, fused_confidence, fusion_weight, plan_fusion
-from dpdesk.engine.history import History, HistoryRow, noise_variance
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.query import Query, Term
+from dpdesk.engine.inference.fusion import fuse, fused_confidence, fusion_weight, plan_fusion
+from dpdesk.engine.inference.history import History, HistoryRow, noise_variance
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
 from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(

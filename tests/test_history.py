@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpdesk.engine.errors import HistoryError
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.query import Query, query_from_vector
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.queries.query import Query, query_from_vector
 from stats_helpers import random_box
 
 PAPER_H = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 1], [2, 1, 0, 0], [0, 0, 2, -1], [0, -1, 0, 1]]
@@ -143,7 +143,7 @@ def test_primal_and_dual_agree_with_the_dense_reference(n, m, rank_deficient, in
 def test_blocked_build_matches_the_reference(monkeypatch, form, block, n, m, rank_deficient, integer):
     """A factorisation built from a stored history, whole blocks of rows at a time, gives the BLUE the
     row-by-row build and the dense reference give."""
-    import dpdesk.engine.history as history_module
+    import dpdesk.engine.inference.history as history_module
 
     monkeypatch.setattr(history_module, "PRIMAL_BLOCK", block)
     monkeypatch.setattr(history_module, "DUAL_BLOCK", block)

@@ -39,7 +39,7 @@ def test_engine_imports_no_sql():
 
 def test_importing_the_engine_loads_neither_qt_nor_sqlite():
     code = (
-        "import sys, dpdesk.engine.workflow, dpdesk.engine.history, dpdesk.engine.posterior, dpdesk.engine.cube;"
+        "import sys, dpdesk.engine.answering.workflow, dpdesk.engine.inference.history, dpdesk.engine.inference.posterior, dpdesk.engine.cube;"
         "bad = [m for m in ('PySide6', 'sqlite3', '_sqlite3', 'pyqtgraph') if m in sys.modules];"
         "print(','.join(bad))"
     )

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpdesk.engine.linalg import GrowingCholesky
+from dpdesk.engine.inference.linalg import GrowingCholesky
 
 
 @pytest.mark.parametrize("cached", [True, False])

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdesk.engine.budget import fresh_alpha, preview, query_cell_costs
+from dpdesk.engine.budget.accounting import fresh_alpha, preview, query_cell_costs
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.fusion import fuse, fused_confidence
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.policy import SpendPolicy, headroom
-from dpdesk.engine.query import query_from_vector
+from dpdesk.engine.inference.fusion import fuse, fused_confidence
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.budget.policy import SpendPolicy, headroom
+from dpdesk.engine.queries.query import query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
 from stats_helpers import within_binomial
 
 N = 12

@@ -1,4 +1,4 @@
-"""Tests for dpdesk.engine.posterior: the three methods against exact references, intervals, probabilities.
+"""Tests for dpdesk.engine.inference.posterior: the three methods against exact references, intervals, probabilities.
 
 References are independent of the module: the partial-fraction closed form (distinct continuous
 scales), the exact discrete Laplace pmf and its convolutions, and numpy's own samplers.
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
-from dpdesk.engine.posterior import closed_form_density, posterior
+from dpdesk.engine.inference.posterior import closed_form_density, posterior
 
 # ------------------------------------------------------------------ references
 

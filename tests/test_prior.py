@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.posterior import posterior
-from dpdesk.engine.prior import BoundedPrior, query_bounds, truncate
-from dpdesk.engine.query import query_from_vector
-from dpdesk.engine.workflow import Request, assess
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.inference.prior import BoundedPrior, query_bounds, truncate
+from dpdesk.engine.queries.query import query_from_vector
+from dpdesk.engine.answering.workflow import Request, assess
 from stats_helpers import within_binomial
 
 

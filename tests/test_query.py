@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dpdesk.engine.errors import DpdeskError, QueryError
-from dpdesk.engine.query import (
+from dpdesk.engine.queries.query import (
     Query,
     Term,
     count,
@@ -23,7 +23,7 @@ from dpdesk.engine.query import (
     query_from_json,
     query_from_vector,
 )
-from dpdesk.engine.query_algebra import inner, inner_many
+from dpdesk.engine.queries.algebra import inner, inner_many
 from dpdesk.engine.schema import Schema
 
 PAPER = Schema.from_dict(
@@ -472,7 +472,7 @@ def test_inner_many_never_materialises_cells_for_thousands_of_box_rows(monkeypat
 
 
 def test_abs_dense_matches_the_dense_vector_and_is_not_cached():
-    from dpdesk.engine.query_algebra import abs_dense
+    from dpdesk.engine.queries.algebra import abs_dense
 
     shape = (3, 4)
     single = Query(shape, terms=(Term(-2.0, (np.array([1.0, 0.0, -1.0]), np.array([0.5, 1.0, 0.0, 2.0]))),))

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from dpdesk.engine.budget import discrete_tail, fresh_alpha, preview
+from dpdesk.engine.budget.accounting import discrete_tail, fresh_alpha, preview
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.query import count, query_from_vector
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import count, query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
 
 SCHEMA = Schema.from_dict(
     {

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dpdesk.engine.cube import Cube
-from dpdesk.engine.query import Query, query_from_vector
+from dpdesk.engine.queries.query import Query, query_from_vector
 from dpdesk.engine.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The query-answering systems of paper §6.4 (and dpdesk's), run over one request stream.
 
 Every system sees the same requests and the same cube; each draws its own noise from a
-:class:`~dpdesk.engine.noise.SeededSampler` (simulation randomness, not real releases). Per request the
+:class:`~dpdesk.engine.mechanisms.noise.SeededSampler` (simulation randomness, not real releases). Per request the
 system either *answers* — releasing a value and the interval ``[L, L + 2ε]`` — or *rejects*. After each
 request we record the system cost ``ᾱ`` (paper Thm 5.4) and, for the answer, whether the interval
 covers the true answer (Def 6.2) and the relative error ``|θ̂ − θ| / 2ε`` (Def 6.3).
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpdesk.engine.budget import fresh_alpha, query_cell_costs
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.policy import SpendPolicy
-from dpdesk.engine.prior import BoundedPrior
-from dpdesk.engine.query import Query
-from dpdesk.engine.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.budget.accounting import fresh_alpha, query_cell_costs
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
 
 from evaluation.data import Dataset, RequestSpec
 

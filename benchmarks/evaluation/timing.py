@@ -7,7 +7,7 @@ and estimates one query; "dpdesk estimate" is one more query on the built histor
 
 §6.3: histories with coefficients in ``0..5`` (``max S = 5``), ``γ = 0.01``. "PC (paper, unit bins)" is
 paper Algorithm 2 on unit bins (``posterior_grid.direct`` with ``h = 1``), whose cost grows with
-``β = (Σ|A_k| S_k/α_k)²``; "direct" and "fft" are :func:`dpdesk.engine.posterior.posterior` (adaptive
+``β = (Σ|A_k| S_k/α_k)²``; "direct" and "fft" are :func:`dpdesk.engine.inference.posterior.posterior` (adaptive
 grid); "MC" is paper Algorithm 1. Error (Def 4.2 style): ``Σ_i (u_i − r_i)²`` against a reference ``r``
 on the same grid — the fft masses computed with ``γ = 10⁻⁹`` resampled to that grid.
 """
@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-from dpdesk.engine import posterior_grid as _g
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.posterior import posterior
-from dpdesk.engine.query import Query
+from dpdesk.engine.inference import grid as _g
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.queries.query import Query
 
 
 def _rows(rng, m, n, smax, density=0.3):

@@ -60,7 +60,7 @@ def add_table_size_argument(p: argparse.ArgumentParser) -> None:
 def prior_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "table_size", None) is None:
         return None
-    from dpdesk.engine.prior import BoundedPrior
+    from dpdesk.engine.inference.prior import BoundedPrior
 
     return BoundedPrior(args.table_size)
 
@@ -68,7 +68,7 @@ def prior_from_args(args: argparse.Namespace) -> Any:
 def policy_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "pace", None) is None:
         return None
-    from dpdesk.engine.policy import SpendPolicy
+    from dpdesk.engine.budget.policy import SpendPolicy
 
     return SpendPolicy(floor=args.pace[0], cap=args.pace[1])
 
@@ -87,7 +87,7 @@ def _load_json_file(path: str, what: str) -> Any:
 def parse_query_arg(raw: Any, n_cells: int, shape: tuple[int, ...], schema: Any, where: str):
     """A query given as JSON (list / sparse object), a JSON string holding one, or the text form."""
     from dpdesk.engine.errors import QueryError
-    from dpdesk.engine.query import parse_query, query_from_json
+    from dpdesk.engine.queries.query import parse_query, query_from_json
 
     if isinstance(raw, str):
         stripped = raw.strip()
@@ -111,7 +111,7 @@ def parse_query_arg(raw: Any, n_cells: int, shape: tuple[int, ...], schema: Any,
 
 def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int, ...], schema: Any):
     from dpdesk.engine.errors import DpdeskError
-    from dpdesk.engine.workflow import Request
+    from dpdesk.engine.answering.workflow import Request
 
     if args.queries:
         if args.query is not None:
@@ -190,9 +190,9 @@ def format_assessment(a: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.errors import DpdeskError
-    from dpdesk.engine.history import History
+    from dpdesk.engine.inference.history import History
     from dpdesk.engine.schema import Schema
-    from dpdesk.engine.workflow import assess
+    from dpdesk.engine.answering.workflow import assess
 
     import numpy as np
 

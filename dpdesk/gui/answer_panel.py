@@ -1,6 +1,6 @@
 """The answer panel: what history says about the selected request, and the three actions.
 
-It shows the engine's :class:`~dpdesk.engine.workflow.Assessment` field by field — estimate,
+It shows the engine's :class:`~dpdesk.engine.answering.workflow.Assessment` field by field — estimate,
 credible interval with its exact confidence, confidence at ±ε, the decision and its reason, the
 fresh-answer cost and the system cost before → after — and offers *Release inferred answer*,
 *Spend α and release* (after a confirmation) and *Reject*. Only the action the engine decided is

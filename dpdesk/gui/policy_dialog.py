@@ -1,4 +1,4 @@
-"""The spend-policy dialog: pace the project's total budget (dpdesk.engine.policy.SpendPolicy).
+"""The spend-policy dialog: pace the project's total budget (dpdesk.engine.budget.policy.SpendPolicy).
 
 Off (greedy) means each fresh answer spends exactly what its request needs. On, every fresh answer
 spends at least ``floor`` of its *headroom* (the largest α its cells can still pay for), and a request
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
-from dpdesk.engine.policy import SpendPolicy
+from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.gui.setting_dialog import SettingDialog
 
 # what the evaluation (docs/evaluation.md) measured with a fixed budget of 1

@@ -1,6 +1,6 @@
 """The posterior mass plot: bars (or steps, for fine grids), credible interval, estimate, ±ε band.
 
-Everything drawn is a field of the engine's :class:`~dpdesk.engine.workflow.Assessment`: the
+Everything drawn is a field of the engine's :class:`~dpdesk.engine.answering.workflow.Assessment`: the
 posterior's grid and mass, the credible interval, the estimate and the request's ε. Nothing is
 computed here beyond placing the ±ε band at ``estimate ± eps``.
 """

@@ -3,7 +3,7 @@
 Counts are never negative, and a table of at most ``N`` records bounds every count query (DESIGN §2).
 ``N`` must be public — the population size, a published total — and is typed by the curator: the
 dialog never suggests the source's row count, which is private. With it, inferences use the posterior
-truncated to the query's bounds and highest-density intervals (dpdesk.engine.prior); budgets never
+truncated to the query's bounds and highest-density intervals (dpdesk.engine.inference.prior); budgets never
 change.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
-from dpdesk.engine.prior import BoundedPrior
+from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.gui.setting_dialog import SettingDialog
 
 EXPLANATION = (

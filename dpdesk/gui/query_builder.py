@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.query import count, parse_query
-from dpdesk.engine.query_text import format_terms
+from dpdesk.engine.queries.query import count, parse_query
+from dpdesk.engine.queries.text import format_terms
 from dpdesk.engine.schema import Schema
 
 

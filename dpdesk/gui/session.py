@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from dpdesk.engine.budget import BudgetPreview, preview, query_cell_costs
-from dpdesk.engine.history import History
-from dpdesk.engine.policy import SpendPolicy
-from dpdesk.engine.prior import BoundedPrior
+from dpdesk.engine.budget.accounting import BudgetPreview, preview, query_cell_costs
+from dpdesk.engine.inference.history import History
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Assessment, assess
+from dpdesk.engine.answering.workflow import Assessment, assess
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project, Release
 from dpdesk.store.requests import StoredRequest
@@ -74,7 +74,7 @@ class ProjectSession(QObject):
         self._gui_history = HistoryCache()  # GUI-thread side (cell costs): extended, never rebuilt per change
         self._curve: list[tuple[int, float]] = [(0, 0.0)]
         self._curve_hashes: list[str] = []
-        self._curve_costs: Any = None  # engine.costs.CellCosts once the curve is first drawn
+        self._curve_costs: Any = None  # engine.budget.costs.CellCosts once the curve is first drawn
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -152,7 +152,7 @@ class ProjectSession(QObject):
         Kept between calls and extended with the entries recorded since (the ledger only grows); a
         ledger that does not extend the one replayed (another file) starts over.
         """
-        from dpdesk.engine.costs import CellCosts
+        from dpdesk.engine.budget.costs import CellCosts
         from dpdesk.store.replay import history_row
 
         entries = self.ledger()

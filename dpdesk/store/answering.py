@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from dpdesk.engine.policy import SpendPolicy
-from dpdesk.engine.prior import BoundedPrior
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.store.canonical import utc_now
 
 # assess/answer arguments meaning "whatever the project stores"

@@ -18,15 +18,15 @@ from typing import Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.history import History
-from dpdesk.engine.noise import NoiseSampler
-from dpdesk.engine.policy import SpendPolicy
-from dpdesk.engine.prior import BoundedPrior
-from dpdesk.engine.query import query_from_json
+from dpdesk.engine.inference.history import History
+from dpdesk.engine.mechanisms.noise import NoiseSampler
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.secure_noise import OpenDPSampler
-from dpdesk.engine.workflow import Assessment, assess, release_fresh
-from dpdesk.engine.budget import check_total_budget
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+from dpdesk.engine.answering.workflow import Assessment, assess, release_fresh
+from dpdesk.engine.budget.accounting import check_total_budget
 from dpdesk.store import answering, db, ledger
 from dpdesk.store.answering import FROM_PROJECT
 from dpdesk.store.release import Release, release_from_entry

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from dpdesk.engine.history import History, HistoryRow
-from dpdesk.engine.query import query_from_json
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry, thaw
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpdesk.engine.budget import check_requirement
+from dpdesk.engine.budget.accounting import check_requirement
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.query import Query, parse_query, query_from_json
+from dpdesk.engine.queries.query import Query, parse_query, query_from_json
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.workflow import Request
+from dpdesk.engine.answering.workflow import Request
 from dpdesk.store.errors import StoreError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.history import History
+from dpdesk.engine.inference.history import History
 from dpdesk.store import ledger
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import thaw

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from dpdesk.engine.policy import SpendPolicy
+from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.gui.policy_dialog import SpendPolicyDialog
 from dpdesk.store.project import Project
 
@@ -62,7 +62,7 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
 
 
 def test_known_bounds_from_the_answer_panel(demo_window, qtbot, monkeypatch):
-    from dpdesk.engine.prior import BoundedPrior
+    from dpdesk.engine.inference.prior import BoundedPrior
     from dpdesk.gui.prior_dialog import PriorDialog
 
     win = demo_window

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 import dpdesk.cli
-import dpdesk.engine.secure_noise
+import dpdesk.engine.mechanisms.secure_noise
 import dpdesk.store.project  # noqa: F401  (warm the imports the children need)
 import dpdesk.sources.duck  # noqa: F401
 import opendp.prelude  # noqa: F401

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.query import query_from_json
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import query_from_json
 from dpdesk.store import Project
 from dpdesk.store.replay import HistoryCache, history_from_ledger
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpdesk.engine.history import History
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.policy import SpendPolicy
+from dpdesk.engine.inference.history import History
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.store import Project
 from dpdesk.store.errors import RequestStateError
 
@@ -113,7 +113,7 @@ def test_a_paced_fresh_answer_records_the_policy_and_what_the_request_needed(pri
 
 
 def test_a_declared_table_size_bounds_inferences_and_is_recorded(pristine, tmp_path):
-    from dpdesk.engine.prior import BoundedPrior
+    from dpdesk.engine.inference.prior import BoundedPrior
 
     path = tmp_path / "p.dpdesk"
     shutil.copy(pristine[2.0], path)

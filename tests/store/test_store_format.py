@@ -121,8 +121,8 @@ def test_migrations_run_forward_from_any_older_version(store, monkeypatch):
 
 
 def test_a_format_1_project_is_read_as_greedy_and_migrated_on_write(store, monkeypatch):
-    from dpdesk.engine.noise import SeededSampler
-    from dpdesk.engine.policy import SpendPolicy
+    from dpdesk.engine.mechanisms.noise import SeededSampler
+    from dpdesk.engine.budget.policy import SpendPolicy
 
     with monkeypatch.context() as m:  # a project written by a dpdesk that knew only format 1
         m.setattr(db, "FORMAT_VERSION", 1)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdesk.engine.noise import SeededSampler
-from dpdesk.engine.posterior import posterior
-from dpdesk.engine.secure_noise import OpenDPSampler
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.store import Project
 from dpdesk.store.errors import StoreError
 

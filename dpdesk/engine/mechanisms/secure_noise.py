@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dpdesk.engine.noise import NOISE_FAMILIES, NoiseFamily
+from dpdesk.engine.mechanisms.noise import NOISE_FAMILIES, NoiseFamily
 
 
 class OpenDPSampler:

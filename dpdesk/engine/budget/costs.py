@@ -15,8 +15,8 @@ from functools import reduce
 
 import numpy as np
 
-from dpdesk.engine.query import Query
-from dpdesk.engine.query_algebra import abs_dense
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.algebra import abs_dense
 
 __all__ = ["CellCosts"]
 
@@ -39,7 +39,7 @@ class CellCosts:
 
     Examples
     --------
-    >>> from dpdesk.engine.query import query_from_vector
+    >>> from dpdesk.engine.queries.query import query_from_vector
     >>> b = CellCosts((2, 2))
     >>> b.add(0.5, query_from_vector([1, -2, 0, 0], (2, 2)))
     >>> b.values.tolist()

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError
-from dpdesk.engine.query import Query
-from dpdesk.engine.query_algebra import abs_dense
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.algebra import abs_dense
 
 
 def check_requirement(eps: float, delta: float) -> None:

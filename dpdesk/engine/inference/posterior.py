@@ -5,7 +5,7 @@ reads: the probability mass function of θ on an adaptive grid (paper §4, three
 ``direct`` = paper Algorithm 2, ``mc`` = paper Algorithm 1), the narrowest ``1−δ`` credible interval
 (paper Algorithm 3), and the probability of any interval or one-sided claim. The noise ``N_k`` is
 continuous Laplace or discrete (integer) Laplace, per history row, so the posterior always matches the
-noise actually drawn. The numerical kernels live in :mod:`dpdesk.engine.posterior_grid`.
+noise actually drawn. The numerical kernels live in :mod:`dpdesk.engine.inference.grid`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpdesk.engine import posterior_grid as _g
+from dpdesk.engine.inference import grid as _g
 from dpdesk.engine.errors import DpdeskError
 
 __all__ = ["CredibleInterval", "Posterior", "closed_form_density", "posterior"]

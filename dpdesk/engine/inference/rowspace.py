@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dpdesk.engine.linalg import GrowingCholesky
-from dpdesk.engine.query import Query
-from dpdesk.engine.query_algebra import inner
+from dpdesk.engine.inference.linalg import GrowingCholesky
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.algebra import inner
 
 # A row (or target) whose squared residual outside the current row space is below this fraction of its
 # squared norm counts as inside it. Integer queries are either exactly dependent (residual ~1e-15) or

@@ -23,15 +23,15 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from dpdesk.engine.costs import CellCosts
+from dpdesk.engine.budget.costs import CellCosts
 from dpdesk.engine.errors import HistoryError, QueryError
-from dpdesk.engine.noise import NOISE_FAMILIES, NoiseFamily
-from dpdesk.engine.query import Query, query_from_json
-from dpdesk.engine.rowspace import DEPENDENCE_TOL, _DualSpace, _GrowArray, _PrimalSpace, _ProductStack, _RowSpace
+from dpdesk.engine.mechanisms.noise import NOISE_FAMILIES, NoiseFamily
+from dpdesk.engine.queries.query import Query, query_from_json
+from dpdesk.engine.inference.rowspace import DEPENDENCE_TOL, _DualSpace, _GrowArray, _PrimalSpace, _ProductStack, _RowSpace
 
 Form = Literal["auto", "primal", "dual"]
 
-# rows taken together when a factorisation is built from a stored history (see engine/rowspace.py)
+# rows taken together when a factorisation is built from a stored history (see engine/inference/rowspace.py)
 PRIMAL_BLOCK = 128
 DUAL_BLOCK = 128
 
@@ -113,7 +113,7 @@ class History:
 
     Examples
     --------
-    >>> from dpdesk.engine.query import query_from_vector
+    >>> from dpdesk.engine.queries.query import query_from_vector
     >>> h = History((2,))
     >>> h.append(HistoryRow(query_from_vector([1, 1], (2,)), alpha=0.5, answer=30.0))
     >>> h.estimate(query_from_vector([2, 2], (2,))).estimate

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpdesk.engine.budget import fresh_alpha
-from dpdesk.engine.history import Estimate, noise_variance
-from dpdesk.engine.noise import NoiseFamily
-from dpdesk.engine.posterior import Posterior, posterior
+from dpdesk.engine.budget.accounting import fresh_alpha
+from dpdesk.engine.inference.history import Estimate, noise_variance
+from dpdesk.engine.mechanisms.noise import NoiseFamily
+from dpdesk.engine.inference.posterior import Posterior, posterior
 
 __all__ = ["FusionPlan", "fusion_weight", "fused_posterior", "fused_confidence", "plan_fusion", "fuse"]
 
@@ -101,7 +101,7 @@ def fused_posterior(
 
     Examples
     --------
-    >>> from dpdesk.engine.history import Estimate
+    >>> from dpdesk.engine.inference.history import Estimate
     >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([2.0]), ("laplace",), 8.0)
     >>> post = fused_posterior(est, 0.5, 1.0, "laplace")   # V_new = 8 too, so t = 1/2
     >>> round(post.std**2, 6)
@@ -138,7 +138,7 @@ def plan_fusion(
 
     Examples
     --------
-    >>> from dpdesk.engine.history import Estimate
+    >>> from dpdesk.engine.inference.history import Estimate
     >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([10.0]), ("laplace",), 200.0)
     >>> plan = plan_fusion(est, 1.0, 10.0, 0.05, "laplace")
     >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95

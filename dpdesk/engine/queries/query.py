@@ -5,7 +5,7 @@ A :class:`Query` is a row vector ``Q`` over the cube's ``n`` cells (C order); it
 text form keep *product form*: a sum of a few :class:`Term` s, each ``weight · f_1 ⊗ … ⊗ f_N`` with one
 short factor per attribute, so inner products factor over attributes and never touch ``n``-vectors.
 Queries given as vectors (JSON, history files) keep *sparse form*: sorted cell indices and their
-nonzero coefficients. The text form lives in :mod:`dpdesk.engine.query_text`.
+nonzero coefficients. The text form lives in :mod:`dpdesk.engine.queries.text`.
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ class Query:
         if self.text is not None:
             return self.text
         if schema is not None and self.terms is not None and schema.shape == self.shape:
-            from dpdesk.engine.query_text import format_terms
+            from dpdesk.engine.queries.text import format_terms
 
             text = format_terms(self.terms, schema)
             if text is not None:
@@ -434,6 +434,6 @@ def parse_query(text: str, schema: Schema) -> Query:
 
     Errors are :class:`~dpdesk.engine.errors.QueryError` naming the 1-based column and what was expected.
     """
-    from dpdesk.engine.query_text import parse
+    from dpdesk.engine.queries.text import parse
 
     return parse(text, schema)

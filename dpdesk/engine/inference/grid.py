@@ -1,11 +1,11 @@
-"""Numerical kernels behind :mod:`dpdesk.engine.posterior`: the grid and the three mass-function methods.
+"""Numerical kernels behind :mod:`dpdesk.engine.inference.posterior`: the grid and the three mass-function methods.
 
 This module owns the arithmetic that turns a noise mixture ``S = Σ_k A_k N_k`` (independent continuous
 or discrete Laplace ``N_k``) into probability masses on a grid of bins centred on ``j·h``: the tail bound
 that sizes the grid, the characteristic-function evaluation (with a cumulant series for the many small
 components), the ``fft`` method with its rigorous aliasing bound, the exact lattice transform, the
 literal paper Algorithm 2 (``direct``) and Algorithm 1 (``mc``). Everything here works on offsets from
-the centre; :mod:`dpdesk.engine.posterior` validates input and wraps the result. Private to the engine.
+the centre; :mod:`dpdesk.engine.inference.posterior` validates input and wraps the result. Private to the engine.
 """
 
 from __future__ import annotations

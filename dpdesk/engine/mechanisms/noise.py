@@ -4,7 +4,7 @@ A fresh answer to a query with sensitivity ``S`` and budget ``α`` adds noise of
 continuous Laplace (density ``exp(-|z|/b)/(2b)``) or, for integer-coefficient queries, discrete
 Laplace on the integers (mass ∝ ``exp(-|k|/b)``). Both are α-DP for sensitivity ``S``.
 
-Noise for releases comes only from a *secure* sampler (OpenDP's, in :mod:`dpdesk.engine.secure_noise`).
+Noise for releases comes only from a *secure* sampler (OpenDP's, in :mod:`dpdesk.engine.mechanisms.secure_noise`).
 :class:`SeededSampler` is for tests and simulations over public quantities; the release path refuses
 it unless a project is explicitly a test project.
 """

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.query import Query, Term, _predicate_term
+from dpdesk.engine.queries.query import Query, Term, _predicate_term
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.query import Query
-from dpdesk.engine.query_algebra import abs_dense
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.algebra import abs_dense
 
 __all__ = ["SpendPolicy", "PolicyOutcome", "headroom"]
 
@@ -46,7 +46,7 @@ def headroom(query: Query, cell_costs: np.ndarray, total: float) -> tuple[float,
 
     Examples
     --------
-    >>> from dpdesk.engine.query import query_from_vector
+    >>> from dpdesk.engine.queries.query import query_from_vector
     >>> q = query_from_vector(np.array([2.0, 1.0, 0.0]), (3,))   # S = 2: costs α on cell 0, α/2 on cell 1
     >>> room, cell = headroom(q, np.array([0.5, 0.9, 1.0]), 1.0)   # cell 1: (1 − 0.9)·2/1
     >>> round(room, 12), cell
@@ -88,7 +88,7 @@ class SpendPolicy:
 
     Examples
     --------
-    >>> from dpdesk.engine.query import query_from_vector
+    >>> from dpdesk.engine.queries.query import query_from_vector
     >>> q = query_from_vector(np.array([1.0, 1.0]), (2,))
     >>> pol = SpendPolicy(floor=0.1, cap=0.25)
     >>> pol.apply(q, 0.001, np.zeros(2), 1.0).alpha      # raised to 10% of the headroom

@@ -2,7 +2,7 @@
 
 With a table of at most ``N`` records (public only if the curator declares it), ``x ≥ 0`` and
 ``Σ x ≤ N``, so ``θ = Q·x`` lies in ``[N·min(0, min Q), N·max(0, max Q)]``. A flat prior on that
-interval turns the flat-prior posterior (:mod:`dpdesk.engine.posterior`) into the same posterior
+interval turns the flat-prior posterior (:mod:`dpdesk.engine.inference.posterior`) into the same posterior
 truncated to the bounds and renormalised. The truncated posterior is no longer symmetric, so its
 intervals are *highest-density* intervals (bins collected by decreasing density until ``1 − δ``), and
 the best interval of a given width is found by scanning the grid, not by centring on ``θ̂``.
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.posterior import CredibleInterval, Posterior
-from dpdesk.engine.query import Query
+from dpdesk.engine.inference.posterior import CredibleInterval, Posterior
+from dpdesk.engine.queries.query import Query
 
 __all__ = ["BoundedPrior", "TruncatedPosterior", "truncate", "query_bounds"]
 
@@ -41,7 +41,7 @@ class BoundedPrior:
 
     Examples
     --------
-    >>> from dpdesk.engine.query import query_from_vector
+    >>> from dpdesk.engine.queries.query import query_from_vector
     >>> BoundedPrior(100).bounds(query_from_vector([1, 0, 2], (3,)))
     (0.0, 200.0)
     """
@@ -224,7 +224,7 @@ def truncate(post: Posterior, low: float, high: float) -> TruncatedPosterior:
 
     Examples
     --------
-    >>> from dpdesk.engine.posterior import posterior
+    >>> from dpdesk.engine.inference.posterior import posterior
     >>> t = truncate(posterior(0.0, [1.0], [5.0]), 0.0, 1000.0)
     >>> round(t.prob_between(0.0, 5.0 * math.log(1 / 0.2)), 3)   # half-Laplace: 1 − δ on [0, b ln(1/δ)]
     0.8

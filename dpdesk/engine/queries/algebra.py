@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.query import Query, Term
+from dpdesk.engine.queries.query import Query, Term
 
 def abs_dense(q: Query) -> np.ndarray:
     """``|Q_j|`` for every cell, as a new array that is not cached on the query.

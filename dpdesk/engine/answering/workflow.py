@@ -9,10 +9,10 @@ showing it (DESIGN §4) and then append ``answer.history_row()`` to the history.
 
 Beyond the paper (DESIGN §2): with ``fusion=True`` (the default) a fresh answer to a query history can
 already estimate is released fused with history's BLUE, so it is charged the smaller α of
-:func:`dpdesk.engine.fusion.plan_fusion` (never more than Thm 5.3's); with ``prior=BoundedPrior(N)``
+:func:`dpdesk.engine.inference.fusion.plan_fusion` (never more than Thm 5.3's); with ``prior=BoundedPrior(N)``
 the posterior is truncated to the answers a table of ``N`` records allows and intervals are
-highest-density intervals (:mod:`dpdesk.engine.prior`); with ``policy=SpendPolicy(floor, cap)`` fresh
-answers are paced against the remaining budget (:mod:`dpdesk.engine.policy`).
+highest-density intervals (:mod:`dpdesk.engine.inference.prior`); with ``policy=SpendPolicy(floor, cap)`` fresh
+answers are paced against the remaining budget (:mod:`dpdesk.engine.budget.policy`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpdesk.engine.budget import BudgetPreview, check_requirement, check_total_budget, fresh_alpha, preview
+from dpdesk.engine.budget.accounting import BudgetPreview, check_requirement, check_total_budget, fresh_alpha, preview
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
-from dpdesk.engine.fusion import FusionPlan, fuse, fused_confidence, fusion_weight, plan_fusion
-from dpdesk.engine.history import Estimate, History, HistoryRow, noise_variance
-from dpdesk.engine.noise import NoiseFamily, NoiseSampler
-from dpdesk.engine.policy import PolicyOutcome, SpendPolicy
-from dpdesk.engine.posterior import Posterior, posterior
-from dpdesk.engine.prior import BoundedPrior, TruncatedPosterior, truncate
-from dpdesk.engine.query import Query
+from dpdesk.engine.inference.fusion import FusionPlan, fuse, fused_confidence, fusion_weight, plan_fusion
+from dpdesk.engine.inference.history import Estimate, History, HistoryRow, noise_variance
+from dpdesk.engine.mechanisms.noise import NoiseFamily, NoiseSampler
+from dpdesk.engine.budget.policy import PolicyOutcome, SpendPolicy
+from dpdesk.engine.inference.posterior import Posterior, posterior
+from dpdesk.engine.inference.prior import BoundedPrior, TruncatedPosterior, truncate
+from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 
 Decision = Literal["infer", "spend", "reject"]
@@ -201,7 +201,7 @@ def assess(
     estimable); ``fusion=False`` is the paper's system. With ``prior=BoundedPrior(N)`` step 1 uses the
     posterior truncated to the query's bounds: the interval is the highest-density interval, and the
     confidence at ε is that of the best window of width 2ε (released instead of ``[θ̂ ± ε]``). Budgets
-    never depend on the prior. With a ``policy`` (:class:`~dpdesk.engine.policy.SpendPolicy`) a request
+    never depend on the prior. With a ``policy`` (:class:`~dpdesk.engine.budget.policy.SpendPolicy`) a request
     needing more than ``cap`` of its cells' headroom is *rejected* (declined), and a fresh answer is
     charged at least ``floor`` of the headroom (fused with history when that still meets ``(ε, δ)``).
 
