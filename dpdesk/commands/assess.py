@@ -87,7 +87,8 @@ def _load_json_file(path: str, what: str) -> Any:
 def parse_query_arg(raw: Any, n_cells: int, shape: tuple[int, ...], schema: Any, where: str):
     """A query given as JSON (list / sparse object), a JSON string holding one, or the text form."""
     from dpdesk.engine.errors import QueryError
-    from dpdesk.engine.queries.query import parse_query, query_from_json
+    from dpdesk.engine.queries.query import query_from_json
+    from dpdesk.engine.queries.text import parse_query
 
     if isinstance(raw, str):
         stripped = raw.strip()

@@ -266,9 +266,3 @@ class AnswerPanel(QWidget):
             dialogs.report_exception(exc, parent=self)
             return
         self.result.setText(f"Rejected {self.request_id} (ledger entry #{entry.seq}); nothing was spent.")
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("answer")

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows
-from dpdesk.gui.report import build_html, ledger_csv
+from dpdesk.store.report import build_html, ledger_csv
 from dpdesk.gui.session import ProjectSession
 from dpdesk.store.ledger import thaw
 
@@ -187,9 +187,3 @@ class AuditPage(QWidget):
                 f.write(ledger_csv(self.session.ledger()))
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("audit")

@@ -177,9 +177,3 @@ class BudgetPanel(QWidget):
         if self.mode.currentData() == "max" and len(schema.shape) > 2:
             lines.append("(the most-spent cell among the other attributes' labels)")
         return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("budget")

@@ -267,9 +267,3 @@ class DataPage(QWidget):
         self.create_btn.setVisible(self.session is None)
         self.create_btn.setEnabled(has)
         self.open_btn.setEnabled(self.session is None)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("data")

@@ -76,9 +76,3 @@ class HeatmapView(pg.GraphicsLayoutWidget):
             return
         self.hover_text = self.tooltip_for(r, c)
         QToolTip.showText(QCursor.pos(), self.hover_text, self)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("budget")

@@ -14,9 +14,9 @@ from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
 
+from dpdesk.appdata.bundled import resource
 from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
-from dpdesk.gui.paths import resource
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.tasks import TaskRunner
 
@@ -106,7 +106,7 @@ class MainWindow(QMainWindow):
             self.open_project(path)
 
     def open_demo(self) -> None:
-        from dpdesk.gui.demo import create_demo_project
+        from dpdesk.appdata.demo import create_demo_project
 
         folder = self.demo_folder
         self.start.status.setText("Copying the demo into a new project…")

@@ -83,9 +83,3 @@ class PosteriorPlot(pg.PlotWidget):
         pad = 0.03 * (hi - lo or 1.0)
         self.plotItem.setXRange(lo - pad, hi + pad, padding=0)
         self.plotItem.setYRange(0, float(mass.max()) * 1.15 if mass.size else 1.0, padding=0)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("posterior")

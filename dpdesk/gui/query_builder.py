@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import count, parse_query
-from dpdesk.engine.queries.text import format_terms
+from dpdesk.engine.queries.query import count
+from dpdesk.engine.queries.text import format_terms, parse_query
 from dpdesk.engine.schema import Schema
 
 
@@ -108,9 +108,3 @@ class QueryBuilderDialog(QDialog):
 
     def values(self) -> tuple[str, float, float, str]:
         return self.text.text().strip(), self.eps.value(), self.delta.value(), self.requester.text().strip()
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("query")

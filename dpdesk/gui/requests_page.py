@@ -161,9 +161,3 @@ class RequestsPage(QWidget):
             dialogs.report_exception(exc, parent=self)
             return
         self.select_request(req.id)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("requests")

@@ -188,9 +188,3 @@ class SchemaEditor(QWidget):
                                 f"{s.n_cells:,} cells")
             self.status.setStyleSheet("color: #237a36;")
         self.sigEdited.emit()
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("schema")

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
-from dpdesk.gui.paths import resource
+from dpdesk.appdata.bundled import resource
 
 
 class StartPage(QWidget):
@@ -76,9 +76,3 @@ class StartPage(QWidget):
             if not Path(p).exists():
                 item.setText(item.text() + "  (missing)")
             self.recent.addItem(item)
-
-
-if __name__ == "__main__":
-    from dpdesk.gui.launch import run_view
-
-    run_view("start")

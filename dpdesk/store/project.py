@@ -40,6 +40,7 @@ from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.replay import history_from_ledger
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
+from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 
 NEIGHBOUR_MODEL = "add/remove one record"
 
@@ -469,10 +470,16 @@ class Project:
             raise ReadOnlyError(f"{self.path.name} is open read-only")
 
     # -- audit -----------------------------------------------------------------------------------
-    def verify(self) -> "VerifyReport":
-        from dpdesk.store.verify import verify
+    def verify(self) -> VerifyReport:
+        return verify(self.audit_record())
 
-        return verify(self)
+    def audit_record(self) -> AuditRecord:
+        """The file's settings, ledger, head, request statuses and binding as stored (for :func:`verify`)."""
+        head = self._conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
+        return AuditRecord(self.settings(), self.schema, self.genesis, tuple(ledger.raw_rows(self._conn)),
+                           tuple(head) if head else None,
+                           dict(self._conn.execute("SELECT id, status FROM requests").fetchall()),
+                           self.source.identity())
 
     def export_history(self) -> dict[str, Any]:
         """The DESIGN §6 history object: fresh rows' query, α, answer (and family) plus the schema."""
@@ -480,7 +487,7 @@ class Project:
 
     @property
     def connection(self) -> sqlite3.Connection:
-        """The underlying connection (for the verifier and tests; do not write through it)."""
+        """The underlying connection (for tests of the file format; do not write through it)."""
         return self._conn
 
 
@@ -493,5 +500,3 @@ def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:
         (s.location, s.table, s.fingerprint_method, s.fingerprint, s.row_count, s.out_of_domain, s.bound_at),
     )
 
-
-from dpdesk.store.verify import VerifyReport  # noqa: E402  (type name for callers)

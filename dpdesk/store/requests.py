@@ -18,7 +18,8 @@ from typing import Any
 
 from dpdesk.engine.budget.accounting import check_requirement
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import Query, parse_query, query_from_json
+from dpdesk.engine.queries.query import Query, query_from_json
+from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.answering.workflow import Request
 from dpdesk.store.errors import StoreError

@@ -11,25 +11,38 @@
 5. Every decided request has exactly one deciding entry and the matching status; the current source
    binding is the one the last ``rebind`` entry (or the genesis) records.
 The first problem found names the entry (``entry 7: …``).
+
+:func:`verify` reads only an :class:`AuditRecord`: the project file's contents exactly as stored,
+which :meth:`Project.audit_record <dpdesk.store.project.Project.audit_record>` gathers.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History
+from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store.canonical import genesis_hash
-from dpdesk.store.ledger import thaw
-
-if TYPE_CHECKING:
-    from dpdesk.store.project import Project
+from dpdesk.store.ledger import RawRow, thaw
 
 REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """What a project file holds, read as stored and not yet checked: all that :func:`verify` reads."""
+
+    settings: dict[str, Any]                  # the fixed settings as stored now (name, budget, schema, …)
+    schema: Schema                            # ``settings["schema"]`` as the project reads it
+    genesis: str                              # the genesis hash stored beside them
+    rows: tuple[RawRow, ...]                  # every ledger row in sequence order
+    head: tuple[int, str] | None              # the ``ledger_head`` row (seq, hash)
+    statuses: dict[str, str]                  # request id -> status
+    source: dict[str, Any]                    # the current source binding's identity
 
 
 @dataclass(frozen=True)
@@ -76,26 +89,26 @@ def _check_window(e, value_key: str, bad) -> None:
                    f"around the released {value:.6g}")
 
 
-def verify(project: "Project") -> VerifyReport:
+def verify(record: AuditRecord) -> VerifyReport:
+    """Check everything the module docstring lists; every problem found is in the report."""
     from dpdesk.store.replay import history_row
 
-    conn = project.connection
     found: list[tuple[float, int, str]] = []
 
     def bad(seq: int | None, message: str) -> None:
         found.append((math.inf if seq is None else seq, len(found), message))
 
-    if genesis_hash(project.settings()) != project.genesis:
+    if genesis_hash(record.settings) != record.genesis:
         bad(None, "project settings (name, total budget, schema, test flag or initial source) were changed "
                   "after creation: they no longer match the ledger's genesis hash")
 
-    rows = ledger.raw_rows(conn)
-    entries, chain_problem = ledger.check_chain(rows, project.genesis)
+    rows = record.rows
+    entries, chain_problem = ledger.check_chain(rows, record.genesis)
     if chain_problem is not None:
         bad(len(entries) + 1 if not rows or not isinstance(rows[len(entries)].seq, int)
             else rows[len(entries)].seq, chain_problem)
 
-    head = conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
+    head = record.head
     if chain_problem is None:
         last = (entries[-1].seq, entries[-1].hash) if entries else None
         if head is not None and (last is None or head[0] > last[0]):
@@ -107,11 +120,11 @@ def verify(project: "Project") -> VerifyReport:
                 f"entry {last[0] if last else '-'}: the ledger head records "
                 f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)")
 
-    total = float(project.total_budget)
-    history = History(project.schema.shape)
+    total = float(record.settings["total_budget"])
+    history = History(record.schema.shape)
     counts = {"fresh": 0, "inferred": 0, "rejected": 0, "rebind": 0}
     decided: dict[str, int] = {}
-    binding = json.loads(project._initial_source_json)
+    binding = record.settings["initial_source"]
     for e in entries:
         counts[e.kind] += 1
         where = f"entry {e.seq}"
@@ -124,7 +137,7 @@ def verify(project: "Project") -> VerifyReport:
             decided[e.request_id] = e.seq
         try:
             if e.kind == "fresh":
-                row = history_row(e, project.schema)
+                row = history_row(e, record.schema)
                 if not _close(row.sensitivity, float(e.payload["sensitivity"])):
                     bad(e.seq, f"{where}: recorded sensitivity {e.payload['sensitivity']} but the query's is {row.sensitivity}")
                 history.append(row)
@@ -155,9 +168,9 @@ def verify(project: "Project") -> VerifyReport:
             bad(e.seq, f"{where}: malformed {e.kind} payload ({exc})")
 
     if chain_problem is None:
-        if project.source.identity() != binding:
+        if record.source != binding:
             bad(None, "the source binding differs from the one recorded in the ledger (changed without a rebind)")
-        statuses = dict(conn.execute("SELECT id, status FROM requests").fetchall())
+        statuses = record.statuses
         for e in entries:
             if e.request_id is None:
                 continue

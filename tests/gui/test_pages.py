@@ -7,7 +7,7 @@ import shutil
 
 from PySide6.QtCore import Qt
 
-from dpdesk.gui.paths import resource
+from dpdesk.appdata.bundled import resource
 
 from .conftest import wait_assessed
 

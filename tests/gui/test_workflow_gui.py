@@ -6,9 +6,9 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
+from dpdesk.appdata.bundled import resource
 from dpdesk.engine.budget.accounting import preview
 from dpdesk.gui.budget_panel import project_2d
-from dpdesk.gui.paths import resource
 from dpdesk.store.project import Project
 
 from .conftest import wait_assessed

@@ -289,16 +289,11 @@ class Query:
         idx, val = self.sparse()
         return {"indices": [int(i) for i in idx], "values": [_fmt_number(v) for v in val]}
 
-    def describe(self, schema: Schema | None = None) -> str:
-        """The text the query came from, its text form (product form with ``schema``), or a summary."""
+    def describe(self) -> str:
+        """The text the query came from, else a one-line summary (``queries.text.format_terms`` gives
+        the text form of product-form terms)."""
         if self.text is not None:
             return self.text
-        if schema is not None and self.terms is not None and schema.shape == self.shape:
-            from dpdesk.engine.queries.text import format_terms
-
-            text = format_terms(self.terms, schema)
-            if text is not None:
-                return text
         return (
             f"linear query with {self.support_size()} nonzero coefficient(s) over {self.n_cells} cells, "
             f"sensitivity {_fmt_number(self.sensitivity)}"
@@ -346,10 +341,10 @@ def count(schema: Schema, /, weight: float = 1.0, **labels: str | Sequence[str])
     for name, chosen in labels.items():
         chosen_list = [chosen] if isinstance(chosen, str) else list(chosen)
         selected[name] = chosen_list
-    return Query(schema.shape, terms=(_predicate_term(schema, float(weight), selected),))
+    return Query(schema.shape, terms=(predicate_term(schema, float(weight), selected),))
 
 
-def _predicate_term(schema: Schema, weight: float, selected: Mapping[str, Iterable[str]]) -> Term:
+def predicate_term(schema: Schema, weight: float, selected: Mapping[str, Iterable[str]]) -> Term:
     """The term for ``weight · count(name in labels, …)``; errors are plain (the caller adds where)."""
     factors = [np.ones(s) for s in schema.shape]
     for name, chosen in selected.items():
@@ -427,13 +422,3 @@ def query_from_vector(vector: Any, shape: Sequence[int]) -> Query:
     if nz.size == 0:
         raise QueryError("query: all coefficients are zero")
     return Query(shape_t, indices=nz, values=vec[nz])
-
-
-def parse_query(text: str, schema: Schema) -> Query:
-    """Parse the DESIGN §6 text form, e.g. ``2*count(income=">50K") - count(age="0-30")``.
-
-    Errors are :class:`~dpdesk.engine.errors.QueryError` naming the 1-based column and what was expected.
-    """
-    from dpdesk.engine.queries.text import parse
-
-    return parse(text, schema)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.queries.query import Query, Term, _predicate_term
+from dpdesk.engine.queries.query import Query, Term, predicate_term
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -244,8 +244,12 @@ class _Parser:
         return x
 
 
-def parse(text: str, schema: Schema) -> Query:
-    """Parse the DESIGN §6 text form into a product-form :class:`Query` (see the module grammar)."""
+def parse_query(text: str, schema: Schema) -> Query:
+    """Parse the DESIGN §6 text form, e.g. ``2*count(income=">50K") - count(age="0-30")``, into a
+    product-form :class:`Query` (see the module grammar).
+
+    Errors are :class:`~dpdesk.engine.errors.QueryError` naming the 1-based column and what was expected.
+    """
     if not isinstance(text, str):
         raise QueryError(f"query: text must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -259,7 +263,7 @@ def parse(text: str, schema: Schema) -> Query:
     terms = []
     for w, labels, col in value:
         try:
-            terms.append(_predicate_term(schema, w, labels))
+            terms.append(predicate_term(schema, w, labels))
         except QueryError as e:  # attribute and label names were checked above; keep the column anyway
             raise _error(col, str(e).removeprefix("query: ")) from None
     try:

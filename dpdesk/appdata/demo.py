@@ -2,7 +2,6 @@
 
 The bundled files (``resources/demo/``) are never modified: the table is copied next to the new
 project file, the project is bound to the copy, and the bundled request queue is imported into it.
-No Qt here, so the CLI and tests can make demo projects too.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
-from dpdesk.gui.paths import resource
+from dpdesk.appdata.bundled import resource
 
 DEMO_BUDGET = 1.0
 DEMO_NAME = "Adult census demo"

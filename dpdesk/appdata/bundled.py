@@ -1,8 +1,8 @@
-"""Where the GUI finds its bundled files: the one place that knows how ``resources/`` is packaged.
+"""Where dpdesk finds its bundled files: the one place that knows how ``resources/`` is packaged.
 
-Until the project maps the top-level ``resources/`` folder into the package as ``dpdesk.resources``,
-it sits next to the ``dpdesk`` package in a source checkout; both layouts are tried here and nowhere
-else. Bundled files are read-only: callers copy them before changing anything.
+Installed, the top-level ``resources/`` folder is the package ``dpdesk.resources``; in a source
+checkout that was never installed it sits next to the ``dpdesk`` package. Both layouts are tried here
+and nowhere else. Bundled files are read-only: callers copy them before changing anything.
 """
 
 from __future__ import annotations
