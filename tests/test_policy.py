@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdesk.engine.budget.accounting import fresh_alpha, preview, query_cell_costs
+from dpdesk.engine.budget.accounting import fresh_alpha, preview
+from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.fusion import fuse, fused_confidence
@@ -41,10 +42,10 @@ def test_headroom_is_the_largest_alpha_that_fits():
         room, cell = headroom(q, costs, 1.0)
         assert cell is not None and q.dense()[cell] != 0
         if room > 0:
-            assert preview(costs, 1.0, q, room * (1 - 1e-9)).fits
-            assert not preview(costs, 1.0, q, room * (1 + 1e-6)).fits
+            assert preview(costs, 1.0, LAPLACE.charge_for(q, room * (1 - 1e-9))).fits
+            assert not preview(costs, 1.0, LAPLACE.charge_for(q, room * (1 + 1e-6))).fits
             # the limiting cell is the one that overflows first
-            assert preview(costs, 1.0, q, room * (1 + 1e-6)).limiting_cell == cell
+            assert preview(costs, 1.0, LAPLACE.charge_for(q, room * (1 + 1e-6))).limiting_cell == cell
 
 
 def test_a_spent_cell_leaves_no_headroom():
@@ -107,7 +108,7 @@ def test_the_floor_raises_alpha_and_the_release_uses_it():
     assert a.spend_alpha == pytest.approx(0.1 * room) and a.needed_alpha == pytest.approx(need)
     assert a.needed_alpha < a.spend_alpha
     assert "spend policy" in a.reason and "at least 10%" in a.reason
-    assert a.budget.cell_costs_after == pytest.approx(costs_before + query_cell_costs(q, a.spend_alpha))
+    assert a.budget.cell_costs_after == pytest.approx(costs_before + LAPLACE.charge_for(q, a.spend_alpha).dense(N))
     fresh = release_fresh(a, CUBE, SeededSampler(3), allow_insecure=True)
     assert fresh.alpha == a.spend_alpha and fresh.history_row().alpha == a.spend_alpha
     # the floor never takes α past the headroom

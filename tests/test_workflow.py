@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from dpdesk.engine.budget.accounting import discrete_tail, fresh_alpha, preview
+from dpdesk.engine.budget.accounting import fresh_alpha, preview
+from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
@@ -48,7 +49,7 @@ def test_fresh_alpha_for_discrete_noise_is_the_smallest_that_works(S, eps, delta
     a = fresh_alpha(S, eps, delta, "discrete_laplace")
     assert _discrete_miss(a, S, eps) <= delta + 1e-12
     assert _discrete_miss(a * (1 - 1e-6), S, eps) > delta
-    assert discrete_tail(a, S, eps) == pytest.approx(_discrete_miss(a, S, eps), rel=1e-9)
+    assert DISCRETE_LAPLACE.tail(S / a, eps) == pytest.approx(_discrete_miss(a, S, eps), rel=1e-9)
 
 
 def test_thm53_alpha_can_be_too_small_for_discrete_noise():
@@ -70,7 +71,7 @@ def test_preview_adds_the_fresh_answer_per_cell():
     h = History(SCHEMA.shape)
     h.append(HistoryRow(count(SCHEMA, age="0-30"), 0.2, 31.0))
     q = count(SCHEMA, weight=2, income=">50K")
-    p = preview(h.cell_costs, 1.0, q, 0.3)
+    p = preview(h.cell_costs, 1.0, LAPLACE.charge_for(q, 0.3))
     # weight 2 ⇒ S = 2, so each selected cell loses α·|2|/2 = α (paper Thm 5.4)
     np.testing.assert_allclose(p.cell_costs_after, [0.2, 0.5, 0.0, 0.3])
     assert p.system_cost == pytest.approx(0.2) and p.system_cost_after == pytest.approx(0.5)

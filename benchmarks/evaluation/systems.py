@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpdesk.engine.budget.accounting import fresh_alpha, query_cell_costs
+from dpdesk.engine.budget.accounting import fresh_alpha
+from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.budget.policy import SpendPolicy
@@ -101,7 +102,7 @@ def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: 
     init_sampler = SeededSampler(seed + 7919)
     for q, a in initial:
         y = true_answer(q, cube) + init_sampler.draw(FAMILY, q.sensitivity / a)
-        costs += query_cell_costs(q, a)
+        costs += LAPLACE.charge_for(q, a).dense(costs.size)
         if hist is not None:
             hist.append(HistoryRow(q, a, y, FAMILY))
         if ols is not None:
@@ -128,7 +129,7 @@ def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: 
                 tr.spent[i] = fresh.alpha
         else:
             alpha = fixed_alpha if system == "baseline" else fresh_alpha(q.sensitivity, eps, delta, FAMILY)
-            after = costs + query_cell_costs(q, alpha)
+            after = costs + LAPLACE.charge_for(q, alpha).dense(costs.size)
             if after.max() <= total:
                 costs = after
                 y = theta + sampler.draw(FAMILY, q.sensitivity / alpha)

@@ -12,13 +12,15 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from dpdesk.engine.mechanisms.registry import method_names
+
     a = subparsers.add_parser("answer", help="assess a request, then release its answer (recorded first)",
                               description="Assess a queued request and release its answer per the decision.")
     a.add_argument("path", metavar="PATH")
     a.add_argument("--request", required=True, metavar="ID")
     a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     a.add_argument("--json", action="store_true", help="print one JSON object (assessment and release)")
-    a.add_argument("--method", default="fft", choices=("fft", "direct", "mc"), help="posterior method")
+    a.add_argument("--method", default=method_names()[0], choices=method_names(), help="posterior method")
     a.set_defaults(func=run_answer)
     r = subparsers.add_parser("reject", help="record the refusal of a request (spends nothing)")
     r.add_argument("path", metavar="PATH")

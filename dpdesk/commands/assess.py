@@ -19,6 +19,8 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from dpdesk.engine.mechanisms.registry import method_names
+
     p = sub.add_parser(
         "assess",
         help="assess requests against released history (no budget spent)",
@@ -32,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, metavar="D", help="allowed miss probability δ in (0, 1)")
     p.add_argument("--queries", metavar="FILE", help="JSON lines, one request object per line")
     p.add_argument("--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)")
-    p.add_argument("--method", choices=("fft", "direct", "mc"), default="fft", help="posterior method (default fft)")
+    methods = method_names()
+    p.add_argument("--method", choices=methods, default=methods[0], help=f"posterior method (default {methods[0]})")
     p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
     add_pace_argument(p)
     add_table_size_argument(p)
@@ -73,46 +76,11 @@ def policy_from_args(args: argparse.Namespace) -> Any:
     return SpendPolicy(floor=args.pace[0], cap=args.pace[1])
 
 
-def _load_json_file(path: str, what: str) -> Any:
-    from dpdesk.engine.errors import DpdeskError
-
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DpdeskError(f"{what} {path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-
-
-def parse_query_arg(raw: Any, n_cells: int, shape: tuple[int, ...], schema: Any, where: str):
-    """A query given as JSON (list / sparse object), a JSON string holding one, or the text form."""
-    from dpdesk.engine.errors import QueryError
-    from dpdesk.engine.queries.query import query_from_json
-    from dpdesk.engine.queries.text import parse_query
-
-    if isinstance(raw, str):
-        stripped = raw.strip()
-        if stripped[:1] in ("[", "{"):
-            try:
-                raw = json.loads(stripped)
-            except json.JSONDecodeError as exc:
-                raise QueryError(f"{where}: malformed JSON query at column {exc.colno}: {exc.msg}") from None
-        else:
-            if schema is None:
-                raise QueryError(f"{where}: a text query needs a schema (add 'schema' to the history file)")
-            try:
-                return parse_query(stripped, schema)
-            except QueryError as exc:
-                raise QueryError(f"{where}: {exc}") from None
-    try:
-        return query_from_json(raw, n_cells, shape)
-    except QueryError as exc:
-        raise QueryError(f"{where}: {exc}") from None
-
-
 def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int, ...], schema: Any):
-    from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.answering.workflow import Request
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.engine.jsontext import parse_json
+    from dpdesk.engine.queries.text import query_from_input
 
     if args.queries:
         if args.query is not None:
@@ -124,13 +92,10 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
             if not line.strip():
                 continue
             where = f"{args.queries} line {no}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DpdeskError(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}") from None
+            obj = parse_json(line, where)
             if not isinstance(obj, dict) or not {"query", "eps", "delta"} <= obj.keys():
                 raise DpdeskError(f"{where}: needs an object with query, eps and delta")
-            q = parse_query_arg(obj["query"], n_cells, shape, schema, where)
+            q = query_from_input(obj["query"], n_cells, shape, schema, where)
             interval = obj.get("interval")
             if interval is not None and not (
                 isinstance(interval, list) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval)
@@ -146,7 +111,7 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
         return out
     if args.query is None or args.eps is None or args.delta is None:
         raise DpdeskError("give --query, --eps and --delta (or --queries FILE)")
-    q = parse_query_arg(args.query, n_cells, shape, schema, "--query")
+    q = query_from_input(args.query, n_cells, shape, schema, "--query")
     return [(Request("1", q, args.eps, args.delta), tuple(args.interval) if args.interval else None)]
 
 
@@ -180,7 +145,7 @@ def format_assessment(a: Any) -> str:
     lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
              if a.spend_alpha < a.fresh_alpha else "")
-    lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.family.replace('_', ' ')} noise{fused})")
+    lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.noise.label} noise{fused})")
     if a.headroom is not None:
         lines.append(f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
                      f"its cells can still pay α = {a.headroom:.6g}")
@@ -212,7 +177,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
-        obj = _load_json_file(args.history, "history file")
+        from pathlib import Path
+
+        from dpdesk.engine.jsontext import parse_json
+
+        obj = parse_json(Path(args.history).read_text(encoding="utf-8"), f"history file {args.history}")
         schema = None
         if isinstance(obj, dict) and obj.get("schema") is not None:
             schema = Schema.from_dict(obj["schema"])

@@ -27,18 +27,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _load_schema(path: str):  # type: ignore[no-untyped-def]
-    import json
-
     from dpdesk.engine.errors import SchemaError
+    from dpdesk.engine.jsontext import parse_json
     from dpdesk.engine.schema import Schema
 
     try:
         with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
+            text = f.read()
     except FileNotFoundError:
         raise SchemaError(f"no such schema file: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    obj = parse_json(text, path, SchemaError)
     try:
         return Schema.from_dict(obj)
     except SchemaError as exc:

@@ -65,17 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _new(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
-    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.engine.jsontext import parse_json
     from dpdesk.store.project import Project
 
     schema_path = Path(args.schema)
-    try:
-        schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DpdeskError(f"{schema_path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    schema = parse_json(schema_path.read_text(encoding="utf-8"), schema_path.name)
     name = args.name or Path(args.path).stem
     from dpdesk.commands.assess import policy_from_args
 

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QComboBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
+from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS, method_names
 from dpdesk.gui import dialogs
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment
@@ -53,8 +54,8 @@ class AnswerPanel(QWidget):
         top.addWidget(self.title, 1)
         top.addWidget(QLabel("posterior method"))
         self.method = QComboBox()
-        self.method.addItems(["fft", "direct", "mc"])
-        self.method.setToolTip("fft: exact up to a bound (default) · direct: paper Alg. 2 · mc: Monte Carlo (Alg. 1)")
+        self.method.addItems(method_names())
+        self.method.setToolTip(" · ".join(f"{name}: {what}" for name, what in POSTERIOR_METHODS.items()))
         self.method.currentTextChanged.connect(lambda _m: self.refresh())
         top.addWidget(self.method)
         self.prior_btn = QPushButton("Known bounds…")
@@ -187,7 +188,7 @@ class AnswerPanel(QWidget):
         fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
         if a.needed_alpha is not None and alpha > a.needed_alpha:
             fused = f", raised by the spend policy from the α = {a.needed_alpha:.6g} the request needs"
-        self.fields["fresh"].setText(f"α = {alpha:.6g} ({a.family.replace('_', ' ')} noise, "
+        self.fields["fresh"].setText(f"α = {alpha:.6g} ({a.noise.label} noise, "
                                      f"sensitivity {a.sensitivity:g}{fused})")
         b = a.budget
         self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "

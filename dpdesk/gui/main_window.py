@@ -15,6 +15,7 @@ from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
 
 from dpdesk.appdata.bundled import resource
+from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.start_page import StartPage
@@ -202,7 +203,7 @@ class MainWindow(QMainWindow):
             if splitter is not None and isinstance(state, QByteArray):
                 splitter.restoreState(state)
         method = s.value("requests/method")
-        if self.requests is not None and method in ("fft", "direct", "mc"):
+        if self.requests is not None and method in POSTERIOR_METHODS:
             self.requests.answer.method.setCurrentText(str(method))
 
     def closeEvent(self, event: QCloseEvent) -> None:

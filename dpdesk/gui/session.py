@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from dpdesk.engine.budget.accounting import BudgetPreview, preview, query_cell_costs
+from dpdesk.engine.budget.accounting import BudgetPreview, preview
+from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
@@ -141,7 +142,7 @@ class ProjectSession(QObject):
             from dpdesk.store.replay import history_row
 
             row = history_row(e, self.schema)
-            share = float(query_cell_costs(row.query, row.alpha)[cell])
+            share = LAPLACE.charge_for(row.query, row.alpha).at(cell)
             if share > 0:
                 out.append((e.request_id or f"entry {e.seq}", share))
         return out

@@ -18,8 +18,9 @@ from typing import Any
 
 from dpdesk.engine.budget.accounting import check_requirement
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import Query, query_from_json
-from dpdesk.engine.queries.text import parse_query
+from dpdesk.engine.jsontext import parse_json
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.text import query_from_input
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.answering.workflow import Request
 from dpdesk.store.errors import StoreError
@@ -101,17 +102,8 @@ def make_request(
     eps_f = parse_number(eps, "eps")
     delta_f = parse_number(delta, "delta")
     check_requirement(eps_f, delta_f)
-    text: str | None = None
-    if isinstance(query, str):
-        stripped = query.strip()
-        if stripped.startswith(("[", "{")):
-            try:
-                query = json.loads(stripped)
-            except json.JSONDecodeError as exc:
-                raise DpdeskError(f"query: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        else:
-            text = stripped
-    q = parse_query(text, schema) if text is not None else query_from_json(query, schema.n_cells, schema.shape)
+    q = query_from_input(query, schema.n_cells, schema.shape, schema)
+    text = q.text
     if requester is None:
         requester = ""
     if not isinstance(requester, str):
@@ -129,10 +121,7 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
     items: list[dict[str, Any]]
     is_json = path.suffix.lower() == ".json" or text.lstrip().startswith("[")
     if is_json:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise StoreError(f"{path.name}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        data = parse_json(text, path.name, StoreError)
         if not isinstance(data, list):
             raise StoreError(f"{path.name}: must be a JSON list of requests")
         items = data

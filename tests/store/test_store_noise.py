@@ -12,6 +12,7 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.inference.posterior import posterior
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.store import Project
+from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.store.errors import StoreError
 
 
@@ -21,7 +22,7 @@ def test_release_path_uses_opendp(store, monkeypatch):
 
     def spy(self, family, scale):
         value = real_draw(self, family, scale)
-        calls.append((family, scale, value))
+        calls.append((noise_family(family).name, scale, value))  # the release path passes the family object
         return value
 
     monkeypatch.setattr(OpenDPSampler, "draw", spy)

@@ -24,12 +24,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpdesk.engine.budget.accounting import BudgetPreview, check_requirement, check_total_budget, fresh_alpha, preview
+from dpdesk.engine.budget.accounting import BudgetPreview, check_requirement, check_total_budget, preview
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.fusion import FusionPlan, fuse, fused_confidence, fusion_weight, plan_fusion
-from dpdesk.engine.inference.history import Estimate, History, HistoryRow, noise_variance
+from dpdesk.engine.inference.history import Estimate, History, HistoryRow
+from dpdesk.engine.mechanisms.base import meets
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.noise import NoiseFamily, NoiseSampler
+from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.budget.policy import PolicyOutcome, SpendPolicy
 from dpdesk.engine.inference.posterior import Posterior, posterior
 from dpdesk.engine.inference.prior import BoundedPrior, TruncatedPosterior, truncate
@@ -37,8 +40,6 @@ from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 
 Decision = Literal["infer", "spend", "reject"]
-METHODS = ("fft", "direct", "mc")
-DECISION_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,6 @@ class Request:
         check_requirement(self.eps, self.delta)
 
 
-def default_family(query: Query) -> NoiseFamily:
-    """Integer-coefficient queries get exact discrete Laplace noise, others continuous Laplace."""
-    return "discrete_laplace" if query.is_integer else "laplace"
-
-
 @dataclass(frozen=True)
 class Assessment:
     """Everything the curator sees before deciding; computed from public quantities only."""
@@ -72,7 +68,7 @@ class Assessment:
     interval: tuple[float, float] | None
     interval_confidence: float | None
     confidence_at_eps: float | None
-    family: NoiseFamily
+    noise: NoiseMechanism  # the noise family a fresh answer is drawn from
     fresh_alpha: float
     budget: BudgetPreview
     cell_costs: np.ndarray
@@ -97,6 +93,11 @@ class Assessment:
     def __post_init__(self) -> None:
         if self.spend_alpha is None:
             object.__setattr__(self, "spend_alpha", self.fresh_alpha)
+
+    @property
+    def family(self) -> str:
+        """The registered name of :attr:`noise`."""
+        return self.noise.name
 
     @property
     def estimable(self) -> bool:
@@ -209,15 +210,14 @@ def assess(
     """
     t0 = time.perf_counter()
     check_total_budget(total_budget)
-    if method not in METHODS:
-        raise DpdeskError(f"method ({method!r}) must be one of {', '.join(METHODS)}")
+    check_method(method)
     if interval is not None:
         lo, hi = float(interval[0]), float(interval[1])
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
             raise DpdeskError(f"interval [{interval[0]}, {interval[1]}] must be finite with L ≤ U")
         interval = (lo, hi)
     q = request.query
-    family = family or default_family(q)
+    noise = family_for(q) if family is None else noise_family(family)
     est = history.estimate(q)
     post: Posterior | TruncatedPosterior | None = None
     ci = ci_conf = conf_eps = prob = None
@@ -251,15 +251,12 @@ def assess(
         ci, ci_conf = (cred.low, cred.high), cred.confidence
         if interval is not None:
             prob = post.prob_between(*interval)
-    alpha = fresh_alpha(q.sensitivity, request.eps, request.delta, family)
-    # the fresh budget is built to reach exactly 1 − δ, and computed masses carry rounding of ~1e-12:
-    # a mass within DECISION_SLACK of 1 − δ meets the requirement (a re-asked request is then free)
-    need = 1.0 - request.delta - DECISION_SLACK
+    alpha = noise.alpha_for(q.sensitivity, request.eps, request.delta)
     plan: FusionPlan | None = None
     spend = alpha
-    if fusion and est.estimable and not (conf_eps is not None and conf_eps >= need):
+    if fusion and est.estimable and not meets(conf_eps, request.delta):
         # public quantities only: history's A, scales, families and the requirement (flat prior always)
-        plan = plan_fusion(est, q.sensitivity, request.eps, request.delta, family, method=_fusion_method(method))
+        plan = plan_fusion(est, q.sensitivity, request.eps, request.delta, noise, method=_fusion_method(method))
         spend = min(plan.alpha, alpha)
     costs = history.cell_costs
     weight = fconf = None
@@ -267,7 +264,7 @@ def assess(
         weight, fconf = plan.weight, plan.confidence
     needed = spend
     paced: PolicyOutcome | None = None
-    infer = conf_eps is not None and conf_eps >= need
+    infer = meets(conf_eps, request.delta)
     if policy is not None and not infer:
         paced = policy.apply(q, spend, costs, total_budget)
         if paced.raised:
@@ -275,15 +272,15 @@ def assess(
             w_r = c_r = None
             if fusion and est.estimable and est.variance:
                 # fusing is the BLUE; keep it when its posterior still meets (ε, δ) at the raised α
-                c = fused_confidence(est, paced.alpha, q.sensitivity, family, request.eps, method=_fusion_method(method))
-                if c >= need:
-                    w_r, c_r = fusion_weight(est.variance, noise_variance(family, q.sensitivity / paced.alpha)), c
+                c = fused_confidence(est, paced.alpha, q.sensitivity, noise, request.eps, method=_fusion_method(method))
+                if meets(c, request.delta):
+                    w_r, c_r = fusion_weight(est.variance, noise.variance(q.sensitivity / paced.alpha)), c
             if w_r is None and paced.alpha < alpha:
                 # a plain answer meets (ε, δ) alone only from Thm 5.3's α; if that does not fit, keep the plan
                 raised = alpha if alpha <= paced.headroom else None
             if raised is not None:
                 spend, weight, fconf = raised, w_r, c_r
-    budget = preview(costs, total_budget, q, spend)
+    budget = preview(costs, total_budget, noise.charge_for(q, spend))
     fused = weight is not None
     if infer:
         decision: Decision = "infer"
@@ -338,7 +335,7 @@ def assess(
         interval=ci,
         interval_confidence=ci_conf,
         confidence_at_eps=conf_eps,
-        family=family,
+        noise=noise,
         fresh_alpha=alpha,
         budget=budget,
         cell_costs=costs,
@@ -435,8 +432,7 @@ def release_fresh(
     q = assessment.request.query
     alpha = float(assessment.spend_alpha)  # type: ignore[arg-type]
     scale = q.sensitivity / alpha  # privacy map: Laplace(S/α) on sensitivity S is α-DP
-    noise = sampler.draw(assessment.family, scale)
-    answer = true_answer(q, cube) + noise
+    answer = true_answer(q, cube) + sampler.draw(assessment.noise, scale)
     t = assessment.fusion_weight
     theta_h = assessment.estimate.estimate if t is not None else None
     released = fuse(theta_h, answer, t) if t is not None and theta_h is not None else answer

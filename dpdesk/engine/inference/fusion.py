@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpdesk.engine.budget.accounting import fresh_alpha
-from dpdesk.engine.inference.history import Estimate, noise_variance
+from dpdesk.engine.inference.history import Estimate
+from dpdesk.engine.mechanisms.base import meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
+from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.inference.posterior import Posterior, posterior
 
 __all__ = ["FusionPlan", "fusion_weight", "fused_posterior", "fused_confidence", "plan_fusion", "fuse"]
@@ -79,10 +80,11 @@ def _parts(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFa
     assert estimate.estimable and estimate.variance is not None
     assert estimate.coefficients is not None and estimate.noise_scales is not None
     scale = sensitivity / alpha
-    t = fusion_weight(estimate.variance, noise_variance(family, scale))
+    fam = noise_family(family)
+    t = fusion_weight(estimate.variance, fam.variance(scale))
     coef = np.append((1.0 - t) * np.asarray(estimate.coefficients), t)
     scales = np.append(np.asarray(estimate.noise_scales), scale)
-    fams = list(estimate.families) + [family]
+    fams = list(estimate.families) + [fam.name]
     return t, coef, scales, fams
 
 
@@ -144,10 +146,10 @@ def plan_fusion(
     >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95
     True
     """
-    fresh = fresh_alpha(sensitivity, eps, delta, family)
+    fresh = noise_family(family).alpha_for(sensitivity, eps, delta)
     if not estimate.estimable or not estimate.variance or estimate.variance <= 0:
         return FusionPlan(fresh, fresh, None, None, 0)
-    need = 1.0 - delta
+    need = 1.0 - delta  # the normal approximation's target; feasibility is decided by meets()
     cache: dict[float, float] = {}
 
     def conf(alpha: float) -> float:
@@ -155,7 +157,7 @@ def plan_fusion(
             cache[alpha] = fused_confidence(estimate, alpha, sensitivity, family, eps, method=method)
         return cache[alpha]
 
-    if conf(fresh) < need:  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
+    if not meets(conf(fresh), delta):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
         return FusionPlan(fresh, fresh, None, None, len(cache))
     # normal approximation of the fused α: fused sd = ε / z, i.e. V_new = V_H v / (V_H − v)
     z = math.sqrt(2.0) * _erfinv(need)
@@ -170,7 +172,7 @@ def plan_fusion(
     hi, lo = fresh, None
     a = max(guess, floor)
     while a < hi:
-        if conf(a) >= need:
+        if meets(conf(a), delta):
             hi = a
             if a <= floor:
                 break
@@ -181,7 +183,7 @@ def plan_fusion(
     if lo is None:
         # the guess was infeasible at or above hi: walk down from hi
         a = hi / 2.0
-        while a > floor and conf(a) >= need:
+        while a > floor and meets(conf(a), delta):
             hi, a = a, a / 2.0
         if a <= floor:  # the caller answers from history for free before asking for a plan
             return FusionPlan(hi, fresh, _weight(estimate, hi, sensitivity, family), conf(hi), len(cache))
@@ -195,14 +197,14 @@ def plan_fusion(
             conf(root * (1.0 + rtol / 2))
         except ValueError:  # pragma: no cover - bracket lost to rounding; hi is feasible
             pass
-    feasible = [al for al, c in cache.items() if c >= need and al <= fresh]
+    feasible = [al for al, c in cache.items() if meets(c, delta) and al <= fresh]
     best = min(feasible)
     return FusionPlan(best, fresh, _weight(estimate, best, sensitivity, family), cache[best], len(cache))
 
 
 def _weight(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily) -> float:
     assert estimate.variance is not None
-    return fusion_weight(estimate.variance, noise_variance(family, sensitivity / alpha))
+    return fusion_weight(estimate.variance, noise_family(family).variance(sensitivity / alpha))
 
 
 def _erfinv(p: float) -> float:

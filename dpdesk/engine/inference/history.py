@@ -24,8 +24,8 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
-from dpdesk.engine.errors import HistoryError, QueryError
-from dpdesk.engine.mechanisms.noise import NOISE_FAMILIES, NoiseFamily
+from dpdesk.engine.errors import DpdeskError, HistoryError, QueryError
+from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query, query_from_json
 from dpdesk.engine.inference.rowspace import DEPENDENCE_TOL, _DualSpace, _GrowArray, _PrimalSpace, _ProductStack, _RowSpace
 
@@ -36,14 +36,11 @@ PRIMAL_BLOCK = 128
 DUAL_BLOCK = 128
 
 
-def noise_variance(family: str, scale: float) -> float:
-    """Variance of one noise draw of ``family`` with scale ``b``."""
-    if family == "laplace":
-        return 2.0 * scale * scale
-    if family == "discrete_laplace":
-        p = math.exp(-1.0 / scale)
-        return 2.0 * p / (1.0 - p) ** 2
-    raise HistoryError(f"noise family {family!r} must be one of {', '.join(NOISE_FAMILIES)}")
+def _family(family: str, where: str) -> str:
+    try:
+        return noise_family(family).name
+    except DpdeskError as exc:
+        raise HistoryError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -53,15 +50,14 @@ class HistoryRow:
     query: Query
     alpha: float
     answer: float
-    family: NoiseFamily = "laplace"
+    family: str = "laplace"  # a registered noise family's name
 
     def __post_init__(self) -> None:
         if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha) and self.alpha > 0):
             raise HistoryError(f"alpha ({self.alpha!r}) must be a positive finite number")
         if not (isinstance(self.answer, (int, float)) and math.isfinite(self.answer)):
             raise HistoryError(f"answer ({self.answer!r}) must be a finite number")
-        if self.family not in NOISE_FAMILIES:
-            raise HistoryError(f"family ({self.family!r}) must be one of {', '.join(NOISE_FAMILIES)}")
+        _family(self.family, "history row")
 
     @property
     def sensitivity(self) -> float:
@@ -74,7 +70,7 @@ class HistoryRow:
 
     @property
     def variance(self) -> float:
-        return noise_variance(self.family, self.scale)
+        return noise_family(self.family).variance(self.scale)
 
 
 @dataclass(frozen=True)
@@ -261,9 +257,7 @@ class History:
                 raise HistoryError(f"{where}.alpha: must be a positive number, got {alpha!r}")
             if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
                 raise HistoryError(f"{where}.answer: must be a finite number, got {answer!r}")
-            family = r.get("family", "laplace")
-            if family not in NOISE_FAMILIES:
-                raise HistoryError(f"{where}.family: must be one of {', '.join(NOISE_FAMILIES)}, got {family!r}")
+            family = _family(r.get("family", "laplace"), f"{where}.family")
             h.append(HistoryRow(q, float(alpha), float(answer), family))
         return h
 

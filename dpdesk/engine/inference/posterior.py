@@ -18,11 +18,10 @@ import numpy as np
 
 from dpdesk.engine.inference import grid as _g
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.mechanisms.registry import check_method, noise_family
 
 __all__ = ["CredibleInterval", "Posterior", "closed_form_density", "posterior"]
 
-FAMILIES = ("laplace", "discrete_laplace")
-METHODS = ("fft", "direct", "mc")
 _MC_FLOOR = 10_000  # paper §6.3: never fewer samples than this
 _MC_MAX_SAMPLES = 2_000_000
 _MC_MAX_DRAWS = 50_000_000  # samples × components
@@ -336,18 +335,20 @@ def posterior(
     fam = list(families)
     if len(fam) != A.size:
         raise DpdeskError(f"families has {len(fam)} entries but coefficients has {A.size}")
+    on_integers = []
     for i, f in enumerate(fam):
-        if f not in FAMILIES:
-            raise DpdeskError(f"families[{i}] ({f!r}) must be one of {FAMILIES}")
-    if method not in METHODS:
-        raise DpdeskError(f"method ({method!r}) must be one of {METHODS}")
+        try:
+            on_integers.append(noise_family(f).lattice)
+        except DpdeskError as exc:
+            raise DpdeskError(f"families[{i}]: {exc}") from None
+    check_method(method)
     gamma = _finite("gamma", gamma)
     if not 0 < gamma < 1:
         raise DpdeskError(f"gamma ({gamma}) must be in (0, 1)")
     if samples is not None and (int(samples) != samples or samples < 1):
         raise DpdeskError(f"samples ({samples}) must be a positive integer")
 
-    discrete = np.array([f == "discrete_laplace" for f in fam], bool)
+    discrete = np.array(on_integers, bool)
     A, pruned = _prune_negligible(A, b, discrete)
     comp = _g.make_components(A, b, discrete)
     std = math.sqrt(comp.variance)

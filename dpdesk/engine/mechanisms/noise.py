@@ -1,32 +1,42 @@
-"""The noise samplers behind fresh answers, and the noise families the posterior models.
+"""The samplers behind fresh answers: the protocol, and a seeded one for tests and simulations.
 
-A fresh answer to a query with sensitivity ``S`` and budget ``α`` adds noise of scale ``b = S/α``:
-continuous Laplace (density ``exp(-|z|/b)/(2b)``) or, for integer-coefficient queries, discrete
-Laplace on the integers (mass ∝ ``exp(-|k|/b)``). Both are α-DP for sensitivity ``S``.
-
-Noise for releases comes only from a *secure* sampler (OpenDP's, in :mod:`dpdesk.engine.mechanisms.secure_noise`).
-:class:`SeededSampler` is for tests and simulations over public quantities; the release path refuses
-it unless a project is explicitly a test project.
+A sampler draws noise of a registered family (:mod:`dpdesk.engine.mechanisms.laplace`) at a scale;
+the family object itself says how (its OpenDP constructor, its seeded numpy draw), so a sampler never
+switches on a family's name. Noise for releases comes only from a *secure* sampler (OpenDP's, in
+:mod:`dpdesk.engine.mechanisms.secure_noise`). :class:`SeededSampler` is for tests and simulations over
+public quantities; the release path refuses it unless a project is explicitly a test project.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-NoiseFamily = Literal["laplace", "discrete_laplace"]
-NOISE_FAMILIES: tuple[str, ...] = ("laplace", "discrete_laplace")
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
+from dpdesk.engine.mechanisms.registry import noise_family
+
+# a family is passed as its object or its registered name
+NoiseFamily = NoiseMechanism | str
 
 
 @runtime_checkable
 class NoiseSampler(Protocol):
-    """Draws one noise value of the given family and scale ``b = S/α``."""
+    """Draws noise of a family and scale ``b = S/α``."""
 
     name: str
     secure: bool
 
     def draw(self, family: NoiseFamily, scale: float) -> float: ...
+
+    def draw_many(self, family: NoiseFamily, scale: float, size: int) -> list[float]: ...
+
+
+def _check_scale(scale: float) -> float:
+    scale = float(scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale ({scale}) must be a positive finite number")
+    return scale
 
 
 class SeededSampler:
@@ -39,12 +49,7 @@ class SeededSampler:
         self._rng = np.random.default_rng(seed)
 
     def draw(self, family: NoiseFamily, scale: float) -> float:
-        if not scale > 0:
-            raise ValueError(f"scale ({scale}) must be positive")
-        if family == "laplace":
-            return float(self._rng.laplace(0.0, scale))
-        if family == "discrete_laplace":
-            # difference of two geometric variables with p = 1 - exp(-1/scale) is discrete Laplace
-            p = -np.expm1(-1.0 / scale)
-            return float(self._rng.geometric(p) - self._rng.geometric(p))
-        raise ValueError(f"family ({family!r}) must be one of {NOISE_FAMILIES}")
+        return float(noise_family(family).draw_seeded(self._rng, _check_scale(scale)))
+
+    def draw_many(self, family: NoiseFamily, scale: float, size: int) -> list[float]:
+        return [float(v) for v in noise_family(family).draw_seeded(self._rng, _check_scale(scale), int(size))]

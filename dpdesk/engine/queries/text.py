@@ -21,11 +21,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.queries.query import Query, Term, predicate_term
+from dpdesk.engine.jsontext import parse_json
+from dpdesk.engine.queries.query import Query, Term, predicate_term, query_from_json
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -270,6 +272,28 @@ def parse_query(text: str, schema: Schema) -> Query:
         return Query(schema.shape, terms=tuple(terms), text=text.strip())
     except QueryError as e:
         raise QueryError(f"{e} in {text.strip()!r}") from None
+
+
+def query_from_input(raw: Any, n_cells: int, shape: Sequence[int] | None = None, schema: Schema | None = None,
+                     where: str | None = None) -> Query:
+    """A query as a user gives it: the DESIGN §6 text form (needs ``schema``), or JSON coefficients — a
+    dense list or ``{"indices", "values"}``, as text or already decoded. ``where`` prefixes errors."""
+
+    def located(exc: QueryError) -> QueryError:
+        return QueryError(f"{where}: {exc}") if where else exc
+
+    try:
+        if isinstance(raw, str):
+            stripped = raw.strip()
+            if stripped[:1] in ("[", "{"):
+                raw = parse_json(stripped, "query", QueryError)
+            elif schema is None:
+                raise QueryError("a text query needs a schema")
+            else:
+                return parse_query(stripped, schema)
+        return query_from_json(raw, n_cells, shape)
+    except QueryError as exc:
+        raise located(exc) from None
 
 
 def _quote(label: str) -> str:

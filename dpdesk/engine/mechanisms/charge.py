@@ -1,0 +1,141 @@
+"""What one release costs each cell: the per-cell charge of paper Thm 5.4, for any release kind.
+
+A release charges cell ``j`` the privacy loss ``Σ_t s_t·|Q_t,j|`` — a sum of terms, each a scale
+``s_t`` times the absolute coefficients of a query (a fresh count at budget α: one term, ``α/S`` times
+``|Q|``) or the same amount on every cell (``query=None``: a one-shot partition release, where every
+record falls in exactly one cell of each released partition). ``delta`` is the release's δ for
+mechanisms charged in ``(α, δ)``; pure mechanisms leave it 0. Zero-cost post-processing has no terms.
+
+A charge is what the ledger records per release and what verify re-derives from the mechanism's
+privacy map; :meth:`Charge.to_json` writes a term's query by reference (the name of a payload member
+holding it) when the entry already carries that query, so a count's query is stored once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.queries.algebra import abs_dense
+from dpdesk.engine.queries.query import Query, query_from_json
+
+__all__ = ["Charge", "ChargeTerm"]
+
+
+@dataclass(frozen=True, eq=False)
+class ChargeTerm:
+    """``scale·|query|`` on the cells, or ``scale`` on every cell when ``query`` is None."""
+
+    scale: float
+    query: Query | None = None
+
+    def __post_init__(self) -> None:
+        s = self.scale
+        if isinstance(s, bool) or not isinstance(s, (int, float, np.number)) or not math.isfinite(s) or s < 0:
+            raise DpdeskError(f"charge scale ({s!r}) must be a finite number ≥ 0")
+        object.__setattr__(self, "scale", float(s))
+
+    def dense(self, n_cells: int) -> np.ndarray:
+        if self.query is None:
+            return np.full(n_cells, self.scale)
+        return self.scale * abs_dense(self.query)
+
+    def at(self, cell: int) -> float:
+        if self.query is None:
+            return self.scale
+        return self.scale * abs(float(self.query.values_at(np.array([cell]))[0]))
+
+    def same_as(self, other: "ChargeTerm", rel_tol: float) -> bool:
+        """Equal scales (within ``rel_tol``) on the same cells with the same coefficients."""
+        if not math.isclose(self.scale, other.scale, rel_tol=rel_tol, abs_tol=0.0):
+            return False
+        if self.query is None or other.query is None:
+            return self.query is None and other.query is None
+        return self.query == other.query
+
+
+@dataclass(frozen=True, eq=False)
+class Charge:
+    """The per-cell privacy charge of one release (and its δ).
+
+    Examples
+    --------
+    >>> from dpdesk.engine.queries.query import query_from_vector
+    >>> q = query_from_vector([2, -1, 0], (3,))
+    >>> Charge((ChargeTerm(0.5 / q.sensitivity, q),)).dense(3).tolist()   # α = 0.5, S = 2
+    [0.5, 0.25, 0.0]
+    >>> Charge().free
+    True
+    """
+
+    terms: tuple[ChargeTerm, ...] = ()
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        d = self.delta
+        if isinstance(d, bool) or not isinstance(d, (int, float, np.number)) or not 0.0 <= d < 1.0:
+            raise DpdeskError(f"charge delta ({d!r}) must be in [0, 1)")
+        object.__setattr__(self, "terms", tuple(self.terms))
+        object.__setattr__(self, "delta", float(d))
+
+    @property
+    def free(self) -> bool:
+        """True for a release that costs nothing (post-processing of earlier releases)."""
+        return self.delta == 0.0 and all(t.scale == 0.0 for t in self.terms)
+
+    def dense(self, n_cells: int) -> np.ndarray:
+        """The charge of every cell (a new array of length ``n_cells``)."""
+        out = np.zeros(n_cells)
+        for t in self.terms:
+            out += t.dense(n_cells)
+        return out
+
+    def at(self, cell: int) -> float:
+        """The charge of one cell (without building the dense vector)."""
+        return float(sum(t.at(cell) for t in self.terms))
+
+    def same_as(self, other: "Charge", rel_tol: float = 1e-9) -> bool:
+        """Term by term the same charge (scales within ``rel_tol``, identical queries) and the same δ."""
+        return (len(self.terms) == len(other.terms) and math.isclose(self.delta, other.delta, rel_tol=rel_tol, abs_tol=0.0)
+                and all(a.same_as(b, rel_tol) for a, b in zip(self.terms, other.terms)))
+
+    # -- the ledger's form --------------------------------------------------------------------
+    def to_json(self, refs: Mapping[str, Query] | None = None) -> dict[str, Any]:
+        """``{"terms": [{"scale": s, "query": Q}], "delta": δ}``; ``query`` is ``"all"`` for every
+        cell, or the name of a member of ``refs`` (the entry's own members) holding the same query."""
+        terms = []
+        for t in self.terms:
+            if t.query is None:
+                ref: Any = "all"
+            else:
+                ref = next((k for k, q in (refs or {}).items() if q is t.query or q == t.query), None)
+                if ref is None:
+                    ref = t.query.to_json()
+            terms.append({"scale": t.scale, "query": ref})
+        return {"terms": terms, "delta": self.delta}
+
+    @classmethod
+    def from_json(cls, obj: Any, payload: Mapping[str, Any], n_cells: int, shape: Sequence[int]) -> "Charge":
+        """Read :meth:`to_json`'s form (plain JSON); a query given by name is that member of ``payload``."""
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("terms"), (list, tuple)):
+            raise DpdeskError("charge: must be an object with a list of terms")
+        terms = []
+        for i, t in enumerate(obj["terms"]):
+            if not isinstance(t, Mapping) or "scale" not in t or "query" not in t:
+                raise DpdeskError(f"charge.terms[{i}]: must be an object with scale and query")
+            ref = t["query"]
+            if ref == "all":
+                q = None
+            else:
+                if isinstance(ref, str):
+                    if ref not in payload:
+                        raise DpdeskError(f"charge.terms[{i}].query: names {ref!r}, which the entry does not hold")
+                    ref = payload[ref]
+                q = query_from_json(ref, n_cells, shape)
+            terms.append(ChargeTerm(t["scale"], q))
+        return cls(tuple(terms), obj.get("delta", 0.0))
+
