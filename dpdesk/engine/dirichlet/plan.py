@@ -1,0 +1,241 @@
+"""Assess a posterior-of-proportions request from public inputs, then draw exactly what was assessed.
+
+:func:`assess_posterior` reads only public inputs — the request (attribute, box, prior), the chosen
+mechanism, the budget or accuracy target, a size the curator declares public, the candidate cap —
+and fixes the charge every cell of the box pays, the candidate set when the size is public, the
+global mechanism's guarantee and, at a reference table built from public inputs, each mechanism's
+expected accuracy. :func:`draw_posterior` then reads the cube once and draws with the vetted sampler;
+it re-decides nothing. When no size is public, the draw first releases the box's noisy total with a
+share of the budget and builds the candidate set from it (docs/dirichlet.md §3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpdesk.engine.dirichlet.accuracy import (
+    alpha_for_target,
+    expected_bound,
+    expected_hellinger,
+    expected_hellinger_noisy_size,
+    reference_counts,
+    tail_bound,
+)
+from dpdesk.engine.dirichlet.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
+from dpdesk.engine.dirichlet.mechanisms import (
+    Charge,
+    ExponentialGlobal,
+    ExponentialSmooth,
+    LaplaceCounts,
+    NoisySize,
+)
+from dpdesk.engine.dirichlet.request import PosteriorQuery
+from dpdesk.engine.dirichlet.sampling import PosteriorSampler
+from dpdesk.engine.errors import DpdeskError
+
+__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "draw_posterior", "MECHANISMS"]
+
+MECHANISMS = ("exponential-global", "exponential-smooth", "laplace")
+DEFAULT_SIZE_SHARE = 0.25  # of the budget, for the noisy size when no size is public
+
+
+@dataclass(frozen=True)
+class PosteriorAssessment:
+    """A priced posterior release, computed from public inputs only.
+
+    ``alpha`` and ``delta`` are what every cell of the box pays; ``size_alpha`` of ``alpha`` buys the
+    noisy size (0 when ``size`` is public or the mechanism is ``laplace``). ``guarantee`` holds the
+    global mechanism's data-free bounds; ``reference`` the expected Hellinger distance of each
+    mechanism at ``reference_counts`` (a public table, never the data).
+    """
+
+    query: PosteriorQuery
+    mechanism: str
+    alpha: float
+    delta: float
+    size_alpha: float
+    size: int | None
+    max_candidates: int
+    split: float
+    target: tuple[float, float] | None
+    candidates: CandidateSet | None
+    guarantee: dict[str, float] = field(default_factory=dict)
+    reference_counts: tuple[int, ...] | None = None
+    reference: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def charge(self) -> Charge:
+        return Charge(self.alpha, self.delta)
+
+    @property
+    def posterior_alpha(self) -> float:
+        return self.alpha - self.size_alpha
+
+    def record(self) -> dict[str, Any]:
+        """The ledger members fixed before the data is read: mechanism, candidate set, α, δ."""
+        out: dict[str, Any] = {
+            "request": self.query.to_json(),
+            "mechanism": self.mechanism,
+            "alpha": self.alpha,
+            "delta": self.delta,
+            "size_alpha": self.size_alpha,
+            "size": self.size,
+            "max_candidates": self.max_candidates,
+        }
+        if self.mechanism == "exponential-smooth":
+            out["split"] = self.split
+        if self.target is not None:
+            out["target"] = {"within": self.target[0], "failure": self.target[1]}
+        return out
+
+
+@dataclass(frozen=True)
+class PosteriorRelease:
+    """The released Dirichlet parameters and what else the release made public."""
+
+    parameters: np.ndarray  # k positive floats, read-only
+    noisy_size: float | None = None  # the box total with noise (before clipping at 0)
+    noisy_counts: tuple[float, ...] | None = None  # Laplace baseline: each count with noise (unclipped)
+    candidates: CandidateSet | None = None
+    mechanism: dict[str, Any] = field(default_factory=dict)  # the mechanism's public description
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"parameters": self.parameters.tolist(), "mechanism": self.mechanism}
+        if self.noisy_size is not None:
+            out["noisy_size"] = self.noisy_size
+        if self.noisy_counts is not None:
+            out["noisy_counts"] = list(self.noisy_counts)
+        return out
+
+
+def _number(value: Any, what: str, *, low: float = 0.0, high: float = math.inf, open_low: bool = True) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value > high or value < low or (open_low and value == low):
+        bounds = f"{'(' if open_low else '['}{low:g}, {high:g}{']' if math.isfinite(high) else ')'}"
+        raise DpdeskError(f"{what} ({value!r}) must be a number in {bounds}")
+    return float(value)
+
+
+def _make(mechanism: str, cs: CandidateSet, alpha: float, delta: float, split: float) -> Any:
+    if mechanism == "exponential-global":
+        return ExponentialGlobal(cs, alpha)
+    return ExponentialSmooth(cs, alpha, delta, split)
+
+
+def assess_posterior(
+    query: PosteriorQuery,
+    *,
+    mechanism: str = "exponential-global",
+    budget: float | None = None,
+    delta: float = 0.0,
+    within: float | None = None,
+    failure: float | None = None,
+    size: int | None = None,
+    size_share: float = DEFAULT_SIZE_SHARE,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    split: float = 0.5,
+    reference_size: int | None = None,
+) -> PosteriorAssessment:
+    """Price a posterior release from public inputs (see the module docstring); raises DpdeskError."""
+    if mechanism not in MECHANISMS:
+        raise DpdeskError(f"mechanism ({mechanism!r}) must be one of {', '.join(MECHANISMS)}")
+    target = None
+    if within is not None or failure is not None:
+        if mechanism != "exponential-global":
+            raise DpdeskError("an accuracy target sets the budget of the global-sensitivity mechanism only")
+        if budget is not None:
+            raise DpdeskError("give a budget or an accuracy target, not both")
+        target = (_number(within, "accuracy target: distance", high=1.0), _number(failure, "accuracy target: failure probability", high=1.0))
+    elif budget is None:
+        raise DpdeskError("a posterior request needs a budget (or, for the global mechanism, an accuracy target)")
+    if mechanism == "exponential-smooth":
+        delta = _number(delta, "delta", high=1.0)
+        if delta >= 1:
+            raise DpdeskError(f"delta ({delta}) must be below 1")
+    elif delta:
+        raise DpdeskError(f"delta ({delta}) applies to the smooth-sensitivity mechanism only")
+    if size is not None and (isinstance(size, bool) or not float(size).is_integer() or size < 0):
+        raise DpdeskError(f"size ({size!r}) must be a non-negative whole number")
+    size = None if size is None else int(size)
+    share = 0.0 if size is not None or mechanism == "laplace" else _number(size_share, "size share", high=1.0)
+    if share >= 1:
+        raise DpdeskError(f"size share ({size_share}) must be below 1")
+    if not (isinstance(max_candidates, int) and max_candidates >= query.k):
+        raise DpdeskError(f"max_candidates ({max_candidates!r}) must be a whole number of at least {query.k}")
+    cs = CandidateSet.for_size(query.prior, size, max_candidates) if size is not None and mechanism != "laplace" else None
+    n_bound = cs.count if cs is not None else max_candidates  # N ≤ the cap whatever the noisy size
+    if target is not None:
+        posterior_alpha = alpha_for_target(query.prior, n_bound, *target)
+        alpha = posterior_alpha / (1 - share)
+    else:
+        alpha = _number(budget, "budget")
+        posterior_alpha = alpha * (1 - share)
+    if mechanism == "exponential-smooth":
+        split = _number(split, "split", high=1.0)
+        _make(mechanism, cs or CandidateSet.for_size(query.prior, 0), posterior_alpha, delta, split)  # validates
+    guarantee: dict[str, float] = {}
+    if mechanism == "exponential-global":
+        guarantee = {
+            "n_candidates": float(n_bound),
+            "expected_excess": expected_bound(query.prior, posterior_alpha, n_bound),
+            "within_0.1": 1 - tail_bound(query.prior, posterior_alpha, n_bound, 0.1),
+        }
+    ref_size = size if size is not None else reference_size
+    ref, ref_counts = {}, None
+    if ref_size is not None:
+        ref_counts = reference_counts(query.prior, int(ref_size))
+        ref = _reference(query, mechanism, ref_counts, size is not None, alpha, share, delta, max_candidates, split)
+    return PosteriorAssessment(
+        query, mechanism, alpha, delta if mechanism == "exponential-smooth" else 0.0, alpha * share, size,
+        max_candidates, split, target, cs, guarantee,
+        None if ref_counts is None else tuple(int(v) for v in ref_counts), ref,
+    )
+
+
+def _reference(
+    query: PosteriorQuery, mechanism: str, counts: np.ndarray, size_public: bool, alpha: float, share: float,
+    delta: float, max_candidates: int, split: float,
+) -> dict[str, float]:
+    """Expected H of each mechanism available at this (α, δ), at a public reference table.
+
+    The smooth mechanism needs δ > 0, so it is compared only when it is the one requested.
+    """
+    prior = query.prior
+    share = share or DEFAULT_SIZE_SHARE if not size_public else 0.0
+    out = {"laplace": expected_hellinger(LaplaceCounts(prior, alpha), counts)}
+    names = ["exponential-global"] + (["exponential-smooth"] if mechanism == "exponential-smooth" else [])
+    for name in names:
+        if size_public:
+            cs = CandidateSet.for_size(prior, int(counts.sum()), max_candidates)
+            out[name] = expected_hellinger(_make(name, cs, alpha, delta, split), counts)
+        else:
+            out[name] = expected_hellinger_noisy_size(
+                prior, counts, size_alpha=share * alpha,
+                make=lambda cs, name=name: _make(name, cs, (1 - share) * alpha, delta, split),
+                max_candidates=max_candidates,
+            )
+    return out
+
+
+def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: PosteriorSampler) -> PosteriorRelease:
+    """Read the box's counts and release exactly the assessed mechanism with ``sampler``."""
+    a = assessment
+    counts = a.query.counts(cube)
+    if a.mechanism == "laplace":
+        mech = LaplaceCounts(a.query.prior, a.alpha)
+        noisy = tuple(float(c) + sampler.draw("discrete_laplace", 1.0 / a.alpha) for c in counts)
+        params = a.query.prior + np.maximum(0.0, np.array(noisy))
+        params.setflags(write=False)
+        return PosteriorRelease(params, noisy_counts=noisy, mechanism=mech.describe())
+    noisy_size = None
+    cs = a.candidates
+    if cs is None:
+        size = NoisySize(a.size_alpha)
+        noisy_size = float(counts.sum()) + sampler.draw("discrete_laplace", 1.0 / size.alpha)
+        cs = CandidateSet.for_size(a.query.prior, int(max(0.0, noisy_size)), a.max_candidates)
+    mech = _make(a.mechanism, cs, a.posterior_alpha, a.delta, a.split)
+    return PosteriorRelease(mech.release(counts, sampler), noisy_size, None, cs, mech.describe())
