@@ -40,7 +40,7 @@ from dpdesk.engine.dirichlet.mechanisms import (  # noqa: E402
     LaplaceCounts,
     discrete_laplace_pmf,
 )
-from dpdesk.engine.dirichlet.sampling import OpenDPPosteriorSampler  # noqa: E402
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 from dpdesk.engine.dirichlet.smooth import local_bound, smooth_bound  # noqa: E402
 
 EPS, DELTA = 0.8, 5e-4  # the notes' §4.3 settings
@@ -331,7 +331,7 @@ def privacy_summary() -> str:
 
 
 def speed() -> str:
-    sampler = OpenDPPosteriorSampler()
+    sampler = OpenDPSampler()
     sampler.select(np.zeros(2), 1.0)  # load OpenDP before timing
     rows = ["| release | candidates N | seconds |", "|---|---|---|"]
     for k, n in ((2, 1000), (3, 1000), (5, 10_000)):

@@ -11,10 +11,10 @@ import pytest
 
 from dpdesk.engine.cube import build_cube
 from dpdesk.engine.dirichlet.accuracy import alpha_for_target, tail_bound
-from dpdesk.engine.dirichlet.plan import assess_posterior, draw_posterior
+from dpdesk.engine.dirichlet.plan import PosteriorRelease, assess_posterior, draw_posterior
 from dpdesk.engine.dirichlet.request import parse_posterior
-from dpdesk.engine.dirichlet.sampling import SeededPosteriorSampler
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.schema import Schema
 
 SCHEMA = Schema.from_dict(
@@ -28,6 +28,13 @@ SCHEMA = Schema.from_dict(
 QUERY = parse_posterior('posterior(education | age="65-90"; prior=1)', SCHEMA)
 
 
+def _box_charge(a):
+    """The charge on the box's cells (all equal) after checking the other cells pay nothing."""
+    dense = a.charge.dense(SCHEMA.n_cells).reshape(SCHEMA.shape)
+    assert np.all(dense[0] == 0) and np.all(dense[1] == dense[1, 0])
+    return float(dense[1, 0]), a.charge.delta
+
+
 @pytest.fixture(scope="module")
 def cube():
     rng = np.random.default_rng(5)
@@ -37,37 +44,37 @@ def cube():
 
 def test_public_size_fixes_the_candidates_and_the_draw_picks_one(cube):
     a = assess_posterior(QUERY, budget=0.8, size=40)
-    assert a.charge.alpha == 0.8 and a.charge.delta == 0 and a.size_alpha == 0
+    assert _box_charge(a) == (0.8, 0.0) and a.size_alpha == 0
     assert a.candidates is not None and a.candidates.count == math.comb(42, 2)
     assert a.reference_counts is not None and sum(a.reference_counts) == 40
     assert set(a.reference) == {"laplace", "exponential-global"} and all(0 < v < 1 for v in a.reference.values())
     rec = a.record()
     json.dumps(rec)  # plain JSON
-    assert rec["mechanism"] == "exponential-global" and rec["alpha"] == 0.8 and rec["size"] == 40
-    out = draw_posterior(a, cube, SeededPosteriorSampler(1))
+    assert rec["method"] == "exponential-global" and rec["alpha"] == 0.8 and rec["size"] == 40
+    out = draw_posterior(a, cube, SeededSampler(1))
     assert any(np.array_equal(out.parameters, r) for r in a.candidates.parameters())
-    assert out.noisy_size is None and out.mechanism["candidates"]["size"] == 40
+    assert out.noisy_size is None and out.details["candidates"]["size"] == 40
     # public description only: the global sensitivity depends on the prior alone
-    assert set(out.mechanism) == {"mechanism", "alpha", "delta", "candidates", "global_sensitivity"}
+    assert set(out.details) == {"mechanism", "alpha", "delta", "candidates", "global_sensitivity"}
 
 
 def test_noisy_size_is_released_first_and_charged(cube):
     a = assess_posterior(QUERY, mechanism="exponential-smooth", budget=1.0, delta=1e-6)
     assert a.size is None and a.candidates is None
     assert a.size_alpha == pytest.approx(0.25) and a.posterior_alpha == pytest.approx(0.75)
-    assert a.charge.alpha == 1.0 and a.charge.delta == 1e-6
-    out = draw_posterior(a, cube, SeededPosteriorSampler(2))
+    assert _box_charge(a) == (1.0, 1e-6)
+    out = draw_posterior(a, cube, SeededSampler(2))
     assert out.noisy_size is not None and out.noisy_size == round(out.noisy_size)
     assert out.candidates.size == max(0, int(out.noisy_size))
     assert np.isclose(out.parameters.sum(), 3 + out.candidates.size)
-    assert set(out.mechanism) == {"mechanism", "alpha", "delta", "candidates", "eps0", "beta", "split"}
-    assert out.mechanism["alpha"] == pytest.approx(0.75)
+    assert set(out.details) == {"mechanism", "alpha", "delta", "candidates", "eps0", "beta", "split"}
+    assert out.details["alpha"] == pytest.approx(0.75)
 
 
 def test_laplace_noises_every_count_and_clips(cube):
     a = assess_posterior(QUERY, mechanism="laplace", budget=0.05)
-    assert a.size_alpha == 0 and a.charge.alpha == 0.05
-    out = draw_posterior(a, cube, SeededPosteriorSampler(3))
+    assert a.size_alpha == 0 and _box_charge(a) == (0.05, 0.0)
+    out = draw_posterior(a, cube, SeededSampler(3))
     noisy = np.array(out.noisy_counts)
     assert np.array_equal(out.parameters, 1 + np.maximum(0, noisy))
     assert out.candidates is None and out.noisy_size is None
@@ -102,3 +109,47 @@ def test_bad_settings_are_one_line_errors(kwargs, message):
     with pytest.raises(DpdeskError, match=message) as err:
         assess_posterior(QUERY, **kwargs)
     assert "\n" not in str(err.value)
+
+
+def test_the_ledger_payload_rederives_charge_rows_and_values(cube):
+    """record() + draw() is what the ledger holds; the registered mechanism's privacy map reads it back."""
+    for kwargs in (dict(budget=0.6, size=40), dict(mechanism="exponential-smooth", budget=0.9, delta=1e-6),
+                   dict(mechanism="laplace", budget=0.3)):
+        a = assess_posterior(QUERY, **kwargs)
+        with pytest.raises(BudgetError, match="not secure"):
+            a.draw(cube, SeededSampler(0))
+        payload = {**a.record(), **a.draw(cube, SeededSampler(4), allow_insecure=True)}
+        json.dumps(payload)
+        contrib = a.mechanism.contribution(json.loads(json.dumps(payload)), SCHEMA.shape)
+        assert a.mechanism.name == f"posterior-{a.method}" and a.mechanism.kind == "posterior"
+        assert np.allclose(contrib.charge.dense(SCHEMA.n_cells), a.charge.dense(SCHEMA.n_cells))
+        assert contrib.charge.delta == a.delta
+        released = PosteriorRelease.from_payload(payload)
+        assert contrib.values == tuple(released.parameters.tolist())
+        if a.method == "laplace":  # each noisy category count is a history row on its own cells
+            counts = QUERY.counts(cube)
+            assert [r.query.dense() @ cube.counts.reshape(-1) for r in contrib.rows] == counts.tolist()
+            assert all(r.alpha == 0.3 and r.family == "discrete_laplace" for r in contrib.rows)
+        elif a.size is None:  # the noisy box total is a history row
+            (row,) = contrib.rows
+            assert row.alpha == pytest.approx(a.size_alpha) and row.answer == released.noisy_size
+        else:
+            assert contrib.rows == ()
+
+
+def test_budget_and_delta_cap_decide_from_public_costs():
+    costs = np.zeros(SCHEMA.n_cells)
+    costs[4] = 0.7  # a cell inside the box (age 65-90) already paid 0.7
+    ok = assess_posterior(QUERY, budget=0.3, size=40, cell_costs=costs, total_budget=1.0)
+    assert ok.releasable and ok.budget.system_cost_after == pytest.approx(1.0)
+    over = assess_posterior(QUERY, budget=0.31, size=40, cell_costs=costs, total_budget=1.0)
+    assert not over.releasable and "above the total budget" in over.reason
+    with pytest.raises(BudgetError, match="refused"):
+        over.draw(None, SeededSampler(0), allow_insecure=True)
+    outside = np.zeros(SCHEMA.n_cells)
+    outside[0] = 0.9  # a cell outside the box does not limit it
+    assert assess_posterior(QUERY, budget=0.5, size=40, cell_costs=outside, total_budget=1.0).releasable
+    deltas = np.full(SCHEMA.n_cells, 4e-6)
+    capped = assess_posterior(QUERY, mechanism="exponential-smooth", budget=0.5, delta=2e-6, size=40,
+                              cell_deltas=deltas, delta_cap=5e-6)
+    assert not capped.releasable and "cap" in capped.reason and capped.delta_after == pytest.approx(6e-6)

@@ -67,7 +67,7 @@ def test_smooth_exponential_meets_alpha_delta(prior):
     for cs in (CandidateSet(prior, 3, 3), CandidateSet(prior, 7, 7)):
         for alpha, delta in ((0.8, 5e-4), (0.3, 1e-2), (2.0, 1e-3)):
             mech = ExponentialSmooth(cs, alpha, delta)
-            assert mech.charge.alpha == alpha and mech.charge.delta == delta
+            assert mech.alpha == alpha and mech.delta == delta
             for x, y in _pairs(k, 6 if k == 2 else 4):
                 assert _delta_both(mech.probabilities(x), mech.probabilities(y), alpha) <= delta
 

@@ -14,7 +14,8 @@ from scipy import stats
 
 from dpdesk.engine.dirichlet.candidates import CandidateSet
 from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmooth, LaplaceCounts, NoisySize
-from dpdesk.engine.dirichlet.sampling import OpenDPPosteriorSampler, SeededPosteriorSampler
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 
 
 def _chisquare(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
@@ -39,7 +40,7 @@ def test_exponential_release_matches_exact_probabilities_with_opendp(kind):
     cs = CandidateSet(prior, 6, 6)
     mech = ExponentialGlobal(cs, 2.0) if kind == "global" else ExponentialSmooth(cs, 4.0, 1e-3)
     counts = np.array([4, 1, 1])
-    sampler = OpenDPPosteriorSampler()
+    sampler = OpenDPSampler()
     draws = [mech.release(counts, sampler) for _ in range(2000)]
     assert not draws[0].flags.writeable
     idx = _indices(mech, draws)
@@ -53,7 +54,7 @@ def test_exponential_release_matches_exact_probabilities_with_opendp(kind):
 def test_exponential_release_with_the_seeded_sampler():
     cs = CandidateSet(np.array([0.5, 2.0]), 10, 10)
     mech = ExponentialGlobal(cs, 1.5)
-    sampler = SeededPosteriorSampler(7)
+    sampler = SeededSampler(7)
     observed = np.bincount(_indices(mech, [mech.release([7, 3], sampler) for _ in range(5000)]), minlength=cs.count)
     assert _chisquare(observed, mech.probabilities([7, 3])) > 1e-3
     assert _chisquare(observed, ExponentialGlobal(cs, 0.75).probabilities([7, 3])) < 1e-3
@@ -63,7 +64,7 @@ def test_laplace_counts_match_the_clipped_discrete_laplace():
     alpha = 0.6
     mech = LaplaceCounts(np.array([1.0, 2.0]), alpha)
     counts = np.array([1, 6])
-    sampler = OpenDPPosteriorSampler()
+    sampler = OpenDPSampler()
     released = np.array([mech.release(counts, sampler) for _ in range(3000)]) - mech.prior
     assert np.all(released >= 0) and np.all(released == np.round(released))
     upto = 30
@@ -82,10 +83,10 @@ def test_laplace_counts_match_the_clipped_discrete_laplace():
 
 def test_noisy_size_matches_its_pmf():
     size = NoisySize(0.5)
-    sampler = SeededPosteriorSampler(3)
+    sampler = SeededSampler(3)
     draws = np.array([size.release(4, sampler) for _ in range(4000)])
     upto = 25
     pmf = size.pmf(4, upto)
     pmf[-1] += 1 - pmf.sum()
     assert _chisquare(np.bincount(np.minimum(draws, upto), minlength=upto + 1), pmf) > 1e-3
-    assert size.charge.alpha == 0.5 and size.charge.delta == 0.0
+    assert size.alpha == 0.5 and size.delta == 0.0

@@ -1,9 +1,11 @@
 """The mechanisms that release a Dirichlet posterior of proportions, each with its privacy charge.
 
 A release reads the ``k`` category counts ``c`` of one box; a record inside the box changes one count
-by one, a record outside changes nothing. Each mechanism states the ``(α, δ)`` it costs every cell of
-the box (paper Thm 5.4: cells outside the box pay nothing), draws only through a vetted sampler, and
-can give its exact output distribution at any counts (for tests and the benchmark).
+by one, a record outside changes nothing. Each mechanism states the ``alpha`` and ``delta`` it costs
+every cell of the box (paper Thm 5.4: cells outside the box pay nothing; the ledger's charge is built
+from them by :mod:`dpdesk.engine.mechanisms.posterior`), draws only through the sampler it is given
+(OpenDP's for releases), and can give its exact output distribution at any counts (for tests and the
+benchmark).
 
 - :class:`ExponentialGlobal` — the exponential mechanism over a public :class:`CandidateSet` with the
   prior-only global sensitivity: α-DP (docs/dirichlet.md §2).
@@ -18,19 +20,17 @@ can give its exact output distribution at any counts (for tests and the benchmar
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpdesk.engine.dirichlet.candidates import CandidateSet
 from dpdesk.engine.dirichlet.hellinger import global_sensitivity, hellinger
-from dpdesk.engine.dirichlet.sampling import PosteriorSampler
 from dpdesk.engine.dirichlet.smooth import SmoothCalibration, calibrate, smooth_bound
 from dpdesk.engine.errors import DpdeskError
 
 __all__ = [
-    "Charge",
+    "PosteriorSampler",
     "ExponentialGlobal",
     "ExponentialSmooth",
     "LaplaceCounts",
@@ -40,12 +40,15 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Charge:
-    """What one release costs every cell of its box: ``(alpha, delta)``."""
+class PosteriorSampler(Protocol):
+    """What a posterior release draws with (``OpenDPSampler`` for releases, ``SeededSampler`` in tests)."""
 
-    alpha: float
-    delta: float = 0.0
+    name: str
+    secure: bool
+
+    def draw(self, family: Any, scale: float) -> float: ...
+
+    def select(self, scores: np.ndarray, scale: float) -> int: ...
 
 
 def _positive(alpha: float, what: str = "budget") -> float:
@@ -90,15 +93,13 @@ class ExponentialGlobal:
     """
 
     name = "exponential-global"
+    delta = 0.0  # a pure mechanism
 
     def __init__(self, candidates: CandidateSet, alpha: float) -> None:
         self.candidates = candidates
         self.alpha = _positive(alpha)
         self.sensitivity = global_sensitivity(candidates.prior)
 
-    @property
-    def charge(self) -> Charge:
-        return Charge(self.alpha, 0.0)
 
     @property
     def prior(self) -> np.ndarray:
@@ -152,10 +153,6 @@ class ExponentialSmooth(ExponentialGlobal):
         self.delta = float(delta)
         self.calibration: SmoothCalibration = calibrate(self.alpha, self.delta, candidates.count, split)
 
-    @property
-    def charge(self) -> Charge:
-        return Charge(self.alpha, self.delta)
-
     def _scale(self, counts: np.ndarray) -> float:
         # private: S_β(c) reads the data; it lives only inside this draw
         s_v = 2.0 * smooth_bound(self.prior, counts, self.calibration.beta)
@@ -183,6 +180,7 @@ class LaplaceCounts:
     """
 
     name = "laplace"
+    delta = 0.0  # a pure mechanism
 
     def __init__(self, prior: Any, alpha: float) -> None:
         prior = np.array(prior, dtype=float).reshape(-1)
@@ -192,9 +190,6 @@ class LaplaceCounts:
         self.prior = prior
         self.alpha = _positive(alpha)
 
-    @property
-    def charge(self) -> Charge:
-        return Charge(self.alpha, 0.0)
 
     def noisy_counts(self, counts: Any, sampler: PosteriorSampler) -> np.ndarray:
         c = _counts(counts, self.prior.size)
@@ -217,13 +212,11 @@ class NoisySize:
     """The box total ``max(0, n + Z)``, ``Z`` discrete Laplace of scale ``1/α``: α-DP, then public."""
 
     name = "noisy-size"
+    delta = 0.0  # a pure mechanism
 
     def __init__(self, alpha: float) -> None:
         self.alpha = _positive(alpha, "size budget")
 
-    @property
-    def charge(self) -> Charge:
-        return Charge(self.alpha, 0.0)
 
     def release(self, total: int, sampler: PosteriorSampler) -> int:
         return int(max(0.0, int(total) + sampler.draw("discrete_laplace", 1.0 / self.alpha)))

@@ -7,16 +7,21 @@ global mechanism's guarantee and, at a reference table built from public inputs,
 expected accuracy. :func:`draw_posterior` then reads the cube once and draws with the vetted sampler;
 it re-decides nothing. When no size is public, the draw first releases the box's noisy total with a
 share of the budget and builds the candidate set from it (docs/dirichlet.md §3).
+
+:class:`PosteriorAssessment` is a release plan in the sense of
+:class:`dpdesk.engine.mechanisms.base.ReleasePlan`: its ``record()`` and ``draw()`` together are the
+ledger payload that :mod:`dpdesk.engine.mechanisms.posterior` re-derives the charge and rows from.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from dpdesk.engine.budget.accounting import BudgetPreview, preview
 from dpdesk.engine.dirichlet.accuracy import (
     alpha_for_target,
     expected_bound,
@@ -27,34 +32,38 @@ from dpdesk.engine.dirichlet.accuracy import (
 )
 from dpdesk.engine.dirichlet.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
 from dpdesk.engine.dirichlet.mechanisms import (
-    Charge,
     ExponentialGlobal,
     ExponentialSmooth,
     LaplaceCounts,
     NoisySize,
+    PosteriorSampler,
 )
 from dpdesk.engine.dirichlet.request import PosteriorQuery
-from dpdesk.engine.dirichlet.sampling import PosteriorSampler
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.mechanisms.base import Basis, Mechanism
+from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.mechanisms.registry import mechanism as registered
 
-__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "draw_posterior", "MECHANISMS"]
+__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "draw_posterior", "METHODS"]
 
-MECHANISMS = ("exponential-global", "exponential-smooth", "laplace")
+METHODS = ("exponential-global", "exponential-smooth", "laplace")
 DEFAULT_SIZE_SHARE = 0.25  # of the budget, for the noisy size when no size is public
 
 
 @dataclass(frozen=True)
 class PosteriorAssessment:
-    """A priced posterior release, computed from public inputs only.
+    """A priced posterior release, computed from public inputs only (a ``ReleasePlan``).
 
-    ``alpha`` and ``delta`` are what every cell of the box pays; ``size_alpha`` of ``alpha`` buys the
-    noisy size (0 when ``size`` is public or the mechanism is ``laplace``). ``guarantee`` holds the
-    global mechanism's data-free bounds; ``reference`` the expected Hellinger distance of each
-    mechanism at ``reference_counts`` (a public table, never the data).
+    ``method`` is the mechanism (``exponential-global``, ``exponential-smooth`` or ``laplace``);
+    ``alpha`` and ``delta`` are what every cell of the box pays, ``size_alpha`` of ``alpha`` buying the
+    noisy size (0 when ``size`` is public or the method is ``laplace``). ``guarantee`` holds the global
+    mechanism's data-free bounds; ``reference`` the expected Hellinger distance of each mechanism at
+    ``reference_counts`` (a public table, never the data). ``budget`` (and ``delta_after``, the largest
+    per-cell δ after the release) exist when the caller passed the ledger's current costs.
     """
 
     query: PosteriorQuery
-    mechanism: str
+    method: str
     alpha: float
     delta: float
     size_alpha: float
@@ -66,30 +75,57 @@ class PosteriorAssessment:
     guarantee: dict[str, float] = field(default_factory=dict)
     reference_counts: tuple[int, ...] | None = None
     reference: dict[str, float] = field(default_factory=dict)
+    request_id: str | None = None
+    basis: Basis = field(default_factory=Basis)
+    budget: BudgetPreview | None = None
+    delta_after: float | None = None
+    releasable: bool = True
+    reason: str = ""
+
+    needs_data = True
+
+    @property
+    def mechanism(self) -> Mechanism:
+        """The registered mechanism whose privacy map prices this release (its name goes in the ledger)."""
+        return registered(f"posterior-{self.method}")
 
     @property
     def charge(self) -> Charge:
-        return Charge(self.alpha, self.delta)
+        """``alpha`` on every cell of the box (its count has 0/1 coefficients), and ``delta``."""
+        return Charge((ChargeTerm(self.alpha, self.query.box_query()),), self.delta)
 
     @property
     def posterior_alpha(self) -> float:
         return self.alpha - self.size_alpha
 
     def record(self) -> dict[str, Any]:
-        """The ledger members fixed before the data is read: mechanism, candidate set, α, δ."""
+        """The ledger members fixed before the data is read: request, box, mechanism parameters, α, δ."""
         out: dict[str, Any] = {
             "request": self.query.to_json(),
-            "mechanism": self.mechanism,
+            "text": self.query.text or self.query.describe(),
+            "query": self.query.box_query().to_json(),
+            "axis": self.query.schema.axis(self.query.attribute),
+            "method": self.method,
             "alpha": self.alpha,
             "delta": self.delta,
             "size_alpha": self.size_alpha,
             "size": self.size,
             "max_candidates": self.max_candidates,
         }
-        if self.mechanism == "exponential-smooth":
+        if self.method == "exponential-smooth":
             out["split"] = self.split
         if self.target is not None:
             out["target"] = {"within": self.target[0], "failure": self.target[1]}
+        return out
+
+    def draw(self, cube: Any, sampler: PosteriorSampler, *, allow_insecure: bool = False) -> dict[str, Any]:
+        """The released members, drawn from the cube with ``sampler`` (see :func:`draw_posterior`)."""
+        if not self.releasable:
+            raise BudgetError(f"posterior release refused: {self.reason}")
+        if not getattr(sampler, "secure", False) and not allow_insecure:
+            raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+        out = draw_posterior(self, cube, sampler).to_json()
+        out["values"] = out.pop("parameters")
         return out
 
 
@@ -101,15 +137,26 @@ class PosteriorRelease:
     noisy_size: float | None = None  # the box total with noise (before clipping at 0)
     noisy_counts: tuple[float, ...] | None = None  # Laplace baseline: each count with noise (unclipped)
     candidates: CandidateSet | None = None
-    mechanism: dict[str, Any] = field(default_factory=dict)  # the mechanism's public description
+    details: dict[str, Any] = field(default_factory=dict)  # the mechanism's public description
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"parameters": self.parameters.tolist(), "mechanism": self.mechanism}
+        out: dict[str, Any] = {"parameters": self.parameters.tolist(), "details": self.details}
         if self.noisy_size is not None:
             out["noisy_size"] = self.noisy_size
         if self.noisy_counts is not None:
             out["noisy_counts"] = list(self.noisy_counts)
         return out
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> "PosteriorRelease":
+        """The release a recorded ledger payload holds (``values`` are the Dirichlet parameters)."""
+        params = np.array(payload["values"], dtype=float)
+        params.setflags(write=False)
+        counts = payload.get("noisy_counts")
+        details = dict(payload.get("details") or {})
+        cs = details.get("candidates")
+        candidates = None if cs is None else CandidateSet(np.array(cs["prior"]), cs["size"], cs["resolution"])
+        return cls(params, payload.get("noisy_size"), None if counts is None else tuple(counts), candidates, details)
 
 
 def _number(value: Any, what: str, *, low: float = 0.0, high: float = math.inf, open_low: bool = True) -> float:
@@ -139,10 +186,20 @@ def assess_posterior(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     split: float = 0.5,
     reference_size: int | None = None,
+    request_id: str | None = None,
+    basis: Basis | None = None,
+    cell_costs: np.ndarray | None = None,
+    total_budget: float | None = None,
+    cell_deltas: np.ndarray | None = None,
+    delta_cap: float | None = None,
 ) -> PosteriorAssessment:
-    """Price a posterior release from public inputs (see the module docstring); raises DpdeskError."""
-    if mechanism not in MECHANISMS:
-        raise DpdeskError(f"mechanism ({mechanism!r}) must be one of {', '.join(MECHANISMS)}")
+    """Price a posterior release from public inputs (see the module docstring); raises DpdeskError.
+
+    With the ledger's per-cell costs and the total budget (and per-cell δ and the project's δ cap),
+    the assessment says whether the release fits; a release that does not is not ``releasable``.
+    """
+    if mechanism not in METHODS:
+        raise DpdeskError(f"mechanism ({mechanism!r}) must be one of {', '.join(METHODS)}")
     target = None
     if within is not None or failure is not None:
         if mechanism != "exponential-global":
@@ -189,11 +246,34 @@ def assess_posterior(
     if ref_size is not None:
         ref_counts = reference_counts(query.prior, int(ref_size))
         ref = _reference(query, mechanism, ref_counts, size is not None, alpha, share, delta, max_candidates, split)
-    return PosteriorAssessment(
-        query, mechanism, alpha, delta if mechanism == "exponential-smooth" else 0.0, alpha * share, size,
-        max_candidates, split, target, cs, guarantee,
-        None if ref_counts is None else tuple(int(v) for v in ref_counts), ref,
+    delta = delta if mechanism == "exponential-smooth" else 0.0
+    plan = PosteriorAssessment(
+        query, mechanism, alpha, delta, alpha * share, size, max_candidates, split, target, cs, guarantee,
+        None if ref_counts is None else tuple(int(v) for v in ref_counts), ref, request_id, basis or Basis(),
     )
+    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap)
+
+
+def _priced(
+    plan: PosteriorAssessment, cell_costs: np.ndarray | None, total: float | None,
+    cell_deltas: np.ndarray | None, delta_cap: float | None,
+) -> PosteriorAssessment:
+    """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
+    n_box = int(plan.query.box_query().support_size())
+    reason = (f"{plan.mechanism.label}: α = {plan.alpha:.4g}" + (f", δ = {plan.delta:.3g}" if plan.delta else "")
+              + f" on each of the box's {n_box} cells")
+    budget, delta_after, ok = None, None, True
+    if cell_costs is not None and total is not None:
+        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge)
+        if not budget.fits:
+            ok, reason = False, (f"it would raise the most-charged cell to {budget.system_cost_after:.4g}, "
+                                 f"above the total budget {total:.4g}")
+    if plan.delta and cell_deltas is not None:
+        after = np.asarray(cell_deltas, dtype=float) + plan.delta * plan.query.box_query().dense()
+        delta_after = float(after.max())
+        if ok and delta_cap is not None and delta_after > delta_cap:
+            ok, reason = False, f"it would raise a cell's δ to {delta_after:.3g}, above the project's cap {delta_cap:.3g}"
+    return replace(plan, budget=budget, delta_after=delta_after, releasable=ok, reason=reason)
 
 
 def _reference(
@@ -225,17 +305,17 @@ def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: Posterio
     """Read the box's counts and release exactly the assessed mechanism with ``sampler``."""
     a = assessment
     counts = a.query.counts(cube)
-    if a.mechanism == "laplace":
+    if a.method == "laplace":
         mech = LaplaceCounts(a.query.prior, a.alpha)
         noisy = tuple(float(c) + sampler.draw("discrete_laplace", 1.0 / a.alpha) for c in counts)
         params = a.query.prior + np.maximum(0.0, np.array(noisy))
         params.setflags(write=False)
-        return PosteriorRelease(params, noisy_counts=noisy, mechanism=mech.describe())
+        return PosteriorRelease(params, noisy_counts=noisy, details=mech.describe())
     noisy_size = None
     cs = a.candidates
     if cs is None:
         size = NoisySize(a.size_alpha)
         noisy_size = float(counts.sum()) + sampler.draw("discrete_laplace", 1.0 / size.alpha)
         cs = CandidateSet.for_size(a.query.prior, int(max(0.0, noisy_size)), a.max_candidates)
-    mech = _make(a.mechanism, cs, a.posterior_alpha, a.delta, a.split)
+    mech = _make(a.method, cs, a.posterior_alpha, a.delta, a.split)
     return PosteriorRelease(mech.release(counts, sampler), noisy_size, None, cs, mech.describe())

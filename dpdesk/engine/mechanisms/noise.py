@@ -39,6 +39,15 @@ def _check_scale(scale: float) -> float:
     return scale
 
 
+def check_scores(scores: np.ndarray, scale: float) -> np.ndarray:
+    """Validate an exponential-mechanism selection's scores (a finite vector) and scale."""
+    scores = np.asarray(scores, dtype=float).reshape(-1)
+    if scores.size == 0 or not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be a non-empty vector of finite numbers")
+    _check_scale(scale)
+    return scores
+
+
 class SeededSampler:
     """A reproducible numpy sampler. Not for real releases: ``secure`` is False."""
 
@@ -53,3 +62,8 @@ class SeededSampler:
 
     def draw_many(self, family: NoiseFamily, scale: float, size: int) -> list[float]:
         return [float(v) for v in noise_family(family).draw_seeded(self._rng, _check_scale(scale), int(size))]
+
+    def select(self, scores: np.ndarray, scale: float) -> int:
+        """Index ``r`` with probability ``∝ exp(scores[r] / scale)`` (Gumbel-max, like the secure sampler)."""
+        scores = check_scores(scores, scale)
+        return int(np.argmax(scores / scale + self._rng.gumbel(size=scores.size)))

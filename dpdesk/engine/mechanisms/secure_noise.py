@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dpdesk.engine.mechanisms.noise import NoiseFamily
+import numpy as np
+
+from dpdesk.engine.mechanisms.noise import NoiseFamily, check_scores
 from dpdesk.engine.mechanisms.registry import noise_family
 
 
@@ -28,6 +30,7 @@ class OpenDPSampler:
     def __init__(self) -> None:
         self._dp: Any = None
         self._cache: dict[tuple[str, float, int | None], Any] = {}
+        self._selector: tuple[tuple[int, float], Any] | None = None
         self.name = "opendp"
 
     def _prelude(self) -> Any:
@@ -63,3 +66,20 @@ class OpenDPSampler:
         """``size`` independent draws from one vector measurement."""
         zero = noise_family(family).zero
         return [float(v) for v in self.measurement(family, scale, int(size))([zero] * int(size))]
+
+    def select(self, scores: np.ndarray, scale: float) -> int:
+        """Index ``r`` with probability ``∝ exp(scores[r] / scale)``: the exponential mechanism.
+
+        OpenDP's report-noisy-max with Gumbel noise (``make_noisy_max`` under the zero-concentrated
+        measure), whose Gumbel-max draw has exactly this distribution. Only the draw is OpenDP's: the
+        privacy charge is the caller's (docs/dirichlet.md), not the measurement's map.
+        """
+        scores = check_scores(scores, scale)
+        if scores.size == 1:
+            return 0
+        key = (int(scores.size), float(scale))
+        if self._selector is None or self._selector[0] != key:  # releases rarely repeat a scale: keep one
+            dp = self._prelude()
+            space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=key[0]), dp.linf_distance(T=float)
+            self._selector = (key, dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=key[1]))
+        return int(self._selector[1](scores.tolist()))
