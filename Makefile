@@ -24,7 +24,7 @@ test: sysdeps venv
 	$(BIN)/python -m pytest
 
 test-fast: venv
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow and not calibration"
 
 run: sysdeps venv
 	$(BIN)/dpdesk --demo

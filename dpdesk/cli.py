@@ -34,13 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"dpdesk.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"dpdesk.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(f"dpdesk.commands.{name}").register(sub)
     return parser
 
 
@@ -56,12 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(selftest.main(argv))
     if not argv or argv[0].startswith("--") and argv[0] not in ("--help", "--version"):
-        try:
-            gui = importlib.import_module("dpdesk.gui.launch")
-        except ModuleNotFoundError:
-            gui = None
-        if gui is not None:
-            return int(gui.main(argv))
+        from dpdesk.gui.launch import main as open_window
+
+        return int(open_window(argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -25,6 +25,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.engine.answering.workflow import Request, assess, true_answer
 from stats_helpers import random_box, within_binomial
 
+pytestmark = pytest.mark.calibration
+
 SCHEMA = Schema.from_dict(
     {"attributes": [
         {"name": "a", "column": "a", "kind": "categorical", "values": ["p", "q", "r", "s"]},

@@ -1,21 +1,19 @@
-"""`dpdesk assess` end to end through the installed console script."""
+"""`dpdesk assess` end to end through the command line (in this process: tests/cli_helpers.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run_dpdesk
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "resources" / "examples" / "paper.history.json"
 
 
-def dpdesk(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dpdesk", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+dpdesk = run_dpdesk
 
 
 def test_worked_example_through_the_cli_json():

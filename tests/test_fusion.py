@@ -194,6 +194,7 @@ def test_release_fresh_fuses_and_records_the_raw_answer():
 
 
 # -- calibration ---------------------------------------------------------------------------------
+@pytest.mark.calibration
 @pytest.mark.parametrize("family", ["laplace", "discrete_laplace"])
 @pytest.mark.parametrize("delta", [0.05, 0.2])
 def test_fused_releases_are_calibrated(family, delta):

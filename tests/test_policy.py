@@ -125,6 +125,7 @@ def test_inferred_answers_ignore_the_policy():
     assert a.decision == "infer" and a.cost == 0.0 and a.headroom is None
 
 
+@pytest.mark.calibration
 def test_paced_fused_releases_are_calibrated():
     """A fresh answer raised by the floor and fused with history covers θ with the mass it claims."""
     delta = 0.2

@@ -87,6 +87,7 @@ def test_assess_with_the_prior_reports_it_and_releases_the_best_window():
     assert b2.fresh_alpha == f2.fresh_alpha and b2.spend_alpha == f2.spend_alpha
 
 
+@pytest.mark.calibration
 @pytest.mark.parametrize("delta", [0.05, 0.2, 0.5])
 def test_hdi_is_calibrated_near_zero_continuous(delta):
     """Truth θ ~ U[0, N], one or two noisy releases of it, continuous Laplace noise."""
@@ -111,6 +112,7 @@ def test_hdi_is_calibrated_near_zero_continuous(delta):
     within_binomial(whits, wclaimed)
 
 
+@pytest.mark.calibration
 @pytest.mark.parametrize("delta", [0.1, 0.3])
 def test_hdi_is_calibrated_near_zero_through_assess_discrete(delta):
     """Integer counts x ~ U{0..N} in one cell, discrete Laplace releases, the engine end to end."""

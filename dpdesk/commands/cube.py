@@ -26,29 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _load_schema(path: str):  # type: ignore[no-untyped-def]
-    from dpdesk.engine.errors import SchemaError
-    from dpdesk.engine.jsontext import parse_json
-    from dpdesk.engine.schema import Schema
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise SchemaError(f"no such schema file: {path}") from None
-    obj = parse_json(text, path, SchemaError)
-    try:
-        return Schema.from_dict(obj)
-    except SchemaError as exc:
-        raise SchemaError(f"{path}: {exc}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     import json
 
     from dpdesk.sources import open_source
+    from dpdesk.store.inputs import read_schema_file
 
-    schema = _load_schema(args.schema)
+    schema = read_schema_file(args.schema)
     source = open_source(args.source, table=args.table)
     if args.show_sql:
         sql = source.sql(schema)

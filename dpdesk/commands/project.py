@@ -67,11 +67,10 @@ def run(args: argparse.Namespace) -> int:
 def _new(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from dpdesk.engine.jsontext import parse_json
+    from dpdesk.store.inputs import read_schema_file
     from dpdesk.store.project import Project
 
-    schema_path = Path(args.schema)
-    schema = parse_json(schema_path.read_text(encoding="utf-8"), schema_path.name)
+    schema = read_schema_file(args.schema)
     name = args.name or Path(args.path).stem
     from dpdesk.commands.assess import policy_from_args
 
@@ -142,13 +141,14 @@ def _answering_setting(args, name: str, *, reset: bool, given: bool, value, opti
 def _info(args: argparse.Namespace) -> int:
     import json
 
+    from dpdesk.store import STATUSES
     from dpdesk.store.project import Project
 
     with Project.open(args.path, "r") as p:
         h = p.history()
         src = p.source
         entries = p.ledger()
-        counts = {s: len(p.requests(s)) for s in ("pending", "answered", "rejected")}
+        counts = {s: len(p.requests(s)) for s in STATUSES}
         binding = p.binding_problem()
         info = {
             "path": str(p.path), "name": p.name, "created": p.created, "neighbour_model": p.neighbour_model,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from dpdesk.store import STATUSES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("requests", help="queue and list requests in a project",
@@ -22,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("file", metavar="FILE")
     lst = sub.add_parser("list", help="list requests (read-only)")
     lst.add_argument("path", metavar="PATH")
-    lst.add_argument("--status", choices=("pending", "answered", "rejected"))
+    lst.add_argument("--status", choices=STATUSES)
     lst.add_argument("--json", action="store_true")
     p.set_defaults(func=run, _parser=p)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -180,7 +180,3 @@ def parse_schema(obj: Any) -> Schema:
     if dup:
         raise SchemaError(f"schema.attributes: duplicate attribute name {sorted(dup)[0]!r}")
     return Schema(parsed)
-
-
-def schema_of(attributes: Sequence[Attribute]) -> Schema:
-    return Schema(tuple(attributes))

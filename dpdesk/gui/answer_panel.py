@@ -44,7 +44,6 @@ class AnswerPanel(QWidget):
         self.session = session
         self.request_id: str | None = None
         self.assessment = None
-        self.last_release = None
         self.runner = TaskRunner(self)
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
@@ -214,7 +213,6 @@ class AnswerPanel(QWidget):
         PriorDialog.edit(self.session.prior, self.session.set_prior, self)
 
     def _after(self, release) -> None:
-        self.last_release = release
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
         self.result.setText(f"Released for {release.request_id}: {release.answer:.6g}, interval "
                             f"[{release.interval[0]:.6g}, {release.interval[1]:.6g}] ({kind}); "

@@ -8,7 +8,6 @@ the project's bound source and its (fixed) schema.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +42,6 @@ def ask_new_project(parent: QWidget) -> tuple[str, float] | None:
         return None
     budget, ok = QInputDialog.getDouble(parent, "Total privacy budget", "Total budget ε (ε-DP, > 0):", 1.0, 1e-6, 1e6, 4)
     return (path if path.endswith(".dpdesk") else path + ".dpdesk", budget) if ok else None
-
-
-def sqlite_tables(location: str) -> list[str]:
-    con = sqlite3.connect(f"file:{location}?mode=ro", uri=True)
-    try:
-        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view') ORDER BY name")]
-    finally:
-        con.close()
 
 
 class DataPage(QWidget):
@@ -151,11 +142,15 @@ class DataPage(QWidget):
 
     def open_table(self, location: str, table: str | None = None, schema=None) -> None:
         """Open ``location`` in the background: columns and a bounded preview."""
-        if table is None and location.lower().endswith((".sqlite", ".sqlite3", ".db", ".db3")):
+        from dpdesk.engine.errors import DpdeskError
+        from dpdesk.sources import is_sqlite_file
+        from dpdesk.sources.sqlite_source import table_names
+
+        if table is None and is_sqlite_file(location):
             try:
-                names = sqlite_tables(location)
-            except sqlite3.Error as exc:
-                dialogs.show_error(self, "Cannot open the database", f"{location}: {exc}\n\nIs it a SQLite file?")
+                names = table_names(location)
+            except DpdeskError as exc:
+                dialogs.show_error(self, "Cannot open the database", f"{exc}\n\nIs it a SQLite file?")
                 return
             if not names:
                 dialogs.show_error(self, "No tables", f"{location} has no tables or views.")

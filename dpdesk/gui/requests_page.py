@@ -20,6 +20,7 @@ from dpdesk.gui.budget_panel import BudgetPanel
 from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, request_rows
 from dpdesk.gui.query_builder import QueryBuilderDialog
 from dpdesk.gui.session import ProjectSession
+from dpdesk.store import STATUSES
 
 
 def open_file_name(parent: QWidget, title: str, filters: str) -> str:
@@ -40,7 +41,7 @@ class RequestsPage(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
         self.filter = QComboBox()
-        self.filter.addItems(["all", "pending", "answered", "rejected"])
+        self.filter.addItems(["all", *STATUSES])
         self.filter.currentTextChanged.connect(lambda _t: self.reload())
         bar.addWidget(QLabel("show"))
         bar.addWidget(self.filter)
@@ -96,7 +97,7 @@ class RequestsPage(QWidget):
         self.model.set_rows(request_rows(shown), [r.id for r in shown])
         self.table.resizeColumnsToContents()
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        n = {s: sum(r.status == s for r in reqs) for s in ("pending", "answered", "rejected")}
+        n = {s: sum(r.status == s for r in reqs) for s in STATUSES}
         self.counts.setText(f"{len(reqs)} requests: {n['pending']} pending, {n['answered']} answered, "
                             f"{n['rejected']} rejected")
         ids = [r.id for r in shown]

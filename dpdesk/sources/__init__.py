@@ -11,7 +11,15 @@ import os
 from dpdesk.sources.base import Fingerprint, Source, SourceError
 from dpdesk.sources.pandas_source import DataFrameSource
 
-__all__ = ["Fingerprint", "Source", "SourceError", "open_source", "DataFrameSource"]
+__all__ = ["Fingerprint", "Source", "SourceError", "open_source", "DataFrameSource", "is_sqlite_file"]
+
+EXCEL_SUFFIXES = (".xlsx", ".xlsm", ".xls")
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3")
+
+
+def is_sqlite_file(location: str) -> bool:
+    """Whether ``location`` names an SQLite database by its ending (its table must then be chosen)."""
+    return location.lower().endswith(SQLITE_SUFFIXES)
 
 
 def open_source(location: str, *, table: str | None = None) -> Source:
@@ -31,11 +39,11 @@ def open_source(location: str, *, table: str | None = None) -> Source:
     location = os.path.expanduser(location)
     from dpdesk.sources.duck import file_format
 
-    if low.endswith((".xlsx", ".xlsm", ".xls")):
+    if low.endswith(EXCEL_SUFFIXES):
         from dpdesk.sources.pandas_source import ExcelSource
 
         return ExcelSource(location, table)
-    if low.endswith((".sqlite", ".sqlite3", ".db", ".db3")):
+    if low.endswith(SQLITE_SUFFIXES):
         from dpdesk.sources.sqlite_source import SQLiteSource
 
         return SQLiteSource(location, table)

@@ -37,7 +37,6 @@ from dpdesk.sources.fingerprint import hash_files
 if TYPE_CHECKING:
     import pandas as pd
 
-CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".tab")
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 COMPRESSION_SUFFIXES = (".gz", ".zst")
 DEFAULT_MEMORY_LIMIT = "512MB"

@@ -30,8 +30,6 @@ from dpdesk.sources.fingerprint import hash_files
 if TYPE_CHECKING:
     import pandas as pd
 
-EXCEL_SUFFIXES = (".xlsx", ".xlsm", ".xls")
-
 
 def series_kind(series: "pd.Series") -> str:
     """``"numeric"``, ``"text"`` or ``"other"``, in the sense of :func:`column_kinds_checked`.

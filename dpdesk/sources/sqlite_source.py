@@ -34,7 +34,6 @@ from dpdesk.sources.fingerprint import hash_files
 if TYPE_CHECKING:
     import pandas as pd
 
-SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3")
 _PROGRESS_EVERY = 20_000  # SQLite VM instructions between cancel checks
 
 
@@ -48,6 +47,31 @@ def affinity_kind(declared: str) -> str:
     if "BLOB" in t or not t:
         return "any"
     return "numeric"  # REAL, FLOA, DOUB and NUMERIC affinity
+
+
+def _connect_readonly(location: str) -> sqlite3.Connection:
+    uri = "file:" + urllib.parse.quote(os.path.abspath(location)) + "?mode=ro"
+    try:
+        return sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise SourceError(f"cannot open SQLite file {location}: {one_line(exc)}") from None
+
+
+def _table_names(con: sqlite3.Connection, location: str) -> list[str]:
+    try:
+        rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise SourceError(f"cannot read SQLite file {location}: {one_line(exc)}") from None
+    return [r[0] for r in rows]
+
+
+def table_names(location: str) -> list[str]:
+    """The tables and views of the SQLite file ``location``, by name (to choose the one to count)."""
+    con = _connect_readonly(location)
+    try:
+        return _table_names(con, location)
+    finally:
+        con.close()
 
 
 class SQLiteSource(Source):
@@ -64,21 +88,11 @@ class SQLiteSource(Source):
         self.table = table
 
     def _connect(self) -> sqlite3.Connection:
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self.location)) + "?mode=ro"
-        try:
-            return sqlite3.connect(uri, uri=True)
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot open SQLite file {self.location}: {one_line(exc)}") from None
+        return _connect_readonly(self.location)
 
     def _resolve(self, con: sqlite3.Connection) -> str:
         """The table's real name (SQLite names are case-insensitive) or a SourceError listing tables."""
-        try:
-            rows = con.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name"
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise SourceError(f"cannot read SQLite file {self.location}: {one_line(exc)}") from None
-        names = [r[0] for r in rows]
+        names = _table_names(con, self.location)
         assert self.table is not None
         for n in names:
             if n == self.table:

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Project", "Release", "VerifyReport"]
+__all__ = ["Project", "Release", "STATUSES", "VerifyReport"]
+
+# A request's status: queued, then decided once (a fresh or inferred answer, or a refusal). Defined here,
+# not in store/requests.py, so that argparse and the GUI can list them without importing the engine.
+STATUSES = ("pending", "answered", "rejected")
 
 
 def __getattr__(name: str) -> Any:

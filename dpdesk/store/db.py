@@ -211,12 +211,18 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path.parent or Path("."), os.O_RDONLY)
+def fsync(path: Path) -> None:
+    """Flush ``path`` (a file or a folder) to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush the folder holding ``path``, so that a file created or renamed there survives a crash."""
+    fsync(path.parent or Path("."))
 
 
 def _quote(path: Path) -> str:

@@ -141,11 +141,7 @@ class Project:
                 conn.execute("PRAGMA journal_mode = WAL")
             finally:
                 conn.close()
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            db.fsync(tmp)
             os.link(tmp, path)  # atomic and never clobbers a file created meanwhile
             db.fsync_dir(path)
         except FileExistsError:

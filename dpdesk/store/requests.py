@@ -26,7 +26,6 @@ from dpdesk.engine.answering.workflow import Request
 from dpdesk.store.errors import StoreError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-STATUSES = ("pending", "answered", "rejected")
 
 
 @dataclass(frozen=True)

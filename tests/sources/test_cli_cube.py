@@ -1,28 +1,19 @@
-"""``dpdesk cube`` through the installed entry point: output formats and exit code 2 on bad input."""
+"""``dpdesk cube`` through the command line (in this process): output formats and exit code 2 on bad input."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import run_dpdesk
 
 from dpdesk.engine.cube import build_cube
 from dpdesk.engine.schema import Schema
 
 from .conftest import SCHEMA_DICT
 
-DPDESK = Path(sys.executable).with_name("dpdesk")
-
-
-def dpdesk(*args: str) -> subprocess.CompletedProcess:
-    cmd = [str(DPDESK)] if DPDESK.exists() else [sys.executable, "-m", "dpdesk"]
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+dpdesk = run_dpdesk
 
 
 @pytest.fixture(scope="module")

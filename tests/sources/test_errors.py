@@ -9,7 +9,8 @@ import pytest
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
-from dpdesk.sources import SourceError, open_source
+from dpdesk.sources import SourceError, is_sqlite_file, open_source
+from dpdesk.sources.sqlite_source import table_names
 
 from .conftest import SCHEMA_DICT, WORD
 
@@ -61,6 +62,7 @@ def test_corrupt_excel_and_sqlite(tmp_path, schema: Schema) -> None:
     s = tmp_path / "bad.sqlite"
     s.write_bytes(b"not a database" * 100)
     one_line_error(lambda: open_source(str(s), table="t").build_cube(schema), "bad.sqlite")
+    one_line_error(lambda: table_names(str(s)), "cannot read SQLite file", "bad.sqlite")  # the app's table chooser
 
 
 def test_late_non_number_in_csv_numeric_column(tmp_path) -> None:
@@ -112,6 +114,10 @@ def test_numeric_attribute_on_text_column(kind: str, make_source) -> None:
 def test_missing_table(files, postgres, schema: Schema) -> None:
     one_line_error(lambda: open_source(files.sqlite, table="nope").build_cube(schema), "no table or view 'nope'", "'people'")
     one_line_error(lambda: open_source(postgres.url, table="nope").build_cube(schema), "no table or view 'nope'", "'people'")
+
+
+def test_the_table_chooser_lists_the_tables_of_a_database(files) -> None:
+    assert is_sqlite_file(files.sqlite) and "people" in table_names(files.sqlite)
 
 
 def test_table_required_for_databases(files) -> None:

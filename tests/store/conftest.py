@@ -1,16 +1,16 @@
-"""Shared pieces for the store tests: a small table, its schema, real project files, the real CLI."""
+"""Shared pieces for the store tests: a small table, its schema, real project files, the CLI in-process."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cli_helpers import run_dpdesk
 
 SCHEMA = {
     "attributes": [
@@ -28,15 +28,6 @@ def write_table(path: Path, rows=ROWS) -> Path:
 
 def digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd: Path | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess:
-    """``python -m dpdesk ARGS`` in a real subprocess."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "dpdesk", *map(str, args)], input=input, capture_output=True,
-                          text=True, env=full_env, cwd=cwd, timeout=timeout,
-                          stdin=None if input is not None else subprocess.DEVNULL)
 
 
 class ForkServer:
@@ -82,4 +73,4 @@ def store(tmp_path: Path) -> SimpleNamespace:
         return path
 
     return SimpleNamespace(dir=tmp_path, table=table, schema_file=schema_file, new_project=new_project,
-                           cli=run_cli, digest=digest, write_table=write_table)
+                           cli=run_dpdesk, digest=digest, write_table=write_table)

@@ -46,15 +46,12 @@ class FusionPlan:
         ``t``, the weight of the new answer in the released value; None when no fusion applies.
     confidence : float or None
         Fused posterior mass on ``±ε`` at ``alpha`` (None without fusion).
-    evaluations : int
-        Posterior computations spent on the search.
     """
 
     alpha: float
     fresh_alpha: float
     weight: float | None
     confidence: float | None
-    evaluations: int = 0
 
     @property
     def fused(self) -> bool:
@@ -148,7 +145,7 @@ def plan_fusion(
     """
     fresh = noise_family(family).alpha_for(sensitivity, eps, delta)
     if not estimate.estimable or not estimate.variance or estimate.variance <= 0:
-        return FusionPlan(fresh, fresh, None, None, 0)
+        return FusionPlan(fresh, fresh, None, None)
     need = 1.0 - delta  # the normal approximation's target; feasibility is decided by meets()
     cache: dict[float, float] = {}
 
@@ -158,7 +155,7 @@ def plan_fusion(
         return cache[alpha]
 
     if not meets(conf(fresh), delta):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
-        return FusionPlan(fresh, fresh, None, None, len(cache))
+        return FusionPlan(fresh, fresh, None, None)
     # normal approximation of the fused α: fused sd = ε / z, i.e. V_new = V_H v / (V_H − v)
     z = math.sqrt(2.0) * _erfinv(need)
     v = (eps / z) ** 2
@@ -186,7 +183,7 @@ def plan_fusion(
         while a > floor and meets(conf(a), delta):
             hi, a = a, a / 2.0
         if a <= floor:  # the caller answers from history for free before asking for a plan
-            return FusionPlan(hi, fresh, _weight(estimate, hi, sensitivity, family), conf(hi), len(cache))
+            return FusionPlan(hi, fresh, _weight(estimate, hi, sensitivity, family), conf(hi))
         lo = a
     if hi / lo > 1.0 + rtol:
         f = lambda la: conf(math.exp(la)) - need  # noqa: E731
@@ -199,7 +196,7 @@ def plan_fusion(
             pass
     feasible = [al for al, c in cache.items() if meets(c, delta) and al <= fresh]
     best = min(feasible)
-    return FusionPlan(best, fresh, _weight(estimate, best, sensitivity, family), cache[best], len(cache))
+    return FusionPlan(best, fresh, _weight(estimate, best, sensitivity, family), cache[best])
 
 
 def _weight(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily) -> float:

@@ -20,7 +20,7 @@ from dpdesk.engine.inference import grid as _g
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.registry import check_method, noise_family
 
-__all__ = ["CredibleInterval", "Posterior", "closed_form_density", "posterior"]
+__all__ = ["CredibleInterval", "Posterior", "posterior"]
 
 _MC_FLOOR = 10_000  # paper §6.3: never fewer samples than this
 _MC_MAX_SAMPLES = 2_000_000
@@ -423,30 +423,3 @@ def _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled):
     # E|u_j − p_j| ≈ sqrt(2 p_j (1 − p_j) / (π m_s)) (binomial, normal approximation)
     err = float(np.sum(np.sqrt(2 * u * (1 - u) / (math.pi * samples))))
     return u, err
-
-
-def closed_form_density(z: float | np.ndarray, scales: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Density of ``Σ_k X_k``, ``X_k ~ Laplace(c_k)`` with distinct ``c_k`` (test oracle).
-
-    Partial fractions of ``Π 1/(1 + c_k² t²)`` give ``Σ_k w_k exp(−|z|/c_k)/(2 c_k)`` with
-    ``w_k = Π_{j≠k} c_k²/(c_k² − c_j²)``. Numerically unstable when scales are close: an oracle for
-    tests, not a method.
-
-    Examples
-    --------
-    >>> float(closed_form_density(0.0, [1.0]))
-    0.5
-    """
-    c = _vector("scales", scales)
-    if np.any(c <= 0):
-        raise DpdeskError("scales must be > 0")
-    if np.unique(c).size != c.size:
-        raise DpdeskError("scales must be distinct")
-    c2 = c**2
-    diff = c2[:, None] - c2[None, :]
-    np.fill_diagonal(diff, 1.0)
-    ratio = c2[:, None] / diff
-    np.fill_diagonal(ratio, 1.0)
-    w = ratio.prod(axis=1)
-    z = np.abs(np.asarray(z, dtype=float))[..., None]
-    return np.sum(w * np.exp(-z / c) / (2 * c), axis=-1)

@@ -386,11 +386,7 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
     if isinstance(obj, list):
         if len(obj) != n_cells:
             raise QueryError(f"query has {len(obj)} coefficients, the cube has {n_cells} cells")
-        vec = _check_coefficients(obj, "query")
-        nz = np.flatnonzero(vec)
-        if nz.size == 0:
-            raise QueryError("query: all coefficients are zero")
-        return Query(shape_t, indices=nz, values=vec[nz])
+        return query_from_vector(_check_coefficients(obj, "query"), shape_t)
     if isinstance(obj, dict):
         extra = set(obj) - {"indices", "values"}
         if extra or "indices" not in obj or "values" not in obj:

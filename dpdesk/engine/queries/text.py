@@ -1,4 +1,5 @@
-"""The text form of queries (DESIGN §6): tokenizer, recursive-descent parser and formatter.
+"""The text form of queries (DESIGN §6): tokenizer, recursive-descent parser and formatter, and
+:func:`query_from_input`, which reads a query in either form a user writes (text or JSON coefficients).
 
 Grammar (whitespace between tokens is ignored)::
 
