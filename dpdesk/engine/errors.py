@@ -29,3 +29,7 @@ class BudgetError(DpdeskError):
 
 class Cancelled(Exception):
     """A long computation stopped because its ``cancelled`` callback returned True."""
+
+
+class PlanError(DpdeskError):
+    """A release plan (cells, marginals, interval tree) or a selection query is malformed."""

@@ -1,0 +1,450 @@
+"""What a partition release will be good for, priced before anything is spent (public inputs only).
+
+Two kinds of accuracy statement, always labelled:
+
+- **per query** (dpdesk's): for a class of queries (every interval of an ordered attribute, every
+  cell, every cell of a marginal) the BLUE from the release's rows has an exactly known error law
+  (:mod:`.grouped`); the statement is the ``1−δ`` half-width of the class member with the largest
+  posterior variance, e.g. "every interval of age within ±37 at 95 %". Each query gets this guarantee
+  on its own; the engine assesses every later request exactly, against everything released.
+- **simultaneous** (the seed's, Thm 4.2 via Lemma 4.1, in counts): with probability ``1−δ`` *every*
+  0/1 query over the cells of a cell release is within ``β·b·ln(2β/((1+p)δ))`` at once (the
+  discrete-Laplace form of ``β·ln(β/δ)/α``; ``β`` cells, ``b = 1/α``). It grows like ``β ln β`` and only
+  applies to the seed's own release (every cell).
+
+An accuracy target ``(E, δ)`` for one class is turned into the smallest α meeting it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import numpy as np
+
+from dpdesk.engine.budget.accounting import check_total_budget
+from dpdesk.engine.errors import BudgetError, PlanError
+from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
+from dpdesk.engine.partition.plan import PartitionPlan
+from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
+from dpdesk.engine.queries.query import Query, Term
+
+__all__ = [
+    "QueryClass",
+    "Guarantee",
+    "SimultaneousBound",
+    "PlanPreview",
+    "default_classes",
+    "describe_box",
+    "query_terms",
+    "preview",
+    "alpha_for_accuracy",
+    "simultaneous_bound",
+]
+
+_CANDIDATES = 3  # class members (largest variance first) whose exact posterior is computed
+
+
+@dataclass(frozen=True)
+class QueryClass:
+    """A family of queries a guarantee speaks about.
+
+    ``kind="interval"``: every interval of the ordered ``attribute``, the other attributes summed
+    (``within="all"``) or each fixed to one label (``within="cell"``). ``kind="cell"``: every single cell.
+    ``kind="marginal"``: every cell of the marginal over ``attributes``.
+    """
+
+    kind: Literal["interval", "cell", "marginal"]
+    attribute: str | None = None
+    within: Literal["all", "cell"] = "all"
+    attributes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "cell":
+            return "every cell"
+        if self.kind == "marginal":
+            return f"every cell of the {'×'.join(self.attributes)} marginal"
+        rest = "other attributes summed" if self.within == "all" else "other attributes fixed to one label each"
+        return f"every interval of {self.attribute} ({rest})"
+
+    def to_json(self) -> dict:
+        out: dict = {"kind": self.kind}
+        if self.kind == "interval":
+            out.update(attribute=self.attribute, within=self.within)
+        if self.kind == "marginal":
+            out["attributes"] = list(self.attributes)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Guarantee:
+    """Per-query accuracy of one query class from the release alone (exact posterior)."""
+
+    query_class: QueryClass
+    delta: float
+    estimable: bool
+    halfwidth: float | None = None  # E: the worst member is within ±E with probability ≥ confidence
+    confidence: float | None = None  # proven lower bound of Pr(|error| ≤ E), ≥ 1 − δ
+    std: float | None = None  # posterior standard deviation of the worst member
+    worst: Query | None = None
+    kind: str = "per query (exact posterior)"
+
+    def text(self, schema=None) -> str:
+        what = self.query_class.describe()
+        if not self.estimable:
+            return f"{self.kind}: {what}: not estimable from this release"
+        worst = f"; widest: {describe_box(schema, self.worst)}" if self.worst is not None and schema is not None else ""
+        return f"{self.kind}: {what} within ±{self.halfwidth:.4g} at {100 * (1 - self.delta):.4g}%{worst}"
+
+    def to_json(self, schema=None) -> dict:
+        return {
+            "kind": self.kind,
+            "query_class": self.query_class.to_json(),
+            "description": self.query_class.describe(),
+            "delta": self.delta,
+            "estimable": self.estimable,
+            "halfwidth": self.halfwidth,
+            "confidence": self.confidence,
+            "std": self.std,
+            "worst_query": None if self.worst is None or schema is None else describe_box(schema, self.worst),
+        }
+
+
+@dataclass(frozen=True)
+class SimultaneousBound:
+    """The seed's bound for all 0/1 queries over the cells at once (Thm 4.2, Lemma 4.1, in counts)."""
+
+    applies: bool
+    delta: float
+    cells: int
+    halfwidth: float | None = None
+    note: str = ""
+    kind: str = "simultaneous (seed Thm 4.2)"
+
+    def text(self) -> str:
+        if not self.applies:
+            return f"{self.kind}: does not apply ({self.note})"
+        return (f"{self.kind}: every count query over the {self.cells} cells within ±{self.halfwidth:.4g} "
+                f"at once, with probability {100 * (1 - self.delta):.4g}%")
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "applies": self.applies, "delta": self.delta, "cells": self.cells,
+                "halfwidth": self.halfwidth, "note": self.note}
+
+
+@dataclass(frozen=True, eq=False)
+class PlanPreview:
+    """Everything the curator sees before a partition release: cost, budget after, guarantees."""
+
+    plan: PartitionPlan
+    alpha: float  # what every cell pays (paper Thm 5.4)
+    row_alpha: float  # each released count's budget (α / coverage)
+    scale: float  # discrete-Laplace scale of every count, 1/row_alpha
+    delta: float
+    total_budget: float
+    system_cost: float
+    system_cost_after: float
+    guarantees: tuple[Guarantee, ...]
+    simultaneous: SimultaneousBound
+    target: float | None = None  # the accuracy target α was chosen for, if any
+    elapsed_ms: float = 0.0
+
+    @property
+    def n_rows(self) -> int:
+        return self.plan.n_rows
+
+    @property
+    def remaining_after(self) -> float:
+        return self.total_budget - self.system_cost_after
+
+    @property
+    def fits(self) -> bool:
+        return self.system_cost_after <= self.total_budget
+
+    def to_json(self) -> dict:
+        s = self.plan.schema
+        return {
+            "plan": self.plan.to_json(),
+            "description": self.plan.description,
+            "rows": self.n_rows,
+            "coverage": self.plan.coverage,
+            "alpha": self.alpha,
+            "cell_charge": self.alpha,
+            "row_alpha": self.row_alpha,
+            "noise": {"family": "discrete_laplace", "scale": self.scale},
+            "delta": self.delta,
+            "accuracy_target": self.target,
+            "total_budget": self.total_budget,
+            "system_cost": self.system_cost,
+            "system_cost_after": self.system_cost_after,
+            "remaining_after": self.remaining_after,
+            "fits": self.fits,
+            "guarantees": [g.to_json(s) for g in self.guarantees],
+            "simultaneous": self.simultaneous.to_json(),
+            "elapsed_ms": self.elapsed_ms,
+        }
+
+
+def describe_box(schema, query: Query) -> str:
+    """``age=20-30..60-70, sex=F`` for a one-term 0/1 query whose factors are label ranges."""
+    if query.terms is None or len(query.terms) != 1:
+        return query.describe(schema)
+    parts = []
+    for attr, f in zip(schema.attributes, query.terms[0].factors):
+        nz = np.flatnonzero(f)
+        if nz.size == f.size:
+            continue
+        if not np.all(f[nz] == 1) or nz[-1] - nz[0] + 1 != nz.size:
+            return query.describe(schema)
+        lab = attr.labels[nz[0]] if nz.size == 1 else f"{attr.labels[nz[0]]}..{attr.labels[nz[-1]]}"
+        parts.append(f"{attr.name}={lab}")
+    return ", ".join(parts) if parts else "all records"
+
+
+def default_classes(plan: PartitionPlan) -> tuple[QueryClass, ...]:
+    """The query classes a preview reports by default; the first one is what an accuracy target means."""
+    s = plan.schema
+    if plan.kind == "tree":
+        out = [QueryClass("interval", plan.tree_attribute, "all")]
+        if len(s.attributes) > 1 and len(plan.crossed) == len(s.attributes) - 1:
+            out.append(QueryClass("interval", plan.tree_attribute, "cell"))
+        return tuple(out)
+    if plan.kind == "marginals":
+        return tuple(QueryClass("marginal", attributes=tuple(n for d, n in enumerate(s.names) if not g.blocks[d].is_total))
+                     for g in plan.groups)
+    numeric = [a.name for a in s.attributes if a.kind == "numeric" and a.size > 1]
+    return tuple(QueryClass("interval", n, "all") for n in numeric) + (QueryClass("cell"),)
+
+
+def _check_class(plan: PartitionPlan, qc: QueryClass) -> None:
+    names = plan.schema.names
+    if qc.kind == "interval":
+        if qc.attribute not in names:
+            raise PlanError(f"guarantee: unknown attribute {qc.attribute!r} (attributes: {', '.join(map(repr, names))})")
+        if plan.schema.attribute(qc.attribute).kind != "numeric":
+            raise PlanError(f"guarantee: attribute {qc.attribute!r} is not ordered; intervals need a numeric attribute")
+    elif qc.kind == "marginal":
+        for n in qc.attributes:
+            if n not in names:
+                raise PlanError(f"guarantee: unknown attribute {n!r} (attributes: {', '.join(map(repr, names))})")
+    elif qc.kind != "cell":
+        raise PlanError(f"guarantee: query class {qc.kind!r} must be 'interval', 'cell' or 'marginal'")
+
+
+def _query(shape: tuple[int, ...], factors: list[np.ndarray]) -> Query:
+    return Query(shape, terms=(Term(1.0, tuple(factors)),))
+
+
+def _unit(k: int) -> np.ndarray:
+    e = np.zeros(k)
+    e[0] = 1.0
+    return e
+
+
+def _candidates(solver: PlanSolver, qc: QueryClass, count: int) -> list[Query]:
+    """The class members of largest posterior variance (the variance ordering does not depend on α)."""
+    plan = solver.plan
+    shape = plan.shape
+    s = plan.schema
+    if qc.kind == "cell":
+        return [_query(shape, [_unit(k) for k in shape])]
+    if qc.kind == "marginal":
+        return [_query(shape, [_unit(a.size) if a.name in qc.attributes else np.ones(a.size) for a in s.attributes])]
+    axis = s.axis(qc.attribute)  # type: ignore[arg-type]
+    k = shape[axis]
+    fixed = [np.ones(kd) if qc.within == "all" else _unit(kd) for kd in shape]
+    K = np.zeros((k, k))
+    for c, ops in solver.terms:
+        w = c * math.prod(op.quad(f, f) for d, (op, f) in enumerate(zip(ops, fixed)) if d != axis)
+        K += w * ops[axis].to_dense()
+    P = np.zeros((k + 1, k + 1))
+    P[1:, 1:] = K.cumsum(0).cumsum(1)
+    lo, hi = np.triu_indices(k)
+    var = P[hi + 1, hi + 1] - P[lo, hi + 1] - P[hi + 1, lo] + P[lo, lo]
+    count = min(count, var.size)
+    top = np.argpartition(-var, count - 1)[:count]
+    order = top[np.argsort(-var[top], kind="stable")]
+    out = []
+    for i in order:
+        f = np.zeros(k)
+        f[lo[i] : hi[i] + 1] = 1.0
+        factors = list(fixed)
+        factors[axis] = f
+        out.append(_query(shape, factors))
+    return out
+
+
+def query_terms(solver: PlanSolver, query: Query) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``|A_k|`` of the BLUE's coefficients over all released rows, and their multiplicities."""
+    vals: list[np.ndarray] = []
+    cnts: list[np.ndarray] = []
+    for g, coef in zip(solver.plan.groups, solver.group_coefficients(query)):
+        if isinstance(coef, np.ndarray):
+            v, m = grouped_terms(coef)
+        elif len(coef) == 1:
+            w, vecs = coef[0]
+            v, m = np.array([abs(w)]), np.array([1], dtype=np.int64)
+            for vec in vecs:
+                uv, uc = grouped_terms(vec)
+                v, m = grouped_terms(np.outer(v, uv).ravel(), np.outer(m, uc).ravel())
+        elif coef:
+            v, m = grouped_terms(pieces_dense(coef, g.shape))
+        else:
+            continue
+        vals.append(v)
+        cnts.append(m)
+    if not vals:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    return grouped_terms(np.concatenate(vals), np.concatenate(cnts))
+
+
+def _halfwidth(solver: PlanSolver, query: Query, scale: float, delta: float) -> tuple[float, float, float]:
+    u, m = query_terms(solver, query)
+    post = GroupedPosterior(u, m, scale)
+    e, conf = post.halfwidth(delta)
+    return e, conf, post.std
+
+
+def _class_guarantee(solver: PlanSolver, qc: QueryClass, scale: float, delta: float,
+                     candidates: list[Query] | None = None) -> Guarantee:
+    cands = candidates if candidates is not None else _candidates(solver, qc, _CANDIDATES)
+    if not _class_estimable(solver, qc, cands):
+        return Guarantee(qc, delta, estimable=False)
+    best: tuple[float, float, float, Query] | None = None
+    for q in cands:
+        e, conf, std = _halfwidth(solver, q, scale, delta)
+        if best is None or e > best[0]:
+            best = (e, conf, std, q)
+    assert best is not None
+    return Guarantee(qc, delta, True, halfwidth=best[0], confidence=best[1], std=best[2], worst=best[3])
+
+
+def _class_estimable(solver: PlanSolver, qc: QueryClass, cands: list[Query]) -> bool:
+    probe = list(cands)
+    if qc.kind == "interval":  # the finest member too: estimability can fail at single labels only
+        axis = solver.plan.schema.axis(qc.attribute)  # type: ignore[arg-type]
+        f = [f_.copy() for f_ in cands[0].terms[0].factors]  # type: ignore[index]
+        f[axis] = _unit(solver.shape[axis])
+        probe.append(_query(solver.shape, f))
+    return all(solver.estimable(q) for q in probe)
+
+
+def simultaneous_bound(plan: PartitionPlan, alpha: float, delta: float) -> SimultaneousBound:
+    """The seed's Lemma 4.1 union bound in counts, for discrete-Laplace noise of scale ``b = 1/α``.
+
+    ``Pr(|N| > t) = 2p^{⌊t⌋+1}/(1+p) ≤ 2e^{-t/b}/(1+p)``; with ``t = E/β`` for each of the ``β`` cells,
+    ``Σ|N_i| ≤ E`` fails with probability at most ``β·2e^{-E/(βb)}/(1+p) = δ``.
+    """
+    beta = plan.schema.n_cells
+    if plan.kind != "cells":
+        return SimultaneousBound(False, delta, beta, note="only the seed's release of every cell has it")
+    b = 1.0 / plan.row_alpha(alpha)
+    p = math.exp(-1.0 / b)
+    e = beta * b * math.log(2 * beta / ((1 + p) * delta))
+    return SimultaneousBound(True, delta, beta, halfwidth=e)
+
+
+def _check_number(name: str, x: float, *, upper: float | None = None) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)) or not math.isfinite(x) or x <= 0:
+        raise BudgetError(f"{name} ({x!r}) must be a positive finite number")
+    if upper is not None and x >= upper:
+        raise BudgetError(f"{name} ({x!r}) must be below {upper}")
+    return float(x)
+
+
+def alpha_for_accuracy(plan: PartitionPlan, accuracy: float, delta: float, query_class: QueryClass | None = None) -> float:
+    """The smallest α (found to 0.2 %) whose release meets ``±accuracy`` at ``1−δ`` for ``query_class``."""
+    accuracy = _check_number("accuracy", accuracy)
+    delta = _check_number("delta", delta, upper=1.0)
+    qc = query_class or default_classes(plan)[0]
+    _check_class(plan, qc)
+    solver = PlanSolver(plan)
+    cands = _candidates(solver, qc, _CANDIDATES)
+    if not _class_estimable(solver, qc, cands):
+        raise PlanError(f"accuracy target: {qc.describe()} is not estimable from this plan")
+
+    def width(alpha: float, qs: list[Query]) -> float:
+        return max(_halfwidth(solver, q, plan.coverage / alpha, delta)[0] for q in qs)
+
+    top = cands[:1]
+    alpha = 1.0
+    for _ in range(2):  # the half-width scales nearly like 1/α
+        alpha *= width(alpha, top) / accuracy
+    lo, hi = alpha / 1.02, alpha * 1.02
+    while width(hi, top) > accuracy:
+        lo, hi = hi, hi * 1.05
+    while width(lo, top) <= accuracy and lo > 1e-12:
+        hi, lo = lo, lo / 1.05
+    while hi / lo > 1.002:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if width(mid, top) <= accuracy else (mid, hi)
+    while width(hi, cands) > accuracy:  # the other large-variance members, in case one is wider
+        hi *= 1.002
+    return hi
+
+
+def preview(
+    plan: PartitionPlan,
+    *,
+    alpha: float | None = None,
+    accuracy: float | None = None,
+    delta: float = 0.05,
+    total_budget: float,
+    cell_costs: np.ndarray | None = None,
+    classes: Sequence[QueryClass] | None = None,
+) -> PlanPreview:
+    """Price and describe a release of ``plan`` at ``alpha`` (or the α meeting ``accuracy``) — spends nothing.
+
+    Parameters
+    ----------
+    plan : PartitionPlan
+    alpha, accuracy : float
+        Give exactly one: the budget every cell pays, or the ``±E`` the first query class must meet.
+    delta : float
+        The guarantees' ``δ``.
+    total_budget : float
+    cell_costs : ndarray, optional
+        Per-cell costs already spent (public; the ledger's ``B``).
+    classes : sequence of QueryClass, optional
+        What to report (default :func:`default_classes`).
+    """
+    t0 = time.perf_counter()
+    if not isinstance(plan, PartitionPlan):
+        raise PlanError(f"plan must be a PartitionPlan, got {type(plan).__name__}")
+    check_total_budget(total_budget)
+    delta = _check_number("delta", delta, upper=1.0)
+    if (alpha is None) == (accuracy is None):
+        raise BudgetError("give exactly one of alpha and accuracy")
+    qcs = tuple(classes) if classes else default_classes(plan)
+    for qc in qcs:
+        _check_class(plan, qc)
+    target = None
+    if accuracy is not None:
+        target = _check_number("accuracy", accuracy)
+        alpha = alpha_for_accuracy(plan, target, delta, qcs[0])
+    alpha = _check_number("alpha", alpha)  # type: ignore[arg-type]
+    row_alpha = plan.row_alpha(alpha)
+    scale = 1.0 / row_alpha
+    solver = PlanSolver(plan)
+    guarantees = tuple(_class_guarantee(solver, qc, scale, delta) for qc in qcs)
+    if cell_costs is None:
+        now, after = 0.0, alpha
+    else:
+        costs = np.asarray(cell_costs, dtype=float)
+        if costs.size != plan.schema.n_cells:
+            raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
+        now = float(costs.max()) if costs.size else 0.0
+        after = float((costs + alpha).max())  # every cell pays α (uniform coverage)
+    return PlanPreview(
+        plan=plan, alpha=alpha, row_alpha=row_alpha, scale=scale, delta=delta, total_budget=float(total_budget),
+        system_cost=now, system_cost_after=after, guarantees=guarantees,
+        simultaneous=simultaneous_bound(plan, alpha, delta), target=target,
+        elapsed_ms=1000 * (time.perf_counter() - t0),
+    )
+
+
+def row_variance(scale: float) -> float:
+    """Noise variance of one released count (discrete Laplace of ``scale``)."""
+    return discrete_variance(scale)

@@ -1,0 +1,219 @@
+"""A partition release: the noisy counts of a plan, what they say about any query, and the count table.
+
+:func:`draw_release` adds discrete-Laplace noise of scale ``coverage/α`` to every count of the plan
+(sensitivity 1 per count; a record is in one count per group, so each cell pays ``α`` — paper Thm 5.4),
+drawing from the vetted sampler in vector draws. The result is *not recorded anywhere*: the caller
+records it durably before anything is shown. :class:`PartitionRelease` answers queries from the
+released rows alone (the BLUE of :mod:`.solver`, its exact error law from :mod:`.grouped`), turns them
+into ordinary history rows for the engine, and lays them out as the count table a data user downloads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Callable, Literal
+
+import numpy as np
+
+from dpdesk.engine.errors import BudgetError, Cancelled, PlanError, QueryError
+from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance
+from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
+from dpdesk.engine.partition.guarantee import query_terms
+from dpdesk.engine.partition.solver import PlanSolver, contract
+from dpdesk.engine.queries.query import Query, Term
+from dpdesk.engine.schema import Schema
+
+__all__ = ["PartitionRelease", "ReleaseEstimate", "draw_release", "TABLE_FORMS"]
+
+CHUNK = 1 << 18  # counts per vector draw: progress and cancellation between draws
+TABLE_FORMS = ("unclipped", "seed")
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseEstimate:
+    """What a release alone says about ``Q·x``: the BLUE and its exact error law (or not estimable)."""
+
+    estimable: bool
+    estimate: float | None = None
+    std: float | None = None
+    posterior: GroupedPosterior | None = None
+
+    def interval(self, delta: float) -> tuple[float, float, float]:
+        """``(low, high, proven confidence)``: the ``1−δ`` window around the estimate."""
+        if self.posterior is None or self.estimate is None:
+            raise QueryError("the query is not estimable from this release")
+        e, conf = self.posterior.halfwidth(delta)
+        return self.estimate - e, self.estimate + e, conf
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionRelease:
+    """The released counts of ``plan`` at per-cell budget ``alpha``; ``values[g]`` has group g's shape."""
+
+    plan: PartitionPlan
+    alpha: float
+    values: tuple[np.ndarray, ...]
+    sampler: str
+    family: str = "discrete_laplace"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha) and self.alpha > 0):
+            raise BudgetError(f"alpha ({self.alpha!r}) must be a positive finite number")
+        if self.family != "discrete_laplace":
+            raise PlanError(f"partition releases use discrete Laplace noise, not {self.family!r}")
+        if len(self.values) != len(self.plan.groups):
+            raise PlanError(f"release has {len(self.values)} value arrays, the plan has {len(self.plan.groups)} groups")
+        vals = []
+        for g, v in zip(self.plan.groups, self.values):
+            a = np.asarray(v)
+            if a.size != g.n_rows:
+                raise PlanError(f"group {g.name!r}: {a.size} values for {g.n_rows} counts")
+            a = a.astype(np.int64).reshape(g.shape)
+            a.setflags(write=False)
+            vals.append(a)
+        object.__setattr__(self, "values", tuple(vals))
+
+    @property
+    def row_alpha(self) -> float:
+        return self.plan.row_alpha(self.alpha)
+
+    @property
+    def scale(self) -> float:
+        """Discrete-Laplace scale of every released count (sensitivity 1 / its budget)."""
+        return 1.0 / self.row_alpha
+
+    @property
+    def n_rows(self) -> int:
+        return self.plan.n_rows
+
+    @cached_property
+    def solver(self) -> PlanSolver:
+        return PlanSolver(self.plan)
+
+    def estimate(self, query: Query) -> ReleaseEstimate:
+        """The BLUE of ``query`` from this release's rows and its exact error law."""
+        s = self.solver
+        if not s.estimable(query):
+            return ReleaseEstimate(False)
+        total = 0.0
+        for coef, y in zip(s.group_coefficients(query), self.values):
+            total += float(np.sum(coef * y)) if isinstance(coef, np.ndarray) else contract(coef, y)
+        u, m = query_terms(s, query)
+        if not u.size:  # the query is 0 on every cell
+            return ReleaseEstimate(True, total, 0.0, None)
+        post = GroupedPosterior(u, m, self.scale)
+        return ReleaseEstimate(True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post)
+
+    # -- rows ---------------------------------------------------------------------------------------
+    def row_queries(self, group: int) -> list[Query]:
+        """The query of every count of one group, in C order of the group's shape (small groups only)."""
+        g = self.plan.groups[group]
+        mats = [b.matrix() for b in g.blocks]
+        out = []
+        for idx in np.ndindex(*g.shape):
+            out.append(Query(self.plan.shape, terms=(Term(1.0, tuple(m[i] for m, i in zip(mats, idx))),)))
+        return out
+
+    def history_rows(self) -> list:
+        """Every released count as an engine history row (``α/coverage``, discrete Laplace)."""
+        from dpdesk.engine.inference.history import HistoryRow
+
+        rows = []
+        for gi, y in enumerate(self.values):
+            for q, v in zip(self.row_queries(gi), y.reshape(-1)):
+                rows.append(HistoryRow(q, self.row_alpha, float(v), "discrete_laplace"))
+        return rows
+
+    def table(self, form: Literal["unclipped", "seed"] = "unclipped") -> Any:
+        """The released counts as a table: group, one label column per attribute, the count.
+
+        ``form="unclipped"``: every count as released (negative values included), column
+        ``noisy_count`` — what inference from the release must use. ``form="seed"``: the seed's §5.2
+        step 3, only counts above 0 (a missing row means 0), column ``noisy_count_positive``; clipping
+        biases every sum upwards, so this form is for display, not for inference.
+        """
+        import pandas as pd
+
+        if form not in TABLE_FORMS:
+            raise PlanError(f"table form ({form!r}) must be one of {', '.join(TABLE_FORMS)}")
+        schema = self.plan.schema
+        parts = []
+        for g, y in zip(self.plan.groups, self.values):
+            idx = np.indices(g.shape).reshape(len(g.shape), -1) if g.shape else np.zeros((0, 1), int)
+            cols: dict[str, Any] = {"group": pd.Categorical.from_codes(np.zeros(g.n_rows, int), [g.name])}
+            for d, (attr, b) in enumerate(zip(schema.attributes, g.blocks)):
+                labels = list(dict.fromkeys(b.labels(attr))) if b.is_total else list(b.labels(attr))
+                cols[attr.name] = pd.Categorical.from_codes(idx[d], labels)
+            cols["value"] = y.reshape(-1)
+            parts.append(pd.DataFrame(cols))
+        df = pd.concat(parts, ignore_index=True)
+        for attr in schema.attributes:  # one column of plain strings per attribute across groups
+            df[attr.name] = df[attr.name].astype(str)
+        df["group"] = df["group"].astype(str)
+        if form == "seed":
+            df = df[df["value"] > 0].reset_index(drop=True)
+            return df.rename(columns={"value": "noisy_count_positive"})
+        return df.rename(columns={"value": "noisy_count"})
+
+    # -- serialisation (the ledger entry's released values) ------------------------------------------
+    def to_json(self) -> dict:
+        return {
+            "plan": self.plan.to_json(),
+            "alpha": self.alpha,
+            "row_alpha": self.row_alpha,
+            "family": self.family,
+            "scale": self.scale,
+            "sampler": self.sampler,
+            "groups": [{"name": g.name, "shape": list(g.shape), "values": y.reshape(-1).tolist()}
+                       for g, y in zip(self.plan.groups, self.values)],
+        }
+
+    @classmethod
+    def from_json(cls, schema: Schema, obj: dict) -> "PartitionRelease":
+        plan = plan_from_json(schema, obj["plan"])
+        return cls(plan, float(obj["alpha"]), tuple(np.asarray(g["values"], dtype=np.int64) for g in obj["groups"]),
+                   str(obj.get("sampler", "")), obj.get("family", "discrete_laplace"))
+
+
+def draw_release(
+    plan: PartitionPlan,
+    alpha: float,
+    counts: np.ndarray,
+    sampler: Any,
+    *,
+    allow_insecure: bool = False,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> PartitionRelease:
+    """Noise every count of ``plan`` (private ``counts`` in, released values out; nothing recorded).
+
+    Each count has sensitivity 1 and gets discrete-Laplace noise of scale ``coverage/α`` (α-DP per
+    cell after all ``coverage`` groups, paper Thm 5.4). ``sampler.draw_vector`` is called on chunks of
+    :data:`CHUNK` counts; ``cancelled()`` is checked between chunks (a cancelled release returns
+    nothing). ``allow_insecure`` admits a non-secure (seeded) sampler, for test projects and simulations.
+    """
+    if not isinstance(plan, PartitionPlan):
+        raise PlanError(f"plan must be a PartitionPlan, got {type(plan).__name__}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
+        raise BudgetError(f"alpha ({alpha!r}) must be a positive finite number")
+    if not getattr(sampler, "secure", False) and not allow_insecure:
+        raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+    true = plan.true_rows(counts)
+    scale = plan.coverage / float(alpha)  # privacy map: Laplace(1/α_row) on sensitivity-1 counts
+    total = plan.n_rows
+    flat = np.concatenate([t.reshape(-1) for t in true]).astype(np.int64)
+    noisy = np.empty(total, dtype=np.int64)
+    for lo in range(0, total, CHUNK):
+        if cancelled is not None and cancelled():
+            raise Cancelled("release cancelled before it was complete; nothing was released")
+        hi = min(total, lo + CHUNK)
+        noisy[lo:hi] = flat[lo:hi] + np.asarray(sampler.draw_vector("discrete_laplace", scale, hi - lo), dtype=np.int64)
+        if progress is not None:
+            progress(hi / total)
+    values, at = [], 0
+    for g in plan.groups:
+        values.append(noisy[at : at + g.n_rows].reshape(g.shape))
+        at += g.n_rows
+    return PartitionRelease(plan, float(alpha), tuple(values), getattr(sampler, "name", str(sampler)))
