@@ -67,3 +67,12 @@ class SeededSampler:
         """Index ``r`` with probability ``∝ exp(scores[r] / scale)`` (Gumbel-max, like the secure sampler)."""
         scores = check_scores(scores, scale)
         return int(np.argmax(scores / scale + self._rng.gumbel(size=scores.size)))
+
+    def draw_vector(self, family: NoiseFamily, scale: float, size: int) -> np.ndarray:
+        """``size`` independent draws as an array (simulations of partition releases)."""
+        return np.asarray(noise_family(family).draw_seeded(self._rng, _check_scale(scale), int(size)))
+
+    def noisy_max(self, scores: np.ndarray, scale: float, monotonic: bool = False) -> int:
+        """Index of the largest ``score + Exponential(scale)`` (report-noisy-max, as OpenDP's ``make_noisy_max``)."""
+        scores = check_scores(scores, scale)
+        return int(np.argmax(scores + self._rng.exponential(scale, scores.size)))

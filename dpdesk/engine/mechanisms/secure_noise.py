@@ -62,6 +62,47 @@ class OpenDPSampler:
         """One noise value of ``family`` and ``scale`` (an integer-valued float for discrete noise)."""
         return float(self.measurement(family, scale)(noise_family(family).zero))
 
+    def draw_vector(self, family: NoiseFamily, scale: float, size: int) -> "np.ndarray":
+        """``size`` independent draws from one OpenDP vector measurement, as an array (partition releases).
+
+        Each coordinate is a count of sensitivity 1 on its own, so the vector's l1 privacy map per record
+        is the per-coordinate one: a partition's counts at scale ``b`` cost ``1/b`` per cell.
+        """
+        import numpy as np
+
+        size = int(size)
+        zero = noise_family(family).zero
+        if size == 0:
+            return np.zeros(0, dtype=type(zero))
+        out = self.measurement(family, scale, size)(np.zeros(size, dtype=np.int64 if isinstance(zero, int) else float))
+        return np.asarray(out, dtype=np.int64 if isinstance(zero, int) else float)
+
+    def noisy_max_measurement(self, scale: float, monotonic: bool) -> Any:
+        """OpenDP's report-noisy-max over score vectors with ``LInfDistance`` (monotonic or not); cached."""
+        key = ("noisy_max", float(scale), bool(monotonic))
+        meas = self._cache.get(key)  # type: ignore[arg-type]
+        if meas is None:
+            dp = self._prelude()
+            meas = dp.m.make_noisy_max(
+                dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=monotonic),
+                dp.max_divergence(), scale=float(scale),
+            )
+            self._cache[key] = meas  # type: ignore[index]
+        return meas
+
+    def noisy_max(self, scores: "np.ndarray", scale: float, monotonic: bool = False) -> int:
+        """Index of the largest ``score + Exponential(scale)``: OpenDP's report-noisy-max (``make_noisy_max``).
+
+        Over an ``LInfDistance`` of 1 its privacy map gives ``1/scale`` for monotonic scores and
+        ``2/scale`` otherwise; the caller picks ``scale`` from its α accordingly.
+        """
+        import numpy as np
+
+        s = np.asarray(scores, dtype=float)
+        if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s)):
+            raise ValueError("scores must be a non-empty vector of finite numbers")
+        return int(self.noisy_max_measurement(scale, monotonic)(s.tolist()))
+
     def draw_many(self, family: NoiseFamily, scale: float, size: int) -> list[float]:
         """``size`` independent draws from one vector measurement."""
         zero = noise_family(family).zero

@@ -7,13 +7,16 @@ Grammar (whitespace between tokens is ignored)::
     sum     := product (('+' | '-') product)*
     product := unary ('*' unary)*
     unary   := ('-' | '+') unary | primary
-    primary := NUMBER | 'count' '(' [arg (',' arg)*] ')' | '(' sum ')'
+    primary := NUMBER | 'count' '(' [arg (',' arg)*] ')' | 'parity' '(' attr (',' attr)* ')' | '(' sum ')'
     arg     := (NAME | STRING) '=' (label | '[' label (',' label)* ']')
+    attr    := NAME | STRING
     label   := STRING | NUMBER | NAME
 
 Strings take single or double quotes; a backslash escapes the next character (``\\n``, ``\\t`` and
 ``\\r`` give control characters). The result must be linear: a sum of weighted counts, with no
-constant terms and no product of two counts. Every error is a :class:`QueryError` with the 1-based
+constant terms and no product of two counts. ``parity(a, b, …)`` over two-label attributes counts the
+records whose second labels ("1") are an odd number among those attributes (seed §6; see
+:mod:`dpdesk.engine.queries.parity`). Every error is a :class:`QueryError` with the 1-based
 column where the problem is, e.g. ``query: at column 14: expected ')' but found ','``.
 """
 
@@ -32,7 +35,7 @@ from dpdesk.engine.queries.query import Query, Term, predicate_term, query_from_
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_PUNCT = set("()[],=+-*")
+_PUNCT = set("()[],=+-*|")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 
 
@@ -100,8 +103,9 @@ def tokenize(text: str) -> list[_Token]:
     return tokens
 
 
-# A parsed value: a plain number (a weight) or a linear combination of predicate terms.
-_Linear = list[tuple[float, dict[str, list[str]], int]]  # (weight, labels by attribute, column)
+# A parsed value: a plain number (a weight) or a linear combination of predicate terms (labels by
+# attribute) or of ready product terms (parity).
+_Linear = list[tuple[float, "dict[str, list[str]] | tuple[Term, ...]", int]]  # (weight, what, column)
 
 
 class _Parser:
@@ -184,7 +188,32 @@ class _Parser:
             return v
         if t.kind == "name" and t.text == "count":
             return self.count_call()
+        if t.kind == "name" and t.text == "parity":
+            return self.parity_call()
         raise _error(t.col, f"expected count(...), a number or '(' but found {t.describe()}")
+
+    def parity_call(self) -> _Linear:
+        from dpdesk.engine.queries.parity import parity_terms
+
+        start = self.take()
+        self.expect("(")
+        names: list[str] = []
+        while True:
+            t = self.tok
+            if t.kind not in ("name", "string"):
+                raise _error(t.col, f"expected an attribute name but found {t.describe()}")
+            self.take()
+            names.append(t.text)
+            if not self.at(","):
+                break
+            self.take()
+        self.expect_one_of(",", ")")
+        self.expect(")")
+        try:
+            terms = parity_terms(self.schema, names)
+        except QueryError as e:
+            raise _error(start.col, str(e).removeprefix("query: ")) from None
+        return [(1.0, terms, start.col)]
 
     def count_call(self) -> _Linear:
         start = self.take()
@@ -265,6 +294,9 @@ def parse_query(text: str, schema: Schema) -> Query:
         raise _error(1, "the query is a constant; expected at least one count(...)")
     terms = []
     for w, labels, col in value:
+        if isinstance(labels, tuple):  # ready product terms (parity)
+            terms.extend(Term(w * t.weight, t.factors) for t in labels)
+            continue
         try:
             terms.append(predicate_term(schema, w, labels))
         except QueryError as e:  # attribute and label names were checked above; keep the column anyway
