@@ -19,6 +19,12 @@ def make_schema(sizes, numeric=(0,)) -> Schema:
 
 
 @pytest.fixture
+def sized_schema():
+    """``sized_schema((k0, k1, ...), numeric=(0,))``: attributes a0, a1, ... of those sizes."""
+    return make_schema
+
+
+@pytest.fixture
 def schema3() -> Schema:
     """age (8 numeric bins) × sex (2) × edu (3)."""
     return Schema.from_dict({"attributes": [
