@@ -77,3 +77,15 @@ def test_release_estimates_equal_the_history_blue_of_its_rows(schema3, counts3, 
         if ref.estimable:
             assert mine.estimate == pytest.approx(ref.estimate, abs=1e-7), text
             assert mine.std == pytest.approx(ref.std, rel=1e-9), text
+
+
+@pytest.mark.parametrize("name", ["cells", "tree2", "tree3-summed", "marginals12"])
+def test_cell_estimates_give_the_blue_of_every_estimable_query(schema3, counts3, name):
+    plan = PLANS[name](schema3)
+    rel = draw_release(plan, 0.5, counts3, SeededSampler(3), allow_insecure=True)
+    xhat = rel.cell_estimates().reshape(-1)
+    for text in ['count(age=["10-20","20-30"])', 'count(sex="F")', 'count(age="70-80", edu="b")']:
+        q = parse_query(text, schema3)
+        e = rel.estimate(q)
+        if e.estimable:
+            assert float(q.dense() @ xhat) == pytest.approx(e.estimate, abs=1e-8)

@@ -106,6 +106,20 @@ class PartitionRelease:
         post = GroupedPosterior(u, m, self.scale)
         return ReleaseEstimate(True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post)
 
+    def cell_estimates(self) -> np.ndarray:
+        """``x̂ = G⁺ Σ_g W_gᵀ y_g`` over the cube: ``Q·x̂`` is the BLUE of every estimable ``Q``.
+
+        For a plan that resolves every cell (cells, trees) these are the consistent cell counts (Hay et
+        al.); for marginals ``x̂`` is the least-norm fit, meaningful only through estimable queries.
+        """
+        back = np.zeros(self.plan.shape)
+        for g, y in zip(self.plan.groups, self.values):
+            v = y.astype(float)
+            for axis, b in enumerate(g.blocks):
+                v = b.expand(v, axis)
+            back += v
+        return self.solver.apply_pinv(back)
+
     # -- rows ---------------------------------------------------------------------------------------
     def row_queries(self, group: int) -> list[Query]:
         """The query of every count of one group, in C order of the group's shape (small groups only)."""

@@ -269,6 +269,10 @@ class PlanSolver:
             out.append(g.aggregate(z))
         return out
 
+    def apply_pinv(self, x: np.ndarray) -> np.ndarray:
+        """``G⁺`` applied to an array of the cube's shape."""
+        return sum(c * _apply_all(np.asarray(x, dtype=float), ops) for c, ops in self.terms)
+
     def _check(self, query: Query) -> None:
         if not isinstance(query, Query):
             raise QueryError(f"query must be a Query, got {type(query).__name__}")
