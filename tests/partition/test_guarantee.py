@@ -24,7 +24,7 @@ def test_cell_release_guarantee_is_the_whole_range_sum(sized_schema):
     assert g.worst.dense().tolist() == [1.0] * 12
     e, conf = GroupedPosterior([1.0], [12], 2.0).halfwidth(0.05)
     assert (g.halfwidth, g.confidence) == (e, conf) and conf >= 0.95
-    assert pv.scale == 2.0 and pv.row_alpha == 0.5 and pv.system_cost_after == 0.5 and pv.fits
+    assert pv.scale == 2.0 and pv.row_alpha == 0.5 and pv.budget.system_cost_after == 0.5 and pv.fits
     cell = pv.guarantees[1]
     assert cell.query_class.kind == "cell" and cell.halfwidth == GroupedPosterior([1.0], [1], 2.0).halfwidth(0.05)[0]
 
@@ -61,9 +61,9 @@ def test_preview_adds_alpha_to_every_cell(schema3):
     costs = np.zeros(schema3.n_cells)
     costs[5] = 0.3
     pv = preview(marginals_by_order(schema3, [1]), alpha=0.2, delta=0.05, total_budget=0.4, cell_costs=costs)
-    assert pv.system_cost == 0.3 and pv.system_cost_after == pytest.approx(0.5) and not pv.fits
-    assert pv.row_alpha == pytest.approx(0.2 / 3)
-    assert pv.remaining_after == pytest.approx(-0.1)
+    assert pv.budget.system_cost == 0.3 and pv.budget.system_cost_after == pytest.approx(0.5) and not pv.fits
+    assert pv.row_alpha == pytest.approx(0.2 / 3) and pv.budget.limiting_cell == 5
+    assert pv.budget.remaining_after == pytest.approx(-0.1) and np.allclose(pv.budget.cell_costs_after, costs + 0.2)
     j = pv.to_json()
     assert j["cell_charge"] == 0.2 and j["fits"] is False and j["noise"]["family"] == "discrete_laplace"
     assert [g["kind"] for g in j["guarantees"]] == ["per query (exact posterior)"] * 3

@@ -120,7 +120,11 @@ def lattice_step(comp: Components) -> float | None:
     """The step g of the lattice ``gZ`` that all discrete atoms live on, or None (paper-free extension)."""
     if comp.c.size or not comp.a.size:
         return None
-    a = comp.a
+    return common_step(comp.a)
+
+
+def common_step(a: np.ndarray) -> float | None:
+    """A step ``g`` of which every (positive) ``a`` is an integer multiple: their gcd, or ``min/q`` for ``q ≤ 12``."""
     if np.all(a == np.round(a)):
         return float(np.gcd.reduce(a.astype(np.int64)))
     amin = float(a.min())

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.fft
 
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.inference.grid import common_step
 
 __all__ = ["GroupedPosterior", "grouped_terms", "discrete_variance"]
 
@@ -124,7 +125,7 @@ class GroupedPosterior:
         J = u.size
         tail_each = _TAIL / (2 * J + 2)
         T = _tail_bound(u, m, p, q, tail_each)
-        g = _lattice_step(u)
+        g = common_step(u)
         if g is not None and T / g <= _MAX_POINTS / 4:
             h, rounded = g, 0
         else:
@@ -184,12 +185,3 @@ class GroupedPosterior:
         e = j * self.spacing + self.slack
         return e, self.prob_within(e)[0]
 
-
-def _lattice_step(u: np.ndarray) -> float | None:
-    """A step ``g`` with every ``u_j`` an integer multiple of it, if an easy one exists."""
-    umin = float(u.min())
-    for k in range(1, 13):
-        ratio = u / (umin / k)
-        if np.all(np.abs(ratio - np.round(ratio)) <= 1e-9 * ratio):
-            return umin / k
-    return None

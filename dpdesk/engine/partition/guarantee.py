@@ -24,7 +24,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from dpdesk.engine.budget.accounting import check_total_budget
+from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
@@ -143,9 +143,7 @@ class PlanPreview:
     row_alpha: float  # each released count's budget (α / coverage)
     scale: float  # discrete-Laplace scale of every count, 1/row_alpha
     delta: float
-    total_budget: float
-    system_cost: float
-    system_cost_after: float
+    budget: BudgetPreview  # the system cost now and after (every cell pays α)
     guarantees: tuple[Guarantee, ...]
     simultaneous: SimultaneousBound
     target: float | None = None  # the accuracy target α was chosen for, if any
@@ -156,12 +154,8 @@ class PlanPreview:
         return self.plan.n_rows
 
     @property
-    def remaining_after(self) -> float:
-        return self.total_budget - self.system_cost_after
-
-    @property
     def fits(self) -> bool:
-        return self.system_cost_after <= self.total_budget
+        return self.budget.fits
 
     def to_json(self) -> dict:
         s = self.plan.schema
@@ -176,10 +170,12 @@ class PlanPreview:
             "noise": {"family": "discrete_laplace", "scale": self.scale},
             "delta": self.delta,
             "accuracy_target": self.target,
-            "total_budget": self.total_budget,
-            "system_cost": self.system_cost,
-            "system_cost_after": self.system_cost_after,
-            "remaining_after": self.remaining_after,
+            "total_budget": self.budget.total,
+            "system_cost": self.budget.system_cost,
+            "system_cost_after": self.budget.system_cost_after,
+            "remaining": self.budget.remaining,
+            "remaining_after": self.budget.remaining_after,
+            "limiting_cell": self.budget.limiting_cell,
             "fits": self.fits,
             "guarantees": [g.to_json(s) for g in self.guarantees],
             "simultaneous": self.simultaneous.to_json(),
@@ -429,17 +425,18 @@ def preview(
     scale = 1.0 / row_alpha
     solver = PlanSolver(plan)
     guarantees = tuple(_class_guarantee(solver, qc, scale, delta) for qc in qcs)
-    if cell_costs is None:
-        now, after = 0.0, alpha
-    else:
-        costs = np.asarray(cell_costs, dtype=float)
-        if costs.size != plan.schema.n_cells:
-            raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
-        now = float(costs.max()) if costs.size else 0.0
-        after = float((costs + alpha).max())  # every cell pays α (uniform coverage)
+    costs = np.zeros(plan.schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
+    if costs.size != plan.schema.n_cells:
+        raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
+    after = costs + alpha  # every cell pays α (uniform coverage)
+    after.setflags(write=False)
+    j = int(np.argmax(after))
+    now = float(costs.max())
+    budget = BudgetPreview(total=float(total_budget), system_cost=now, remaining=float(total_budget) - now,
+                           system_cost_after=float(after[j]), remaining_after=float(total_budget) - float(after[j]),
+                           limiting_cell=j, cell_costs_after=after)
     return PlanPreview(
-        plan=plan, alpha=alpha, row_alpha=row_alpha, scale=scale, delta=delta, total_budget=float(total_budget),
-        system_cost=now, system_cost_after=after, guarantees=guarantees,
+        plan=plan, alpha=alpha, row_alpha=row_alpha, scale=scale, delta=delta, budget=budget, guarantees=guarantees,
         simultaneous=simultaneous_bound(plan, alpha, delta), target=target,
         elapsed_ms=1000 * (time.perf_counter() - t0),
     )
