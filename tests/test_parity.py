@@ -9,7 +9,7 @@ import pytest
 
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.queries.parity import parity_query
-from dpdesk.engine.queries.query import parse_query
+from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
 
 

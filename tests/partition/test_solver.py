@@ -10,7 +10,8 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.partition.plan import cells_plan, marginals_by_order, marginals_plan, tree_plan
 from dpdesk.engine.partition.release import draw_release
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
-from dpdesk.engine.queries.query import Query, Term, parse_query
+from dpdesk.engine.queries.query import Query, Term
+from dpdesk.engine.queries.text import parse_query
 
 PLANS = {
     "cells": lambda s: cells_plan(s),

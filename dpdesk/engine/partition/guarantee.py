@@ -30,6 +30,7 @@ from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance,
 from dpdesk.engine.partition.plan import PartitionPlan
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
 from dpdesk.engine.queries.query import Query, Term
+from dpdesk.engine.queries.text import format_terms
 
 __all__ = [
     "QueryClass",
@@ -186,14 +187,14 @@ class PlanPreview:
 def describe_box(schema, query: Query) -> str:
     """``age=20-30..60-70, sex=F`` for a one-term 0/1 query whose factors are label ranges."""
     if query.terms is None or len(query.terms) != 1:
-        return query.describe(schema)
+        return format_terms(query.terms, schema) or query.describe() if query.terms else query.describe()
     parts = []
     for attr, f in zip(schema.attributes, query.terms[0].factors):
         nz = np.flatnonzero(f)
         if nz.size == f.size:
             continue
         if not np.all(f[nz] == 1) or nz[-1] - nz[0] + 1 != nz.size:
-            return query.describe(schema)
+            return format_terms(query.terms, schema) or query.describe()
         lab = attr.labels[nz[0]] if nz.size == 1 else f"{attr.labels[nz[0]]}..{attr.labels[nz[-1]]}"
         parts.append(f"{attr.name}={lab}")
     return ", ".join(parts) if parts else "all records"
