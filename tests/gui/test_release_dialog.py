@@ -1,0 +1,70 @@
+"""*Publish release…*: plan, preview off the GUI thread, confirm — on a real offscreen dialog."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpdesk.engine.schema import Schema
+
+SCHEMA = Schema.from_dict({"attributes": [
+    {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
+    {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
+    {"name": "edu", "column": "edu", "kind": "categorical", "values": ["a", "b", "c"]},
+]})
+
+
+def _dialog(qtbot, costs=None, total=1.0):
+    from dpdesk.gui.release_dialog import PublishReleaseDialog
+
+    d = PublishReleaseDialog(SCHEMA, np.zeros(SCHEMA.n_cells) if costs is None else costs, total)
+    qtbot.addWidget(d)
+    d.resize(760, 640)
+    d.show()
+    return d
+
+
+def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialogs, tmp_path):
+    d = _dialog(qtbot)
+    d.kind.setCurrentIndex(2)
+    d.alpha.setValue(0.4)
+    assert not d.publish_button.isEnabled()
+    d.run_preview()
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    text = d.result.toPlainText()
+    assert "interval tree over age (branching 2, 4 levels), crossed with sex, edu" in text
+    assert "Every cell pays α = 0.4 (4 count(s) per record, each at 0.1" in text
+    assert "System cost 0 now → 0.4 after, of 1" in text
+    assert "per query (exact posterior): every interval of age (other attributes summed) within ±" in text
+    assert "simultaneous (seed Thm 4.2): does not apply" in text
+    assert np.allclose(d.heatmap.matrix, 0.4)
+    d.grab().save(str(tmp_path / "release_dialog.png"))
+    published = []
+    d.sigPublish.connect(published.append)
+    assert d.publish_button.isEnabled()
+    d.publish_button.click()
+    assert dialogs.confirms and "Publish 90 noisy counts" in dialogs.confirms[0][1]
+    assert published == [d.preview_result] and published[0].alpha == 0.4
+
+
+def test_changing_an_input_discards_the_preview_and_a_plan_that_does_not_fit_cannot_be_published(qtbot, dialogs):
+    costs = np.zeros(SCHEMA.n_cells)
+    costs[3] = 0.9
+    d = _dialog(qtbot, costs, total=1.0)
+    d.alpha.setValue(0.2)
+    d.run_preview()
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    assert "does not fit" in d.result.toPlainText() and not d.publish_button.isEnabled()
+    assert "simultaneous (seed Thm 4.2): every count query over the 48 cells" in d.result.toPlainText()
+    d.alpha.setValue(0.05)
+    assert d.preview_result is None and not d.publish_button.isEnabled()
+
+
+def test_bad_marginal_orders_are_one_line_in_the_dialog(qtbot, dialogs):
+    d = _dialog(qtbot)
+    d.kind.setCurrentIndex(1)
+    d.orders.setText("1,x")
+    d.run_preview()
+    assert "marginal orders ('1,x') must be numbers" in d.result.toPlainText() and d.preview_result is None
+    d.orders.setText("4")
+    d.run_preview()
+    assert "marginal order 4 must be an integer from 1 to 3" in d.result.toPlainText()
