@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdesk.engine.errors import BudgetError, QueryError
+from dpdesk.engine.errors import BudgetError, DpdeskError, QueryError
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.engine.mechanisms.selection import ReportNoisyMax, noisy_max_probabilities
@@ -151,3 +151,33 @@ def test_release_refuses_an_insecure_sampler(schema):
         m.release(counts, schema, SeededSampler(0))
     r = m.release(counts, schema, SeededSampler(0), allow_insecure=True)
     assert r.label in schema.attribute("age").labels and r.to_json()["mechanism"] == "report_noisy_max_exponential"
+
+
+def test_selection_on_the_release_path(schema):
+    import json
+
+    from dpdesk.engine.answering.selection import plan_selection
+    from dpdesk.engine.cube import Cube
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.engine.mechanisms.registry import MECHANISMS, kinds
+    from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX
+
+    q = parse_selection('max(age | sex="Male", education=["BA", "MA"])', schema)
+    costs = np.zeros(schema.n_cells)
+    plan = plan_selection(q, schema, accuracy=10.0, delta=0.1, total_budget=1.0, cell_costs=costs)
+    assert isinstance(plan, ReleasePlan) and plan.releasable and "at most 10 records" in plan.reason
+    counts = np.random.default_rng(1).integers(0, 5, schema.shape)
+    payload = json.loads(json.dumps({**plan.record(), **plan.draw(Cube(schema, counts), SeededSampler(2), allow_insecure=True)}))
+    assert MECHANISMS["report_noisy_max"] is REPORT_NOISY_MAX and "selection" in kinds()
+    c = REPORT_NOISY_MAX.contribution(payload, schema.shape)
+    expected = ReportNoisyMax(q, plan.rnm.alpha).cell_charges(schema)
+    assert np.allclose(c.charge.dense(schema.n_cells), expected) and c.charge.same_as(plan.charge)
+    assert c.rows == () and c.values == (float(payload["index"]),)
+    assert payload["label"] == schema.attribute("age").labels[payload["index"]]
+    assert np.count_nonzero(expected) == 4 * 2  # age × (Male) × (BA, MA)
+    tight = plan_selection(q, schema, alpha=0.6, total_budget=1.0, cell_costs=costs + 0.5)
+    assert not tight.releasable and tight.reason.startswith("reject:")
+    with pytest.raises(BudgetError, match="exactly one"):
+        plan_selection(q, schema, total_budget=1.0)
+    with pytest.raises(DpdeskError, match="kind"):
+        REPORT_NOISY_MAX.contribution({**payload, "kind": "min"}, schema.shape)

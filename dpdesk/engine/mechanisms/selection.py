@@ -23,15 +23,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.mechanisms.base import Contribution
+from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.selection import SelectionQuery
 from dpdesk.engine.schema import Schema
 
-__all__ = ["ReportNoisyMax", "SelectionRelease", "noisy_max_probabilities"]
+__all__ = ["REPORT_NOISY_MAX", "ReportNoisyMax", "SelectionMechanism", "SelectionRelease", "box_query",
+           "noisy_max_probabilities"]
 
 SENSITIVITY = 1.0
 
@@ -137,3 +141,50 @@ class ReportNoisyMax:
         i = int(sampler.noisy_max(u, self.scale, monotonic=self.query.monotonic))
         labels = self.query.candidates(schema)
         return SelectionRelease(self.query, float(self.alpha), i, labels[i], getattr(sampler, "name", str(sampler)), self.scale)
+
+
+# -- the release path: the registered mechanism (privacy map of a recorded entry) and the plan value ----
+
+
+def box_query(shape: tuple[int, ...], box: Any) -> Query:
+    """The 0/1 query of the box recorded as, per attribute, a list of label indices or None (all)."""
+    if not isinstance(box, (list, tuple)) or len(box) != len(shape):
+        raise DpdeskError(f"selection release: 'box' must give one entry per attribute ({len(shape)})")
+    factors = []
+    for d, (sel, k) in enumerate(zip(box, shape)):
+        f = np.ones(k) if sel is None else np.zeros(k)
+        if sel is not None:
+            idx = np.asarray(sel, dtype=np.int64)
+            if idx.ndim != 1 or idx.size == 0 or idx.min() < 0 or idx.max() >= k:
+                raise DpdeskError(f"selection release: box[{d}] must list label indices below {k}")
+            f[idx] = 1.0
+        factors.append(f)
+    return Query(shape, terms=(Term(1.0, tuple(factors)),))
+
+
+@dataclass(frozen=True)
+class SelectionMechanism:
+    """The registered mechanism of private max/argmax releases (report-noisy-max, exponential noise)."""
+
+    name: str = "report_noisy_max"
+    kind: str = "selection"
+    label: str = "report-noisy-max (OpenDP, exponential noise)"
+
+    @staticmethod
+    def alpha_of(kind: str, scale: float) -> float:
+        """OpenDP's privacy map of report-noisy-max at ``scale`` on sensitivity-1 utilities."""
+        return (1.0 if kind == "argmax" else 2.0) * SENSITIVITY / scale
+
+    def contribution(self, payload: Mapping[str, Any], shape: tuple[int, ...]) -> Contribution:
+        """α (re-derived from the kind and the noise scale) on every cell of the recorded box; no history rows."""
+        kind, scale = payload.get("kind"), payload.get("scale")
+        if kind not in ("max", "argmax"):
+            raise DpdeskError(f"selection release: kind ({kind!r}) must be 'max' or 'argmax'")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+            raise DpdeskError(f"selection release: scale ({scale!r}) must be a positive finite number")
+        q = box_query(tuple(shape), payload.get("box"))
+        values = tuple(float(v) for v in payload.get("values", ()))
+        return Contribution(Charge((ChargeTerm(self.alpha_of(kind, float(scale)), q),)), (), values)
+
+
+REPORT_NOISY_MAX = SelectionMechanism()

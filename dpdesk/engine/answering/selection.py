@@ -1,0 +1,92 @@
+"""A private max/argmax as a release plan: priced and decided from public inputs, drawn only on release.
+
+:func:`plan_selection` prices a :class:`~dpdesk.engine.queries.selection.SelectionQuery` at a given α
+or at the α meeting an accuracy target (the report-noisy-max shortfall at δ), previews the per-cell
+budget after it (α on the box's cells), and returns a :class:`SelectionPlan` — the
+:class:`~dpdesk.engine.mechanisms.base.ReleasePlan` the store records exactly (``record()`` before any
+data is read, ``draw()`` the one step that reads it, through the vetted sampler).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpdesk.engine.budget.accounting import BudgetPreview
+from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.mechanisms.base import Basis
+from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX, ReportNoisyMax, SelectionMechanism, box_query
+from dpdesk.engine.queries.selection import SelectionQuery
+from dpdesk.engine.schema import Schema
+
+__all__ = ["SelectionPlan", "plan_selection"]
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionPlan:
+    """A priced private max/argmax, decided from public inputs; ``draw`` is the one step reading the data."""
+
+    rnm: ReportNoisyMax
+    schema: Schema
+    budget: BudgetPreview
+    basis: Basis
+    delta: float = 0.05
+    request_id: str | None = None
+    mechanism: SelectionMechanism = REPORT_NOISY_MAX
+    needs_data: bool = True
+
+    @property
+    def releasable(self) -> bool:
+        return self.budget.fits
+
+    @property
+    def reason(self) -> str:
+        if not self.releasable:
+            return (f"reject: α = {self.rnm.alpha:.4g} on the box would take the system cost to "
+                    f"{self.budget.system_cost_after:.4g}, over the total {self.budget.total:g}")
+        return f"report-noisy-max at α = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
+
+    @property
+    def charge(self) -> Charge:
+        box = self._box()
+        return Charge((ChargeTerm(self.rnm.alpha, box_query(self.schema.shape, box)),))
+
+    def _box(self) -> list[list[int] | None]:
+        chosen = dict(self.rnm.query.conditions)
+        return [None if a.name not in chosen else [a.labels.index(lab) for lab in chosen[a.name]]
+                for a in self.schema.attributes]
+
+    def record(self) -> dict[str, Any]:
+        q = self.rnm.query
+        return {"query": q.text, "kind": q.kind, "attribute": q.attribute, "axis": self.schema.axis(q.attribute),
+                "box": self._box(), "alpha": self.rnm.alpha, "scale": self.rnm.scale, "delta": self.delta,
+                "shortfall": self.rnm.shortfall(self.schema, self.delta),
+                "accuracy": self.rnm.accuracy_text(self.schema, self.delta)}
+
+    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
+        r = self.rnm.release(cube.counts, self.schema, sampler, allow_insecure=allow_insecure)
+        return {"index": r.index, "label": r.label, "values": [r.index], "sampler": r.sampler}
+
+
+def plan_selection(query: SelectionQuery, schema: Schema, *, alpha: float | None = None, accuracy: float | None = None,
+                   delta: float = 0.05, cell_costs: np.ndarray | None = None, total_budget: float,
+                   basis: Basis | None = None, request_id: str | None = None) -> SelectionPlan:
+    """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs)."""
+    if (alpha is None) == (accuracy is None):
+        raise BudgetError("give exactly one of alpha and accuracy")
+    rnm = ReportNoisyMax(query, alpha) if alpha is not None else ReportNoisyMax.for_accuracy(query, schema, accuracy, delta)  # type: ignore[arg-type]
+    rnm.shortfall(schema, delta)  # checks δ
+    costs = np.zeros(schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
+    if costs.size != schema.n_cells:
+        raise DpdeskError(f"cell costs have {costs.size} entries, the cube has {schema.n_cells} cells")
+    after = costs + rnm.cell_charges(schema)
+    after.setflags(write=False)
+    j = int(np.argmax(after))
+    now = float(costs.max())
+    budget = BudgetPreview(total=float(total_budget), system_cost=now, remaining=float(total_budget) - now,
+                           system_cost_after=float(after[j]), remaining_after=float(total_budget) - float(after[j]),
+                           limiting_cell=j, cell_costs_after=after)
+    return SelectionPlan(rnm, schema, budget, basis or Basis(), delta, request_id)
