@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview
+from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
@@ -55,9 +56,7 @@ class SelectionPlan:
         return Charge((ChargeTerm(self.rnm.alpha, box_query(self.schema.shape, box)),))
 
     def _box(self) -> list[list[int] | None]:
-        chosen = dict(self.rnm.query.conditions)
-        return [None if a.name not in chosen else [a.labels.index(lab) for lab in chosen[a.name]]
-                for a in self.schema.attributes]
+        return _box_indices(self.rnm.query, self.schema)
 
     def record(self) -> dict[str, Any]:
         q = self.rnm.query
@@ -71,6 +70,12 @@ class SelectionPlan:
         return {"index": r.index, "label": r.label, "values": [r.index], "sampler": r.sampler}
 
 
+def _box_indices(query: SelectionQuery, schema: Schema) -> list[list[int] | None]:
+    """The box by shape: per attribute the chosen label indices, or None for every label."""
+    chosen = dict(query.conditions)
+    return [None if a.name not in chosen else [a.labels.index(lab) for lab in chosen[a.name]] for a in schema.attributes]
+
+
 def plan_selection(query: SelectionQuery, schema: Schema, *, alpha: float | None = None, accuracy: float | None = None,
                    delta: float = 0.05, cell_costs: np.ndarray | None = None, total_budget: float,
                    basis: Basis | None = None, request_id: str | None = None) -> SelectionPlan:
@@ -82,11 +87,6 @@ def plan_selection(query: SelectionQuery, schema: Schema, *, alpha: float | None
     costs = np.zeros(schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
     if costs.size != schema.n_cells:
         raise DpdeskError(f"cell costs have {costs.size} entries, the cube has {schema.n_cells} cells")
-    after = costs + rnm.cell_charges(schema)
-    after.setflags(write=False)
-    j = int(np.argmax(after))
-    now = float(costs.max())
-    budget = BudgetPreview(total=float(total_budget), system_cost=now, remaining=float(total_budget) - now,
-                           system_cost_after=float(after[j]), remaining_after=float(total_budget) - float(after[j]),
-                           limiting_cell=j, cell_costs_after=after)
+    box = box_query(schema.shape, _box_indices(query, schema))
+    budget = budget_preview(costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)))
     return SelectionPlan(rnm, schema, budget, basis or Basis(), delta, request_id)

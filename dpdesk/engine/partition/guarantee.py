@@ -25,6 +25,8 @@ from typing import Literal, Sequence
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
+from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
@@ -429,13 +431,8 @@ def preview(
     costs = np.zeros(plan.schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
     if costs.size != plan.schema.n_cells:
         raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
-    after = costs + alpha  # every cell pays α (uniform coverage)
-    after.setflags(write=False)
-    j = int(np.argmax(after))
-    now = float(costs.max())
-    budget = BudgetPreview(total=float(total_budget), system_cost=now, remaining=float(total_budget) - now,
-                           system_cost_after=float(after[j]), remaining_after=float(total_budget) - float(after[j]),
-                           limiting_cell=j, cell_costs_after=after)
+    # every cell pays α: one count per group, each at α/coverage
+    budget = budget_preview(costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale))
     return PlanPreview(
         plan=plan, alpha=alpha, row_alpha=row_alpha, scale=scale, delta=delta, budget=budget, guarantees=guarantees,
         simultaneous=simultaneous_bound(plan, alpha, delta), target=target,
