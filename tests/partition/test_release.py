@@ -103,3 +103,20 @@ def test_requests_after_a_cell_release_are_inferred_at_the_predicted_rate_and_co
         rates.extend(np.array(claimed)[free])
     within_binomial(hits, rates)
     assert np.mean(rates) >= 1 - delta
+
+
+def test_parallel_draws_keep_every_chunk_in_its_place(schema3, counts3, monkeypatch):
+    class Striped:  # a stand-in that says its draws may run on two threads; noise = chunk length, per chunk
+        secure, parallel_draws, name = True, True, "striped"
+
+        def draw_vector(self, family, scale, size):
+            return np.full(size, size, dtype=np.int64)
+
+    monkeypatch.setattr(release_mod, "CHUNK", 7)
+    plan = tree_plan(schema3, "age", 2)
+    seen: list[float] = []
+    rel = draw_release(plan, 1.0, counts3, Striped(), progress=seen.append)
+    truth = np.concatenate([r.reshape(-1) for r in plan.true_rows(counts3)])
+    got = np.concatenate([v.reshape(-1) for v in rel.values])
+    sizes = np.diff(np.append(np.arange(0, plan.n_rows, 7), plan.n_rows))
+    assert np.array_equal(got - truth, np.repeat(sizes, sizes)) and seen[-1] == 1.0

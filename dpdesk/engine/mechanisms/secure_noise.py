@@ -26,6 +26,7 @@ class OpenDPSampler:
     """Draws release noise from OpenDP (``secure = True``); measurements cached per (family, scale, size)."""
 
     secure = True
+    parallel_draws = True  # OpenDP samples in native code without the GIL: threads may draw at once
 
     def __init__(self) -> None:
         self._dp: Any = None
