@@ -159,8 +159,7 @@ class PartitionRelease:
             idx = np.indices(g.shape).reshape(len(g.shape), -1) if g.shape else np.zeros((0, 1), int)
             cols: dict[str, Any] = {"group": pd.Categorical.from_codes(np.zeros(g.n_rows, int), [g.name])}
             for d, (attr, b) in enumerate(zip(schema.attributes, g.blocks)):
-                labels = list(dict.fromkeys(b.labels(attr))) if b.is_total else list(b.labels(attr))
-                cols[attr.name] = pd.Categorical.from_codes(idx[d], labels)
+                cols[attr.name] = pd.Categorical.from_codes(idx[d], list(b.labels(attr)))
             cols["value"] = y.reshape(-1)
             parts.append(pd.DataFrame(cols))
         df = pd.concat(parts, ignore_index=True)
