@@ -65,3 +65,13 @@ def test_laplace_expected_distance_exact_and_monte_carlo_agree():
     z = rng.geometric(p, size=(40_000, 3)) - rng.geometric(p, size=(40_000, 3))
     h = hellinger(mech.prior + counts, mech.prior + np.maximum(0, counts + z))
     assert exact == pytest.approx(h.mean(), abs=4 * h.std() / np.sqrt(h.size))
+
+
+def test_noisy_size_quadrature_matches_the_exact_sum():
+    from dpdesk.engine.dirichlet.accuracy import expected_hellinger_noisy_size
+
+    prior, counts = np.ones(2), np.array([30, 30])
+    make = lambda cs: ExponentialGlobal(cs, 0.6)  # noqa: E731
+    exact = expected_hellinger_noisy_size(prior, counts, size_alpha=0.05, make=make)
+    quick = expected_hellinger_noisy_size(prior, counts, size_alpha=0.05, make=make, max_sizes=41)
+    assert quick == pytest.approx(exact, abs=2e-3)

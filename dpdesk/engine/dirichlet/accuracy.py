@@ -121,9 +121,9 @@ def expected_hellinger(mechanism: Any, counts: Any, *, samples: int = 20_000, se
     """
     c = np.asarray(counts, dtype=np.int64)
     if isinstance(mechanism, (ExponentialGlobal, ExponentialSmooth)):
-        probs = mechanism.probabilities(c)
-        h = hellinger(mechanism.prior + c, mechanism.candidates.parameters())
-        return float(probs @ h)
+        scores = mechanism.scores(c)  # -H to every candidate: the distances the expectation needs
+        w = np.exp((scores - scores.max()) / mechanism._scale(c))
+        return float(w @ -scores / w.sum())
     if isinstance(mechanism, LaplaceCounts):
         return _laplace_expected(mechanism, c, samples, seed)
     raise TypeError(f"no accuracy model for {type(mechanism).__name__}")
@@ -137,10 +137,13 @@ def expected_hellinger_noisy_size(
     make: Any,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     mass: float = 0.999,
+    max_sizes: int | None = None,
 ) -> float:
     """``E[H]`` of the two-stage release: a noisy size ``m``, then ``make(CandidateSet)``'s mechanism.
 
-    Sums over the central ``mass`` of the size's distribution (the rest is renormalised away).
+    Sums over the central ``mass`` of the size's distribution (the rest is renormalised away). With
+    ``max_sizes``, a wider range is replaced by that many sizes at evenly spaced quantiles (a
+    stratified quadrature of the same expectation), which bounds the time of a small budget's wide range.
     """
     c = np.asarray(counts, dtype=np.int64)
     n = int(c.sum())
@@ -148,8 +151,13 @@ def expected_hellinger_noisy_size(
     pmf = clipped_count_pmf(n, size_alpha, n + reach)
     sizes = np.arange(pmf.size)
     keep = sizes >= max(0, n - reach)
+    sizes, weights = sizes[keep], pmf[keep] / float(pmf[keep].sum())
+    if max_sizes is not None and sizes.size > max_sizes:
+        cdf = np.cumsum(weights)
+        picks = np.searchsorted(cdf, (np.arange(max_sizes) + 0.5) / max_sizes)
+        sizes, weights = sizes[np.minimum(picks, sizes.size - 1)], np.full(max_sizes, 1.0 / max_sizes)
     total = 0.0
-    for m, w in zip(sizes[keep], pmf[keep]):
+    for m, w in zip(sizes, weights):
         mech = make(CandidateSet.for_size(prior, int(m), max_candidates))
         total += w * expected_hellinger(mech, c)
-    return total / float(pmf[keep].sum())
+    return total

@@ -286,18 +286,18 @@ def _reference(
     """
     prior = query.prior
     share = share or DEFAULT_SIZE_SHARE if not size_public else 0.0
-    out = {"laplace": expected_hellinger(LaplaceCounts(prior, alpha), counts)}
+    out = {"laplace": float(expected_hellinger(LaplaceCounts(prior, alpha), counts))}
     names = ["exponential-global"] + (["exponential-smooth"] if mechanism == "exponential-smooth" else [])
     for name in names:
         if size_public:
             cs = CandidateSet.for_size(prior, int(counts.sum()), max_candidates)
-            out[name] = expected_hellinger(_make(name, cs, alpha, delta, split), counts)
+            out[name] = float(expected_hellinger(_make(name, cs, alpha, delta, split), counts))
         else:
-            out[name] = expected_hellinger_noisy_size(
+            out[name] = float(expected_hellinger_noisy_size(
                 prior, counts, size_alpha=share * alpha,
                 make=lambda cs, name=name: _make(name, cs, (1 - share) * alpha, delta, split),
-                max_candidates=max_candidates,
-            )
+                max_candidates=max_candidates, max_sizes=15,
+            ))
     return out
 
 

@@ -24,9 +24,6 @@ from dpdesk.engine.errors import DpdeskError
 
 __all__ = ["local_bound", "smooth_bound", "SmoothCalibration", "calibrate", "smooth_epsilon"]
 
-# Rows of the (removed, added) search grid handled per numpy call (memory stays ~ this × distance).
-_CHUNK = 256
-
 
 def _as_counts(prior: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     prior = np.asarray(prior, dtype=float)
@@ -48,14 +45,38 @@ def local_bound(prior: np.ndarray, counts: np.ndarray) -> float:
     return best
 
 
+def _best_over_added(p: np.ndarray, t: np.ndarray, d0: np.ndarray, room: np.ndarray, beta: float) -> float:
+    """``max over 0 ≤ u ≤ room of exp(-β(d0 + u))·step(p, t + u)``, for vectors of starting tables.
+
+    ``ln step(p, T)`` is concave in ``T`` (``ln g`` is concave, so ``1 - g(p)/g(T)`` is concave in
+    ``T``, and so are its square root and logarithm), hence ``ln step(p, t + u) - βu`` is concave in
+    ``u`` and its integer maximum is where the forward difference first turns non-positive: a binary
+    search finds it, and its neighbours are checked against rounding.
+    """
+    def score(u: np.ndarray) -> np.ndarray:
+        return np.log(np.maximum(step_hellinger(p, t + u), 1e-300)) - beta * u
+
+    lo, hi = np.zeros_like(room), room.copy()
+    while np.any(lo < hi):
+        mid = (lo + hi) // 2
+        down = score(mid + 1) <= score(mid)
+        hi = np.where(down & (lo < hi), mid, hi)
+        lo = np.where(~down & (lo < hi), mid + 1, lo)
+    best = 0.0
+    for shift in (-1, 0, 1):
+        u = np.clip(lo + shift, 0, room)
+        best = max(best, float(np.max(np.exp(-beta * (d0 + u)) * step_hellinger(p, t + u))))
+    return best
+
+
 def smooth_bound(prior: np.ndarray, counts: np.ndarray, beta: float) -> float:
     """``S_β(c) = max_{c'} local_bound(c')·exp(-β‖c - c'‖₁)``, the β-smooth sensitivity bound.
 
     Only tables that empty category ``i`` by ``r`` records and add ``u`` records elsewhere can raise
     category ``i``'s step (the step grows as ``p_i`` falls and as the total rises), so the search
-    runs over ``(i, r, u)``. It stops at the distance beyond which even the global sensitivity,
-    discounted by ``exp(-βd)``, cannot beat the best value found, so the result is exact, not a
-    truncation. ``β = 0`` gives the global sensitivity.
+    runs over ``(i, r, u)``: every ``r`` explicitly, and ``u`` by :func:`_best_over_added`. It stops at
+    the distance beyond which even the global sensitivity, discounted by ``exp(-βd)``, cannot beat the
+    best value found, so the result is exact, not a truncation. ``β = 0`` gives the global sensitivity.
     """
     prior, counts = _as_counts(prior, counts)
     if not beta >= 0:
@@ -69,22 +90,13 @@ def smooth_bound(prior: np.ndarray, counts: np.ndarray, beta: float) -> float:
     far = int(math.ceil(math.log(glob / best) / beta))
     p = prior + counts
     total = float(p.sum())
-    u = np.arange(far + 1, dtype=float)
     for i in range(prior.size):
-        rmax = int(min(counts[i], far))
-        for start in range(0, rmax + 1, _CHUNK):
-            r = np.arange(start, min(rmax, start + _CHUNK - 1) + 1, dtype=float)[:, None]
-            d = r + u
-            inside = d <= far
-            pi = p[i] - r
-            tot = total - r + u
-            val = np.where(inside, np.exp(-beta * d) * step_hellinger(np.broadcast_to(pi, d.shape), tot), 0.0)
-            best = max(best, float(val.max()))
-            rem = (counts[i] - r >= 1) & inside  # remove one more record of i from that table
-            if rem.any():
-                pr = np.broadcast_to(pi - 1.0, d.shape)
-                val = np.exp(-beta * d[rem]) * step_hellinger(pr[rem], tot[rem] - 1.0)
-                best = max(best, float(val.max()))
+        r = np.arange(int(min(counts[i], far)) + 1)
+        # add-one step of category i at the table with r of its records removed and u added elsewhere
+        best = max(best, _best_over_added(p[i] - r, total - r, r, far - r, beta))
+        rem = r[counts[i] - r >= 1]  # the remove-one step of that table (one more record of i gone)
+        if rem.size:
+            best = max(best, _best_over_added(p[i] - rem - 1.0, total - rem - 1.0, rem, far - rem, beta))
     return best
 
 
