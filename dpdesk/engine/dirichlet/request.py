@@ -22,7 +22,6 @@ Options: ``prior`` (a number for every label, or one per label; default 1), ``me
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,7 @@ import numpy as np
 
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.queries.query import Query, count
-from dpdesk.engine.queries.text import _Parser, _Token, tokenize
+from dpdesk.engine.queries.text import _Parser
 from dpdesk.engine.schema import Schema
 
 __all__ = ["PosteriorQuery", "parse_posterior", "MECHANISM_NAMES"]
@@ -128,41 +127,7 @@ def _error(col: int, message: str) -> QueryError:
     return QueryError(f"posterior: at column {col}: {message}")
 
 
-def _split_tokens(text: str) -> list[_Token]:
-    """Tokens of ``text``, with '|' and ';' outside strings as punctuation (the count tokenizer lacks them)."""
-    tokens: list[_Token] = []
-    start, quote = 0, None
-    i = 0
-    while i <= len(text):
-        ch = text[i] if i < len(text) else None
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-        elif ch in ("|", ";") or ch is None:
-            try:
-                piece = tokenize(text[start:i])[:-1]
-            except QueryError as exc:  # the count tokenizer numbers columns within the piece
-                m = re.match(r"query: at column (\d+): (.*)", str(exc))
-                raise (_error(int(m.group(1)) + start, m.group(2)) if m else exc) from None
-            for t in piece:
-                tokens.append(_Token(t.kind, t.text, t.col + start))
-            tokens.append(_Token("punct", ch, i + 1) if ch else _Token("end", "", i + 1))
-            start = i + 1
-        i += 1
-    return tokens
-
-
 class _PosteriorParser(_Parser):
-    def __init__(self, text: str, schema: Schema) -> None:
-        self.tokens = _split_tokens(text)
-        self.pos = 0
-        self.schema = schema
-
     def number(self) -> float:
         sign = -1.0 if self.at("-") else 1.0
         if self.at("-") or self.at("+"):
@@ -215,21 +180,13 @@ class _PosteriorParser(_Parser):
             raise _error(t.col, f"expected 'posterior(' but found {t.describe()}")
         self.take()
         self.expect("(")
-        a = self.tok
-        if a.kind not in ("name", "string"):
-            raise _error(a.col, f"expected the attribute's name but found {a.describe()}")
-        self.take()
-        if a.text not in self.schema.names:
-            raise _error(a.col, f"unknown attribute {a.text!r} (attributes: {', '.join(map(repr, self.schema.names))})")
+        a = self.attribute_name()
         labels: dict[str, list[str]] = {}
         if self.at("|"):
             bar = self.take()
             if self.at(")") or self.at(";"):
                 raise _error(bar.col, "empty box after '|' (name at least one attribute, or drop the '|')")
-            self.arg(labels)
-            while self.at(","):
-                self.take()
-                self.arg(labels)
+            self.args(labels)
             if a.text in labels:
                 raise _error(a.col, f"{a.text!r} is the attribute itself; it cannot also be in the box")
         options: dict[str, Any] = {}

@@ -101,22 +101,14 @@ class _SelectionParser(_Parser):
         if head.kind != "name" or head.text not in ("max", "argmax"):
             raise _error(head.col, f"expected max(...) or argmax(...) but found {head.describe()}")
         self.expect("(")
-        t = self.tok
-        if t.kind not in ("name", "string"):
-            raise _error(t.col, f"expected an attribute name but found {t.describe()}")
-        self.take()
-        if t.text not in self.schema.names:
-            raise _error(t.col, f"unknown attribute {t.text!r} (attributes: {', '.join(map(repr, self.schema.names))})")
+        t = self.attribute_name()
         attr = self.schema.attribute(t.text)
         if head.text == "max" and attr.kind != "numeric":
             raise _error(t.col, f"max needs an ordered (numeric) attribute; {t.text!r} is categorical (use argmax)")
         labels: dict[str, list[str]] = {}
         if self.at("|"):
             self.take()
-            self.arg(labels)
-            while self.at(","):
-                self.take()
-                self.arg(labels)
+            self.args(labels)
         if t.text in labels:
             raise _error(t.col, f"attribute {t.text!r} is both the one asked about and a condition")
         self.expect_one_of(",", ")") if labels else None

@@ -35,7 +35,7 @@ from dpdesk.engine.queries.query import Query, Term, predicate_term, query_from_
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_PUNCT = set("()[],=+-*|")
+_PUNCT = set("()[],=+-*|;")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 
 
@@ -220,13 +220,27 @@ class _Parser:
         self.expect("(")
         labels: dict[str, list[str]] = {}
         if not self.at(")"):
-            self.arg(labels)
-            while self.at(","):
-                self.take()
-                self.arg(labels)
+            self.args(labels)
             self.expect_one_of(",", ")")
         self.expect(")")
         return [(1.0, labels, start.col)]
+
+    def args(self, labels: dict[str, list[str]]) -> None:
+        """``arg (',' arg)*``: the conditions of a count, or the box of max/argmax/posterior."""
+        self.arg(labels)
+        while self.at(","):
+            self.take()
+            self.arg(labels)
+
+    def attribute_name(self) -> _Token:
+        """The attribute a max/argmax/posterior asks about (a name or quoted string in the schema)."""
+        t = self.tok
+        if t.kind not in ("name", "string"):
+            raise _error(t.col, f"expected an attribute name but found {t.describe()}")
+        self.take()
+        if t.text not in self.schema.names:
+            raise _error(t.col, f"unknown attribute {t.text!r} (attributes: {', '.join(map(repr, self.schema.names))})")
+        return t
 
     def arg(self, labels: dict[str, list[str]]) -> None:
         t = self.tok
