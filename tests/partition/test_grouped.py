@@ -72,3 +72,19 @@ def test_bad_inputs():
         GroupedPosterior([1.0], [1], -1.0)
     with pytest.raises(DpdeskError, match="delta"):
         GroupedPosterior([1.0], [1], 1.0).halfwidth(1.5)
+
+
+def test_engine_posterior_is_exact_on_a_lattice_and_conservative_elsewhere():
+    lattice = GroupedPosterior([1.0], [12], 3.0)
+    post = lattice.to_posterior(10.0)
+    assert post.lattice and post.std == pytest.approx(lattice.std) and post.total == pytest.approx(1.0, abs=1e-9)
+    for e in (0.0, 3.0, 7.5, 20.0):
+        lo, hi = lattice.prob_within(e)
+        assert lo - 1e-9 <= post.central_mass(e) <= hi + 1e-9
+    ci = post.interval(0.05)
+    assert ci.high - 10.0 == lattice.halfwidth(0.05)[0]
+    rough = GroupedPosterior([1.0, 0.37, 0.123], [3, 10, 40], 3.0)
+    post = rough.to_posterior(0.0)
+    for e in (1.0, 5.0, 10.0, 18.0):
+        assert post.central_mass(e) <= rough.prob_within(e)[0] + 1e-12  # never more than what is proven
+    assert post.interval(0.05).confidence >= 0.95

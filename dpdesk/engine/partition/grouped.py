@@ -110,7 +110,8 @@ class GroupedPosterior:
     spacing: float = field(init=False)
     slack: float = field(init=False)  # |S − S_h| ≤ slack always
     lost: float = field(init=False)  # mass off the grid (tails, wrap-around, FFT rounding)
-    _cum: np.ndarray = field(init=False, repr=False)  # cumulative masses of |S_h| at 0, h, 2h, …
+    _sym: np.ndarray = field(init=False, repr=False)  # masses of |S_h| at 0, h, 2h, …
+    _cum: np.ndarray = field(init=False, repr=False)  # their cumulative sums
 
     def __post_init__(self) -> None:
         u = np.asarray(self.values, dtype=float).ravel()
@@ -153,6 +154,8 @@ class GroupedPosterior:
         object.__setattr__(self, "spacing", float(h))
         object.__setattr__(self, "slack", float(slack))
         object.__setattr__(self, "lost", float(lost))
+        sym.setflags(write=False)
+        object.__setattr__(self, "_sym", sym)
         cum = np.cumsum(sym)
         cum.setflags(write=False)
         object.__setattr__(self, "_cum", cum)
@@ -185,3 +188,28 @@ class GroupedPosterior:
         e = j * self.spacing + self.slack
         return e, self.prob_within(e)[0]
 
+    def to_posterior(self, center: float) -> Posterior:
+        """The engine's :class:`~dpdesk.engine.inference.posterior.Posterior` of ``θ = center − S``, conservative.
+
+        On a lattice (no rounding) the point masses are exact. Otherwise every atom of ``S_h`` is pushed
+        away from 0 by the slack (rounded up to whole steps; the atom at 0 split to both sides), so
+        ``|pushed| ≥ |S|`` always: the mass of every window centred on ``center`` is a lower bound of the
+        true one, and so is every credible interval's confidence. ``error_bound`` is the mass off the grid.
+        """
+        from dpdesk.engine.inference.posterior import Posterior
+
+        h = self.spacing
+        k = int(math.ceil(self.slack / h - 1e-12)) if self.slack > 0 else 0
+        half = self._sym.size - 1 + k
+        mass = np.zeros(2 * half + 1)
+        mid = half
+        tail = self._sym[1:] / 2
+        mass[mid + 1 + k:] += tail
+        mass[: mid - k][::-1][: tail.size] += tail
+        if k == 0:
+            mass[mid] += self._sym[0]
+        else:
+            mass[mid + k] += self._sym[0] / 2
+            mass[mid - k] += self._sym[0] / 2
+        grid = float(center) + h * np.arange(-half, half + 1)
+        return Posterior(float(center), self.std, "grouped", grid, mass, h, float(self.lost), True)

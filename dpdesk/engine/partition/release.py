@@ -41,6 +41,12 @@ class ReleaseEstimate:
     std: float | None = None
     posterior: GroupedPosterior | None = None
 
+    def to_posterior(self):
+        """The engine's Posterior of the query's true answer (conservative; see ``GroupedPosterior.to_posterior``)."""
+        if self.posterior is None or self.estimate is None:
+            raise QueryError("the query is not estimable from this release")
+        return self.posterior.to_posterior(self.estimate)
+
     def interval(self, delta: float) -> tuple[float, float, float]:
         """``(low, high, proven confidence)``: the ``1−δ`` window around the estimate."""
         if self.posterior is None or self.estimate is None:
