@@ -73,13 +73,13 @@ def run(ns, ms, repeat, literal_limit, seed=0):
                 terms = tuple(t for j in picks for t in h.rows[int(j)].query.terms)
                 reqs.append(Request(str(i), Query(shape, terms=terms), eps=float(rng.uniform(50, 400)), delta=0.05))
             # warm-up: the first estimate builds the chosen factorisation from the rows (incremental after)
-            assess(h, reqs[0], total_budget=1e6)
+            assess(h, reqs[0], 1e6)
             setup = time.perf_counter() - t0
             times, confs = [], []
             for r in reqs:
                 gc.collect()
                 t = time.perf_counter()
-                a = assess(h, r, total_budget=1e6)
+                a = assess(h, r, 1e6)
                 times.append(time.perf_counter() - t)
                 confs.append(a.confidence_at_eps)
             med = statistics.median(times) * 1000

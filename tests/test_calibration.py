@@ -22,7 +22,8 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.workflow import Request, assess, true_answer
+from dpdesk.engine.answering.fresh import true_answer
+from dpdesk.engine.answering.workflow import Request, assess
 from stats_helpers import random_box, within_binomial
 
 pytestmark = pytest.mark.calibration
@@ -76,7 +77,7 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
         h = History(SCHEMA.shape)
         for q, a, t, n in zip(rows, alphas, truths, first):
             h.append(HistoryRow(q, float(a), float(t + n), family))
-        a = assess(h, Request("t", target, eps=eps, delta=delta), total_budget=100.0)
+        a = assess(h, Request("t", target, eps=eps, delta=delta), 100.0)
         A = np.asarray(a.estimate.coefficients)
         assert a.estimate.estimate - theta == pytest.approx(float(A @ first), abs=1e-9 * (1 + abs(theta)))
         w = a.interval[1] - a.estimate.estimate

@@ -26,7 +26,8 @@ from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(
@@ -140,7 +141,7 @@ def _fusable(seed=5, family="discrete_laplace"):
 def test_assess_charges_the_fused_alpha_and_says_so():
     h, target, eps = _fusable()
     req = Request("r", target, eps=eps, delta=0.1)
-    a = assess(h, req, total_budget=100.0, schema=SCHEMA)
+    a = assess(h, req, 100.0, schema=SCHEMA)
     assert a.decision == "spend" and a.fused and a.fusion
     assert a.spend_alpha < a.fresh_alpha and a.cost == a.spend_alpha and a.saving > 0
     assert "instead of" in a.reason and "thanks to history" in a.reason
@@ -148,7 +149,7 @@ def test_assess_charges_the_fused_alpha_and_says_so():
     assert a.budget.system_cost_after == pytest.approx(expected_after)
     j = a.to_json()
     assert j["spend_alpha"] == a.spend_alpha and j["fusion_weight"] == a.fusion_weight and j["prior"] == "flat"
-    paper = assess(h, req, total_budget=100.0, fusion=False)
+    paper = assess(h, req, Settings(100.0, fusion=False))
     assert paper.spend_alpha == paper.fresh_alpha == a.fresh_alpha and paper.fusion_weight is None
     assert "instead of" not in paper.reason
 
@@ -160,26 +161,25 @@ def test_fused_alpha_depends_only_on_public_quantities():
     eps = 0.7 * _history(rows, alphas, "laplace", SeededSampler(0)).estimate(target).std
     seen = set()
     for s in range(3):
-        a = assess(_history(rows, alphas, "laplace", SeededSampler(100 + s)), Request("r", target, eps, 0.1),
-                   total_budget=100.0)
+        a = assess(_history(rows, alphas, "laplace", SeededSampler(100 + s)), Request("r", target, eps, 0.1), 100.0)
         seen.add((a.decision, a.spend_alpha, a.fusion_weight))
     assert len(seen) == 1
 
 
 def test_fusion_lets_a_request_fit_that_thm_5_3_rejects():
     h, target, eps = _fusable()
-    paper = assess(h, Request("r", target, eps, 0.1), total_budget=100.0, fusion=False)
-    fused = assess(h, Request("r", target, eps, 0.1), total_budget=100.0)
+    paper = assess(h, Request("r", target, eps, 0.1), Settings(100.0, fusion=False))
+    fused = assess(h, Request("r", target, eps, 0.1), 100.0)
     # a total between the fused and the unfused system cost after
     total = (fused.budget.system_cost_after + paper.budget.system_cost_after) / 2
-    assert assess(h, Request("r", target, eps, 0.1), total_budget=total, fusion=False).decision == "reject"
-    a = assess(h, Request("r", target, eps, 0.1), total_budget=total)
+    assert assess(h, Request("r", target, eps, 0.1), Settings(total, fusion=False)).decision == "reject"
+    a = assess(h, Request("r", target, eps, 0.1), total)
     assert a.decision == "spend" and a.budget.fits
 
 
 def test_release_fresh_fuses_and_records_the_raw_answer():
     h, target, eps = _fusable()
-    a = assess(h, Request("r", target, eps, 0.1), total_budget=100.0)
+    a = assess(h, Request("r", target, eps, 0.1), 100.0)
     fresh = release_fresh(a, CUBE, SeededSampler(9), allow_insecure=True)
     assert fresh.alpha == a.spend_alpha and fresh.fusion_weight == a.fusion_weight
     assert fresh.released == pytest.approx(fuse(a.estimate.estimate, fresh.answer, a.fusion_weight))
@@ -188,7 +188,7 @@ def test_release_fresh_fuses_and_records_the_raw_answer():
     row = fresh.history_row()
     assert row.answer == fresh.answer and row.alpha == a.spend_alpha
     # without fusion, released is the raw answer
-    b = assess(h, Request("r", target, eps, 0.1), total_budget=100.0, fusion=False)
+    b = assess(h, Request("r", target, eps, 0.1), Settings(100.0, fusion=False))
     plain = release_fresh(b, CUBE, SeededSampler(9), allow_insecure=True)
     assert plain.released == plain.answer and plain.fusion_weight is None
 

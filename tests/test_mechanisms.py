@@ -74,7 +74,7 @@ def test_registry_is_the_one_table():
 def test_charge_json_round_trip_by_reference_and_in_full():
     q = query_from_vector([2, 0, -1, 0], (2, 2))
     charge = Charge((ChargeTerm(0.25, q), ChargeTerm(0.1)), delta=1e-6)
-    by_ref = charge.to_json({"query": q})
+    by_ref = charge.to_json({"query": q.to_json(), "eps": 1.0})
     assert by_ref["terms"][0]["query"] == "query" and by_ref["terms"][1]["query"] == "all"
     payload = {"query": q.to_json()}
     back = Charge.from_json(by_ref, payload, 4, (2, 2))

@@ -15,7 +15,8 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.budget.policy import SpendPolicy, headroom
 from dpdesk.engine.queries.query import query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from stats_helpers import within_binomial
 
 N = 12
@@ -70,8 +71,8 @@ def test_a_neutral_policy_changes_nothing():
         h.append(HistoryRow(q, 0.05, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / 0.05), "laplace"))
     for i in range(40):
         req = Request(str(i), _random_query(rng), eps=float(rng.uniform(2, 200)), delta=0.2)
-        a = assess(h, req, total_budget=1.0, family="laplace")
-        b = assess(h, req, total_budget=1.0, family="laplace", policy=SpendPolicy())
+        a = assess(h, req, 1.0, family="laplace")
+        b = assess(h, req, Settings(1.0, policy=SpendPolicy()), family="laplace")
         assert (a.decision, a.spend_alpha, a.fusion_weight) == (b.decision, b.spend_alpha, b.fusion_weight)
         assert b.policy == "greedy"
 
@@ -82,15 +83,14 @@ def test_the_cap_declines_a_request_that_would_drain_its_cells():
     need = fresh_alpha(q.sensitivity, eps, 0.2, "laplace")
     assert 0.3 < need < 0.6
     h = History((N,))
-    plain = assess(h, Request("r", q, eps, 0.2), total_budget=1.0, family="laplace")
+    plain = assess(h, Request("r", q, eps, 0.2), 1.0, family="laplace")
     assert plain.decision == "spend"
-    a = assess(h, Request("r", q, eps, 0.2), total_budget=1.0, family="laplace", policy=SpendPolicy(cap=0.25),
-               schema=SCHEMA)
+    a = assess(h, Request("r", q, eps, 0.2), Settings(1.0, policy=SpendPolicy(cap=0.25)), family="laplace", schema=SCHEMA)
     assert a.decision == "reject" and a.cost == 0.0
     assert a.reason.startswith("declined by the spend policy") and "25%" in a.reason
     assert a.headroom == pytest.approx(1.0) and a.needed_alpha == pytest.approx(need)
     # a looser cap lets it through at the α it needs
-    b = assess(h, Request("r", q, eps, 0.2), total_budget=1.0, family="laplace", policy=SpendPolicy(cap=0.6))
+    b = assess(h, Request("r", q, eps, 0.2), Settings(1.0, policy=SpendPolicy(cap=0.6)), family="laplace")
     assert b.decision == "spend" and b.spend_alpha == pytest.approx(need)
 
 
@@ -102,7 +102,7 @@ def test_the_floor_raises_alpha_and_the_release_uses_it():
     h.append(HistoryRow(_q(np.eye(N)[5]), 0.6, 1.0, "laplace"))
     req = Request("r", q, eps=400.0, delta=0.2)  # loose: Thm 5.3 asks for very little
     need = fresh_alpha(q.sensitivity, 400.0, 0.2, "laplace")
-    a = assess(h, req, total_budget=1.0, family="laplace", policy=SpendPolicy(floor=0.1))
+    a = assess(h, req, Settings(1.0, policy=SpendPolicy(floor=0.1)), family="laplace")
     room = (1.0 - 0.6) * q.sensitivity / 1.0  # cell 5 limits: coefficient 1 of S = 2
     assert a.decision == "spend" and a.headroom == pytest.approx(room)
     assert a.spend_alpha == pytest.approx(0.1 * room) and a.needed_alpha == pytest.approx(need)
@@ -112,7 +112,7 @@ def test_the_floor_raises_alpha_and_the_release_uses_it():
     fresh = release_fresh(a, CUBE, SeededSampler(3), allow_insecure=True)
     assert fresh.alpha == a.spend_alpha and fresh.history_row().alpha == a.spend_alpha
     # the floor never takes α past the headroom
-    b = assess(h, req, total_budget=1.0, family="laplace", policy=SpendPolicy(floor=1.0))
+    b = assess(h, req, Settings(1.0, policy=SpendPolicy(floor=1.0)), family="laplace")
     assert b.budget.fits and b.spend_alpha <= room and b.spend_alpha == pytest.approx(room)
 
 
@@ -120,8 +120,7 @@ def test_inferred_answers_ignore_the_policy():
     q = _q(np.eye(N)[2])
     h = History((N,))
     h.append(HistoryRow(q, 0.5, 10.0, "laplace"))
-    a = assess(h, Request("r", q, eps=50.0, delta=0.2), total_budget=1.0, family="laplace",
-               policy=SpendPolicy(floor=0.5, cap=0.5))
+    a = assess(h, Request("r", q, eps=50.0, delta=0.2), Settings(1.0, policy=SpendPolicy(floor=0.5, cap=0.5)), family="laplace")
     assert a.decision == "infer" and a.cost == 0.0 and a.headroom is None
 
 
@@ -145,8 +144,7 @@ def test_paced_fused_releases_are_calibrated():
         if not est.estimable:
             continue
         eps = float(rng.uniform(0.3, 0.9)) * est.std
-        a = assess(h, Request("r", target, eps, delta), total_budget=1.0, family="laplace",
-                   policy=SpendPolicy(floor=0.05))
+        a = assess(h, Request("r", target, eps, delta), Settings(1.0, policy=SpendPolicy(floor=0.05)), family="laplace")
         if a.decision != "spend" or not a.fused or not a.spend_alpha > a.needed_alpha:
             continue
         cases += 1
@@ -170,7 +168,7 @@ def test_a_paced_stream_never_overspends_and_never_undercharges():
     declined = raised = 0
     for i in range(150):
         req = Request(str(i), _random_query(rng), eps=float(rng.uniform(0.5, 100)), delta=0.2)
-        a = assess(h, req, total_budget=1.0, family="laplace", policy=policy)
+        a = assess(h, req, Settings(1.0, policy=policy), family="laplace")
         if a.decision == "spend":
             assert a.spend_alpha >= a.needed_alpha
             raised += a.spend_alpha > a.needed_alpha
@@ -200,7 +198,7 @@ def test_every_paced_fresh_answer_still_meets_the_requirement(delta):
         est = h.estimate(target)
         eps = float(rng.uniform(0.2, 1.0)) * (est.std if est.estimable else 30.0)
         policy = SpendPolicy(floor=float(rng.choice([0.0, 0.05, 0.2, 0.6])), cap=1.0)
-        a = assess(h, Request("r", target, eps, delta), total_budget=1.0, family="laplace", policy=policy)
+        a = assess(h, Request("r", target, eps, delta), Settings(1.0, policy=policy), family="laplace")
         if a.decision != "spend":
             continue
         checked += 1

@@ -21,7 +21,7 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.inference.posterior import posterior
 from dpdesk.engine.inference.prior import BoundedPrior, query_bounds, truncate
 from dpdesk.engine.queries.query import query_from_vector
-from dpdesk.engine.answering.workflow import Request, assess
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from stats_helpers import within_binomial
 
 
@@ -71,8 +71,8 @@ def test_assess_with_the_prior_reports_it_and_releases_the_best_window():
     q = query_from_vector([1, 0, 0], (3,))
     h.append(HistoryRow(q, 0.1, 1.0, "discrete_laplace"))
     req = Request("r", q, eps=15.0, delta=0.2)
-    flat = assess(h, req, total_budget=10.0)
-    bounded = assess(h, req, total_budget=10.0, prior=BoundedPrior(1000))
+    flat = assess(h, req, 10.0)
+    bounded = assess(h, req, Settings(10.0, prior=BoundedPrior(1000)))
     assert flat.prior == "flat" and bounded.prior == "bounded [0, 1000]"
     assert bounded.to_json()["prior_bounds"] == [0.0, 1000.0]
     lo, hi = bounded.release_interval
@@ -82,7 +82,7 @@ def test_assess_with_the_prior_reports_it_and_releases_the_best_window():
     assert bounded.decision == "infer" and flat.decision == "spend"
     # budgets never depend on the prior (the fused α uses the flat posterior)
     tight = Request("t", q, eps=4.0, delta=0.2)
-    f2, b2 = assess(h, tight, total_budget=10.0), assess(h, tight, total_budget=10.0, prior=BoundedPrior(1000))
+    f2, b2 = assess(h, tight, 10.0), assess(h, tight, Settings(10.0, prior=BoundedPrior(1000)))
     assert b2.decision == f2.decision == "spend"
     assert b2.fresh_alpha == f2.fresh_alpha and b2.spend_alpha == f2.spend_alpha
 
@@ -128,7 +128,7 @@ def test_hdi_is_calibrated_near_zero_through_assess_discrete(delta):
             alpha = float(rng.uniform(0.05, 0.4))
             p = -np.expm1(-alpha)
             h.append(HistoryRow(q, alpha, float(theta + rng.geometric(p) - rng.geometric(p)), "discrete_laplace"))
-        a = assess(h, Request("r", q, eps=float(rng.uniform(2, 10)), delta=delta), total_budget=100.0, prior=prior, fusion=False)
+        a = assess(h, Request("r", q, eps=float(rng.uniform(2, 10)), delta=delta), Settings(100.0, prior=prior, fusion=False))
         lo, hi = a.interval
         hits.append(lo <= theta <= hi)
         claimed.append(a.interval_confidence)

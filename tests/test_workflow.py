@@ -16,7 +16,8 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import count, query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, assess
 
 SCHEMA = Schema.from_dict(
     {
@@ -82,7 +83,7 @@ def test_preview_adds_the_fresh_answer_per_cell():
 def test_empty_history_needs_a_fresh_answer():
     h = History(SCHEMA.shape)
     req = Request("r1", count(SCHEMA, income=">50K"), eps=5.0, delta=0.05)
-    a = assess(h, req, total_budget=1.0, schema=SCHEMA)
+    a = assess(h, req, 1.0, schema=SCHEMA)
     assert a.decision == "spend" and not a.estimable and a.posterior is None
     assert a.family == "discrete_laplace"
     assert a.fresh_alpha == pytest.approx(fresh_alpha(1.0, 5.0, 0.05, "discrete_laplace"))
@@ -93,7 +94,7 @@ def test_empty_history_needs_a_fresh_answer():
 
 
 def test_assessment_is_immutable():
-    a = assess(History(SCHEMA.shape), Request("r", count(SCHEMA), 5.0, 0.1), total_budget=1.0)
+    a = assess(History(SCHEMA.shape), Request("r", count(SCHEMA), 5.0, 0.1), 1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.decision = "infer"  # type: ignore[misc]
     with pytest.raises(ValueError):
@@ -104,7 +105,7 @@ def test_release_then_infer_a_later_request_for_free():
     h = History(SCHEMA.shape)
     sampler = SeededSampler(11)
     young = Request("r1", count(SCHEMA, age="0-30"), eps=20.0, delta=0.05)
-    a1 = assess(h, young, total_budget=2.0, schema=SCHEMA)
+    a1 = assess(h, young, 2.0, schema=SCHEMA)
     assert a1.decision == "spend"
     with pytest.raises(BudgetError, match="not secure"):
         release_fresh(a1, CUBE, sampler)
@@ -114,7 +115,7 @@ def test_release_then_infer_a_later_request_for_free():
     assert h.system_cost == pytest.approx(a1.budget.system_cost_after)
     # a weaker requirement on the same count is answerable from history at zero cost
     later = Request("r2", count(SCHEMA, weight=2, age="0-30"), eps=200.0, delta=0.2)
-    a2 = assess(h, later, total_budget=2.0, schema=SCHEMA)
+    a2 = assess(h, later, 2.0, schema=SCHEMA)
     assert a2.decision == "infer" and a2.cost == 0.0
     assert a2.estimate.estimate == pytest.approx(2 * fresh.answer)
     assert a2.confidence_at_eps >= 0.8 and "costs 0" in a2.reason
@@ -126,7 +127,7 @@ def test_overspending_is_rejected_naming_the_cell():
     h = History(SCHEMA.shape)
     h.append(HistoryRow(count(SCHEMA, age="30-150", income=">50K"), 0.9, 12.0))
     req = Request("big", count(SCHEMA, income=">50K"), eps=1.0, delta=0.05)  # α ≈ 3 > remaining
-    a = assess(h, req, total_budget=1.0, schema=SCHEMA)
+    a = assess(h, req, 1.0, schema=SCHEMA)
     assert a.decision == "reject"
     assert "age=30-150, income=>50K" in a.reason
     assert a.budget.system_cost_after > 1.0
@@ -145,13 +146,13 @@ def test_interval_probability_and_method_validation():
     h = History(SCHEMA.shape)
     h.append(HistoryRow(count(SCHEMA), 0.5, 61.0, "laplace"))
     req = Request("r", count(SCHEMA), eps=3.0, delta=0.1)
-    a = assess(h, req, total_budget=1.0, interval=(58.0, 64.0))
+    a = assess(h, req, 1.0, interval=(58.0, 64.0))
     # one continuous Laplace row of scale 2: Pr(|N| ≤ 3) = 1 − e^{−1.5}
     assert a.interval_probability == pytest.approx(1 - math.exp(-1.5), abs=1e-6)
     with pytest.raises(DpdeskError, match="method"):
-        assess(h, req, total_budget=1.0, method="magic")
+        assess(h, req, 1.0, method="magic")
     with pytest.raises(DpdeskError, match="interval"):
-        assess(h, req, total_budget=1.0, interval=(5.0, 1.0))
+        assess(h, req, 1.0, interval=(5.0, 1.0))
 
 
 def test_methods_agree_on_the_paper_example():
@@ -160,7 +161,7 @@ def test_methods_agree_on_the_paper_example():
     y = [30.8, 30.3, 46.9, 20.2, 30.4, 68.9, 38.9, 9.5]
     h = History((4,), [HistoryRow(query_from_vector(q, (4,)), a, v) for q, a, v in zip(H, alpha, y)])
     req = Request("q", query_from_vector([1, 0, 1, 0], (4,)), eps=60.0, delta=0.05)
-    res = {m: assess(h, req, total_budget=1.0, method=m, rng=np.random.default_rng(5)) for m in ("fft", "direct", "mc")}
+    res = {m: assess(h, req, 1.0, method=m, seed=5) for m in ("fft", "direct", "mc")}
     f = res["fft"]
     # the reference BLUE: generalised least squares with weights 1/Var, Var = 2 (S/α)² (Laplace rows),
     # solved by numpy's SVD-based lstsq; the paper reports θ̂ = 42.0 (DESIGN §1's worked example)
@@ -181,10 +182,10 @@ def test_methods_agree_on_the_paper_example():
 def test_asking_the_same_request_again_after_its_fresh_answer_is_free(weight):
     h = History(SCHEMA.shape)
     req = Request("r", count(SCHEMA, weight=weight, income=">50K"), eps=4.0, delta=0.1)
-    a = assess(h, req, total_budget=5.0)
+    a = assess(h, req, 5.0)
     assert a.decision == "spend"
     h.append(release_fresh(a, CUBE, SeededSampler(3), allow_insecure=True).history_row())
-    again = assess(h, Request("r-again", req.query, eps=4.0, delta=0.1), total_budget=5.0)
+    again = assess(h, Request("r-again", req.query, eps=4.0, delta=0.1), 5.0)
     # the fresh budget buys exactly 1 − δ at ±ε, which history now holds
     assert again.decision == "infer", again.reason
     assert again.confidence_at_eps == pytest.approx(0.9, abs=1e-6)

@@ -35,7 +35,8 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.queries.query import Query
-from dpdesk.engine.answering.workflow import Request, assess, release_fresh, true_answer
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 
 from evaluation.data import Dataset, RequestSpec
 
@@ -116,8 +117,8 @@ def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: 
         released = None
         if system in INFERENCE:
             assert hist is not None
-            a = assess(hist, Request(str(i), q, eps, delta), total_budget=total, family=FAMILY,
-                       fusion=system != "paper inference", prior=prior, policy=policy)
+            settings = Settings(total, policy=policy, prior=prior, fusion=system != "paper inference")
+            a = assess(hist, Request(str(i), q, eps, delta), settings, family=FAMILY)
             if a.decision == "infer":
                 released, lo = a.release_estimate, a.release_interval[0]
                 tr.inferred[i] = True

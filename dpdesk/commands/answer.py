@@ -1,9 +1,10 @@
 """``dpdesk answer`` and ``dpdesk reject``: decide a queued request.
 
 ``answer`` shows the assessment (decision, cost, budget before and after), asks for confirmation on
-stdin unless ``--yes`` (end of input counts as "no"), then releases: an inferred answer for free or a
-fresh noisy one, which is recorded durably in the ledger *before* it is printed. Exit codes: 0
-released, 1 not released (the decision is reject, or not confirmed), 2 bad input.
+stdin unless ``--yes`` (end of input counts as "no"), then releases exactly that assessment — an
+inferred answer for free or a fresh noisy one — recorded durably in the ledger *before* it is printed,
+with the ledger head it leaves (the requester's witness for ``dpdesk verify --extends``). Exit codes:
+0 released, 1 not released (the decision is reject, or not confirmed), 2 bad input.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def run_answer(args: argparse.Namespace) -> int:
             if line.strip().lower() not in ("y", "yes"):
                 print("not answered (not confirmed)", file=sys.stderr)
                 return 1
-        release = p.answer(args.request, method=args.method, expect=a.decision)
+        release = p.release(a)  # exactly what was shown: the writer lock kept the ledger and settings as assessed
         if args.json:
             print(json.dumps({"assessment": a.to_json(), "release": release.to_json()}), flush=True)
         else:
@@ -88,6 +89,8 @@ def run_answer(args: argparse.Namespace) -> int:
                 cost += f", fused with history (weight {release.fusion_weight:.3g})"
             print(f"answer {req.id}: {_num(release.answer)}  [{_num(lo)}, {_num(hi)}]  ({release.kind}, {cost}; "
                   f"ledger entry {release.entry.seq})", flush=True)
+            print(f"ledger head {release.witness} (the requester's witness: dpdesk verify {p.path} --extends HASH)",
+                  flush=True)
         checkpoint("cli:printed")
     checkpoint("cli:closed")
     return 0

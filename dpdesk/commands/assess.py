@@ -158,9 +158,7 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.inference.history import History
     from dpdesk.engine.schema import Schema
-    from dpdesk.engine.answering.workflow import assess
-
-    import numpy as np
+    from dpdesk.engine.answering.workflow import Settings, assess
 
     if args.project is not None:
         if args.history or args.query or args.queries:
@@ -190,10 +188,9 @@ def run(args: argparse.Namespace) -> int:
         if total is None:
             raise DpdeskError("no total budget: pass --budget or set total_budget in the history file")
         requests = _requests_from_args(args, history.n_cells, history.shape, schema)
-        policy, prior = policy_from_args(args), prior_from_args(args)
+        settings = Settings(total, policy=policy_from_args(args), prior=prior_from_args(args))
         results = [
-            assess(history, req, total_budget=total, method=args.method, interval=iv, schema=schema,
-                   rng=np.random.default_rng(0), policy=policy, prior=prior)
+            assess(history, req, settings, method=args.method, interval=iv, schema=schema, seed=0)
             for req, iv in requests
         ]
     for a in results:

@@ -4,8 +4,10 @@ It shows the engine's :class:`~dpdesk.engine.answering.workflow.Assessment` fiel
 credible interval with its exact confidence, confidence at ±ε, the decision and its reason, the
 fresh-answer cost and the system cost before → after — and offers *Release inferred answer*,
 *Spend α and release* (after a confirmation) and *Reject*. Only the action the engine decided is
-enabled (plus Reject). Assessments run through the task helper (Monte Carlo can take seconds).
-Released values are public and carry no badge.
+enabled (plus Reject). Assessments and releases run through the task helper (Monte Carlo can take
+seconds; a first fresh answer scans the table). A release records exactly the assessment shown; if
+the ledger or the settings moved since, it is refused and the request is assessed again in view.
+Released values are public and carry no badge; the reply to the requester carries the ledger head.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class AnswerPanel(QWidget):
         self.request_id: str | None = None
         self.assessment = None
         self.runner = TaskRunner(self)
+        self.release_runner = TaskRunner(self)  # never cancelled by a new assessment: a release runs to its end
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         self.title = QLabel("Select a request")
@@ -197,7 +200,7 @@ class AnswerPanel(QWidget):
 
     def _set_buttons(self, a) -> None:
         pending = False
-        if a is not None and self.request_id is not None:
+        if a is not None and self.request_id is not None and not self.release_runner.is_running():
             pending = self.session.request(self.request_id).status == "pending"
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
@@ -212,23 +215,37 @@ class AnswerPanel(QWidget):
 
         PriorDialog.edit(self.session.prior, self.session.set_prior, self)
 
-    def _after(self, release) -> None:
+    def _release(self, a) -> None:
+        """Release exactly ``a`` off the GUI thread; the buttons stay off until it is recorded or refused."""
+        self._set_buttons(None)
+        self.result.setText(f"Releasing {a.request.id}…")
+        self.release_runner.start(self.session.release_job(a), self._released, self._release_failed,
+                                  label=f"releasing {a.request.id}")
+
+    def _released(self, release) -> None:
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
         self.result.setText(f"Released for {release.request_id}: {release.answer:.6g}, interval "
                             f"[{release.interval[0]:.6g}, {release.interval[1]:.6g}] ({kind}); "
-                            f"ledger entry #{release.entry.seq}")
+                            f"ledger entry #{release.entry.seq}\nReply: {release.reply()}")
+        self.session.released()
         self.sigReleased.emit(release)
+
+    def _release_failed(self, exc: BaseException, trace: str) -> None:
+        from dpdesk.store.errors import StaleAssessment
+
+        self.session.released()  # whatever happened, views redraw from the ledger as it is
+        if isinstance(exc, StaleAssessment):
+            self.result.setText(f"Not released: {exc}. Assessed again below.")
+            self.refresh()
+            return
+        self.result.setText("")
+        dialogs.report_exception(exc, trace, parent=self)
 
     def release_inferred(self) -> None:
         a = self.assessment
         if a is None or a.decision != "infer" or not self.infer_btn.isEnabled():
             return
-        try:
-            release = self.session.answer(a.request.id, "infer", a.method)
-        except Exception as exc:  # noqa: BLE001
-            dialogs.report_exception(exc, parent=self)
-            return
-        self._after(release)
+        self._release(a)
 
     def spend_and_release(self) -> None:
         a = self.assessment
@@ -246,12 +263,7 @@ class AnswerPanel(QWidget):
             "This cannot be undone: the answer is recorded in the ledger before it is shown.")
         if not ok:
             return
-        try:
-            release = self.session.answer(a.request.id, "spend", a.method)
-        except Exception as exc:  # noqa: BLE001
-            dialogs.report_exception(exc, parent=self)
-            return
-        self._after(release)
+        self._release(a)
 
     def reject(self) -> None:
         if self.request_id is None or not self.reject_btn.isEnabled():

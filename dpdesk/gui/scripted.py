@@ -26,7 +26,8 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
 
 
 def work_through(session, request_ids: Sequence[str]) -> None:
-    """Decide the pending ones of ``request_ids`` as the engine says (a :class:`ProjectSession`)."""
+    """Decide the pending ones of ``request_ids`` as the engine says (a :class:`ProjectSession`): the
+    release path the window uses, run inline (a script has no event loop to keep alive)."""
     for rid in request_ids:
         if session.request(rid).status != "pending":
             continue
@@ -34,4 +35,7 @@ def work_through(session, request_ids: Sequence[str]) -> None:
         if a.decision == "reject":
             session.reject(rid, a.reason)
         else:
-            session.answer(rid, a.decision)
+            try:
+                session.release_job(a)()
+            finally:
+                session.released()

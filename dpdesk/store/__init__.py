@@ -16,10 +16,14 @@ STATUSES = ("pending", "answered", "rejected")
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Project", "Release"):
-        from dpdesk.store import project
+    if name == "Project":
+        from dpdesk.store.project import Project
 
-        return getattr(project, name)
+        return Project
+    if name == "Release":
+        from dpdesk.store.release import Release
+
+        return Release
     if name == "VerifyReport":
         from dpdesk.store.verify import VerifyReport
 

@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -83,6 +83,32 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # 2: the curator's answering settings (spend policy, declared table size); see store/answering.py
     2: answering.TABLES,
+    # 3: a ledger entry holds any release kind (docs/project-file.md): the kind is checked against the
+    # mechanism registry in code, not by a fixed list here, and "one decision per request" covers every
+    # kind that names a request. The rows move over unchanged, so every hash still holds.
+    3: (
+        "DROP TRIGGER ledger_no_update",
+        "DROP TRIGGER ledger_no_delete",
+        "DROP INDEX ledger_one_decision",
+        "ALTER TABLE ledger RENAME TO ledger_format2",
+        """CREATE TABLE ledger (
+            seq INTEGER PRIMARY KEY,
+            time TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 40),
+            request_id TEXT,
+            payload TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL UNIQUE
+        )""",
+        "INSERT INTO ledger (seq, time, kind, request_id, payload, prev_hash, hash) "
+        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger_format2 ORDER BY seq",
+        "DROP TABLE ledger_format2",
+        "CREATE UNIQUE INDEX ledger_one_decision ON ledger(request_id) WHERE request_id IS NOT NULL",
+        """CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+           BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
+        """CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+           BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
+    ),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

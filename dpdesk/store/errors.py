@@ -31,3 +31,7 @@ class BindingError(StoreError):
 
 class DrawDiscarded(StoreError):
     """A fresh draw could not be recorded durably, so it was discarded without being shown."""
+
+
+class StaleAssessment(RequestStateError):
+    """The ledger or the answering settings changed since the assessment: assess again, nothing was released."""

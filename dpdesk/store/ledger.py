@@ -1,8 +1,9 @@
 """The append-only, hash-chained privacy ledger.
 
-Every release and every decision is one :class:`LedgerEntry`: ``fresh`` (a noisy answer and the budget
-it spent), ``inferred`` (an answer computed from earlier fresh answers, free), ``rejected``, and
-``rebind`` (the curator accepted changed source data). Entries have gap-free sequence numbers from 1
+Every release and every decision is one :class:`LedgerEntry`: a release of one of the registered
+mechanisms' kinds (:func:`dpdesk.engine.mechanisms.registry.kinds` — ``fresh``, a noisy answer and the
+budget it spent; ``inferred``, an answer computed from earlier releases, free; the kinds later
+mechanisms add), ``rejected``, and ``rebind`` (the curator accepted changed source data). Entries have gap-free sequence numbers from 1
 and ``hash = SHA-256(prev_hash ‖ canonical entry)``, chained from the project's genesis hash; the
 ``ledger_head`` row repeats the last (seq, hash) so that deleting the newest entries is caught too.
 Budget figures are never stored as trusted totals: they are recomputed from the fresh entries.
@@ -16,9 +17,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from dpdesk.engine.mechanisms.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
-KINDS = ("fresh", "inferred", "rejected", "rebind")
+# entries that release nothing; every other kind is a registered mechanism's
+DECISION_KINDS = ("rejected", "rebind")
+
+
+def kinds() -> tuple[str, ...]:
+    """Every kind an entry may have: the registered mechanisms' release kinds and the decisions."""
+    return (*release_kinds(), *DECISION_KINDS)
 
 
 def _freeze(obj: Any) -> Any:
@@ -59,10 +67,12 @@ class LedgerEntry:
 
     @property
     def released(self) -> float | None:
-        """The value the requester received: a fresh entry's released value (ỹ, or ỹ fused with
-        history's estimate — the raw ỹ stays in ``payload["answer"]`` as the history row), an inferred
-        entry's estimate; None for other kinds."""
+        """The value the requester received when a release released one value: the entry's ``values``
+        (project format 3), else a fresh entry's released value (ỹ, or ỹ fused with history's estimate —
+        the raw ỹ stays in ``payload["answer"]`` as the history row) or an inferred entry's estimate."""
         p = self.payload
+        if "values" in p:
+            return float(p["values"][0]) if len(p["values"]) == 1 else None
         if self.kind == "fresh":
             return float(p.get("released", p["answer"]))
         if self.kind == "inferred":
@@ -83,8 +93,8 @@ def append(
     conn: sqlite3.Connection, genesis: str, *, time: str, kind: str, request_id: str | None, payload: dict[str, Any]
 ) -> LedgerEntry:
     """Append one entry inside the caller's open transaction (the caller commits)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind ({kind!r}) must be one of {KINDS}")
+    if kind not in kinds():
+        raise ValueError(f"kind ({kind!r}) must be one of {kinds()}")
     last = head(conn)
     seq, prev = (last[0] + 1, last[1]) if last else (1, genesis)
     text = canonical_json(payload)
@@ -114,10 +124,10 @@ class RawRow:
     hash: Any
 
 
-def raw_rows(conn: sqlite3.Connection) -> list[RawRow]:
-    """All ledger rows in physical sequence order, unchecked."""
+def raw_rows(conn: sqlite3.Connection, after: int = 0) -> list[RawRow]:
+    """The ledger rows with ``seq > after`` in physical sequence order, unchecked."""
     return [RawRow(*r) for r in conn.execute(
-        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger ORDER BY seq"
+        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE seq > ? ORDER BY seq", (after,)
     )]
 
 
@@ -139,7 +149,7 @@ def check_chain(rows: Iterable[RawRow], genesis: str) -> tuple[list[LedgerEntry]
         where = f"entry {row.seq}"
         if not isinstance(row.seq, int) or row.seq != expected:
             return entries, f"{where}: sequence number {row.seq!r} where {expected} was expected (gap or reordering)"
-        if row.kind not in KINDS:
+        if row.kind not in kinds():
             return entries, f"{where}: unknown kind {row.kind!r}"
         if not isinstance(row.payload, str):
             return entries, f"{where}: payload is not text"

@@ -1,43 +1,36 @@
 """A dpdesk project: one SQLite file holding the settings, the data binding, the request queue and
-the hash-chained privacy ledger — and the only code path that releases answers.
+the hash-chained privacy ledger.
 
-:meth:`Project.answer` assesses a request from public quantities, then either records an inferred
-answer or draws a fresh one from the secure sampler, **commits it (fsync'd) and only then returns it**.
-If the commit fails the draw is discarded unseen. A retry after a crash finds the recorded answer and
-returns it instead of drawing again; a unique index makes a second decision for one request
-impossible. Budget figures are always recomputed from the ledger through the engine's ``History``.
+Releases go through the one release path of :mod:`dpdesk.store.releasing` (``assess`` → the curator
+confirms → ``release(assessment)``); budget figures are always recomputed from the ledger through the
+ledger view (:mod:`dpdesk.store.view`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.inference.history import History
-from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
-from dpdesk.engine.answering.workflow import Assessment, assess, release_fresh
 from dpdesk.engine.budget.accounting import check_total_budget
 from dpdesk.store import answering, db, ledger
-from dpdesk.store.answering import FROM_PROJECT
-from dpdesk.store.release import Release, release_from_entry
 from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
-    BindingError, DrawDiscarded, ReadOnlyError, RequestStateError, StoreError,
+    BindingError, ReadOnlyError, RequestStateError, StoreError,
 )
 from dpdesk.store.ledger import LedgerEntry
-from dpdesk.store.replay import history_from_ledger
+from dpdesk.store.releasing import Releasing
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
@@ -45,7 +38,7 @@ from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 NEIGHBOUR_MODEL = "add/remove one record"
 
 
-class Project:
+class Project(Releasing):
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, mode: str, lock: WriterLock | None) -> None:
@@ -154,7 +147,26 @@ class Project:
         project._snapshot = snap
         return project
 
+    def sibling(self) -> "Project":
+        """Another connection to this project for one worker thread, under this project's writer lock.
+
+        SQLite connections belong to the thread that opened them, so a release off the GUI thread runs
+        on a sibling opened there (WAL: this project's connection keeps reading the last committed
+        state meanwhile). The sibling starts from this project's source snapshot and hands back the one
+        it builds, so the table is scanned once, and shares this project's ledger view; closing it never
+        releases the lock. Call it on the worker thread that will use it.
+        """
+        self._require_writer()
+        sib = Project(self.path, db.connect_writer(self.path), "w", None)
+        sib._snapshot = self._snapshot
+        sib._view = self._view  # one ledger view for both (it locks while it grows); no SQL on this thread
+        sib._parent = self
+        return sib
+
     def close(self) -> None:
+        parent = getattr(self, "_parent", None)
+        if parent is not None and parent._snapshot is None:
+            parent._snapshot = self._snapshot
         try:
             self._conn.close()
         finally:
@@ -261,6 +273,8 @@ class Project:
     def _request_from_row(self, row: tuple[Any, ...]) -> StoredRequest:
         rid, pos, requester, text, qjson, eps, delta, received, status = row
         q = query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape)
+        if text is not None:
+            q = dataclasses.replace(q, text=text)
         return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status)
 
     def add_request(
@@ -308,110 +322,12 @@ class Project:
         return [ledger.decode(r) for r in ledger.raw_rows(self._conn)]
 
     def entry_for(self, request_id: str) -> LedgerEntry | None:
-        """The ledger entry that decided ``request_id`` (fresh, inferred or rejected), if any."""
+        """The ledger entry that decided ``request_id`` (a release of any kind, or a refusal), if any."""
         row = self._conn.execute(
-            "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger "
-            "WHERE request_id = ? AND kind IN ('fresh', 'inferred', 'rejected')", (request_id,),
+            "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE request_id = ?",
+            (request_id,),
         ).fetchone()
         return ledger.decode(ledger.RawRow(*row)) if row else None
-
-    def history(self) -> History:
-        """The engine's History rebuilt from the ledger's fresh entries, in order."""
-        return history_from_ledger(self.ledger(), self.schema)
-
-    def assess(self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
-               policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
-               ) -> Assessment:
-        """The engine's assessment of a stored request against the recorded history (spends nothing).
-
-        ``policy`` and ``prior`` default to the project's :attr:`spend_policy` and :attr:`prior`; pass
-        others (None for the greedy rule / the flat prior) to see what they would do.
-        """
-        req = self.request(request_id)
-        return assess(self.history(), req.to_request(), total_budget=float(self.total_budget), method=method,
-                      interval=interval, schema=self.schema, policy=self._setting(policy, "spend_policy"),
-                      prior=self._setting(prior, "prior"))
-
-    def _setting(self, given, name: str):
-        return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given
-
-    # -- releasing -------------------------------------------------------------------------------
-    def answer(
-        self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft", expect: str | None = None,
-        policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
-    ) -> Release:
-        """Answer a pending request per the engine's decision, recording before returning.
-
-        Returns the recorded answer (``recovered=True``) if the request was already answered, e.g. by
-        a process that crashed before it could show it. ``expect`` is the decision the curator
-        confirmed ("infer" or "spend"); if the decision differs now, nothing is released. The project's
-        :attr:`spend_policy` and :attr:`prior` (or ``policy``/``prior``) apply; a fresh entry records the
-        policy and the α the request alone needed, an inferred one the prior and the window released.
-        """
-        policy, prior = self._setting(policy, "spend_policy"), self._setting(prior, "prior")
-        self._require_writer()
-        checkpoint("answer:start")
-        req = self.request(request_id)
-        done = self.entry_for(request_id)
-        if done is not None:
-            return release_from_entry(done, recovered=True)
-        if req.status != "pending":
-            raise RequestStateError(f"request {request_id!r} is {req.status} but has no ledger entry (run verify)")
-        history = self.history()
-        a = assess(history, req.to_request(), total_budget=float(self.total_budget), method=method, schema=self.schema,
-                   policy=policy, prior=prior)
-        checkpoint("answer:assessed")
-        if expect is not None and a.decision != expect:
-            raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
-        if a.decision == "reject":
-            raise RequestStateError(
-                f"request {request_id!r} cannot be answered: {a.reason}; nothing was spent "
-                f"(record the refusal with `dpdesk reject`)"
-            )
-        if a.decision == "infer":
-            assert a.interval is not None and a.estimate.estimate is not None
-            payload = {
-                "query": req.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
-                # θ̂ ± ε under the flat prior; under known bounds the best 2ε window (θ̂ clipped into it)
-                "estimate": a.release_estimate, "interval": list(a.release_interval),
-                "credible_interval": list(a.interval), "confidence_at_eps": a.confidence_at_eps,
-                "history_prefix": len(history), "method": a.method, "prior": a.prior,
-            }
-            entry = self._record("inferred", request_id, payload, "answered")
-            checkpoint("answer:recorded")
-            return release_from_entry(entry, recovered=False)
-        sampler = sampler if sampler is not None else OpenDPSampler()  # imports opendp on first draw
-        if not getattr(sampler, "secure", False) and not self.test_project:
-            raise StoreError(
-                f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
-                f"{self.path.name} is not a test project"
-            )
-        cube = self.cube()
-        checkpoint("answer:cube")
-        fresh = release_fresh(a, cube, sampler, allow_insecure=self.test_project)
-        checkpoint("answer:drawn")
-        payload = {
-            "query": fresh.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
-            "sensitivity": fresh.sensitivity, "alpha": fresh.alpha, "family": fresh.family,
-            "answer": fresh.answer, "sampler": fresh.sampler, "system_cost_after": a.budget.system_cost_after,
-            # what is released: ỹ itself, or ỹ fused with history's estimate (DESIGN §2) — then the history
-            # row stays the raw ỹ and the released value is t·ỹ + (1−t)·θ̂_H
-            "released": fresh.released, "interval": list(fresh.released_interval),
-            "fusion_weight": fresh.fusion_weight, "history_estimate": fresh.history_estimate,
-            "history_prefix": len(history),
-        }
-        payload.update(policy=a.policy, needed_alpha=a.needed_alpha)
-        try:
-            entry = self._record("fresh", request_id, payload, "answered")
-        except BaseException as exc:
-            del fresh, payload  # never shown, never returned
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            raise DrawDiscarded(
-                f"the fresh answer to {request_id!r} could not be recorded ({exc}); it was discarded unseen"
-            ) from None
-        checkpoint("answer:committed")
-        return release_from_entry(entry, recovered=False)
 
     def reject(self, request_id: str, reason: str = "") -> LedgerEntry:
         """Record the refusal of a pending request (spends nothing)."""
@@ -466,8 +382,9 @@ class Project:
             raise ReadOnlyError(f"{self.path.name} is open read-only")
 
     # -- audit -----------------------------------------------------------------------------------
-    def verify(self) -> VerifyReport:
-        return verify(self.audit_record())
+    def verify(self, extends: Sequence[str] = ()) -> VerifyReport:
+        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain."""
+        return verify(self.audit_record(), extends)
 
     def audit_record(self) -> AuditRecord:
         """The file's settings, ledger, head, request statuses and binding as stored (for :func:`verify`)."""

@@ -1,4 +1,10 @@
-"""A released answer as the ledger records it: what :meth:`Project.answer` returns and a retry finds."""
+"""A release as the ledger records it: what :meth:`Project.release` returns and a retry finds.
+
+Every release carries its **witness**: the hash of its ledger entry, i.e. the ledger head right after
+it. Whoever holds that hash can later check, with ``dpdesk verify PROJECT --extends HASH``, that the
+project's ledger still contains the release — a ledger rewritten and consistently re-chained
+afterwards passes every other check but not that one.
+"""
 
 from __future__ import annotations
 
@@ -6,46 +12,72 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpdesk.store.errors import RequestStateError
-from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store.ledger import DECISION_KINDS, LedgerEntry
 
 __all__ = ["Release", "release_from_entry"]
 
 
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
+
+
 @dataclass(frozen=True)
 class Release:
-    """An answer released for a request — fresh (charged) or inferred (free) — as recorded."""
+    """A release — a fresh (charged) or inferred (free) answer, or another kind — as recorded."""
 
-    request_id: str
-    kind: str                      # "fresh" | "inferred"
-    answer: float
-    interval: tuple[float, float]
+    request_id: str | None
+    kind: str                      # the ledger entry's kind: "fresh", "inferred", or a later release kind
+    answer: float | None           # the value released (None when a release released several)
+    interval: tuple[float, float] | None
     alpha: float                   # budget spent (0 for inferred)
     family: str | None             # noise family of a fresh answer
     entry: LedgerEntry
     recovered: bool                # True when found already recorded (a retry), nothing new drawn
     fusion_weight: float | None = None  # a fresh answer released fused with history (weight t of ỹ)
+    values: tuple[float, ...] = ()  # every value released, in order
+
+    @property
+    def witness(self) -> str:
+        """The ledger head this release made (its entry's hash): what the requester keeps."""
+        return self.entry.hash
+
+    def reply(self) -> str:
+        """The requester's reply: the answer, the promise it meets and the witness to keep."""
+        p = self.entry.payload
+        who = f"request {self.request_id}" if self.request_id else f"release #{self.entry.seq}"
+        if self.answer is not None and self.interval is not None and "eps" in p:
+            lo, hi = self.interval
+            what = (f"{who}: {_num(self.answer)} in [{_num(lo)}, {_num(hi)}] (the true answer lies within "
+                    f"±{float(p['eps']):g} with probability ≥ {1 - float(p['delta']):g})")
+        else:
+            what = f"{who}: {', '.join(_num(v) for v in self.values) or 'released'} ({self.kind})"
+        return (f"{what}. Ledger entry #{self.entry.seq}, ledger head {self.witness} — keep it: "
+                f"`dpdesk verify PROJECT --extends {self.witness}` checks the ledger still holds this release.")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "request_id": self.request_id,
             "kind": self.kind,
             "answer": self.answer,
-            "interval": list(self.interval),
+            "interval": list(self.interval) if self.interval is not None else None,
             "alpha": self.alpha,
             "family": self.family,
             "ledger_seq": self.entry.seq,
             "ledger_hash": self.entry.hash,
+            "ledger_head": self.witness,
             "recovered": self.recovered,
             "fusion_weight": self.fusion_weight,
+            "values": list(self.values),
         }
 
 
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
+    """The release a ledger entry records (refuses a refusal or a rebind, which released nothing)."""
+    if entry.kind in DECISION_KINDS:
+        raise RequestStateError(f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered")
     p = entry.payload
-    if entry.kind == "fresh":
-        return Release(entry.request_id or "", "fresh", entry.released, tuple(p["interval"]),  # type: ignore[arg-type]
-                       float(p["alpha"]), str(p["family"]), entry, recovered, p.get("fusion_weight"))
-    if entry.kind == "inferred":
-        return Release(entry.request_id or "", "inferred", entry.released, tuple(p["interval"]),  # type: ignore[arg-type]
-                       0.0, None, entry, recovered)
-    raise RequestStateError(f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered")
+    released = entry.released
+    values = tuple(float(v) for v in p["values"]) if "values" in p else (() if released is None else (released,))
+    interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
+    return Release(entry.request_id, entry.kind, released, interval, float(p.get("alpha", 0.0)),  # type: ignore[arg-type]
+                   p.get("family"), entry, recovered, p.get("fusion_weight"), values)

@@ -56,7 +56,7 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
         alpha = p.get("alpha", 0.0) if e.kind == "fresh" else 0.0
         rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
                     f"<td>{esc(e.request_id or '')}</td><td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
-                    f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash[:16])}…</td></tr>")
+                    f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")
     cells = "".join(f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows)
     ok = getattr(verify, "ok", None)
     verdict = ("<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
@@ -64,6 +64,10 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
                + "".join(f"<li>{esc(str(pr))}</li>" for pr in getattr(verify, "problems", ())) + "</ul>")
     figs = "".join(f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>" for title, png in images.items())
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    head = (f"<p>Ledger head: entry #{entries[-1].seq}, <code class='hash'>{esc(entries[-1].hash)}</code>. Every release "
+            "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
+            f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>" if entries else
+            "<p>Ledger head: the ledger is empty.</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>
@@ -78,6 +82,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 640px; border
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
 <p>Total budget <b>{total_budget:g}</b> · system cost (most-spent cell) <b>{system_cost:.6g}</b> ·
 remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
+{head}
 {verdict}
 <h2>Plots</h2>{figs}
 <h2>Ledger</h2>

@@ -22,7 +22,7 @@ from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import query_from_input
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.workflow import Request
+from dpdesk.engine.answering.request import Request
 from dpdesk.store.errors import StoreError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -5,11 +5,15 @@
 2. Sequence numbers run 1, 2, 3, … without gaps; every payload is canonical JSON; every
    ``prev_hash`` is the previous entry's hash and every ``hash = SHA-256(prev_hash ‖ entry)``.
 3. The ``ledger_head`` row names the last entry (so deleting the newest entries is caught).
-4. Budget recomputation: the fresh entries, replayed in order through the engine's ``History``, give
-   per-cell costs whose maximum never exceeds the total budget after any entry, and each recorded
-   sensitivity and system cost matches the recomputation.
+4. Budget recomputation: a ledger view (:mod:`dpdesk.store.view`) built here from the raw entries —
+   never a cached one — charges every release per cell by its mechanism's own privacy map; the
+   maximum never exceeds the total budget after any entry, each recorded per-cell charge is what the
+   privacy map gives for the recorded parameters, and each recorded sensitivity, system cost and
+   history prefix matches the recomputation; a release extends the ledger head it was assessed on.
 5. Every decided request has exactly one deciding entry and the matching status; the current source
    binding is the one the last ``rebind`` entry (or the genesis) records.
+6. Optionally, the ledger still extends ledger heads someone holds (``--extends HASH``): a ledger
+   rewritten and consistently re-chained passes 1–5 but not this.
 The first problem found names the entry (``entry 7: …``).
 
 :func:`verify` reads only an :class:`AuditRecord`: the project file's contents exactly as stored,
@@ -19,17 +23,20 @@ which :meth:`Project.audit_record <dpdesk.store.project.Project.audit_record>` g
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.inference.history import History
+from dpdesk.engine.mechanisms.charge import Charge, same_charge
 from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import RawRow, thaw
+from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease
 
 REL_TOL = 1e-9
+REQUEST_KINDS = ("fresh", "inferred", "rejected")  # entries that decide a queued count request
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class VerifyReport:
     head_hash: str | None
     problems: tuple[str, ...]
     first_bad_seq: int | None      # the first ledger entry that failed, if an entry failed
+    delta_spent: float | None = None  # the δ of releases charged in (α, δ), summed (0 while all are pure)
 
     @property
     def remaining(self) -> float | None:
@@ -70,7 +78,7 @@ class VerifyReport:
             "ok": self.ok, "entries": self.entries, "fresh": self.fresh, "inferred": self.inferred,
             "rejected": self.rejected, "rebinds": self.rebinds, "system_cost": self.system_cost,
             "total_budget": self.total_budget, "remaining": self.remaining, "head_hash": self.head_hash,
-            "problems": list(self.problems), "first_bad_seq": self.first_bad_seq,
+            "problems": list(self.problems), "first_bad_seq": self.first_bad_seq, "delta_spent": self.delta_spent,
         }
 
 
@@ -80,7 +88,7 @@ def _close(a: float, b: float) -> bool:
 
 def _check_window(e, value_key: str, bad) -> None:
     """A released interval is 2ε wide and holds the released value (the promise made to the requester)."""
-    if "interval" not in e.payload or value_key not in e.payload:
+    if "interval" not in e.payload or value_key not in e.payload or "eps" not in e.payload:
         return
     lo, hi = (float(v) for v in e.payload["interval"])
     eps, value = float(e.payload["eps"]), float(e.payload[value_key])
@@ -89,10 +97,47 @@ def _check_window(e, value_key: str, bad) -> None:
                    f"around the released {value:.6g}")
 
 
-def verify(record: AuditRecord) -> VerifyReport:
-    """Check everything the module docstring lists; every problem found is in the report."""
-    from dpdesk.store.replay import history_row
+def _check_release(v: ViewedRelease, view: LedgerView, total: float, bad) -> None:
+    """One release entry against its mechanism's privacy map and what the view derived before it."""
+    e, p, c = v.entry, v.entry.payload, v.contribution
+    where = f"entry {e.seq}"
+    if "charge" in p:  # project format 3: the charge the release path recorded
+        shape = view.schema.shape
+        recorded = Charge.from_json(thaw(p["charge"]), thaw(p), math.prod(shape), shape)
+        if not same_charge(recorded, c.charge, math.prod(shape), REL_TOL):
+            bad(e.seq, f"{where}: recorded per-cell charge differs from what the {v.mechanism.name} mechanism's "
+                       "privacy map gives for its parameters")
+    if "sensitivity" in p and c.rows and not _close(c.rows[0].query.sensitivity, float(p["sensitivity"])):
+        bad(e.seq, f"{where}: recorded sensitivity {p['sensitivity']} but the query's is {c.rows[0].query.sensitivity}")
+    cost = view.system_cost
+    if cost > total * (1 + REL_TOL):
+        bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
+    prefix = p.get("history_prefix")
+    if prefix is not None:
+        if c.rows and prefix != v.rows_before:
+            bad(e.seq, f"{where}: records {prefix} earlier fresh answers but {v.rows_before} precede it")
+        elif not c.rows and (not isinstance(prefix, int) or not 0 <= prefix <= v.rows_before):
+            bad(e.seq, f"{where}: uses {prefix!r} history rows but only {v.rows_before} were released before it")
+    recorded_cost = p.get("system_cost_after")
+    if recorded_cost is not None and not _close(float(recorded_cost), cost):
+        bad(e.seq, f"{where}: recorded system cost {recorded_cost} but the ledger gives {cost:.12g}")
+    needed = p.get("needed_alpha")
+    if needed is not None and float(p["alpha"]) < float(needed) * (1 - REL_TOL):
+        bad(e.seq, f"{where}: charged α = {float(p['alpha']):.6g}, less than the α = {float(needed):.6g} "
+                   f"the request needed")
+    basis = p.get("basis")
+    if basis is not None and basis.get("ledger_head") not in (None, e.prev_hash):
+        bad(e.seq, f"{where}: was assessed against ledger head {str(basis['ledger_head'])[:12]}… but extends "
+                   f"{e.prev_hash[:12]}… (released without its assessment's ledger)")
+    _check_window(e, "released" if "released" in p else "estimate", bad)
 
+
+def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
+    """Check everything the module docstring lists; every problem found is in the report.
+
+    ``extends`` are ledger heads someone holds (a release's witness): each must be an entry of the
+    verified chain (or its genesis), else the ledger was rewritten since that release.
+    """
     found: list[tuple[float, int, str]] = []
 
     def bad(seq: int | None, message: str) -> None:
@@ -121,51 +166,36 @@ def verify(record: AuditRecord) -> VerifyReport:
                 f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)")
 
     total = float(record.settings["total_budget"])
-    history = History(record.schema.shape)
-    counts = {"fresh": 0, "inferred": 0, "rejected": 0, "rebind": 0}
+    view = LedgerView(record.schema, record.genesis)  # built here from the raw entries, never a cached one
+    counts: Counter[str] = Counter()
     decided: dict[str, int] = {}
     binding = record.settings["initial_source"]
     for e in entries:
         counts[e.kind] += 1
         where = f"entry {e.seq}"
-        if e.kind in ("fresh", "inferred", "rejected"):
-            if not e.request_id:
-                bad(e.seq, f"{where}: a {e.kind} entry without a request id")
-                continue
+        if e.request_id is None and e.kind in REQUEST_KINDS:
+            bad(e.seq, f"{where}: a {e.kind} entry without a request id")
+        if e.request_id is not None:
             if e.request_id in decided:
                 bad(e.seq, f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}")
-            decided[e.request_id] = e.seq
+            decided.setdefault(e.request_id, e.seq)
         try:
-            if e.kind == "fresh":
-                row = history_row(e, record.schema)
-                if not _close(row.sensitivity, float(e.payload["sensitivity"])):
-                    bad(e.seq, f"{where}: recorded sensitivity {e.payload['sensitivity']} but the query's is {row.sensitivity}")
-                history.append(row)
-                cost = history.system_cost
-                if cost > total * (1 + REL_TOL):
-                    bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
-                prefix = e.payload.get("history_prefix")
-                if prefix is not None and prefix != len(history) - 1:
-                    bad(e.seq, f"{where}: records {prefix} earlier fresh answers but {len(history) - 1} precede it")
-                recorded = e.payload.get("system_cost_after")
-                if recorded is not None and not _close(float(recorded), cost):
-                    bad(e.seq, f"{where}: recorded system cost {recorded} but the ledger gives {cost:.12g}")
-                needed = e.payload.get("needed_alpha")
-                if needed is not None and row.alpha < float(needed) * (1 - REL_TOL):
-                    bad(e.seq, f"{where}: charged α = {row.alpha:.6g}, less than the α = {float(needed):.6g} "
-                               f"the request needed")
-                _check_window(e, "released", bad)
-            elif e.kind == "inferred":
-                prefix = e.payload["history_prefix"]
-                if not isinstance(prefix, int) or not 0 <= prefix <= len(history):
-                    bad(e.seq, f"{where}: uses {prefix!r} history rows but only {len(history)} were released before it")
-                _check_window(e, "estimate", bad)
+            viewed = view.add(e)
+            if viewed is not None:
+                _check_release(viewed, view, total, bad)
             elif e.kind == "rebind":
                 if thaw(e.payload["previous"]) != binding:
                     bad(e.seq, f"{where}: rebinds from a source that was not the bound one")
                 binding = thaw(e.payload["current"])
+        except MalformedEntry as exc:
+            bad(e.seq, str(exc))
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             bad(e.seq, f"{where}: malformed {e.kind} payload ({exc})")
+
+    for witness in extends:
+        if witness != record.genesis and witness not in {e.hash for e in entries}:
+            bad(None, f"the ledger does not extend the head {witness[:16]}… a release was given (entries changed or "
+                      f"removed since, or another ledger)")
 
     if chain_problem is None:
         if record.source != binding:
@@ -189,7 +219,7 @@ def verify(record: AuditRecord) -> VerifyReport:
     return VerifyReport(
         ok=not problems, entries=len(rows), fresh=counts["fresh"], inferred=counts["inferred"],
         rejected=counts["rejected"], rebinds=counts["rebind"],
-        system_cost=history.system_cost if intact else None, total_budget=total,
+        system_cost=view.system_cost if intact else None, total_budget=total,
         head_hash=entries[-1].hash if entries and intact else None,
-        problems=tuple(problems), first_bad_seq=first_bad,
+        problems=tuple(problems), first_bad_seq=first_bad, delta_spent=view.delta_spent if intact else None,
     )

@@ -52,6 +52,12 @@ def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 2
     return panel.assessment
 
 
+def wait_released(qtbot, window, timeout: int = 30000) -> None:
+    """Wait until the answer panel's release (run off the GUI thread) was recorded or refused."""
+    panel = window.requests.answer
+    qtbot.waitUntil(lambda: not panel.release_runner.is_running(), timeout=timeout)
+
+
 @pytest.fixture
 def demo_window(qtbot, tmp_path: Path, settings, dialogs):
     """The main window with a fresh demo project opened through the Start page's Open demo button."""

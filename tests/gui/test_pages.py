@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from dpdesk.appdata.bundled import resource
 
-from .conftest import wait_assessed
+from .conftest import wait_assessed, wait_released
 
 
 def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, settings, dialogs, monkeypatch):
@@ -83,9 +83,11 @@ def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path
         win.requests.select_request(rid)
         wait_assessed(qtbot, win, rid)
         qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+        wait_released(qtbot, win)
     win.requests.select_request("q03")
     wait_assessed(qtbot, win, "q03")
     qtbot.mouseClick(win.requests.answer.infer_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     audit = win.audit
     assert audit.model.rowCount() == 3
     audit.kind.setCurrentText("inferred")
@@ -116,6 +118,7 @@ def test_heatmap_hover_names_cell_cost_and_spenders(demo_window, qtbot):
     win.requests.select_request("q01")  # count(sex="Female")
     wait_assessed(qtbot, win, "q01")
     qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     budget = win.requests.budget
     budget.row_attr.setCurrentText("age")
     budget.col_attr.setCurrentText("sex")
@@ -139,6 +142,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
         btn = {"infer": win.requests.answer.infer_btn, "spend": win.requests.answer.spend_btn}.get(a.decision)
         if btn is not None:
             qtbot.mouseClick(btn, Qt.MouseButton.LeftButton)
+            wait_released(qtbot, win)
     entry = win.session.project.entry_for("q37")
     assert entry.kind == "fresh" and entry.payload["fusion_weight"] is not None
     released, raw = entry.payload["released"], entry.payload["answer"]

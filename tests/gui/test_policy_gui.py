@@ -10,7 +10,7 @@ from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.gui.policy_dialog import SpendPolicyDialog
 from dpdesk.store.project import Project
 
-from .conftest import wait_assessed
+from .conftest import wait_assessed, wait_released
 
 
 def test_policy_dialog_edits_and_checks_the_fractions(qtbot):
@@ -55,6 +55,7 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
     assert paced.spend_alpha == pytest.approx(0.25 * paced.headroom) and paced.spend_alpha > plain.spend_alpha
     assert "raised by the spend policy" in win.requests.answer.fields["fresh"].text()
     qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     assert "the spend policy" in dialogs.confirms[-1][1] and f"{plain.spend_alpha:.6g}" in dialogs.confirms[-1][1]
     entry = win.session.ledger()[-1]
     assert entry.kind == "fresh" and entry.payload["alpha"] == pytest.approx(paced.spend_alpha)

@@ -11,7 +11,7 @@ from dpdesk.engine.budget.accounting import preview
 from dpdesk.gui.budget_panel import project_2d
 from dpdesk.store.project import Project
 
-from .conftest import wait_assessed
+from .conftest import wait_assessed, wait_released
 
 
 def select(qtbot, win, rid):
@@ -54,6 +54,7 @@ def test_fresh_answer_changes_ledger_heatmap_and_budget_by_engine_values(demo_wi
     assert panel.spend_btn.isEnabled() and not panel.infer_btn.isVisible()
     before = win.session.project.history().cell_costs.copy()
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     assert dialogs.confirms and f"{a.budget.system_cost:.6g} → {a.budget.system_cost_after:.6g}" in dialogs.confirms[-1][1]
     entry = win.session.ledger()[-1]
     assert (entry.kind, entry.request_id, entry.payload["alpha"]) == ("fresh", "q01", a.cost)
@@ -82,12 +83,14 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
     for rid in ("q01", "q02"):
         select(qtbot, win, rid)
         qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+        wait_released(qtbot, win)
     spent = win.session.budget()
     a = select(qtbot, win, "q03")  # count(sex=[Female, Male]) = q01 + q02
     assert a.decision == "infer" and a.estimable and a.confidence_at_eps >= 0.95
     assert panel.infer_btn.isEnabled() and not panel.spend_btn.isEnabled()
     assert panel.plot.mode in ("bars", "steps")
     qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     entry = win.session.ledger()[-1]
     assert entry.kind == "inferred" and entry.request_id == "q03"
     assert entry.payload["estimate"] == a.estimate.estimate
@@ -127,6 +130,7 @@ def test_keyboard_next_previous_and_release(demo_window, qtbot):
     qtbot.keySequence(win.requests, QKeySequence("Ctrl+Up"))
     wait_assessed(qtbot, win, "q01")
     qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+S"))
+    wait_released(qtbot, win)
     assert win.session.request("q01").status == "answered"
 
 
@@ -150,8 +154,10 @@ def test_close_and_reopen_shows_the_same_state(demo_window, qtbot, settings, tmp
     for rid in ("q01", "q02"):
         select(qtbot, win, rid)
         qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+        wait_released(qtbot, win)
     select(qtbot, win, "q03")
     qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
     select(qtbot, win, "q34")
     qtbot.mouseClick(panel.reject_btn, Qt.MouseButton.LeftButton)
     panel.method.setCurrentText("direct")
@@ -173,3 +179,24 @@ def test_close_and_reopen_shows_the_same_state(demo_window, qtbot, settings, tmp
     assert again.requests.answer.method.currentText() == "direct"  # layout/settings persisted
     assert again.audit.verify().ok
     again.close()
+
+
+def test_a_release_whose_ledger_moved_is_refused_and_assessed_again_in_view(demo_window, qtbot, dialogs):
+    win = demo_window
+    panel = win.requests.answer
+    shown = select(qtbot, win, "q01")
+    assert shown.decision == "spend"
+    # the ledger moves behind the panel's back (as another window or a script on this session would)
+    project = win.session.project
+    project.release(project.assess("q02"))
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    assert "Not released:" in panel.result.text() and "assess it again" in panel.result.text()
+    assert win.session.project.entry_for("q01") is None and not dialogs.errors
+    again = wait_assessed(qtbot, win, "q01")
+    assert again is not shown and again.basis.ledger_head == project.head()[1] != shown.basis.ledger_head
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)  # the new assessment goes through
+    wait_released(qtbot, win)
+    entry = win.session.project.entry_for("q01")
+    assert entry.payload["alpha"] == again.spend_alpha and entry.prev_hash == again.basis.ledger_head
+    assert "Reply:" in panel.result.text() and entry.hash in panel.result.text()

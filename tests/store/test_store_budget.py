@@ -66,10 +66,11 @@ def test_recomputed_cost_never_exceeds_total(pristine, total, requests, policy):
         engine_history = History((2, 2))
         sampler = SeededSampler(len(requests))  # a test project: reproducible noise, so failures replay
         with Project.open(path, "w") as p:
+            p.set_spend_policy(policy)
             for q, eps, delta in requests:
                 r = p.add_request(q, eps, delta)
                 try:
-                    release = p.answer(r.id, sampler=sampler, method=METHOD, policy=policy)
+                    release = p.answer(r.id, sampler=sampler, method=METHOD)
                 except RequestStateError as exc:  # the decision was reject (the budget, or the spend policy)
                     assert "cannot be answered" in str(exc)
                     p.reject(r.id)
@@ -98,7 +99,8 @@ def test_a_paced_fresh_answer_records_the_policy_and_what_the_request_needed(pri
         paced = p.assess(r.id, policy=SpendPolicy(floor=0.25))
         assert paced.needed_alpha == pytest.approx(plain.spend_alpha)
         assert paced.spend_alpha == pytest.approx(0.25 * 2.0)  # a quarter of each untouched cell's 2.0
-        release = p.answer(r.id, sampler=SeededSampler(1), policy=SpendPolicy(floor=0.25))
+        p.set_spend_policy(SpendPolicy(floor=0.25))
+        release = p.answer(r.id, sampler=SeededSampler(1))
         assert release.kind == "fresh" and release.alpha == pytest.approx(paced.spend_alpha)
         entry = p.entry_for(r.id)
         assert entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
@@ -106,8 +108,9 @@ def test_a_paced_fresh_answer_records_the_policy_and_what_the_request_needed(pri
         assert p.history().cell_costs.max() == pytest.approx(0.5)
         # a tight request that would take more than half of what is left is declined, nothing spent
         tight = p.add_request([1, 0, 0, 0], 1.2, 0.2)
+        p.set_spend_policy(SpendPolicy(floor=0.1, cap=0.5))
         with pytest.raises(RequestStateError, match="declined by the spend policy"):
-            p.answer(tight.id, sampler=SeededSampler(2), policy=SpendPolicy(floor=0.1, cap=0.5))
+            p.answer(tight.id, sampler=SeededSampler(2))
         assert p.history().cell_costs.max() == pytest.approx(0.5) and len(p.ledger()) == 1
         assert p.verify().ok
 

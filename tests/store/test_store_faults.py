@@ -157,7 +157,9 @@ def pristine(tmp_path_factory, forks):
 
 def test_kill_everywhere_on_the_fresh_path(forks, pristine, tmp_path):
     out = _sweep(forks, pristine["fresh"], "r1", tmp_path, "fresh", step=1)
-    assert out["points"] >= 150
+    # every SQLite instruction of the ledger transaction is a kill point (140 in format 3, whose
+    # one-decision index tests a shorter condition than format 2's, which had 150 and more)
+    assert out["points"] >= 120
     assert 0 < out["recorded"] < out["points"] + 1 and out["printed"] >= 2
 
 

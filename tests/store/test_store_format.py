@@ -5,10 +5,11 @@ from __future__ import annotations
 import sqlite3
 import struct
 
+import numpy as np
 import pytest
 
 from dpdesk.store import Project
-from dpdesk.store import db
+from dpdesk.store import db, ledger
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 
@@ -136,7 +137,68 @@ def test_a_format_1_project_is_read_as_greedy_and_migrated_on_write(store, monke
         assert p.spend_policy is None and p.verify().ok
     assert store.digest(path) == before
     with Project.open(path, "w") as p:
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
         p.set_spend_policy(SpendPolicy(floor=0.1, cap=0.5))
     with Project.open(path, "r") as p:
         assert p.spend_policy == SpendPolicy(floor=0.1, cap=0.5) and p.verify().ok
+
+
+def _record_as_format_2(p, a, sampler):
+    """Record assessment ``a`` the way format-2 dpdesk did: its payload members, nothing else (no
+    mechanism, charge, values or basis), so the migration is tested on entries as they were written."""
+    from dpdesk.engine.answering.fresh import release_fresh
+
+    req = p.request(a.request.id)
+    common = {"query": req.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
+              "history_prefix": a.estimate.history_size}
+    if a.decision == "infer":
+        payload = {**common, "estimate": a.release_estimate, "interval": list(a.release_interval),
+                   "credible_interval": list(a.interval), "confidence_at_eps": a.confidence_at_eps,
+                   "method": a.method, "prior": a.prior}
+        return p._record("inferred", req.id, payload, "answered")
+    fresh = release_fresh(a, p.cube(), sampler, allow_insecure=True)
+    payload = {**common, "sensitivity": fresh.sensitivity, "alpha": fresh.alpha, "family": fresh.family,
+               "answer": fresh.answer, "sampler": fresh.sampler, "system_cost_after": a.budget.system_cost_after,
+               "released": fresh.released, "interval": list(fresh.released_interval),
+               "fusion_weight": fresh.fusion_weight, "history_estimate": fresh.history_estimate,
+               "policy": a.policy, "needed_alpha": a.needed_alpha}
+    return p._record("fresh", req.id, payload, "answered")
+
+
+def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(store, monkeypatch):
+    from dpdesk.engine.mechanisms.noise import SeededSampler
+
+    with monkeypatch.context() as m:  # a project written by a dpdesk that knew only format 2
+        m.setattr(db, "FORMAT_VERSION", 2)
+        path = store.new_project(test_project=True, budget=5.0)
+        with Project.open(path, "w") as p:
+            for q, eps in (('count(age="0-30")', 4.0), ("[0.5, 0, 0, 1.5]", 4.0), ('count(age="0-30")', 40.0),
+                           ("[1, 1, 1, 1]", 0.01)):
+                p.add_request(q, eps, 0.1)
+            for rid in ("r1", "r2", "r3"):
+                _record_as_format_2(p, p.assess(rid), SeededSampler(3))
+            p.reject("r4", "too tight")
+            assert [e.kind for e in p.ledger()] == ["fresh", "fresh", "inferred", "rejected"]
+            assert "mechanism" not in p.ledger()[0].payload
+    with Project.open(path, "r") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        before = p.ledger()
+        report = p.verify()
+        costs = p.view().cell_costs
+    assert report.ok, report.problems
+    with Project.open(path, "w") as p:  # migrated on write-open; the rows move over as they were
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert [(e.seq, e.hash, e.prev_hash) for e in p.ledger()] == [(e.seq, e.hash, e.prev_hash) for e in before]
+        assert p.verify(extends=[before[0].hash, before[-1].hash]).ok
+        np.testing.assert_array_equal(p.view().cell_costs, costs)
+        assert [r.mechanism.name for r in p.view().releases] == ["discrete_laplace", "laplace", "inference"]
+        r5 = p.add_request("[0, 1, 0, 0]", 6.0, 0.1)
+        release = p.release(p.assess(r5.id), SeededSampler(4))  # a format-3 entry after format-2 ones
+        entry = release.entry
+        assert entry.payload["mechanism"] == "discrete_laplace" and list(entry.payload["values"]) == [release.answer]
+        assert entry.payload["basis"]["ledger_head"] == before[-1].hash == entry.prev_hash
+        with pytest.raises(sqlite3.IntegrityError):  # one decision per request still holds after the rebuild
+            with db.transaction(p.connection):
+                ledger.append(p.connection, p.genesis, time="t", kind="rejected", request_id="r5", payload={})
+        report = p.verify()
+    assert report.ok and report.fresh == 3, report.problems

@@ -181,8 +181,9 @@ def test_intact_project_verifies_through_the_cli(store, ledgered):
 
 
 def _rechained(store, path, name, seq, edit):
-    """Rewrite the *whole* chain with entry ``seq``'s payload edited, every hash recomputed: the forgery
-    the hash chain alone cannot see (docs/project-file.md); verify's accounting checks still can."""
+    """Rewrite the *whole* chain with entry ``seq``'s payload edited, every hash (and every recorded
+    assessment head) recomputed: the forgery the hash chain alone cannot see (docs/project-file.md);
+    verify's accounting checks still can, and a witness held outside the file can."""
     from dpdesk.store import ledger
 
     copy = store.dir / name
@@ -197,6 +198,8 @@ def _rechained(store, path, name, seq, edit):
         payload = ledger.thaw(e.payload)
         if e.seq == seq:
             edit(payload)
+        if payload.get("basis"):  # the head each release was assessed on, rewritten too
+            payload["basis"]["ledger_head"] = (ledger.head(conn) or (0, genesis))[1]
         ledger.append(conn, genesis, time=e.time, kind=e.kind, request_id=e.request_id, payload=payload)
     conn.commit()
     conn.close()
@@ -223,3 +226,48 @@ def test_a_consistent_rewrite_is_still_checked_for_what_was_promised(store, ledg
 
     report = _rechained(store, ledgered, "wide.dpdesk", fresh, widen)
     assert not report.ok and report.first_bad_seq == fresh and "not a 2ε" in report.problems[0]
+
+
+def test_a_recorded_charge_is_checked_against_the_mechanisms_privacy_map(store, ledgered):
+    with Project.open(ledgered, "r") as p:
+        fresh = min(e.seq for e in p.ledger() if e.kind == "fresh")
+
+    def undercharge(p):  # the entry claims half the per-cell charge its mechanism's privacy map gives
+        p["charge"]["terms"][0]["scale"] /= 2
+
+    report = _rechained(store, ledgered, "charge.dpdesk", fresh, undercharge)
+    assert not report.ok and report.first_bad_seq == fresh
+    assert "per-cell charge differs from what the discrete_laplace mechanism's privacy map gives" in report.problems[0]
+
+
+def _forge_answer(p):
+    shift = 7.0  # a different answer, its interval moved with it: nothing verify recomputes changes
+    for key in ("answer", "released"):
+        p[key] += shift
+    p["values"] = [v + shift for v in p["values"]]
+    p["interval"] = [v + shift for v in p["interval"]]
+
+
+def test_a_witness_exposes_a_consistently_rechained_ledger(store, ledgered, capsys):
+    """A forged answer, re-chained consistently, passes plain verify; the head a requester holds does not."""
+    from dpdesk.cli import main
+
+    with Project.open(ledgered, "r") as p:
+        first = next(e for e in p.ledger() if e.kind == "fresh")
+        witness = first.hash  # what the requester of the first fresh answer was given
+        last = p.ledger()[-1].hash
+        assert p.verify(extends=[witness, last]).ok
+    forged = _rechained(store, ledgered, "forged.dpdesk", first.seq, _forge_answer)
+    assert forged.ok, forged.problems  # the chain alone cannot see it
+    copy = store.dir / "forged.dpdesk"
+    with Project.open(copy, "r") as p:
+        report = p.verify(extends=[witness])
+    assert not report.ok and "does not extend the head" in report.problems[0] and witness[:16] in report.problems[0]
+    capsys.readouterr()
+    assert main(["verify", str(copy), "--extends", witness]) == 1
+    assert "does not extend the head" in capsys.readouterr().out
+    assert main(["verify", str(ledgered), "--extends", witness]) == 0
+    assert "still extends the 1 head(s) given" in capsys.readouterr().out
+    assert main(["verify", str(ledgered), "--extends", "abc"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "64 lowercase hex digits" in err[0]

@@ -63,6 +63,10 @@ class CellCosts:
         else:
             self._dense += scale * abs_dense(query)
 
+    def add_uniform(self, amount: float) -> None:
+        """``B += amount`` on every cell (a release charged the same on every cell, e.g. a partition)."""
+        self._dense += amount
+
     def _apply(self) -> None:
         if not self._pending:
             return

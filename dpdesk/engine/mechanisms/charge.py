@@ -23,7 +23,7 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.algebra import abs_dense
 from dpdesk.engine.queries.query import Query, query_from_json
 
-__all__ = ["Charge", "ChargeTerm"]
+__all__ = ["Charge", "ChargeTerm", "same_charge"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,17 +104,16 @@ class Charge:
                 and all(a.same_as(b, rel_tol) for a, b in zip(self.terms, other.terms)))
 
     # -- the ledger's form --------------------------------------------------------------------
-    def to_json(self, refs: Mapping[str, Query] | None = None) -> dict[str, Any]:
-        """``{"terms": [{"scale": s, "query": Q}], "delta": δ}``; ``query`` is ``"all"`` for every
-        cell, or the name of a member of ``refs`` (the entry's own members) holding the same query."""
+    def to_json(self, payload: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``{"terms": [{"scale": s, "query": Q}], "delta": δ}``; ``query`` is ``"all"`` for every cell,
+        or the name of a member of ``payload`` (the entry's plain JSON) that holds the same query."""
         terms = []
         for t in self.terms:
             if t.query is None:
                 ref: Any = "all"
             else:
-                ref = next((k for k, q in (refs or {}).items() if q is t.query or q == t.query), None)
-                if ref is None:
-                    ref = t.query.to_json()
+                q = t.query.to_json()
+                ref = next((k for k, v in (payload or {}).items() if isinstance(v, dict) and v == q), q)
             terms.append({"scale": t.scale, "query": ref})
         return {"terms": terms, "delta": self.delta}
 
@@ -139,3 +138,11 @@ class Charge:
             terms.append(ChargeTerm(t["scale"], q))
         return cls(tuple(terms), obj.get("delta", 0.0))
 
+
+
+def same_charge(a: Charge, b: Charge, n_cells: int, rel_tol: float = 1e-9) -> bool:
+    """The same per-cell charge: term by term, or else cell by cell (within ``rel_tol``), and the same δ."""
+    if a.same_as(b, rel_tol):
+        return True
+    return math.isclose(a.delta, b.delta, rel_tol=rel_tol, abs_tol=0.0) and bool(
+        np.allclose(a.dense(n_cells), b.dense(n_cells), rtol=rel_tol, atol=1e-15))

@@ -1,0 +1,311 @@
+"""An assessment of one count request: what history says, what a fresh answer costs, and the decision.
+
+:class:`Assessment` holds the results of the pipeline's three steps (:mod:`dpdesk.engine.answering.workflow`)
+— :class:`Inference` (the estimate, posterior and :class:`~dpdesk.engine.inference.posterior.CredibleInterval`),
+:class:`Pricing` (the :class:`~dpdesk.engine.inference.fusion.FusionPlan`, the spend policy's
+:class:`~dpdesk.engine.budget.policy.PolicyOutcome` and the :class:`~dpdesk.engine.budget.accounting.BudgetPreview`)
+and the decision — plus the :class:`~dpdesk.engine.mechanisms.base.Basis` it was computed from. It is a
+:class:`~dpdesk.engine.mechanisms.base.ReleasePlan`: the store records exactly it (``record()`` and, for
+*spend*, ``draw(cube, sampler)``), never deciding again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from dpdesk.engine.answering.fresh import release_fresh
+from dpdesk.engine.answering.request import Request, Settings
+from dpdesk.engine.budget.accounting import BudgetPreview
+from dpdesk.engine.budget.policy import PolicyOutcome
+from dpdesk.engine.inference.fusion import FusionPlan
+from dpdesk.engine.inference.history import Estimate
+from dpdesk.engine.inference.posterior import CredibleInterval, Posterior
+from dpdesk.engine.inference.prior import TruncatedPosterior
+from dpdesk.engine.mechanisms.base import Basis, Mechanism
+from dpdesk.engine.mechanisms.charge import Charge
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
+from dpdesk.engine.mechanisms.postprocessing import INFERENCE
+from dpdesk.engine.schema import Schema
+
+__all__ = ["Assessment", "Decision", "Inference", "Pricing"]
+
+Decision = Literal["infer", "spend", "reject"]
+
+
+@dataclass(frozen=True, eq=False)
+class Inference:
+    """What released history says about the request's answer (no budget involved)."""
+
+    estimate: Estimate
+    posterior: Posterior | TruncatedPosterior | None = None
+    credible: CredibleInterval | None = None  # the narrowest (highest-density) 1−δ interval
+    confidence_at_eps: float | None = None  # posterior mass of the window an inferred answer releases
+    release_estimate: float | None = None  # what "infer" releases (θ̂, or θ̂ clipped into the best window)
+    release_interval: tuple[float, float] | None = None  # [θ̂ ± ε], or the best 2ε window under a prior
+    prior: str = "flat"  # "flat" or "bounded [L, U]"
+    prior_bounds: tuple[float, float] | None = None
+    interval_query: tuple[float, float] | None = None  # an interval the caller asked about, and its mass
+    interval_probability: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Pricing:
+    """What a fresh answer would cost: Thm 5.3's α, the fused α, the spend policy, the budget after."""
+
+    noise: NoiseMechanism  # the family a fresh answer is drawn from
+    fresh_alpha: float  # Thm 5.3: the answer alone meets (ε, δ)
+    spend_alpha: float  # what "spend" charges (fused and/or paced)
+    needed_alpha: float  # what the request needs before the spend policy
+    budget: BudgetPreview  # system cost now and after spending ``spend_alpha``
+    cell_costs: np.ndarray  # the per-cell costs it was priced against (read-only)
+    charge: Charge  # the fresh answer's per-cell charge at ``spend_alpha``
+    fusion: FusionPlan | None = None  # the fusion search, when fusion was considered
+    pacing: PolicyOutcome | None = None  # the spend policy's outcome, under a policy
+    fusion_weight: float | None = None  # t: weight of the new answer in the released value (None: not fused)
+    fused_confidence: float | None = None  # fused posterior mass on ±ε at ``spend_alpha``
+
+
+@dataclass(frozen=True, eq=False)
+class Assessment:
+    """Everything the curator sees before deciding; computed from public quantities only."""
+
+    request: Request
+    inference: Inference
+    pricing: Pricing
+    decision: Decision
+    reason: str
+    settings: Settings
+    basis: Basis
+    elapsed_ms: float = 0.0
+    schema: Schema | None = field(default=None, repr=False)
+
+    # -- the release plan (dpdesk.engine.mechanisms.base.ReleasePlan) ----------------------------
+    @property
+    def mechanism(self) -> Mechanism:
+        """Inference (free) for *infer*, the noise family otherwise."""
+        return INFERENCE if self.decision == "infer" else self.pricing.noise
+
+    @property
+    def request_id(self) -> str:
+        return self.request.id
+
+    @property
+    def releasable(self) -> bool:
+        return self.decision != "reject"
+
+    @property
+    def needs_data(self) -> bool:
+        return self.decision == "spend"
+
+    @property
+    def charge(self) -> Charge:
+        return self.pricing.charge if self.decision == "spend" else Charge()
+
+    def record(self) -> dict[str, Any]:
+        """The ledger payload known before any data is touched (DESIGN §4: public quantities only)."""
+        q = self.request.query
+        out: dict[str, Any] = {"query": q.to_json(), "query_text": q.text, "eps": self.request.eps,
+                               "delta": self.request.delta, "history_prefix": self.estimate.history_size}
+        if self.decision == "infer":
+            inf = self.inference
+            assert inf.release_interval is not None and inf.credible is not None
+            # θ̂ ± ε under the flat prior; under known bounds the best 2ε window (θ̂ clipped into it)
+            out.update(estimate=inf.release_estimate, interval=list(inf.release_interval),
+                       credible_interval=[inf.credible.low, inf.credible.high],
+                       confidence_at_eps=inf.confidence_at_eps, method=self.method, prior=inf.prior,
+                       values=[inf.release_estimate])
+        elif self.decision == "spend":
+            p = self.pricing
+            out.update(sensitivity=q.sensitivity, alpha=p.spend_alpha, family=p.noise.name,
+                       system_cost_after=p.budget.system_cost_after, policy=self.policy, needed_alpha=p.needed_alpha,
+                       fusion_weight=p.fusion_weight,
+                       history_estimate=self.estimate.estimate if p.fusion_weight is not None else None)
+        return out
+
+    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
+        """The fresh answer's payload members: raw ``answer`` ỹ (the history row), the ``released`` value
+        (ỹ fused with θ̂_H when fused), its ±ε ``interval``, the ``sampler``. Empty for *infer*."""
+        if self.decision != "spend":
+            return {}
+        fresh = release_fresh(self, cube, sampler, allow_insecure=allow_insecure)
+        return {"answer": fresh.answer, "released": fresh.released, "interval": list(fresh.released_interval),
+                "sampler": fresh.sampler, "values": [fresh.released]}
+
+    # -- reading it --------------------------------------------------------------------------
+    @property
+    def estimate(self) -> Estimate:
+        return self.inference.estimate
+
+    @property
+    def estimable(self) -> bool:
+        return self.inference.estimate.estimable
+
+    @property
+    def posterior(self) -> Posterior | TruncatedPosterior | None:
+        return self.inference.posterior
+
+    @property
+    def credible(self) -> CredibleInterval | None:
+        return self.inference.credible
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        c = self.inference.credible
+        return None if c is None else (c.low, c.high)
+
+    @property
+    def interval_confidence(self) -> float | None:
+        c = self.inference.credible
+        return None if c is None else c.confidence
+
+    @property
+    def confidence_at_eps(self) -> float | None:
+        return self.inference.confidence_at_eps
+
+    @property
+    def release_estimate(self) -> float | None:
+        return self.inference.release_estimate
+
+    @property
+    def release_interval(self) -> tuple[float, float] | None:
+        return self.inference.release_interval
+
+    @property
+    def prior(self) -> str:
+        return self.inference.prior
+
+    @property
+    def prior_bounds(self) -> tuple[float, float] | None:
+        return self.inference.prior_bounds
+
+    @property
+    def interval_query(self) -> tuple[float, float] | None:
+        return self.inference.interval_query
+
+    @property
+    def interval_probability(self) -> float | None:
+        return self.inference.interval_probability
+
+    @property
+    def noise(self) -> NoiseMechanism:
+        return self.pricing.noise
+
+    @property
+    def family(self) -> str:
+        """The registered name of :attr:`noise`."""
+        return self.pricing.noise.name
+
+    @property
+    def fresh_alpha(self) -> float:
+        return self.pricing.fresh_alpha
+
+    @property
+    def spend_alpha(self) -> float:
+        return self.pricing.spend_alpha
+
+    @property
+    def needed_alpha(self) -> float:
+        return self.pricing.needed_alpha
+
+    @property
+    def fusion_weight(self) -> float | None:
+        return self.pricing.fusion_weight
+
+    @property
+    def fused_confidence(self) -> float | None:
+        return self.pricing.fused_confidence
+
+    @property
+    def budget(self) -> BudgetPreview:
+        return self.pricing.budget
+
+    @property
+    def cell_costs(self) -> np.ndarray:
+        return self.pricing.cell_costs
+
+    @property
+    def headroom(self) -> float | None:
+        """Largest α the query's cells can still pay for (None without a spend policy)."""
+        return None if self.pricing.pacing is None else self.pricing.pacing.headroom
+
+    @property
+    def fusion(self) -> bool:
+        """Whether fusion with history was considered."""
+        return self.settings.fusion
+
+    @property
+    def policy(self) -> str:
+        return "greedy" if self.settings.policy is None else self.settings.policy.describe()
+
+    @property
+    def method(self) -> str:
+        return str(self.basis.method)
+
+    @property
+    def sensitivity(self) -> float:
+        return self.request.query.sensitivity
+
+    @property
+    def cost(self) -> float:
+        """Budget this decision spends (0 for infer and reject; ``spend_alpha`` for spend)."""
+        return self.pricing.spend_alpha if self.decision == "spend" else 0.0
+
+    @property
+    def fused(self) -> bool:
+        """True when a fresh answer would be released fused with history."""
+        return self.pricing.fusion_weight is not None
+
+    @property
+    def saving(self) -> float:
+        """Budget fusion saves on a fresh answer relative to Thm 5.3 (0 without fusion)."""
+        return self.pricing.fresh_alpha - self.pricing.spend_alpha
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN §6 assessment object (fields that do not apply are null), plus its basis."""
+        est, b, inf = self.estimate, self.budget, self.inference
+        out: dict[str, Any] = {
+            "request_id": self.request.id,
+            "estimable": est.estimable,
+            "estimate": est.estimate,
+            "std": est.std,
+            "interval": list(self.interval) if self.interval else None,
+            "interval_confidence": self.interval_confidence,
+            "confidence_at_eps": self.confidence_at_eps,
+            "eps": self.request.eps,
+            "delta": self.request.delta,
+            "decision": self.decision,
+            "reason": self.reason,
+            "sensitivity": self.sensitivity,
+            "family": self.family,
+            "fresh_alpha": self.fresh_alpha,
+            "spend_alpha": self.spend_alpha,
+            "fusion": self.fusion,
+            "fusion_weight": self.fusion_weight,
+            "fused_confidence": self.fused_confidence,
+            "prior": inf.prior,
+            "prior_bounds": list(inf.prior_bounds) if inf.prior_bounds else None,
+            "release_estimate": inf.release_estimate,
+            "release_interval": list(inf.release_interval) if inf.release_interval else None,
+            "policy": self.policy,
+            "needed_alpha": self.needed_alpha,
+            "headroom": self.headroom if self.headroom is None or math.isfinite(self.headroom) else None,
+            "system_cost": b.system_cost,
+            "system_cost_after": b.system_cost_after,
+            "remaining": b.remaining,
+            "remaining_after": b.remaining_after,
+            "total_budget": b.total,
+            "cell_costs": [float(c) for c in self.cell_costs],
+            "history_size": est.history_size,
+            "coefficients": None if est.coefficients is None else [float(a) for a in est.coefficients],
+            "method": self.method,
+            "elapsed_ms": self.elapsed_ms,
+            "basis": self.basis.to_json(),
+        }
+        if inf.interval_query is not None:
+            out["interval_query"] = list(inf.interval_query)
+            out["interval_probability"] = inf.interval_probability
+        return out

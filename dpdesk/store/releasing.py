@@ -1,0 +1,184 @@
+"""The one release path of a project: assess from public inputs, then record exactly that assessment.
+
+:class:`Releasing` is the part of :class:`~dpdesk.store.project.Project` that answers requests.
+:meth:`~Releasing.assess` computes a :class:`~dpdesk.engine.answering.assessment.Assessment` from the
+ledger view and the curator's settings and records its basis (ledger head, settings, method, seed).
+:meth:`~Releasing.release` takes any :class:`~dpdesk.engine.mechanisms.base.ReleasePlan` — an assessment
+or a plan of another release kind — refuses it with one line if the ledger or the settings moved since
+(:class:`~dpdesk.store.errors.StaleAssessment`), draws what it needs from the vetted sampler, and
+**commits the entry (fsync'd) before returning it**; if the commit fails the draw is discarded unseen.
+It never decides again. A retry after a crash finds the recorded release and returns it instead of
+drawing again; a unique index makes a second decision for one request impossible.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dpdesk.engine.answering.assessment import Assessment
+from dpdesk.engine.answering.request import Settings
+from dpdesk.engine.answering.workflow import assess
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.errors import BudgetError
+from dpdesk.engine.inference.history import History
+from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.mechanisms.base import ReleasePlan
+from dpdesk.engine.mechanisms.charge import same_charge
+from dpdesk.engine.mechanisms.noise import NoiseSampler
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+from dpdesk.store import ledger
+from dpdesk.store.answering import FROM_PROJECT
+from dpdesk.store.canonical import canonical_json
+from dpdesk.store.checkpoints import checkpoint
+from dpdesk.store.errors import DrawDiscarded, RequestStateError, StaleAssessment, StoreError
+from dpdesk.store.release import Release, release_from_entry
+from dpdesk.store.view import LedgerView
+
+def what_of(plan: ReleasePlan) -> str:
+    return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
+
+
+class Releasing:
+    """Assessing and releasing (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
+
+    _view: LedgerView | None = None
+
+    # -- the ledger view -----------------------------------------------------------------------
+    def view(self) -> LedgerView:
+        """The project's ledger view, extended with the entries recorded since it was last read."""
+        if self._view is None:
+            self._view = LedgerView(self.schema, self.genesis)
+        view = self._view
+        with view.growing():  # a sibling on a worker thread shares this view
+            fresh = [ledger.decode(r) for r in ledger.raw_rows(self._conn, after=view.head[0])]
+            if not fresh or view.extends(fresh[0]):
+                view.extend(fresh)
+                return view
+        # the ledger does not continue the one read so far (another file under this name): start over
+        self._view = view = LedgerView(self.schema, self.genesis)
+        view.extend(ledger.decode(r) for r in ledger.raw_rows(self._conn))
+        return view
+
+    def head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""
+        return ledger.head(self._conn) or (0, self.genesis)
+
+    def history(self) -> History:
+        """The engine's History of everything released (the view's; extended, never rebuilt)."""
+        with self.view().assessing() as state:
+            return state.history
+
+    def answering_settings(self) -> Settings:
+        """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
+        return Settings(float(self.total_budget), self.spend_policy, self.prior)
+
+    # -- assessing -----------------------------------------------------------------------------
+    def assess(
+        self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
+        policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
+        seed: int | None = None,
+    ) -> Assessment:
+        """The engine's assessment of a stored request against the ledger as it is now (spends nothing).
+
+        ``policy`` and ``prior`` default to the project's :attr:`spend_policy` and :attr:`prior`; others
+        (None for the greedy rule / the flat prior) show what they would do — such an assessment cannot
+        be released. ``seed`` fixes Monte Carlo's randomness (drawn and recorded when not given).
+        """
+        req = self.request(request_id)
+        settings = Settings(float(self.total_budget), self._setting(policy, "spend_policy"),
+                            self._setting(prior, "prior"))
+        with self.view().assessing() as s:
+            return assess(s.history, req.to_request(), settings, method=method, seed=seed, interval=interval,
+                          cell_costs=s.cell_costs, head=s.head, schema=self.schema)
+
+    def _setting(self, given: Any, name: str) -> Any:
+        return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given
+
+    # -- releasing -----------------------------------------------------------------------------
+    def release(self, plan: ReleasePlan, sampler: NoiseSampler | None = None) -> Release:
+        """Record exactly ``plan`` and return it, durably recorded first (see the module docstring)."""
+        self._require_writer()
+        checkpoint("answer:start")
+        rid = plan.request_id
+        if rid is not None:
+            done = self.entry_for(rid)
+            if done is not None:
+                return release_from_entry(done, recovered=True)
+            status = self.request(rid).status
+            if status != "pending":
+                raise RequestStateError(f"request {rid!r} is {status} but has no ledger entry (run verify)")
+        self._check_basis(plan)
+        if not plan.releasable:
+            raise RequestStateError(f"request {rid!r} cannot be answered: {plan.reason}; nothing was spent "
+                                    "(record the refusal with `dpdesk reject`)")
+        costs = self.view().cell_costs
+        after = costs + plan.charge.dense(costs.size)
+        if after.size and float(after.max()) > float(self.total_budget):
+            raise BudgetError(f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
+                              f"over the total budget {float(self.total_budget):g}; nothing was released")
+        payload = plan.record()
+        drawn: dict[str, Any] = {}
+        if plan.needs_data:
+            sampler = sampler if sampler is not None else OpenDPSampler()  # imports opendp on first draw
+            if not getattr(sampler, "secure", False) and not self.test_project:
+                raise StoreError(f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
+                                 f"{self.path.name} is not a test project")
+            cube = self.cube()
+            checkpoint("answer:cube")
+            drawn = plan.draw(cube, sampler, allow_insecure=self.test_project)
+            checkpoint("answer:drawn")
+        payload.update(drawn)
+        payload.update(mechanism=plan.mechanism.name, charge=plan.charge.to_json(payload), basis=plan.basis.to_json())
+        # what the view and verify will charge is the mechanism's privacy map: it must be what was priced
+        mapped = plan.mechanism.contribution(json.loads(canonical_json(payload)), self.schema.shape).charge
+        if not same_charge(mapped, plan.charge, self.schema.n_cells):
+            del drawn, payload  # never shown, never returned
+            raise StoreError(f"{what_of(plan)}: the planned per-cell charge differs from the {plan.mechanism.name} "
+                             "mechanism's privacy map; nothing was recorded")
+        try:
+            entry = self._record(plan.mechanism.kind, rid, payload, "answered" if rid is not None else None)
+        except BaseException as exc:
+            if not drawn:
+                raise
+            del drawn, payload  # never shown, never returned
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise DrawDiscarded(f"the fresh answer to {rid!r} could not be recorded ({exc}); it was discarded unseen") from None
+        checkpoint("answer:committed" if plan.needs_data else "answer:recorded")
+        return release_from_entry(entry, recovered=False)
+
+    def _check_basis(self, plan: ReleasePlan) -> None:
+        """Refuse a plan assessed against another ledger head or other settings, in one line."""
+        b, (seq, now) = plan.basis, self.head()
+        what = what_of(plan)
+        if b.ledger_head != now:
+            then = ("outside this project" if b.ledger_head is None
+                    else f"at ledger entry #{b.ledger_seq} ({b.ledger_head[:12]}…)")
+            raise StaleAssessment(f"{what} was assessed {then} but the ledger is now at entry #{seq} ({now[:12]}…); "
+                                  "nothing was released — assess it again")
+        settings = self.answering_settings().to_json()
+        if dict(b.settings) != settings:
+            changed = ", ".join(k for k in settings if b.settings.get(k) != settings[k]) or "settings"
+            raise StaleAssessment(f"{what} was assessed under other answering settings ({changed}); "
+                                  "nothing was released — assess it again")
+
+    def answer(
+        self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft",
+        expect: str | None = None,
+    ) -> Release:
+        """Assess a pending request under the project's settings and release exactly that assessment.
+
+        Returns the recorded answer (``recovered=True``) if the request was already answered, e.g. by a
+        process that crashed before it could show it. ``expect`` is the decision the caller expects
+        ("infer" or "spend"); if the assessment decides otherwise, nothing is released.
+        """
+        self._require_writer()
+        done = self.entry_for(request_id)
+        if done is not None:
+            return release_from_entry(done, recovered=True)
+        a = self.assess(request_id, method=method)
+        checkpoint("answer:assessed")
+        if expect is not None and a.decision != expect:
+            raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
+        return self.release(a, sampler)

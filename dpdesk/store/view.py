@@ -1,0 +1,196 @@
+"""The one view of the ledger: history, per-cell costs, the cost curve and who spent each cell.
+
+A :class:`LedgerView` takes ledger entries in order and derives everything the app, the CLI and
+``verify`` show, asking each entry's mechanism (:mod:`dpdesk.engine.mechanisms.registry`) for its
+contribution — its per-cell charge (the mechanism's privacy map applied to the recorded parameters,
+never a stored total) and the noisy rows it adds to the history the BLUE uses. It only grows: the
+project extends it with the entries recorded since it last looked, so nothing is replayed twice.
+``verify`` builds its own from the raw entries and never trusts a cached one.
+
+Qt-free and thread-aware: one thread (the project's) extends it; a worker reads a consistent
+:meth:`assessing` state (history, costs, head) under a lock while the owner keeps extending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from dpdesk.engine.budget.costs import CellCosts
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.base import Contribution, Mechanism
+from dpdesk.engine.mechanisms.registry import kinds, mechanism
+from dpdesk.engine.schema import Schema
+from dpdesk.store.errors import StoreError
+from dpdesk.store.ledger import LedgerEntry, thaw
+
+__all__ = ["AssessState", "LedgerView", "MalformedEntry", "ViewedRelease", "mechanism_of"]
+
+# entries written before project format 3 name no mechanism: their kind says which one made them
+_FORMAT2_MECHANISM = {"inferred": "inference"}
+
+
+class MalformedEntry(StoreError):
+    """A ledger entry whose payload its mechanism cannot read (named ``entry N: ...``)."""
+
+
+def mechanism_of(entry: LedgerEntry) -> Mechanism:
+    """The registered mechanism that made a release entry (format 2: by kind, or a fresh entry's family)."""
+    p = entry.payload
+    name = p.get("mechanism") or _FORMAT2_MECHANISM.get(entry.kind) or p.get("family")
+    return mechanism(str(name))
+
+
+@dataclass(frozen=True)
+class ViewedRelease:
+    """One release entry and what the view derived from it."""
+
+    entry: LedgerEntry
+    mechanism: Mechanism
+    contribution: Contribution
+    rows_before: int  # history rows released before this entry
+
+
+@dataclass(frozen=True)
+class AssessState:
+    """A consistent moment of the ledger for an assessment: its history, costs and head."""
+
+    history: History
+    cell_costs: np.ndarray
+    head: tuple[int, str]
+
+
+class LedgerView:
+    """Everything derived from a project's ledger, extended entry by entry. See the module docstring."""
+
+    def __init__(self, schema: Schema, genesis: str) -> None:
+        self.schema = schema
+        self.genesis = genesis
+        self._lock = threading.RLock()  # entries, releases, costs, curve
+        self._history_lock = threading.Lock()  # the History (its factorisation grows while estimating)
+        self._entries: list[LedgerEntry] = []
+        self._releases: list[ViewedRelease] = []
+        self._rows: list[HistoryRow] = []
+        self._costs = CellCosts(schema.shape)
+        self._delta = 0.0
+        self._curve: list[tuple[int, float]] = [(0, 0.0)]
+        self._history: History | None = None
+        self.history_builds = 0  # how often a History was built from scratch (visible to tests)
+
+    # -- growing ---------------------------------------------------------------------------------
+    @property
+    def head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the last entry taken; ``(0, genesis)`` before any."""
+        with self._lock:
+            return (self._entries[-1].seq, self._entries[-1].hash) if self._entries else (0, self.genesis)
+
+    def extends(self, entry: LedgerEntry) -> bool:
+        """Whether ``entry`` is the next one of the chain this view has taken."""
+        seq, digest = self.head
+        return entry.seq == seq + 1 and entry.prev_hash == digest
+
+    def growing(self) -> threading.RLock:
+        """Hold it to read new entries and add them without another thread adding the same ones."""
+        return self._lock
+
+    def add(self, entry: LedgerEntry) -> ViewedRelease | None:
+        """Take the next entry. A release entry is read through its mechanism; one that cannot be read is
+        still taken (so the chain goes on, charging nothing) and :class:`MalformedEntry` is raised."""
+        with self._lock:
+            return self._add(entry)
+
+    def _add(self, entry: LedgerEntry) -> ViewedRelease | None:
+        if not self.extends(entry):
+            raise StoreError(f"entry {entry.seq}: does not extend the ledger read so far (ends at #{self.head[0]})")
+        viewed = problem = None
+        if entry.kind in kinds():
+            try:
+                mech = mechanism_of(entry)
+                contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
+                viewed = ViewedRelease(entry, mech, contribution, len(self._rows))
+            except (KeyError, TypeError, ValueError, DpdeskError) as exc:
+                problem = f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        with self._lock:
+            self._entries.append(entry)
+            if viewed is not None:
+                self._releases.append(viewed)
+                for t in viewed.contribution.charge.terms:
+                    if t.query is None:
+                        self._costs.add_uniform(t.scale)
+                    else:
+                        self._costs.add(t.scale, t.query)
+                self._delta += viewed.contribution.charge.delta
+                self._rows.extend(HistoryRow(*r) for r in viewed.contribution.rows)
+            self._curve.append((entry.seq, self.system_cost))
+        if problem is not None:
+            raise MalformedEntry(problem)
+        return viewed
+
+    def extend(self, entries: Iterable[LedgerEntry]) -> None:
+        for e in entries:
+            self.add(e)
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        with self._lock:
+            return tuple(self._entries)
+
+    @property
+    def releases(self) -> tuple[ViewedRelease, ...]:
+        with self._lock:
+            return tuple(self._releases)
+
+    @property
+    def cell_costs(self) -> np.ndarray:
+        """Per-cell privacy loss of everything released (paper Thm 5.4), a read-only copy."""
+        with self._lock:
+            out = self._costs.values.copy()
+        out.setflags(write=False)
+        return out
+
+    @property
+    def system_cost(self) -> float:
+        """The largest per-cell cost: the privacy guarantee of everything released so far."""
+        with self._lock:
+            v = self._costs.values
+            return float(v.max()) if v.size and self._releases else 0.0
+
+    @property
+    def delta_spent(self) -> float:
+        """The sum of the δ of releases charged in (α, δ) (0 while every release is pure)."""
+        with self._lock:
+            return self._delta
+
+    def cost_curve(self) -> list[tuple[int, float]]:
+        """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
+        with self._lock:
+            return list(self._curve)
+
+    def spenders(self, cell: int) -> list[tuple[str, float]]:
+        """(request id, or "entry N" for a release without one; its charge on ``cell``) per charging release."""
+        out = []
+        for r in self.releases:
+            share = r.contribution.charge.at(cell) if r.contribution.charge.terms else 0.0
+            if share > 0:
+                out.append((r.entry.request_id or f"entry {r.entry.seq}", share))
+        return out
+
+    @contextlib.contextmanager
+    def assessing(self) -> Iterator[AssessState]:
+        """The history, costs and head of one moment, the History extended to it (held while in use)."""
+        with self._history_lock:
+            with self._lock:
+                rows, costs, head = list(self._rows), self.cell_costs, self.head
+            h = self._history
+            if h is None or len(h) > len(rows):
+                h = self._history = History(self.schema.shape)
+                self.history_builds += 1
+            for row in rows[len(h):]:
+                h.append(row)
+            yield AssessState(h, costs, head)

@@ -1,0 +1,107 @@
+"""A new release kind plugs into the one release path as docs/architecture.md "Release path" says:
+a mechanism object, one registry line and a plan value — recorded, charged per cell, fed to history
+and verified with nothing else changed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pytest
+
+from dpdesk.engine.mechanisms import registry
+from dpdesk.engine.mechanisms.base import Basis, Contribution, NoisyRow
+from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.mechanisms.laplace import LAPLACE
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import query_from_json
+from dpdesk.store import Project
+from dpdesk.engine.errors import BudgetError
+from dpdesk.store.errors import StaleAssessment, StoreError
+
+
+@dataclass(frozen=True)
+class NoisyCells:
+    """Every cell once with Laplace noise at budget α (a partition: each record in one cell, charge α)."""
+
+    name = "laplace_cells"
+    kind = "partition"
+    label = "noisy cells (Laplace)"
+
+    def contribution(self, payload, shape):
+        alpha, n = float(payload["alpha"]), math.prod(shape)
+        rows = tuple(NoisyRow(query_from_json({"indices": [j], "values": [1]}, n, shape), alpha, float(v), "laplace")
+                     for j, v in enumerate(payload["values"]))
+        return Contribution(Charge((ChargeTerm(alpha),)), rows, tuple(float(v) for v in payload["values"]))
+
+
+NOISY_CELLS = NoisyCells()
+
+
+@dataclass(frozen=True)
+class NoisyCellsPlan:
+    alpha: float
+    basis: Basis
+    mechanism = NOISY_CELLS
+    request_id = None
+    releasable = True
+    reason = "release every cell once"
+    needs_data = True
+
+    @property
+    def charge(self):
+        return Charge((ChargeTerm(self.alpha),))
+
+    def record(self):
+        return {"alpha": self.alpha}
+
+    def draw(self, cube, sampler, *, allow_insecure=False):
+        noise = sampler.draw_many(LAPLACE, 1.0 / self.alpha, cube.flat.size)
+        return {"values": [float(x + e) for x, e in zip(cube.flat, noise)]}
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    monkeypatch.setattr(registry, "MECHANISMS", {**registry.MECHANISMS, NOISY_CELLS.name: NOISY_CELLS})
+
+
+def test_a_new_release_kind_is_recorded_charged_fed_to_history_and_verified(store, registered):
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        seq, head = p.head()
+        plan = NoisyCellsPlan(0.5, Basis(head, seq, p.answering_settings().to_json()))
+        release = p.release(plan, SeededSampler(2))
+        e = release.entry
+        assert e.kind == "partition" and e.request_id is None and len(release.values) == 4
+        assert e.payload["mechanism"] == "laplace_cells" and e.payload["charge"]["terms"][0]["query"] == "all"
+        view = p.view()
+        assert view.cell_costs.tolist() == [0.5] * 4 and view.system_cost == 0.5
+        assert view.spenders(3) == [(f"entry {e.seq}", 0.5)]
+        # the four noisy cells are history: a count over two cells is now estimable, at no cost
+        r = p.add_request("[1, 1, 0, 0]", 30.0, 0.1)
+        a = p.assess(r.id)
+        assert a.estimable and a.estimate.estimate == pytest.approx(sum(release.values[:2]))
+        assert a.decision == "infer" and p.release(a).kind == "inferred"
+        assert p.view().cell_costs.tolist() == [0.5] * 4
+        with pytest.raises(StaleAssessment):  # the same plan again: its basis is gone
+            p.release(plan, SeededSampler(3))
+        report = p.verify()
+    assert report.ok and report.system_cost == 0.5, report.problems
+
+
+def test_a_plan_whose_charge_is_not_its_mechanisms_privacy_map_is_never_recorded(store, registered):
+    path = store.new_project(budget=2.0, test_project=True)
+
+    @dataclass(frozen=True)
+    class Undercharged(NoisyCellsPlan):
+        @property
+        def charge(self):
+            return Charge((ChargeTerm(self.alpha / 2),))
+
+    with Project.open(path, "w") as p:
+        seq, head = p.head()
+        with pytest.raises(StoreError, match="differs from the laplace_cells mechanism's privacy map; nothing was recorded"):
+            p.release(Undercharged(0.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2))
+        with pytest.raises(BudgetError, match="over the total budget 2; nothing was released"):
+            p.release(NoisyCellsPlan(2.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2))
+        assert p.ledger() == [] and p.verify().ok
