@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from dpdesk.engine.answering.workflow import Request, assess
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.mechanisms.selection import noisy_max_probabilities
@@ -262,7 +262,7 @@ def stream(counts: np.ndarray, alpha: float, delta: float, requests: int, reps: 
             claim.append(post.prob_within(e)[0])
             pred.append(claim[-1] >= 1 - delta)
         t0 = time.perf_counter()
-        dec = [assess(hist, Request(str(i), q, e, delta), total_budget=alpha, fusion=False).decision
+        dec = [assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision
                for i, (q, e) in enumerate(zip(qs, eps))]
         t_assess = (time.perf_counter() - t0) / len(qs)
         infer = np.array([d == "infer" for d in dec])

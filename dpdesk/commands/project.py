@@ -145,18 +145,18 @@ def _info(args: argparse.Namespace) -> int:
     from dpdesk.store.project import Project
 
     with Project.open(args.path, "r") as p:
-        h = p.history()
+        view = p.view()
         src = p.source
         entries = p.ledger()
         counts = {s: len(p.requests(s)) for s in STATUSES}
         binding = p.binding_problem()
         info = {
             "path": str(p.path), "name": p.name, "created": p.created, "neighbour_model": p.neighbour_model,
-            "total_budget": float(p.total_budget), "system_cost": h.system_cost,
-            "remaining": float(p.total_budget) - h.system_cost, "test_project": p.test_project,
+            "total_budget": float(p.total_budget), "system_cost": view.system_cost,
+            "remaining": float(p.total_budget) - view.system_cost, "test_project": p.test_project,
             "cells": p.schema.n_cells, "attributes": list(p.schema.names),
             "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
-            "requests": counts, "ledger_entries": len(entries), "fresh_answers": len(h),
+            "requests": counts, "ledger_entries": len(entries), "fresh_answers": sum(e.kind == "fresh" for e in entries),
             "ledger_head": entries[-1].hash if entries else None,
             "spend_policy": None if p.spend_policy is None else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
             "declared_table_size": None if p.prior is None else p.prior.table_size,

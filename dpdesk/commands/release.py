@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     with Project.open(args.path, "r") as p:
         schema = p.schema
         plan = plan_from_args(args, schema)
-        costs = p.history().cell_costs
+        costs = p.view().cell_costs
         pv = preview(plan, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
                      total_budget=p.total_budget, cell_costs=costs)
     print(json.dumps(pv.to_json(), indent=2) if args.json else preview_text(pv, schema))

@@ -72,7 +72,8 @@ class LedgerEntry:
         the raw ỹ stays in ``payload["answer"]`` as the history row) or an inferred entry's estimate."""
         p = self.payload
         if "values" in p:
-            return float(p["values"][0]) if len(p["values"]) == 1 else None
+            v = p["values"]  # a flat list, or one list per group (a partition release)
+            return float(v[0]) if len(v) == 1 and isinstance(v[0], (int, float)) else None
         if self.kind == "fresh":
             return float(p.get("released", p["answer"]))
         if self.kind == "inferred":

@@ -9,7 +9,7 @@ afterwards passes every other check but not that one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import DECISION_KINDS, LedgerEntry
@@ -71,13 +71,22 @@ class Release:
         }
 
 
+def _flat(values: Any) -> Iterator[float]:
+    """The recorded values in order: a flat list, or nested lists (one per group of a partition release)."""
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield float(v)
+
+
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     """The release a ledger entry records (refuses a refusal or a rebind, which released nothing)."""
     if entry.kind in DECISION_KINDS:
         raise RequestStateError(f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered")
     p = entry.payload
     released = entry.released
-    values = tuple(float(v) for v in p["values"]) if "values" in p else (() if released is None else (released,))
+    values = tuple(_flat(p["values"])) if "values" in p else (() if released is None else (released,))
     interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
     return Release(entry.request_id, entry.kind, released, interval, float(p.get("alpha", 0.0)),  # type: ignore[arg-type]
                    p.get("family"), entry, recovered, p.get("fusion_weight"), values)

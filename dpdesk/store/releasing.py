@@ -23,7 +23,7 @@ from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.engine.mechanisms.base import ReleasePlan
+from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
@@ -68,6 +68,15 @@ class Releasing:
         """The engine's History of everything released (the view's; extended, never rebuilt)."""
         with self.view().assessing() as state:
             return state.history
+
+    def basis(self, method: str | None = None, seed: int | None = None) -> Basis:
+        """What a plan made now records as its basis: the ledger head and the answering settings.
+
+        A plan of any release kind built from :meth:`view` (its ``cell_costs``, ``cell_deltas``) takes this
+        basis; :meth:`release` refuses it once the ledger or the settings move on.
+        """
+        seq, head = self.head()
+        return Basis(head, seq, self.answering_settings().to_json(), method, seed)
 
     def answering_settings(self) -> Settings:
         """The curator's answering rules now: total budget, spend policy, known-bounds prior."""

@@ -67,7 +67,7 @@ class VerifyReport:
     head_hash: str | None
     problems: tuple[str, ...]
     first_bad_seq: int | None      # the first ledger entry that failed, if an entry failed
-    delta_spent: float | None = None  # the δ of releases charged in (α, δ), summed (0 while all are pure)
+    delta_spent: float | None = None  # the largest per-cell δ of releases charged in (α, δ) (0 while all are pure)
 
     @property
     def remaining(self) -> float | None:

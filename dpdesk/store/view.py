@@ -5,6 +5,13 @@ A :class:`LedgerView` takes ledger entries in order and derives everything the a
 contribution — its per-cell charge (the mechanism's privacy map applied to the recorded parameters,
 never a stored total) and the noisy rows it adds to the history the BLUE uses. It only grows: the
 project extends it with the entries recorded since it last looked, so nothing is replayed twice.
+
+Per cell it accumulates the privacy loss α (Thm 5.4) and, for mechanisms charged in ``(α, δ)``, the δ
+of every release that charges the cell. A release's noisy rows join the History only up to
+:data:`HISTORY_ROW_LIMIT` rows per release: a partition release of millions of counts is not fed row
+by row; it stays in :attr:`LedgerView.structured_releases`, to be answered from its own structure
+(e.g. ``PartitionRelease.estimate``). The limit is part of the ledger's meaning (fresh entries record
+how many history rows preceded them and ``verify`` checks it), so it never changes for a project.
 ``verify`` builds its own from the raw entries and never trusts a cached one.
 
 Qt-free and thread-aware: one thread (the project's) extends it; a worker reads a consistent
@@ -29,7 +36,11 @@ from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw
 
-__all__ = ["AssessState", "LedgerView", "MalformedEntry", "ViewedRelease", "mechanism_of"]
+__all__ = ["AssessState", "HISTORY_ROW_LIMIT", "LedgerView", "MalformedEntry", "ViewedRelease", "mechanism_of"]
+
+# A release with more noisy rows than this is not fed into the History (its factorisation grows by one
+# row at a time); it is answered from its own structure instead. Recorded history prefixes depend on it.
+HISTORY_ROW_LIMIT = 10_000
 
 # entries written before project format 3 name no mechanism: their kind says which one made them
 _FORMAT2_MECHANISM = {"inferred": "inference"}
@@ -54,6 +65,7 @@ class ViewedRelease:
     mechanism: Mechanism
     contribution: Contribution
     rows_before: int  # history rows released before this entry
+    in_history: bool = True  # its rows joined the History (False: more than HISTORY_ROW_LIMIT of them)
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ class AssessState:
     history: History
     cell_costs: np.ndarray
     head: tuple[int, str]
+    cell_deltas: np.ndarray | None = None  # per-cell δ of the (α, δ) releases so far
 
 
 class LedgerView:
@@ -77,7 +90,7 @@ class LedgerView:
         self._releases: list[ViewedRelease] = []
         self._rows: list[HistoryRow] = []
         self._costs = CellCosts(schema.shape)
-        self._delta = 0.0
+        self._deltas = np.zeros(schema.n_cells)  # per-cell δ of the (α, δ) releases charging each cell
         self._curve: list[tuple[int, float]] = [(0, 0.0)]
         self._history: History | None = None
         self.history_builds = 0  # how often a History was built from scratch (visible to tests)
@@ -112,7 +125,8 @@ class LedgerView:
             try:
                 mech = mechanism_of(entry)
                 contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
-                viewed = ViewedRelease(entry, mech, contribution, len(self._rows))
+                viewed = ViewedRelease(entry, mech, contribution, len(self._rows),
+                                       len(contribution.rows) <= HISTORY_ROW_LIMIT)
             except (KeyError, TypeError, ValueError, DpdeskError) as exc:
                 problem = f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
         with self._lock:
@@ -124,8 +138,11 @@ class LedgerView:
                         self._costs.add_uniform(t.scale)
                     else:
                         self._costs.add(t.scale, t.query)
-                self._delta += viewed.contribution.charge.delta
-                self._rows.extend(HistoryRow(*r) for r in viewed.contribution.rows)
+                charge = viewed.contribution.charge
+                if charge.delta > 0:  # δ adds up per cell, like α, on the cells the release charges
+                    self._deltas += charge.delta * (charge.dense(self._deltas.size) > 0)
+                if viewed.in_history:
+                    self._rows.extend(HistoryRow(*r) for r in viewed.contribution.rows)
             self._curve.append((entry.seq, self.system_cost))
         if problem is not None:
             raise MalformedEntry(problem)
@@ -162,10 +179,26 @@ class LedgerView:
             return float(v.max()) if v.size and self._releases else 0.0
 
     @property
-    def delta_spent(self) -> float:
-        """The sum of the δ of releases charged in (α, δ) (0 while every release is pure)."""
+    def structured_releases(self) -> tuple[ViewedRelease, ...]:
+        """Releases whose rows did not join the History (over :data:`HISTORY_ROW_LIMIT`): answer from
+        their own structure (their ``contribution.rows`` / payload), e.g. a large partition release."""
         with self._lock:
-            return self._delta
+            return tuple(r for r in self._releases if not r.in_history)
+
+    @property
+    def cell_deltas(self) -> np.ndarray:
+        """Per-cell δ: the sum of the δ of the (α, δ) releases charging each cell (a read-only copy)."""
+        with self._lock:
+            out = self._deltas.copy()
+        out.setflags(write=False)
+        return out
+
+    @property
+    def delta_spent(self) -> float:
+        """The largest per-cell δ (0 while every release is pure): with :attr:`system_cost`, the
+        (α, δ) guarantee of everything released."""
+        with self._lock:
+            return float(self._deltas.max()) if self._deltas.size else 0.0
 
     def cost_curve(self) -> list[tuple[int, float]]:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
@@ -186,11 +219,11 @@ class LedgerView:
         """The history, costs and head of one moment, the History extended to it (held while in use)."""
         with self._history_lock:
             with self._lock:
-                rows, costs, head = list(self._rows), self.cell_costs, self.head
+                rows, costs, head, deltas = list(self._rows), self.cell_costs, self.head, self.cell_deltas
             h = self._history
             if h is None or len(h) > len(rows):
                 h = self._history = History(self.schema.shape)
                 self.history_builds += 1
             for row in rows[len(h):]:
                 h.append(row)
-            yield AssessState(h, costs, head)
+            yield AssessState(h, costs, head, deltas)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpdesk.engine.answering.workflow import Request, assess
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.mechanisms.noise import SeededSampler
@@ -89,7 +89,7 @@ def test_requests_after_a_cell_release_are_inferred_at_the_predicted_rate_and_co
             claimed.append(post.prob_within(e)[0])
     rel0 = draw_release(plan, alpha, counts, SeededSampler(0), allow_insecure=True)
     hist = History(s.shape, rel0.history_rows())
-    decisions = [assess(hist, Request(str(i), q, e, delta), total_budget=alpha, fusion=False).decision for i, (q, e) in enumerate(zip(queries, eps))]
+    decisions = [assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision for i, (q, e) in enumerate(zip(queries, eps))]
     assert [d == "infer" for d in decisions] == predicted  # the engine frees exactly what the guarantee predicts
     assert set(decisions) <= {"infer", "reject"}  # the budget is spent: nothing fresh
     free = np.flatnonzero(predicted)

@@ -105,3 +105,82 @@ def test_a_plan_whose_charge_is_not_its_mechanisms_privacy_map_is_never_recorded
         with pytest.raises(BudgetError, match="over the total budget 2; nothing was released"):
             p.release(NoisyCellsPlan(2.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2))
         assert p.ledger() == [] and p.verify().ok
+
+
+# -- the registered kinds of main's release plans, through a real project file -----------------------
+
+def test_a_partition_release_is_charged_on_every_cell_and_its_counts_join_history(store):
+    from dpdesk.engine.partition.guarantee import preview
+    from dpdesk.engine.partition.plan import cells_plan
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        pv = preview(cells_plan(p.schema), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        assert release.kind == "partition" and len(release.values) == p.schema.n_cells == 4
+        assert release.answer is None  # several values: no single answer
+        view = p.view()
+        assert view.cell_costs.tolist() == [0.5] * 4 and view.structured_releases == ()
+        assert len(p.history()) == 4  # one noisy row per cell
+        r = p.add_request("[0, 0, 1, 1]", 40.0, 0.1)
+        a = p.assess(r.id)
+        assert a.decision == "infer" and a.estimate.estimate == pytest.approx(sum(release.values[2:]))
+        report = p.verify(extends=[release.witness])
+    assert report.ok and report.system_cost == 0.5, report.problems
+
+
+def test_a_release_over_the_row_limit_is_charged_but_left_to_its_own_structure(store, monkeypatch):
+    from dpdesk.engine.partition.guarantee import preview
+    from dpdesk.engine.partition.plan import marginals_by_order
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.store import view as view_module
+
+    monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)  # the 2 + 2 one-way marginal counts exceed it
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        view = p.view()
+        assert [r.entry.seq for r in view.structured_releases] == [release.entry.seq]
+        assert len(view.structured_releases[0].contribution.rows) == 4 and len(p.history()) == 0
+        assert view.cell_costs.tolist() == [0.5] * 4  # two groups at scale 4: 2/4 on every cell
+        report = p.verify()
+    assert report.ok and report.system_cost == 0.5, report.problems
+
+
+def test_posterior_releases_add_their_delta_per_cell_on_their_box(store):
+    from dpdesk.engine.dirichlet.plan import assess_posterior
+    from dpdesk.engine.dirichlet.request import parse_posterior
+
+    path = store.new_project(budget=4.0, test_project=True)
+    with Project.open(path, "w") as p:
+        q = parse_posterior('posterior(income | age="30-150"; prior=1)', p.schema)
+        for i in range(2):
+            view = p.view()
+            plan = assess_posterior(q, mechanism="exponential-smooth", budget=1.0, delta=1e-6, size=31,
+                                    cell_costs=view.cell_costs, total_budget=4.0, cell_deltas=view.cell_deltas,
+                                    basis=p.basis())
+            release = p.release(plan, SeededSampler(i))
+            assert release.kind == "posterior" and len(release.values) == 2
+        view = p.view()
+        # the box is age 30-150 (cells 2, 3); each release charged α = 1 and δ = 1e-6 there only
+        assert view.cell_costs.tolist() == pytest.approx([0, 0, 2.0, 2.0])
+        assert view.cell_deltas.tolist() == pytest.approx([0, 0, 2e-6, 2e-6], rel=1e-12)
+        assert view.delta_spent == pytest.approx(2e-6, rel=1e-12)
+        report = p.verify()
+    assert report.ok and report.delta_spent == pytest.approx(2e-6, rel=1e-12), report.problems
+
+
+def test_a_private_argmax_is_charged_on_its_box_and_adds_no_history(store):
+    from dpdesk.engine.answering.selection import plan_selection
+    from dpdesk.engine.queries.selection import parse_selection
+
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        q = parse_selection('argmax(age | income=">50K")', p.schema)
+        plan = plan_selection(q, p.schema, alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs, basis=p.basis())
+        release = p.release(plan, SeededSampler(1))
+        assert release.kind == "selection" and release.answer in (0.0, 1.0)
+        assert p.view().cell_costs.tolist() == pytest.approx([0, 0.5, 0, 0.5]) and len(p.history()) == 0
+        assert p.verify().ok
