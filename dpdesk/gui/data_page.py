@@ -25,6 +25,7 @@ from dpdesk.gui.schema_editor import SchemaEditor
 from dpdesk.gui.tasks import TaskRunner
 
 PREVIEW_ROWS = 5000
+NO_TABLE = "No table open. CSV/TSV, Parquet, Excel and SQLite tables are supported."
 TABLE_FILTERS = ("Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;"
                  "All files (*)")
 
@@ -61,7 +62,7 @@ class DataPage(QWidget):
         self.open_btn = QPushButton("Open table…")
         self.open_btn.clicked.connect(self.choose_file)
         top.addWidget(self.open_btn)
-        self.location = QLabel("No table open. CSV/TSV, Parquet, Excel and SQLite tables are supported.")
+        self.location = QLabel(NO_TABLE)
         self.location.setWordWrap(True)
         top.addWidget(self.location, 1)
         lay.addLayout(top)
@@ -130,10 +131,21 @@ class DataPage(QWidget):
         self.cube_model.set_frame(None)
         self.cube_badge.hide()
         if session is None:
-            self._update_buttons()
+            self._reset()
             return
         src = session.project.source
         self.open_table(src.location, src.table, schema=session.schema)
+
+    def _reset(self) -> None:
+        """Back to an empty new-project page: no table, no preview, an editable empty schema."""
+        self.runner.cancel()
+        self.source = None
+        self.preview_frame = None
+        self.model.set_frame(None)
+        self.preview_label.setText("<b>Preview</b>")
+        self.location.setText(NO_TABLE)
+        self.editor.clear()
+        self._update_buttons()
 
     def choose_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open table", "", TABLE_FILTERS)

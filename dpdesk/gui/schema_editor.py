@@ -92,6 +92,17 @@ class SchemaEditor(QWidget):
         self.set_data_derived(False)
         self._edited()
 
+    def clear(self) -> None:
+        """No columns, editable again (a project's fixed schema made it read-only)."""
+        self.set_read_only(False)
+        self.set_columns([])
+        self.status.setText("")
+
+    def set_read_only(self, read_only: bool) -> None:
+        self.read_only = read_only
+        self.table.setEnabled(not read_only)
+        self.suggest_btn.setEnabled(not read_only)
+
     def _row_of(self, column: str) -> int:
         for r in range(self.table.rowCount()):
             if self.table.item(r, 1).text() == column:
@@ -118,9 +129,7 @@ class SchemaEditor(QWidget):
             domain = list(a.edges) if a.kind == "numeric" else list(a.values)
             self.set_attribute(a.column, a.name, a.kind, [_number(str(v)) if a.kind == "numeric" else v for v in domain],
                                list(a.labels))
-        self.read_only = read_only
-        self.table.setEnabled(not read_only)
-        self.suggest_btn.setEnabled(not read_only)
+        self.set_read_only(read_only)
         if read_only:
             self.status.setText("The project's schema is fixed (the ledger's genesis hash covers it).")
 

@@ -1,0 +1,40 @@
+"""A new project after another project was open in the same session (issue 14, item 1)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from PySide6.QtCore import Qt
+
+
+def _write_csv(path) -> None:
+    pd.DataFrame({"region": ["north", "south", "south", "east"] * 25,
+                  "visits": list(range(100))}).to_csv(path, index=False)
+
+
+def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_window, qtbot, tmp_path, monkeypatch,
+                                                                      dialogs):
+    from dpdesk.gui import data_page
+
+    win = demo_window
+    page = win.data
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    assert not page.editor.table.isEnabled()  # the demo's schema is fixed while it is open
+    qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
+    assert win.session is None and win.tabs.currentWidget() is page
+    assert page.source is None and page.model.rowCount() == 0 and page.editor.table.rowCount() == 0
+    assert "No table open" in page.location.text()
+    table = tmp_path / "visits.csv"
+    _write_csv(table)
+    page.open_table(str(table))
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    assert page.model.columnCount() == 2 and page.model.rowCount() == 100  # this table's preview, not the demo's
+    assert page.editor.table.isEnabled() and page.editor.suggest_btn.isEnabled() and page.open_btn.isEnabled()
+    page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south", "west"])
+    page.editor.set_attribute("visits", "visits", "numeric", [0, 50, 100])
+    target = tmp_path / "visits.dpdesk"
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0))
+    qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=20000)
+    assert not dialogs.errors
+    assert win.session.path == target and win.session.schema.names == ("region", "visits")
+    assert win.session.schema.shape == (4, 2)
