@@ -3,10 +3,14 @@
 Both routes end in the DESIGN §6 text form, parsed by the engine (``parse_query``) on every edit so
 the curator sees at once whether the query is valid, and if not, where (the engine's message names
 the column). The builder's checkboxes produce text through the engine's ``count`` and
-``format_terms``; the dialog returns (text, ε, δ, requester).
+``format_terms``; the dialog returns (text, ε, δ, requester). Given ``submit``, OK hands the values to
+it and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
+nothing typed is lost.
 """
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from PySide6.QtWidgets import (
     QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
@@ -22,10 +26,13 @@ from dpdesk.engine.schema import Schema
 class QueryBuilderDialog(QDialog):
     """New-request dialog over a schema."""
 
-    def __init__(self, schema: Schema, parent: QWidget | None = None) -> None:
+    def __init__(self, schema: Schema, parent: QWidget | None = None,
+                 submit: Callable[[str, float, float, str], Any] | None = None, title: str = "New request") -> None:
         super().__init__(parent)
-        self.setWindowTitle("New request")
+        self.setWindowTitle(title)
         self.schema = schema
+        self.submit = submit
+        self.result_value: Any = None
         self.query = None
         lay = QVBoxLayout(self)
         boxes = QWidget()
@@ -61,7 +68,7 @@ class QueryBuilderDialog(QDialog):
         self.status.setWordWrap(True)
         form.addRow("", self.status)
         self.eps = QDoubleSpinBox()
-        self.eps.setRange(1e-6, 1e9)
+        self.eps.setRange(0.0, 1e9)  # the store says why 0 is refused, in place
         self.eps.setDecimals(4)
         self.eps.setValue(50.0)
         form.addRow("ε (half-width)", self.eps)
@@ -74,7 +81,7 @@ class QueryBuilderDialog(QDialog):
         form.addRow("requester", self.requester)
         lay.addLayout(form)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self.accept)
+        self.buttons.accepted.connect(self.submit_values)
         self.buttons.rejected.connect(self.reject)
         lay.addWidget(self.buttons)
         self._from_checks()
@@ -105,6 +112,24 @@ class QueryBuilderDialog(QDialog):
         self.status.setText(f"✓ valid — sensitivity {q.sensitivity:g}, {q.support_size()} of {q.n_cells} cells")
         self.status.setStyleSheet("color: #237a36;")
         ok_btn.setEnabled(True)
+
+    def set_values(self, text: str, eps: float, delta: float, requester: str) -> None:
+        """Start from an existing request's values (editing a pending request)."""
+        self.text.setText(text)
+        self.eps.setValue(eps)
+        self.delta.setValue(delta)
+        self.requester.setText(requester)
+
+    def submit_values(self) -> None:
+        """OK: hand the values to ``submit``; stay open with its message if it refuses them."""
+        if self.submit is not None:
+            try:
+                self.result_value = self.submit(*self.values())
+            except DpdeskError as exc:
+                self.status.setText(f"✗ {exc}")
+                self.status.setStyleSheet("color: #a8321f;")
+                return
+        self.accept()
 
     def values(self) -> tuple[str, float, float, str]:
         return self.text.text().strip(), self.eps.value(), self.delta.value(), self.requester.text().strip()

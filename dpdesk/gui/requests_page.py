@@ -152,13 +152,7 @@ class RequestsPage(QWidget):
         dialogs.show_info(self, "Requests imported", f"Queued {len(added)} requests from {path}.")
 
     def new_request(self) -> None:
-        dlg = QueryBuilderDialog(self.session.schema, self)
-        if dlg.exec() != QueryBuilderDialog.DialogCode.Accepted:
-            return
-        text, eps, delta, requester = dlg.values()
-        try:
-            req = self.session.add_request(text, eps, delta, requester)
-        except Exception as exc:  # noqa: BLE001
-            dialogs.report_exception(exc, parent=self)
-            return
-        self.select_request(req.id)
+        """Ask for a request; the dialog stays open until the store accepts it."""
+        dlg = QueryBuilderDialog(self.session.schema, self, submit=self.session.add_request)
+        if dlg.exec() == QueryBuilderDialog.DialogCode.Accepted:
+            self.select_request(dlg.result_value.id)
