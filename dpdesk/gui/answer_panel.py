@@ -17,8 +17,9 @@ from PySide6.QtWidgets import (
     QComboBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
-from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS, method_names
+from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
+from dpdesk.gui.glossary import tip
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment
 from dpdesk.gui.tasks import TaskRunner
@@ -29,6 +30,7 @@ DECISION_STYLE = {
     "reject": ("CANNOT ANSWER", "#a8321f"),
 }
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
+BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
 
 
 def _num(x: float | None, digits: int = 6) -> str:
@@ -57,7 +59,7 @@ class AnswerPanel(QWidget):
         top.addWidget(QLabel("posterior method"))
         self.method = QComboBox()
         self.method.addItems(method_names())
-        self.method.setToolTip(" · ".join(f"{name}: {what}" for name, what in POSTERIOR_METHODS.items()))
+        self.method.setToolTip(tip(*method_names()))
         self.method.currentTextChanged.connect(lambda _m: self.refresh())
         top.addWidget(self.method)
         self.prior_btn = QPushButton("Known bounds…")
@@ -91,12 +93,17 @@ class AnswerPanel(QWidget):
         lay.addLayout(dec)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
-        for key, label in (("estimate", "Estimate θ̂ (releasable)"), ("prior", "Prior"), ("interval", "Credible interval"),
-                           ("conf_eps", "Confidence at ±ε"), ("fresh", "Fresh answer would cost"),
-                           ("cost", "System cost now → after"), ("status", "Status")):
+        for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ()),
+                                  ("interval", "Credible interval", ("delta",)),
+                                  ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+                                  ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
+                                  ("cost", "System cost now → after", ("system_cost", "cell_cost")),
+                                  ("status", "Status", ())):
             self.fields[key] = QLabel("—")
             self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             form.addRow(label, self.fields[key])
+            if terms:
+                form.labelForField(self.fields[key]).setToolTip(tip(*terms))
         lay.addLayout(form)
         buttons = QHBoxLayout()
         self.infer_btn = QPushButton("Release inferred answer")
@@ -105,7 +112,7 @@ class AnswerPanel(QWidget):
         for btn, kind, slot in ((self.infer_btn, "infer", self.release_inferred),
                                 (self.spend_btn, "spend", self.spend_and_release),
                                 (self.reject_btn, "reject", self.reject)):
-            btn.setToolTip(f"Shortcut: {SHORTCUTS[kind]}")
+            btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
             btn.clicked.connect(slot)
             buttons.addWidget(btn)
         lay.addLayout(buttons)

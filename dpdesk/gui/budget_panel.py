@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
 )
 
+from dpdesk.gui.glossary import tip
 from dpdesk.gui.gauge import BudgetGauge
 from dpdesk.gui.heatmap_view import HeatmapView
 from dpdesk.gui.session import ProjectSession
@@ -55,7 +56,7 @@ class BudgetPanel(QWidget):
         self.policy_label = QLabel("")
         self.policy_label.setWordWrap(True)
         self.policy_btn = QPushButton("Spend policy…")
-        self.policy_btn.setToolTip("Pace the total budget: a minimum share per fresh answer and a cap per request")
+        self.policy_btn.setToolTip(tip("pacing"))
         self.policy_btn.clicked.connect(self.edit_policy)
         pol.addWidget(self.policy_label, 1)
         pol.addWidget(self.policy_btn)
@@ -97,6 +98,7 @@ class BudgetPanel(QWidget):
         lay.addWidget(self.heatmap, 1)
         self.info = QLabel("")
         self.info.setWordWrap(True)
+        self.info.setToolTip(tip("cell_cost", "system_cost"))
         lay.addWidget(self.info)
         for w in (self.row_attr, self.col_attr, self.mode):
             w.currentIndexChanged.connect(lambda _i: self.redraw())

@@ -41,7 +41,9 @@ def ask_new_project(parent: QWidget) -> tuple[str, float] | None:
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
     if not path:
         return None
-    budget, ok = QInputDialog.getDouble(parent, "Total privacy budget", "Total budget ε (ε-DP, > 0):", 1.0, 1e-6, 1e6, 4)
+    budget, ok = QInputDialog.getDouble(parent, "Total privacy budget",
+                                        "Total privacy budget α (the most α any cell may be charged, > 0):",
+                                        1.0, 1e-6, 1e6, 4)
     return (path if path.endswith(".dpdesk") else path + ".dpdesk", budget) if ok else None
 
 

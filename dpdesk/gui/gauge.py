@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
+from dpdesk.gui.glossary import tip
+
 WARN_FRACTION = 0.20
 DANGER_FRACTION = 0.05
 COLOURS = {"ok": "#2e8b57", "warn": "#e08a00", "danger": "#c0392b"}
@@ -28,7 +30,8 @@ class BudgetGauge(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(QLabel("Remaining budget"))
+        lay.addWidget(QLabel("Remaining budget α"))
+        self.setToolTip(tip("remaining", "system_cost", "total"))
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setTextVisible(False)

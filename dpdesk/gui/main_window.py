@@ -18,6 +18,7 @@ from dpdesk.appdata.bundled import resource
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
+from dpdesk.gui.menus import build_menus, update_actions
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.tasks import TaskRunner
 
@@ -73,6 +74,8 @@ class MainWindow(QMainWindow):
         self.budget_label = QLabel("")
         self.statusBar().addPermanentWidget(self.budget_label)
         self.start.set_recent(self.recent())
+        self.menu_actions = build_menus(self)
+        update_actions(self.menu_actions, False)
         self.resize(1320, 880)
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
@@ -100,6 +103,26 @@ class MainWindow(QMainWindow):
     def new_project(self) -> None:
         self.close_project()
         self.show_page("data")
+
+    def close_project_to_start(self) -> None:
+        """File ▸ Close project: back to the Start page with nothing open."""
+        self.close_project()
+        self.show_page("start")
+
+    def new_request(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.new_request()
+
+    def import_requests(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.import_file()
+
+    def show_glossary(self) -> None:
+        from dpdesk.gui.glossary import GlossaryDialog
+
+        GlossaryDialog(self).show()
 
     def choose_project(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "dpdesk projects (*.dpdesk);;All files (*)")
@@ -148,6 +171,7 @@ class MainWindow(QMainWindow):
         self._remember(str(Path(path).resolve()))
         self._restore_layout()
         self.show_page("requests")
+        update_actions(self.menu_actions, True)
         return True
 
     def _replace(self, index: int, widget: QWidget, title: str) -> None:
@@ -176,6 +200,7 @@ class MainWindow(QMainWindow):
         self.session = None
         self.budget_label.setText("")
         self.setWindowTitle("dpdesk")
+        update_actions(self.menu_actions, False)
 
     def _update_status(self) -> None:
         if self.session is None:

@@ -93,7 +93,7 @@ def request_rows(requests: Sequence[Any]) -> list[tuple[Any, ...]]:
     return [(r.id, r.requester, r.describe(), r.eps, r.delta, r.status) for r in requests]
 
 
-REQUEST_HEADERS = ("id", "requester", "query", "ε", "δ", "status")
+REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
 LEDGER_HEADERS = ("seq", "time", "kind", "request", "answer", "α spent", "summary")
 
 

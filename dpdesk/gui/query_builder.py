@@ -21,6 +21,7 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.query import count
 from dpdesk.engine.queries.text import format_terms, parse_query
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.glossary import tip
 
 
 class QueryBuilderDialog(QDialog):
@@ -71,12 +72,16 @@ class QueryBuilderDialog(QDialog):
         self.eps.setRange(0.0, 1e9)  # the store says why 0 is refused, in place
         self.eps.setDecimals(4)
         self.eps.setValue(50.0)
-        form.addRow("ε (half-width)", self.eps)
+        form.addRow("accuracy ±ε (half-width)", self.eps)
+        form.labelForField(self.eps).setToolTip(tip("eps"))
+        self.eps.setToolTip(tip("eps"))
         self.delta = QDoubleSpinBox()
         self.delta.setRange(1e-6, 0.999999)
         self.delta.setDecimals(6)
         self.delta.setValue(0.05)
         form.addRow("δ (1 − confidence)", self.delta)
+        form.labelForField(self.delta).setToolTip(tip("delta"))
+        self.delta.setToolTip(tip("delta"))
         self.requester = QLineEdit()
         form.addRow("requester", self.requester)
         lay.addLayout(form)

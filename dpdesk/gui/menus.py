@@ -1,0 +1,83 @@
+"""The menu bar: every menu and action of the main window, built from one table.
+
+A feature adds its action by adding one :class:`ActionSpec` row to :data:`ACTIONS` (menu, text,
+shortcut, the window method it calls, and whether it needs an open project); nothing else builds
+menus. The window keeps the built actions by key (``window.menu_actions["quit"]``) and calls
+:func:`update_actions` when a project opens or closes, so project actions are never live without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow
+
+MENUS = ("&File", "&Edit", "&Help")
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One menu entry; ``key`` is None for a separator."""
+
+    menu: str
+    key: str | None = None
+    text: str = ""
+    slot: str = ""  # name of the window method the action calls
+    shortcut: str | QKeySequence.StandardKey | None = None
+    needs_project: bool = False
+    tip: str = ""
+
+
+def _separator(menu: str) -> ActionSpec:
+    return ActionSpec(menu)
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("&File", "new_project", "&New project…", "new_project", QKeySequence.StandardKey.New,
+               tip="Create a project from a table: columns, domains, budget"),
+    ActionSpec("&File", "open_project", "&Open project…", "choose_project", QKeySequence.StandardKey.Open),
+    ActionSpec("&File", "open_demo", "Open &demo", "open_demo",
+               tip="Copy the bundled demo into a fresh project and open it"),
+    _separator("&File"),
+    ActionSpec("&File", "close_project", "&Close project", "close_project_to_start", QKeySequence.StandardKey.Close,
+               needs_project=True),
+    _separator("&File"),
+    ActionSpec("&File", "quit", "&Quit", "close", "Ctrl+Q"),
+    ActionSpec("&Edit", "new_request", "&New request…", "new_request", "Ctrl+Shift+N", needs_project=True),
+    ActionSpec("&Edit", "import_requests", "&Import requests…", "import_requests", needs_project=True),
+    ActionSpec("&Help", "glossary", "&Glossary", "show_glossary", QKeySequence.StandardKey.HelpContents,
+               tip="What α, ±ε, δ, system cost and the other terms mean"),
+)
+
+
+def build_menus(window: QMainWindow, actions: tuple[ActionSpec, ...] = ACTIONS) -> dict[str, QAction]:
+    """Fill ``window``'s menu bar from ``actions``; returns the actions by key."""
+    bar = window.menuBar()
+    menus = {title: bar.addMenu(title) for title in MENUS}
+    built: dict[str, QAction] = {}
+    for spec in actions:
+        menu = menus.get(spec.menu) or menus.setdefault(spec.menu, bar.addMenu(spec.menu))
+        if spec.key is None:
+            menu.addSeparator()
+            continue
+        action = QAction(spec.text, window)
+        action.setObjectName(spec.key)
+        if spec.shortcut is not None:
+            action.setShortcut(QKeySequence(spec.shortcut))
+        if spec.tip:
+            action.setStatusTip(spec.tip)
+            action.setToolTip(spec.tip)
+        # looked up when triggered, so the window's method (or a test's replacement) is the one called
+        action.triggered.connect(lambda _checked=False, slot=spec.slot: getattr(window, slot)())
+        action.setProperty("needs_project", spec.needs_project)
+        menu.addAction(action)
+        built[spec.key] = action
+    return built
+
+
+def update_actions(actions: dict[str, QAction], project_open: bool) -> None:
+    """Enable the actions that need a project only while one is open."""
+    for action in actions.values():
+        if action.property("needs_project"):
+            action.setEnabled(project_open)

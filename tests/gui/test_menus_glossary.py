@@ -1,0 +1,66 @@
+"""Menu bar (File/Edit/Help, Close project, Quit) and the one vocabulary with its glossary (issue 14)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QFormLayout, QLabel
+
+
+def _menu_titles(win):
+    return [a.text() for a in win.menuBar().actions()]
+
+
+def test_menus_close_project_and_quit(demo_window, qtbot):
+    win = demo_window
+    assert _menu_titles(win)[:3] == ["&File", "&Edit", "&Help"]
+    acts = win.menu_actions
+    assert acts["quit"].shortcut() == QKeySequence("Ctrl+Q")
+    assert acts["close_project"].isEnabled() and acts["new_request"].isEnabled()
+    acts["close_project"].trigger()
+    assert win.session is None and win.tabs.currentWidget() is win.start
+    assert not acts["close_project"].isEnabled() and not acts["new_request"].isEnabled()
+    assert win.windowTitle() == "dpdesk"
+    win.open_project(win.start.recent.item(0).data(Qt.ItemDataRole.UserRole))
+    assert win.session is not None and acts["close_project"].isEnabled()
+    acts["quit"].trigger()
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=5000)
+    assert win.session is None  # quitting closed the project (its lock is released)
+
+
+def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(demo_window, qtbot, monkeypatch, tmp_path):
+    from dpdesk.gui import data_page, glossary
+    from dpdesk.gui.glossary import GlossaryDialog
+    from dpdesk.gui.query_builder import QueryBuilderDialog
+
+    win = demo_window
+    # ε is only ever the accuracy half-width; the budget is α, also when a project is created
+    asked = []
+    monkeypatch.setattr(data_page.QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "p"), ""))
+    monkeypatch.setattr(data_page.QInputDialog, "getDouble", lambda _p, title, label, *a: (asked.append(label), (2.0, True))[1])
+    assert data_page.ask_new_project(win) == (str(tmp_path / "p.dpdesk"), 2.0)
+    assert "budget α" in asked[0] and "ε" not in asked[0]
+    dlg = QueryBuilderDialog(win.session.schema)
+    qtbot.addWidget(dlg)
+    form = next(lay for lay in dlg.findChildren(QFormLayout))
+    label = form.labelForField(dlg.eps)
+    assert label.text().startswith("accuracy ±ε") and "half-width" in label.toolTip()
+    assert "confidence" in form.labelForField(dlg.delta).toolTip()
+    panel = win.requests.answer
+    form = next(lay for lay in panel.findChildren(QFormLayout))
+    tips = {form.labelForField(w).text(): form.labelForField(w).toolTip() for w in panel.fields.values()}
+    assert "largest per-cell cost" in tips["System cost now → after"]
+    assert "Theorem 5.4" in tips["System cost now → after"]
+    assert "fusion" in tips["Fresh answer would cost"] and "privacy budget α" in tips["Fresh answer would cost"]
+    for method in ("fft", "direct", "mc"):
+        assert f"posterior method {method}" in panel.method.toolTip()
+    assert "pacing" in win.requests.budget.policy_btn.toolTip()
+    assert "system cost" in win.requests.budget.gauge.toolTip()
+    win.menu_actions["glossary"].trigger()
+    shown = [w for w in win.findChildren(GlossaryDialog) if w.isVisible()]
+    assert shown
+    text = shown[0].text.toPlainText()
+    for name, _ in glossary.TERMS.values():
+        assert name in text
+    assert "budget is α" in text and "accuracy ±ε" in text
+    shown[0].close()
