@@ -69,6 +69,11 @@ class Pricing:
     fused_confidence: float | None = None  # fused posterior mass on ±ε at ``spend_alpha``
 
 
+def _via(part: str, name: str) -> Any:
+    """A read accessor of one of the pipeline's results: ``assessment.x`` is ``assessment.<part>.x``."""
+    return property(lambda self: getattr(getattr(self, part), name), doc=f"``{part}.{name}``")
+
+
 @dataclass(frozen=True, eq=False)
 class Assessment:
     """Everything the curator sees before deciding; computed from public quantities only."""
@@ -84,6 +89,7 @@ class Assessment:
     schema: Schema | None = field(default=None, repr=False)
 
     # -- the release plan (dpdesk.engine.mechanisms.base.ReleasePlan) ----------------------------
+
     @property
     def mechanism(self) -> Mechanism:
         """Inference (free) for *infer*, the noise family otherwise."""
@@ -135,22 +141,29 @@ class Assessment:
         return {"answer": fresh.answer, "released": fresh.released, "interval": list(fresh.released_interval),
                 "sampler": fresh.sampler, "values": [fresh.released]}
 
-    # -- reading it --------------------------------------------------------------------------
-    @property
-    def estimate(self) -> Estimate:
-        return self.inference.estimate
+    # -- reading it: the pipeline's results under their short names --------------------------
+    estimate = _via("inference", "estimate")
+    posterior = _via("inference", "posterior")
+    credible = _via("inference", "credible")
+    confidence_at_eps = _via("inference", "confidence_at_eps")
+    release_estimate = _via("inference", "release_estimate")
+    release_interval = _via("inference", "release_interval")
+    prior = _via("inference", "prior")
+    prior_bounds = _via("inference", "prior_bounds")
+    interval_query = _via("inference", "interval_query")
+    interval_probability = _via("inference", "interval_probability")
+    noise = _via("pricing", "noise")
+    fresh_alpha = _via("pricing", "fresh_alpha")
+    spend_alpha = _via("pricing", "spend_alpha")
+    needed_alpha = _via("pricing", "needed_alpha")
+    fusion_weight = _via("pricing", "fusion_weight")
+    fused_confidence = _via("pricing", "fused_confidence")
+    budget = _via("pricing", "budget")
+    cell_costs = _via("pricing", "cell_costs")
 
     @property
     def estimable(self) -> bool:
         return self.inference.estimate.estimable
-
-    @property
-    def posterior(self) -> Posterior | TruncatedPosterior | None:
-        return self.inference.posterior
-
-    @property
-    def credible(self) -> CredibleInterval | None:
-        return self.inference.credible
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -163,69 +176,9 @@ class Assessment:
         return None if c is None else c.confidence
 
     @property
-    def confidence_at_eps(self) -> float | None:
-        return self.inference.confidence_at_eps
-
-    @property
-    def release_estimate(self) -> float | None:
-        return self.inference.release_estimate
-
-    @property
-    def release_interval(self) -> tuple[float, float] | None:
-        return self.inference.release_interval
-
-    @property
-    def prior(self) -> str:
-        return self.inference.prior
-
-    @property
-    def prior_bounds(self) -> tuple[float, float] | None:
-        return self.inference.prior_bounds
-
-    @property
-    def interval_query(self) -> tuple[float, float] | None:
-        return self.inference.interval_query
-
-    @property
-    def interval_probability(self) -> float | None:
-        return self.inference.interval_probability
-
-    @property
-    def noise(self) -> NoiseMechanism:
-        return self.pricing.noise
-
-    @property
     def family(self) -> str:
         """The registered name of :attr:`noise`."""
         return self.pricing.noise.name
-
-    @property
-    def fresh_alpha(self) -> float:
-        return self.pricing.fresh_alpha
-
-    @property
-    def spend_alpha(self) -> float:
-        return self.pricing.spend_alpha
-
-    @property
-    def needed_alpha(self) -> float:
-        return self.pricing.needed_alpha
-
-    @property
-    def fusion_weight(self) -> float | None:
-        return self.pricing.fusion_weight
-
-    @property
-    def fused_confidence(self) -> float | None:
-        return self.pricing.fused_confidence
-
-    @property
-    def budget(self) -> BudgetPreview:
-        return self.pricing.budget
-
-    @property
-    def cell_costs(self) -> np.ndarray:
-        return self.pricing.cell_costs
 
     @property
     def headroom(self) -> float | None:
