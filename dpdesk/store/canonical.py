@@ -32,10 +32,11 @@ def _plain(obj: Any) -> Any:
                 raise TypeError(f"canonical JSON keys must be strings, got {k!r}")
             out[k] = _plain(v)
         return out
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return [_plain(v) for v in obj.tolist()]
+        obj = obj.tolist()
+    if isinstance(obj, (list, tuple)):
+        numbers = _numbers(obj)  # a release's values may be millions of numbers: no call per element
+        return numbers if numbers is not None else [_plain(v) for v in obj]
     if isinstance(obj, (bool, np.bool_)):
         return bool(obj)
     if isinstance(obj, (int, np.integer)):
@@ -48,6 +49,20 @@ def _plain(obj: Any) -> Any:
     if obj is None or isinstance(obj, str):
         return obj
     raise TypeError(f"canonical JSON cannot hold {type(obj).__name__}")
+
+
+def _numbers(seq: list[Any] | tuple[Any, ...]) -> list[Any] | None:
+    """``seq`` as a list if it holds only plain ints and finite floats (bools excluded), else None."""
+    types = set(map(type, seq))
+    if not types <= {int, float}:
+        return None
+    if float in types:
+        try:
+            if not all(map(math.isfinite, seq)):
+                return None  # the element-wise path names the non-finite number
+        except OverflowError:  # an int too large for a float: let the element-wise path handle it
+            return None
+    return list(seq)
 
 
 def canonical_json(obj: Any) -> str:

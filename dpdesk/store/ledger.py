@@ -33,6 +33,8 @@ def _freeze(obj: Any) -> Any:
     if isinstance(obj, dict):
         return MappingProxyType({k: _freeze(v) for k, v in obj.items()})
     if isinstance(obj, list):
+        if not set(map(type, obj)) & {list, dict}:  # a flat list (e.g. millions of released counts)
+            return tuple(obj)
         return tuple(_freeze(v) for v in obj)
     return obj
 
@@ -42,6 +44,8 @@ def thaw(obj: Any) -> Any:
     if isinstance(obj, Mapping):
         return {k: thaw(v) for k, v in obj.items()}
     if isinstance(obj, tuple):
+        if not set(map(type, obj)) & {tuple, dict, MappingProxyType}:  # flat: no element to thaw
+            return list(obj)
         return [thaw(v) for v in obj]
     return obj
 

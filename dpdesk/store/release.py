@@ -9,7 +9,7 @@ afterwards passes every other check but not that one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import DECISION_KINDS, LedgerEntry
@@ -71,13 +71,14 @@ class Release:
         }
 
 
-def _flat(values: Any) -> Iterator[float]:
+def _flat(values: Any) -> list[float]:
     """The recorded values in order: a flat list, or nested lists (one per group of a partition release)."""
+    if not set(map(type, values)) & {list, tuple}:
+        return list(map(float, values))  # millions of counts: no Python call per value
+    out: list[float] = []
     for v in values:
-        if isinstance(v, (list, tuple)):
-            yield from _flat(v)
-        else:
-            yield float(v)
+        out.extend(_flat(v) if isinstance(v, (list, tuple)) else (float(v),))
+    return out
 
 
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
