@@ -13,9 +13,9 @@ import html
 import io
 import json
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from dpdesk.store.ledger import thaw
+from dpdesk.store.ledger import DECISION_KINDS, thaw
 
 # "released": what the requester received; "answer": a fresh entry's raw noisy ỹ (its history row),
 # which differs from "released" when the fresh answer was fused with history's estimate
@@ -27,7 +27,18 @@ def _answer(e: Any) -> Any:
     return "" if e.released is None else e.released
 
 
-def ledger_csv(entries: Sequence[Any]) -> str:
+def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
+    """The entry's α: the most one cell paid for it (from the ledger view's ``largest_charges()``; without
+    it, a fresh entry's recorded α); blank for a refusal or a rebind."""
+    if e.kind in DECISION_KINDS:
+        return ""
+    if charges is not None:
+        return charges.get(e.seq, 0.0)
+    return e.payload.get("alpha", 0.0) if e.kind == "fresh" else 0.0
+
+
+def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None) -> str:
+    """The ledger as CSV (``charges``: seq → α, see :func:`_alpha`)."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
@@ -35,7 +46,7 @@ def ledger_csv(entries: Sequence[Any]) -> str:
         p = e.payload
         query = p.get("query_text") or (json.dumps(thaw(p["query"])) if "query" in p else "")
         w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", p.get("estimate", "")),
-                    p.get("alpha", 0.0 if e.kind != "rebind" else ""),
+                    _alpha(e, charges),
                     p.get("eps", ""), p.get("delta", ""), query, e.hash, e.prev_hash])
     return out.getvalue()
 
@@ -46,14 +57,14 @@ def _img(png: bytes, alt: str) -> str:
 
 def build_html(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
                entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
-               images: dict[str, bytes]) -> str:
-    """The report as one HTML string (``images``: title → PNG bytes)."""
+               images: dict[str, bytes], charges: Mapping[int, float] | None = None) -> str:
+    """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`)."""
     esc = html.escape
     rows = []
     for e in entries:
         p = e.payload
         detail = p.get("query_text") or p.get("reason") or ""
-        alpha = p.get("alpha", 0.0) if e.kind == "fresh" else 0.0
+        alpha = _alpha(e, charges) or 0.0
         rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
                     f"<td>{esc(e.request_id or '')}</td><td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
                     f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")

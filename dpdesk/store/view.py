@@ -205,6 +205,12 @@ class LedgerView:
         with self._lock:
             return list(self._curve)
 
+    def largest_charges(self) -> dict[int, float]:
+        """Entry seq → the most any one cell paid for that release (its α; 0 for a free one)."""
+        n = self.schema.n_cells
+        return {r.entry.seq: float(r.contribution.charge.dense(n).max()) if r.contribution.charge.terms and n else 0.0
+                for r in self.releases}
+
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, or "entry N" for a release without one; its charge on ``cell``) per charging release."""
         out = []

@@ -4,6 +4,8 @@ and verified with nothing else changed."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from dataclasses import dataclass
 
@@ -16,6 +18,7 @@ from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.store import Project
+from dpdesk.store.report import ledger_csv
 from dpdesk.engine.errors import BudgetError
 from dpdesk.store.errors import StaleAssessment, StoreError
 
@@ -126,7 +129,10 @@ def test_a_partition_release_is_charged_on_every_cell_and_its_counts_join_histor
         r = p.add_request("[0, 0, 1, 1]", 40.0, 0.1)
         a = p.assess(r.id)
         assert a.decision == "infer" and a.estimate.estimate == pytest.approx(sum(release.values[2:]))
+        assert p.release(a).alpha == 0.0
         report = p.verify(extends=[release.witness])
+        rows = list(csv.DictReader(io.StringIO(ledger_csv(p.ledger(), p.view().largest_charges()))))
+    assert [(r["kind"], float(r["alpha"])) for r in rows] == [("partition", 0.5), ("inferred", 0.0)]
     assert report.ok and report.system_cost == 0.5, report.problems
 
 
