@@ -166,7 +166,7 @@ class AuditPage(QWidget):
         heat.deleteLater()
         return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
                           system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
-                          verify=s.verify(), images=images)
+                          verify=s.verify(), images=images, charges=s.view().largest_charges())
 
     def export_html(self) -> None:
         path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")
@@ -184,6 +184,6 @@ class AuditPage(QWidget):
             return
         try:
             with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(ledger_csv(self.session.ledger()))
+                f.write(ledger_csv(self.session.ledger(), self.session.view().largest_charges()))
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
