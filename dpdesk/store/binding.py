@@ -7,7 +7,7 @@ needed), checks the schema's columns exist, and keeps only the cube and the fing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.schema import Schema
@@ -55,8 +55,13 @@ def open_table(location: str, table: str | None = None) -> Any:
     return open_source(location, table=table)
 
 
-def snapshot(location: str, table: str | None, schema: Schema) -> Snapshot:
-    """Read the source now: check its columns against the schema, build the cube, fingerprint it."""
+def snapshot(location: str, table: str | None, schema: Schema, progress: Callable[[float], None] | None = None,
+             cancelled: Callable[[], bool] | None = None) -> Snapshot:
+    """Read the source now: check its columns against the schema, build the cube, fingerprint it.
+
+    ``progress(fraction)`` hears how far (the cube build is the first half, the fingerprint the second);
+    ``cancelled()`` true stops it with the source's cancellation error.
+    """
     where = f"source {location}{f' table {table}' if table else ''}"
     try:
         source = open_table(location, table)
@@ -70,8 +75,9 @@ def snapshot(location: str, table: str | None, schema: Schema) -> Snapshot:
             f"named by the schema (columns: {', '.join(sorted(columns))})"
         )
     try:
-        cube = source.build_cube(schema)
-        fp = source.fingerprint()
+        half = (lambda lo: (lambda f: progress(lo + f / 2))) if progress is not None else (lambda lo: None)
+        cube = source.build_cube(schema, progress=half(0.0), cancelled=cancelled)
+        fp = source.fingerprint(progress=half(0.5), cancelled=cancelled)
     except OSError as exc:
         raise BindingError(f"{where}: cannot read it ({exc.strerror or exc})") from None
     return Snapshot(cube, fp.method, fp.digest, fp.row_count)

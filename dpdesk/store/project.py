@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
@@ -221,11 +221,13 @@ class Project(Releasing):
             raise StoreError(f"{self.path.name}: the source row is missing (damaged project file)")
         return SourceBinding(*row)
 
-    def snapshot(self) -> Snapshot:
-        """The source as it is now (cube rebuilt, fingerprinted); cached for this open project."""
+    def snapshot(self, progress: Callable[[float], None] | None = None,
+                 cancelled: Callable[[], bool] | None = None) -> Snapshot:
+        """The source as it is now (cube rebuilt, fingerprinted); cached for this open project.
+        ``progress``/``cancelled``: see :func:`dpdesk.store.binding.snapshot` (used when it reads the source)."""
         if self._snapshot is None:
             src = self.source
-            self._snapshot = snapshot(src.location, src.table, self.schema)
+            self._snapshot = snapshot(src.location, src.table, self.schema, progress, cancelled)
         return self._snapshot
 
     def binding_problem(self) -> str | None:

@@ -14,13 +14,13 @@ drawing again; a unique index makes a second decision for one request impossible
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.request import Settings
 from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.engine.errors import BudgetError
+from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
@@ -105,8 +105,13 @@ class Releasing:
         return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given
 
     # -- releasing -----------------------------------------------------------------------------
-    def release(self, plan: ReleasePlan, sampler: NoiseSampler | None = None) -> Release:
-        """Record exactly ``plan`` and return it, durably recorded first (see the module docstring)."""
+    def release(self, plan: ReleasePlan, sampler: NoiseSampler | None = None, *,
+                progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> Release:
+        """Record exactly ``plan`` and return it, durably recorded first (see the module docstring).
+
+        ``progress``/``cancelled`` follow the source scan a first noisy release needs (the project's
+        snapshot); a cancel stops it there, before any noise is drawn, and nothing is recorded.
+        """
         self._require_writer()
         checkpoint("answer:start")
         rid = plan.request_id
@@ -133,6 +138,10 @@ class Releasing:
             if not getattr(sampler, "secure", False) and not self.test_project:
                 raise StoreError(f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
                                  f"{self.path.name} is not a test project")
+            try:
+                self.snapshot(progress, cancelled)  # the scan (once per open project); no cancelling after it
+            except DpdeskError:
+                pass  # a vanished or unreadable source: cube() names it as a binding problem
             cube = self.cube()
             checkpoint("answer:cube")
             drawn = plan.draw(cube, sampler, allow_insecure=self.test_project)
