@@ -80,6 +80,10 @@ class AnswerPanel(QWidget):
         self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
         self.runner.sigStarted.connect(lambda _l: self._busy(True))
         self.runner.sigFinished.connect(lambda: self._busy(False))
+        # a confirmed release shows its progress (the first one scans the table) and has no Cancel
+        self.release_runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.release_runner.sigStarted.connect(lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False)))
+        self.release_runner.sigFinished.connect(lambda: self._busy(False))
         self.plot = PosteriorPlot()
         lay.addWidget(self.plot, 1)
         self.decision = QLabel("")

@@ -139,9 +139,10 @@ class ProjectSession(QObject):
         """
         project = self.project
 
-        def job(_state: Any = None) -> Release:
+        def job(state: Any = None) -> Release:  # a TaskState: the table scan reports to it and stops on cancel
             with project.sibling() as sibling:
-                return sibling.release(plan)
+                return sibling.release(plan, progress=getattr(state, "progress", None),
+                                       cancelled=getattr(state, "cancelled", None))
 
         return job
 

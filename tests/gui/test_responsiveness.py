@@ -146,10 +146,13 @@ def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(qtbot, big_csv
     a = wait_assessed(qtbot, win, "r1")
     assert a.decision == "spend"
     panel = win.requests.answer
+    shown: list[float] = []  # what the panel's progress bar showed while the release ran
+    panel.release_runner.sigProgress.connect(lambda f: shown.append(panel.progress.value() / 1000))
     beat = Heartbeat()
     beat.start()
     t0 = time.perf_counter()
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    assert panel.progress.isVisible() and not panel.cancel_btn.isVisible()
     wait_released(qtbot, win, timeout=120000)
     elapsed = time.perf_counter() - t0
     worst = beat.stop()
@@ -157,4 +160,5 @@ def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(qtbot, big_csv
     entry = win.session.project.entry_for("r1")
     assert entry is not None and entry.payload["alpha"] == a.spend_alpha and entry.payload["sampler"].startswith("opendp")
     assert elapsed > 0.3, "the release was too short to test anything"
+    assert any(0 < f < 1 for f in shown), f"the table scan reported no progress: {shown}"
     assert worst < 0.100, f"GUI thread stalled {worst * 1000:.0f} ms during a {elapsed:.1f} s release"
