@@ -17,6 +17,9 @@ from dpdesk.store.ledger import DECISION_KINDS, LedgerEntry
 __all__ = ["Release", "release_from_entry"]
 
 
+REPLY_VALUES = 8  # values a reply spells out; a longer release is summarised
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
 
@@ -50,7 +53,10 @@ class Release:
             what = (f"{who}: {_num(self.answer)} in [{_num(lo)}, {_num(hi)}] (the true answer lies within "
                     f"±{float(p['eps']):g} with probability ≥ {1 - float(p['delta']):g})")
         else:
-            what = f"{who}: {', '.join(_num(v) for v in self.values) or 'released'} ({self.kind})"
+            shown = ", ".join(_num(v) for v in self.values[:REPLY_VALUES])
+            if len(self.values) > REPLY_VALUES:  # a partition release: its values go out as a table, not a line
+                shown += f", … ({len(self.values):,} values in all)"
+            what = f"{who}: {shown or 'released'} ({self.kind})"
         return (f"{what}. Ledger entry #{self.entry.seq}, ledger head {self.witness} — keep it: "
                 f"`dpdesk verify PROJECT --extends {self.witness}` checks the ledger still holds this release.")
 

@@ -140,13 +140,16 @@ def test_a_release_over_the_row_limit_is_charged_but_left_to_its_own_structure(s
     from dpdesk.engine.partition.guarantee import preview
     from dpdesk.engine.partition.plan import marginals_by_order
     from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.store import release as release_module
     from dpdesk.store import view as view_module
 
     monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)  # the 2 + 2 one-way marginal counts exceed it
+    monkeypatch.setattr(release_module, "REPLY_VALUES", 3)
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
         pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
         release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        assert ", … (4 values in all) (partition)" in release.reply() and release.witness in release.reply()
         view = p.view()
         assert [r.entry.seq for r in view.structured_releases] == [release.entry.seq]
         assert len(view.structured_releases[0].contribution.rows) == 4 and len(p.history()) == 0
