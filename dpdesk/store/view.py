@@ -70,12 +70,14 @@ class ViewedRelease:
 
 @dataclass(frozen=True)
 class AssessState:
-    """A consistent moment of the ledger for an assessment: its history, costs and head."""
+    """A consistent moment of the ledger for an assessment: its history, costs, δ, head and the releases
+    whose rows the history does not hold (an assessment may estimate from their own structure)."""
 
     history: History
     cell_costs: np.ndarray
     head: tuple[int, str]
     cell_deltas: np.ndarray | None = None  # per-cell δ of the (α, δ) releases so far
+    structured: tuple[ViewedRelease, ...] = ()  # releases left out of the History (answer from their structure)
 
 
 class LedgerView:
@@ -226,10 +228,11 @@ class LedgerView:
         with self._history_lock:
             with self._lock:
                 rows, costs, head, deltas = list(self._rows), self.cell_costs, self.head, self.cell_deltas
+                structured = self.structured_releases
             h = self._history
             if h is None or len(h) > len(rows):
                 h = self._history = History(self.schema.shape)
                 self.history_builds += 1
             for row in rows[len(h):]:
                 h.append(row)
-            yield AssessState(h, costs, head, deltas)
+            yield AssessState(h, costs, head, deltas, structured)

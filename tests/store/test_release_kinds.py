@@ -153,6 +153,8 @@ def test_a_release_over_the_row_limit_is_charged_but_left_to_its_own_structure(s
         view = p.view()
         assert [r.entry.seq for r in view.structured_releases] == [release.entry.seq]
         assert len(view.structured_releases[0].contribution.rows) == 4 and len(p.history()) == 0
+        with view.assessing() as state:  # what an assessment on a worker sees of it
+            assert state.structured == view.structured_releases and len(state.history) == 0
         assert view.cell_costs.tolist() == [0.5] * 4  # two groups at scale 4: 2/4 on every cell
         report = p.verify()
     assert report.ok and report.system_cost == 0.5, report.problems
