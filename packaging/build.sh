@@ -47,9 +47,9 @@ build_venv() {
   fi
   local whl
   whl="$(ls "$OUT"/wheel/dpdesk-*.whl)"
-  log "venv: installing $(basename "$whl")[all] and PyInstaller (non-editable)"
+  log "venv: installing $(basename "$whl")[postgresql,excel] and PyInstaller (non-editable)"
   "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$whl"
-  "$VENV/bin/python" -m pip install -q "$whl[all,package]" >"$OUT/venv.log" 2>&1 || { cat "$OUT/venv.log" >&2; exit 1; }
+  "$VENV/bin/python" -m pip install -q "$whl[postgresql,excel,package]" >"$OUT/venv.log" 2>&1 || { cat "$OUT/venv.log" >&2; exit 1; }
   # The bundle must be built from the installed package, never from the source tree.
   (cd / && "$VENV/bin/python" -c 'import dpdesk, sys; p = dpdesk.__file__; sys.exit(0 if "site-packages" in p else f"dpdesk imported from {p}")')
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dpdesk's tests and app need (Qt's system libraries, PostgreSQL for the
-# pushdown tests, desktop-file-utils for the installer check). As root it installs what is missing;
+# pushdown tests, desktop-file-utils for the installer check, and a Java runtime for Spark, dpdesk[spark],
+# unless a java is already on PATH or under JAVA_HOME: Spark 4 runs on Java 17 or 21). As root it installs what is missing;
 # otherwise it names the missing packages and the command to install them.
 set -euo pipefail
 pkgs=(libgl1 libegl1 libxkbcommon0 libglib2.0-0 libfreetype6 libfontconfig1 libdbus-1-3 fonts-dejavu-core
@@ -11,6 +12,9 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+if ! command -v java >/dev/null 2>&1 && ! [ -x "${JAVA_HOME:-/nonexistent}/bin/java" ]; then
+  missing+=(default-jre-headless)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ]; then
   echo "sysdeps: installing ${missing[*]}"

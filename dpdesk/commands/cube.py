@@ -14,16 +14,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the count cube of a table (private: true counts)",
         description="Build the count cube of a table for a schema and print its shape, total and "
         "out-of-domain count. SOURCE is a CSV/TSV/Parquet file or glob, an .xlsx workbook, an "
-        ".sqlite/.db file (with --table), or a postgresql:// URL (with --table). The counts are private.",
+        ".sqlite/.db file (with --table), a postgresql:// URL (with --table), or, with --spark MASTER, a "
+        "table in Spark's catalog or a Parquet/CSV/Delta path that Spark reads. The counts are private.",
     )
-    p.add_argument("source", metavar="SOURCE", help="file, glob (quote it), or postgresql:// URL")
+    p.add_argument("source", metavar="SOURCE", help="file, glob (quote it), postgresql:// URL, or a Spark table/path")
     p.add_argument("--schema", required=True, metavar="S", help="schema file (*.schema.json, DESIGN §6)")
-    p.add_argument("--table", metavar="T", help="table or view in a database; worksheet of a workbook")
+    add_source_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print shape, total, out_of_domain, counts (flattened, C order), source and fingerprint as JSON")
     p.add_argument("--show-sql", action="store_true",
                    help="print the generated GROUP BY and its parameters instead of running it")
     p.set_defaults(func=run)
+
+
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """``--table`` and ``--spark``, shared by every command that names a data source."""
+    p.add_argument("--table", metavar="T", help="table or view in a database; worksheet of a workbook")
+    p.add_argument("--spark", metavar="MASTER",
+                   help="count with Spark (needs dpdesk[spark]): local[*], local[N], spark://HOST:PORT, yarn or "
+                        "k8s://...; the source is then a table in Spark's catalog or a Parquet/CSV/Delta path")
+
+
+def source_location(source: str, table: str | None, spark: str | None) -> tuple[str, str | None]:
+    """``(location, table)`` for :func:`dpdesk.sources.open_source` from SOURCE, --table and --spark."""
+    if spark is None:
+        return source, table
+    from dpdesk.sources import SourceError
+    from dpdesk.sources.spark import spark_location
+
+    if table:
+        raise SourceError("with --spark, SOURCE is the table or path Spark reads: drop --table")
+    return spark_location(spark), source
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.store.inputs import read_schema_file
 
     schema = read_schema_file(args.schema)
-    source = open_source(args.source, table=args.table)
+    location, table = source_location(args.source, args.table, args.spark)
+    source = open_source(location, table=table)
     if args.show_sql:
         sql = source.sql(schema)
         if args.json:

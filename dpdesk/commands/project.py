@@ -14,8 +14,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          description="Create a project file bound to a data source. Nothing is written on error.")
     new.add_argument("path", metavar="PATH", help="the project file to create (never overwritten)")
     new.add_argument("--schema", required=True, metavar="S", help="schema JSON file (DESIGN §6)")
-    new.add_argument("--source", required=True, metavar="TABLE", help="the data: a CSV/Parquet/Excel/SQLite file or URL")
-    new.add_argument("--table", metavar="T", help="table or view inside a database source")
+    new.add_argument("--source", required=True, metavar="TABLE",
+                     help="the data: a CSV/Parquet/Excel/SQLite file, a postgresql:// URL, or with --spark a "
+                          "Spark table or path")
+    from dpdesk.commands.cube import add_source_arguments
+
+    add_source_arguments(new)
     new.add_argument("--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)")
     new.add_argument("--name", metavar="N", help="project name (default: the file's stem)")
     new.add_argument("--test-project", action="store_true",
@@ -75,7 +79,10 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
 
     pace = policy_from_args(args)  # checked before anything is created
-    with Project.create(args.path, name=name, schema=schema, source_location=args.source, source_table=args.table,
+    from dpdesk.commands.cube import source_location
+
+    location, table = source_location(args.source, args.table, args.spark)
+    with Project.create(args.path, name=name, schema=schema, source_location=location, source_table=table,
                         total_budget=args.budget, test_project=args.test_project) as p:
         if pace is not None:
             p.set_spend_policy(pace)

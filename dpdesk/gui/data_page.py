@@ -1,6 +1,7 @@
 """The Data page: open a table, preview it, declare the schema, build the cube, create a project.
 
-Tables are opened through :func:`dpdesk.sources.open_source` (CSV/TSV, Parquet, Excel, SQLite); the
+Tables are chosen in the *Open table* dialog (a file, a PostgreSQL table, a Spark table or lake path) and
+opened through :func:`dpdesk.sources.open_source`; the
 preview is a bounded number of rows in a virtual model and, like the cube, is PRIVATE. The cube is
 built by the source in the background with progress and Cancel. With a project open, the page shows
 the project's bound source and its (fixed) schema.
@@ -21,13 +22,18 @@ from PySide6.QtCore import Qt
 from dpdesk.gui import dialogs
 from dpdesk.gui.badge import PrivateBadge
 from dpdesk.gui.models import DataFrameModel
+from dpdesk.gui.open_table_dialog import OpenTableDialog
 from dpdesk.gui.schema_editor import SchemaEditor
 from dpdesk.gui.tasks import TaskRunner
 
 PREVIEW_ROWS = 5000
-NO_TABLE = "No table open. CSV/TSV, Parquet, Excel and SQLite tables are supported."
-TABLE_FILTERS = ("Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;"
-                 "All files (*)")
+NO_TABLE = ("No table open. CSV/TSV, Parquet, Excel and SQLite files, PostgreSQL tables and "
+            "Spark tables or lake paths are supported.")
+
+
+def run_dialog(dialog: OpenTableDialog) -> bool:
+    """Show the *Open table* dialog; True on Open (a hook tests replace to fill it in instead)."""
+    return dialog.exec() == OpenTableDialog.DialogCode.Accepted
 
 
 def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None:
@@ -62,7 +68,7 @@ class DataPage(QWidget):
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         self.open_btn = QPushButton("Open table…")
-        self.open_btn.clicked.connect(self.choose_file)
+        self.open_btn.clicked.connect(self.choose_source)
         top.addWidget(self.open_btn)
         self.location = QLabel(NO_TABLE)
         self.location.setWordWrap(True)
@@ -149,10 +155,11 @@ class DataPage(QWidget):
         self.editor.clear()
         self._update_buttons()
 
-    def choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open table", "", TABLE_FILTERS)
-        if path:
-            self.open_table(path)
+    def choose_source(self) -> None:
+        dialog = OpenTableDialog(self)
+        if run_dialog(dialog):
+            location, table = dialog.choice()
+            self.open_table(location, table)
 
     def open_table(self, location: str, table: str | None = None, schema=None) -> None:
         """Open ``location`` in the background: columns and a bounded preview."""

@@ -2,7 +2,9 @@
 
 ``open_source(location, table=None)`` picks the engine from the location: CSV/TSV/Parquet files or globs
 go to DuckDB, Excel workbooks to pandas, ``.sqlite``/``.db`` files to SQLite, ``postgresql://`` URLs to the
-server. In-memory tables use :class:`DataFrameSource`. Engines are imported only when used.
+server, ``spark://MASTER`` to Spark. In-memory tables use :class:`DataFrameSource`. Engines are imported only
+when used; an engine from an extra that is not installed is a one-line SourceError naming the extra
+(``dpdesk[postgresql]``, ``dpdesk[excel]``, ``dpdesk[spark]``).
 """
 
 from __future__ import annotations
@@ -23,15 +25,20 @@ def is_sqlite_file(location: str) -> bool:
 
 
 def open_source(location: str, *, table: str | None = None) -> Source:
-    """The :class:`Source` for ``location`` (a path, a glob, or a ``postgresql://`` URL).
+    """The :class:`Source` for ``location`` (a path, a glob, a ``postgresql://`` URL or ``spark://MASTER``).
 
-    ``table`` names the table or view inside a database (required for SQLite and PostgreSQL) or the
-    worksheet of an Excel workbook (optional). Raises :class:`SourceError` for a missing file, an
-    unknown file type or a missing table name.
+    ``table`` names the table or view inside a database (required for SQLite, PostgreSQL and Spark; for
+    Spark it may also be a Parquet/CSV/Delta path) or the worksheet of an Excel workbook (optional).
+    Raises :class:`SourceError` for a missing file, an unknown file type, a missing table name or a
+    missing optional package.
     """
     if not isinstance(location, str) or not location.strip():
-        raise SourceError("no source given: name a file, a glob or a postgresql:// URL")
+        raise SourceError("no source given: name a file, a glob, a postgresql:// URL or spark://MASTER")
     low = location.lower()
+    if low.startswith("spark://"):
+        from dpdesk.sources.spark import SparkSource
+
+        return SparkSource(location, table)
     if low.startswith(("postgresql://", "postgres://")):
         from dpdesk.sources.postgres import PostgresSource
 
@@ -55,5 +62,5 @@ def open_source(location: str, *, table: str | None = None) -> Source:
         return DuckDBSource(location)
     raise SourceError(
         f"{location}: unknown source type (expected .csv, .tsv, .parquet, a glob of those, .xlsx, "
-        ".sqlite/.db, or a postgresql:// URL)"
+        ".sqlite/.db, a postgresql:// URL or spark://MASTER)"
     )

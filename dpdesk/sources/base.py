@@ -10,6 +10,7 @@ reaches Python. Every error a curator can cause is a one-line :class:`SourceErro
 from __future__ import annotations
 
 import abc
+import importlib
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
@@ -101,6 +102,24 @@ def one_line(exc: BaseException | str) -> str:
         if line.strip():
             return line.strip()
     return type(exc).__name__ if isinstance(exc, BaseException) else text
+
+
+def require_extra(module: str, extra: str | None, what: str) -> Any:
+    """Import ``module`` or raise a one-line SourceError naming the dpdesk extra that installs it.
+
+    ``extra`` is None for a package every install of dpdesk brings (then the install is damaged).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        top = module.split(".")[0]
+        missing = getattr(exc, "name", None) or top
+        detail = "" if missing.split(".")[0] == top else f" (importing it failed: {one_line(exc)})"
+        if extra is None:
+            raise SourceError(f"{what} needs the Python package {top!r}, which every install of dpdesk brings{detail}; "
+                              "reinstall dpdesk (pip install --force-reinstall dpdesk)") from None
+        raise SourceError(f"{what} needs the optional package {top!r}{detail}: install it with "
+                          f"pip install 'dpdesk[{extra}]'") from None
 
 
 def check_cancelled(cancelled: CancelCheck, what: str = "cube build") -> None:

@@ -30,6 +30,7 @@ from dpdesk.sources.base import (
     cube_from_cell_counts,
     one_line,
     report,
+    require_extra,
     run_in_worker,
 )
 from dpdesk.sources.fingerprint import hash_files
@@ -145,6 +146,7 @@ class DuckDBSource(Source):
         fmt = file_format(location)
         if fmt is None:
             raise SourceError(f"{location}: not a CSV, TSV or Parquet file name")
+        require_extra("duckdb", None, "reading CSV and Parquet files")
         self.format = fmt
         if is_glob(location):
             files = sorted(f for f in globmod.glob(location, recursive=True) if os.path.isfile(f))

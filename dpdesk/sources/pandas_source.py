@@ -24,6 +24,7 @@ from dpdesk.sources.base import (
     column_kinds_checked,
     one_line,
     report,
+    require_extra,
 )
 from dpdesk.sources.fingerprint import hash_files
 
@@ -130,6 +131,7 @@ class ExcelSource(Source):
             raise SourceError(f"no such file: {location}")
         if not os.path.isfile(location):
             raise SourceError(f"not a file: {location}")
+        require_extra("openpyxl", "excel", "an Excel workbook")
         self.location = location
         self.table = table
         self._df: Any = None

@@ -28,6 +28,7 @@ from dpdesk.sources.base import (
     cube_from_cell_counts,
     one_line,
     report,
+    require_extra,
     run_in_worker,
 )
 
@@ -83,6 +84,7 @@ class PostgresSource(Source):
             raise SourceError(f"{redact(url)}: not a postgresql:// URL")
         if not table:
             raise SourceError(f"{redact(url)}: name the table or view to count (--table)")
+        require_extra("psycopg", "postgresql", "a PostgreSQL source")
         self._url = url
         self.location = redact(url)
         self.table = table

@@ -1,12 +1,12 @@
-"""The cube's ``GROUP BY``, generated once for every SQL engine (DuckDB, SQLite, PostgreSQL, warehouses).
+"""The cube's ``GROUP BY``, generated once for every SQL engine (DuckDB, SQLite, PostgreSQL, Spark).
 
 Each attribute becomes a ``CASE`` over its *declared* domain (numeric edges or categorical values, never
 anything read off the data), giving the domain position or NULL when the value is out of domain or
 missing. The flat C-order cell index is computed in SQL, ``COALESCE``-d to -1 for out-of-domain rows, and
 grouped, so only at most ``n_cells + 1`` (cell, count) rows come back.
 
-Safety: identifiers are always double-quoted (embedded double quotes doubled); edges and declared values
-are always bound parameters. The only literals pasted into the text are integers computed here (domain
+Safety: identifiers are always quoted (double quotes; backticks in Spark SQL; an embedded quote character
+doubled); edges and declared values are always bound parameters. The only literals pasted into the text are integers computed here (domain
 positions and strides).
 
 The binning rule is the engine's (:func:`dpdesk.engine.cube.attribute_codes`): numeric bins
@@ -25,25 +25,30 @@ from typing import Any, Mapping
 from dpdesk.engine.schema import Attribute, Schema
 
 
-def quote_ident(name: str) -> str:
-    """``name`` as a double-quoted SQL identifier (``a"b`` → ``"a""b"``)."""
+def quote_ident(name: str, quote: str = '"') -> str:
+    """``name`` as a quoted SQL identifier (``a"b`` → ``"a""b"``; with ``quote="`"``, Spark's form)."""
     if "\x00" in name:
         raise ValueError("identifiers cannot contain NUL characters")
-    return '"' + name.replace('"', '""') + '"'
+    return quote + name.replace(quote, quote + quote) + quote
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one engine spells parameters and text casts."""
+    """How one engine spells parameters, text casts and quoted identifiers."""
 
     name: str
     placeholder: str  # "?" (qmark) or "$" (numbered $1, $2, ...)
     text_type: str = "TEXT"
+    quote: str = '"'  # Spark SQL reads "..." as a string literal unless ANSI identifiers are on
+
+    def ident(self, name: str) -> str:
+        return quote_ident(name, self.quote)
 
 
 DUCKDB = Dialect("duckdb", "?", "VARCHAR")
 SQLITE = Dialect("sqlite", "?", "TEXT")
 POSTGRESQL = Dialect("postgresql", "$", "TEXT")
+SPARK = Dialect("spark", "?", "STRING", "`")
 
 
 @dataclass
@@ -132,7 +137,7 @@ def cube_query(
     strides = [math.prod(schema.shape[d + 1 :]) for d in range(n)]
     terms = []
     for a, stride in zip(schema.attributes, strides):
-        col = quote_ident(a.column)
+        col = dialect.ident(a.column)
         kind = column_kinds[a.column]
         case = _numeric_case(col, a, p) if a.kind == "numeric" else _categorical_case(col, a, kind, p, dialect)
         # BIGINT before the arithmetic: small integer types overflow (PLATFORM.md), and cubes can be big.

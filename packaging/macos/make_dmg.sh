@@ -23,7 +23,7 @@ mkdir -p "$OUT"
 # 1. A build venv with dpdesk installed non-editable, PyInstaller, and Pillow (PNG -> .icns icon).
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "$REPO[all,package]" pillow
+"$VENV/bin/python" -m pip install -q "$REPO[postgresql,excel,package]" pillow
 
 # 2. The bundle: the same spec as Linux; on macOS it also makes dpdesk.app (BUNDLE).
 rm -rf "$OUT/dist" "$OUT/pyi-work"

@@ -2,7 +2,7 @@
 ;
 ; Build (on Windows, from the repository root, after the bundle; see docs/install.md):
 ;   py -3.11 -m venv build-venv
-;   build-venv\Scripts\python -m pip install ".[all,package]" pillow
+;   build-venv\Scripts\python -m pip install ".[postgresql,excel,package]" pillow
 ;   build-venv\Scripts\pyinstaller --noconfirm --distpath packaging\out\dist --workpath packaging\out\pyi-work packaging\dpdesk.spec
 ;   "C:\Program Files (x86)\Inno Setup 6\ISCC.exe" /DAppVersion=0.1.0 packaging\windows\dpdesk.iss
 ; Output: packaging\out\dpdesk-0.1.0-setup.exe

@@ -1,0 +1,346 @@
+"""A table, a view or a lake path counted by Apache Spark (PySpark, the ``dpdesk[spark]`` extra).
+
+The location is ``spark://MASTER``: ``spark://local[*]`` (or ``local[N]``) runs Spark inside this process's
+JVM, ``spark://HOST:PORT`` is a standalone cluster's master, ``spark://yarn`` and ``spark://k8s://...`` name
+those cluster managers. ``table`` is either a name in the session's catalog (``people``, ``db.people``,
+``catalog.db.people``) or a path Spark reads: a Parquet file or folder, a CSV/TSV file, or a Delta table
+(a folder holding ``_delta_log``, or any path written ``delta:PATH``; Delta needs the Delta Lake jars in
+the session). Paths are read into a temporary view named by dpdesk.
+
+The generated ``GROUP BY`` (:mod:`dpdesk.sources.sqlgen`, Spark dialect: backtick-quoted identifiers,
+positional ``?`` parameters bound by ``spark.sql(..., args=...)``) runs on the cluster under its own job
+group; only the at most ``n_cells + 1`` (cell, count) rows reach the driver, so the driver's memory does
+not grow with the table. Progress is read from Spark's status tracker and Cancel cancels the job group.
+
+The fingerprint is Spark's own row checksum (see :data:`FINGERPRINT_CAVEAT`): a lake table has no single
+file to hash and can change between two reads.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import hashlib
+import importlib.resources
+import os
+import re
+import threading
+import uuid
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from dpdesk.engine.cube import Cube
+from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.schema import Schema
+from dpdesk.sources import sqlgen
+from dpdesk.sources.base import (
+    CancelCheck,
+    Fingerprint,
+    Progress,
+    Source,
+    SourceError,
+    check_cancelled,
+    column_kinds_checked,
+    cube_from_cell_counts,
+    one_line,
+    report,
+    require_extra,
+    run_in_worker,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEME = "spark://"
+FORMAT_PREFIXES = ("parquet:", "delta:", "csv:", "tsv:")
+_LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?")
+_SESSION_LOCK = threading.Lock()
+# Errors only in the driver's log: dpdesk reports failures itself, in one line.
+_LOG_CONFIG = Path(str(importlib.resources.files("dpdesk.resources").joinpath("spark", "log4j2.properties")))
+
+# Settings dpdesk gives the session it starts. ANSI mode makes a bad value in a column read as numbers
+# an error (as DuckDB's typed CSV read does) instead of a silent NULL that would count as out of domain.
+SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.ansi.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+FINGERPRINT_CAVEAT = (
+    "best effort: a lake table has no single file to hash, so this is Spark's row count plus an "
+    "order-independent sum of two hashes of every row (64-bit xxhash64 and 32-bit murmur3) and the column "
+    "types; it detects changed, added or removed rows with high probability but is not a cryptographic "
+    "commitment, it pins no table version or snapshot, and the data may change between this checksum and "
+    "a cube build"
+)
+
+
+def spark_location(master: str) -> str:
+    """The source location for a Spark master URL (``local[2]`` → ``spark://local[2]``)."""
+    master = master.strip()
+    if not master:
+        raise SourceError("--spark needs a master: local[*], local[N], spark://HOST:PORT, yarn or k8s://...")
+    return master if master.startswith(SCHEME) else SCHEME + master
+
+
+def master_of(location: str) -> str:
+    """The Spark master URL a ``spark://`` location names."""
+    rest = location[len(SCHEME):] if location.startswith(SCHEME) else location
+    if not rest:
+        raise SourceError(f"{location}: no Spark master (try spark://local[*] or spark://HOST:7077)")
+    if _LOCAL_MASTER.fullmatch(rest) or rest == "yarn" or re.match(r"(k8s|mesos)://", rest):
+        return rest
+    return SCHEME + rest  # a standalone cluster: Spark's own URL is spark://HOST:PORT
+
+
+def is_path(table: str) -> bool:
+    """True if ``table`` names files for Spark to read rather than a table in its catalog."""
+    low = table.lower()
+    return ("/" in table or "\\" in table or low.startswith(FORMAT_PREFIXES)
+            or low.endswith((".parquet", ".pq", ".csv", ".tsv", ".csv.gz", ".tsv.gz")))
+
+
+def path_format(path: str) -> tuple[str, str]:
+    """``(format, path)``: ``parquet``, ``delta``, ``csv`` or ``tsv`` from a prefix, a suffix or a folder."""
+    low = path.lower()
+    for prefix in FORMAT_PREFIXES:
+        if low.startswith(prefix):
+            return prefix[:-1], path[len(prefix):]
+    stem = low[:-3] if low.endswith(".gz") else low
+    if stem.endswith(".csv"):
+        return "csv", path
+    if stem.endswith(".tsv"):
+        return "tsv", path
+    if os.path.isdir(os.path.join(path, "_delta_log")):
+        return "delta", path
+    return "parquet", path  # a .parquet file or a folder of them (partitioned or not)
+
+
+def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Any:
+    """The process's Spark session for ``master`` (started with :data:`SESSION_CONF` and ``conf`` if none
+    runs; ``conf`` may hold start-up settings such as ``spark.driver.extraJavaOptions``).
+
+    One process has one Spark driver: a session for another master is stopped first.
+    """
+    require_extra("pyspark", "spark", "a Spark source")
+    # PySpark warns about pandas 3 on every first use; dpdesk hands it no pandas objects.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    from pyspark.sql import SparkSession
+
+    settings = {**SESSION_CONF, **(conf or {})}
+    settings["spark.driver.extraJavaOptions"] = " ".join(
+        filter(None, [f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}", settings.get("spark.driver.extraJavaOptions")]))
+    if _LOCAL_MASTER.fullmatch(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # in-process Spark listens on loopback only
+    with _SESSION_LOCK:
+        builder = SparkSession.builder.master(master).appName("dpdesk")
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        try:
+            spark = builder.getOrCreate()
+            if spark.sparkContext.master != master:
+                spark.stop()
+                spark = builder.getOrCreate()
+        except Exception as exc:  # the JVM could not start, the master is unreachable, ...
+            hint = " (is Java 17 or later installed? JAVA_HOME names it)" if "JAVA_GATEWAY" in str(exc) else ""
+            raise SourceError(f"cannot start Spark at {master}: {one_line(exc)}{hint}") from None
+        spark.sparkContext.setLogLevel("ERROR")
+        for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
+            spark.conf.set(key, SESSION_CONF[key])  # also in a session that was already running
+        return spark
+
+
+def _type_kind(data_type: Any) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.NumericType):
+        return "numeric"
+    if isinstance(data_type, (T.StringType, T.VarcharType, T.CharType)):
+        return "text"
+    return "other"
+
+
+class SparkSource(Source):
+    """A Spark catalog table or view, or a Parquet/CSV/Delta path, under a ``spark://MASTER`` location."""
+
+    kind = "spark"
+
+    def __init__(self, location: str, table: str | None):
+        self.location = spark_location(location)
+        self.master = master_of(self.location)
+        if not table or not table.strip():
+            raise SourceError(f"{self.location}: name the table, view or path Spark should count (--table)")
+        require_extra("pyspark", "spark", "a Spark source")
+        self.format: str | None = None
+        self.path: str | None = None
+        if is_path(table):
+            fmt, path = path_format(table)
+            if "://" not in path and not path.startswith("file:"):
+                path = os.path.abspath(os.path.expanduser(path))
+                if any(ch in path for ch in "*?[") and not globmod.glob(path):  # Spark reads globs itself
+                    raise SourceError(f"no files match {path}")
+                if not any(ch in path for ch in "*?[") and not os.path.exists(path):
+                    raise SourceError(f"no such file or folder: {path}")
+            self.format, self.path = fmt, path
+            table = path if fmt == path_format(path)[0] else f"{fmt}:{path}"
+        elif "`" in table:
+            raise SourceError(f"table {table!r}: give the name without quotes (catalog.db.table)")
+        self.table = table
+        self._view = f"dpdesk_input_{uuid.uuid4().hex[:12]}"
+        self._spark: Any = None
+        self.last_job_group: str | None = None  # Spark's job group of the latest statement (its UI shows it)
+
+    # --- session and the table -----------------------------------------------------------------
+
+    def _session(self) -> Any:
+        if self._spark is None or self._spark.sparkContext._jsc is None:  # none yet, or stopped since
+            self._spark = spark_session(self.master)
+        return self._spark
+
+    def _reader_text(self) -> str:
+        assert self.path is not None and self.format is not None
+        fmt = "csv" if self.format == "tsv" else self.format
+        csv = '.option("header", True).option("escape", \'"\')'
+        opts = {"csv": csv, "tsv": csv + '.option("sep", "\\t")'}
+        return f'spark.read.format("{fmt}"){opts.get(self.format, "")}.load({self.path!r})'
+
+    def _frame(self) -> Any:
+        """The table as a DataFrame; a path is also registered as this source's temporary view."""
+        spark = self._session()
+        try:
+            if self.path is None:
+                if not spark.catalog.tableExists(self.table):
+                    names = [t.name for t in spark.catalog.listTables()][:41]
+                    shown = ", ".join(map(repr, names[:40])) + (", ..." if len(names) > 40 else "")
+                    raise SourceError(f"no table or view {self.table!r} in Spark at {self.master} "
+                                      f"(tables: {shown or 'none'})")
+                return spark.table(self.table)
+            reader = spark.read.format("csv" if self.format == "tsv" else self.format)
+            if self.format in ("csv", "tsv"):  # every column as text; the cube query casts numbers
+                # RFC 4180 quoting ("" inside quotes), as written by pandas, DuckDB and spreadsheets.
+                reader = reader.option("header", True).option("inferSchema", False).option("escape", '"')
+                if self.format == "tsv":
+                    reader = reader.option("sep", "\t")
+            df = reader.load(self.path)
+            df.createOrReplaceTempView(self._view)
+            return df
+        except SourceError:
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: BaseException) -> SourceError:
+        what = f"{self.format} {self.path}" if self.path else f"table {self.table!r}"
+        return SourceError(f"Spark at {self.master} cannot read {what}: {one_line(exc)}")
+
+    def _from(self) -> str:
+        if self.path is not None:
+            return sqlgen.SPARK.ident(self._view)
+        return ".".join(sqlgen.SPARK.ident(part) for part in self.table.split("."))
+
+    def _query(self, schema: Schema) -> sqlgen.CubeQuery:
+        df = self._frame()
+        kinds = {f.name: _type_kind(f.dataType) for f in df.schema.fields}
+        types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        where = f"{self.path or self.table} (Spark)"
+        from_clause = self._from()
+        if self.format in ("csv", "tsv"):
+            # CSV columns are read as text: categorical attributes match by text, numeric ones are cast.
+            column_kinds_checked(schema, {c: "numeric" for c in kinds}, where)  # names only
+            casts, kinds = [], {}
+            for a in schema.attributes:
+                if a.column in kinds:
+                    continue
+                col = sqlgen.SPARK.ident(a.column)
+                kinds[a.column] = "numeric" if a.kind == "numeric" else "text"
+                casts.append(f"CAST({col} AS DOUBLE) AS {col}" if a.kind == "numeric" else col)
+            from_clause = f"(SELECT {', '.join(casts)} FROM {from_clause}) AS typed"
+        else:
+            column_kinds_checked(schema, kinds, where, types)
+        return sqlgen.cube_query(schema, kinds, from_clause, (), sqlgen.SPARK)
+
+    def _run(self, sql: str, params: tuple[Any, ...], what: str, progress: Progress,
+             cancelled: CancelCheck) -> list[Any]:
+        """Collect one statement's rows under a fresh job group: progress from its stages, Cancel
+        cancels the group (running tasks are interrupted)."""
+        spark = self._session()
+        sc = spark.sparkContext
+        group = self.last_job_group = f"dpdesk-{uuid.uuid4().hex}"
+        seen = [0.0]
+
+        def work() -> list[Any]:
+            sc.setJobGroup(group, f"dpdesk {what} of {self.path or self.table}", interruptOnCancel=True)
+            try:
+                return spark.sql(sql, args=list(params)).collect()
+            finally:
+                sc.setLocalProperty("spark.jobGroup.id", None)
+
+        def poll() -> None:
+            tracker = sc.statusTracker()
+            done = total = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info is not None else ():
+                    s = tracker.getStageInfo(stage)
+                    if s is not None:
+                        done, total = done + s.numCompletedTasks, total + s.numTasks
+            if total:  # later stages appear as earlier ones finish: never report going back
+                seen[0] = max(seen[0], min(0.99, done / total))
+                report(progress, seen[0])
+
+        try:
+            return run_in_worker(work, name="dpdesk-spark", interrupt=lambda: sc.cancelJobGroup(group),
+                                 cancelled=cancelled, poll=poll if progress is not None else None)
+        except (SourceError, Cancelled):
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+
+    # --- the Source interface --------------------------------------------------------------------
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "location": self.location, "table": self.table, "format": self.format}
+
+    def columns(self) -> list[str]:
+        return list(self._frame().columns)
+
+    def sql(self, schema: Schema) -> str:
+        shown = self._query(schema).display()
+        if self.path is not None:
+            shown = f"-- {self._from()} is a temporary view of: {self._reader_text()}\n{shown}"
+        return shown
+
+    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+        check_cancelled(cancelled)
+        q = self._query(schema)
+        report(progress, 0.0)
+        rows = self._run(q.sql, q.params, "cube build", progress, cancelled)
+        report(progress, 1.0)
+        return cube_from_cell_counts(schema, [r[0] for r in rows], [r[1] for r in rows])
+
+    def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
+        check_cancelled(cancelled, "fingerprint")
+        df = self._frame()
+        # Exact DECIMAL sums of per-row hashes: order-independent (no sort, no shuffle of rows).
+        rows = self._run(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(CAST(xxhash64(*) AS DECIMAL(38, 0))), 0) AS STRING), "
+            "CAST(COALESCE(SUM(CAST(hash(*) AS DECIMAL(38, 0))), 0) AS STRING) "
+            f"FROM {self._from()}", (), "fingerprint", progress, cancelled)
+        count, s1, s2 = rows[0]
+        h = hashlib.sha256()
+        h.update(df.schema.simpleString().encode("utf-8", "surrogateescape"))
+        h.update(f"\x1e{count}\x1e{s1}\x1e{s2}".encode())
+        report(progress, 1.0)
+        return Fingerprint(method="spark-checksum", digest=h.hexdigest(), row_count=int(count),
+                           caveat=FINGERPRINT_CAVEAT)
+
+    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+        import pandas as pd
+
+        df = self._frame()
+        try:
+            rows = df.limit(int(limit)).collect()
+        except Exception as exc:
+            raise self._error(exc) from None
+        return pd.DataFrame.from_records([tuple(r) for r in rows], columns=list(df.columns))
