@@ -10,7 +10,13 @@ each path to the bare DuckDB query on the same file.
 ``--big`` also writes a ~2 GB Parquet file and builds its cube under a 1 GiB address-space cap
 (``prlimit --as``), with and without ``MALLOC_ARENA_MAX=2`` (see docs/performance.md for why).
 
-Run: ``.venv/bin/python benchmarks/bench_cube.py [--rows N] [--repeat R] [--big] [--dir D]``.
+``--spark`` adds the Spark column (needs ``dpdesk[spark]`` and Java): a ``local[2]`` session per child,
+dpdesk's Spark source next to Spark's own ``SELECT … GROUP BY`` of the attribute columns on the same
+Parquet file (the bare reference). Session start-up is reported apart; the build is timed cold (the
+first statement of a fresh JVM) and warm (the same statement again), and the driver JVM's peak resident
+set is read from ``/proc``. ``--spark-rows N,M`` repeats the warm Spark runs on other table sizes.
+
+Run: ``.venv/bin/python benchmarks/bench_cube.py [--rows N] [--repeat R] [--big] [--spark] [--dir D]``.
 Not part of the test suite: nothing here asserts on timings.
 """
 
@@ -140,10 +146,47 @@ def child(case: str, path: str) -> None:
         df = pd.read_parquet(path, columns=COLUMNS) if path.endswith(".parquet") else pd.read_csv(path, usecols=COLUMNS)
         cube = build_cube(df, schema)
         total = cube.total + cube.out_of_domain
+    elif case in ("spark-bare", "dpdesk-spark"):
+        spark_child(case, path, schema)
+        return
     else:
         raise SystemExit(f"unknown case {case}")
     wall = time.perf_counter() - t0
     print(json.dumps({"case": case, "wall_s": wall, "peak_mb": peak_rss_mb(), "imports_mb": base, "rows": total}))
+
+
+def _pid_peak_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        m = re.search(r"VmHWM:\s+(\d+) kB", f.read())
+    return int(m.group(1)) / 1024 if m else float("nan")
+
+
+def spark_child(case: str, path: str, schema) -> None:  # type: ignore[no-untyped-def]
+    """Start ``local[2]``, then time one statement twice: cold (fresh JVM) and warm."""
+    from dpdesk.sources import open_source
+    from dpdesk.sources.spark import spark_session
+
+    t0 = time.perf_counter()
+    spark = spark_session("local[2]")
+    start = time.perf_counter() - t0
+    cols = ", ".join(f"`{c}`" for c in COLUMNS)
+
+    def once() -> int:
+        if case == "spark-bare":  # Spark's own GROUP BY of the raw columns: no binning, no parameters
+            rows = spark.sql(f"SELECT {cols}, COUNT(*) AS n FROM parquet.`{path}` GROUP BY {cols}").collect()
+            return sum(r["n"] for r in rows)
+        cube = open_source("spark://local[2]", table=path).build_cube(schema)
+        return cube.total + cube.out_of_domain
+
+    walls = []
+    for _ in range(2):
+        t = time.perf_counter()
+        total = once()
+        walls.append(time.perf_counter() - t)
+    jvm = _pid_peak_mb(spark.sparkContext._gateway.proc.pid)
+    print(json.dumps({"case": case, "wall_s": walls[1], "cold_s": walls[0], "start_s": start, "rows": total,
+                      "peak_mb": peak_rss_mb(), "jvm_peak_mb": jvm}))
+    spark.stop()
 
 
 def measure(case: str, path: str, *, prefix: list[str] | None = None, env: dict[str, str] | None = None) -> dict:
@@ -176,13 +219,47 @@ def summarise(case: str, runs: list[dict]) -> dict:
     ok = [r for r in runs if "error" not in r]
     if not ok:
         return runs[0]
-    return {
+    out = {
         "case": case,
         "wall_s": statistics.median(r["wall_s"] for r in ok),
         "peak_mb": statistics.median(r["peak_mb"] for r in ok),
         "rows": ok[0]["rows"],
         "all_wall_s": [round(r["wall_s"], 2) for r in ok],
     }
+    for key in ("cold_s", "start_s", "jvm_peak_mb"):
+        if key in ok[0]:
+            out[key] = statistics.median(r[key] for r in ok)
+    return out
+
+
+def spark_section(parquet: str, repeat: int, directory: str, other_rows: list[int]) -> None:
+    """The Spark column: dpdesk's Spark source against Spark's own GROUP BY on the same Parquet."""
+    print(f"\n# Spark local[2] on the same Parquet ({os.path.getsize(parquet) / 1e6:.0f} MB); median of {repeat} "
+          "fresh processes per path, interleaved; warm = the statement's second run in the same JVM")
+    print("| path | warm (median) | vs Spark's own GROUP BY | cold (1st statement) | session start | "
+          "driver JVM peak RSS | Python peak RSS | warm runs |")
+    print("|---|---|---|---|---|---|---|---|")
+    results = interleaved(["spark-bare", "dpdesk-spark"], parquet, repeat)
+    bare = results[0]
+    for r in results:
+        if "error" in r:
+            print(f"| {r['case']} | failed: {r['error']} | | | | | | |", flush=True)
+            continue
+        ratio = r["wall_s"] / bare["wall_s"] if "wall_s" in bare else float("nan")
+        print(f"| {r['case']} | {r['wall_s']:.2f} s | {ratio:.2f}× | {r['cold_s']:.2f} s | {r['start_s']:.1f} s | "
+              f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB | {', '.join(map(str, r['all_wall_s']))} |", flush=True)
+    if other_rows:
+        print("\n# dpdesk's Spark source on other table sizes (one fresh process each)")
+        print("| rows | Parquet | warm | cold | driver JVM peak RSS | Python peak RSS |")
+        print("|---|---|---|---|---|---|")
+        for n in other_rows:
+            _, path = make_data(directory, n)
+            r = measure("dpdesk-spark", path)
+            if "error" in r:
+                print(f"| {n:,} | | failed: {r['error']} | | | |", flush=True)
+                continue
+            print(f"| {n:,} | {os.path.getsize(path) / 1e6:.0f} MB | {r['wall_s']:.2f} s | {r['cold_s']:.2f} s | "
+                  f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB |", flush=True)
 
 
 def table_rows(label: str, results: list[dict], bare: dict) -> list[str]:
@@ -205,6 +282,9 @@ def main() -> None:
                     help="where the generated files are cached")
     ap.add_argument("--big", action="store_true", help="also the ~2 GB Parquet file under a 1 GiB cap")
     ap.add_argument("--big-only", action="store_true", help="only the capped ~2 GB run")
+    ap.add_argument("--spark", action="store_true", help="add the Spark column (local[2]; needs dpdesk[spark])")
+    ap.add_argument("--spark-only", action="store_true", help="only the Spark column")
+    ap.add_argument("--spark-rows", default="", help="comma-separated table sizes for the Spark scaling rows")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -212,6 +292,12 @@ def main() -> None:
         return
 
     print(f"# cube building, {os.cpu_count()} cores, python {sys.version.split()[0]}")
+    if args.spark or args.spark_only:
+        _, parquet = make_data(args.dir, args.rows)
+        others = [int(n) for n in args.spark_rows.split(",") if n.strip()]
+        spark_section(parquet, args.repeat, args.dir, others)
+        if args.spark_only:
+            return
     if not args.big_only:
         csv, parquet = make_data(args.dir, args.rows)
         print(f"# {args.rows:,} rows × 4 attributes; CSV {os.path.getsize(csv) / 1e6:.0f} MB, "

@@ -23,15 +23,17 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-# --- one real local Spark for the whole run (JVM start-up is ~8 s; every Spark test shares it) ---------
+# --- a real local Spark, one session per test module (the JVM starts once per run, ~8 s; a later
+# module's session reuses it and starts in about a second) ---------------------------------------------
 import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark():
-    """A real ``local[2]`` Spark session started by dpdesk's own :func:`spark_session`; stopped at the end."""
+    """A real ``local[2]`` Spark session started by dpdesk's own :func:`spark_session`; stopped after the
+    module, so no Spark threads run beside the tests that follow."""
     pytest.importorskip("pyspark", reason="the Spark tests need dpdesk[spark] (make test installs it)")
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         pytest.skip("the Spark tests need Java 17 or later (make sysdeps installs it)")

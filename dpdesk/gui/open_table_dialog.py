@@ -92,7 +92,7 @@ class OpenTableDialog(QDialog):
     def _note(text: str) -> QLabel:
         label = QLabel(text)
         label.setWordWrap(True)
-        label.setStyleSheet("QLabel { color: palette(mid); }")
+        label.setStyleSheet("QLabel { color: #505050; }")
         return label
 
     def _browse_file(self) -> None:
