@@ -1,0 +1,1 @@
+"""Workloads and data for the Chen–Zhou–Bhowmick experiments (seed §5)."""

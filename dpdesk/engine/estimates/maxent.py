@@ -1,0 +1,319 @@
+"""The maximum-entropy distribution behind released answers, and synthetic tables drawn from it.
+
+The Chen–Zhou–Bhowmick seed §4: among distributions ``p`` over the cells, minimise
+``KL(p ‖ p0) + Σ_i β_i |a_i/n − p[f_i]|`` (Eqs. 26, 41): relative entropy to the prior ``p0`` plus a soft
+L1 penalty on the misfit to each released answer. It is **not** exactly consistent with the answers:
+its dual (Eq. 37) maximises ``Σ_i w_i a_i/n − ln Z_w`` over the box ``|w_i| ≤ β_i`` and the fit becomes
+exact only as the box grows. dpdesk writes ``β_i = τ·n/s_i`` with ``s_i = σ_i/√2`` (the Laplace scale),
+i.e. in scaled weights ``v_i = w_i s_i/n`` the box is ``|v_i| ≤ τ`` and the gradient is each row's
+misfit in units of its noise scale, ``(a_i − n·p_w[f_i])/s_i``. τ is chosen by k-fold cross-validation
+on the released rows, as for the shrinkage estimate.
+
+The solver is Monte Carlo maximum likelihood (Geyer & Thompson 1992) instead of the seed's stochastic
+gradient with Metropolis-within-Gibbs (no convergence test): a round draws particles from the current
+fit (the prior at first, exactly; then by resampling and exact Gibbs sweeps of the clique model), and
+solves the dual on those particles with importance weights *exactly* by L-BFGS-B (box constraints;
+stops when the largest projected gradient is below ``gtol``, i.e. every unclipped row is matched within
+``gtol`` noise scales on the sample). Rounds stop when the solution's importance weights have an
+effective sample size of at least ``ess_target`` of the particles — the sample then represents the fit
+it produced — or after ``max_rounds`` (reported, never hidden).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from scipy.optimize import Bounds, minimize
+from scipy.special import logsumexp
+
+from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.estimates.features import CliqueModel, cliques_of
+from dpdesk.engine.estimates.kernel import check_prior
+from dpdesk.engine.estimates.released import Released
+
+__all__ = ["MaxEntFit", "fit_maxent", "cross_validate_maxent", "MaxEntCV"]
+
+
+def _ro(a: Any) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class MaxEntFit:
+    """A fitted maximum-entropy distribution (post-processing of ``released`` only).
+
+    ``particles`` (codes) with normalised ``weights`` represent ``p_w``; ``expected`` is ``n·p_w[f_i]``
+    for every released row; ``rounds``, ``ess`` and ``max_gradient`` report the solver's convergence.
+    """
+
+    shape: tuple[int, ...]
+    tau: float
+    table_size: float
+    scaled_weights: np.ndarray  # v_i, |v_i| ≤ τ
+    expected: np.ndarray
+    particles: np.ndarray
+    weights: np.ndarray
+    log_base: np.ndarray  # importance log-weights of the particles relative to the prior
+    rounds: int
+    evaluations: int
+    converged: bool
+    ess: float
+    max_gradient: float
+    model: CliqueModel
+    scales: np.ndarray
+
+    @property
+    def w(self) -> np.ndarray:
+        return self.scaled_weights * self.table_size / self.scales
+
+    def misfit(self, answers: np.ndarray) -> np.ndarray:
+        """Each released row's ``(a_i − n·p_w[f_i]) / s_i``."""
+        return (answers - self.expected) / self.scales
+
+    def sample(self, rows: int, rng: np.random.Generator, *, sweeps: int = 5,
+               progress: Callable[[float], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+        """``rows`` synthetic rows (codes) from ``p_w``: resampled particles moved by exact Gibbs sweeps."""
+        if not (isinstance(rows, (int, np.integer)) and rows > 0):
+            raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
+        theta = self.model.potentials(self.w)
+        out = np.empty((int(rows), len(self.shape)), dtype=np.int64)
+        step = 1 << 17
+        for s in range(0, int(rows), step):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            k = min(step, int(rows) - s)
+            pick = _systematic(self.weights, k, rng)
+            block = self.particles[pick].copy()
+            for _ in range(sweeps):
+                self.model.sweep(block, theta, rng)
+            out[s:s + k] = block
+            if progress is not None:
+                progress((s + k) / rows)
+        return out
+
+
+def _systematic(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Systematic resampling: ``k`` indices with expected counts ``k·weights``, shuffled."""
+    pos = (rng.random() + np.arange(k)) / k
+    idx = np.searchsorted(np.cumsum(weights), pos, side="right")
+    idx = np.minimum(idx, weights.size - 1)
+    rng.shuffle(idx)
+    return idx
+
+
+class _Problem:
+    """The dual (seed Eq. 37) on a fixed particle set, with importance log-weights ``base``."""
+
+    def __init__(self, model: CliqueModel, codes, base, answers, scales, n, rows) -> None:
+        self.model, self.codes, self.base = model, codes, base
+        self.rows = rows  # released rows in the objective (others get weight 0)
+        self.target = np.zeros(scales.size)
+        self.target[rows] = answers[rows] / scales[rows]
+        self.scales, self.n = scales, n
+        self.mask = np.zeros(scales.size, dtype=bool)
+        self.mask[rows] = True
+
+    def weights_at(self, v: np.ndarray) -> tuple[np.ndarray, float]:
+        w = np.where(self.mask, v * self.n / self.scales, 0.0)
+        s = self.base + self.model.scores(self.model.potentials(w), self.codes)
+        lz = float(logsumexp(s))
+        return np.exp(s - lz), lz
+
+    def __call__(self, v: np.ndarray) -> tuple[float, np.ndarray]:
+        p, lz = self.weights_at(v)
+        ef = self.model.expectations(p, self.codes, self.scales.size)
+        # −(Σ v_i a_i/s_i − ln Z): minimised; gradient −(a_i − n E f_i)/s_i on the rows in use
+        grad = np.where(self.mask, -(self.target - self.n * ef / self.scales), 0.0)
+        return -(float(v @ self.target) - lz), grad
+
+
+def fit_maxent(
+    released: Released,
+    *,
+    table_size: float,
+    tau: float,
+    prior: Sequence[np.ndarray] | None = None,
+    particles: int = 200_000,
+    rows: np.ndarray | None = None,
+    seed: int = 0,
+    gtol: float = 0.05,
+    ess_target: float = 0.5,
+    ess_min: float = 0.2,
+    max_rounds: int = 6,
+    sweeps: int = 3,
+    start: MaxEntFit | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> MaxEntFit:
+    """Fit the seed's maximum-entropy distribution to released rows (module docstring for the solver).
+
+    Parameters
+    ----------
+    released : Released
+        The released rows; each must depend on a few attributes (see :mod:`.features`).
+    table_size : float
+        The table size ``n`` (declared, or a released estimate): the answers are read as ``n·p[f_i]``.
+    tau : float
+        The trade-off: ``|v_i| ≤ τ``; larger fits the answers more closely.
+    rows : array of int or None
+        Fit only these released rows (cross-validation); None fits all.
+    start : MaxEntFit or None
+        Warm start (weights and particles) from another fit of the same rows' model.
+    """
+    if not (math.isfinite(table_size) and table_size > 0):
+        raise DpdeskError(f"table_size ({table_size!r}) must be a positive finite number")
+    if not (tau > 0 and math.isfinite(tau)):
+        raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
+    shape = released.shape
+    prior = check_prior(prior, shape)
+    m = len(released)
+    use = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
+    scales = np.sqrt(released.variances / 2.0)
+    rng = np.random.default_rng(seed)
+    if start is not None:
+        if start.particles.shape[0] != particles or start.shape != shape:
+            raise DpdeskError("maximum entropy: a warm start must come from a fit with the same particles and shape")
+        model, parts, base = start.model, start.particles.copy(), np.array(start.log_base)
+        v = np.where(np.isin(np.arange(m), use), np.clip(start.scaled_weights, -tau, tau), 0.0)
+    else:
+        cliques, constant = cliques_of(released.queries, shape)
+        model = CliqueModel(shape, cliques, prior, constant)
+        v = np.zeros(m)
+        parts = model.sample_prior(rng, particles)
+        base = np.zeros(particles)
+    # Diagonal preconditioner: x_i = c_i v_i with c_i² ≈ the dual's curvature (n/s_i)² Var(f_i).
+    sens = np.array([float(q.sensitivity) for q in released.queries])
+    c = (table_size / scales) * np.sqrt(np.maximum(np.abs(released.answers), scales) * sens / table_size)
+    lo = np.zeros(m)
+    hi = np.zeros(m)
+    lo[use], hi[use] = -tau * c[use], tau * c[use]
+    bounds = Bounds(lo, hi)
+    converged, ess, pg, r, nfev = False, 0.0, math.inf, 0, 0
+    for r in range(1, max_rounds + 1):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        codes = model.codes(parts)
+        prob = _Problem(model, codes, base, released.answers, scales, table_size, use)
+
+        last: dict[str, np.ndarray] = {}
+
+        def scaled(x: np.ndarray) -> tuple[float, np.ndarray]:
+            f, g = prob(x / c)
+            last["x"], last["g"] = x.copy(), g
+            return f, g / c
+
+        def stop(intermediate_result: Any) -> None:
+            # The convergence test, in noise-scale units: every unclipped row matched within gtol.
+            x = intermediate_result.x
+            if "x" in last and np.array_equal(x, last["x"]) and _projected_gradient(last["g"], x / c, tau, use) <= gtol:
+                raise StopIteration
+
+        res = minimize(scaled, v * c, jac=True, method="L-BFGS-B", bounds=bounds, callback=stop,
+                       options={"maxiter": 5000, "gtol": 0.0, "ftol": 0.0, "maxcor": 30})
+        nfev += res.nfev
+        target_v = np.clip(res.x / c, lo / np.maximum(c, 1e-300), hi / np.maximum(c, 1e-300))
+        pg = _projected_gradient(prob(target_v)[1], target_v, tau, use)
+        p, _ = prob.weights_at(target_v)
+        ess = float(1.0 / np.sum(p * p)) / particles
+        if progress is not None:
+            progress(r / max_rounds)
+        if ess >= ess_target and pg <= gtol * 1.01:
+            v = target_v
+            converged = True
+            break
+        # Trust step: move only as far as the particles still represent the fit (ESS ≥ ess_min).
+        step = 1.0
+        v_new = target_v
+        while ess < ess_min and step > 1e-3:
+            step *= 0.5
+            v_new = v + step * (target_v - v)
+            p, _ = prob.weights_at(v_new)
+            ess = float(1.0 / np.sum(p * p)) / particles
+        v = v_new
+        if r == max_rounds:
+            break
+        # next round: particles from the current fit (resample, then exact Gibbs sweeps)
+        parts = parts[_systematic(p, particles, rng)]
+        theta = model.potentials(v * table_size / scales)
+        for _ in range(sweeps):
+            model.sweep(parts, theta, rng)
+        base = _base(model, parts, v, table_size, scales)
+    codes = model.codes(parts)
+    prob = _Problem(model, codes, base, released.answers, scales, table_size, use)
+    p, _ = prob.weights_at(v)
+    expected = table_size * model.expectations(p, codes, m)
+    return MaxEntFit(
+        shape=shape, tau=float(tau), table_size=float(table_size), scaled_weights=_ro(v), expected=_ro(expected),
+        particles=_ro(parts), weights=_ro(p), log_base=_ro(base), rounds=r, evaluations=nfev, converged=converged, ess=ess, max_gradient=pg,
+        model=model, scales=_ro(scales),
+    )
+
+
+def _base(model: CliqueModel, parts: np.ndarray, v: np.ndarray, n: float, scales: np.ndarray) -> np.ndarray:
+    """Importance log-weights of particles drawn from ``p_v`` relative to the prior: ``−Σ w_i f_i``."""
+    return -model.scores(model.potentials(v * n / scales), model.codes(parts))
+
+
+def _projected_gradient(grad: np.ndarray, v: np.ndarray, tau: float, use: np.ndarray) -> float:
+    g = grad[use]
+    x = v[use]
+    at_hi = (x >= tau * (1 - 1e-9)) & (g < 0)
+    at_lo = (x <= -tau * (1 - 1e-9)) & (g > 0)
+    g = np.where(at_hi | at_lo, 0.0, g)
+    return float(np.max(np.abs(g))) if g.size else 0.0
+
+
+@dataclass(frozen=True)
+class MaxEntCV:
+    """k-fold CV of the maximum-entropy fit against τ (same estimator and noise floor as :class:`CVCurve`)."""
+
+    taus: np.ndarray
+    mse: np.ndarray
+    se: np.ndarray
+    floor_sd: float
+    k: int
+    m: int
+    best_tau: float
+
+
+def cross_validate_maxent(
+    released: Released,
+    *,
+    table_size: float,
+    taus: Sequence[float],
+    prior: Sequence[np.ndarray] | None = None,
+    k: int = 5,
+    seed: int = 0,
+    particles: int = 100_000,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    **fit_options: Any,
+) -> MaxEntCV:
+    """Held-out ``(a_i − n·p_w[f_i])² − σ_i²`` averaged over rows, for each τ (fits warm-started along τ)."""
+    m = len(released)
+    if m < 2 * k:
+        raise DpdeskError(f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}")
+    grid = np.sort(np.asarray(list(taus), dtype=np.float64))
+    folds = np.array_split(np.random.default_rng(seed).permutation(m), k)
+    e = np.empty((m, grid.size))
+    done, total = 0, k * grid.size
+    for f, test in enumerate(folds):
+        train = np.setdiff1d(np.arange(m), test)
+        fit = None
+        for j, tau in enumerate(grid):
+            fit = fit_maxent(released, table_size=table_size, tau=float(tau), prior=prior, particles=particles,
+                             rows=train, seed=seed + 1000 * f + j, start=fit, cancelled=cancelled, **fit_options)
+            e[test, j] = (released.answers[test] - fit.expected[test]) ** 2 - released.variances[test]
+            done += 1
+            if progress is not None:
+                progress(done / total)
+    mse = e.mean(axis=0)
+    se = e.std(axis=0, ddof=1) / math.sqrt(m)
+    floor_sd = math.sqrt(float(np.sum(released.fourth_moments - released.variances**2))) / m
+    return MaxEntCV(_ro(grid), _ro(mse), _ro(se), floor_sd, k, m, float(grid[int(np.argmin(mse))]))
