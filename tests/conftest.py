@@ -3,6 +3,12 @@
 import os
 import tempfile
 
+# One BLAS thread: on a machine whose cores are already busy (the whole suite, other jobs), a
+# multithreaded BLAS spins against itself — a 300×300 eigh measured 35 ms on one thread and 840 ms
+# on two under load. Set before numpy is first imported, so it takes effect.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 if not os.environ.get("QT_QPA_PLATFORM"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 if not os.environ.get("XDG_RUNTIME_DIR"):

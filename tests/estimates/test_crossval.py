@@ -83,7 +83,7 @@ def test_cv_estimate_tracks_the_true_mse_within_its_stated_noise():
         clean = ShrinkageModel.fit(Released.laplace(SHAPE, [qs[i] for i in keep], truth[keep], b), table_size=n)
         new = [_range(rng) for _ in range(200)]
         bias = clean.estimate_many(new, taus) - np.array([q.answer(x) for q in new])[:, None]
-        var = np.array([[clean.estimate(q, t).noise_std ** 2 for t in taus] for q in new])
+        var = clean.noise_std_many(new, taus) ** 2
         true[r] = np.mean(bias**2 + var, axis=0)
     diff = cv.mean(axis=0) - true.mean(axis=0)
     spread = np.sqrt(cv.var(axis=0, ddof=1) / reps + true.var(axis=0, ddof=1) / reps)

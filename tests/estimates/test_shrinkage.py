@@ -119,6 +119,8 @@ def test_without_a_declared_size_a_released_total_plays_the_universal_query():
     est = model.estimate(target, math.inf)
     assert est.value == pytest.approx(blue.estimate, rel=1e-9)
     assert est.noise_std == pytest.approx(blue.std, rel=1e-7)
+    for tau in (0.5, 20.0, math.inf):
+        assert model.noise_std_many([target], [tau])[0, 0] == pytest.approx(model.estimate(target, tau).noise_std, rel=1e-9)
 
 
 def test_finite_tau_is_the_gaussian_posterior_mean_and_tau_zero_the_prior_answer():
@@ -142,6 +144,7 @@ def test_finite_tau_is_the_gaussian_posterior_mean_and_tau_zero_the_prior_answer
         assert est.coefficients @ a + est.offset == pytest.approx(est.value, rel=1e-12)
         assert est.noise_std == pytest.approx(math.sqrt(np.sum(est.coefficients**2 * 2 * b * b)), rel=1e-9)
         np.testing.assert_allclose(model.estimate_many([target], [tau])[0, 0], est.value, rtol=1e-10)
+        np.testing.assert_allclose(model.noise_std_many([target], [tau])[0, 0], est.noise_std, rtol=1e-10)
     assert model.estimate(target, 1e-9).value == pytest.approx(n * hq, rel=1e-9)
 
 

@@ -7,7 +7,6 @@ from the table: it is built from the ledger's history or, in benchmarks, from si
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -15,24 +14,15 @@ import numpy as np
 
 from dpdesk.engine.errors import HistoryError
 from dpdesk.engine.estimates.kernel import AnyQuery
+from dpdesk.engine.mechanisms.registry import noise_family
 
-__all__ = ["Released", "noise_fourth_moment"]
+__all__ = ["Released"]
 
 
 def _ro(a: Any) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True).reshape(-1)
     a.setflags(write=False)
     return a
-
-
-def noise_fourth_moment(family: str, scale: float) -> float:
-    """``E[e⁴]`` of one noise draw (Laplace ``24 b⁴``; discrete Laplace ``2p(1+10p+p²)/(1−p)⁴``, ``p = e^(−1/b)``)."""
-    if family == "laplace":
-        return 24.0 * scale**4
-    if family == "discrete_laplace":
-        p = math.exp(-1.0 / scale)
-        return 2.0 * p * (1.0 + 10.0 * p + p * p) / (1.0 - p) ** 4
-    raise HistoryError(f"noise family {family!r} has no known fourth moment")
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +77,7 @@ class Released:
             tuple(r.query for r in rows),
             [r.answer for r in rows],
             [r.variance for r in rows],
-            [noise_fourth_moment(r.family, r.scale) for r in rows],
+            [noise_family(r.family).fourth_moment(r.scale) for r in rows],
         )
 
     def subset(self, keep: np.ndarray) -> "Released":

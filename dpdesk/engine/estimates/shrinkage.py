@@ -226,6 +226,23 @@ class ShrinkageModel:
         out = c @ (g * self._za[:, None]) - (c @ (g * self._zh[:, None])) * beta[None, :]
         return out + hq[:, None] * beta[None, :]
 
+    def noise_std_many(self, queries: Sequence[AnyQuery], taus: Sequence[float]) -> np.ndarray:
+        """The released noise's standard deviation in each estimate (``len(queries) × len(taus)``).
+
+        The same number as :attr:`ShrinkageEstimate.noise_std`, for many queries at once.
+        """
+        c, hq = self._targets(queries)
+        g, d = shrinkage_factors(np.asarray(taus, dtype=float), self._lam2, self._range)
+        _, dscaled = self._beta(d)
+        out = np.empty((c.shape[0], g.shape[1]))
+        for t in range(g.shape[1]):
+            w = c * g[:, t][None, :]
+            if dscaled is not None:
+                kappa = hq - w @ self._zh
+                w = w + kappa[:, None] * (dscaled[:, t] * self._zh)[None, :]
+            out[:, t] = np.linalg.norm(w, axis=1)
+        return out
+
     def estimate(self, query: AnyQuery, tau: float) -> ShrinkageEstimate:
         """The seed's Thm 3 estimate of one query at shrinkage ``tau`` (``math.inf``: the BLUE)."""
         if not (tau > 0):

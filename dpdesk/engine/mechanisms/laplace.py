@@ -72,6 +72,10 @@ class NoiseMechanism:
     def variance(self, scale: float) -> float:
         raise NotImplementedError
 
+    def fourth_moment(self, scale: float) -> float:
+        """``E[N⁴]``: the spread of a squared error (cross-validation's noise floor)."""
+        raise NotImplementedError
+
     def tail(self, scale: float, eps: float) -> float:
         """``Pr(|N| > ε)`` for one draw of scale ``b``."""
         raise NotImplementedError
@@ -108,6 +112,9 @@ class Laplace(NoiseMechanism):
 
     def variance(self, scale: float) -> float:
         return 2.0 * scale * scale
+
+    def fourth_moment(self, scale: float) -> float:
+        return 24.0 * scale**4
 
     def tail(self, scale: float, eps: float) -> float:
         return math.exp(-eps / scale)
@@ -147,6 +154,11 @@ class DiscreteLaplace(NoiseMechanism):
     def variance(self, scale: float) -> float:
         p = math.exp(-1.0 / scale)
         return 2.0 * p / (1.0 - p) ** 2
+
+    def fourth_moment(self, scale: float) -> float:
+        # Σ_k k⁴ P(k) for the two-sided geometric law P(k) ∝ p^|k|
+        p = math.exp(-1.0 / scale)
+        return 2.0 * p * (1.0 + 10.0 * p + p * p) / (1.0 - p) ** 4
 
     def tail(self, scale: float, eps: float) -> float:
         return self._tail(1.0 / scale, eps)
