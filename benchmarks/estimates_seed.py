@@ -1,0 +1,227 @@
+"""Reproduce the Chen–Zhou–Bhowmick seed §5.1 on dpdesk's engine: kernel-PCA shrinkage from history.
+
+On the IPUMS-like table (benchmarks/estimates/ipums_like.py: 500 000 rows, 9 attributes,
+79·2·17·51·9·7·6·50·50 ≈ 1.3·10¹¹ cells, never materialised) release m random queries of one kind
+with Laplace noise of scale b = 5 000, then estimate at every shrinkage τ, with the uniform prior and
+with p0 from noisy 1-way marginals (0.02-DP in total, as the seed spends):
+
+- Fig. 2a / 2b: RMSE on the released (past) queries — 2-D range / 2-D counting histories;
+- Fig. 2c / 2d: RMSE on new queries from a range history — new range / new counting queries;
+- Fig. 3: the 5-fold cross-validation estimate against the true RMSE (range history), with the CV
+  noise floor;
+- timings: the eigen-decomposition, one estimate once it is built, the CV choice of τ.
+
+The table size n is declared (public), as dpdesk requires. Run:
+
+    .venv/bin/python benchmarks/estimates_seed.py            # full scale (m = 5 000), ~10–20 min
+    .venv/bin/python benchmarks/estimates_seed.py --m 600 --no-write   # a quick look
+
+and it rewrites the ``estimates-seed`` section of docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: loaded machines
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from dpdesk.engine.estimates.crossval import cross_validate  # noqa: E402
+from dpdesk.engine.estimates.released import Released  # noqa: E402
+from dpdesk.engine.estimates.shrinkage import ShrinkageModel  # noqa: E402
+from estimates.ipums_like import NAMES, SIZES, marginal, table  # noqa: E402
+from estimates.workloads import all_pair_marginals, counting_queries, range_queries, true_answers  # noqa: E402
+from evaluation.sections import write_section  # noqa: E402
+
+B = 5000.0
+TAUS = np.array([10.0, 30.0, 100.0, 300.0, 1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 1e7, math.inf])
+
+
+def noisy_prior(codes: np.ndarray, rng: np.random.Generator, eps: float = 0.02) -> list[np.ndarray]:
+    """p0 from all nine 1-way marginals released at ε = 0.02 in total (one row touches 9 cells: b = 9/ε)."""
+    b = len(SIZES) / eps
+    out = []
+    for d in range(len(SIZES)):
+        noisy = marginal(codes, (d,)) + rng.laplace(0, b, SIZES[d])
+        # post-processing: clip to a small positive floor so every label keeps some prior mass
+        p = np.maximum(noisy, 1.0)
+        out.append(p / p.sum())
+    return out
+
+
+def rmse(est: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.mean((est - truth[:, None]) ** 2, axis=0))
+
+
+def run(m: int, new: int, seed: int) -> dict:
+    t0 = time.perf_counter()
+    codes = table()
+    n = float(codes.shape[0])
+    margs = all_pair_marginals(codes, SIZES)
+    rng = np.random.default_rng(seed)
+    p0 = noisy_prior(codes, rng)
+    res: dict = {"m": m, "new": new, "b": B, "n": n, "cells": float(math.prod(SIZES)), "taus": TAUS.tolist(),
+                 "setup_s": time.perf_counter() - t0}
+    hist = {"range": range_queries(rng, m, SIZES), "counting": counting_queries(rng, m, SIZES)}
+    news = {"range": range_queries(rng, new, SIZES), "counting": counting_queries(rng, new, SIZES)}
+    truth_new = {k: true_answers(v, margs) for k, v in news.items()}
+    for kind, qs in hist.items():
+        truth = true_answers(qs, margs)
+        rel = Released.laplace(SIZES, qs, truth + rng.laplace(0, B, m), B)
+        res[f"noise_rmse_{kind}"] = float(np.sqrt(np.mean((rel.answers - truth) ** 2)))
+        for label, prior in (("uniform", None), ("p0", p0)):
+            t = time.perf_counter()
+            model = ShrinkageModel.fit(rel, table_size=n, prior=prior)
+            res[f"fit_s_{kind}_{label}"] = time.perf_counter() - t
+            res[f"rank_{kind}_{label}"] = model.rank
+            past = model.estimate_many(qs, TAUS)
+            res[f"past_{kind}_{label}"] = rmse(past, truth).tolist()
+            if kind == "range":
+                for nk in ("range", "counting"):
+                    res[f"new_{nk}_{label}"] = rmse(model.estimate_many(news[nk], TAUS), truth_new[nk]).tolist()
+                t = time.perf_counter()
+                model.estimate(news["range"][0], 1e3)
+                res[f"one_estimate_s_{label}"] = time.perf_counter() - t
+                # Fig. 3: 5-fold CV (the engine's block method: exact held-out errors without refitting)
+                t = time.perf_counter()
+                cv = cross_validate(model, k=5, taus=TAUS[:-1], refine=True, seed=seed)
+                res[f"cv_s_{label}"] = time.perf_counter() - t
+                res[f"cv_{label}"] = cv.to_json()
+            print(f"{kind}/{label}: fit {res[f'fit_s_{kind}_{label}']:.1f}s", flush=True)
+    res["total_s"] = time.perf_counter() - t0
+    return res
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, str):
+        return v
+    if not math.isfinite(v):
+        return "∞"
+    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3g}"
+
+
+def _row_best(vals: list[float]) -> str:
+    i = int(np.argmin(vals))
+    return f"{_fmt(vals[i])} at τ = {_fmt(TAUS[i])}"
+
+
+def markdown(r: dict) -> str:
+    taus = [_fmt(t) for t in r["taus"]]
+    lines = [
+        "## Estimates from released history: the Chen–Zhou–Bhowmick §5.1 experiments",
+        "",
+        f"Regenerate: `.venv/bin/python benchmarks/estimates_seed.py` (m = {r['m']}; {r['total_s'] / 60:.1f} min here).",
+        "",
+        f"Table: the IPUMS-like table of `benchmarks/estimates/ipums_like.py` — {int(r['n']):,} generated rows "
+        f"(the seed's IPUMS extract cannot be had offline) over {', '.join(NAMES)}, domain "
+        f"{'·'.join(map(str, SIZES))} ≈ {r['cells']:.2g} cells, never materialised. History: m = {r['m']} random "
+        f"queries of one kind, Laplace noise b = {_fmt(r['b'])} (RMSE of the raw noise ≈ b√2 = {_fmt(r['b'] * math.sqrt(2))}; "
+        f"measured {_fmt(r['noise_rmse_range'])}). The table size n is declared (public); p0 comes from the nine 1-way "
+        "marginals released at ε = 0.02 in total (Laplace 9/0.02 per cell), as the seed spends — in dpdesk that "
+        "release is charged like any other. τ is the shrinkage trade-off (the seed's α; never a privacy budget); "
+        "τ = ∞ is the BLUE plus the universal query. Inner products are normalised by the prior "
+        "(`engine/estimates/kernel.py`: ⟨q, r⟩ = Σ p0(t) q_t r_t, so u has norm 1), which sets τ's scale.",
+        "",
+        "RMSE against τ (uniform prior / with p0):",
+        "",
+        "| τ | " + " | ".join(taus) + " |",
+        "|---" * (len(taus) + 1) + "|",
+    ]
+    for key, title in (("past_range", "Fig. 2a past range"), ("past_counting", "Fig. 2b past counting"),
+                       ("new_range", "Fig. 2c new range"), ("new_counting", "Fig. 2d new counting")):
+        for label in ("uniform", "p0"):
+            lines.append(f"| {title}, {label} | " + " | ".join(_fmt(v) for v in r[f"{key}_{label}"]) + " |")
+    for label in ("uniform", "p0"):
+        cv = r[f"cv_{label}"]
+        cvr = [math.sqrt(max(float(v), 0.0)) for v in cv["mse"]]
+        lines.append(f"| Fig. 3 CV RMSE, {label} | " + " | ".join(_fmt(v) for v in cvr) + " | – |")
+    lines += [
+        "",
+        "Best τ per curve: " + "; ".join(
+            f"{k.replace('_', ' ')}: {_row_best(r[k])}" for k in
+            ("past_range_uniform", "past_range_p0", "past_counting_uniform", "past_counting_p0",
+             "new_range_uniform", "new_range_p0", "new_counting_uniform", "new_counting_p0")) + ".",
+        "",
+        "Cross-validation (Fig. 3, range history, 5 folds): "
+        + "; ".join(f"{label}: chose τ = {_fmt(float(r[f'cv_{label}']['best_tau']))} "
+                    f"(CV RMSE {_fmt(math.sqrt(max(float(r[f'cv_{label}']['best_mse']), 0)))}, true past-query RMSE there "
+                    f"{_fmt(float(np.interp(math.log(float(r[f'cv_{label}']['best_tau'])), np.log(TAUS[:-1]), r[f'past_range_{label}'][:-1])))}), "
+                    f"noise floor: MSE sd {_fmt(r[f'cv_{label}']['floor_sd'])}, RMSEs below ≈ "
+                    f"{_fmt(math.sqrt(2 * r[f'cv_{label}']['floor_sd']))} cannot be resolved"
+                    for label in ("uniform", "p0")) + ".",
+        "",
+        "Timings (this machine, one BLAS thread, shared cores): eigen-decomposition of the history "
+        + ", ".join(f"{k.split('_', 2)[2].replace('_', '/')}: {r[k]:.1f} s" for k in r if k.startswith("fit_s_"))
+        + "; one estimate once it is built: "
+        + ", ".join(f"{lab}: {r[f'one_estimate_s_{lab}'] * 1000:.0f} ms" for lab in ("uniform", "p0"))
+        + " (target < 1 s); the CV choice of τ: "
+        + ", ".join(f"{lab}: {r[f'cv_s_{lab}']:.1f} s" for lab in ("uniform", "p0")) + " (target < 60 s).",
+        "",
+        "What CV estimates, measured: at the τ it chose, the CV RMSE is "
+        + "; ".join(f"{label}: {_fmt(math.sqrt(max(float(r[f'cv_{label}']['best_mse']), 0)))} against a new-range RMSE of "
+                    f"{_fmt(_at(r, f'new_range_{label}', float(r[f'cv_{label}']['best_tau'])))} (Fig. 2c) and a past-query RMSE of "
+                    f"{_fmt(_at(r, f'past_range_{label}', float(r[f'cv_{label}']['best_tau'])))} (Fig. 2a)"
+                    for label in ("uniform", "p0"))
+        + ". Held-out rows are new queries drawn like the history's, so CV tracks Fig. 2c's kind of error, not "
+        "the denoising error of the past queries themselves (which also uses each query's own answer).",
+        "",
+        "Where the seed's statements do not follow from its own model (shapes only: its figures carry no numbers):",
+        "",
+        "- Fig. 3's caption says the past queries are general 2-D queries and the new ones ranges, while the text "
+        "says CV runs on m = 5 000 range queries and the solid lines match Fig. 2c (range past, range new); the "
+        "table above follows the text.",
+        "- The seed explains CV's overestimate by the (k−1)/k of queries each fold uses. That accounts for a "
+        "small part; most of the gap to the past-query curve is that CV measures error on *new* queries (above).",
+        "- §3.2: scaling the kernel by 1/N does not leave W and λ² unchanged (λ² scales by 1/N, W by √N); the "
+        "trade-off's scale therefore depends on the normalisation, stated above for dpdesk.",
+        "- The CV estimate subtracts 2b² per held-out row: its noise floor (sd b²·√(20/m)) makes RMSEs below "
+        "the resolution quoted above indistinguishable, and the estimate can go negative; the seed reports "
+        "no such limit.",
+        "- Maximum entropy (§4): when the noisy cells of a released full marginal sum to anything but n (almost "
+        "surely), the dual (Eq. 37) is unbounded along the direction that adds one constant to all of that "
+        "marginal's weights (ln Z grows by the constant, the linear term by the constant times their sum / n); only "
+        "the box |wᵢ| ≤ βᵢ keeps it finite, so the fit cannot become \"exactly consistent\" as the trade-off "
+        "grows. dpdesk's solver (Monte Carlo maximum likelihood, L-BFGS-B with a projected-gradient test) "
+        "converges at small τ (tests/estimates/test_maxent.py, against the dense dual) and reports "
+        "non-convergence at large τ rather than hiding it.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _at(r: dict, key: str, tau: float) -> float:
+    """A curve's value at τ, interpolated on log τ over the finite grid."""
+    return float(np.interp(math.log(tau), np.log(TAUS[:-1]), r[key][:-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--m", type=int, default=5000)
+    ap.add_argument("--new", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="also save the raw numbers here")
+    a = ap.parse_args()
+    r = run(a.m, a.new, a.seed)
+    if a.json:
+        a.json.write_text(json.dumps(r, indent=1))
+    md = markdown(r)
+    print(md)
+    if not a.no_write:
+        write_section(ROOT / "docs" / "evaluation.md", "estimates-seed", md)
+
+
+if __name__ == "__main__":
+    main()
