@@ -4,7 +4,9 @@ Two forms:
 
 * ``dpdesk assess --history FILE (--query Q --eps E --delta D | --queries FILE.jsonl)`` works on a
   DESIGN §6 history file, no project needed;
-* ``dpdesk assess PROJECT --request ID`` assesses a queued request of a project file.
+* ``dpdesk assess PROJECT --request ID`` assesses a queued request of a project file;
+* ``dpdesk assess PROJECT --query 'posterior(...)'`` prices a posterior of proportions against the
+  project's ledger (:mod:`dpdesk.commands.posterior`).
 
 Nothing is spent and no noise is drawn. ``--json`` prints the DESIGN §6 assessment object (one per line
 for ``--queries``).
@@ -39,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
     add_pace_argument(p)
     add_table_size_argument(p)
+    from dpdesk.commands.posterior import add_reference_argument
+
+    add_reference_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     p.set_defaults(func=run)
 
@@ -161,8 +166,13 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.answering.workflow import Settings, assess
 
     if args.project is not None:
+        from dpdesk.commands.posterior import is_posterior, run_preview
+
+        if is_posterior(args.query) and not (args.history or args.queries or args.request):
+            return run_preview(args)
         if args.history or args.query or args.queries:
-            raise DpdeskError("with a project file use --request ID (not --history/--query/--queries)")
+            raise DpdeskError("with a project file use --request ID or --query 'posterior(...)' "
+                              "(not --history/--queries, nor a count --query)")
         if not args.request:
             raise DpdeskError("give --request ID to assess a request of the project")
         from dpdesk.store import Project

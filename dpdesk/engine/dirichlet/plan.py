@@ -44,7 +44,7 @@ from dpdesk.engine.mechanisms.base import Basis, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import mechanism as registered
 
-__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "draw_posterior", "METHODS"]
+__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "assess_request", "draw_posterior", "METHODS"]
 
 METHODS = ("exponential-global", "exponential-smooth", "laplace")
 DEFAULT_SIZE_SHARE = 0.25  # of the budget, for the noisy size when no size is public
@@ -116,6 +116,24 @@ class PosteriorAssessment:
             out["split"] = self.split
         if self.target is not None:
             out["target"] = {"within": self.target[0], "failure": self.target[1]}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The preview as plain JSON: what :meth:`record` holds, the guarantee, the reference accuracies,
+        the budget before and after, the largest per-cell δ after, and whether it may be released."""
+        out = self.record()
+        out.update(
+            mechanism=self.mechanism.name, label=self.mechanism.label, guarantee=dict(self.guarantee),
+            reference_counts=None if self.reference_counts is None else list(self.reference_counts),
+            reference=dict(self.reference), cells=int(self.query.box_query().support_size()),
+            releasable=self.releasable, reason=self.reason, delta_after=self.delta_after,
+        )
+        if self.candidates is not None:
+            out["candidates"] = self.candidates.to_json()
+        b = self.budget
+        if b is not None:
+            out["budget"] = {"total": b.total, "system_cost": b.system_cost, "system_cost_after": b.system_cost_after,
+                             "remaining_after": b.remaining_after}
         return out
 
     def draw(self, cube: Any, sampler: PosteriorSampler, *, allow_insecure: bool = False) -> dict[str, Any]:
@@ -252,6 +270,23 @@ def assess_posterior(
         None if ref_counts is None else tuple(int(v) for v in ref_counts), ref, request_id, basis or Basis(),
     )
     return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap)
+
+
+def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
+    """:func:`assess_posterior` with the options the request's text form states (mechanism, budget,
+    delta, within, failure, size, candidates); ``public`` adds what the project knows (ledger costs,
+    caps, basis, request id, a reference size). An option given both ways is an error."""
+    o = query.options
+    kw: dict[str, Any] = {k: o[k] for k in ("mechanism", "budget", "delta", "within", "failure", "size") if k in o}
+    if "candidates" in o:
+        n = o["candidates"]
+        if not float(n).is_integer():
+            raise DpdeskError(f"candidates ({n:g}) must be a whole number")
+        kw["max_candidates"] = int(n)
+    both = sorted(set(kw) & set(public))
+    if both:
+        raise DpdeskError(f"{', '.join(both)}: given in the request text and again outside it")
+    return assess_posterior(query, **kw, **public)
 
 
 def _priced(
