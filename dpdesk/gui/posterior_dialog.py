@@ -1,0 +1,264 @@
+"""*Posterior of proportions…*: ask for a Dirichlet (Beta) posterior, preview its price, release it.
+
+The curator picks an attribute, an optional box on the others (the count text form's ``name=label``
+conditions), a prior, a mechanism and a price (a budget α, or — for the global-sensitivity mechanism
+only, whose accuracy is data-free — an accuracy target), optionally a size they declare public, and a
+reference size to compare the mechanisms' expected accuracy on a public table. The dialog writes the
+request in its text form (``posterior(...)``, the same the CLI takes) and parses it with the engine's
+parser. *Preview* prices it off the GUI thread against the ledger inputs of that moment (nothing is
+spent, no data is read) and draws the prior beside the reference table's posterior. *Release…* asks for
+confirmation and then either hands exactly the previewed plan to ``release_job`` (run off the GUI thread;
+the project records it before anything is shown) or, without one, emits ``sigRelease(plan)``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any, Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox, QTextBrowser,
+                               QVBoxLayout, QWidget)
+
+from dpdesk.engine.schema import Schema
+from dpdesk.gui import dialogs
+from dpdesk.gui.proportions_plot import ProportionsPlot
+from dpdesk.gui.tasks import TaskRunner
+
+MECHANISMS = (("global", "Exponential mechanism, global sensitivity (α-DP)"),
+              ("smooth", "Exponential mechanism, smooth sensitivity ((α, δ)-DP)"),
+              ("laplace", "Laplace noise on every count, conjugate update (α-DP)"))
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _red(text: str) -> str:
+    return f"<span style='color:#c0392b'>{html.escape(text)}</span>"
+
+
+class PosteriorDialog(QDialog):
+    """Request, preview and release a posterior of proportions over ``schema``.
+
+    ``ledger_inputs()`` returns, when *Preview* is pressed, what the project knows publicly now:
+    ``cell_costs``, ``total_budget`` and, when the project has them, ``cell_deltas``, ``delta_cap`` and
+    the ``basis`` a release is checked against. ``release_job(plan)`` returns the work that records the
+    plan (see :meth:`dpdesk.gui.session.ProjectSession.release_job`); ``released()`` runs afterwards on
+    the GUI thread, whatever the outcome.
+    """
+
+    sigRelease = Signal(object)  # the confirmed PosteriorAssessment (when there is no release_job)
+    sigReleased = Signal(object)  # the recorded release
+
+    def __init__(self, schema: Schema, ledger_inputs: Callable[[], dict[str, Any]], *,
+                 release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+                 released: Callable[[], None] | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Posterior of proportions")
+        self.schema, self.ledger_inputs = schema, ledger_inputs
+        self.release_job, self.released_hook = release_job, released
+        self.plan: Any = None  # the preview shown, exactly what Release… releases
+        self.release: Any = None
+        self._releasing: Any = None  # the plan being recorded
+        self.runner = TaskRunner(self)
+        self.release_runner = TaskRunner(self)  # never cancelled by a new preview: a release runs to its end
+        form = QFormLayout()
+        self.attribute = QComboBox()
+        self.attribute.addItems([a.name for a in schema.attributes if a.size >= 2])
+        self.box = QLineEdit()
+        self.box.setPlaceholderText('other attributes, e.g. age="65-90", sex=[F, M] (empty: the whole table)')
+        self.prior = QLineEdit("1")
+        self.prior.setToolTip("one positive number for every category, or one per category separated by commas")
+        self.mechanism = QComboBox()
+        for _, label in MECHANISMS:
+            self.mechanism.addItem(label)
+        self.by_budget = QRadioButton("budget α")
+        self.by_target = QRadioButton("accuracy target: within")
+        self.by_budget.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.by_budget)
+        group.addButton(self.by_target)
+        self.budget = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=0.5, singleStep=0.1)
+        self.within = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=1.0, value=0.2, singleStep=0.05)
+        self.failure = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=0.999, value=0.05, singleStep=0.01)
+        price = QHBoxLayout()
+        for w in (self.by_budget, self.budget, self.by_target, self.within, QLabel("failure probability"), self.failure):
+            price.addWidget(w)
+        self.delta = QLineEdit("1e-6")
+        self.size_public = QCheckBox("the box's total is public:")
+        self.size = QSpinBox(minimum=0, maximum=2_000_000_000, value=100)
+        size = QHBoxLayout()
+        size.addWidget(self.size_public)
+        size.addWidget(self.size)
+        size.addStretch(1)
+        self.reference = QSpinBox(minimum=0, maximum=10_000_000, value=100)
+        self.reference.setSpecialValueText("none")
+        self.reference.setToolTip("compare the mechanisms' expected accuracy at a public table of this many records "
+                                  "split as the prior (never the data)")
+        form.addRow("Proportions of", self.attribute)
+        form.addRow("Among", self.box)
+        form.addRow("Prior", self.prior)
+        form.addRow("Mechanism", self.mechanism)
+        form.addRow("Price", price)
+        form.addRow("δ (smooth only)", self.delta)
+        form.addRow("Size", size)
+        form.addRow("Reference size", self.reference)
+        self.text = QLineEdit()
+        self.text.setReadOnly(True)
+        form.addRow("Text form", self.text)
+        self.result = QTextBrowser()
+        self.result.setMinimumHeight(150)
+        self.result.setText("Preview to see the cost, the guarantee and the expected accuracy.")
+        self.plot = ProportionsPlot()
+        self.preview_button = QPushButton("Preview")
+        self.release_button = QPushButton("Release…")
+        self.release_button.setEnabled(False)
+        close = QPushButton("Close")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        for b in (self.preview_button, self.release_button, close):
+            buttons.addWidget(b)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.result, 1)
+        lay.addWidget(self.plot, 1)
+        lay.addLayout(buttons)
+        self.preview_button.clicked.connect(self.run_preview)
+        self.release_button.clicked.connect(self.confirm_release)
+        close.clicked.connect(self.reject)
+        for w in (self.attribute, self.mechanism):
+            w.currentIndexChanged.connect(self._inputs_changed)
+        for w in (self.budget, self.within, self.failure, self.size, self.reference):
+            w.valueChanged.connect(self._inputs_changed)
+        for w in (self.box, self.prior, self.delta):
+            w.textChanged.connect(self._inputs_changed)
+        for w in (self.by_budget, self.size_public):
+            w.toggled.connect(self._inputs_changed)
+        self._inputs_changed()
+
+    # -- inputs ---------------------------------------------------------------------------------------
+    @property
+    def method(self) -> str:
+        return MECHANISMS[self.mechanism.currentIndex()][0]
+
+    def _inputs_changed(self, *_: Any) -> None:
+        glob = self.method == "global"
+        if not glob and self.by_target.isChecked():
+            self.by_budget.setChecked(True)  # only the global mechanism's accuracy is data-free
+        self.by_target.setEnabled(glob)
+        self.budget.setEnabled(self.by_budget.isChecked())
+        self.within.setEnabled(glob and self.by_target.isChecked())
+        self.failure.setEnabled(glob and self.by_target.isChecked())
+        self.delta.setEnabled(self.method == "smooth")
+        self.size.setEnabled(self.size_public.isChecked())
+        self.reference.setEnabled(not self.size_public.isChecked())
+        self.text.setText(self.request_text())
+        self.plan = None  # a preview describes exactly the inputs it was made from
+        self.release_button.setEnabled(False)
+
+    def request_text(self) -> str:
+        """The request in the text form the engine parses (and the CLI takes)."""
+        name = self.attribute.currentText()
+        head = name if _NAME.match(name) else '"' + name.replace('"', '\\"') + '"'
+        box = self.box.text().strip()
+        prior = self.prior.text().strip()
+        parts = [f"prior={prior if ',' not in prior else '[' + prior.strip('[]') + ']'}", f"mechanism={self.method}"]
+        if self.by_target.isChecked():
+            parts += [f"within={self.within.value():g}", f"failure={self.failure.value():g}"]
+        else:
+            parts.append(f"budget={self.budget.value():g}")
+        if self.method == "smooth":
+            parts.append(f"delta={self.delta.text().strip()}")
+        if self.size_public.isChecked():
+            parts.append(f"size={self.size.value()}")
+        return f"posterior({head}{' | ' + box if box else ''}; {'; '.join(parts)})"
+
+    # -- preview --------------------------------------------------------------------------------------
+    def run_preview(self) -> None:
+        from dpdesk.engine.dirichlet.plan import assess_request
+        from dpdesk.engine.dirichlet.request import parse_posterior
+        from dpdesk.engine.errors import DpdeskError
+
+        try:
+            query = parse_posterior(self.request_text(), self.schema)
+        except DpdeskError as exc:
+            self.result.setHtml(_red(str(exc)))
+            return
+        public = dict(self.ledger_inputs())  # the ledger as it is now, read on the GUI thread
+        if not self.size_public.isChecked() and self.reference.value() > 0:
+            public["reference_size"] = self.reference.value()
+        self.result.setText("Computing the preview…")
+        self.preview_button.setEnabled(False)
+        self.runner.start(lambda state: assess_request(query, **public), self._show, self._failed,
+                          label="posterior preview")
+
+    def _failed(self, exc: BaseException, trace: str) -> None:
+        self.preview_button.setEnabled(True)
+        title, message = dialogs.explain(exc)
+        self.result.setHtml(_red(message))
+
+    def _show(self, plan: Any) -> None:
+        from dpdesk.engine.dirichlet.summary import preview_lines
+
+        self.preview_button.setEnabled(True)
+        self.plan = plan
+        lines = [html.escape(t) for t in preview_lines(plan)]
+        if not plan.releasable:
+            lines[-1] = f"<b style='color:#c0392b'>{lines[-1]}</b>"
+        self.result.setHtml("<br>".join(lines))
+        series = [("prior", plan.query.prior)]
+        if plan.reference_counts is not None:
+            m = sum(plan.reference_counts)
+            series.append((f"reference table of {m} (public, not the data)", plan.query.prior + plan.reference_counts))
+        self.plot.set_series(plan.query.labels, series)
+        self.release_button.setEnabled(plan.releasable and not self.release_runner.is_running())
+
+    # -- release --------------------------------------------------------------------------------------
+    def confirm_release(self) -> None:
+        plan = self.plan
+        if plan is None or not plan.releasable:
+            return
+        q = plan.query
+        cost = f"α = {plan.alpha:.4g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
+        after = "" if plan.budget is None else f" The system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}."
+        question = (f"Release the posterior of the shares of {q.attribute} ({plan.mechanism.label})? Each of the box's "
+                    f"{int(q.box_query().support_size())} cells pays {cost}.{after} This cannot be undone: the release "
+                    "is recorded in the ledger before it is shown.")
+        if not dialogs.confirm(self, "Release posterior", question):
+            return
+        if self.release_job is None:
+            self.sigRelease.emit(plan)
+            return
+        self.release_button.setEnabled(False)
+        self.preview_button.setEnabled(False)
+        self.result.setText("Releasing…")
+        self._releasing = plan
+        self.release_runner.start(self.release_job(plan), self._released, self._release_failed, label="posterior release")
+
+    def _released(self, release: Any) -> None:
+        from dpdesk.engine.dirichlet.plan import PosteriorRelease
+        from dpdesk.engine.dirichlet.summary import release_lines
+
+        self.preview_button.setEnabled(True)
+        self.release, self.plan = release, None  # a new release needs a new preview (the ledger moved)
+        q = self._releasing.query
+        posterior = PosteriorRelease.from_payload(release.entry.payload)
+        lines = release_lines(posterior, q) + [f"ledger entry #{release.entry.seq}; ledger head {release.entry.hash}"]
+        self.result.setHtml("<br>".join(html.escape(t) for t in lines))
+        self.plot.set_series(q.labels, [("prior", q.prior), ("released posterior", posterior.parameters)])
+        if self.released_hook is not None:
+            self.released_hook()
+        self.sigReleased.emit(release)
+
+    def _release_failed(self, exc: BaseException, trace: str) -> None:
+        self.preview_button.setEnabled(True)
+        if self.released_hook is not None:
+            self.released_hook()  # whatever happened, the views redraw from the ledger as it is
+        title, message = dialogs.explain(exc)
+        self.result.setHtml(_red(f"Not released: {message}. Preview again."))
+        self.plan = None
+
+    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+        self.runner.shutdown()
+        self.release_runner.shutdown()
+        super().done(result)
