@@ -15,6 +15,7 @@ from dpdesk.appdata.bundled import resource
 
 DEMO_BUDGET = 1.0
 DEMO_NAME = "Adult census demo"
+DEMO_DELTA_CAP = 1e-6  # lets the demo try (α, δ) releases; far below 1/n for its 60 000 records
 
 
 def data_folder() -> Path:
@@ -37,6 +38,6 @@ def create_demo_project(folder: Path | None = None, *, total_budget: float = DEM
     schema = json.loads(resource("demo", "adult.schema.json").read_text(encoding="utf-8"))
     path = target / "demo.dpdesk"
     with Project.create(path, name=DEMO_NAME, schema=schema, source_location=str(table),
-                        total_budget=total_budget) as project:
+                        total_budget=total_budget, delta_cap=DEMO_DELTA_CAP) as project:
         project.import_requests(resource("demo", "requests.json"))
     return path

@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add_source_arguments(new)
     new.add_argument("--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)")
+    new.add_argument("--delta-cap", type=float, default=0.0, metavar="D",
+                     help="the largest δ any cell may accumulate over (α, δ) releases, fixed for the project's life "
+                          "(default 0: pure α-DP releases only)")
     new.add_argument("--name", metavar="N", help="project name (default: the file's stem)")
     new.add_argument("--test-project", action="store_true",
                      help="mark as a test project (allows the seeded, non-secure sampler; never for real data)")
@@ -83,12 +86,12 @@ def _new(args: argparse.Namespace) -> int:
 
     location, table = source_location(args.source, args.table, args.spark)
     with Project.create(args.path, name=name, schema=schema, source_location=location, source_table=table,
-                        total_budget=args.budget, test_project=args.test_project) as p:
+                        total_budget=args.budget, test_project=args.test_project, delta_cap=args.delta_cap) as p:
         if pace is not None:
             p.set_spend_policy(pace)
         src = p.source
         print(f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
-              f"{', TEST PROJECT' if p.test_project else ''}")
+              f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}")
         print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
               f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…")
         print(f"spend policy: {describe_policy(p.spend_policy)}")
@@ -161,6 +164,7 @@ def _info(args: argparse.Namespace) -> int:
             "path": str(p.path), "name": p.name, "created": p.created, "neighbour_model": p.neighbour_model,
             "total_budget": float(p.total_budget), "system_cost": view.system_cost,
             "remaining": float(p.total_budget) - view.system_cost, "test_project": p.test_project,
+            "delta_cap": p.delta_cap, "delta_spent": view.delta_spent,
             "cells": p.schema.n_cells, "attributes": list(p.schema.names),
             "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
             "requests": counts, "ledger_entries": len(entries), "fresh_answers": sum(e.kind == "fresh" for e in entries),
@@ -177,6 +181,8 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  cube: {info['cells']} cells over {', '.join(info['attributes'])}")
     print(f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
           f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}")
+    print(f"  δ: cap {info['delta_cap']:g}" + (f", largest per-cell δ spent {info['delta_spent']:.3g}" if info["delta_cap"]
+                                               else " (pure α-DP releases only)"))
     s = info["source"]
     print(f"  source: {s['location']}{f' table ' + s['table'] if s['table'] else ''} — {s['row_count']} rows, "
           f"{s['out_of_domain']} out of domain; {s['status']}")

@@ -18,6 +18,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _others(report) -> str:  # type: ignore[no-untyped-def]
+    """Entries of the other release kinds (posterior, partition, selection, …), e.g. ", 2 posterior"."""
+    known = ("fresh", "inferred", "rejected", "rebind")
+    return "".join(f", {n} {kind}" for kind, n in report.kinds if kind not in known)
+
+
+def _delta(report) -> str:  # type: ignore[no-untyped-def]
+    if not report.delta_cap and not report.delta_spent:
+        return ""
+    return f"; largest per-cell δ {report.delta_spent:.3g} of the cap {report.delta_cap:g}"
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import re
@@ -34,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     elif report.ok:
         print(f"OK: {report.entries} ledger entries ({report.fresh} fresh, {report.inferred} inferred, "
-              f"{report.rejected} rejected, {report.rebinds} rebinds); system cost {report.system_cost:.6g} "
-              f"of {report.total_budget:g}; head {report.head_hash or '-'}"
+              f"{report.rejected} rejected, {report.rebinds} rebinds{_others(report)}); system cost "
+              f"{report.system_cost:.6g} of {report.total_budget:g}{_delta(report)}; head {report.head_hash or '-'}"
               + (f"; still extends the {len(args.extends)} head(s) given" if args.extends else ""))
     else:
         where = f"first bad entry: {report.first_bad_seq}" if report.first_bad_seq is not None else "project"

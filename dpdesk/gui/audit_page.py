@@ -62,7 +62,9 @@ class AuditPage(QWidget):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter: request id, query text, kind…")
         self.kind = QComboBox()
-        self.kind.addItems(["all", "fresh", "inferred", "rejected", "rebind"])
+        from dpdesk.store.ledger import kinds
+
+        self.kind.addItems(["all", *kinds()])
         self.verify_btn = QPushButton("Verify integrity")
         self.html_btn = QPushButton("Export HTML report…")
         self.csv_btn = QPushButton("Export CSV…")
@@ -166,7 +168,8 @@ class AuditPage(QWidget):
         heat.deleteLater()
         return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
                           system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
-                          verify=s.verify(), images=images, charges=s.view().largest_charges())
+                          verify=s.verify(), images=images, charges=s.view().largest_charges(),
+                          delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent)
 
     def export_html(self) -> None:
         path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")

@@ -101,12 +101,18 @@ def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
     rows = []
     for e in entries:
         p = e.payload
-        answer = e.released  # what the requester received (fused, when fresh and fused)
-        alpha = float(p["alpha"]) if e.kind == "fresh" else 0.0
+        answer = e.released  # what the requester received (fused, when fresh and fused); None for several values
+        alpha = float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected", "rebind") else 0.0
         if e.kind in ("fresh", "inferred"):
             summary = str(p.get("query_text") or json.dumps(dict(p.get("query", {})), default=list))
-        else:
+        elif e.kind in ("rejected", "rebind"):
             summary = str(p.get("reason", "source data re-bound" if e.kind == "rebind" else ""))
+        else:  # another release kind: its text form (or mechanism) and what it released
+            values = p.get("values")
+            shown = ("" if values is None or answer is not None or len(values) > 12
+                     else " → " + ", ".join(f"{float(v):.4g}" for v in values if isinstance(v, (int, float))))
+            delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
+            summary = f"{p.get('text') or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
         rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
                      None if answer is None else float(answer), alpha, summary))
     return rows

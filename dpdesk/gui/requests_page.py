@@ -1,7 +1,8 @@
 """The Requests page: the queue on the left, the answer panel and the budget panel on the right.
 
 The queue shows every request with its status; Import reads a JSON or CSV file through the store;
-New request opens the query builder. Keyboard: Ctrl+Down / Ctrl+Up select the next / previous
+New request opens the query builder; Posterior of proportions opens its dialog (a Dirichlet posterior
+released through the same release path). Keyboard: Ctrl+Down / Ctrl+Up select the next / previous
 request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, Ctrl+Shift+R rejects.
 """
 
@@ -51,8 +52,13 @@ class RequestsPage(QWidget):
         self.import_btn.clicked.connect(self.import_file)
         self.new_btn = QPushButton("New request…")
         self.new_btn.clicked.connect(self.new_request)
+        self.posterior_btn = QPushButton("Posterior of proportions…")
+        self.posterior_btn.setToolTip("Release the Dirichlet (Beta) posterior of an attribute's shares in a box")
+        self.posterior_btn.clicked.connect(self.new_posterior)
+        self.posterior_dialog = None
         bar.addWidget(self.import_btn)
         bar.addWidget(self.new_btn)
+        bar.addWidget(self.posterior_btn)
         ll.addLayout(bar)
         self.model = RowsModel(REQUEST_HEADERS, self)
         self.table = QTableView()
@@ -156,3 +162,15 @@ class RequestsPage(QWidget):
         dlg = QueryBuilderDialog(self.session.schema, self, submit=self.session.add_request)
         if dlg.exec() == QueryBuilderDialog.DialogCode.Accepted:
             self.select_request(dlg.result_value.id)
+
+    def new_posterior(self) -> None:
+        """Open the posterior-of-proportions dialog (one at a time; it stays open beside the queue)."""
+        from dpdesk.gui.posterior_dialog import PosteriorDialog
+
+        if self.posterior_dialog is not None and self.posterior_dialog.isVisible():
+            self.posterior_dialog.raise_()
+            return
+        s = self.session
+        self.posterior_dialog = PosteriorDialog(s.schema, s.plan_inputs, release_job=s.release_job,
+                                                released=s.released, parent=self)
+        self.posterior_dialog.show()

@@ -126,6 +126,10 @@ class ProjectSession(QObject):
     def prior(self) -> BoundedPrior | None:
         return self.project.prior
 
+    def plan_inputs(self) -> dict[str, Any]:
+        """What a plan of another release kind is priced with now (``Project.plan_inputs``)."""
+        return self.project.plan_inputs()
+
     # -- actions -------------------------------------------------------------------------------
     def _changed(self) -> None:
         self.sigChanged.emit()

@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -109,6 +109,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
            BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END""",
     ),
+    # 4: the project's δ cap, fixed at creation like the total budget (0: every release is pure ε-DP).
+    # A non-zero cap is one of the settings the genesis hash covers; 0 is left out of them, so every
+    # older project's genesis still holds.
+    4: ("ALTER TABLE project ADD COLUMN delta_cap REAL NOT NULL DEFAULT 0 CHECK (delta_cap >= 0 AND delta_cap < 1)",),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

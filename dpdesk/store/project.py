@@ -21,7 +21,7 @@ from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.budget.accounting import check_total_budget
+from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.store import answering, db, ledger
 from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
@@ -56,6 +56,11 @@ class Project(Releasing):
         (self.name, self.total_budget, self.neighbour_model, self._schema_json, test, self.created,
          self._initial_source_json, self.genesis) = row
         self.test_project = bool(test)
+        try:
+            cap = conn.execute("SELECT delta_cap FROM project WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
+            cap = None
+        self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
@@ -100,12 +105,18 @@ class Project(Releasing):
         source_table: str | None = None,
         total_budget: float,
         test_project: bool = False,
+        delta_cap: float = 0.0,
     ) -> "Project":
-        """Create a project bound to a source and open it for writing. Nothing is written on error."""
+        """Create a project bound to a source and open it for writing. Nothing is written on error.
+
+        ``delta_cap`` bounds every cell's δ (the sum over the (α, δ) releases charging it); 0 allows
+        only pure α-DP releases. Like the total budget it is fixed for the project's life.
+        """
         path = Path(path)
         if path.exists() or path.is_symlink():
             raise StoreError(f"{path}: already exists (a project is never overwritten)")
         check_total_budget(total_budget)
+        check_delta_cap(delta_cap)
         if not isinstance(name, str) or not name.strip():
             raise DpdeskError("project name must be non-empty text")
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
@@ -118,6 +129,8 @@ class Project(Releasing):
             "schema": schema.to_dict(), "test_project": bool(test_project), "created": created,
             "initial_source": initial.identity(),
         }
+        if delta_cap:
+            settings["delta_cap"] = float(delta_cap)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
         try:
             conn = sqlite3.connect(str(tmp), isolation_level=None)
@@ -126,10 +139,13 @@ class Project(Releasing):
                 db.initialise(conn)
                 with db.transaction(conn):
                     conn.execute(
-                        "INSERT INTO project VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO project (id, name, total_budget, neighbour_model, schema_json, test_project, "
+                        "created, initial_source_json, genesis_hash) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (settings["name"], settings["total_budget"], NEIGHBOUR_MODEL, canonical_json(schema.to_dict()),
                          int(test_project), created, canonical_json(initial.identity()), genesis_hash(settings)),
                     )
+                    if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
+                        conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
                     _write_source(conn, initial)
                 conn.execute("PRAGMA journal_mode = WAL")
             finally:
@@ -187,7 +203,7 @@ class Project(Releasing):
             "name": self.name, "total_budget": float(self.total_budget), "neighbour_model": self.neighbour_model,
             "schema": json.loads(self._schema_json), "test_project": self.test_project, "created": self.created,
             "initial_source": json.loads(self._initial_source_json),
-        }
+        } | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
 
     @property
     def spend_policy(self) -> SpendPolicy | None:

@@ -78,6 +78,17 @@ class Releasing:
         seq, head = self.head()
         return Basis(head, seq, self.answering_settings().to_json(), method, seed)
 
+    def plan_inputs(self) -> dict[str, Any]:
+        """The public inputs a plan of another release kind is priced with, all of one moment: the
+        ledger's per-cell α (``cell_costs``) and δ (``cell_deltas``), ``total_budget``, the project's
+        ``delta_cap`` and the ``basis`` :meth:`release` checks the plan against."""
+        view = self.view()
+        with view.growing():  # costs, δ and head of the same moment (a sibling may be recording meanwhile)
+            seq, head = view.head
+            return {"cell_costs": view.cell_costs, "cell_deltas": view.cell_deltas,
+                    "total_budget": float(self.total_budget), "delta_cap": float(self.delta_cap),
+                    "basis": Basis(head, seq, self.answering_settings().to_json())}
+
     def answering_settings(self) -> Settings:
         """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
         return Settings(float(self.total_budget), self.spend_policy, self.prior)
@@ -131,6 +142,15 @@ class Releasing:
         if after.size and float(after.max()) > float(self.total_budget):
             raise BudgetError(f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
                               f"over the total budget {float(self.total_budget):g}; nothing was released")
+        charge = plan.charge
+        if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps the largest
+            deltas = self.view().cell_deltas + charge.delta * (charge.dense(costs.size) > 0)
+            cap = float(self.delta_cap)
+            if float(deltas.max()) > cap * (1 + 1e-12):
+                why = ("the project allows no δ (its δ cap is 0: pure α-DP releases only)" if cap == 0
+                       else f"over the project's δ cap {cap:g}")
+                raise BudgetError(f"{what_of(plan)} would raise cell #{int(deltas.argmax())}'s δ to "
+                                  f"{float(deltas.max()):.3g}, {why}; nothing was released")
         payload = plan.record()
         drawn: dict[str, Any] = {}
         if plan.needs_data:

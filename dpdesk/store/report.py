@@ -17,24 +17,52 @@ from typing import Any, Mapping, Sequence
 
 from dpdesk.store.ledger import DECISION_KINDS, thaw
 
-# "released": what the requester received; "answer": a fresh entry's raw noisy ỹ (its history row),
-# which differs from "released" when the fresh answer was fused with history's estimate
+# "released": what the requester received (a release of several values lists them, ";"-separated); "answer":
+# a fresh entry's raw noisy ỹ (its history row), which differs from "released" when the fresh answer was
+# fused with history's estimate. "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
+# "privacy_delta": the δ a release charged each cell it charged ((α, δ) mechanisms; 0 when pure).
 CSV_COLUMNS = ("seq", "time", "kind", "request_id", "released", "answer", "alpha", "eps", "delta", "query", "hash",
-               "prev_hash")
+               "prev_hash", "mechanism", "privacy_delta")
+_LISTED = 50  # a release of more values is summarised by its count (the ledger holds them all)
+
+
+def _flat(values: Any) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        out.extend(_flat(v) if isinstance(v, (list, tuple)) else [v])
+    return out
 
 
 def _answer(e: Any) -> Any:
-    return "" if e.released is None else e.released
+    if e.released is not None:
+        return e.released
+    values = e.payload.get("values")
+    if values is None:
+        return ""
+    flat = _flat(values)
+    return ";".join(f"{float(v):.6g}" for v in flat) if len(flat) <= _LISTED else f"{len(flat)} values"
+
+
+def _what(p: Any) -> str:
+    """The entry's request in words: a count's text, a posterior's text form, the query, or a refusal's reason."""
+    if p.get("query_text") or p.get("text"):
+        return str(p.get("query_text") or p.get("text"))
+    return json.dumps(thaw(p["query"])) if "query" in p else str(p.get("reason") or "")
+
+
+def _privacy_delta(p: Any) -> Any:
+    charge = p.get("charge")
+    return float(charge.get("delta", 0.0)) if charge is not None else ""
 
 
 def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
     """The entry's α: the most one cell paid for it (from the ledger view's ``largest_charges()``; without
-    it, a fresh entry's recorded α); blank for a refusal or a rebind."""
+    it, the recorded α); blank for a refusal or a rebind."""
     if e.kind in DECISION_KINDS:
         return ""
     if charges is not None:
         return charges.get(e.seq, 0.0)
-    return e.payload.get("alpha", 0.0) if e.kind == "fresh" else 0.0
+    return float(e.payload.get("alpha", 0.0))  # a fresh entry's α; a posterior's α on each box cell
 
 
 def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None) -> str:
@@ -44,10 +72,11 @@ def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = Non
     w.writerow(CSV_COLUMNS)
     for e in entries:
         p = e.payload
-        query = p.get("query_text") or (json.dumps(thaw(p["query"])) if "query" in p else "")
+        promise = "eps" in p  # a count request's ±ε, 1−δ
         w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", p.get("estimate", "")),
                     _alpha(e, charges),
-                    p.get("eps", ""), p.get("delta", ""), query, e.hash, e.prev_hash])
+                    p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
+                    p.get("mechanism", ""), _privacy_delta(p)])
     return out.getvalue()
 
 
@@ -57,14 +86,17 @@ def _img(png: bytes, alt: str) -> str:
 
 def build_html(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
                entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
-               images: dict[str, bytes], charges: Mapping[int, float] | None = None) -> str:
+               images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
+               delta_spent: float = 0.0) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`)."""
     esc = html.escape
     rows = []
     for e in entries:
         p = e.payload
-        detail = p.get("query_text") or p.get("reason") or ""
+        detail = _what(p)
         alpha = _alpha(e, charges) or 0.0
+        if _privacy_delta(p):
+            detail = f"{detail} (δ = {_privacy_delta(p):.3g})"
         rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
                     f"<td>{esc(e.request_id or '')}</td><td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
                     f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")
@@ -93,11 +125,13 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 640px; border
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
 <p>Total budget <b>{total_budget:g}</b> · system cost (most-spent cell) <b>{system_cost:.6g}</b> ·
 remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
+<p>{f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>" if delta_cap
+    else "δ cap 0: every release is pure α-DP"}.</p>
 {head}
 {verdict}
 <h2>Plots</h2>{figs}
 <h2>Ledger</h2>
-<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>released answer</th><th>α spent</th>
+<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>released</th><th>α spent</th>
 <th>query / reason</th><th>hash</th></tr>{''.join(rows)}</table>
 <h2>Per-cell privacy costs</h2>
 <p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>

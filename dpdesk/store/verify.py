@@ -8,7 +8,8 @@
 4. Budget recomputation: a ledger view (:mod:`dpdesk.store.view`) built here from the raw entries —
    never a cached one — charges every release per cell by its mechanism's own privacy map; the
    maximum never exceeds the total budget after any entry, each recorded per-cell charge is what the
-   privacy map gives for the recorded parameters, and each recorded sensitivity, system cost and
+   privacy map gives for the recorded parameters, no cell's δ (summed over the (α, δ) releases charging
+   it) exceeds the project's δ cap, and each recorded sensitivity, system cost and
    history prefix matches the recomputation; a release extends the ledger head it was assessed on.
 5. Every decided request has exactly one deciding entry and the matching status; the current source
    binding is the one the last ``rebind`` entry (or the genesis) records.
@@ -68,6 +69,8 @@ class VerifyReport:
     problems: tuple[str, ...]
     first_bad_seq: int | None      # the first ledger entry that failed, if an entry failed
     delta_spent: float | None = None  # the largest per-cell δ of releases charged in (α, δ) (0 while all are pure)
+    delta_cap: float = 0.0  # the project's δ cap (0: pure α-DP releases only)
+    kinds: tuple[tuple[str, int], ...] = ()  # (entry kind, how many), for every kind present
 
     @property
     def remaining(self) -> float | None:
@@ -79,6 +82,7 @@ class VerifyReport:
             "rejected": self.rejected, "rebinds": self.rebinds, "system_cost": self.system_cost,
             "total_budget": self.total_budget, "remaining": self.remaining, "head_hash": self.head_hash,
             "problems": list(self.problems), "first_bad_seq": self.first_bad_seq, "delta_spent": self.delta_spent,
+            "delta_cap": self.delta_cap, "kinds": dict(self.kinds),
         }
 
 
@@ -97,7 +101,7 @@ def _check_window(e, value_key: str, bad) -> None:
                    f"around the released {value:.6g}")
 
 
-def _check_release(v: ViewedRelease, view: LedgerView, total: float, bad) -> None:
+def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: float, bad) -> None:
     """One release entry against its mechanism's privacy map and what the view derived before it."""
     e, p, c = v.entry, v.entry.payload, v.contribution
     where = f"entry {e.seq}"
@@ -112,6 +116,8 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, bad) -> Non
     cost = view.system_cost
     if cost > total * (1 + REL_TOL):
         bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
+    if c.charge.delta > 0 and view.delta_spent > delta_cap * (1 + REL_TOL):
+        bad(e.seq, f"{where}: a cell's δ reaches {view.delta_spent:.3g}, over the project's δ cap {delta_cap:g}")
     prefix = p.get("history_prefix")
     if prefix is not None:
         if c.rows and prefix != v.rows_before:
@@ -144,7 +150,7 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
         found.append((math.inf if seq is None else seq, len(found), message))
 
     if genesis_hash(record.settings) != record.genesis:
-        bad(None, "project settings (name, total budget, schema, test flag or initial source) were changed "
+        bad(None, "project settings (name, total budget, δ cap, schema, test flag or initial source) were changed "
                   "after creation: they no longer match the ledger's genesis hash")
 
     rows = record.rows
@@ -166,6 +172,7 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
                 f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)")
 
     total = float(record.settings["total_budget"])
+    delta_cap = float(record.settings.get("delta_cap", 0.0))  # absent: a pure project (δ cap 0)
     view = LedgerView(record.schema, record.genesis)  # built here from the raw entries, never a cached one
     counts: Counter[str] = Counter()
     decided: dict[str, int] = {}
@@ -182,7 +189,7 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
         try:
             viewed = view.add(e)
             if viewed is not None:
-                _check_release(viewed, view, total, bad)
+                _check_release(viewed, view, total, delta_cap, bad)
             elif e.kind == "rebind":
                 if thaw(e.payload["previous"]) != binding:
                     bad(e.seq, f"{where}: rebinds from a source that was not the bound one")
@@ -222,4 +229,5 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
         system_cost=view.system_cost if intact else None, total_budget=total,
         head_hash=entries[-1].hash if entries and intact else None,
         problems=tuple(problems), first_bad_seq=first_bad, delta_spent=view.delta_spent if intact else None,
+        delta_cap=delta_cap, kinds=tuple(sorted(counts.items())),
     )

@@ -103,3 +103,43 @@ def test_bad_inputs_are_one_line_in_the_dialog(qtbot, dialogs):
     d.box.setText("age=[]")
     _preview(qtbot, d)
     assert "empty label list" in d.result.toPlainText() and not d.release_button.isEnabled()
+
+
+def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thread(demo_window, qtbot, dialogs, tmp_path):
+    """The real window over the demo project (δ cap 1e-6): preview, release through the release path, audit."""
+    win = demo_window
+    page = win.requests
+    page.posterior_btn.click()
+    d = page.posterior_dialog
+    assert d is not None and d.isVisible()
+    d.attribute.setCurrentText("sex")
+    d.box.setText('age="65-90"')
+    d.mechanism.setCurrentIndex(1)  # smooth: charges δ
+    d.budget.setValue(0.3)
+    d.delta.setText("6e-7")
+    d.reference.setValue(0)
+    plan = _preview(qtbot, d)
+    assert plan.releasable and plan.basis.ledger_head == win.session.project.head()[1]
+    entries_before = len(win.session.ledger())
+    d.release_button.click()
+    qtbot.waitUntil(lambda: d.release is not None or "Not released" in d.result.toPlainText(), timeout=60000)
+    assert d.release is not None, d.result.toPlainText()
+    text = d.result.toPlainText()
+    assert text.startswith("released posterior Beta(") and "95% credible band" in text
+    assert "noisy total of the box (released first)" in text and d.plot.mode == "curves"
+    d.grab().save(str(tmp_path / "posterior_released.png"))
+    entries = win.session.ledger()
+    assert len(entries) == entries_before + 1 and entries[-1].kind == "posterior"
+    assert entries[-1].payload["mechanism"] == "posterior-exponential-smooth"
+    view = win.session.view()
+    assert view.delta_spent == 6e-7
+    # the audit page lists it with its α and δ, and the integrity check recomputes it
+    audit = win.audit
+    rows = [audit.model.index(r, 2).data() for r in range(audit.model.rowCount())]
+    assert rows[-1] == "posterior"
+    assert "(δ = 6e-07)" in audit.model.index(audit.model.rowCount() - 1, 6).data()
+    assert audit.verify().ok
+    # a second release at the same δ would pass the project's δ cap: previewed as not releasable
+    plan = _preview(qtbot, d)
+    assert not plan.releasable and "above the project's cap 1e-06" in d.result.toPlainText()
+    assert not d.release_button.isEnabled()

@@ -64,12 +64,13 @@ def store(tmp_path: Path) -> SimpleNamespace:
     schema_file = tmp_path / "people.schema.json"
     schema_file.write_text(json.dumps(SCHEMA), encoding="utf-8")
 
-    def new_project(name: str = "p.dpdesk", budget: float = 1.0, test_project: bool = False, source: Path = table):
+    def new_project(name: str = "p.dpdesk", budget: float = 1.0, test_project: bool = False, source: Path = table,
+                    delta_cap: float = 0.0):
         from dpdesk.store import Project
 
         path = tmp_path / name
         Project.create(path, name="people", schema=SCHEMA, source_location=str(source), total_budget=budget,
-                       test_project=test_project).close()
+                       test_project=test_project, delta_cap=delta_cap).close()
         return path
 
     return SimpleNamespace(dir=tmp_path, table=table, schema_file=schema_file, new_project=new_project,

@@ -164,7 +164,7 @@ def test_posterior_releases_add_their_delta_per_cell_on_their_box(store):
     from dpdesk.engine.dirichlet.plan import assess_posterior
     from dpdesk.engine.dirichlet.request import parse_posterior
 
-    path = store.new_project(budget=4.0, test_project=True)
+    path = store.new_project(budget=4.0, test_project=True, delta_cap=1e-5)
     with Project.open(path, "w") as p:
         q = parse_posterior('posterior(income | age="30-150"; prior=1)', p.schema)
         for i in range(2):

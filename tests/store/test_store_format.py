@@ -187,7 +187,7 @@ def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(
         costs = p.view().cell_costs
     assert report.ok, report.problems
     with Project.open(path, "w") as p:  # migrated on write-open; the rows move over as they were
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
         assert [(e.seq, e.hash, e.prev_hash) for e in p.ledger()] == [(e.seq, e.hash, e.prev_hash) for e in before]
         assert p.verify(extends=[before[0].hash, before[-1].hash]).ok
         np.testing.assert_array_equal(p.view().cell_costs, costs)

@@ -28,6 +28,12 @@ def check_total_budget(total: float) -> None:
         raise BudgetError(f"total budget ({total!r}) must be a positive finite number")
 
 
+def check_delta_cap(cap: float) -> None:
+    """A project's δ cap: a number in [0, 1) (0: only pure α-DP releases)."""
+    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not math.isfinite(cap) or not 0 <= cap < 1:
+        raise BudgetError(f"delta cap ({cap!r}) must be a number in [0, 1)")
+
+
 def fresh_alpha(sensitivity: float, eps: float, delta: float, family: NoiseFamily = "laplace") -> float:
     """Smallest budget whose fresh answer alone is within ±ε with probability ≥ 1−δ (the family's
     :meth:`~dpdesk.engine.mechanisms.laplace.NoiseMechanism.alpha_for`; paper Thm 5.3, corrected).
