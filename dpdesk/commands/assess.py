@@ -183,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
                        if v is not None}
             results = [project.assess(args.request, method=args.method, **what_if)]
     else:
+        from dpdesk.commands.posterior import is_posterior
+
+        if is_posterior(args.query):
+            raise DpdeskError("a posterior(...) request is priced against a project's ledger: "
+                              "dpdesk assess PROJECT --query 'posterior(...)'")
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
         from pathlib import Path

@@ -79,3 +79,10 @@ def test_an_attribute_with_one_label_has_no_posterior(tmp_path):
     Project.create(path, name="one", schema=schema, source_location=str(table), total_budget=1.0).close()
     r = run_dpdesk("assess", str(path), "--query", "posterior(kind | sex=F; budget=1)")
     assert r.returncode == 2 and "has 1 label; a posterior needs at least 2" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_posterior_without_a_project_is_one_line(store, tmp_path):
+    history = tmp_path / "h.json"
+    history.write_text('{"rows": [], "total_budget": 1, "shape": [2, 2]}', encoding="utf-8")
+    r = store.cli("assess", "--history", str(history), "--query", "posterior(income; budget=1)")
+    assert r.returncode == 2 and "is priced against a project's ledger" in r.stderr and r.stderr.count("\n") == 1

@@ -137,3 +137,18 @@ def test_cli_answer_previews_asks_then_releases_and_prints_the_dirichlet(store, 
         assert p.ledger()[0].hash == rel["ledger_head"] and p.verify().ok
     r = store.cli("answer", str(path), "--query", 'count(age="0-30")', "--yes")
     assert r.returncode == 2 and "--query takes a posterior of proportions" in r.stderr
+
+
+def test_the_html_report_shows_posterior_entries_and_the_delta_cap(store):
+    from dpdesk.store.report import build_html
+
+    path = store.new_project(budget=5.0, test_project=True, delta_cap=1e-5)
+    with Project.open(path, "w") as p:
+        p.release(_plan(p, SMOOTH), SeededSampler(1))
+        view = p.view()
+        page = build_html(name=p.name, path=str(p.path), total_budget=5.0, remaining=5.0 - view.system_cost,
+                          system_cost=view.system_cost, entries=p.ledger(), cell_rows=[], verify=p.verify(),
+                          images={}, delta_cap=p.delta_cap, delta_spent=view.delta_spent)
+    assert "δ cap <b>1e-05</b> · largest per-cell δ spent <b>4e-06</b>" in page
+    row = next(line for line in page.split("<tr") if "class='posterior'" in line)
+    assert "<td>0.5</td>" in row and "(δ = 4e-06)" in row and "mechanism=smooth" in row
