@@ -119,6 +119,11 @@ class MainWindow(QMainWindow):
             self.show_page("requests")
             self.requests.import_file()
 
+    def new_posterior(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.new_posterior()
+
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
 

@@ -46,6 +46,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("&File", "quit", "&Quit", "close", "Ctrl+Q"),
     ActionSpec("&Edit", "new_request", "&New request…", "new_request", "Ctrl+Shift+N", needs_project=True),
     ActionSpec("&Edit", "import_requests", "&Import requests…", "import_requests", needs_project=True),
+    ActionSpec("&Edit", "new_posterior", "&Posterior of proportions…", "new_posterior", needs_project=True,
+               tip="Release the Dirichlet (Beta) posterior of an attribute's shares in a box"),
     ActionSpec("&Help", "glossary", "&Glossary", "show_glossary", QKeySequence.StandardKey.HelpContents,
                tip="What α, ±ε, δ, system cost and the other terms mean"),
 )

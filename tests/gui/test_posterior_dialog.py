@@ -109,7 +109,7 @@ def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thre
     """The real window over the demo project (δ cap 1e-6): preview, release through the release path, audit."""
     win = demo_window
     page = win.requests
-    page.posterior_btn.click()
+    win.menu_actions["new_posterior"].trigger()  # Edit ▸ Posterior of proportions…
     d = page.posterior_dialog
     assert d is not None and d.isVisible()
     d.attribute.setCurrentText("sex")
