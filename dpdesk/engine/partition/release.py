@@ -14,11 +14,12 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError, QueryError
+from dpdesk.engine.mechanisms.partition import group_structure
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance
 from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
 from dpdesk.engine.partition.guarantee import query_terms
@@ -189,6 +190,29 @@ class PartitionRelease:
             "groups": [{"name": g.name, "shape": list(g.shape), "values": y.reshape(-1).tolist()}
                        for g, y in zip(self.plan.groups, self.values)],
         }
+
+    @classmethod
+    def from_payload(cls, schema: Schema, payload: Mapping[str, Any]) -> "PartitionRelease":
+        """The release a ledger entry recorded (``PartitionReleasePlan.record()`` and ``draw()``).
+
+        The plan is rebuilt from how it was asked for and must have exactly the block structure the
+        privacy map charged (the recorded ``groups``), so answers come from the counts that were paid for.
+        """
+        try:
+            plan = plan_from_json(schema, payload["plan"])
+            structure = group_structure(payload, schema.shape)
+            scale = float(payload["scale"])
+            values = tuple(np.asarray(v, dtype=np.int64) for v in payload["values"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanError(f"partition release: malformed payload ({exc})") from None
+        if len(structure) != len(plan.groups) or any(
+            len(per) != len(g.blocks) or any(not np.array_equal(s, b.starts) for s, b in zip(per, g.blocks))
+            for per, g in zip(structure, plan.groups)
+        ):
+            raise PlanError("partition release: the recorded plan does not have the recorded groups")
+        if not (math.isfinite(scale) and scale > 0):
+            raise PlanError(f"partition release: scale ({scale!r}) must be a positive finite number")
+        return cls(plan, plan.coverage / scale, values, str(payload.get("sampler", "")))
 
     @classmethod
     def from_json(cls, schema: Schema, obj: dict) -> "PartitionRelease":

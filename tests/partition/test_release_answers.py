@@ -1,0 +1,110 @@
+"""Answering from a partition release's own structure: the recorded release read back, the best release
+for a query, and the coverage of what it serves."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpdesk.engine.answering.releases import FORM, answer_from_releases, prefer_release
+from dpdesk.engine.cube import Cube
+from dpdesk.engine.errors import DpdeskError, PlanError
+from dpdesk.engine.mechanisms.base import Basis
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.partition.grouped import GroupedPosterior
+from dpdesk.engine.partition.guarantee import preview
+from dpdesk.engine.partition.plan import cells_plan, marginals_by_order, tree_plan
+from dpdesk.engine.partition.release import PartitionRelease, draw_release
+from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+from dpdesk.engine.queries.query import Query, Term
+from dpdesk.engine.queries.text import parse_query
+from stats_helpers import within_binomial
+
+
+def _payload(schema, counts, plan, alpha=0.5, seed=4):
+    rp = PartitionReleasePlan(preview(plan, alpha=alpha, total_budget=10.0), Basis("head", 1))
+    return json.loads(json.dumps({**rp.record(), **rp.draw(Cube(schema, counts), SeededSampler(seed), allow_insecure=True)}))
+
+
+def _interval(shape, lo, hi) -> Query:
+    f = np.zeros(shape[0])
+    f[lo:hi + 1] = 1.0
+    return Query(shape, terms=(Term(1.0, (f,) + tuple(np.ones(k) for k in shape[1:])),))
+
+
+def test_a_recorded_release_is_read_back_with_the_structure_that_was_charged(schema3, counts3):
+    plan = tree_plan(schema3, "age", 2, cross=["sex"])
+    payload = _payload(schema3, counts3, plan)
+    rel = PartitionRelease.from_payload(schema3, payload)
+    assert rel.alpha == pytest.approx(0.5) and rel.scale == pytest.approx(payload["scale"])
+    assert [v.reshape(-1).tolist() for v in rel.values] == payload["values"]
+    q = parse_query('count(age=["10-20","20-30"], sex="M")', schema3)
+    again = draw_release(plan, 0.5, counts3, SeededSampler(4), allow_insecure=True)
+    assert rel.estimate(q).estimate == pytest.approx(again.estimate(q).estimate)
+    swapped = {**payload, "plan": {"kind": "cells"}}  # asked-for plan and charged groups disagree
+    with pytest.raises(PlanError, match="does not have the recorded groups"):
+        PartitionRelease.from_payload(schema3, swapped)
+    with pytest.raises(PlanError, match="malformed payload"):
+        PartitionRelease.from_payload(schema3, {k: v for k, v in payload.items() if k != "values"})
+    with pytest.raises(DpdeskError, match="not a partition"):
+        bad = json.loads(json.dumps(payload))
+        bad["groups"][0]["starts"][0][0] = 1
+        PartitionRelease.from_payload(schema3, bad)
+
+
+def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exact(schema3, counts3):
+    cells = draw_release(cells_plan(schema3), 0.5, counts3, SeededSampler(1), allow_insecure=True)
+    tree = draw_release(tree_plan(schema3, "age", 2), 0.5, counts3, SeededSampler(2), allow_insecure=True)
+    margins = draw_release(marginals_by_order(schema3, [1]), 0.5, counts3, SeededSampler(3), allow_insecure=True)
+    wide = parse_query('count(age=["0-10","10-20","20-30","30-40","40-50","50-60"])', schema3)
+    one = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
+    pair = [("cells", cells), ("tree", tree), ("margins", margins)]
+    a = answer_from_releases(pair, wide, 20.0)
+    b = answer_from_releases(pair, one, 20.0)
+    # a wide interval: the 1-way marginals sum it from 6 counts (and the tree from 2); one cell only from the cell release
+    assert a is not None and a.source == "margins" and b is not None and b.source == "cells"
+    lattice = GroupedPosterior([1.0], [1], cells.scale)  # one cell: one discrete-Laplace count
+    lo, hi = lattice.prob_within(20.0)
+    assert lo <= b.confidence <= hi and b.posterior.lattice and b.estimate.form == FORM
+    assert b.estimate.estimate == float(cells.values[0][0, 0, 0]) and b.estimate.std == pytest.approx(lattice.std)
+    for name, rel in pair:  # the one chosen is the best of them all
+        r = answer_from_releases([(name, rel)], wide, 20.0)
+        assert r is None or r.confidence <= a.confidence
+    assert answer_from_releases([("margins", margins)], one, 20.0) is None  # not estimable from marginals
+    assert prefer_release(None, b) and prefer_release(b.confidence - 1e-6, b)
+    assert not prefer_release(b.confidence, b) and not prefer_release(0.5, None)  # ties stay with history
+
+
+@pytest.mark.calibration
+def test_intervals_served_from_a_tree_release_cover_at_least_as_claimed(sized_schema):
+    """Tree BLUEs have non-integer weights: the served law is conservative, so coverage ≥ the claim (and a
+    cell release's lattice law is exact, so its coverage equals the claim)."""
+    s = sized_schema((32, 2), numeric=(0,))
+    counts = np.random.default_rng(7).poisson(30, s.shape)
+    rng = np.random.default_rng(8)
+    spans = [tuple(sorted(rng.integers(0, 32, 2))) for _ in range(12)]
+    queries = [_interval(s.shape, lo, hi) for lo, hi in spans]
+    truth = np.array([float(q.dense() @ counts.reshape(-1)) for q in queries])
+    delta = 0.2
+    for plan, exact in ((tree_plan(s, "a0", 2, cross=[]), False), (cells_plan(s), True)):
+        first = draw_release(plan, 1.0, counts, SeededSampler(999), allow_insecure=True)
+        served = [answer_from_releases([("r", first)], q, 1.0) for q in queries]
+        # the law does not depend on the released values: only the centre moves from draw to draw
+        windows = [(a.posterior.interval(delta), a.estimate.estimate) for a in served]
+        assert np.allclose([q.dense() @ first.cell_estimates().reshape(-1) for q in queries], [c for _, c in windows])
+        claimed = np.array([ci.confidence for ci, _ in windows])
+        assert claimed.min() >= 1 - delta
+        hits, rates = [], []
+        for r in range(400):
+            x = draw_release(plan, 1.0, counts, SeededSampler(1000 + r), allow_insecure=True).cell_estimates().reshape(-1)
+            for q, t, (ci, c) in zip(queries, truth, windows):
+                e = float(q.dense() @ x)
+                hits.append(e + (ci.low - c) <= t <= e + (ci.high - c))
+            rates.extend(claimed)
+        if exact:
+            within_binomial(hits, rates)
+        else:
+            sd = np.sqrt(np.mean(rates) * (1 - np.mean(rates)) / len(hits))
+            assert np.mean(hits) >= np.mean(rates) - 4 * sd, (np.mean(hits), np.mean(rates))
