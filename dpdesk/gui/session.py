@@ -53,7 +53,7 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
     """
     with inputs.view.assessing() as s:  # one assessment at a time extends and reads the factorisation
         return assess(s.history, inputs.request, inputs.settings, method=inputs.method, cell_costs=s.cell_costs,
-                      head=s.head, schema=inputs.schema, progress=progress, cancelled=cancelled)
+                      head=s.head, schema=inputs.schema, releases=s.releases, progress=progress, cancelled=cancelled)
 
 
 class ProjectSession(QObject):

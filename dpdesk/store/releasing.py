@@ -110,7 +110,7 @@ class Releasing:
                             self._setting(prior, "prior"))
         with self.view().assessing() as s:
             return assess(s.history, req.to_request(), settings, method=method, seed=seed, interval=interval,
-                          cell_costs=s.cell_costs, head=s.head, schema=self.schema)
+                          cell_costs=s.cell_costs, head=s.head, schema=self.schema, releases=s.releases)
 
     def _setting(self, given: Any, name: str) -> Any:
         return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given

@@ -10,7 +10,9 @@
    maximum never exceeds the total budget after any entry, each recorded per-cell charge is what the
    privacy map gives for the recorded parameters, no cell's δ (summed over the (α, δ) releases charging
    it) exceeds the project's δ cap, and each recorded sensitivity, system cost and
-   history prefix matches the recomputation; a release extends the ledger head it was assessed on.
+   history prefix matches the recomputation; a release extends the ledger head it was assessed on; an
+   answer inferred from a partition release kept out of the history names an earlier such release, and
+   (flat prior) its estimate is that release's, recomputed.
 5. Every decided request has exactly one deciding entry and the matching status; the current source
    binding is the one the last ``rebind`` entry (or the genesis) records.
 6. Optionally, the ledger still extends ledger heads someone holds (``--extends HASH``): a ledger
@@ -30,6 +32,7 @@ from typing import Any, Sequence
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
+from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store.canonical import genesis_hash
@@ -136,6 +139,25 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
         bad(e.seq, f"{where}: was assessed against ledger head {str(basis['ledger_head'])[:12]}… but extends "
                    f"{e.prev_hash[:12]}… (released without its assessment's ledger)")
     _check_window(e, "released" if "released" in p else "estimate", bad)
+    if p.get("from_release") is not None:
+        _check_from_release(e, view, bad)
+
+
+def _check_from_release(e, view: LedgerView, bad) -> None:
+    """An answer inferred from a partition release's own structure: that release precedes it, and under
+    the flat prior the released estimate is that release's BLUE of the query."""
+    p, src = e.payload, e.payload["from_release"]
+    release = view.answering_release(src) if isinstance(src, int) and src < e.seq else None
+    if release is None:
+        bad(e.seq, f"entry {e.seq}: answered from release #{src}, which is not an earlier release answered "
+                   "from its own structure")
+        return
+    if p.get("prior", "flat") == "flat" and "estimate" in p:
+        shape = view.schema.shape
+        r = release.estimate(query_from_json(thaw(p["query"]), math.prod(shape), shape))
+        if not r.estimable or not _close(float(r.estimate), float(p["estimate"])):
+            bad(e.seq, f"entry {e.seq}: released estimate {float(p['estimate']):.6g} is not release #{src}'s "
+                       f"({'not estimable' if not r.estimable else f'{r.estimate:.6g}'})")
 
 
 def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:

@@ -8,9 +8,12 @@ import json
 import numpy as np
 import pytest
 
+from dpdesk.engine.answering.fresh import release_fresh
 from dpdesk.engine.answering.releases import FORM, answer_from_releases, prefer_release
+from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError, PlanError
+from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.partition.grouped import GroupedPosterior
@@ -60,11 +63,11 @@ def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exa
     margins = draw_release(marginals_by_order(schema3, [1]), 0.5, counts3, SeededSampler(3), allow_insecure=True)
     wide = parse_query('count(age=["0-10","10-20","20-30","30-40","40-50","50-60"])', schema3)
     one = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
-    pair = [("cells", cells), ("tree", tree), ("margins", margins)]
+    pair = [(1, cells), (2, tree), (3, margins)]
     a = answer_from_releases(pair, wide, 20.0)
     b = answer_from_releases(pair, one, 20.0)
     # a wide interval: the 1-way marginals sum it from 6 counts (and the tree from 2); one cell only from the cell release
-    assert a is not None and a.source == "margins" and b is not None and b.source == "cells"
+    assert a is not None and a.source == 3 and b is not None and b.source == 1
     lattice = GroupedPosterior([1.0], [1], cells.scale)  # one cell: one discrete-Laplace count
     lo, hi = lattice.prob_within(20.0)
     assert lo <= b.confidence <= hi and b.posterior.lattice and b.estimate.form == FORM
@@ -72,9 +75,42 @@ def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exa
     for name, rel in pair:  # the one chosen is the best of them all
         r = answer_from_releases([(name, rel)], wide, 20.0)
         assert r is None or r.confidence <= a.confidence
-    assert answer_from_releases([("margins", margins)], one, 20.0) is None  # not estimable from marginals
+    assert answer_from_releases([(3, margins)], one, 20.0) is None  # not estimable from marginals
     assert prefer_release(None, b) and prefer_release(b.confidence - 1e-6, b)
     assert not prefer_release(b.confidence, b) and not prefer_release(0.5, None)  # ties stay with history
+
+
+def test_assess_serves_the_better_of_history_and_a_release_and_fuses_only_with_history(schema3, counts3):
+    cells = draw_release(cells_plan(schema3), 1.0, counts3, SeededSampler(1), allow_insecure=True)
+    total = parse_query("count()", schema3)
+    cell = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
+    pair = parse_query('count(age="0-10", sex="F")', schema3)
+    hist = History(schema3.shape, [HistoryRow(total, 5.0, float(counts3.sum()) + 0.3, "laplace"),
+                                   HistoryRow(pair, 0.5, float(counts3[0, 0].sum()) - 2.0, "laplace")])
+    released = [(7, cells)]
+    # the whole table: history's precise answer (scale 0.2) beats 48 summed cells (scale 1 each)
+    a = assess(hist, Request("t", total, 2.0, 0.05), 10.0, releases=released)
+    assert a.decision == "infer" and a.inference.source is None and a.estimate.estimate == hist.estimate(total).estimate
+    # one cell: history cannot say; the release can, for free, with its exact lattice law
+    b = assess(hist, Request("c", cell, 4.0, 0.1), 10.0, releases=released)
+    law = GroupedPosterior([1.0], [1], cells.scale)
+    assert b.decision == "infer" and b.inference.source == 7 and "partition release #7" in b.reason
+    assert b.confidence_at_eps == pytest.approx(law.prob_within(4.0)[0]) and b.estimate.form == FORM
+    assert b.release_estimate == float(cells.values[0][0, 0, 0])
+    rec = b.record()
+    assert rec["from_release"] == 7 and rec["history_prefix"] == 2 and rec["estimate"] == b.release_estimate
+    assert b.to_json()["source"] == "partition release #7"
+    assert assess(hist, Request("c", cell, 4.0, 0.1), 10.0).decision == "spend"  # without the release
+    # a pair of cells: the release (2 cells of scale 1) beats history (Laplace scale 2) but does not meet ±3;
+    # the fresh answer is priced and fused with history's own BLUE, whose law the fusion plan knows
+    c = assess(hist, Request("p", pair, 3.0, 0.05), 10.0, releases=released)
+    assert c.decision == "spend" and c.inference.source == 7 and "partition release #7 reaches only" in c.reason
+    assert c.fused and c.spend_alpha < c.fresh_alpha
+    theta_h = hist.estimate(pair).estimate
+    assert c.inference.history_estimate.estimate == theta_h != c.estimate.estimate
+    fresh = release_fresh(c, Cube(schema3, counts3), SeededSampler(3), allow_insecure=True)
+    assert fresh.history_estimate == theta_h == c.record()["history_estimate"]
+    assert fresh.released == pytest.approx(c.fusion_weight * fresh.answer + (1 - c.fusion_weight) * theta_h)
 
 
 @pytest.mark.calibration
@@ -90,7 +126,7 @@ def test_intervals_served_from_a_tree_release_cover_at_least_as_claimed(sized_sc
     delta = 0.2
     for plan, exact in ((tree_plan(s, "a0", 2, cross=[]), False), (cells_plan(s), True)):
         first = draw_release(plan, 1.0, counts, SeededSampler(999), allow_insecure=True)
-        served = [answer_from_releases([("r", first)], q, 1.0) for q in queries]
+        served = [answer_from_releases([(1, first)], q, 1.0) for q in queries]
         # the law does not depend on the released values: only the centre moves from draw to draw
         windows = [(a.posterior.interval(delta), a.estimate.estimate) for a in served]
         assert np.allclose([q.dense() @ first.cell_estimates().reshape(-1) for q in queries], [c for _, c in windows])

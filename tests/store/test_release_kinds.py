@@ -195,3 +195,40 @@ def test_a_private_argmax_is_charged_on_its_box_and_adds_no_history(store):
         assert release.kind == "selection" and release.answer in (0.0, 1.0)
         assert p.view().cell_costs.tolist() == pytest.approx([0, 0.5, 0, 0.5]) and len(p.history()) == 0
         assert p.verify().ok
+
+
+def _structured_project(store, monkeypatch):
+    """A project whose one-way marginal release is kept out of the History, and a request inferred from it."""
+    from dpdesk.engine.partition.guarantee import preview
+    from dpdesk.engine.partition.plan import marginals_by_order
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.store import view as view_module
+
+    monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        r = p.add_request("[1, 1, 0, 0]", 15.0, 0.1)  # a one-way marginal count: estimable from the release
+        a = p.assess(r.id)
+        answered = p.release(a)
+    return path, release, a, answered
+
+
+def test_requests_are_answered_from_a_release_kept_out_of_history(store, monkeypatch):
+    from dpdesk.engine.partition.release import PartitionRelease
+    from dpdesk.store.ledger import thaw
+
+    path, release, a, answered = _structured_project(store, monkeypatch)
+    seq = release.entry.seq
+    with Project.open(path, "w") as p:
+        rel = PartitionRelease.from_payload(p.schema, thaw(release.entry.payload))
+        assert len(p.history()) == 0 and a.decision == "infer" and a.inference.source == seq
+        assert a.estimate.estimate == rel.estimate(a.request.query).estimate
+        assert f"partition release #{seq}" in a.reason and a.cost == 0.0
+        assert answered.kind == "inferred" and answered.entry.payload["from_release"] == seq
+        assert answered.answer == pytest.approx(a.estimate.estimate)
+        cell = p.add_request("[1, 0, 0, 0]", 15.0, 0.1)  # one cell: the marginals cannot say
+        assert p.assess(cell.id).decision == "spend"
+        report = p.verify(extends=[answered.witness])
+    assert report.ok and report.system_cost == 0.5, report.problems

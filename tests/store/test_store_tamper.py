@@ -271,3 +271,29 @@ def test_a_witness_exposes_a_consistently_rechained_ledger(store, ledgered, caps
     assert main(["verify", str(ledgered), "--extends", "abc"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "64 lowercase hex digits" in err[0]
+
+
+def test_an_answer_from_a_release_is_checked_against_that_release(store, monkeypatch):
+    from dpdesk.engine.partition.guarantee import preview
+    from dpdesk.engine.partition.plan import marginals_by_order
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.engine.mechanisms.noise import SeededSampler
+    from dpdesk.store import view as view_module
+
+    monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)  # the one-way marginals stay out of the History
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        answered = p.release(p.assess(p.add_request("[1, 1, 0, 0]", 15.0, 0.1).id))
+    seq = answered.entry.seq
+    assert answered.entry.payload["from_release"] == seq - 1
+
+    def shift(p):  # release another value than the release's estimate (window moved with it)
+        p["estimate"] += 3
+        p["interval"] = [v + 3 for v in p["interval"]]
+
+    report = _rechained(store, path, "shifted.dpdesk", seq, shift)
+    assert not report.ok and report.first_bad_seq == seq and f"is not release #{seq - 1}'s" in report.problems[0]
+    report = _rechained(store, path, "source.dpdesk", seq, lambda p: p.update(from_release=seq + 5))
+    assert not report.ok and "not an earlier release answered from its own structure" in report.problems[0]

@@ -38,7 +38,12 @@ Decision = Literal["infer", "spend", "reject"]
 
 @dataclass(frozen=True, eq=False)
 class Inference:
-    """What released history says about the request's answer (no budget involved)."""
+    """What released history says about the request's answer (no budget involved).
+
+    ``estimate`` is the estimate served: history's BLUE, or — when a partition release kept out of the
+    history puts more mass on ±ε — that release's own (``source`` is then its ledger entry and
+    ``history`` history's estimate, which a fresh answer is still fused with).
+    """
 
     estimate: Estimate
     posterior: Posterior | TruncatedPosterior | None = None
@@ -50,6 +55,18 @@ class Inference:
     prior_bounds: tuple[float, float] | None = None
     interval_query: tuple[float, float] | None = None  # an interval the caller asked about, and its mass
     interval_probability: float | None = None
+    source: int | None = None  # ledger entry of the partition release whose estimate is served (None: history)
+    history: Estimate | None = None  # history's own estimate when a release's is served
+
+    @property
+    def history_estimate(self) -> Estimate:
+        """History's estimate — what a fresh answer is fused with and what ``history_prefix`` counts."""
+        return self.estimate if self.history is None else self.history
+
+    @property
+    def served_by(self) -> str:
+        """Where the served estimate comes from, for the curator: ``history`` or ``partition release #N``."""
+        return "history" if self.source is None else f"partition release #{self.source}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,7 +132,7 @@ class Assessment:
         """The ledger payload known before any data is touched (DESIGN §4: public quantities only)."""
         q = self.request.query
         out: dict[str, Any] = {"query": q.to_json(), "query_text": q.text, "eps": self.request.eps,
-                               "delta": self.request.delta, "history_prefix": self.estimate.history_size}
+                               "delta": self.request.delta, "history_prefix": self.inference.history_estimate.history_size}
         if self.decision == "infer":
             inf = self.inference
             assert inf.release_interval is not None and inf.credible is not None
@@ -124,12 +141,14 @@ class Assessment:
                        credible_interval=[inf.credible.low, inf.credible.high],
                        confidence_at_eps=inf.confidence_at_eps, method=self.method, prior=inf.prior,
                        values=[inf.release_estimate])
+            if inf.source is not None:
+                out.update(from_release=inf.source)
         elif self.decision == "spend":
             p = self.pricing
             out.update(sensitivity=q.sensitivity, alpha=p.spend_alpha, family=p.noise.name,
                        system_cost_after=p.budget.system_cost_after, policy=self.policy, needed_alpha=p.needed_alpha,
                        fusion_weight=p.fusion_weight,
-                       history_estimate=self.estimate.estimate if p.fusion_weight is not None else None)
+                       history_estimate=self.inference.history_estimate.estimate if p.fusion_weight is not None else None)
         return out
 
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
@@ -253,6 +272,7 @@ class Assessment:
             "total_budget": b.total,
             "cell_costs": [float(c) for c in self.cell_costs],
             "history_size": est.history_size,
+            "source": inf.served_by,
             "coefficients": None if est.coefficients is None else [float(a) for a in est.coefficients],
             "method": self.method,
             "elapsed_ms": self.elapsed_ms,

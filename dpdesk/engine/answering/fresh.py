@@ -93,7 +93,7 @@ def release_fresh(
     alpha = float(a.spend_alpha)
     answer = true_answer(q, cube) + sampler.draw(noise, noise.scale(q.sensitivity, alpha))
     t = a.fusion_weight
-    theta_h = a.estimate.estimate if t is not None else None
+    theta_h = a.inference.history_estimate.estimate if t is not None else None
     released = fuse(theta_h, answer, t) if t is not None and theta_h is not None else answer
     return FreshAnswer(
         request_id=a.request.id, query=q, alpha=alpha, sensitivity=q.sensitivity, family=noise.name,

@@ -11,15 +11,19 @@ still the law of the answer served and its confidence stands as computed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dpdesk.engine.inference.history import Estimate
 from dpdesk.engine.inference.posterior import Posterior
+from dpdesk.engine.mechanisms.base import Mechanism
+from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.partition.release import PartitionRelease
 from dpdesk.engine.queries.query import Query
+from dpdesk.engine.schema import Schema
 
-__all__ = ["ReleaseAnswer", "answer_from_releases", "prefer_release"]
+__all__ = ["ReleaseAnswer", "answer_from_releases", "prefer_release", "structured_release"]
 
 FORM = "partition release"  # Estimate.form of an estimate from a release's own counts
 
@@ -28,16 +32,16 @@ FORM = "partition release"  # Estimate.form of an estimate from a release's own 
 class ReleaseAnswer:
     """What one release alone says about a query: its BLUE as an engine estimate, its law, its reach."""
 
-    source: str  # which release, as the caller named it (e.g. "entry 12")
+    source: int  # which release: its ledger entry
     estimate: Estimate  # form :data:`FORM`; no history coefficients (the law is grouped, not per row)
     posterior: Posterior  # exact on a lattice, conservative otherwise (GroupedPosterior.to_posterior)
     confidence: float  # mass of [θ̂ − ε, θ̂ + ε] under that law (a lower bound)
 
 
-def answer_from_releases(releases: Sequence[tuple[str, PartitionRelease]], query: Query, eps: float) -> ReleaseAnswer | None:
+def answer_from_releases(releases: Sequence[tuple[int, PartitionRelease]], query: Query, eps: float) -> ReleaseAnswer | None:
     """The release whose estimate of ``query`` has the most mass on ``±eps``; None if none estimates it.
 
-    ``releases`` pairs a name with each release. Ties go to the earlier release.
+    ``releases`` pairs each release with its ledger entry. Ties go to the earlier release.
     """
     best: ReleaseAnswer | None = None
     for source, release in releases:
@@ -58,3 +62,9 @@ def prefer_release(history_confidence: float | None, answer: ReleaseAnswer | Non
     if answer is None:
         return False
     return history_confidence is None or answer.confidence > history_confidence
+
+
+def structured_release(mechanism: Mechanism, payload: Mapping[str, Any], schema: Schema) -> PartitionRelease | None:
+    """What answers from a recorded release's own structure, for the mechanisms that have one (partition
+    releases); None for the others (their rows are their only answer)."""
+    return PartitionRelease.from_payload(schema, payload) if mechanism is PARTITION else None

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Callable
 
 import numpy as np
 
 from dpdesk.engine.answering.assessment import Assessment, Decision, Inference, Pricing
+from dpdesk.engine.answering.releases import answer_from_releases, prefer_release
 from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.budget.accounting import preview
 from dpdesk.engine.errors import DpdeskError
@@ -35,6 +37,7 @@ from dpdesk.engine.inference.prior import BoundedPrior, TruncatedPosterior, trun
 from dpdesk.engine.mechanisms.base import Basis, meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
+from dpdesk.engine.partition.release import PartitionRelease
 from dpdesk.engine.schema import Schema
 
 __all__ = ["Request", "Settings", "assess", "decide", "infer", "price"]
@@ -52,6 +55,7 @@ def infer(
     method: str = "fft",
     seed: int | None = None,
     interval: tuple[float, float] | None = None,
+    releases: Sequence[tuple[int, PartitionRelease]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Inference:
@@ -60,29 +64,44 @@ def infer(
     Under the flat prior the released window is ``[θ̂ − ε, θ̂ + ε]`` and its mass a lower bound
     (decisions err on the safe side); under ``BoundedPrior(N)`` the posterior is truncated to the
     query's bounds and the window is the 2ε window of most mass (θ̂ clipped into it).
+
+    ``releases`` are partition releases kept out of the history (with their ledger entries): when one
+    of them estimates the query with more flat-prior mass on ±ε than history does, its estimate and
+    exact law are served instead (:mod:`dpdesk.engine.answering.releases`; the choice reads laws only).
     """
     q = request.query
     est = history.estimate(q)
     bounds = prior.bounds(q) if prior is not None else None
     described = "flat" if prior is None else prior.describe(q)
-    if not est.estimable:
+    flat: Posterior | None = None
+    if est.estimable:
+        assert est.estimate is not None and est.coefficients is not None and est.noise_scales is not None
+        flat = posterior(
+            est.estimate, est.coefficients, est.noise_scales, list(est.families), method=method, rng=seed,
+            progress=progress, cancelled=cancelled, align=request.eps,
+        )
+    served, source = est, None
+    if releases:
+        answer = answer_from_releases(releases, q, request.eps)
+        if prefer_release(None if flat is None else flat.central_mass(request.eps), answer):
+            assert answer is not None
+            served, flat, source = answer.estimate, answer.posterior, answer.source
+    if flat is None:
         return Inference(est, prior=described, prior_bounds=bounds, interval_query=interval)
-    assert est.estimate is not None and est.coefficients is not None and est.noise_scales is not None
-    post: Posterior | TruncatedPosterior = posterior(
-        est.estimate, est.coefficients, est.noise_scales, list(est.families), method=method, rng=seed,
-        progress=progress, cancelled=cancelled, align=request.eps,
-    )
+    assert served.estimate is not None
+    post: Posterior | TruncatedPosterior = flat
     if bounds is not None:
-        post = truncate(post, *bounds)
+        post = truncate(flat, *bounds)
         window = post.best_window(2.0 * request.eps)
         conf, release_iv = window.confidence, (window.low, window.high)
-        release_est = min(max(est.estimate, window.low), window.high)
+        release_est = min(max(served.estimate, window.low), window.high)
     else:
         conf = post.central_mass(request.eps)
-        release_iv, release_est = (est.estimate - request.eps, est.estimate + request.eps), est.estimate
+        release_iv, release_est = (served.estimate - request.eps, served.estimate + request.eps), served.estimate
     return Inference(
-        est, post, post.interval(request.delta), conf, release_est, release_iv, described, bounds, interval,
-        post.prob_between(*interval) if interval is not None else None,
+        served, post, post.interval(request.delta), conf, release_est, release_iv, described, bounds, interval,
+        post.prob_between(*interval) if interval is not None else None, source,
+        est if source is not None else None,
     )
 
 
@@ -101,7 +120,7 @@ def price(
     history's BLUE meets (ε, δ) (never above Thm 5.3's); under ``settings.policy`` at least ``floor`` of
     the query's headroom (kept fused when the fused posterior still meets (ε, δ) at the raised α).
     """
-    q, est = request.query, inference.estimate
+    q, est = request.query, inference.history_estimate  # fresh answers fuse with history's BLUE
     noise = family_for(q) if family is None else noise_family(family)
     alpha = noise.alpha_for(q.sensitivity, request.eps, request.delta)
     # the α search evaluates many posteriors and must be deterministic: Monte Carlo is not used for it
@@ -148,7 +167,7 @@ def decide(
         return schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
 
     if meets(conf, delta):
-        return "infer", f"answerable from history — costs 0 (confidence {conf:.4f} ≥ {1 - delta:.4f} at ±{_fmt(eps)})"
+        return "infer", f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f} ≥ {1 - delta:.4f} at ±{_fmt(eps)})"
     needed, spend, fused = pricing.needed_alpha, pricing.spend_alpha, pricing.fusion_weight is not None
     if paced is not None and paced.declined and b.fits:
         assert settings.policy is not None
@@ -159,7 +178,7 @@ def decide(
         )
     if b.fits:
         why = ("not estimable from history" if not inference.estimate.estimable
-               else f"history reaches only {conf:.4f} < {1 - delta:.4f} at ±{_fmt(eps)}")
+               else f"{inference.served_by} reaches only {conf:.4f} < {1 - delta:.4f} at ±{_fmt(eps)}")
         if paced is not None and spend > needed:
             assert settings.policy is not None
             cost = (f"costs α = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
@@ -187,6 +206,7 @@ def assess(
     cell_costs: np.ndarray | None = None,
     head: tuple[int, str] | None = None,
     schema: Schema | None = None,
+    releases: Sequence[tuple[int, PartitionRelease]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Assessment:
@@ -209,6 +229,9 @@ def assess(
         assessment records so that a release is refused once the ledger moved.
     schema
         Names cells in the reasons. ``progress``/``cancelled`` drive long posteriors.
+    releases
+        Partition releases kept out of ``history`` (too many rows), each with its ledger entry: the
+        better-placed of history's and their estimates is served (see :func:`infer`).
 
     Nothing here reads the data or draws privacy noise.
     """
@@ -227,7 +250,7 @@ def assess(
         interval = (lo, hi)
     costs = history.cell_costs if cell_costs is None else cell_costs
     inference = infer(history, request, settings.prior, method=method, seed=seed, interval=interval,
-                      progress=progress, cancelled=cancelled)
+                      releases=releases, progress=progress, cancelled=cancelled)
     pricing = price(inference, request, settings, costs, family=family, method=method)
     decision, reason = decide(inference, pricing, request, settings, schema)
     seq, head_hash = head if head is not None else (0, None)
