@@ -1,4 +1,10 @@
-"""``dpdesk release plan``: price and preview a one-shot partition release of a project (nothing is spent).
+"""``dpdesk release plan|publish|export``: one-shot partition releases of a project.
+
+``plan`` prices and previews a release (nothing is spent); ``publish`` shows the same preview, asks
+for confirmation on stdin unless ``--yes`` (end of input counts as "no") and releases it — drawn from
+the vetted sampler and recorded durably in the ledger *before* anything of it is printed; ``export``
+writes a recorded release as a count table (CSV or Parquet). Exit codes: 0 done, 1 not released (over
+the budget, or not confirmed), 2 bad input.
 
 A plan is every cell (``--cells``), all marginals of some orders (``--marginals 1,2``) or listed ones
 (``--marginal age,sex``, repeatable), or an interval tree over an ordered attribute (``--tree age
@@ -23,6 +29,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument("path", metavar="PATH")
     add_plan_arguments(plan)
     plan.add_argument("--json", action="store_true", help="print the preview as one JSON object")
+    pub = sub.add_parser("publish", help="release a plan: priced, confirmed, recorded before it is shown")
+    pub.add_argument("path", metavar="PATH")
+    add_plan_arguments(pub)
+    pub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    pub.add_argument("--json", action="store_true", help="print one JSON object (preview and release)")
+    exp = sub.add_parser("export", help="write a recorded partition release as a count table")
+    exp.add_argument("path", metavar="PATH")
+    exp.add_argument("--release", required=True, type=int, metavar="N", help="the release's ledger entry number")
+    exp.add_argument("--out", required=True, metavar="FILE", help="the table to write (.csv or .parquet)")
+    exp.add_argument("--form", default="unclipped", choices=("unclipped", "seed"),
+                     help="unclipped: every count as released (for inference; default); seed: counts above 0 only")
     p.set_defaults(func=run, _parser=p)
 
 
@@ -81,17 +98,77 @@ def preview_text(pv, schema) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    action = getattr(args, "release_command", None)
+    if action == "plan":
+        return run_plan(args)
+    if action == "publish":
+        return run_publish(args)
+    if action == "export":
+        return run_export(args)
+    args._parser.print_help()
+    return 2
+
+
+def _preview(p, args):  # type: ignore[no-untyped-def]
     from dpdesk.engine.partition.guarantee import preview
+
+    plan = plan_from_args(args, p.schema)
+    return preview(plan, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
+                   total_budget=p.total_budget, cell_costs=p.view().cell_costs)
+
+
+def run_plan(args: argparse.Namespace) -> int:
     from dpdesk.store.project import Project
 
-    if getattr(args, "release_command", None) != "plan":
-        args._parser.print_help()
-        return 2
     with Project.open(args.path, "r") as p:
+        pv = _preview(p, args)
         schema = p.schema
-        plan = plan_from_args(args, schema)
-        costs = p.view().cell_costs
-        pv = preview(plan, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
-                     total_budget=p.total_budget, cell_costs=costs)
     print(json.dumps(pv.to_json(), indent=2) if args.json else preview_text(pv, schema))
+    return 0
+
+
+def run_publish(args: argparse.Namespace) -> int:
+    import sys
+
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.store.project import Project
+
+    out = sys.stderr if args.json else sys.stdout
+    with Project.open(args.path, "w") as p:
+        pv = _preview(p, args)
+        plan = PartitionReleasePlan(pv, p.basis())
+        print(preview_text(pv, p.schema), file=out)
+        if not plan.releasable:
+            print(f"not released: {plan.reason}", file=out)
+            if args.json:
+                print(json.dumps({"preview": pv.to_json(), "release": None}))
+            return 1
+        if not args.yes:
+            print(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}? [y/N] ",
+                  end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
+            if line.strip().lower() not in ("y", "yes"):
+                print("not released (not confirmed)", file=sys.stderr)
+                return 1
+        release = p.release(plan)  # drawn, then committed (fsync'd) before anything of it is shown
+        seq = release.entry.seq
+        print(f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
+              f"{p.view().system_cost:.6g} of {p.total_budget:g}", file=out)
+        print(f"export it: dpdesk release export {p.path} --release {seq} --out table.csv", file=out)
+        print(f"witness: {release.witness} (check with dpdesk verify {p.path} --extends {release.witness})", file=out)
+        if args.json:
+            obj = release.to_json()
+            obj.pop("values")  # the counts are in the ledger and the exported table, not on the terminal
+            print(json.dumps({"preview": pv.to_json(), "release": obj}))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from dpdesk.store.project import Project
+    from dpdesk.store.release_table import partition_release, write_table
+
+    with Project.open(args.path, "r") as p:
+        release = partition_release(p.view(), args.release)
+    table = write_table(release, args.out, args.form)
+    print(f"wrote {len(table)} {args.form} count(s) of release {args.release} ({release.plan.description}) to {args.out}")
     return 0

@@ -36,6 +36,20 @@ def widget_png(widget: QWidget) -> bytes:
     return bytes(buf.data())
 
 
+DETAIL_VALUES = 24  # released values shown in an entry's details (a partition release may hold millions)
+
+
+def _shortened(obj: dict) -> dict:
+    """The entry for display: a long list of released values cut to its first :data:`DETAIL_VALUES`."""
+    payload = dict(obj.get("payload", {}))
+    values = thaw(payload.get("values", ()))
+    flat = [v for g in values for v in (g if isinstance(g, list) else [g])]
+    if len(flat) > DETAIL_VALUES:
+        payload["values"] = f"{len(flat):,} values: {', '.join(map(str, flat[:DETAIL_VALUES]))}, … (export the table)"
+        return {**obj, "payload": payload}
+    return obj
+
+
 class _Proxy(QSortFilterProxyModel):
     def __init__(self) -> None:
         super().__init__()
@@ -141,7 +155,7 @@ class AuditPage(QWidget):
             self.details.setPlainText("")
             return
         entry = self.model.payload(self.proxy.mapToSource(proxy_index).row())
-        self.details.setPlainText(json.dumps(entry.to_json(), indent=2, default=thaw))
+        self.details.setPlainText(json.dumps(_shortened(entry.to_json()), indent=2, default=thaw))
 
     def verify(self):
         report = self.session.verify()

@@ -5,6 +5,8 @@ The per-cell costs ``B`` (paper Thm 5.4) come from the engine's History (via the
 of more than two attributes the curator picks the row and column attributes; the other attributes
 are either collapsed by taking the maximum (the system cost is a maximum, so this shows where the
 budget binds) or fixed to one label each. Collapsing is display only; no cost is computed here.
+*Publish release…* opens :class:`~dpdesk.gui.release_dialog.PublishReleaseDialog` on the costs of now and
+releases the confirmed preview through the release path, off the GUI thread.
 """
 
 from __future__ import annotations
@@ -14,31 +16,12 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
 )
 
+from dpdesk.gui import dialogs
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.gauge import BudgetGauge
-from dpdesk.gui.heatmap_view import HeatmapView
+from dpdesk.gui.heatmap_view import HeatmapView, project_2d
 from dpdesk.gui.session import ProjectSession
-
-
-def project_2d(values: np.ndarray, shape: tuple[int, ...], row: int, col: int, mode: str,
-               fixed: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Matrix over (row, col) and, per displayed cell, the flat index of the cube cell it shows."""
-    arr = np.asarray(values, dtype=float).reshape(shape)
-    flat_ids = np.arange(arr.size).reshape(shape)
-    others = [d for d in range(len(shape)) if d not in (row, col)]
-    if mode == "slice":
-        index = tuple(slice(None) if d in (row, col) else fixed.get(d, 0) for d in range(len(shape)))
-        sub, ids = arr[index], flat_ids[index]
-        if row > col:
-            sub, ids = sub.T, ids.T
-        return sub, ids
-    order = [row, col, *others]
-    moved = np.transpose(arr, order).reshape(shape[row], shape[col], -1)
-    moved_ids = np.transpose(flat_ids, order).reshape(shape[row], shape[col], -1)
-    k = np.argmax(moved, axis=2)
-    mat = np.take_along_axis(moved, k[..., None], axis=2)[..., 0]
-    ids = np.take_along_axis(moved_ids, k[..., None], axis=2)[..., 0]
-    return mat, ids
+from dpdesk.gui.tasks import TaskRunner
 
 
 class BudgetPanel(QWidget):
@@ -58,8 +41,14 @@ class BudgetPanel(QWidget):
         self.policy_btn = QPushButton("Spend policy…")
         self.policy_btn.setToolTip(tip("pacing"))
         self.policy_btn.clicked.connect(self.edit_policy)
+        self.publish_btn = QPushButton("Publish release…")
+        self.publish_btn.setToolTip("Publish one noisy release of many counts (every cell, marginals or an interval "
+                                    "tree) that later requests are answered from")
+        self.publish_btn.clicked.connect(self.publish_release)
+        self.release_runner = TaskRunner(self)
         pol.addWidget(self.policy_label, 1)
         pol.addWidget(self.policy_btn)
+        pol.addWidget(self.publish_btn)
         lay.addLayout(pol)
         controls = QGridLayout()
         self.row_attr, self.col_attr = QComboBox(), QComboBox()
@@ -112,6 +101,37 @@ class BudgetPanel(QWidget):
         from dpdesk.gui.policy_dialog import SpendPolicyDialog
 
         SpendPolicyDialog.edit(self.session.spend_policy, self.session.set_spend_policy, self)
+
+    def publish_release(self):  # type: ignore[no-untyped-def]
+        """Open the *Publish release* dialog on the costs of now; a confirmed preview is released exactly
+        as previewed (refused if the ledger or the settings move meanwhile). Returns the dialog."""
+        from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+        from dpdesk.gui.release_dialog import PublishReleaseDialog
+
+        basis = self.session.basis()  # the ledger head of the costs the preview is priced against
+        dlg = PublishReleaseDialog(self.session.schema, self.session.cell_costs(), self.session.total_budget, self)
+        dlg.sigPublish.connect(lambda pv: self._publish(PartitionReleasePlan(pv, basis)))
+        dlg.open()
+        return dlg
+
+    def _publish(self, plan) -> None:  # type: ignore[no-untyped-def]
+        self.publish_btn.setEnabled(False)
+        self.info.setText(f"Publishing {plan.preview.plan.description}…")
+        self.release_runner.start(self.session.release_job(plan), self._published, self._publish_failed,
+                                  label="publishing a release")
+
+    def _published(self, release) -> None:  # type: ignore[no-untyped-def]
+        self.publish_btn.setEnabled(True)
+        self.session.released()
+        dialogs.show_info(self, "Release published",
+                          f"Recorded as ledger entry #{release.entry.seq}: {len(release.values):,} noisy counts. "
+                          f"Export the table with: dpdesk release export {self.session.path} --release "
+                          f"{release.entry.seq} --out table.csv\nWitness: {release.witness}")
+
+    def _publish_failed(self, exc: BaseException, trace: str) -> None:
+        self.publish_btn.setEnabled(True)
+        self.session.released()  # the views redraw from the ledger as it is
+        dialogs.report_exception(exc, trace, parent=self)
 
     def set_assessment(self, a) -> None:
         self.assessment = a

@@ -4,6 +4,7 @@ It draws a 2-D matrix handed to it by the budget panel, labels the axes with att
 (``setTicks``), keeps row 0 at the top (``invertY``), outlines highlighted cells (the cells a
 previewed release would change), and reports the cell under the mouse through ``sigHovered`` and
 a tooltip. Colour levels run from 0 to the total budget so colours mean the same thing over time.
+:func:`project_2d` folds a cube of costs onto two attributes for it (max over the others, or a slice).
 """
 
 from __future__ import annotations
@@ -15,6 +16,27 @@ from dpdesk.gui.plots import pg
 from PySide6.QtCore import QPointF, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QWidget
+
+
+def project_2d(values: np.ndarray, shape: tuple[int, ...], row: int, col: int, mode: str,
+               fixed: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Matrix over (row, col) and, per displayed cell, the flat index of the cube cell it shows."""
+    arr = np.asarray(values, dtype=float).reshape(shape)
+    flat_ids = np.arange(arr.size).reshape(shape)
+    others = [d for d in range(len(shape)) if d not in (row, col)]
+    if mode == "slice":
+        index = tuple(slice(None) if d in (row, col) else fixed.get(d, 0) for d in range(len(shape)))
+        sub, ids = arr[index], flat_ids[index]
+        if row > col:
+            sub, ids = sub.T, ids.T
+        return sub, ids
+    order = [row, col, *others]
+    moved = np.transpose(arr, order).reshape(shape[row], shape[col], -1)
+    moved_ids = np.transpose(flat_ids, order).reshape(shape[row], shape[col], -1)
+    k = np.argmax(moved, axis=2)
+    mat = np.take_along_axis(moved, k[..., None], axis=2)[..., 0]
+    ids = np.take_along_axis(moved_ids, k[..., None], axis=2)[..., 0]
+    return mat, ids
 
 
 class HeatmapView(pg.GraphicsLayoutWidget):

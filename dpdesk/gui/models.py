@@ -98,6 +98,8 @@ LEDGER_HEADERS = ("seq", "time", "kind", "request", "answer", "α spent", "summa
 
 
 def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
+    from dpdesk.store.report import entry_summary
+
     rows = []
     for e in entries:
         p = e.payload
@@ -112,7 +114,7 @@ def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
             shown = ("" if values is None or answer is not None or len(values) > 12
                      else " → " + ", ".join(f"{float(v):.4g}" for v in values if isinstance(v, (int, float))))
             delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
-            summary = f"{p.get('text') or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
+            summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
         rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
                      None if answer is None else float(answer), alpha, summary))
     return rows

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDou
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
-from dpdesk.gui.heatmap_view import HeatmapView
+from dpdesk.gui.heatmap_view import HeatmapView, project_2d
 from dpdesk.gui.tasks import TaskRunner
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
@@ -173,8 +173,6 @@ class PublishReleaseDialog(QDialog):
         self.publish_button.setEnabled(pv.fits)
 
     def _draw_heatmap(self, after: np.ndarray) -> None:
-        from dpdesk.gui.budget_panel import project_2d
-
         s = self.schema
         if len(s.attributes) == 1:
             mat = after.reshape(1, -1)

@@ -24,7 +24,7 @@ from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.engine.mechanisms.base import ReleasePlan
+from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project
@@ -113,6 +113,10 @@ class ProjectSession(QObject):
     def source_description(self) -> str:
         src = self.project.source
         return f"{src.location}{f' (table {src.table})' if src.table else ''}"
+
+    def basis(self) -> Basis:
+        """The ledger head and settings a plan made now is priced against (see ``Project.basis``)."""
+        return self.project.basis()
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
         return AssessInputs(self.view(), self.request(request_id).to_request(), self.project.answering_settings(),

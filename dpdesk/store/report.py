@@ -138,3 +138,14 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <table><tr><th>cell</th><th>cost</th></tr>{cells}</table>
 </body></html>
 """
+
+
+def entry_summary(e: Any) -> str:
+    """What a ledger entry answered or released, in words: the query text, a release plan's
+    description, a selection's text form, else the query's JSON or the reason of a refusal."""
+    p = e.payload
+    query = p.get("query")
+    for text in (p.get("query_text"), p.get("description"), p.get("text"), query if isinstance(query, str) else None):
+        if text:
+            return str(text)
+    return json.dumps(thaw(query)) if query is not None else str(p.get("reason", ""))

@@ -68,3 +68,38 @@ def test_bad_marginal_orders_are_one_line_in_the_dialog(qtbot, dialogs):
     d.orders.setText("4")
     d.run_preview()
     assert "marginal order 4 must be an integer from 1 to 3" in d.result.toPlainText()
+
+
+def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_use_it(qtbot, demo_window, dialogs):
+    """The button on the Requests page's budget panel: the dialog priced on the costs of now, the release
+    drawn off the GUI thread and recorded as one ledger entry, the views redrawn, the audit page listing it."""
+    from .conftest import wait_assessed
+
+    win = demo_window
+    panel = win.requests.budget
+    before = win.session.view().system_cost
+    d = panel.publish_release()
+    qtbot.waitUntil(d.isVisible, timeout=5000)
+    d.kind.setCurrentIndex(1)  # all one-way marginals: a few counts, charged α on every cell
+    d.orders.setText("1")
+    d.alpha.setValue(0.01)
+    d.run_preview()
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    n_rows = d.preview_result.plan.n_rows
+    d.publish_button.click()
+    qtbot.waitUntil(lambda: not panel.release_runner.is_running() and bool(dialogs.infos), timeout=30000)
+    assert not dialogs.errors, dialogs.errors
+    entry = win.session.ledger()[-1]
+    assert entry.kind == "partition" and len([v for g in entry.payload["values"] for v in g]) == n_rows
+    assert dialogs.infos[-1][0] == "Release published" and f"ledger entry #{entry.seq}" in dialogs.infos[-1][1]
+    assert win.session.view().system_cost >= before + 0.01 - 1e-12 and panel.publish_btn.isEnabled()
+    assert f"of {win.session.total_budget:g}" in panel.info.text()
+    assert win.session.verify().ok
+    audit = win.audit
+    audit.kind.setCurrentText("partition")
+    assert audit.proxy.rowCount() == 1
+    audit.table.selectRow(0)
+    assert f'"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
+    row = [audit.proxy.index(0, c).data() for c in range(audit.proxy.columnCount())]
+    assert row[2] == "partition" and float(row[5]) == 0.01 and "marginals" in row[6]
+    wait_assessed(qtbot, win)  # the selected request is assessed again against the release

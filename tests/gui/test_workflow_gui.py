@@ -8,7 +8,7 @@ from PySide6.QtGui import QKeySequence
 
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.budget.accounting import preview
-from dpdesk.gui.budget_panel import project_2d
+from dpdesk.gui.heatmap_view import project_2d
 from dpdesk.store.project import Project
 
 from .conftest import wait_assessed, wait_released

@@ -37,14 +37,76 @@ def test_plan_prints_cost_and_labelled_guarantees_and_spends_nothing(store, caps
     (["--cells", "--accuracy", "5", "--delta", "2"], "delta (2.0)"),
     (["--cells"], "one of the arguments --alpha --accuracy is required"),
 ])
-def test_bad_plans_are_one_line_exit_2_and_nothing_written(store, capsys, argv, message):
+@pytest.mark.parametrize("action", ["plan", "publish"])
+def test_bad_plans_are_one_line_exit_2_and_nothing_written(store, capsys, argv, message, action):
     path = store.new_project()
     before = store.digest(path)
     try:
-        code = main(["release", "plan", str(path), *argv])
+        code = main(["release", action, str(path), *argv, *(["--yes"] if action == "publish" else [])])
     except SystemExit as exc:  # argparse's own errors
         code = exc.code
     assert code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("dpdesk: error:")
     assert store.digest(path) == before
+
+
+def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labelled_tables(store, capsys, monkeypatch):
+    import io
+
+    import pandas as pd
+
+    from dpdesk.store import Project
+
+    path = store.new_project(budget=1.0)
+    before = store.digest(path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert main(["release", "publish", str(path), "--cells", "--alpha", "0.4"]) == 1
+    assert "not released (not confirmed)" in capsys.readouterr().err and store.digest(path) == before
+    assert main(["release", "publish", str(path), "--cells", "--alpha", "2"]) == 1  # over the total budget
+    assert "not released: reject: every cell would pay α = 2" in capsys.readouterr().out
+    assert store.digest(path) == before
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert main(["release", "publish", str(path), "--cells", "--alpha", "0.4"]) == 0
+    out = capsys.readouterr().out
+    assert "released as ledger entry 1: 4 noisy counts; system cost now 0.4 of 1" in out
+    assert main(["release", "publish", str(path), "--marginals", "1", "--alpha", "0.3", "--yes", "--json"]) == 0
+    res = capsys.readouterr()
+    obj = json.loads(res.out)
+    assert obj["release"]["kind"] == "partition" and obj["release"]["ledger_seq"] == 2 and "values" not in obj["release"]
+    assert obj["preview"]["alpha"] == 0.3 and "marginals" in res.err
+    with Project.open(path, "r") as p:
+        entries = p.ledger()
+        assert [e.kind for e in entries] == ["partition", "partition"] and p.view().system_cost == pytest.approx(0.7)
+        recorded = [v for g in entries[0].payload["values"] for v in g]
+        assert p.verify(extends=[obj["release"]["ledger_head"]]).ok
+    csv = store.dir / "cells.csv"
+    assert main(["release", "export", str(path), "--release", "1", "--out", str(csv)]) == 0
+    table = pd.read_csv(csv)
+    assert list(table.columns) == ["group", "age", "income", "noisy_count"] and table["noisy_count"].tolist() == recorded
+    pq = store.dir / "cells.parquet"
+    assert main(["release", "export", str(path), "--release", "1", "--out", str(pq), "--form", "seed"]) == 0
+    seed = pd.read_parquet(pq)
+    assert seed["noisy_count_positive"].tolist() == [v for v in recorded if v > 0]
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--release", "9", "--out", "t.csv"], "the ledger has no entry #9"),
+    (["--release", "1", "--out", "t.txt"], "must end in .csv or .parquet"),
+    (["--release", "1", "--out", "missing/t.csv"], "does not exist"),
+    (["--release", "2", "--out", "t.csv"], "entry #2 is a rejected entry, not a partition release"),
+])
+def test_bad_exports_are_one_line_exit_2(store, capsys, argv, message):
+    from dpdesk.store import Project
+
+    path = store.new_project(budget=1.0)
+    assert main(["release", "publish", str(path), "--cells", "--alpha", "0.2", "--yes"]) == 0
+    with Project.open(path, "w") as p:
+        p.reject(p.add_request("[1, 0, 0, 0]", 5.0, 0.1).id)
+    capsys.readouterr()
+    argv = [a if not a.endswith((".csv", ".txt")) else str(store.dir / a) for a in argv]
+    assert main(["release", "export", str(path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("dpdesk: error:")
+    assert not list(store.dir.glob("t.*")) and not list(store.dir.glob(".t.*"))

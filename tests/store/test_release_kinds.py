@@ -232,3 +232,4 @@ def test_requests_are_answered_from_a_release_kept_out_of_history(store, monkeyp
         assert p.assess(cell.id).decision == "spend"
         report = p.verify(extends=[answered.witness])
     assert report.ok and report.system_cost == 0.5, report.problems
+
