@@ -135,7 +135,9 @@ def format_assessment(a: Any) -> str:
     lines = [f"request {r.id}: {q}   ε = {r.eps:g}, δ = {r.delta:g}"]
     est = a.estimate
     if est.estimable:
-        lines.append(f"  estimate        {est.estimate:.6g}  (std {est.std:.4g}; {est.history_size} history rows, {est.form} form)")
+        where = (f"{est.history_size} history rows, {est.form} form" if a.inference.source is None else
+                 f"from {a.inference.served_by}'s {est.history_size} counts")
+        lines.append(f"  estimate        {est.estimate:.6g}  (std {est.std:.4g}; {where})")
         lo, hi = a.interval
         lines.append(f"  {100 * (1 - r.delta):g}% interval    [{lo:.6g}, {hi:.6g}]  (exact mass {a.interval_confidence:.6f})")
         lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")

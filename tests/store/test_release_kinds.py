@@ -230,6 +230,10 @@ def test_requests_are_answered_from_a_release_kept_out_of_history(store, monkeyp
         assert answered.answer == pytest.approx(a.estimate.estimate)
         cell = p.add_request("[1, 0, 0, 0]", 15.0, 0.1)  # one cell: the marginals cannot say
         assert p.assess(cell.id).decision == "spend"
+        other = p.add_request("[1, 0, 1, 0]", 15.0, 0.1)  # the other attribute's first label
         report = p.verify(extends=[answered.witness])
     assert report.ok and report.system_cost == 0.5, report.problems
+    out = store.cli("assess", str(path), "--request", other.id)
+    assert out.returncode == 0 and f"from partition release #{seq}'s 4 counts" in out.stdout
+    assert f"INFER: answerable from partition release #{seq} — costs 0" in out.stdout
 
