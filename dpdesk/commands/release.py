@@ -3,7 +3,8 @@
 ``plan`` prices and previews a release (nothing is spent); ``publish`` shows the same preview, asks
 for confirmation on stdin unless ``--yes`` (end of input counts as "no") and releases it — drawn from
 the vetted sampler and recorded durably in the ledger *before* anything of it is printed; ``export``
-writes a recorded release as a count table (CSV or Parquet). Exit codes: 0 done, 1 not released (over
+writes a recorded release as a count table (CSV or Parquet); ``select`` releases a private max or
+argmax (``max(age | sex="F")``, ``argmax(education)``) the same way, priced from public inputs. Exit codes: 0 done, 1 not released (over
 the budget, or not confirmed), 2 bad input.
 
 A plan is every cell (``--cells``), all marginals of some orders (``--marginals 1,2``) or listed ones
@@ -34,6 +35,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_plan_arguments(pub)
     pub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     pub.add_argument("--json", action="store_true", help="print one JSON object (preview and release)")
+    sel = sub.add_parser("select", help="release a private max(A | box) or argmax(A | box) (report-noisy-max)")
+    sel.add_argument("path", metavar="PATH")
+    sel.add_argument("--query", required=True, metavar="TEXT", help="max(age), argmax(education | sex=\"Female\"), …")
+    price = sel.add_mutually_exclusive_group(required=True)
+    price.add_argument("--alpha", type=float, metavar="A", help="what every cell of the box pays (> 0)")
+    price.add_argument("--accuracy", type=float, metavar="T",
+                       help="the released label's count within T of the largest (argmax); at most T records above (max)")
+    sel.add_argument("--delta", type=float, default=0.05, metavar="D", help="the accuracy statement's δ (default 0.05)")
+    sel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    sel.add_argument("--json", action="store_true", help="print one JSON object (plan and release)")
     exp = sub.add_parser("export", help="write a recorded partition release as a count table")
     exp.add_argument("path", metavar="PATH")
     exp.add_argument("--release", required=True, type=int, metavar="N", help="the release's ledger entry number")
@@ -105,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         return run_publish(args)
     if action == "export":
         return run_export(args)
+    if action == "select":
+        return run_select(args)
     args._parser.print_help()
     return 2
 
@@ -127,6 +140,17 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirmed(question: str) -> bool:
+    import sys
+
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
+    if line.strip().lower() in ("y", "yes"):
+        return True
+    print("not released (not confirmed)", file=sys.stderr)
+    return False
+
+
 def run_publish(args: argparse.Namespace) -> int:
     import sys
 
@@ -143,13 +167,8 @@ def run_publish(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"preview": pv.to_json(), "release": None}))
             return 1
-        if not args.yes:
-            print(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}? [y/N] ",
-                  end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
-            if line.strip().lower() not in ("y", "yes"):
-                print("not released (not confirmed)", file=sys.stderr)
-                return 1
+        if not args.yes and not _confirmed(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"):
+            return 1
         release = p.release(plan)  # drawn, then committed (fsync'd) before anything of it is shown
         seq = release.entry.seq
         print(f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
@@ -160,6 +179,37 @@ def run_publish(args: argparse.Namespace) -> int:
             obj = release.to_json()
             obj.pop("values")  # the counts are in the ledger and the exported table, not on the terminal
             print(json.dumps({"preview": pv.to_json(), "release": obj}))
+    return 0
+
+
+def run_select(args: argparse.Namespace) -> int:
+    import sys
+
+    from dpdesk.engine.answering.selection import plan_selection
+    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.store.project import Project
+
+    out = sys.stderr if args.json else sys.stdout
+    with Project.open(args.path, "w") as p:
+        query = parse_selection(args.query, p.schema)
+        plan = plan_selection(query, p.schema, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
+                              cell_costs=p.view().cell_costs, total_budget=p.total_budget, basis=p.basis())
+        b = plan.budget
+        print(f"{query.text}: report-noisy-max, every cell of the box pays α = {plan.rnm.alpha:.6g}; system cost "
+              f"{b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g})", file=out)
+        print(f"public accuracy: {plan.rnm.accuracy_text(p.schema, plan.delta)}", file=out)
+        if not plan.releasable:
+            print(f"not released: {plan.reason}", file=out)
+            if args.json:
+                print(json.dumps({"plan": plan.record(), "release": None}))
+            return 1
+        if not args.yes and not _confirmed(f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"):
+            return 1
+        release = p.release(plan)  # drawn, then committed (fsync'd) before the label is shown
+        label = release.entry.payload["label"]
+        print(f"released: {label} (ledger entry {release.entry.seq}; witness {release.witness})", file=out)
+        if args.json:
+            print(json.dumps({"plan": plan.record(), "release": {**release.to_json(), "label": label}}))
     return 0
 
 

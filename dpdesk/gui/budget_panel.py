@@ -6,7 +6,8 @@ of more than two attributes the curator picks the row and column attributes; the
 are either collapsed by taking the maximum (the system cost is a maximum, so this shows where the
 budget binds) or fixed to one label each. Collapsing is display only; no cost is computed here.
 *Publish release…* opens :class:`~dpdesk.gui.release_dialog.PublishReleaseDialog` on the costs of now and
-releases the confirmed preview through the release path, off the GUI thread.
+releases the confirmed preview through the release path, off the GUI thread; *Max / argmax…* opens
+:class:`~dpdesk.gui.selection_dialog.SelectionDialog`.
 """
 
 from __future__ import annotations
@@ -45,10 +46,14 @@ class BudgetPanel(QWidget):
         self.publish_btn.setToolTip("Publish one noisy release of many counts (every cell, marginals or an interval "
                                     "tree) that later requests are answered from")
         self.publish_btn.clicked.connect(self.publish_release)
+        self.select_btn = QPushButton("Max / argmax…")
+        self.select_btn.setToolTip("Release a private maximum value or most frequent label (report-noisy-max)")
+        self.select_btn.clicked.connect(self.release_selection)
         self.release_runner = TaskRunner(self)
         pol.addWidget(self.policy_label, 1)
         pol.addWidget(self.policy_btn)
         pol.addWidget(self.publish_btn)
+        pol.addWidget(self.select_btn)
         lay.addLayout(pol)
         controls = QGridLayout()
         self.row_attr, self.col_attr = QComboBox(), QComboBox()
@@ -111,6 +116,14 @@ class BudgetPanel(QWidget):
         basis = self.session.basis()  # the ledger head of the costs the preview is priced against
         dlg = PublishReleaseDialog(self.session.schema, self.session.cell_costs(), self.session.total_budget, self)
         dlg.sigPublish.connect(lambda pv: self._publish(PartitionReleasePlan(pv, basis)))
+        dlg.open()
+        return dlg
+
+    def release_selection(self):  # type: ignore[no-untyped-def]
+        """Open the *Max / argmax* dialog (it prices, previews and releases on its own); returns it."""
+        from dpdesk.gui.selection_dialog import SelectionDialog
+
+        dlg = SelectionDialog(self.session, self)
         dlg.open()
         return dlg
 

@@ -37,3 +37,34 @@ def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(
         w.mark_released(10)
     with pytest.raises(ValueError):
         w.set_selection(["a"], np.array([0.5, 0.5]), "x")
+
+
+def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(qtbot, demo_window, dialogs, tmp_path):
+    """From the budget panel: priced from public inputs, probabilities from the data (PRIVATE), one label
+    released through the release path and outlined only after it is recorded."""
+    win = demo_window
+    d = win.requests.budget.release_selection()
+    qtbot.waitUntil(d.isVisible, timeout=5000)
+    d.query.setText("argmax(height)")
+    d.run_preview()
+    assert "unknown attribute 'height'" in d.result.text() and d.plan is None
+    schema = win.session.schema
+    attr = next(a for a in schema.attributes if a.kind != "numeric")
+    d.query.setText(f"argmax({attr.name})")
+    d.alpha.setValue(0.05)
+    d.run_preview()
+    qtbot.waitUntil(lambda: d.plan is not None, timeout=30000)
+    chart = d.chart
+    assert chart.labels == attr.labels and abs(chart.probabilities.sum() - 1) < 1e-9
+    assert chart.badge.isVisible() and "only one draw is released" in chart.note.text()
+    assert "released label's count is within" in chart.accuracy.text()
+    assert d.release_button.isEnabled() and "α = 0.05" in d.result.text()
+    before = len(win.session.ledger())
+    d.grab().save(str(tmp_path / "selection_dialog.png"))
+    d.release_button.click()
+    qtbot.waitUntil(lambda: d.released is not None or "Not released" in d.result.text(), timeout=30000)
+    entry = win.session.ledger()[-1]
+    assert len(win.session.ledger()) == before + 1 and entry.kind == "selection"
+    assert f"Released: <b>{entry.payload['label']}</b>" in d.result.text()
+    assert chart.title.text().endswith(f"released: {entry.payload['label']}") and dialogs.confirms
+    assert win.session.verify().ok

@@ -110,3 +110,48 @@ def test_bad_exports_are_one_line_exit_2(store, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and err.startswith("dpdesk: error:")
     assert not list(store.dir.glob("t.*")) and not list(store.dir.glob(".t.*"))
+
+
+def test_select_releases_a_private_argmax_and_max_recorded_before_shown(store, capsys, monkeypatch):
+    import io
+
+    from dpdesk.store import Project
+
+    path = store.new_project(budget=1.0)
+    before = store.digest(path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("no\n"))
+    assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5"]) == 1
+    assert store.digest(path) == before
+    assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "2", "--yes"]) == 1
+    assert "not released: reject: α = 2 on the box" in capsys.readouterr().out and store.digest(path) == before
+    assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "public accuracy: with probability ≥ 0.95, the released label's count is within" in out
+    released = out.split("released: ")[1].split(" (")[0]
+    assert released in ("<=50K", ">50K")
+    assert main(["release", "select", str(path), "--query", 'max(age | income=">50K")', "--accuracy", "40",
+                 "--delta", "0.1", "--yes", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["plan"]["kind"] == "max" and obj["release"]["label"] in ("0-30", "30-150")
+    with Project.open(path, "r") as p:
+        entries = p.ledger()
+        assert [e.kind for e in entries] == ["selection", "selection"] and entries[0].payload["label"] == released
+        costs = p.view().cell_costs  # cells: (age, income) in C order; the max's box is income=">50K"
+        alpha2 = obj["plan"]["alpha"]
+        assert costs.tolist() == pytest.approx([0.5, 0.5 + alpha2, 0.5, 0.5 + alpha2])
+        assert p.verify().ok
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--query", "max(height)", "--alpha", "1"], "unknown attribute 'height'"),
+    (["--query", "max(income)", "--alpha", "1"], "max needs an ordered (numeric) attribute; 'income' is categorical"),
+    (["--query", "argmax(income)", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
+    (["--query", "argmax(income)", "--accuracy", "5", "--delta", "1.5"], "delta (1.5)"),
+])
+def test_bad_selections_are_one_line_exit_2_and_nothing_written(store, capsys, argv, message):
+    path = store.new_project()
+    before = store.digest(path)
+    assert main(["release", "select", str(path), *argv, "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("dpdesk: error:")
+    assert store.digest(path) == before

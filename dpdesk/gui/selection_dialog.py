@@ -1,0 +1,164 @@
+"""*Max / argmax…*: price a private max or argmax, see its output probabilities (private), release one label.
+
+The curator types ``max(age | sex="Female")`` or ``argmax(education)`` and a price (a per-cell α on the
+box, or an accuracy target). *Preview* prices it from public inputs (the ledger's per-cell costs, the
+total budget — :func:`~dpdesk.engine.answering.selection.plan_selection`) and, off the GUI thread,
+computes the mechanism's exact output probabilities from the data for the curator's eyes only: the
+chart (:class:`~dpdesk.gui.selection_chart.SelectionChart`) carries the PRIVATE badge; the public
+accuracy statement below it is what a requester may be told. *Release…* asks for confirmation and
+records exactly the previewed plan through the release path (refused if the ledger moved meanwhile);
+the released label is shown, and outlined in the chart, only after it is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
+                               QPushButton, QRadioButton, QVBoxLayout, QWidget)
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.selection_chart import SelectionChart
+from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.tasks import TaskRunner
+
+
+class SelectionDialog(QDialog):
+    """Preview and release a private max/argmax of the session's project."""
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Private max / argmax")
+        self.session = session
+        self.plan: Any = None  # the previewed SelectionPlan (None: inputs changed since)
+        self.released: Any = None
+        self.runner = TaskRunner(self)
+        form = QFormLayout()
+        self.query = QLineEdit()
+        self.query.setPlaceholderText('max(age)   argmax(education | sex="Female")')
+        form.addRow("Query", self.query)
+        self.by_alpha = QRadioButton("per-cell budget α")
+        self.by_accuracy = QRadioButton("accuracy target T")
+        self.by_alpha.setChecked(True)
+        self.by_accuracy.setToolTip("argmax: the released label's count within T of the largest; "
+                                    "max: at most T records of the box above the released value")
+        group = QButtonGroup(self)
+        group.addButton(self.by_alpha)
+        group.addButton(self.by_accuracy)
+        self.alpha = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, session.total_budget))
+        self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=10.0)
+        self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
+        price = QHBoxLayout()
+        for w in (self.by_alpha, self.alpha, self.by_accuracy, self.accuracy, QLabel("at 1 − δ, δ ="), self.delta):
+            price.addWidget(w)
+        form.addRow("Price", price)
+        self.result = QLabel("Preview to see the cost, the public accuracy and the output probabilities.")
+        self.result.setWordWrap(True)
+        self.chart = SelectionChart()
+        self.chart.setMinimumHeight(220)
+        self.preview_button = QPushButton("Preview")
+        self.release_button = QPushButton("Release…")
+        self.release_button.setEnabled(False)
+        close = QPushButton("Close")
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        for b in (self.preview_button, self.release_button, close):
+            buttons.addWidget(b)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.result)
+        lay.addWidget(self.chart, 1)
+        lay.addLayout(buttons)
+        self.preview_button.clicked.connect(self.run_preview)
+        self.release_button.clicked.connect(self.release)
+        close.clicked.connect(self.reject)
+        self.query.textChanged.connect(self._inputs_changed)
+        for w in (self.alpha, self.accuracy, self.delta):
+            w.valueChanged.connect(self._inputs_changed)
+        self.by_alpha.toggled.connect(self._inputs_changed)
+        self._inputs_changed()
+
+    def _inputs_changed(self, *_: Any) -> None:
+        self.alpha.setEnabled(self.by_alpha.isChecked())
+        self.accuracy.setEnabled(self.by_accuracy.isChecked())
+        self.plan = None  # a preview describes exactly the inputs it was made from
+        self.release_button.setEnabled(False)
+
+    # -- preview ----------------------------------------------------------------------------------
+    def run_preview(self) -> None:
+        from dpdesk.engine.answering.selection import plan_selection
+        from dpdesk.engine.errors import DpdeskError
+        from dpdesk.engine.queries.selection import parse_selection
+
+        s = self.session
+        schema = s.schema
+        try:
+            query = parse_selection(self.query.text(), schema)
+            price = {"alpha": self.alpha.value()} if self.by_alpha.isChecked() else {"accuracy": self.accuracy.value()}
+            plan = plan_selection(query, schema, delta=self.delta.value(), cell_costs=s.cell_costs(),
+                                  total_budget=s.total_budget, basis=s.basis(), **price)
+        except DpdeskError as exc:
+            self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
+            return
+        project = s.project
+
+        def job(_state: Any) -> Any:  # the data is read here, off the GUI thread, on a sibling connection
+            with project.sibling() as sibling:
+                return plan, plan.rnm.probabilities(sibling.cube().counts, schema)
+
+        self.result.setText("Computing the output probabilities…")
+        self.preview_button.setEnabled(False)
+        self.runner.start(job, self._show, self._failed, label="max/argmax preview")
+
+    def _show(self, result: Any) -> None:
+        plan, probabilities = result
+        self.preview_button.setEnabled(True)
+        schema = self.session.schema
+        b = plan.budget
+        fits = "" if plan.releasable else " <b style='color:#c0392b'>— does not fit the total budget</b>"
+        self.result.setText(f"<b>{plan.rnm.query.text}</b>: every cell of the box pays α = {plan.rnm.alpha:.4g}; "
+                            f"system cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}.")
+        labels = plan.rnm.query.candidates(schema)
+        self.chart.set_selection(labels, probabilities, plan.rnm.accuracy_text(schema, plan.delta),
+                                 title=f"Output probabilities of {plan.rnm.query.text}")
+        self.plan = plan
+        self.release_button.setEnabled(plan.releasable)
+
+    def _failed(self, exc: BaseException, trace: str) -> None:
+        self.preview_button.setEnabled(True)
+        self.result.setText(f"<span style='color:#c0392b'>{dialogs.explain(exc)[1].split(chr(10))[0]}</span>")
+
+    # -- release ----------------------------------------------------------------------------------
+    def release(self) -> None:
+        plan = self.plan
+        if plan is None or not plan.releasable:
+            return
+        question = (f"Release one label for {plan.rnm.query.text}? Every cell of its box pays α = {plan.rnm.alpha:.4g}; "
+                    f"the system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}. "
+                    "This cannot be undone.")
+        if not dialogs.confirm(self, "Release max / argmax", question):
+            return
+        self.release_button.setEnabled(False)
+        self.preview_button.setEnabled(False)
+        self.result.setText("Releasing…")
+        self.runner.start(self.session.release_job(plan), self._released, self._release_failed, label="releasing a label")
+
+    def _released(self, release: Any) -> None:
+        self.session.released()
+        self.released = release
+        p = release.entry.payload
+        self.chart.mark_released(int(p["index"]))
+        self.result.setText(f"Released: <b>{p['label']}</b> (ledger entry #{release.entry.seq}; witness "
+                            f"{release.witness[:16]}…). Tell the requester the label and the public accuracy.")
+        self.plan = None
+        self.preview_button.setEnabled(True)
+
+    def _release_failed(self, exc: BaseException, trace: str) -> None:
+        self.session.released()  # the views redraw from the ledger as it is
+        self.plan = None
+        self.preview_button.setEnabled(True)
+        self.result.setText(f"<span style='color:#c0392b'>Not released: {dialogs.explain(exc)[1].split(chr(10))[0]}</span>")
+
+    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+        self.runner.shutdown()
+        super().done(result)
