@@ -71,6 +71,7 @@ class AuditPage(QWidget):
     def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
+        self.selected = None  # the ledger entry shown in the details
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.search = QLineEdit()
@@ -82,7 +83,10 @@ class AuditPage(QWidget):
         self.verify_btn = QPushButton("Verify integrity")
         self.html_btn = QPushButton("Export HTML report…")
         self.csv_btn = QPushButton("Export CSV…")
-        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn):
+        self.table_btn = QPushButton("Export release table…")
+        self.table_btn.setToolTip("The selected partition release as the count table a data user downloads (CSV or Parquet)")
+        self.table_btn.setEnabled(False)
+        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn, self.table_btn):
             bar.addWidget(w)
         lay.addLayout(bar)
         self.verdict = QLabel("")
@@ -121,6 +125,7 @@ class AuditPage(QWidget):
         self.verify_btn.clicked.connect(self.verify)
         self.html_btn.clicked.connect(self.export_html)
         self.csv_btn.clicked.connect(self.export_csv)
+        self.table_btn.clicked.connect(self.export_release_table)
         session.sigChanged.connect(self.reload)
         self.curve: list[tuple[int, float]] = []
         self.reload()
@@ -151,10 +156,13 @@ class AuditPage(QWidget):
         self.plot.setYRange(0, total * 1.08)
 
     def _show(self, proxy_index) -> None:
+        self.selected = None
+        self.table_btn.setEnabled(False)
         if not proxy_index.isValid():
             self.details.setPlainText("")
             return
-        entry = self.model.payload(self.proxy.mapToSource(proxy_index).row())
+        entry = self.selected = self.model.payload(self.proxy.mapToSource(proxy_index).row())
+        self.table_btn.setEnabled(entry.kind == "partition")
         self.details.setPlainText(json.dumps(_shortened(entry.to_json()), indent=2, default=thaw))
 
     def verify(self):
@@ -194,6 +202,24 @@ class AuditPage(QWidget):
                 f.write(self.report_html())
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
+
+    def export_release_table(self) -> None:
+        """Write the selected partition release as a count table (unclipped: what inference must use)."""
+        from dpdesk.store.release_table import partition_release, write_table
+
+        entry = self.selected
+        if entry is None or entry.kind != "partition":
+            return
+        path = save_file_name(self, "Export release table", f"{self.session.path.stem}-release-{entry.seq}.csv",
+                              "CSV (*.csv);;Parquet (*.parquet)")
+        if not path:
+            return
+        try:
+            table = write_table(partition_release(self.session.view(), entry.seq), path)
+        except Exception as exc:  # noqa: BLE001 - shown to the curator, nothing written
+            dialogs.report_exception(exc, parent=self)
+            return
+        dialogs.show_info(self, "Release table exported", f"Wrote {len(table):,} noisy counts of release #{entry.seq} to {path}.")
 
     def export_csv(self) -> None:
         path = save_file_name(self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)")

@@ -70,9 +70,12 @@ def test_bad_marginal_orders_are_one_line_in_the_dialog(qtbot, dialogs):
     assert "marginal order 4 must be an integer from 1 to 3" in d.result.toPlainText()
 
 
-def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_use_it(qtbot, demo_window, dialogs):
+def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_use_it(qtbot, demo_window, dialogs,
+                                                                                      tmp_path, monkeypatch):
     """The button on the Requests page's budget panel: the dialog priced on the costs of now, the release
     drawn off the GUI thread and recorded as one ledger entry, the views redrawn, the audit page listing it."""
+    from dpdesk.gui import audit_page
+
     from .conftest import wait_assessed
 
     win = demo_window
@@ -102,4 +105,10 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     assert f'"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
     row = [audit.proxy.index(0, c).data() for c in range(audit.proxy.columnCount())]
     assert row[2] == "partition" and float(row[5]) == 0.01 and "marginals" in row[6]
+    table = tmp_path / "release.csv"
+    monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(table))
+    assert audit.table_btn.isEnabled()
+    audit.table_btn.click()
+    assert dialogs.infos[-1][0] == "Release table exported" and not dialogs.errors
+    assert table.read_text(encoding="utf-8").count("\n") == n_rows + 1  # the header and one row per count
     wait_assessed(qtbot, win)  # the selected request is assessed again against the release
