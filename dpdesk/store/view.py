@@ -232,11 +232,12 @@ class LedgerView:
         (a ``PartitionRelease``, read from its payload once); None for any other entry."""
         with self._lock:
             viewed = next((r for r in self._releases if r.entry.seq == seq and not r.in_history), None)
-            if viewed is None:
-                return None
-            if seq not in self._structured:
-                self._structured[seq] = structured_release(viewed.mechanism, thaw(viewed.entry.payload), self.schema)
-            return self._structured[seq]
+            if viewed is None or seq in self._structured:
+                return None if viewed is None else self._structured[seq]
+        # read outside the lock (a large release takes a while): the GUI thread keeps reading costs
+        release = structured_release(viewed.mechanism, thaw(viewed.entry.payload), self.schema)
+        with self._lock:
+            return self._structured.setdefault(seq, release)
 
     def _answering(self, structured: list[ViewedRelease]) -> tuple[tuple[int, Any], ...]:
         out = ((r.entry.seq, self.answering_release(r.entry.seq)) for r in structured)
