@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dpdesk.engine.answering.releases import structured_release
-from dpdesk.engine.partition.release import TABLE_FORMS, PartitionRelease
+from dpdesk.engine.partition.release import TABLE_FORMS, PartitionRelease, structured_release
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import thaw
 from dpdesk.store.view import LedgerView

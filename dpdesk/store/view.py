@@ -27,12 +27,12 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from dpdesk.engine.answering.releases import structured_release
 from dpdesk.engine.budget.costs import CellCosts
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.registry import kinds, mechanism
+from dpdesk.engine.partition.release import structured_release
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpdesk.engine.answering.fresh import release_fresh
-from dpdesk.engine.answering.releases import FORM, answer_from_releases, prefer_release
+from dpdesk.engine.inference.structured import FORM, best_answer, prefer
 from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError, PlanError
@@ -64,8 +64,8 @@ def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exa
     wide = parse_query('count(age=["0-10","10-20","20-30","30-40","40-50","50-60"])', schema3)
     one = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
     pair = [(1, cells), (2, tree), (3, margins)]
-    a = answer_from_releases(pair, wide, 20.0)
-    b = answer_from_releases(pair, one, 20.0)
+    a = best_answer(pair, wide, 20.0)
+    b = best_answer(pair, one, 20.0)
     # a wide interval: the 1-way marginals sum it from 6 counts (and the tree from 2); one cell only from the cell release
     assert a is not None and a.source == 3 and b is not None and b.source == 1
     lattice = GroupedPosterior([1.0], [1], cells.scale)  # one cell: one discrete-Laplace count
@@ -73,11 +73,11 @@ def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exa
     assert lo <= b.confidence <= hi and b.posterior.lattice and b.estimate.form == FORM
     assert b.estimate.estimate == float(cells.values[0][0, 0, 0]) and b.estimate.std == pytest.approx(lattice.std)
     for name, rel in pair:  # the one chosen is the best of them all
-        r = answer_from_releases([(name, rel)], wide, 20.0)
+        r = best_answer([(name, rel)], wide, 20.0)
         assert r is None or r.confidence <= a.confidence
-    assert answer_from_releases([(3, margins)], one, 20.0) is None  # not estimable from marginals
-    assert prefer_release(None, b) and prefer_release(b.confidence - 1e-6, b)
-    assert not prefer_release(b.confidence, b) and not prefer_release(0.5, None)  # ties stay with history
+    assert best_answer([(3, margins)], one, 20.0) is None  # not estimable from marginals
+    assert prefer(None, b) and prefer(b.confidence - 1e-6, b)
+    assert not prefer(b.confidence, b) and not prefer(0.5, None)  # ties stay with history
 
 
 def test_assess_serves_the_better_of_history_and_a_release_and_fuses_only_with_history(schema3, counts3):
@@ -126,7 +126,7 @@ def test_intervals_served_from_a_tree_release_cover_at_least_as_claimed(sized_sc
     delta = 0.2
     for plan, exact in ((tree_plan(s, "a0", 2, cross=[]), False), (cells_plan(s), True)):
         first = draw_release(plan, 1.0, counts, SeededSampler(999), allow_insecure=True)
-        served = [answer_from_releases([(1, first)], q, 1.0) for q in queries]
+        served = [best_answer([(1, first)], q, 1.0) for q in queries]
         # the law does not depend on the released values: only the centre moves from draw to draw
         windows = [(a.posterior.interval(delta), a.estimate.estimate) for a in served]
         assert np.allclose([q.dense() @ first.cell_estimates().reshape(-1) for q in queries], [c for _, c in windows])

@@ -21,12 +21,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from dpdesk.engine.answering.assessment import Assessment, Decision, Inference, Pricing
-from dpdesk.engine.answering.releases import answer_from_releases, prefer_release
 from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.budget.accounting import preview
 from dpdesk.engine.errors import DpdeskError
@@ -34,10 +33,10 @@ from dpdesk.engine.inference.fusion import FusionPlan, fused_confidence, fusion_
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.posterior import Posterior, posterior
 from dpdesk.engine.inference.prior import BoundedPrior, TruncatedPosterior, truncate
+from dpdesk.engine.inference.structured import best_answer, prefer
 from dpdesk.engine.mechanisms.base import Basis, meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
-from dpdesk.engine.partition.release import PartitionRelease
 from dpdesk.engine.schema import Schema
 
 __all__ = ["Request", "Settings", "assess", "decide", "infer", "price"]
@@ -55,7 +54,7 @@ def infer(
     method: str = "fft",
     seed: int | None = None,
     interval: tuple[float, float] | None = None,
-    releases: Sequence[tuple[int, PartitionRelease]] = (),
+    releases: Sequence[tuple[int, Any]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Inference:
@@ -67,7 +66,7 @@ def infer(
 
     ``releases`` are partition releases kept out of the history (with their ledger entries): when one
     of them estimates the query with more flat-prior mass on ±ε than history does, its estimate and
-    exact law are served instead (:mod:`dpdesk.engine.answering.releases`; the choice reads laws only).
+    exact law are served instead (:mod:`dpdesk.engine.inference.structured`; the choice reads laws only).
     """
     q = request.query
     est = history.estimate(q)
@@ -82,8 +81,8 @@ def infer(
         )
     served, source = est, None
     if releases:
-        answer = answer_from_releases(releases, q, request.eps)
-        if prefer_release(None if flat is None else flat.central_mass(request.eps), answer):
+        answer = best_answer(releases, q, request.eps)
+        if prefer(None if flat is None else flat.central_mass(request.eps), answer):
             assert answer is not None
             served, flat, source = answer.estimate, answer.posterior, answer.source
     if flat is None:
@@ -206,7 +205,7 @@ def assess(
     cell_costs: np.ndarray | None = None,
     head: tuple[int, str] | None = None,
     schema: Schema | None = None,
-    releases: Sequence[tuple[int, PartitionRelease]] = (),
+    releases: Sequence[tuple[int, Any]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> Assessment:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal, Mapping
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError, QueryError
-from dpdesk.engine.mechanisms.partition import group_structure
+from dpdesk.engine.mechanisms.partition import PARTITION, group_structure
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance
 from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
 from dpdesk.engine.partition.guarantee import query_terms
@@ -27,7 +27,7 @@ from dpdesk.engine.partition.solver import PlanSolver, contract
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
 
-__all__ = ["PartitionRelease", "ReleaseEstimate", "draw_release", "TABLE_FORMS"]
+__all__ = ["PartitionRelease", "ReleaseEstimate", "draw_release", "structured_release", "TABLE_FORMS"]
 
 CHUNK = 1 << 18  # counts per vector draw: progress and cancellation between draws
 TABLE_FORMS = ("unclipped", "seed")
@@ -113,6 +113,19 @@ class PartitionRelease:
             return ReleaseEstimate(True, total, 0.0, None)
         post = GroupedPosterior(u, m, self.scale)
         return ReleaseEstimate(True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post)
+
+    def served(self, query: Query):  # -> tuple[Estimate, Posterior] | None
+        """This release's estimate of ``query`` as the engine's Estimate and Posterior (see
+        :mod:`dpdesk.engine.inference.structured`); None when the release cannot estimate it."""
+        from dpdesk.engine.inference.history import Estimate
+        from dpdesk.engine.inference.structured import FORM
+
+        r = self.estimate(query)
+        if not r.estimable or r.posterior is None or r.estimate is None or r.std is None:
+            return None  # a query that is 0 on every cell has no law to serve (history answers it exactly)
+        est = Estimate(estimable=True, history_size=self.n_rows, form=FORM, residual=0.0, estimate=r.estimate,
+                       families=(self.family,), variance=r.std**2)
+        return est, r.to_posterior()
 
     def cell_estimates(self) -> np.ndarray:
         """``x̂ = G⁺ Σ_g W_gᵀ y_g`` over the cube: ``Q·x̂`` is the BLUE of every estimable ``Q``.
@@ -219,6 +232,12 @@ class PartitionRelease:
         plan = plan_from_json(schema, obj["plan"])
         return cls(plan, float(obj["alpha"]), tuple(np.asarray(g["values"], dtype=np.int64) for g in obj["groups"]),
                    str(obj.get("sampler", "")), obj.get("family", "discrete_laplace"))
+
+
+def structured_release(mechanism: Any, payload: Mapping[str, Any], schema: Schema) -> PartitionRelease | None:
+    """What answers from a recorded release's own structure, for the mechanisms that have one (partition
+    releases); None for the others (their rows are their only answer)."""
+    return PartitionRelease.from_payload(schema, payload) if mechanism is PARTITION else None
 
 
 def draw_release(
