@@ -8,15 +8,24 @@ and the median latency is reported. The literal implementation is the paper's re
 posterior; it runs where it fits in memory and time. Accuracy is compared on the same requests
 (difference in ``confidence_at_eps``).
 
-Run: ``.venv/bin/python benchmarks/bench_engine.py [--quick] [--repeat R] [--markdown]``.
+``--cold-cli`` measures instead the command line on a long project: a project with ``--entries`` fresh
+releases of random boxes over the 32⁴-cell cube is generated once (cached in ``--dir``), then
+``dpdesk assess P --request R --json`` runs in a fresh process and the wall time from spawning it to
+reading its JSON is reported (median of ``--repeat``), with where the time goes inside one process.
+
+Run: ``.venv/bin/python benchmarks/bench_engine.py [--quick] [--repeat R] [--markdown]``,
+``.venv/bin/python benchmarks/bench_engine.py --cold-cli [--entries 5000] [--repeat 5]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -113,6 +122,89 @@ def run(ns, ms, repeat, literal_limit, seed=0):
     return rows
 
 
+# --- the command line on a long project ---------------------------------------------------------------
+
+LONG_SCHEMA = {"attributes": [{"name": n, "column": n, "kind": "numeric", "edges": list(range(33))}
+                              for n in ("a", "b", "c", "d")]}
+
+
+def make_long_project(directory: str, entries: int) -> tuple[str, str]:
+    """A project over the 32⁴-cell cube with ``entries`` fresh releases and one pending request (a sum
+    of three released boxes, so assessing it computes a BLUE and a posterior). Cached by size."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpdesk.engine.mechanisms.noise import SeededSampler
+    from dpdesk.store import Project
+
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"long-{entries}.dpdesk")
+    if os.path.exists(path):
+        return path, "target"
+    rng = np.random.default_rng(entries)
+    table = os.path.join(directory, "long-table.parquet")
+    if not os.path.exists(table):
+        pq.write_table(pa.table({n: rng.integers(0, 32, 200_000) for n in "abcd"}), table)
+    shape = SHAPES[1048576]
+    tmp = path + ".tmp"
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    t0 = time.perf_counter()
+    boxes = []
+    with Project.create(tmp, name=f"{entries} releases", schema=LONG_SCHEMA, source_location=table,
+                        total_budget=1e9, test_project=True) as p:
+        sampler = SeededSampler(entries)
+        for i in range(entries):
+            q = random_box(rng, shape)
+            boxes.append(q)
+            r = p.add_request(q.to_json(), float(rng.uniform(20, 200)), 0.05, request_id=f"q{i}")
+            p.release(p.assess(r.id), sampler)
+            if (i + 1) % 500 == 0:
+                print(f"  {i + 1} releases ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+        picks = rng.choice(entries, size=3, replace=False)
+        dense = sum(boxes[int(j)].dense() for j in picks)
+        p.add_request(Query(shape, indices=np.flatnonzero(dense), values=dense[dense != 0]).to_json(), 300.0, 0.05,
+                      request_id="target")
+    os.replace(tmp, path)
+    return path, "target"
+
+
+def cold_cli(directory: str, entries: int, repeat: int) -> None:
+    path, rid = make_long_project(directory, entries)
+    cmd = [sys.executable, "-m", "dpdesk", "assess", path, "--request", rid, "--json"]
+    walls = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        if r.returncode != 0:
+            raise SystemExit(f"dpdesk assess failed: {r.stderr.strip()[-300:]}")
+    size = os.path.getsize(path) / 1e6
+    print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project): median {statistics.median(walls):.2f} s "
+          f"(runs {', '.join(f'{w:.2f}' for w in walls)})")
+    start = [sys.executable, "-c", "import dpdesk.cli"]
+    t = time.perf_counter()
+    subprocess.run(start, check=True)
+    print(f"  of which interpreter start + importing the CLI: {time.perf_counter() - t:.2f} s")
+    # where the time goes, inside one process
+    from dpdesk.store import Project
+
+    t0 = time.perf_counter()
+    with Project.open(path) as p:
+        t1 = time.perf_counter()
+        entries_read = p.ledger()
+        t2 = time.perf_counter()
+        view = p.view()
+        t3 = time.perf_counter()
+        with view.assessing() as s:
+            t4 = time.perf_counter()
+            s.history.estimate(p.request(rid).query)
+        t5 = time.perf_counter()
+    print(f"  in one process: open {t1 - t0:.2f} s, read+decode {len(entries_read)} entries {t2 - t1:.2f} s, "
+          f"view (decode again, contributions, costs) {t3 - t2:.2f} s, History rows {t4 - t3:.2f} s, "
+          f"first estimate (factorisation) {t5 - t4:.2f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
@@ -120,8 +212,14 @@ def main(argv=None) -> int:
     ap.add_argument("--literal-limit", type=float, default=4096 * 5000)
     ap.add_argument("--n", type=int, nargs="+", default=list(SHAPES), choices=list(SHAPES), help="cube sizes")
     ap.add_argument("--m", type=int, nargs="+", default=[100, 2000, 5000], help="history lengths")
+    ap.add_argument("--cold-cli", action="store_true", help="time `dpdesk assess --json` on a long project instead")
+    ap.add_argument("--entries", type=int, default=5000, help="ledger entries of the --cold-cli project")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
+                    help="where the --cold-cli project is cached")
     args = ap.parse_args(argv)
-    if args.quick:
+    if args.cold_cli:
+        cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)))
+    elif args.quick:
         run([64, 4096], [100, 500], repeat=5, literal_limit=64 * 500)
     else:
         run(args.n, args.m, repeat=args.repeat, literal_limit=args.literal_limit)

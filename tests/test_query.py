@@ -469,3 +469,24 @@ def test_abs_dense_matches_the_dense_vector_and_is_not_cached():
     fresh = Query(shape, terms=single.terms)
     abs_dense(fresh)
     assert "_dense" not in fresh.__dict__  # no n-length vector left behind on a single-term query
+
+
+def test_product_form_recovers_boxes_exactly_and_leaves_other_queries_alone() -> None:
+    from dpdesk.engine.queries.query import product_form, query_from_json
+
+    shape = (4, 3, 5)
+    box = np.zeros(shape)
+    box[1:3, [0, 2], 4] = 2.0  # one weight on a Cartesian set of cells (not contiguous on axis 1)
+    q = query_from_json(Query(shape, indices=np.flatnonzero(box), values=box[box != 0]).to_json(), box.size, shape)
+    assert q.terms is None
+    p = product_form(q)
+    assert p.terms is not None and len(p.terms) == 1 and p.terms[0].weight == 2.0
+    np.testing.assert_array_equal(p.dense(), box.reshape(-1))
+    assert p == q and p.sensitivity == q.sensitivity and p.to_json() == q.to_json()
+    two_weights = box.copy()
+    two_weights[1, 0, 4] = 1.0
+    not_cartesian = box.copy()
+    not_cartesian[1, 0, 4] = 0.0  # a box with one corner missing
+    for dense in (two_weights, not_cartesian):
+        sparse = Query(shape, indices=np.flatnonzero(dense), values=dense[dense != 0])
+        assert product_form(sparse) is sparse

@@ -19,7 +19,7 @@ from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.engine.queries.query import query_from_json
+from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.store import answering, db, ledger
@@ -290,7 +290,7 @@ class Project(Releasing):
 
     def _request_from_row(self, row: tuple[Any, ...]) -> StoredRequest:
         rid, pos, requester, text, qjson, eps, delta, received, status = row
-        q = query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape)
+        q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
         if text is not None:
             q = dataclasses.replace(q, text=text)
         return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status)

@@ -31,6 +31,7 @@ from dpdesk.engine.budget.costs import CellCosts
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
+from dpdesk.engine.mechanisms.charge import Charge
 from dpdesk.engine.mechanisms.registry import kinds, mechanism
 from dpdesk.engine.partition.release import structured_release
 from dpdesk.engine.schema import Schema
@@ -84,6 +85,14 @@ class AssessState:
     releases: tuple = ()  # (entry seq, PartitionRelease): those of them that answer from their structure
 
 
+def _add_charge(costs: CellCosts, charge: Charge) -> None:
+    for t in charge.terms:
+        if t.query is None:
+            costs.add_uniform(t.scale)
+        else:
+            costs.add(t.scale, t.query)
+
+
 class LedgerView:
     """Everything derived from a project's ledger, extended entry by entry. See the module docstring."""
 
@@ -97,7 +106,12 @@ class LedgerView:
         self._rows: list[HistoryRow] = []
         self._costs = CellCosts(schema.shape)
         self._deltas = np.zeros(schema.n_cells)  # per-cell δ of the (α, δ) releases charging each cell
+        # the cost curve is drawn on demand: the max over n cells after every entry costs n per entry, which
+        # a long ledger (thousands of entries over 10⁶ cells) should not pay just to assess a request
+        self._charges: list[tuple[int, Charge | None]] = []  # (seq, charge of a release entry) per entry
         self._curve: list[tuple[int, float]] = [(0, 0.0)]
+        self._curve_costs = CellCosts(schema.shape)
+        self._curve_released = False
         self._history: History | None = None
         self._structured: dict[int, Any] = {}  # entry seq -> what answers from its structure (built once)
         self.history_builds = 0  # how often a History was built from scratch (visible to tests)
@@ -140,17 +154,13 @@ class LedgerView:
             self._entries.append(entry)
             if viewed is not None:
                 self._releases.append(viewed)
-                for t in viewed.contribution.charge.terms:
-                    if t.query is None:
-                        self._costs.add_uniform(t.scale)
-                    else:
-                        self._costs.add(t.scale, t.query)
+                _add_charge(self._costs, viewed.contribution.charge)
                 charge = viewed.contribution.charge
                 if charge.delta > 0:  # δ adds up per cell, like α, on the cells the release charges
                     self._deltas += charge.delta * (charge.dense(self._deltas.size) > 0)
                 if viewed.in_history:
                     self._rows.extend(HistoryRow(*r) for r in viewed.contribution.rows)
-            self._curve.append((entry.seq, self.system_cost))
+            self._charges.append((entry.seq, viewed.contribution.charge if viewed is not None else None))
         if problem is not None:
             raise MalformedEntry(problem)
         return viewed
@@ -210,6 +220,12 @@ class LedgerView:
     def cost_curve(self) -> list[tuple[int, float]]:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
         with self._lock:
+            for seq, charge in self._charges[len(self._curve) - 1:]:
+                if charge is not None:
+                    _add_charge(self._curve_costs, charge)
+                    self._curve_released = True
+                v = self._curve_costs.values
+                self._curve.append((seq, float(v.max()) if v.size and self._curve_released else 0.0))
             return list(self._curve)
 
     def largest_charges(self) -> dict[int, float]:

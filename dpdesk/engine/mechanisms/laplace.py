@@ -19,7 +19,7 @@ import numpy as np
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Contribution, NoisyRow, check_requirement
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
-from dpdesk.engine.queries.query import Query, query_from_json
+from dpdesk.engine.queries.query import Query, product_form, query_from_json
 
 __all__ = ["DISCRETE_LAPLACE", "LAPLACE", "DiscreteLaplace", "Laplace", "NoiseMechanism"]
 
@@ -60,7 +60,7 @@ class NoiseMechanism:
 
     def contribution(self, payload: Mapping[str, Any], shape: tuple[int, ...]) -> Contribution:
         """A recorded fresh count: ``query``, ``alpha`` and the raw noisy ``answer`` (sensitivity re-derived)."""
-        q = query_from_json(payload["query"], math.prod(shape), shape)
+        q = product_form(query_from_json(payload["query"], math.prod(shape), shape))  # factored work in History
         alpha, answer = float(payload["alpha"]), float(payload["answer"])
         if not (math.isfinite(alpha) and alpha > 0):
             raise DpdeskError(f"alpha ({payload['alpha']!r}) must be a positive finite number")

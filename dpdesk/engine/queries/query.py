@@ -362,7 +362,16 @@ def predicate_term(schema: Schema, weight: float, selected: Mapping[str, Iterabl
     return Term(weight, tuple(factors))
 
 
+_NUMBER_TYPES = frozenset((int, float))
+
+
 def _check_coefficients(raw: Sequence[Any], what: str) -> np.ndarray:
+    # fast path for what JSON gives (plain ints and floats: one C-level pass, then one vector check);
+    # the loop below only runs to name the first bad coefficient
+    if isinstance(raw, list) and set(map(type, raw)) <= _NUMBER_TYPES:
+        arr = np.asarray(raw, dtype=np.float64)
+        if np.all(np.isfinite(arr)):
+            return arr
     for i, v in enumerate(raw):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise QueryError(f"query: {what}[{i}] must be a number, got {v!r}")
@@ -396,13 +405,24 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
             raise QueryError('query: "indices" and "values" must be lists')
         if len(idx_raw) != len(val_raw):
             raise QueryError(f'query: {len(idx_raw)} indices but {len(val_raw)} values')
-        for i, v in enumerate(idx_raw):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise QueryError(f"query: indices[{i}] must be an integer, got {v!r}")
-            if not 0 <= v < n_cells:
-                raise QueryError(f"query: indices[{i}] = {v} is outside 0..{n_cells - 1}")
+        idx = None
+        if set(map(type, idx_raw)) <= {int}:  # plain ints (no bools): check the range as one vector
+            with np.errstate(all="ignore"):
+                try:
+                    idx = np.asarray(idx_raw, dtype=np.int64)
+                except OverflowError:
+                    idx = None
+            if idx is not None and idx.size and not (0 <= idx.min() and idx.max() < n_cells):
+                idx = None
+        if idx is None:  # name the first bad index
+            for i, v in enumerate(idx_raw):
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise QueryError(f"query: indices[{i}] must be an integer, got {v!r}")
+                if not 0 <= v < n_cells:
+                    raise QueryError(f"query: indices[{i}] = {v} is outside 0..{n_cells - 1}")
+            idx = np.asarray(idx_raw, dtype=np.int64)
         vals = _check_coefficients(val_raw, "values")
-        return Query(shape_t, indices=np.asarray(idx_raw, dtype=np.int64), values=vals)
+        return Query(shape_t, indices=idx, values=vals)
     raise QueryError(f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}")
 
 
@@ -418,3 +438,28 @@ def query_from_vector(vector: Any, shape: Sequence[int]) -> Query:
     if nz.size == 0:
         raise QueryError("query: all coefficients are zero")
     return Query(shape_t, indices=nz, values=vec[nz])
+
+
+def product_form(q: Query) -> Query:
+    """``q`` in product form when its coefficients are one weight on a Cartesian set of cells, else ``q``.
+
+    A recorded query is stored sparse (DESIGN §6); most are counts over a box or a predicate, i.e. one
+    weight times ``1_{S_1} ⊗ … ⊗ 1_{S_N}``. Recovered, their inner products and per-cell costs factor over
+    the attributes (``Σ|dom_d|`` work, never ``n``) instead of touching every nonzero. Exact: the
+    product form holds the same coefficients, and a query that is not of this form comes back unchanged.
+    """
+    if q.terms is not None or len(q.shape) < 2:
+        return q
+    idx, val = q.sparse()
+    if idx.size == 0 or not np.all(val == val[0]):
+        return q
+    coords = np.unravel_index(idx, q.shape)
+    sets = [np.unique(c) for c in coords]
+    if math.prod(len(s) for s in sets) != idx.size:  # unique indices: a Cartesian set has exactly this many
+        return q
+    factors = []
+    for s, k in zip(sets, q.shape):
+        f = np.zeros(k)
+        f[s] = 1.0
+        factors.append(f)
+    return Query(q.shape, terms=(Term(float(val[0]), tuple(factors)),), text=q.text)
