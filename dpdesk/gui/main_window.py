@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWid
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
+from dpdesk.gui.about_dialog import about_action
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.menus import build_menus, update_actions
 from dpdesk.gui.start_page import StartPage
@@ -71,6 +72,8 @@ class MainWindow(QMainWindow):
         self.start.sigOpenPath.connect(self.open_project)
         self.start.sigDemo.connect(self.open_demo)
         self.data.sigProjectCreated.connect(self.open_project)
+        self.help_menu = self.menuBar().addMenu("&Help")
+        self.help_menu.addAction(about_action(self))
         self.budget_label = QLabel("")
         self.statusBar().addPermanentWidget(self.budget_label)
         self.start.set_recent(self.recent())
