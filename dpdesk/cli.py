@@ -1,8 +1,10 @@
 """The ``dpdesk`` command line.
 
-With no arguments ``dpdesk`` opens the desktop app (options such as ``--demo`` or ``--screenshot DIR``
-go to :mod:`dpdesk.gui.launch`); ``--self-test`` runs :mod:`dpdesk.selftest`; with a subcommand it
-runs that command. Each
+With no arguments ``dpdesk`` opens the desktop app; so does a project path (``dpdesk P.dpdesk``, what a
+file manager runs for a double-click) and the window's own options such as ``--demo`` or
+``--screenshot DIR`` (all handed to :mod:`dpdesk.gui.launch`). ``--self-test`` runs
+:mod:`dpdesk.selftest`; with a subcommand it runs that command. ``dpdesk --help`` lists both the
+window's options and the commands. Each
 subcommand lives in its own module under :mod:`dpdesk.commands` and provides ``register(subparsers)``
 (cheap: argparse only) and a ``run(args) -> int`` set as the parser's default ``func``.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -25,17 +28,63 @@ COMMAND_MODULES = ("assess", "project", "requests", "answer", "release", "verify
 
 
 class _Parser(argparse.ArgumentParser):
+    command_names: frozenset[str] = frozenset()  # the subcommands' names (set by build_parser)
+
     def error(self, message: str) -> None:  # argparse's default also exits 2; keep it to one line
         self.exit(2, f"dpdesk: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dpdesk", description="Answer counting queries under differential privacy.")
+USAGE = """dpdesk [PROJECT] [--demo] [--screenshot DIR] [--settings INI]
+       dpdesk --self-test [--verbose]
+       dpdesk COMMAND ...       (dpdesk COMMAND --help for its options)"""
+
+
+def build_parser(*, window_help: bool = False) -> _Parser:
+    """The command-line parser; with ``window_help`` also the window's options, for ``--help`` only.
+
+    The window's options are parsed by :mod:`dpdesk.gui.launch` (``main`` hands them over before this
+    parser runs); here they are only listed, so that ``dpdesk --help`` shows everything ``dpdesk`` does.
+    """
+    parser = _Parser(prog="dpdesk", usage=USAGE if window_help else None,
+                     description="Answer counting queries under differential privacy. "
+                                 "Without a COMMAND, dpdesk opens its window.")
     parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"dpdesk.commands.{name}").register(sub)
+    parser.command_names = frozenset(sub.choices)
+    if window_help:
+        group = parser.add_argument_group("the window (without a COMMAND)")
+        group.add_argument("project", metavar="PROJECT", nargs="?",
+                           help="a project file (*.dpdesk) to open, as a double-click in the file manager does")
+        from dpdesk.gui.launch import add_window_arguments  # argparse only: no Qt imported
+
+        add_window_arguments(group)
+        group.add_argument("--self-test", action="store_true",
+                           help="check this installation end to end on a throwaway demo project (offscreen) "
+                                "and exit 0 if it works; --verbose shows each step")
     return parser
+
+
+def opens_window(argv: Sequence[str]) -> bool:
+    """Whether this command line is for the window rather than a subcommand.
+
+    The window takes no arguments, its own ``--options``, or a project path first: whatever a file
+    manager passes for a double-click (``dpdesk %f`` on Linux, ``dpdesk.exe "%1"`` on Windows). A first
+    argument is a path, not a subcommand, when it names a ``*.dpdesk`` file, has a directory part, or
+    is an existing file that is not also a command's name; anything else goes to the command parser,
+    so a mistyped command still gets its "invalid choice" error.
+    """
+    if not argv:
+        return True
+    first = argv[0]
+    if first in ("-h", "--help", "--version"):
+        return False
+    if first.startswith("-"):
+        return True
+    if first.lower().endswith(".dpdesk") or os.sep in first or "/" in first:
+        return True
+    return os.path.isfile(first) and first not in build_parser().command_names
 
 
 def fail(message: str) -> int:
@@ -49,10 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dpdesk import selftest
 
         return int(selftest.main(argv))
-    if not argv or argv[0].startswith("--") and argv[0] not in ("--help", "--version"):
+    if opens_window(argv):
         from dpdesk.gui.launch import main as open_window
 
-        return int(open_window(argv))
+        try:
+            return int(open_window(argv))
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.split(".")[0] in ("PySide6", "pyqtgraph"):
+                return fail(f"the window needs {exc.name.split('.')[0]}, which is not installed "
+                            "(pip install 'dpdesk[gui]'); the commands work without it (dpdesk --help)")
+            raise
+    if argv and argv[0] in ("-h", "--help"):
+        build_parser(window_help=True).print_help()
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

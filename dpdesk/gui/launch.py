@@ -22,13 +22,41 @@ def _ensure_platform(headless: bool) -> None:
         os.environ["XDG_RUNTIME_DIR"] = d
 
 
+def add_window_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The window's own options (also listed by ``dpdesk --help``; argparse only, no Qt)."""
+    parser.add_argument("--demo", action="store_true",
+                        help="open the bundled demo project (a copy in your data folder)")
+    parser.add_argument("--screenshot", metavar="DIR",
+                        help="render each page of a demo project to DIR/*.png, offscreen, and exit")
+    parser.add_argument("--settings", metavar="INI", help="keep window settings in this INI file")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dpdesk", description="dpdesk desktop app")
     p.add_argument("project", nargs="?", help="a project file (*.dpdesk) to open")
-    p.add_argument("--demo", action="store_true", help="open a fresh copy of the bundled demo project")
-    p.add_argument("--screenshot", metavar="DIR", help="render each page of the demo project to DIR/*.png and exit")
-    p.add_argument("--settings", metavar="INI", help="keep window settings in this INI file")
+    add_window_arguments(p)
     return p
+
+
+def open_window(args: argparse.Namespace):
+    """The application and its shown main window, with ``args.project`` (or the demo) opening.
+
+    Documents the platform hands over later (macOS Finder sends a ``QFileOpenEvent``, not a command
+    line) open in this window too.
+    """
+    from dpdesk.gui.app import application, settings_at
+    from dpdesk.gui.file_open import FileOpenHandler
+    from dpdesk.gui.main_window import MainWindow
+
+    app = application()
+    win = MainWindow(settings_at(args.settings))
+    FileOpenHandler.install(app, win.open_project, owner=win)
+    win.show()
+    if args.demo:
+        win.open_demo()
+    elif args.project:
+        win.open_project(os.path.abspath(args.project))  # the title and recent list name the real place
+    return app, win
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,14 +72,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dpdesk.gui.screenshots import screenshot
 
         return screenshot(args.screenshot, args.settings)
-    from dpdesk.gui.app import application, settings_at
-    from dpdesk.gui.main_window import MainWindow
-
-    app = application()
-    win = MainWindow(settings_at(args.settings))
-    win.show()
-    if args.demo:
-        win.open_demo()
-    elif args.project:
-        win.open_project(args.project)
+    app, _win = open_window(args)
     return int(app.exec())
