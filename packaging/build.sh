@@ -70,7 +70,7 @@ build_bundle() {
 build_deb() {
   test -x "$OUT/dist/dpdesk/dpdesk" || build_bundle
   command -v dpkg-deb >/dev/null || { echo "build.sh: dpkg-deb not found (Debian's dpkg package)" >&2; exit 1; }
-  local ver arch root deb icon
+  local ver arch root deb icon icons date
   ver="$(version)"
   arch="$(dpkg --print-architecture)"
   root="$OUT/debroot"
@@ -78,18 +78,28 @@ build_deb() {
   log "deb: staging $root"
   rm -rf "$root" "$OUT"/dpdesk_*.deb
   mkdir -p "$root/DEBIAN" "$root/opt" "$root/usr/bin" "$root/usr/share/applications" \
-           "$root/usr/share/icons/hicolor/256x256/apps" "$root/usr/share/doc/dpdesk"
+           "$root/usr/share/icons/hicolor/256x256/apps" "$root/usr/share/doc/dpdesk" \
+           "$root/usr/share/mime/packages" "$root/usr/share/metainfo"
   cp -a "$OUT/dist/dpdesk" "$root/opt/dpdesk"
   ln -s /opt/dpdesk/dpdesk "$root/usr/bin/dpdesk"
   ln -s /opt/dpdesk/dpdesk "$root/usr/bin/dpdesk-cli"  # one executable: on Linux "windowed" changes nothing
   install -m 0644 "$PKG/deb/dpdesk.desktop" "$root/usr/share/applications/dpdesk.desktop"
+  icons="$root/opt/dpdesk/_internal/dpdesk/resources/icons"
   icon="$root/usr/share/icons/hicolor/256x256/apps/dpdesk.png"
-  # The icon as installed in the bundle, scaled to the 256x256 the hicolor folder promises.
-  "$VENV/bin/python" "$PKG/deb/icon256.py" "$root/opt/dpdesk/_internal/dpdesk/resources/icons" "$icon"
-  local svg="$root/opt/dpdesk/_internal/dpdesk/resources/icons/dpdesk.svg"
-  if [ -f "$svg" ]; then
-    install -D -m 0644 "$svg" "$root/usr/share/icons/hicolor/scalable/apps/dpdesk.svg"
-  fi
+  # The icons as installed in the bundle, scaled to the 256x256 the hicolor folder promises.
+  "$VENV/bin/python" "$PKG/deb/icon256.py" "$icons" "$icon"
+  install -D -m 0644 "$icons/dpdesk.svg" "$root/usr/share/icons/hicolor/scalable/apps/dpdesk.svg"
+  # The project file type: shared-mime-info XML, and the document icon under the name it gives.
+  install -m 0644 "$PKG/deb/dpdesk-mime.xml" "$root/usr/share/mime/packages/dpdesk.xml"
+  "$VENV/bin/python" "$PKG/deb/icon256.py" "$icons" \
+    "$root/usr/share/icons/hicolor/256x256/mimetypes/application-x-dpdesk-project.png" dpdesk-project
+  install -D -m 0644 "$icons/dpdesk-project.svg" \
+    "$root/usr/share/icons/hicolor/scalable/mimetypes/application-x-dpdesk-project.svg"
+  # AppStream: the release is this version, dated by the commit it is built from.
+  date="$(cd "$REPO" && git log -1 --format=%cs 2>/dev/null || date -u +%F)"
+  sed -e "s/@VERSION@/$ver/" -e "s/@DATE@/$date/" "$PKG/deb/org.dpdesk.dpdesk.metainfo.xml" \
+    > "$root/usr/share/metainfo/org.dpdesk.dpdesk.metainfo.xml"
+  chmod 0644 "$root/usr/share/metainfo/org.dpdesk.dpdesk.metainfo.xml"
   install -m 0644 "$PKG/deb/copyright" "$root/usr/share/doc/dpdesk/copyright"
   install -m 0755 "$PKG/deb/postinst" "$root/DEBIAN/postinst"
   install -m 0755 "$PKG/deb/postrm" "$root/DEBIAN/postrm"

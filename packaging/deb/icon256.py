@@ -1,8 +1,9 @@
 """Write dpdesk's app icon as a 256x256 PNG for /usr/share/icons/hicolor/256x256/apps/.
 
-Usage: icon256.py ICONS_DIR OUT.png — ICONS_DIR is the bundle's dpdesk/resources/icons folder. Takes
-dpdesk.png (else the largest PNG there) and scales it with Qt, keeping the aspect ratio on a
-transparent square. Fails if there is no PNG icon: a menu entry without its icon is a broken install.
+Usage: icon256.py ICONS_DIR OUT.png [NAME] — ICONS_DIR is the bundle's dpdesk/resources/icons folder.
+Takes NAME.png (default dpdesk.png; for the app icon, else the largest PNG there) and scales it with
+Qt, keeping the aspect ratio on a transparent square. Fails if there is no such PNG icon: a menu entry
+or a file type without its icon is a broken install. ``NAME=dpdesk-project`` gives the document icon.
 """
 
 import os
@@ -17,12 +18,12 @@ from PySide6.QtGui import QGuiApplication, QImage, QPainter  # noqa: E402
 SIZE = 256
 
 
-def main(icons: Path, out: Path) -> int:
+def main(icons: Path, out: Path, name: str = "dpdesk") -> int:
     pngs = sorted(icons.glob("*.png")) if icons.is_dir() else []
-    if not pngs:
-        print(f"icon256: no PNG icon in {icons}", file=sys.stderr)
+    preferred = icons / f"{name}.png"
+    if not pngs or (name != "dpdesk" and not preferred.is_file()):
+        print(f"icon256: no PNG icon {name}.png in {icons}", file=sys.stderr)
         return 1
-    preferred = icons / "dpdesk.png"
     src = preferred if preferred.is_file() else max(pngs, key=lambda p: QImage(str(p)).width())
     app = QGuiApplication([sys.argv[0]])  # noqa: F841 (QImage scaling needs no app, QPainter on text might)
     img = QImage(str(src))
@@ -44,4 +45,4 @@ def main(icons: Path, out: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(Path(sys.argv[1]), Path(sys.argv[2])))
+    raise SystemExit(main(Path(sys.argv[1]), Path(sys.argv[2]), *sys.argv[3:4]))

@@ -1,8 +1,10 @@
 """Write dpdesk's app icon: ``dpdesk.svg`` (hand-built below), ``dpdesk.png`` (256 px, rendered by Qt),
-and from it ``dpdesk.ico`` (Windows, 16–256 px) and ``dpdesk.icns`` (macOS) with Pillow.
+and from it ``dpdesk.ico`` (Windows, 16–256 px) and ``dpdesk.icns`` (macOS) with Pillow; and the
+project file's document icon the same way: ``dpdesk-project.svg``, ``.png`` and ``.ico``.
 
 The icon is a small per-cell budget heatmap (viridis shades) under a posterior curve with its
-shaded credible interval — the two pictures the curator looks at all day.
+shaded credible interval — the two pictures the curator looks at all day. The document icon is a
+page with a folded corner carrying that picture, so a project file is told apart from the app.
 Run: ``QT_QPA_PLATFORM=offscreen python resources/icons/make_icon.py``.
 """
 
@@ -42,9 +44,19 @@ def svg() -> str:
 """
 
 
-def main() -> None:
-    text = svg()
-    (HERE / "dpdesk.svg").write_text(text, encoding="utf-8")
+def document_svg() -> str:
+    """The project file's icon: a white page, top-right corner folded, the app's picture on it."""
+    app = svg().split("\n", 1)[1].rsplit("</svg>", 1)[0]  # the app icon's shapes, without its <svg> tag
+    return f"""<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 256 256">
+  <path d="M44,8 H170 L220,58 V236 Q220,248 208,248 H44 Q32,248 32,236 V20 Q32,8 44,8 Z" fill="#ffffff" stroke="#8a8f98" stroke-width="6" stroke-linejoin="round"/>
+  <path d="M170,8 V46 Q170,58 182,58 H220" fill="#dfe3ea" stroke="#8a8f98" stroke-width="6" stroke-linejoin="round"/>
+  <g transform="translate(56,92) scale(0.5625)">{app}</g>
+</svg>
+"""
+
+
+def render(text: str, out: Path) -> None:
+    """Render SVG ``text`` to a 256x256 PNG at ``out`` with Qt."""
     from PySide6.QtCore import QByteArray, Qt
     from PySide6.QtGui import QGuiApplication, QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
@@ -56,12 +68,18 @@ def main() -> None:
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     QSvgRenderer(QByteArray(text.encode())).render(painter)
     painter.end()
-    image.save(str(HERE / "dpdesk.png"))
+    image.save(str(out))
+
+
+def main() -> None:
     from PIL import Image
 
-    png = Image.open(HERE / "dpdesk.png")
-    png.save(HERE / "dpdesk.ico", sizes=[(16, 16), (24, 24), (32, 32), (48, 48), (64, 64), (128, 128), (256, 256)])
-    png.save(HERE / "dpdesk.icns")
+    sizes = [(16, 16), (24, 24), (32, 32), (48, 48), (64, 64), (128, 128), (256, 256)]
+    for name, text in (("dpdesk", svg()), ("dpdesk-project", document_svg())):
+        (HERE / f"{name}.svg").write_text(text, encoding="utf-8")
+        render(text, HERE / f"{name}.png")
+        Image.open(HERE / f"{name}.png").save(HERE / f"{name}.ico", sizes=sizes)
+    Image.open(HERE / "dpdesk.png").save(HERE / "dpdesk.icns")
 
 
 if __name__ == "__main__":
