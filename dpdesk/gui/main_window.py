@@ -138,15 +138,17 @@ class MainWindow(QMainWindow):
             self.open_project(path)
 
     def open_demo(self) -> None:
-        from dpdesk.appdata.demo import create_demo_project
+        from dpdesk.appdata.demo import demo_project
 
         folder = self.demo_folder
-        self.start.status.setText("Copying the demo into a new project…")
+        self.close_project()  # the demo open here may be the untouched copy to reopen
+        self.start.status.setText("Opening the demo…")
         self.start.demo_btn.setEnabled(False)
 
-        def done(path: Path) -> None:
+        def done(found: tuple[Path, bool]) -> None:
+            path, reused = found
             self.start.demo_btn.setEnabled(True)
-            self.start.status.setText(f"Demo project created at {path}")
+            self.start.status.setText(f"Demo project {'reopened (still untouched)' if reused else 'created'} at {path}")
             self.open_project(str(path))
 
         def failed(exc: BaseException, trace: str) -> None:
@@ -154,7 +156,7 @@ class MainWindow(QMainWindow):
             self.start.status.setText("")
             dialogs.report_exception(exc, trace, parent=self)
 
-        self.runner.start(lambda _st: create_demo_project(folder), done, failed, label="creating demo")
+        self.runner.start(lambda _st: demo_project(folder), done, failed, label="opening the demo")
 
     def open_project(self, path: str) -> bool:
         from dpdesk.gui.audit_page import AuditPage

@@ -19,7 +19,7 @@ def select(qtbot, win, rid):
     return wait_assessed(qtbot, win, rid)
 
 
-def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path):
+def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path, qtbot):
     win = demo_window
     path = win.session.path
     assert path.is_relative_to(tmp_path / "data")  # in the data folder, not in resources/
@@ -29,6 +29,11 @@ def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path):
     assert all(r.status == "pending" for r in win.session.requests())
     assert win.tabs.currentWidget() is win.requests
     assert win.requests.budget.gauge.remaining == 1.0
+    # Open demo again: the same copy, untouched, not another folder in the data folder.
+    qtbot.mouseClick(win.start.demo_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.session is not None and win.start.demo_btn.isEnabled(), timeout=30000)
+    assert win.session.path == path and "reopened" in win.start.status.text()
+    assert list((tmp_path / "data").glob("demo-*")) == [path.parent]
 
 
 def test_build_cube_in_background(demo_window, qtbot):
