@@ -12,7 +12,7 @@ import sys
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import Qt, qVersion
-from PySide6.QtGui import QAction, QGuiApplication, QIcon
+from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from dpdesk import __version__
@@ -91,15 +91,8 @@ class AboutDialog(QDialog):
         QGuiApplication.clipboard().setText(facts_text(self.facts))
 
 
-def about_action(window: QWidget) -> QAction:
-    """Help → About dpdesk for ``window``'s menu (on macOS Qt moves it to the application menu)."""
-    action = QAction("&About dpdesk", window)
-    action.setMenuRole(QAction.MenuRole.AboutRole)
-
-    def show() -> None:
-        dialog = AboutDialog(window)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()  # window-modal, does not block the caller
-
-    action.triggered.connect(show)
-    return action
+def show_about(window: QWidget) -> None:
+    """Help → About dpdesk (the menu row is in gui/menus.py; on macOS Qt moves it to the application menu)."""
+    dialog = AboutDialog(window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()  # window-modal, does not block the caller

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings
-from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtGui import QAction, QCloseEvent, QIcon
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
 
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
-from dpdesk.gui.about_dialog import about_action
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.menus import build_menus, update_actions
 from dpdesk.gui.start_page import StartPage
@@ -72,12 +71,11 @@ class MainWindow(QMainWindow):
         self.start.sigOpenPath.connect(self.open_project)
         self.start.sigDemo.connect(self.open_demo)
         self.data.sigProjectCreated.connect(self.open_project)
-        self.help_menu = self.menuBar().addMenu("&Help")
-        self.help_menu.addAction(about_action(self))
         self.budget_label = QLabel("")
         self.statusBar().addPermanentWidget(self.budget_label)
         self.start.set_recent(self.recent())
         self.menu_actions = build_menus(self)
+        self.menu_actions["about"].setMenuRole(QAction.MenuRole.AboutRole)  # macOS: the application menu
         update_actions(self.menu_actions, False)
         self.resize(1320, 880)
         geometry = self.settings.value("window/geometry")
@@ -126,6 +124,11 @@ class MainWindow(QMainWindow):
         if self.requests is not None:
             self.show_page("requests")
             self.requests.new_posterior()
+
+    def show_about(self) -> None:
+        from dpdesk.gui.about_dialog import show_about
+
+        show_about(self)
 
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog

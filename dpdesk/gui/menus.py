@@ -50,6 +50,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                tip="Release the Dirichlet (Beta) posterior of an attribute's shares in a box"),
     ActionSpec("&Help", "glossary", "&Glossary", "show_glossary", QKeySequence.StandardKey.HelpContents,
                tip="What α, ±ε, δ, system cost and the other terms mean"),
+    ActionSpec("&Help", "about", "&About dpdesk", "show_about",
+               tip="dpdesk's version and licence, the versions of Qt, OpenDP and DuckDB, the project file format"),
 )
 
 
