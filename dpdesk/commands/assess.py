@@ -73,6 +73,11 @@ def prior_from_args(args: argparse.Namespace) -> Any:
     return BoundedPrior(args.table_size)
 
 
+def interval_from_args(args: argparse.Namespace) -> tuple[float, float] | None:
+    """``--interval L U`` as the engine takes it (both forms of the command read it here)."""
+    return (args.interval[0], args.interval[1]) if getattr(args, "interval", None) else None
+
+
 def policy_from_args(args: argparse.Namespace) -> Any:
     if getattr(args, "pace", None) is None:
         return None
@@ -117,7 +122,7 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
     if args.query is None or args.eps is None or args.delta is None:
         raise DpdeskError("give --query, --eps and --delta (or --queries FILE)")
     q = query_from_input(args.query, n_cells, shape, schema, "--query")
-    return [(Request("1", q, args.eps, args.delta), tuple(args.interval) if args.interval else None)]
+    return [(Request("1", q, args.eps, args.delta), interval_from_args(args))]
 
 
 def _num(v: Any, where: str, name: str) -> float:
@@ -183,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             # --pace / --table-size: what another policy or prior would do; default: the project's
             what_if = {k: v for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
                        if v is not None}
-            results = [project.assess(args.request, method=args.method, **what_if)]
+            results = [project.assess(args.request, method=args.method, interval=interval_from_args(args), **what_if)]
     else:
         from dpdesk.commands.posterior import is_posterior
 
