@@ -1,12 +1,14 @@
-"""The known-bounds prior: truncation, highest-density intervals, and calibration near a bound.
+"""The known-bounds prior keeps its claim at every fixed table.
 
-What the calibration tests check. A truncated posterior is calibrated in the Bayesian sense: if the
-truth is drawn from the prior (flat on the bounds) and the data from the noise model, an interval of
-posterior mass ``p`` covers the truth with probability ``p``, averaged over truths and data. It is
-*not* a frequentist guarantee at each fixed truth. We therefore draw truths uniformly on a short range
-``[0, N]`` — the table size ``N`` is comparable to the noise scale, so every truth is near the bound
-0 (and near N) — draw the noise, compute the HDI and the best ``2ε`` window, and compare the hit rate
-with the mean claimed mass within 4 binomial standard deviations (fixed seeds).
+A curator's claim "this interval holds the truth with probability p" must hold whatever the table's
+counts are: at each *fixed* truth, over the noise of the releases (DESIGN §1, issue 12 item 3). The
+flat prior has that guarantee; the known bounds only trim released intervals, so they keep it. The
+coverage tests fix the truth at 0, 1, 2, … and near N, draw every release's noise afresh, run the engine
+end to end, and compare the hit rate of the intervals it released with the mean confidence it claimed,
+among the draws where it inferred. The draws are independent (a fresh history each time), so the hit
+count is a sum of independent Bernoulli variables and its Monte Carlo error is binomial; the check allows
+4 standard deviations (fixed seeds). A truncated posterior with the window of most mass fails these
+checks near 0 (it inferred 15 % of the time at a true count of 25 and covered 5 %).
 """
 
 from __future__ import annotations
@@ -16,13 +18,11 @@ import math
 import numpy as np
 import pytest
 
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
-from dpdesk.engine.inference.posterior import posterior
-from dpdesk.engine.inference.prior import BoundedPrior, query_bounds, truncate
+from dpdesk.engine.inference.prior import BoundedPrior, clip_interval, query_bounds
 from dpdesk.engine.queries.query import query_from_vector
-from dpdesk.engine.answering.workflow import Request, Settings, assess
-from stats_helpers import within_binomial
 
 
 def test_bounds_of_a_weighted_query():
@@ -34,106 +34,109 @@ def test_bounds_of_a_weighted_query():
         BoundedPrior(0)
 
 
-@pytest.mark.parametrize("family", ["laplace", "discrete_laplace"])
-def test_truncation_renormalises_and_hdi_hugs_the_bound(family):
-    post = posterior(-2.0, [1.0], [6.0], family)
-    t = truncate(post, 0.0, 1000.0)
-    assert t.total == pytest.approx(1.0)
-    assert t.prob_less(0.0) == pytest.approx(0.0, abs=1e-12)
-    hdi = t.interval(0.2)
-    assert hdi.low == pytest.approx(0.0) and hdi.confidence >= 0.8
-    # truncated Laplace beyond its mode is exponential with scale b: [0, b ln(1/δ)] (continuous)
-    if family == "laplace":
-        assert hdi.high == pytest.approx(6.0 * math.log(5.0), abs=2 * post.spacing)
-    # it is narrower than the flat credible interval
-    flat = post.interval(0.2)
-    assert hdi.high - hdi.low < flat.high - flat.low
+def test_clipping_keeps_the_part_inside_or_the_nearest_bound():
+    assert clip_interval(-3.0, 4.0, (0.0, 10.0)) == (0.0, 4.0)
+    assert clip_interval(8.0, 14.0, (0.0, 10.0)) == (8.0, 10.0)
+    assert clip_interval(-9.0, -1.0, (0.0, 10.0)) == (0.0, 0.0)
+    assert clip_interval(11.0, 12.0, (0.0, 10.0)) == (10.0, 10.0)
+    with pytest.raises(DpdeskError):
+        clip_interval(2.0, 1.0, (0.0, 10.0))
 
 
-def test_far_bounds_change_nothing():
-    post = posterior(500.0, [1.0, 0.5], [6.0, 9.0])
-    t = truncate(post, 0.0, 1e6)
-    hdi, flat = t.interval(0.1), post.interval(0.1)
-    assert hdi.low == pytest.approx(flat.low, abs=post.spacing)
-    assert hdi.high == pytest.approx(flat.high, abs=post.spacing)
-    w = t.best_window(20.0)
-    assert (w.low + w.high) / 2 == pytest.approx(500.0, abs=post.spacing)
-    assert w.confidence == pytest.approx(post.prob_between(490.0, 510.0), abs=2e-3)
-
-
-def test_estimate_far_outside_the_bounds_piles_up_at_the_bound():
-    t = truncate(posterior(-1e6, [1.0], [1.0]), 0.0, 10.0)
-    assert t.interval(0.1).low == 0.0 and t.center == 0.0 and t.total == pytest.approx(1.0)
-
-
-def test_assess_with_the_prior_reports_it_and_releases_the_best_window():
-    h = History((3,))
+def test_bounds_change_what_is_released_not_the_decision_nor_the_budget():
+    rng = np.random.default_rng(5)
     q = query_from_vector([1, 0, 0], (3,))
-    h.append(HistoryRow(q, 0.1, 1.0, "discrete_laplace"))
-    req = Request("r", q, eps=15.0, delta=0.2)
-    flat = assess(h, req, 10.0)
-    bounded = assess(h, req, Settings(10.0, prior=BoundedPrior(1000)))
-    assert flat.prior == "flat" and bounded.prior == "bounded [0, 1000]"
-    assert bounded.to_json()["prior_bounds"] == [0.0, 1000.0]
-    lo, hi = bounded.release_interval
-    assert lo >= 0.0 and hi - lo == pytest.approx(30.0)
-    assert bounded.confidence_at_eps > flat.confidence_at_eps
-    assert bounded.interval[0] >= 0.0 and bounded.interval_confidence >= 0.8
-    assert bounded.decision == "infer" and flat.decision == "spend"
-    # budgets never depend on the prior (the fused α uses the flat posterior)
-    tight = Request("t", q, eps=4.0, delta=0.2)
-    f2, b2 = assess(h, tight, 10.0), assess(h, tight, Settings(10.0, prior=BoundedPrior(1000)))
-    assert b2.decision == f2.decision == "spend"
-    assert b2.fresh_alpha == f2.fresh_alpha and b2.spend_alpha == f2.spend_alpha
+    for _ in range(20):
+        h = History((3,))
+        for row in ([1, 0, 0], [1, 1, 0], [0, 1, 1]):
+            h.append(HistoryRow(query_from_vector(row, (3,)), float(rng.uniform(0.05, 0.5)), float(rng.normal(5, 20)),
+                                "discrete_laplace"))
+        req = Request("r", q, eps=float(rng.uniform(3, 40)), delta=float(rng.uniform(0.02, 0.4)))
+        flat, bounded = assess(h, req, 10.0), assess(h, req, Settings(10.0, prior=BoundedPrior(30)))
+        assert bounded.decision == flat.decision
+        assert bounded.confidence_at_eps == flat.confidence_at_eps
+        assert bounded.spend_alpha == flat.spend_alpha and bounded.fresh_alpha == flat.fresh_alpha
+        assert bounded.release_interval == clip_interval(*flat.release_interval, (0.0, 30.0))
+        assert bounded.interval == clip_interval(*flat.interval, (0.0, 30.0))
+        assert bounded.release_estimate == min(max(flat.release_estimate, 0.0), 30.0)
+        assert bounded.to_json()["prior_bounds"] == [0.0, 30.0]
 
 
-@pytest.mark.calibration
-@pytest.mark.parametrize("delta", [0.05, 0.2, 0.5])
-def test_hdi_is_calibrated_near_zero_continuous(delta):
-    """Truth θ ~ U[0, N], one or two noisy releases of it, continuous Laplace noise."""
-    rng = np.random.default_rng(310 + int(100 * delta))
-    N = 30.0
-    hits, claimed, whits, wclaimed = [], [], [], []
-    for _ in range(1500):
-        theta = rng.uniform(0.0, N)
-        scales = rng.uniform(3.0, 25.0, size=int(rng.integers(1, 3)))
-        y = theta + rng.laplace(0.0, scales)
-        w = 1.0 / scales**2
-        A = w / w.sum()  # the BLUE weights of repeated measurements
-        t = truncate(posterior(float(A @ y), A, scales, "laplace"), 0.0, N)
-        hdi = t.interval(delta)
-        hits.append(hdi.low <= theta <= hdi.high)
-        claimed.append(hdi.confidence)
-        win = t.best_window(float(scales.min()))
-        whits.append(win.low <= theta <= win.high)
-        wclaimed.append(win.confidence)
-    assert min(claimed) >= 1 - delta - 1e-9
-    within_binomial(hits, claimed)
-    within_binomial(whits, wclaimed)
+# -- coverage at fixed truths ---------------------------------------------------------------------
+
+def _discrete(rng, scale, size):
+    p = -math.expm1(-1.0 / scale)
+    return rng.geometric(p, size) - rng.geometric(p, size)
 
 
-@pytest.mark.calibration
-@pytest.mark.parametrize("delta", [0.1, 0.3])
-def test_hdi_is_calibrated_near_zero_through_assess_discrete(delta):
-    """Integer counts x ~ U{0..N} in one cell, discrete Laplace releases, the engine end to end."""
-    rng = np.random.default_rng(77 + int(100 * delta))
-    N = 25
-    q = query_from_vector([1, 0], (2,))
+# (rows as (coefficients, α, family), request (coefficients, ε, δ), table size N, cells, truths, quick truths)
+SETTINGS = {
+    # issue 12 item 3: one release of noise scale 10, a request ±12 at 80 %, N = 1000
+    "one-release": ([([1.0], 0.1, "discrete_laplace")], ([1.0], 12.0, 0.2), 1000, 1,
+                    [0, 1, 2, 3, 5, 10, 25, 30, 50, 990, 999, 1000], [0, 2, 25, 1000]),
+    # two releases of the same count: the flat window ±14 holds ≈ 0.87, so the engine infers
+    "two-releases": ([([1.0], 0.1, "discrete_laplace"), ([1.0], 0.1, "discrete_laplace")], ([1.0], 14.0, 0.15), 40,
+                     1, [0, 1, 2, 3, 5, 10, 20, 30, 37, 39, 40], [0, 3, 20, 40]),
+    # continuous noise, a count estimated from three overlapping releases, a small table (both bounds bite)
+    "overlapping": ([([1.0, 0.0], 0.3, "laplace"), ([1.0, 1.0], 0.4, "laplace"), ([0.0, 1.0], 0.35, "laplace")],
+                    ([1.0, 0.0], 5.0, 0.2), 12, 2, [0, 1, 2, 3, 6, 9, 11, 12], [0, 2, 12]),
+}
+
+
+def _coverage_at(setting, truth, draws, rng):
+    rows, (qv, eps, delta), N, cells, _, _ = SETTINGS[setting]
+    shape = (cells,)
+    x = np.zeros(cells)
+    x[0] = truth  # the target count; any other cell stays 0 (the table holds at most N records)
     prior = BoundedPrior(N)
-    hits, claimed, whits, wclaimed = [], [], [], []
-    for _ in range(1000):
-        theta = int(rng.integers(0, N + 1))
-        h = History((2,))
-        for _ in range(int(rng.integers(1, 3))):
-            alpha = float(rng.uniform(0.05, 0.4))
-            p = -np.expm1(-alpha)
-            h.append(HistoryRow(q, alpha, float(theta + rng.geometric(p) - rng.geometric(p)), "discrete_laplace"))
-        a = assess(h, Request("r", q, eps=float(rng.uniform(2, 10)), delta=delta), Settings(100.0, prior=prior, fusion=False))
-        lo, hi = a.interval
-        hits.append(lo <= theta <= hi)
-        claimed.append(a.interval_confidence)
-        wl, wh = a.release_interval
-        whits.append(wl <= theta <= wh)
-        wclaimed.append(a.confidence_at_eps)
-    within_binomial(hits, claimed)
-    within_binomial(whits, wclaimed)
+    target = query_from_vector(qv, shape)
+    inferred = hits = ihits = 0
+    claims, iclaims = [], []
+    for _ in range(draws):
+        h = History(shape)
+        for coef, alpha, fam in rows:
+            q = query_from_vector(coef, shape)
+            scale = q.sensitivity / alpha
+            noise = float(_discrete(rng, scale, 1)[0]) if fam == "discrete_laplace" else float(rng.laplace(0, scale))
+            h.append(HistoryRow(q, alpha, float(np.dot(coef, x)) + noise, fam))
+        a = assess(h, Request("r", target, eps=eps, delta=delta), Settings(100.0, prior=prior, fusion=False))
+        lo, hi = a.interval  # the 1−δ credible interval, trimmed to the bounds
+        ihits += lo <= truth <= hi
+        iclaims.append(a.interval_confidence)
+        if a.decision == "infer":
+            inferred += 1
+            wl, wh = a.release_interval
+            assert wh - wl <= 2 * eps + 1e-9
+            hits += wl <= truth <= wh
+            claims.append(a.confidence_at_eps)
+    return inferred, hits, claims, ihits, iclaims
+
+
+def _check(name, n, hits, claims):
+    p = float(np.mean(claims))
+    sd = math.sqrt(max(p * (1 - p), 1e-3) / n)
+    assert hits / n >= p - 4 * sd, f"{name}: covered {hits}/{n} = {hits / n:.3f}, claimed {p:.3f} (sd {sd:.3f})"
+
+
+def _coverage_check(setting, truths, draws):
+    rng = np.random.default_rng(sum(map(ord, setting)) + draws)
+    delta = SETTINGS[setting][1][2]
+    for truth in truths:
+        inferred, hits, claims, ihits, iclaims = _coverage_at(setting, truth, draws, rng)
+        if inferred >= 0.01 * draws:
+            assert min(claims) >= 1 - delta - 1e-9
+            _check(f"{setting}, truth {truth}, released window", inferred, hits, claims)
+        _check(f"{setting}, truth {truth}, credible interval", draws, ihits, iclaims)
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_bounds_prior_keeps_coverage_near_the_bounds(setting):
+    """Among draws where it infers (≥ 1 %), the released windows cover ≥ the claim − 4 sd (quick form)."""
+    _coverage_check(setting, SETTINGS[setting][5], 100)
+
+
+@pytest.mark.calibration
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_bounds_prior_keeps_coverage_at_every_fixed_truth(setting):
+    """The same at every listed truth (0, 1, 2, … and near N) with more draws."""
+    _coverage_check(setting, SETTINGS[setting][4], 300)

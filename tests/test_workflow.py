@@ -175,7 +175,11 @@ def test_methods_agree_on_the_paper_example():
         assert res[m].decision == f.decision
         tol = 0.01 if m == "mc" else 1e-4
         assert res[m].confidence_at_eps == pytest.approx(f.confidence_at_eps, abs=tol)
-        assert res[m].interval[1] - res[m].interval[0] == pytest.approx(f.interval[1] - f.interval[0], rel=0.03)
+        # the interval holds 1 − δ once its stated error is subtracted: mc's (a 0.999-probability bound,
+        # not a certainty) widens it; by the fft reference it holds at least 1 − δ and not much more
+        lo, hi = res[m].interval
+        held = f.posterior.prob_between(lo, hi)
+        assert 0.95 - 1e-3 <= held <= 0.95 + 2 * res[m].error_bound + 2e-3
 
 
 @pytest.mark.parametrize("weight", [1.0, 0.5])  # integer query → discrete noise, else continuous

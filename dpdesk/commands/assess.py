@@ -61,7 +61,8 @@ def add_table_size_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--table-size", type=float, metavar="N",
         help="a public upper bound on the number of records, declared by the curator (never read off the "
-             "data): inferences use the known-bounds prior (counts ≥ 0, ≤ N) with highest-density intervals",
+             "data): released intervals are trimmed to the answers such a table allows (counts ≥ 0, ≤ N); "
+             "decisions and budgets do not change",
     )
 
 
@@ -144,13 +145,15 @@ def format_assessment(a: Any) -> str:
                  f"from {a.inference.served_by}'s {est.history_size} counts")
         lines.append(f"  estimate        {est.estimate:.6g}  (std {est.std:.4g}; {where})")
         lo, hi = a.interval
-        lines.append(f"  {100 * (1 - r.delta):g}% interval    [{lo:.6g}, {hi:.6g}]  (exact mass {a.interval_confidence:.6f})")
+        lines.append(f"  {100 * (1 - r.delta):g}% interval    [{lo:.6g}, {hi:.6g}]  (mass {a.interval_confidence:.6f})")
         lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
+        asked = f", asked for {a.requested_method}" if a.method != a.requested_method else ""
+        lines.append(f"  computed by     {a.method} (error ≤ {a.error_bound:.1e}{asked})")
         if a.interval_query is not None:
             lines.append(f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}")
         if a.prior != "flat":
             lo, hi = a.release_interval
-            lines.append(f"  prior           {a.prior} (known bounds; released window [{lo:.6g}, {hi:.6g}])")
+            lines.append(f"  prior           {a.prior} (known bounds; released window trimmed to [{lo:.6g}, {hi:.6g}])")
     else:
         lines.append(f"  not estimable from the {est.history_size} released answers")
     b = a.budget

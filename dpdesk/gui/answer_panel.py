@@ -37,6 +37,30 @@ def _num(x: float | None, digits: int = 6) -> str:
     return "—" if x is None else f"{x:.{digits}g}"
 
 
+METHOD_WORDS = {
+    "fft": "characteristic function, binned (fft)",
+    "lattice": "exact lattice transform",
+    "atoms": "exact enumeration of the noise atoms",
+    "bandlimited": "characteristic function with Beurling–Selberg bounds",
+    "direct": "paper Algorithm 2 (direct convolution)",
+    "mc": "Monte Carlo (paper Algorithm 1), not exact",
+}
+
+
+def _bound(err: float | None) -> str:
+    return "" if err is None else f" ± {err:.1e}"
+
+
+def method_text(a) -> str:
+    """What computed the posterior, the bound it states, and what was asked for when that differs."""
+    if a.method is None:
+        return "— (no posterior: not estimable from history)"
+    text = f"{METHOD_WORDS.get(a.method, a.method)}; error ≤ {a.error_bound:.1e}"
+    if a.method != a.requested_method:
+        text += f" (asked for {a.requested_method})"
+    return text
+
+
 class AnswerPanel(QWidget):
     """Assessment display and actions for one request of a :class:`ProjectSession`."""
 
@@ -63,7 +87,7 @@ class AnswerPanel(QWidget):
         self.method.currentTextChanged.connect(lambda _m: self.refresh())
         top.addWidget(self.method)
         self.prior_btn = QPushButton("Known bounds…")
-        self.prior_btn.setToolTip("Declare a public table size: inferences use counts ≥ 0 and ≤ N as a prior")
+        self.prior_btn.setToolTip("Declare a public table size: released intervals are trimmed to 0 … N")
         self.prior_btn.clicked.connect(self.edit_prior)
         top.addWidget(self.prior_btn)
         lay.addLayout(top)
@@ -100,6 +124,7 @@ class AnswerPanel(QWidget):
         for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ()),
                                   ("interval", "Credible interval", ("delta",)),
                                   ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+                                  ("method", "Computed by", ()),
                                   ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
                                   ("cost", "System cost now → after", ("system_cost", "cell_cost")),
                                   ("status", "Status", ())):
@@ -188,15 +213,16 @@ class AnswerPanel(QWidget):
         prior = "flat" if a.prior == "flat" else f"known bounds: {a.prior.removeprefix('bounded ')}"
         if a.prior != "flat" and a.release_interval is not None:
             prior += (f"; an inferred answer releases {a.release_estimate:.6g} in "
-                      f"[{a.release_interval[0]:.6g}, {a.release_interval[1]:.6g}], the 2ε window of most mass")
+                      f"[{a.release_interval[0]:.6g}, {a.release_interval[1]:.6g}] (θ̂ ± ε trimmed to the bounds)")
         self.fields["prior"].setText(prior)
         self.fields["interval"].setText(
             "—" if a.interval is None else
-            f"[{a.interval[0]:.6g}, {a.interval[1]:.6g}] — exact confidence {a.interval_confidence:.6f} "
-            f"(asked 1−δ = {1 - a.request.delta:g})")
+            f"[{a.interval[0]:.6g}, {a.interval[1]:.6g}] — confidence {a.interval_confidence:.6f}"
+            f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})")
         self.fields["conf_eps"].setText(
             "—" if a.confidence_at_eps is None else
-            f"{a.confidence_at_eps:.6f} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
+            f"{a.confidence_at_eps:.6f}{_bound(a.error_bound)} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
+        self.fields["method"].setText(method_text(a))
         alpha = a.spend_alpha
         fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
         if a.needed_alpha is not None and alpha > a.needed_alpha:

@@ -1,10 +1,10 @@
-"""The known-bounds dialog: declare a public table size so inferences use the bounded prior.
+"""The known-bounds dialog: declare a public table size so released intervals are trimmed to it.
 
 Counts are never negative, and a table of at most ``N`` records bounds every count query (DESIGN §2).
 ``N`` must be public — the population size, a published total — and is typed by the curator: the
-dialog never suggests the source's row count, which is private. With it, inferences use the posterior
-truncated to the query's bounds and highest-density intervals (dpdesk.engine.inference.prior); budgets never
-change.
+dialog never suggests the source's row count, which is private. With it, the intervals an inferred
+answer releases are the flat prior's intersected with the query's bounds (dpdesk.engine.inference.prior):
+narrower near 0 or N, with the same coverage; decisions and budgets never change.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from dpdesk.gui.setting_dialog import SettingDialog
 
 EXPLANATION = (
     "If the number of records is publicly known to be at most N (a population size, a published total), "
-    "every count lies between 0 and N. dpdesk can then use those bounds as a prior: the posterior is "
-    "truncated to them and intervals are highest-density intervals, which answers more requests from "
-    "history near 0. Type N yourself — it must be public; dpdesk never reads it from the data. "
-    "Budgets do not depend on it. Each inferred answer records the prior it used."
+    "every count lies between 0 and N. dpdesk then trims what it releases to that range: an inferred "
+    "answer's interval θ̂ ± ε and the credible interval are cut at 0 and N, and an estimate outside them "
+    "is moved to the nearest bound. The truth is always inside, so a trimmed interval covers it whenever "
+    "the untrimmed one does: the confidence shown still holds for your table, whatever its counts. "
+    "The bounds do not answer more requests from history and do not change any budget. "
+    "Type N yourself — it must be public; dpdesk never reads it from the data. "
+    "Each inferred answer records the prior it used."
 )
 
 

@@ -3,6 +3,7 @@ never exceeds the total budget and equals the engine's ``max B``."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -142,3 +143,19 @@ def test_a_declared_table_size_bounds_inferences_and_is_recorded(pristine, tmp_p
         p.set_prior(None)
         assert p.prior is None
         assert p.verify().ok
+
+
+def test_assess_a_project_request_reports_the_probability_of_a_named_interval(store, capsys):
+    """``assess P --request R --interval L U --json`` gives the same interval_probability as the engine."""
+    from dpdesk.cli import main
+
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        p.answer(p.add_request([1, 0, 0, 0], 3.0, 0.2).id, sampler=SeededSampler(4))
+        again = p.add_request([1, 0, 0, 0], 12.0, 0.2).id
+        direct = p.assess(again, interval=(5.0, 15.0))
+    assert main(["assess", str(path), "--request", again, "--interval", "5", "15", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["interval_query"] == [5.0, 15.0]
+    assert out["interval_probability"] is not None and 0.0 < out["interval_probability"] < 1.0
+    assert out["interval_probability"] == pytest.approx(direct.interval_probability, abs=1e-12)

@@ -24,7 +24,6 @@ from dpdesk.engine.budget.policy import PolicyOutcome
 from dpdesk.engine.inference.fusion import FusionPlan
 from dpdesk.engine.inference.history import Estimate
 from dpdesk.engine.inference.posterior import CredibleInterval, Posterior
-from dpdesk.engine.inference.prior import TruncatedPosterior
 from dpdesk.engine.mechanisms.base import Basis, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
 from dpdesk.engine.mechanisms.laplace import NoiseMechanism
@@ -46,11 +45,11 @@ class Inference:
     """
 
     estimate: Estimate
-    posterior: Posterior | TruncatedPosterior | None = None
+    posterior: Posterior | None = None
     credible: CredibleInterval | None = None  # the narrowest (highest-density) 1−δ interval
     confidence_at_eps: float | None = None  # posterior mass of the window an inferred answer releases
-    release_estimate: float | None = None  # what "infer" releases (θ̂, or θ̂ clipped into the best window)
-    release_interval: tuple[float, float] | None = None  # [θ̂ ± ε], or the best 2ε window under a prior
+    release_estimate: float | None = None  # what "infer" releases (θ̂; under known bounds clipped into them)
+    release_interval: tuple[float, float] | None = None  # [θ̂ ± ε]; under known bounds ∩ the bounds
     prior: str = "flat"  # "flat" or "bounded [L, U]"
     prior_bounds: tuple[float, float] | None = None
     interval_query: tuple[float, float] | None = None  # an interval the caller asked about, and its mass
@@ -67,6 +66,16 @@ class Inference:
     def served_by(self) -> str:
         """Where the served estimate comes from, for the curator: ``history`` or ``partition release #N``."""
         return "history" if self.source is None else f"partition release #{self.source}"
+
+    @property
+    def method(self) -> str | None:
+        """The posterior method that ran (``fft`` may fall back; None: no posterior)."""
+        return None if self.posterior is None else self.posterior.method
+
+    @property
+    def error_bound(self) -> float:
+        """Bound on the error of the posterior's probabilities (0 without a posterior)."""
+        return 0.0 if self.posterior is None else float(self.posterior.error_bound)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +145,7 @@ class Assessment:
         if self.decision == "infer":
             inf = self.inference
             assert inf.release_interval is not None and inf.credible is not None
-            # θ̂ ± ε under the flat prior; under known bounds the best 2ε window (θ̂ clipped into it)
+            # θ̂ ± ε; under known bounds trimmed to them (θ̂ clipped into them)
             out.update(estimate=inf.release_estimate, interval=list(inf.release_interval),
                        credible_interval=[inf.credible.low, inf.credible.high],
                        confidence_at_eps=inf.confidence_at_eps, method=self.method, prior=inf.prior,
@@ -214,8 +223,18 @@ class Assessment:
         return "greedy" if self.settings.policy is None else self.settings.policy.describe()
 
     @property
-    def method(self) -> str:
+    def method(self) -> str | None:
+        """The posterior method that ran (None: no posterior); :attr:`requested_method` is what was asked."""
+        return self.inference.method
+
+    @property
+    def requested_method(self) -> str:
         return str(self.basis.method)
+
+    @property
+    def error_bound(self) -> float | None:
+        """Bound on the error of the posterior's probabilities (None: no posterior)."""
+        return None if self.inference.posterior is None else self.inference.error_bound
 
     @property
     def sensitivity(self) -> float:
@@ -275,6 +294,8 @@ class Assessment:
             "source": inf.served_by,
             "coefficients": None if est.coefficients is None else [float(a) for a in est.coefficients],
             "method": self.method,
+            "method_requested": self.requested_method,
+            "error_bound": self.error_bound,
             "elapsed_ms": self.elapsed_ms,
             "basis": self.basis.to_json(),
         }

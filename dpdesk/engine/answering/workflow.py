@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -32,14 +33,14 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.fusion import FusionPlan, fused_confidence, fusion_weight, plan_fusion
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.posterior import Posterior, posterior
-from dpdesk.engine.inference.prior import BoundedPrior, TruncatedPosterior, truncate
+from dpdesk.engine.inference.prior import BoundedPrior, clip_estimate, clip_interval
 from dpdesk.engine.inference.structured import best_answer, prefer
 from dpdesk.engine.mechanisms.base import Basis, meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.schema import Schema
 
-__all__ = ["Request", "Settings", "assess", "decide", "infer", "price"]
+__all__ = ["Request", "Settings", "answerable", "assess", "decide", "infer", "price"]
 
 
 def _fmt(x: float) -> str:
@@ -60,9 +61,11 @@ def infer(
 ) -> Inference:
     """What ``history`` says about the request's answer (paper §3–§4), with ``prior`` if declared.
 
-    Under the flat prior the released window is ``[θ̂ − ε, θ̂ + ε]`` and its mass a lower bound
-    (decisions err on the safe side); under ``BoundedPrior(N)`` the posterior is truncated to the
-    query's bounds and the window is the 2ε window of most mass (θ̂ clipped into it).
+    The released window is ``[θ̂ − ε, θ̂ + ε]``; its mass is computed to the posterior's stated
+    ``error_bound`` (a lower bound off the grid). Under ``BoundedPrior(N)`` the released window, the
+    credible interval and θ̂ are trimmed to the query's bounds: the truth lies within them, so trimming
+    keeps the coverage at every fixed table (:mod:`dpdesk.engine.inference.prior`); the confidence and
+    the decision stay the flat prior's.
 
     ``releases`` are partition releases kept out of the history (with their ledger entries): when one
     of them estimates the query with more flat-prior mass on ±ε than history does, its estimate and
@@ -88,20 +91,25 @@ def infer(
     if flat is None:
         return Inference(est, prior=described, prior_bounds=bounds, interval_query=interval)
     assert served.estimate is not None
-    post: Posterior | TruncatedPosterior = flat
+    post = flat
+    conf = post.central_mass(request.eps)
+    release_iv, release_est = (served.estimate - request.eps, served.estimate + request.eps), served.estimate
+    credible = post.interval(request.delta)
     if bounds is not None:
-        post = truncate(flat, *bounds)
-        window = post.best_window(2.0 * request.eps)
-        conf, release_iv = window.confidence, (window.low, window.high)
-        release_est = min(max(served.estimate, window.low), window.high)
-    else:
-        conf = post.central_mass(request.eps)
-        release_iv, release_est = (served.estimate - request.eps, served.estimate + request.eps), served.estimate
+        # the truth lies within the bounds: trimming a window to them keeps its coverage
+        release_iv, release_est = clip_interval(*release_iv, bounds), clip_estimate(release_est, bounds)
+        credible = replace(credible, **dict(zip(("low", "high"), clip_interval(credible.low, credible.high, bounds))))
     return Inference(
-        served, post, post.interval(request.delta), conf, release_est, release_iv, described, bounds, interval,
+        served, post, credible, conf, release_est, release_iv, described, bounds, interval,
         post.prob_between(*interval) if interval is not None else None, source,
         est if source is not None else None,
     )
+
+
+def answerable(inference: Inference, request: Request) -> bool:
+    """Whether history meets (ε, δ): the confidence at ε, less the posterior's error bound, is ≥ 1 − δ."""
+    conf = inference.confidence_at_eps
+    return conf is not None and meets(conf - inference.error_bound, request.delta)
 
 
 def price(
@@ -126,7 +134,8 @@ def price(
     search = "fft" if method == "mc" else method
     plan: FusionPlan | None = None
     spend, weight, fconf = alpha, None, None
-    if settings.fusion and est.estimable and not meets(inference.confidence_at_eps, request.delta):
+    infer_ok = answerable(inference, request)
+    if settings.fusion and est.estimable and not infer_ok:
         # public quantities only: history's A, scales, families and the requirement (flat prior always)
         plan = plan_fusion(est, q.sensitivity, request.eps, request.delta, noise, method=search)
         spend = min(plan.alpha, alpha)
@@ -134,7 +143,7 @@ def price(
             weight, fconf = plan.weight, plan.confidence
     needed = spend
     paced = None
-    if settings.policy is not None and not meets(inference.confidence_at_eps, request.delta):
+    if settings.policy is not None and not infer_ok:
         paced = settings.policy.apply(q, spend, cell_costs, settings.total_budget)
         if paced.raised:
             raised: float | None = paced.alpha
@@ -165,8 +174,10 @@ def decide(
     def where(cell: int | None) -> str:
         return schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
 
-    if meets(conf, delta):
-        return "infer", f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f} ≥ {1 - delta:.4f} at ±{_fmt(eps)})"
+    note = _bound_note(inference.error_bound)
+    if answerable(inference, request):
+        return "infer", (f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f}{note} ≥ "
+                         f"{1 - delta:.4f} at ±{_fmt(eps)})")
     needed, spend, fused = pricing.needed_alpha, pricing.spend_alpha, pricing.fusion_weight is not None
     if paced is not None and paced.declined and b.fits:
         assert settings.policy is not None
@@ -177,7 +188,7 @@ def decide(
         )
     if b.fits:
         why = ("not estimable from history" if not inference.estimate.estimable
-               else f"{inference.served_by} reaches only {conf:.4f} < {1 - delta:.4f} at ±{_fmt(eps)}")
+               else f"{inference.served_by} reaches only {conf:.4f}{note} < {1 - delta:.4f} at ±{_fmt(eps)}")
         if paced is not None and spend > needed:
             assert settings.policy is not None
             cost = (f"costs α = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
@@ -191,6 +202,11 @@ def decide(
     cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
     return "reject", (f"cannot answer — would exceed the total budget in cell {where(b.limiting_cell)}{cheaper} "
                       f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
+
+
+def _bound_note(err: float) -> str:
+    """`` ± bound`` when the error bound shows at four decimals, else nothing."""
+    return f" ± {err:.1e}" if err >= 5e-5 else ""
 
 
 def assess(
