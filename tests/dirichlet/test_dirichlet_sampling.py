@@ -24,8 +24,10 @@ def _chisquare(observed: np.ndarray, probs: np.ndarray, min_expected: float = 5.
     order = np.argsort(probs)
     obs, exp = list(observed[order].astype(float)), list(probs[order] * n)
     while len(exp) > 2 and exp[0] < min_expected:
-        exp[1] += exp.pop(0)
-        obs[1] += obs.pop(0)
+        # pop before adding: `exp[1] += exp.pop(0)` would load exp[1], then store into the shifted list
+        smallest_exp, smallest_obs = exp.pop(0), obs.pop(0)
+        exp[0] += smallest_exp
+        obs[0] += smallest_obs
     return float(stats.chisquare(obs, np.array(exp) * sum(obs) / sum(exp)).pvalue)
 
 
