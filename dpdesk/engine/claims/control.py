@@ -47,6 +47,7 @@ __all__ = ["ClaimCheck", "check_release", "crossing_risk", "crossing_set", "touc
 
 GUARD_POINTS = 65
 INTEGER_TRUTHS = 4096
+LATTICE_WORK = 20_000_000  # truths × lattice points summed exactly (about a second)
 _WEIGHT_TOL = 1e-9
 
 
@@ -167,6 +168,11 @@ def crossing_risk(shape: Posterior, claim: Claim, truths: tuple[float, float], *
     else:
         truth_list = [centre, *(np.linspace(t_lo, t_hi, GUARD_POINTS).tolist() if t_hi > t_lo else [])]
     if shape.lattice:
+        if len(truth_list) * shape.grid.size > LATTICE_WORK:
+            # too many exact sums: the integers around the midpoint (g is symmetric about it) and a grid
+            near = {math.floor(centre), math.ceil(centre)} if integer else {centre}
+            grid = np.linspace(t_lo, t_hi, GUARD_POINTS)
+            truth_list = sorted({*near, *(np.round(grid) if integer else grid).tolist()})
         return min(1.0, _lattice_risk(shape, claim, truth_list))
     if s is None:
         return 0.0
