@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget,
+    QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
 from dpdesk.engine.mechanisms.registry import method_names
@@ -109,7 +109,6 @@ class AnswerPanel(QWidget):
         self.release_runner.sigStarted.connect(lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False)))
         self.release_runner.sigFinished.connect(lambda: self._busy(False))
         self.plot = PosteriorPlot()
-        lay.addWidget(self.plot, 1)
         self.decision = QLabel("")
         self.decision.setObjectName("decisionLabel")
         self.reason = QLabel("")
@@ -119,6 +118,17 @@ class AnswerPanel(QWidget):
         dec.addWidget(self.decision)
         dec.addWidget(self.reason, 1)
         lay.addLayout(dec)
+        # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
+        # when the window is short, so nothing is squeezed onto anything else
+        body = QWidget()
+        body_lay = QVBoxLayout(body)
+        body_lay.setContentsMargins(0, 0, 0, 0)
+        body_lay.addWidget(self.plot, 1)
+        self.body = QScrollArea()
+        self.body.setWidgetResizable(True)
+        self.body.setFrameShape(QFrame.Shape.NoFrame)
+        self.body.setWidget(body)
+        lay.addWidget(self.body, 1)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
         for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ()),
@@ -129,11 +139,12 @@ class AnswerPanel(QWidget):
                                   ("cost", "System cost now → after", ("system_cost", "cell_cost")),
                                   ("status", "Status", ())):
             self.fields[key] = QLabel("—")
+            self.fields[key].setWordWrap(True)  # long reasons wrap instead of widening the window
             self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             form.addRow(label, self.fields[key])
             if terms:
                 form.labelForField(self.fields[key]).setToolTip(tip(*terms))
-        lay.addLayout(form)
+        body_lay.addLayout(form)
         buttons = QHBoxLayout()
         self.infer_btn = QPushButton("Release inferred answer")
         self.spend_btn = QPushButton("Spend α and release")

@@ -25,6 +25,10 @@ from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
 
 
+SLICES_PER_ROW = 3
+HEATMAP_MIN_HEIGHT = 220
+
+
 class BudgetPanel(QWidget):
     """Heatmap of per-cell costs and the remaining total budget of a :class:`ProjectSession`."""
 
@@ -74,20 +78,22 @@ class BudgetPanel(QWidget):
         controls.addWidget(self.mode, 1, 0, 1, 2)
         controls.addWidget(self.preview, 1, 2, 1, 2)
         lay.addLayout(controls)
-        self.slices_box = QHBoxLayout()
+        # the fixed-slice choosers wrap SLICES_PER_ROW to a row, so many attributes never widen the window
+        self.slices_box = QGridLayout()
         self.slice_combos: dict[int, QComboBox] = {}
+        self.slice_labels: dict[int, QLabel] = {}
         for d, attr in enumerate(schema.attributes):
             box = QComboBox()
             box.addItems(list(attr.labels))
             box.currentIndexChanged.connect(lambda _i: self.redraw())
             self.slice_combos[d] = box
-            lbl = QLabel(attr.name)
-            self.slices_box.addWidget(lbl)
-            self.slices_box.addWidget(box)
-            box.setProperty("label", lbl)
-        self.slices_box.addStretch(1)
+            self.slice_labels[d] = QLabel(attr.name, self)
+            box.setParent(self)
+            box.hide()
+            self.slice_labels[d].hide()
         lay.addLayout(self.slices_box)
         self.heatmap = HeatmapView()
+        self.heatmap.setMinimumHeight(HEATMAP_MIN_HEIGHT)  # never a strip: the panel scrolls instead
         self.heatmap.tooltip_for = self.describe
         lay.addWidget(self.heatmap, 1)
         self.info = QLabel("")
@@ -101,6 +107,16 @@ class BudgetPanel(QWidget):
         self._ids = np.zeros((1, 1), dtype=int)
         self.shown_costs = np.zeros(0)
         self.redraw()
+
+    def _place_slices(self, shown: list[int]) -> None:
+        for d, box in self.slice_combos.items():
+            for w in (self.slice_labels[d], box):
+                self.slices_box.removeWidget(w)
+                w.setVisible(d in shown)
+        for i, d in enumerate(shown):
+            r, c = divmod(i, SLICES_PER_ROW)
+            self.slices_box.addWidget(self.slice_labels[d], r, 2 * c)
+            self.slices_box.addWidget(self.slice_combos[d], r, 2 * c + 1)
 
     def edit_policy(self) -> None:
         from dpdesk.gui.policy_dialog import SpendPolicyDialog
@@ -170,10 +186,7 @@ class BudgetPanel(QWidget):
         self.shown_costs = costs
         row, col = self.row_attr.currentIndex(), self.col_attr.currentIndex()
         mode = self.mode.currentData()
-        for d, box in self.slice_combos.items():
-            show = mode == "slice" and d not in (row, col)
-            box.setVisible(show)
-            box.property("label").setVisible(show)
+        self._place_slices([d for d in self.slice_combos if mode == "slice" and d not in (row, col)])
         if row == col:
             self.info.setText("Choose two different attributes for rows and columns.")
             return

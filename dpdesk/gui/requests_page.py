@@ -11,8 +11,8 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter, QTableView,
-    QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
+    QSplitter, QTableView, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -27,6 +27,17 @@ from dpdesk.store import STATUSES
 def open_file_name(parent: QWidget, title: str, filters: str) -> str:
     """File chooser (a hook tests replace)."""
     return QFileDialog.getOpenFileName(parent, title, "", filters)[0]
+
+
+QUEUE_MIN_WIDTH = 300
+
+
+def _scrolling(panel: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(panel)
+    return area
 
 
 class RequestsPage(QWidget):
@@ -77,11 +88,17 @@ class RequestsPage(QWidget):
         self.right_splitter = right
         self.answer = AnswerPanel(session)
         self.budget = BudgetPanel(session)
+        # the answer panel scrolls its own evidence; the budget panel scrolls as a whole when short
         right.addWidget(self.answer)
-        right.addWidget(self.budget)
-        right.setSizes([520, 420])
+        right.addWidget(_scrolling(self.budget))
+        right.setChildrenCollapsible(False)
+        right.setSizes([560, 420])
         self.splitter.addWidget(right)
-        self.splitter.setSizes([430, 800])
+        self.splitter.setChildrenCollapsible(False)
+        left.setMinimumWidth(QUEUE_MIN_WIDTH)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([400, 600])
         lay = QVBoxLayout(self)
         lay.addWidget(self.splitter)
         self.answer.sigAssessed.connect(self.budget.set_assessment)

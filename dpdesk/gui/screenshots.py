@@ -1,6 +1,8 @@
 """``dpdesk --screenshot DIR``: every page of a freshly made demo project as PNG files, offscreen.
 
 A few demo requests are worked through first so that the pages show history, costs and a ledger.
+The window is shot at each size of :data:`SIZES` (the smallest supported and a common laptop
+size), each into its own ``DIR/WxH/`` folder.
 """
 
 from __future__ import annotations
@@ -14,14 +16,22 @@ from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.scripted import SCRIPTED, wait_until, work_through
 
 
-def screenshot(directory: str, settings_path: str | None = None) -> int:
-    """Render each page of a demo project to ``directory``/*.png; 0 when done."""
-    out = Path(directory)
+SIZES = ((1024, 700), (1600, 1000))
+
+
+def screenshot(directory: str, settings_path: str | None = None, sizes=SIZES) -> int:
+    """Render each page of a demo project to ``directory``/WxH/*.png at every size; 0 when done."""
+    for width, height in sizes:
+        _shoot(Path(directory) / f"{width}x{height}", settings_path, (width, height))
+    return 0
+
+
+def _shoot(out: Path, settings_path: str | None, size: tuple[int, int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     app = application()
     tmp = Path(tempfile.mkdtemp(prefix="dpdesk-shots-"))
     win = MainWindow(settings_at(settings_path or str(tmp / "settings.ini")), demo_folder=tmp)
-    win.resize(1440, 920)
+    win.resize(*size)
     win.show()
     path = create_demo_project(tmp)
     win.start.set_recent([str(path)])
@@ -62,4 +72,3 @@ def screenshot(directory: str, settings_path: str | None = None) -> int:
     win.close()
     app.processEvents()
     print(f"wrote {', '.join(s + '.png' for s in shots)} to {out}")
-    return 0
