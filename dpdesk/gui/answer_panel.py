@@ -29,6 +29,9 @@ DECISION_STYLE = {
     "spend": ("NEEDS A FRESH ANSWER", "#1f5fa8"),
     "reject": ("CANNOT ANSWER", "#a8321f"),
 }
+# an answered or rejected request shows what the ledger recorded, never a live decision
+OUTCOME_STYLE = {"fresh": ("ANSWERED — FRESH", "#4a4a4a"), "inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
+                 "rejected": ("REJECTED", "#7a7a7a")}
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
 BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
 
@@ -187,7 +190,7 @@ class AnswerPanel(QWidget):
             return
         req = self.session.request(self.request_id)
         self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
-                           f"(ε = {req.eps:g}, δ = {req.delta:g})")
+                           f"(±ε = {req.eps:g}, δ = {req.delta:g})")
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
         self.runner.start(lambda st: run_assessment(inputs, st.progress, st.cancelled), self.show_assessment,
@@ -208,10 +211,7 @@ class AnswerPanel(QWidget):
 
     def show_assessment(self, a) -> None:
         self.assessment = a
-        text, colour = DECISION_STYLE[a.decision]
-        self.decision.setText(text)
-        self.decision.setStyleSheet(f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
-                                    " padding: 2px 6px; border-radius: 3px; }")
+        self._badge(*DECISION_STYLE[a.decision])
         reason = a.reason
         if not a.estimable:
             reason = ("Not estimable from history — the released answers do not determine this query, so there is "
@@ -243,8 +243,37 @@ class AnswerPanel(QWidget):
         b = a.budget
         self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
                                     f"(total {b.total:g}, remaining after {_num(b.remaining_after)})")
+        self._show_outcome()
         self._set_buttons(a)
         self.sigAssessed.emit(a)
+
+    def _show_outcome(self) -> None:
+        """For a decided request: the recorded release (value, interval, when, cost, ledger entry)."""
+        req = self.session.request(self.request_id)
+        entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
+        if entry is None:
+            return
+        text, colour = OUTCOME_STYLE.get(entry.kind, (entry.kind.upper(), "#4a4a4a"))
+        self._badge(text, colour)
+        p = entry.payload
+        when = entry.time[:19].replace("T", " ") + " UTC"
+        where = f"ledger entry #{entry.seq} ({entry.hash[:12]}…)"
+        if entry.kind == "rejected":
+            self.reason.setText(f"Rejected {when}: {p.get('reason') or 'no reason given'}. {where}.")
+        else:
+            interval = p.get("interval")
+            within = f" in [{_num(interval[0], 6)}, {_num(interval[1], 6)}]" if interval else ""
+            cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
+            value = "several values" if entry.released is None else _num(entry.released, 6)
+            self.reason.setText(f"Released {value}{within} on {when}, costing {cost}; {where}. "
+                                "The plot shows what history says now.")
+        for key in ("fresh", "cost"):
+            self.fields[key].setText("— (already decided)")
+
+    def _badge(self, text: str, colour: str) -> None:
+        self.decision.setText(text)
+        self.decision.setStyleSheet(f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
+                                    " padding: 2px 6px; border-radius: 3px; }")
 
     def _set_buttons(self, a) -> None:
         pending = False
@@ -316,9 +345,12 @@ class AnswerPanel(QWidget):
     def reject(self) -> None:
         if self.request_id is None or not self.reject_btn.isEnabled():
             return
-        if not dialogs.confirm(self, "Reject request", f"Reject {self.request_id}? The refusal is recorded in the ledger."):
+        offered = self.assessment.reason if self.assessment is not None and self.assessment.decision == "reject" else ""
+        reason = dialogs.ask_text(self, "Reject request",
+                                  f"Reject {self.request_id}? The refusal and this note (for the requester) are "
+                                  "recorded in the ledger:", offered)
+        if reason is None:
             return
-        reason = self.assessment.reason if self.assessment is not None else ""
         try:
             entry = self.session.reject(self.request_id, reason)
         except Exception as exc:  # noqa: BLE001

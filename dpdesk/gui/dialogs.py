@@ -40,6 +40,14 @@ def confirm(parent: QWidget | None, title: str, message: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> str | None:
+    """A multi-line note (None: cancelled)."""
+    from PySide6.QtWidgets import QInputDialog
+
+    value, ok = QInputDialog.getMultiLineText(_parent(parent), title, label, text)
+    return value.strip() if ok else None
+
+
 def explain(exc: BaseException) -> tuple[str, str]:
     """A title and a curator-facing message for ``exc``."""
     if isinstance(exc, DpdeskError):

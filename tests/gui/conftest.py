@@ -20,6 +20,8 @@ class Dialogs:
         self.infos: list[tuple[str, str]] = []
         self.confirms: list[tuple[str, str]] = []
         self.confirm_answer = True
+        self.asked: list[tuple[str, str, str]] = []
+        self.text_answer: str | None = ""  # "": keep the offered text; None: cancel
 
 
 @pytest.fixture
@@ -35,6 +37,12 @@ def dialogs(monkeypatch) -> Dialogs:
         return rec.confirm_answer
 
     monkeypatch.setattr(mod, "confirm", confirm)
+
+    def ask_text(parent, title, label, text=""):
+        rec.asked.append((title, label, text))
+        return None if rec.text_answer is None else (rec.text_answer or text)
+
+    monkeypatch.setattr(mod, "ask_text", ask_text)
     return rec
 
 

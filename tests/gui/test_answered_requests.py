@@ -1,0 +1,47 @@
+"""Answered and rejected requests show what the ledger recorded; a rejection carries the curator's note."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from .conftest import wait_assessed, wait_released
+
+
+def test_answered_request_shows_its_release_not_a_live_decision(demo_window, qtbot):
+    win = demo_window
+    panel = win.requests.answer
+    win.requests.select_request("q01")
+    wait_assessed(qtbot, win, "q01")
+    assert panel.decision.text() == "NEEDS A FRESH ANSWER"
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    win.requests.select_request("q02")
+    wait_assessed(qtbot, win, "q02")
+    win.requests.select_request("q01")
+    wait_assessed(qtbot, win, "q01")
+    entry = win.session.project.entry_for("q01")
+    assert panel.decision.text() == "ANSWERED — FRESH"
+    reason = panel.reason.text()
+    assert f"Released {entry.released:.6g}" in reason and f"ledger entry #{entry.seq}" in reason
+    assert f"α = {float(entry.payload['alpha']):.4g}" in reason and entry.time[:10] in reason
+    assert "already decided" in panel.fields["cost"].text()
+    assert not panel.spend_btn.isEnabled() and not panel.infer_btn.isEnabled() and not panel.reject_btn.isEnabled()
+
+
+def test_reject_with_a_note_and_cancel_rejects_nothing(demo_window, qtbot, dialogs):
+    win = demo_window
+    panel = win.requests.answer
+    win.requests.select_request("q10")
+    wait_assessed(qtbot, win, "q10")
+    dialogs.text_answer = None
+    qtbot.mouseClick(panel.reject_btn, Qt.MouseButton.LeftButton)
+    assert win.session.ledger() == [] and win.session.request("q10").status == "pending"
+    dialogs.text_answer = "Outside our data-sharing agreement; please ask for the regional total."
+    qtbot.mouseClick(panel.reject_btn, Qt.MouseButton.LeftButton)
+    entry = win.session.ledger()[-1]
+    assert (entry.kind, entry.request_id) == ("rejected", "q10")
+    assert entry.payload["reason"] == dialogs.text_answer
+    wait_assessed(qtbot, win)
+    win.requests.select_request("q10")
+    wait_assessed(qtbot, win, "q10")
+    assert panel.decision.text() == "REJECTED" and dialogs.text_answer in panel.reason.text()
