@@ -189,7 +189,7 @@ class AnswerPanel(QWidget):
             self.sigAssessed.emit(None)
             return
         req = self.session.request(self.request_id)
-        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
+        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe(self.session.schema)}   "
                            f"(±ε = {req.eps:g}, δ = {req.delta:g})")
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())

@@ -8,6 +8,7 @@ embedded as PNG) and a CSV of the ledger.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 from dpdesk.gui.plots import pg
@@ -18,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows
+from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
 from dpdesk.store.report import build_html, ledger_csv
 from dpdesk.gui.session import ProjectSession
 from dpdesk.store.ledger import thaw
@@ -63,6 +64,19 @@ class _Proxy(QSortFilterProxyModel):
             if self.sourceModel().index(row, 2, parent).data() != self.kind:
                 return False
         return super().filterAcceptsRow(row, parent)
+
+
+SHOWN_ITEMS = 12
+
+
+def _shorten(obj: Any) -> Any:
+    """``obj`` with every list longer than SHOWN_ITEMS cut to its first items and a count."""
+    if isinstance(obj, dict):
+        return {k: _shorten(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        items = [_shorten(v) for v in obj[:SHOWN_ITEMS]]
+        return items + [f"… {len(obj) - SHOWN_ITEMS} more ({len(obj)} in all)"] if len(obj) > SHOWN_ITEMS else items
+    return obj
 
 
 class AuditPage(QWidget):
@@ -141,7 +155,7 @@ class AuditPage(QWidget):
 
     def reload(self) -> None:
         entries = self.session.ledger()
-        self.model.set_rows(ledger_rows(entries), entries)
+        self.model.set_rows(ledger_rows(entries, self.session.schema), entries)
         self.table.resizeColumnsToContents()
         self.curve = self.session.cost_over_time()
         self.plot.clear()
@@ -163,7 +177,13 @@ class AuditPage(QWidget):
             return
         entry = self.selected = self.model.payload(self.proxy.mapToSource(proxy_index).row())
         self.table_btn.setEnabled(entry.kind == "partition")
-        self.details.setPlainText(json.dumps(_shortened(entry.to_json()), indent=2, default=thaw))
+        head = ""
+        if "query" in entry.payload:
+            head = f"query: {query_summary(entry.payload, self.session.schema)}\n"
+        shown = _shorten(json.loads(json.dumps(_shortened(entry.to_json()), default=thaw)))
+        body = json.dumps(shown, indent=2, ensure_ascii=False)
+        self.details.setPlainText(f"{head}(lists over {SHOWN_ITEMS} items shortened here; the CSV and the report "
+                                  f"hold them in full)\n{body}")
 
     def verify(self):
         report = self.session.verify()
@@ -202,6 +222,8 @@ class AuditPage(QWidget):
                 f.write(self.report_html())
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
+            return
+        dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}.")
 
     def export_release_table(self) -> None:
         """Write the selected partition release as a count table (unclipped: what inference must use)."""
@@ -230,3 +252,6 @@ class AuditPage(QWidget):
                 f.write(ledger_csv(self.session.ledger(), self.session.view().largest_charges()))
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
+            return
+        dialogs.show_info(self, "Ledger exported", f"Wrote {plural(len(self.session.ledger()), 'ledger entry', 'ledger entries')} "
+                                                   f"to {path}.")

@@ -89,15 +89,39 @@ class RowsModel(QAbstractTableModel):
         return None
 
 
-def request_rows(requests: Sequence[Any]) -> list[tuple[Any, ...]]:
-    return [(r.id, r.requester, r.describe(), r.eps, r.delta, r.status) for r in requests]
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 request``, ``2 requests`` (``many`` for irregular plurals)."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def request_rows(requests: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
+    return [(r.id, r.requester, r.describe(schema), r.eps, r.delta, r.status) for r in requests]
 
 
 REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
-LEDGER_HEADERS = ("seq", "time", "kind", "request", "answer", "α spent", "summary")
+# "released" as in the CSV export: what the requester received (the CSV's "answer" is the raw noisy ỹ)
+LEDGER_HEADERS = ("seq", "time", "kind", "request", "released", "α spent", "summary")
 
 
-def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
+def query_summary(payload: Any, schema: Any) -> str:
+    """A ledger entry's query as typed, or by its cells' labels (never a list of indices)."""
+    if payload.get("query_text"):
+        return str(payload["query_text"])
+    from dpdesk.store.ledger import thaw
+
+    raw = thaw(payload.get("query", {}))  # the ledger keeps payloads frozen (tuples); the parser reads lists
+    if schema is not None and raw:
+        from dpdesk.engine.queries.query import query_from_json
+        from dpdesk.engine.queries.text import describe_query
+
+        try:
+            return describe_query(query_from_json(raw, schema.n_cells, schema.shape), schema)
+        except ValueError:
+            pass  # an entry this schema cannot read: show it raw rather than hide it
+    return json.dumps(raw, default=list)
+
+
+def ledger_rows(entries: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
     from dpdesk.store.report import entry_summary
 
     rows = []
@@ -106,7 +130,7 @@ def ledger_rows(entries: Sequence[Any]) -> list[tuple[Any, ...]]:
         answer = e.released  # what the requester received (fused, when fresh and fused); None for several values
         alpha = float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected", "rebind") else 0.0
         if e.kind in ("fresh", "inferred"):
-            summary = str(p.get("query_text") or json.dumps(dict(p.get("query", {})), default=list))
+            summary = query_summary(p, schema)
         elif e.kind in ("rejected", "rebind"):
             summary = str(p.get("reason", "source data re-bound" if e.kind == "rebind" else ""))
         else:  # another release kind: its text form (or mechanism) and what it released

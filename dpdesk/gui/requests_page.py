@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from dpdesk.gui import dialogs
 from dpdesk.gui.answer_panel import SHORTCUTS, AnswerPanel
 from dpdesk.gui.budget_panel import BudgetPanel
-from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, request_rows
+from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, plural, request_rows
 from dpdesk.gui.query_builder import QueryBuilderDialog
 from dpdesk.gui.session import ProjectSession
 from dpdesk.store import STATUSES
@@ -79,6 +79,7 @@ class RequestsPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.setWordWrap(False)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the queue for the next control; arrows move rows
         ll.addWidget(self.table, 1)
         self.counts = QLabel("")
         ll.addWidget(self.counts)
@@ -117,11 +118,11 @@ class RequestsPage(QWidget):
         keep = self.answer.request_id
         reqs = self.session.requests()
         shown = [r for r in reqs if self.filter.currentText() in ("all", r.status)]
-        self.model.set_rows(request_rows(shown), [r.id for r in shown])
+        self.model.set_rows(request_rows(shown, self.session.schema), [r.id for r in shown])
         self.table.resizeColumnsToContents()
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         n = {s: sum(r.status == s for r in reqs) for s in STATUSES}
-        self.counts.setText(f"{len(reqs)} requests: {n['pending']} pending, {n['answered']} answered, "
+        self.counts.setText(f"{plural(len(reqs), 'request')}: {n['pending']} pending, {n['answered']} answered, "
                             f"{n['rejected']} rejected")
         ids = [r.id for r in shown]
         if keep in ids:
@@ -172,7 +173,7 @@ class RequestsPage(QWidget):
         except Exception as exc:  # noqa: BLE001
             dialogs.report_exception(exc, parent=self)
             return
-        dialogs.show_info(self, "Requests imported", f"Queued {len(added)} requests from {path}.")
+        dialogs.show_info(self, "Requests imported", f"Queued {plural(len(added), 'request')} from {path}.")
 
     def new_request(self) -> None:
         """Ask for a request; the dialog stays open until the store accepts it."""

@@ -20,7 +20,7 @@ from dpdesk.engine.budget.accounting import check_requirement
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.queries.query import Query
-from dpdesk.engine.queries.text import query_from_input
+from dpdesk.engine.queries.text import describe_query, query_from_input
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.answering.request import Request
 from dpdesk.store.errors import StoreError
@@ -45,8 +45,11 @@ class StoredRequest:
     def to_request(self) -> Request:
         return Request(self.id, self.query, self.eps, self.delta, self.requester)
 
-    def describe(self) -> str:
-        return self.query_text or json.dumps(self.query.to_json())
+    def describe(self, schema: Schema | None = None) -> str:
+        """The query as typed; a coefficient query by its cells' labels when the schema is given."""
+        if self.query_text:
+            return self.query_text
+        return describe_query(self.query, schema) if schema is not None else json.dumps(self.query.to_json())
 
     def to_json(self) -> dict[str, Any]:
         return {

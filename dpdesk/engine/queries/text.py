@@ -31,7 +31,7 @@ import numpy as np
 
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.jsontext import parse_json
-from dpdesk.engine.queries.query import Query, Term, predicate_term, query_from_json
+from dpdesk.engine.queries.query import Query, Term, count, predicate_term, query_from_json
 from dpdesk.engine.schema import Attribute, Schema
 
 _NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
@@ -370,3 +370,34 @@ def format_terms(terms: tuple[Term, ...], schema: Schema) -> str | None:
         else:
             parts.append(f" {sign} {coef}{body}")
     return "".join(parts)
+
+
+def describe_query(query: Query, schema: Schema, max_cells: int = 3) -> str:
+    """A readable description of any query, never a list of cell indices.
+
+    Product form and sparse queries that cover a box of labels with one weight read as the text form
+    (``count(age=["17-24","25-34"])``); other sparse queries name their first ``max_cells`` cells by
+    their labels and collapse the rest (``2 weights on 360 cells: age=17-24, sex=Female, …; … +357 more``).
+    """
+    if query.terms is not None:
+        text = format_terms(query.terms, schema)
+        if text is not None:
+            return text
+        return f"weighted count over {query.support_size()} of {query.n_cells} cells"
+    idx = np.asarray(query.indices)
+    vals = np.asarray(query.values, dtype=float)
+    if idx.size == 0:
+        return "count of nothing (all weights 0)"
+    coords = np.unravel_index(idx, schema.shape)
+    used = [np.unique(c) for c in coords]
+    if np.all(vals == vals[0]) and idx.size == int(np.prod([u.size for u in used])):
+        chosen = {a.name: [a.labels[int(i)] for i in u] for a, u, n in zip(schema.attributes, used, schema.shape)
+                  if u.size < n}
+        text = format_terms(count(schema, float(vals[0]), **chosen).terms, schema)
+        if text is not None:
+            return text
+    weights = np.unique(vals)
+    head = "; ".join(schema.describe_cell(int(i)) for i in idx[:max_cells])
+    more = f"; … +{idx.size - max_cells} more" if idx.size > max_cells else ""
+    what = f"weight {weights[0]:g}" if weights.size == 1 else f"{weights.size} weights"
+    return f"{what} on {idx.size} cells: {head}{more}"
