@@ -14,7 +14,7 @@ from types import TracebackType
 
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
-from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.errors import Cancelled, DpdeskError, SchemaError
 
 
 def _parent(parent: QWidget | None) -> QWidget | None:
@@ -50,6 +50,8 @@ def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> 
 
 def explain(exc: BaseException) -> tuple[str, str]:
     """A title and a curator-facing message for ``exc``."""
+    if isinstance(exc, SchemaError):  # before any project exists there is nothing to release or spend
+        return "Schema problem", f"{exc}\n\nCorrect the schema and try again; nothing was created."
     if isinstance(exc, DpdeskError):
         return "Cannot do that", f"{exc}\n\nNothing was released or spent. Correct the input and try again."
     if isinstance(exc, OSError):

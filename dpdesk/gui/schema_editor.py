@@ -9,6 +9,7 @@ rare values (DESIGN §1), so the curator must review them and should declare pub
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -16,7 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.errors import DpdeskError, SchemaError
 from dpdesk.engine.schema import Schema
 
 COLS = ("use", "column", "attribute", "kind", "domain (values or edges, comma-separated)", "labels (optional)")
@@ -40,7 +41,7 @@ class SchemaEditor(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.data_derived = False
+        self.derived_rows: set[int] = set()  # rows whose domain was read off the data and not edited since
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         self.banner = QLabel(BANNER)
@@ -63,7 +64,7 @@ class SchemaEditor(QWidget):
         self.table.setHorizontalHeaderLabels(list(COLS))
         self.table.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setVisible(False)
-        self.table.itemChanged.connect(lambda _i: self._edited())
+        self.table.itemChanged.connect(self._item_changed)
         lay.addWidget(self.table, 1)
         self.read_only = False
 
@@ -152,11 +153,27 @@ class SchemaEditor(QWidget):
             else:
                 values = sorted({str(v) for v in series.unique()})[:50]
                 self.set_attribute(col, self.table.item(r, 2).text(), "categorical", values)
-        self.set_data_derived(True)
+        self.derived_rows |= set(rows)
+        self._update_banner()
+
+    @property
+    def data_derived(self) -> bool:
+        """True while some used column's domain is still the one read off the data."""
+        used = {r for r in range(self.table.rowCount()) if self.table.item(r, 0).checkState() == Qt.CheckState.Checked}
+        return bool(self.derived_rows & used)
 
     def set_data_derived(self, flag: bool) -> None:
-        self.data_derived = flag
-        self.banner.setVisible(flag)
+        self.derived_rows = set(range(self.table.rowCount())) if flag else set()
+        self._update_banner()
+
+    def _update_banner(self) -> None:
+        self.banner.setVisible(self.data_derived)
+
+    def _item_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() == 4:  # the curator declared this domain by hand: it is no longer data-derived
+            self.derived_rows.discard(item.row())
+        self._update_banner()
+        self._edited()
 
     # -- reading -------------------------------------------------------------------------------
     def schema_dict(self) -> dict[str, Any]:
@@ -172,7 +189,7 @@ class SchemaEditor(QWidget):
                 try:
                     entry["edges"] = [_number(p) for p in parts]
                 except ValueError:
-                    raise DpdeskError(f"attribute {entry['name']!r}: edges must be numbers, got "
+                    raise SchemaError(f"column {entry['column']!r}: edges must be numbers, got "
                                       f"{self.table.item(r, 4).text()!r}") from None
             else:
                 entry["values"] = parts
@@ -183,8 +200,21 @@ class SchemaEditor(QWidget):
         return {"attributes": attrs}
 
     def schema(self) -> Schema:
-        """The engine-checked schema (raises DpdeskError with the engine's message)."""
-        return Schema.from_dict(self.schema_dict())
+        """The engine-checked schema (raises SchemaError naming the table column at fault)."""
+        spec = self.schema_dict()
+        try:
+            return Schema.from_dict(spec)
+        except DpdeskError as exc:
+            attrs = spec["attributes"]
+
+            def column(m: re.Match[str]) -> str:
+                i = int(m.group(1))
+                return f"column {attrs[i]['column']!r}" if i < len(attrs) else m.group(0)
+
+            message = re.sub(r"attributes\[(\d+)\]\.?", lambda m: column(m) + " ", str(exc)).replace("  ", " ")
+            if not attrs:
+                message = "no column is used yet: tick 'use' for at least one column"
+            raise SchemaError(message) from None
 
     def _edited(self) -> None:
         try:

@@ -38,3 +38,37 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     assert not dialogs.errors
     assert win.session.path == target and win.session.schema.names == ("region", "visits")
     assert win.session.schema.shape == (4, 2)
+
+
+def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_is_declared(qtbot, tmp_path, settings,
+                                                                                          dialogs):
+    from dpdesk.engine.errors import SchemaError
+    from dpdesk.gui import dialogs as dialog_mod
+    from dpdesk.gui.main_window import MainWindow
+
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
+    page = win.data
+    table = tmp_path / "visits.csv"
+    _write_csv(table)
+    page.open_table(str(table))
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    editor = page.editor
+    qtbot.mouseClick(editor.suggest_btn, Qt.MouseButton.LeftButton)
+    assert editor.data_derived and editor.banner.isVisibleTo(page)
+    rows = {editor.table.item(r, 1).text(): r for r in range(editor.table.rowCount())}
+    editor.table.item(rows["visits"], 4).setText("50, 0")  # typed by hand, and wrong
+    assert editor.banner.isVisibleTo(page)  # region's domain is still the data's
+    assert editor.status.text() == "✗ column 'visits' edges: must be strictly increasing"
+    try:
+        editor.schema()
+    except SchemaError as exc:
+        title, message = dialog_mod.explain(exc)
+    assert "released or spent" not in message and "column 'visits'" in message
+    editor.table.item(rows["visits"], 4).setText("0, 50, 100")
+    editor.table.item(rows["region"], 4).setText("east, north, south, west")
+    assert not editor.data_derived and not editor.banner.isVisibleTo(page)
+    assert editor.status.text().startswith("✓ 2 attributes")
+    win.close()
