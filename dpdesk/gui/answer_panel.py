@@ -64,6 +64,14 @@ def method_text(a) -> str:
     return text
 
 
+def unchanged_note(a) -> str:
+    """Why a fresh spend leaves the remaining budget where it is (empty when it does not)."""
+    if a is None or a.spend_alpha <= 0 or a.budget.system_cost_after > a.budget.system_cost:
+        return ""
+    return (". The remaining budget does not change: this query's cells stay at or below the most-spent cell, "
+            "and the system cost is the largest per-cell cost (its own cells' costs do rise — see the heatmap)")
+
+
 class AnswerPanel(QWidget):
     """Assessment display and actions for one request of a :class:`ProjectSession`."""
 
@@ -242,7 +250,8 @@ class AnswerPanel(QWidget):
                                      f"sensitivity {a.sensitivity:g}{fused})")
         b = a.budget
         self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
-                                    f"(total {b.total:g}, remaining after {_num(b.remaining_after)})")
+                                    f"(total {b.total:g}, remaining after {_num(b.remaining_after)})"
+                                    f"{unchanged_note(a)}")
         self._show_outcome()
         self._set_buttons(a)
         self.sigAssessed.emit(a)
@@ -303,7 +312,9 @@ class AnswerPanel(QWidget):
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
         self.result.setText(f"Released for {release.request_id}: {release.answer:.6g}, interval "
                             f"[{release.interval[0]:.6g}, {release.interval[1]:.6g}] ({kind}); "
-                            f"ledger entry #{release.entry.seq}\nReply: {release.reply()}")
+                            f"ledger entry #{release.entry.seq}"
+                            f"{unchanged_note(self.assessment) if release.kind == 'fresh' else ''}"
+                            f"\nReply: {release.reply()}")
         self.session.released()
         self.sigReleased.emit(release)
 

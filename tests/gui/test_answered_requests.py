@@ -45,3 +45,23 @@ def test_reject_with_a_note_and_cancel_rejects_nothing(demo_window, qtbot, dialo
     win.requests.select_request("q10")
     wait_assessed(qtbot, win, "q10")
     assert panel.decision.text() == "REJECTED" and dialogs.text_answer in panel.reason.text()
+
+
+def test_a_spend_below_the_most_spent_cell_explains_why_remaining_stays(demo_window, qtbot):
+    win = demo_window
+    panel = win.requests.answer
+    win.requests.select_request("q01")  # count(sex="Female"): raises the system cost
+    a = wait_assessed(qtbot, win, "q01")
+    assert a.budget.system_cost_after > a.budget.system_cost and "does not change" not in panel.fields["cost"].text()
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    win.requests.select_request("q02")  # count(sex="Male"): other cells, no higher than the Female ones
+    a = wait_assessed(qtbot, win, "q02")
+    assert a.decision == "spend" and a.budget.system_cost_after == a.budget.system_cost
+    assert "remaining budget does not change" in panel.fields["cost"].text()
+    before = win.requests.budget.gauge.remaining
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    assert win.requests.budget.gauge.remaining == before
+    assert "remaining budget does not change" in panel.result.text()
+    assert "largest per-cell cost" in panel.result.text()
