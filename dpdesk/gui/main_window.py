@@ -130,6 +130,17 @@ class MainWindow(QMainWindow):
 
         show_about(self)
 
+
+    def edit_request(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.edit_request()
+
+    def delete_request(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.delete_request()
+
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
 

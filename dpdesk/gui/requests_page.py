@@ -67,9 +67,14 @@ class RequestsPage(QWidget):
         self.posterior_btn.setToolTip("Release the Dirichlet (Beta) posterior of an attribute's shares in a box")
         self.posterior_btn.clicked.connect(self.new_posterior)
         self.posterior_dialog = None
-        bar.addWidget(self.import_btn)
-        bar.addWidget(self.new_btn)
-        bar.addWidget(self.posterior_btn)
+        self.edit_btn = QPushButton("Edit…")
+        self.edit_btn.setToolTip("Change the selected pending request (answered and rejected ones never change)")
+        self.edit_btn.clicked.connect(self.edit_request)
+        self.delete_btn = QPushButton("Delete")
+        self.delete_btn.setToolTip("Remove the selected pending request from the queue")
+        self.delete_btn.clicked.connect(self.delete_request)
+        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn):
+            bar.addWidget(w)
         ll.addLayout(bar)
         self.model = RowsModel(REQUEST_HEADERS, self)
         self.table = QTableView()
@@ -152,6 +157,9 @@ class RequestsPage(QWidget):
         rid = self.model.payload(row) if 0 <= row < self.model.rowCount() else None
         if rid != self.answer.request_id:
             self.answer.set_request(rid)
+        pending = rid is not None and self.session.request(rid).status == "pending"
+        self.edit_btn.setEnabled(pending)
+        self.delete_btn.setEnabled(pending)
 
     def current_row(self) -> int:
         return self.table.currentIndex().row()
@@ -192,3 +200,27 @@ class RequestsPage(QWidget):
         self.posterior_dialog = PosteriorDialog(s.schema, s.plan_inputs, release_job=s.release_job,
                                                 released=s.released, parent=self)
         self.posterior_dialog.show()
+
+    def edit_request(self) -> None:
+        """Edit the selected pending request in the request dialog (validated in place by the store)."""
+        rid = self.answer.request_id
+        if rid is None or self.session.request(rid).status != "pending" or self.answer.release_runner.is_running():
+            return
+        req = self.session.request(rid)
+        dlg = QueryBuilderDialog(self.session.schema, self, title=f"Edit request {rid}",
+                                 submit=lambda *values: self.session.edit_request(rid, *values))
+        dlg.set_values(req.describe(self.session.schema), req.eps, req.delta, req.requester)
+        if dlg.exec() == QueryBuilderDialog.DialogCode.Accepted:
+            self.select_request(rid)
+
+    def delete_request(self) -> None:
+        rid = self.answer.request_id
+        if rid is None or self.session.request(rid).status != "pending" or self.answer.release_runner.is_running():
+            return
+        if not dialogs.confirm(self, "Delete request", f"Delete pending request {rid}? It was never answered; "
+                                                      "it leaves the queue for good."):
+            return
+        try:
+            self.session.delete_request(rid)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)

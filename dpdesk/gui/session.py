@@ -188,6 +188,17 @@ class ProjectSession(QObject):
         self._changed()
         return out
 
+    def edit_request(self, request_id: str, query: str, eps: float, delta: float, requester: str = "") -> StoredRequest:
+        out = self.project.edit_request(request_id, query, eps, delta, requester)
+        self._changed()
+        return out
+
+    def delete_request(self, request_id: str) -> None:
+        try:
+            self.project.delete_request(request_id)
+        finally:
+            self._changed()
+
     def verify(self):
         return self.project.verify()
 

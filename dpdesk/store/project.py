@@ -306,6 +306,32 @@ class Project(Releasing):
         """Queue every request of a JSON or CSV file, all or none."""
         return self._insert_requests(read_request_file(Path(path), self.schema))
 
+    def edit_request(self, request_id: str, query: Any, eps: Any, delta: Any, requester: str = "") -> StoredRequest:
+        """Change a *pending* request (an answered or rejected one is part of the record and never changes)."""
+        self._require_writer()
+        new = make_request(self.schema, query, eps, delta, requester, request_id)
+        with db.transaction(self._conn):
+            changed = self._conn.execute(
+                "UPDATE requests SET requester = ?, query_text = ?, query_json = ?, eps = ?, delta = ? "
+                "WHERE id = ? AND status = 'pending'",
+                (new.requester, new.query_text, canonical_json(new.query.to_json()), new.eps, new.delta, request_id),
+            ).rowcount
+            if not changed:
+                self._refuse_change(request_id, "edited")
+        return self.request(request_id)
+
+    def delete_request(self, request_id: str) -> None:
+        """Remove a *pending* request from the queue (nothing about it was ever released or recorded)."""
+        self._require_writer()
+        with db.transaction(self._conn):
+            if not self._conn.execute("DELETE FROM requests WHERE id = ? AND status = 'pending'",
+                                      (request_id,)).rowcount:
+                self._refuse_change(request_id, "deleted")
+
+    def _refuse_change(self, request_id: str, what: str) -> None:
+        status = self.request(request_id).status  # raises for an unknown id
+        raise RequestStateError(f"request {request_id!r} is {status}: only a pending request can be {what}")
+
     def _insert_requests(self, items: list[NewRequest]) -> list[StoredRequest]:
         self._require_writer()
         ids = [r.id for r in items if r.id is not None]

@@ -53,3 +53,57 @@ def test_invalid_new_request_is_explained_in_place_and_nothing_typed_is_lost(dem
     new = reqs[-1]
     assert (new.eps, new.requester, new.status) == (40.0, "health-office", "pending")
     assert page.answer.request_id == new.id  # the new request is selected
+
+
+def test_edit_and_delete_pending_requests_only(demo_window, qtbot, dialogs):
+    from dpdesk.store.errors import RequestStateError
+
+    from .conftest import wait_assessed, wait_released
+
+    win = demo_window
+    page = win.requests
+    page.select_request("q05")
+    wait_assessed(qtbot, win, "q05")
+    assert page.edit_btn.isEnabled() and page.delete_btn.isEnabled()
+    seen = {}
+
+    def steps(dlg):
+        seen["title"], seen["text"], seen["eps"] = dlg.windowTitle(), dlg.text.text(), dlg.eps.value()
+        dlg.text.setText('count(income=">50K", sex="Female")')
+        dlg.eps.setValue(0.0)
+        ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+        seen["refused"] = dlg.isVisible() and "positive" in dlg.status.text()
+        dlg.eps.setValue(25.0)
+        qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+
+    before = win.session.request("q05")
+    drive_modal(qtbot, steps)
+    qtbot.mouseClick(page.edit_btn, Qt.MouseButton.LeftButton)
+    assert seen["title"] == "Edit request q05" and seen["text"] == before.query_text and seen["eps"] == before.eps
+    assert seen["refused"]
+    after = win.session.request("q05")
+    assert (after.query_text, after.eps, after.status) == ('count(income=">50K", sex="Female")', 25.0, "pending")
+    assert after.position == before.position and win.session.ledger() == []
+    wait_assessed(qtbot, win, "q05")
+    # delete: confirmed, gone from the queue and the store
+    n = page.model.rowCount()
+    win.menu_actions["delete_request"].trigger()
+    assert dialogs.confirms[-1][0] == "Delete request"
+    assert page.model.rowCount() == n - 1 and "q05" not in [r.id for r in win.session.requests()]
+    # an answered request can be neither edited nor deleted
+    page.select_request("q01")
+    wait_assessed(qtbot, win, "q01")
+    qtbot.mouseClick(page.answer.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    page.select_request("q01")
+    assert not page.edit_btn.isEnabled() and not page.delete_btn.isEnabled()
+    for change in (lambda: win.session.project.delete_request("q01"),
+                   lambda: win.session.project.edit_request("q01", 'count(sex="Male")', 5, 0.05)):
+        try:
+            change()
+        except RequestStateError as exc:
+            assert "is answered: only a pending request" in str(exc)
+        else:
+            raise AssertionError("an answered request changed")
+    assert win.session.request("q01").status == "answered"
