@@ -1,18 +1,19 @@
 """The Requests page: the queue on the left, the answer panel and the budget panel on the right.
 
-The queue shows every request with its status; Import reads a JSON or CSV file through the store;
-New request opens the query builder; Posterior of proportions opens its dialog (a Dirichlet posterior
-released through the same release path). Keyboard: Ctrl+Down / Ctrl+Up select the next / previous
+The queue shows every request with its status, filtered by status, searched by any column and sorted
+by clicking a header; Import reads a JSON or CSV file through the store; New request opens the query
+builder; Edit and Delete change a pending request only; Posterior of proportions opens its dialog (a
+Dirichlet posterior released through the same release path). Keyboard: Ctrl+Down / Ctrl+Up select the next / previous
 request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, Ctrl+Shift+R rejects.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton, QScrollArea,
-    QSplitter, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+    QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -57,7 +58,11 @@ class RequestsPage(QWidget):
         self.filter.currentTextChanged.connect(lambda _t: self.reload())
         bar.addWidget(QLabel("show"))
         bar.addWidget(self.filter)
-        bar.addStretch(1)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search id, requester, query…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._search)
+        bar.addWidget(self.search, 1)
         self.import_btn = QPushButton("Import…")
         self.import_btn.setToolTip("Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]")
         self.import_btn.clicked.connect(self.import_file)
@@ -73,12 +78,23 @@ class RequestsPage(QWidget):
         self.delete_btn = QPushButton("Delete")
         self.delete_btn.setToolTip("Remove the selected pending request from the queue")
         self.delete_btn.clicked.connect(self.delete_request)
-        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn):
-            bar.addWidget(w)
         ll.addLayout(bar)
+        actions = QHBoxLayout()  # a row of its own, so the queue stays narrow
+        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn):
+            actions.addWidget(w)
+        actions.addStretch(1)
+        ll.addLayout(actions)
         self.model = RowsModel(REQUEST_HEADERS, self)
+        # search and sort act on a proxy; rows below are the proxy's (what the curator sees)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
         self.table = QTableView()
-        self.table.setModel(self.model)
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.proxy.sort(-1)  # queue order until a header is clicked
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -129,32 +145,46 @@ class RequestsPage(QWidget):
         n = {s: sum(r.status == s for r in reqs) for s in STATUSES}
         self.counts.setText(f"{plural(len(reqs), 'request')}: {n['pending']} pending, {n['answered']} answered, "
                             f"{n['rejected']} rejected")
-        ids = [r.id for r in shown]
+        self._reselect(keep, refresh=True)
+
+    def _reselect(self, keep: str | None, refresh: bool = False) -> None:
+        """Select ``keep`` if it is shown, else the first shown pending request, else the first shown."""
+        ids = [self.request_at(r) for r in range(self.proxy.rowCount())]
         if keep in ids:
             self.select_row(ids.index(keep))
-            self.answer.refresh()  # same request, new history: assess again
+            if refresh:
+                self.answer.refresh()  # same request, new history: assess again
         elif ids:
-            pending = [i for i, r in enumerate(shown) if r.status == "pending"]
+            status = {r.id: r.status for r in self.session.requests()}
+            pending = [i for i, rid in enumerate(ids) if status.get(rid) == "pending"]
             self.select_row(pending[0] if pending else 0)
         else:
             self.answer.set_request(None)
 
+    def _search(self, text: str) -> None:
+        self.proxy.setFilterFixedString(text)
+        self._reselect(self.answer.request_id)
+
+    def request_at(self, row: int) -> str:
+        """The id of the request shown at ``row``."""
+        return self.model.payload(self.proxy.mapToSource(self.proxy.index(row, 0)).row())
+
     def select_row(self, row: int) -> None:
-        index = self.model.index(row, 0)
+        index = self.proxy.index(row, 0)
         self.table.selectionModel().setCurrentIndex(
             index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
         self.table.scrollTo(index)
         self._selected(row)
 
     def select_request(self, request_id: str) -> None:
-        for row in range(self.model.rowCount()):
-            if self.model.payload(row) == request_id:
+        for row in range(self.proxy.rowCount()):
+            if self.request_at(row) == request_id:
                 self.select_row(row)
                 return
         raise KeyError(request_id)
 
     def _selected(self, row: int) -> None:
-        rid = self.model.payload(row) if 0 <= row < self.model.rowCount() else None
+        rid = self.request_at(row) if 0 <= row < self.proxy.rowCount() else None
         if rid != self.answer.request_id:
             self.answer.set_request(rid)
         pending = rid is not None and self.session.request(rid).status == "pending"
@@ -165,7 +195,7 @@ class RequestsPage(QWidget):
         return self.table.currentIndex().row()
 
     def next_request(self) -> None:
-        if self.current_row() + 1 < self.model.rowCount():
+        if self.current_row() + 1 < self.proxy.rowCount():
             self.select_row(self.current_row() + 1)
 
     def previous_request(self) -> None:

@@ -71,3 +71,24 @@ def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dial
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html))
     qtbot.mouseClick(win.audit.html_btn, Qt.MouseButton.LeftButton)
     assert html.exists() and dialogs.infos[-1][0] == "Report exported" and str(html) in dialogs.infos[-1][1]
+
+
+def test_queue_search_sort_and_filter(demo_window, qtbot):
+    win = demo_window
+    page = win.requests
+    page.search.setText("journalist")
+    shown = [page.request_at(r) for r in range(page.proxy.rowCount())]
+    assert shown and all(win.session.request(rid).requester.startswith("journalist") for rid in shown)
+    assert win.requests.answer.request_id in shown  # the selection follows what is shown
+    page.search.setText('income=">50K"')
+    assert all('income=">50K"' in win.session.request(page.request_at(r)).describe(win.session.schema)
+               for r in range(page.proxy.rowCount()))
+    page.search.setText("")
+    page.table.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # by ±ε, widest first
+    eps = [win.session.request(page.request_at(r)).eps for r in range(page.proxy.rowCount())]
+    assert eps == sorted(eps, reverse=True) and len(eps) == 37
+    page.select_request("q10")
+    wait_assessed(qtbot, win, "q10")
+    assert page.request_at(page.current_row()) == "q10"
+    page.filter.setCurrentText("rejected")
+    assert page.proxy.rowCount() == 0 and page.answer.request_id is None
