@@ -15,7 +15,7 @@ from dpdesk.gui.plots import pg
 from PySide6.QtCore import QBuffer, QIODevice, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
-    QTableView, QVBoxLayout, QWidget,
+    QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -67,6 +67,7 @@ class _Proxy(QSortFilterProxyModel):
 
 
 SHOWN_ITEMS = 12
+PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
 
 
 def _shorten(obj: Any) -> Any:
@@ -122,7 +123,20 @@ class AuditPage(QWidget):
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setPlaceholderText("Select a ledger entry to see all its fields.")
-        top.addWidget(self.details)
+        self.side = QTabWidget()
+        self.side.addTab(self.details, "Entry")
+        people = QWidget()
+        pl = QVBoxLayout(people)
+        pl.setContentsMargins(0, 0, 0, 0)
+        self.people_model = RowsModel(PEOPLE_HEADERS, self)
+        self.people = QTableView()
+        self.people.setModel(self.people_model)
+        self.people.verticalHeader().setVisible(False)
+        self.people.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.people.horizontalHeader().setStretchLastSection(True)
+        pl.addWidget(self.people, 1)
+        self.side.addTab(people, "By requester")
+        top.addWidget(self.side)
         top.setSizes([800, 400])
         split.addWidget(top)
         self.plot = pg.PlotWidget(background="w")
@@ -155,7 +169,11 @@ class AuditPage(QWidget):
 
     def reload(self) -> None:
         entries = self.session.ledger()
-        self.model.set_rows(ledger_rows(entries, self.session.schema), entries)
+        self.model.set_rows(ledger_rows(entries, self.session.schema, self.session.requesters()), entries)
+        accounts = self.session.accounts()
+        self.people_model.set_rows([(a.requester or "(anonymous)", a.answered, a.rejected, a.pending, a.alpha)
+                                    for a in accounts], accounts)
+        self.people.resizeColumnsToContents()
         self.table.resizeColumnsToContents()
         self.curve = self.session.cost_over_time()
         self.plot.clear()
@@ -211,7 +229,8 @@ class AuditPage(QWidget):
         return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
                           system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
                           verify=s.verify(), images=images, charges=s.view().largest_charges(),
-                          delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent)
+                          delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent,
+                          requesters=s.requesters(), accounts=s.accounts())
 
     def export_html(self) -> None:
         path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")
@@ -249,7 +268,8 @@ class AuditPage(QWidget):
             return
         try:
             with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(ledger_csv(self.session.ledger(), self.session.view().largest_charges()))
+                f.write(ledger_csv(self.session.ledger(), self.session.view().largest_charges(),
+                                   self.session.requesters()))
         except OSError as exc:
             dialogs.report_exception(exc, parent=self)
             return

@@ -100,7 +100,7 @@ def request_rows(requests: Sequence[Any], schema: Any = None) -> list[tuple[Any,
 
 REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
 # "released" as in the CSV export: what the requester received (the CSV's "answer" is the raw noisy ỹ)
-LEDGER_HEADERS = ("seq", "time", "kind", "request", "released", "α spent", "summary")
+LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "α spent", "summary")
 
 
 def query_summary(payload: Any, schema: Any) -> str:
@@ -121,7 +121,10 @@ def query_summary(payload: Any, schema: Any) -> str:
     return json.dumps(raw, default=list)
 
 
-def ledger_rows(entries: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
+def ledger_rows(entries: Sequence[Any], schema: Any = None,
+                requesters: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    """Rows of the ledger table (``requesters``: request id → requester, joined from the queue)."""
+    requesters = requesters or {}
     from dpdesk.store.report import entry_summary
 
     rows = []
@@ -140,5 +143,5 @@ def ledger_rows(entries: Sequence[Any], schema: Any = None) -> list[tuple[Any, .
             delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
             summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
         rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
-                     None if answer is None else float(answer), alpha, summary))
+                     requesters.get(e.request_id or "", ""), None if answer is None else float(answer), alpha, summary))
     return rows

@@ -29,6 +29,7 @@ from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project
 from dpdesk.store.release import Release
+from dpdesk.store.requesters import RequesterAccount, accounts, requester_of
 from dpdesk.store.requests import StoredRequest
 from dpdesk.store.view import LedgerView
 
@@ -87,6 +88,14 @@ class ProjectSession(QObject):
 
     def request(self, request_id: str) -> StoredRequest:
         return self.project.request(request_id)
+
+    def requesters(self) -> dict[str, str]:
+        """Request id → requester, for every request in the queue (decided ones never leave it)."""
+        return requester_of(self.requests())
+
+    def accounts(self) -> list[RequesterAccount]:
+        """What each requester asked for, received and cost (store/requesters.py)."""
+        return accounts(self.ledger(), self.requests(), describe=lambda r: r.describe(self.schema))
 
     def view(self) -> LedgerView:
         """The project's ledger view, extended with whatever was recorded since it was last read."""

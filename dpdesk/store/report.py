@@ -21,8 +21,9 @@ from dpdesk.store.ledger import DECISION_KINDS, thaw
 # a fresh entry's raw noisy ỹ (its history row), which differs from "released" when the fresh answer was
 # fused with history's estimate. "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
 # "privacy_delta": the δ a release charged each cell it charged ((α, δ) mechanisms; 0 when pure).
+# "requester" is joined from the request queue by request id (store/requesters.py).
 CSV_COLUMNS = ("seq", "time", "kind", "request_id", "released", "answer", "alpha", "eps", "delta", "query", "hash",
-               "prev_hash", "mechanism", "privacy_delta")
+               "prev_hash", "mechanism", "privacy_delta", "requester")
 _LISTED = 50  # a release of more values is summarised by its count (the ledger holds them all)
 
 
@@ -65,8 +66,11 @@ def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
     return float(e.payload.get("alpha", 0.0))  # a fresh entry's α; a posterior's α on each box cell
 
 
-def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None) -> str:
-    """The ledger as CSV (``charges``: seq → α, see :func:`_alpha`)."""
+def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None,
+               requesters: Mapping[str, str] | None = None) -> str:
+    """The ledger as CSV (``charges``: seq → α, see :func:`_alpha`; ``requesters``: request id → requester,
+    from the queue)."""
+    requesters = requesters or {}
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
@@ -76,7 +80,7 @@ def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = Non
         w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", p.get("estimate", "")),
                     _alpha(e, charges),
                     p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
-                    p.get("mechanism", ""), _privacy_delta(p)])
+                    p.get("mechanism", ""), _privacy_delta(p), requesters.get(e.request_id or "", "")])
     return out.getvalue()
 
 
@@ -87,8 +91,11 @@ def _img(png: bytes, alt: str) -> str:
 def build_html(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
                entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
                images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
-               delta_spent: float = 0.0) -> str:
-    """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`)."""
+               delta_spent: float = 0.0, requesters: Mapping[str, str] | None = None,
+               accounts: Sequence[Any] = ()) -> str:
+    """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
+    ``accounts``: per-requester summaries)."""
+    requesters = requesters or {}
     esc = html.escape
     rows = []
     for e in entries:
@@ -98,9 +105,12 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
         if _privacy_delta(p):
             detail = f"{detail} (δ = {_privacy_delta(p):.3g})"
         rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
-                    f"<td>{esc(e.request_id or '')}</td><td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
+                    f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
+                    f"<td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
                     f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")
     cells = "".join(f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows)
+    people = "".join(f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
+                     f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>" for a in accounts)
     ok = getattr(verify, "ok", None)
     verdict = ("<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
                if ok else "<p class='bad'>Integrity check FAILED:</p><ul>"
@@ -131,8 +141,11 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 {verdict}
 <h2>Plots</h2>{figs}
 <h2>Ledger</h2>
-<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>released</th><th>α spent</th>
+<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>requester</th><th>released</th><th>α spent</th>
 <th>query / reason</th><th>hash</th></tr>{''.join(rows)}</table>
+<h2>By requester</h2>
+<p>What each requester received and the α their fresh answers spent (each charged the cells its query touches).</p>
+<table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{people}</table>
 <h2>Per-cell privacy costs</h2>
 <p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
 <table><tr><th>cell</th><th>cost</th></tr>{cells}</table>

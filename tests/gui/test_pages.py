@@ -148,7 +148,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     released, raw = entry.payload["released"], entry.payload["answer"]
     assert released != raw
     row = next(r for r in range(win.audit.model.rowCount()) if win.audit.model.index(r, 3).data() == "q37")
-    assert float(win.audit.model.index(row, 4).data(Qt.ItemDataRole.UserRole)) == released
+    assert float(win.audit.model.index(row, 5).data(Qt.ItemDataRole.UserRole)) == released
     assert f"released {released:.6g}" in win.requests.answer.fields["status"].text()
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))

@@ -42,8 +42,8 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     qtbot.mouseClick(btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
     audit = win.audit
-    assert audit.model.headerData(4, Qt.Orientation.Horizontal) == "released"
-    assert audit.model.index(0, 6).data() == shown
+    assert audit.model.headerData(5, Qt.Orientation.Horizontal) == "released"
+    assert audit.model.index(0, 7).data() == shown
     audit.table.selectRow(0)
     details = audit.details.toPlainText()
     assert details.startswith(f"query: {shown}")

@@ -1,0 +1,84 @@
+"""Who asked for what: the requester of each ledger entry and a per-requester account.
+
+The requester is part of the request, not of the hash-chained ledger entry: it is joined from the
+project's request queue by request id. Decided requests never leave the queue (only a *pending*
+request can be deleted), so every entry with a request id keeps its requester, and the ledger format
+stays as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Received", "RequesterAccount", "accounts", "requester_of"]
+
+
+@dataclass(frozen=True)
+class Received:
+    """One decided request of a requester, as the ledger recorded it."""
+
+    request_id: str
+    query: str
+    kind: str                                  # the ledger entry's kind: fresh, inferred, rejected, …
+    released: float | None                     # the value released (None: a refusal or several values)
+    interval: tuple[float, float] | None
+    eps: float
+    delta: float
+    alpha: float                               # budget its release spent (0 when free or refused)
+    seq: int                                   # ledger entry
+    hash: str
+    time: str
+    reason: str = ""                           # a refusal's note
+
+
+@dataclass(frozen=True)
+class RequesterAccount:
+    """What one requester asked for, received and cost."""
+
+    requester: str
+    received: tuple[Received, ...]
+    pending: int
+
+    @property
+    def answered(self) -> int:
+        return sum(r.released is not None for r in self.received)
+
+    @property
+    def rejected(self) -> int:
+        return sum(r.kind == "rejected" for r in self.received)
+
+    @property
+    def alpha(self) -> float:
+        """Sum of the α their fresh releases spent (each charged the cells its query touches)."""
+        return float(sum(r.alpha for r in self.received))
+
+
+def requester_of(requests: Sequence[Any]) -> dict[str, str]:
+    """Request id → requester ("" when none was given)."""
+    return {r.id: r.requester for r in requests}
+
+
+def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = None) -> list[RequesterAccount]:
+    """One account per requester (named ones alphabetically, then anonymous), from the ledger and queue.
+
+    ``describe(request)`` gives a request's readable query (default: the request's own ``describe()``).
+    """
+    by_id: Mapping[str, Any] = {r.id: r for r in requests}
+    got: dict[str, list[Received]] = {}
+    for e in entries:
+        req = by_id.get(e.request_id) if e.request_id else None
+        if req is None:
+            continue
+        p = e.payload
+        interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
+        got.setdefault(req.requester, []).append(Received(
+            req.id, describe(req) if describe else req.describe(), e.kind, e.released, interval,  # type: ignore[arg-type]
+            float(req.eps), float(req.delta), float(p.get("alpha", 0.0)) if e.kind == "fresh" else 0.0,
+            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else ""))
+    pending: dict[str, int] = {}
+    for r in requests:
+        if r.status == "pending":
+            pending[r.requester] = pending.get(r.requester, 0) + 1
+    names = sorted(set(got) | set(pending), key=lambda n: (n == "", n.lower()))
+    return [RequesterAccount(n, tuple(got.get(n, ())), pending.get(n, 0)) for n in names]
