@@ -141,6 +141,11 @@ class MainWindow(QMainWindow):
             self.show_page("requests")
             self.requests.delete_request()
 
+    def answer_all_free(self) -> None:
+        if self.requests is not None:
+            self.show_page("requests")
+            self.requests.answer_all_free()
+
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
 
@@ -212,7 +217,7 @@ class MainWindow(QMainWindow):
             return
         self._save_layout()
         for page in (self.requests, self.audit):
-            if page is not None:
+            if page is not None:  # every runner of the page (assessment, release, free answers) stops
                 for runner in page.findChildren(TaskRunner):
                     runner.shutdown()
         self.data.runner.cancel()

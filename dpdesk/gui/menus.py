@@ -50,6 +50,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                tip="Release the Dirichlet (Beta) posterior of an attribute's shares in a box"),
     ActionSpec("&Edit", "edit_request", "&Edit request…", "edit_request", "Ctrl+E", needs_project=True,
                tip="Change the selected pending request"),
+    ActionSpec("&Edit", "answer_all_free", "Answer all &free requests", "answer_all_free", needs_project=True,
+               tip="Release every pending request that history answers at no cost"),
     ActionSpec("&Edit", "delete_request", "&Delete request", "delete_request", needs_project=True,
                tip="Remove the selected pending request from the queue"),
     ActionSpec("&Help", "glossary", "&Glossary", "show_glossary", QKeySequence.StandardKey.HelpContents,

@@ -22,6 +22,7 @@ from dpdesk.gui.budget_panel import BudgetPanel
 from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, plural, request_rows
 from dpdesk.gui.query_builder import QueryBuilderDialog
 from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.tasks import TaskRunner
 from dpdesk.store import STATUSES
 
 
@@ -80,7 +81,11 @@ class RequestsPage(QWidget):
         self.delete_btn.clicked.connect(self.delete_request)
         ll.addLayout(bar)
         actions = QHBoxLayout()  # a row of its own, so the queue stays narrow
-        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn):
+        self.free_btn = QPushButton("Answer all free")
+        self.free_btn.setToolTip("Release every pending request that history answers at no cost (each is ledgered)")
+        self.free_btn.clicked.connect(self.answer_all_free)
+        self.free_runner = TaskRunner(self)
+        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.free_btn):
             actions.addWidget(w)
         actions.addStretch(1)
         ll.addLayout(actions)
@@ -254,3 +259,31 @@ class RequestsPage(QWidget):
             self.session.delete_request(rid)
         except Exception as exc:  # noqa: BLE001
             dialogs.report_exception(exc, parent=self)
+
+    def answer_all_free(self) -> None:
+        """Release every pending request answerable from history, each as its own ledger entry."""
+        if self.free_runner.is_running() or self.answer.release_runner.is_running():
+            return
+        if not dialogs.confirm(self, "Answer all free requests",
+                               "Release every pending request that history already answers (cost 0)? Each is "
+                               "assessed now and recorded in the ledger; the others stay pending."):
+            return
+        self.free_btn.setEnabled(False)
+
+        def done(releases) -> None:
+            self.free_btn.setEnabled(True)
+            self.session.released()
+            names = ", ".join(r.request_id for r in releases) or "none"
+            left = sum(r.status == "pending" for r in self.session.requests())
+            self.last_free = releases
+            dialogs.show_info(self, "Free requests answered",
+                              f"Released {plural(len(releases), 'free answer')} from history ({names}); "
+                              f"{plural(left, 'request')} still pending.")
+
+        def failed(exc: BaseException, trace: str) -> None:
+            self.free_btn.setEnabled(True)
+            self.session.released()  # some may have been released before the failure: redraw from the ledger
+            dialogs.report_exception(exc, trace, parent=self)
+
+        self.free_runner.start(self.session.answer_free_job(self.answer.method.currentText()), done, failed,
+                               label="answering free requests")

@@ -163,6 +163,31 @@ class ProjectSession(QObject):
 
         return job
 
+    def answer_free_job(self, method: str = "fft") -> Callable[[Any], list[Release]]:
+        """The work of releasing every pending request history answers for free, one ledger entry each.
+
+        Each request is assessed under the project's settings and, when the engine decides "infer",
+        exactly that assessment is released; the others stay pending. Runs on a sibling connection
+        like :meth:`release_job`; call :meth:`released` on the GUI thread afterwards.
+        """
+        project = self.project
+
+        def job(state: Any = None) -> list[Release]:
+            out: list[Release] = []
+            with project.sibling() as sibling:
+                ids = [r.id for r in sibling.requests("pending")]
+                for i, rid in enumerate(ids):
+                    if state is not None and state.cancelled():
+                        break
+                    a = sibling.assess(rid, method=method)
+                    if a.decision == "infer":
+                        out.append(sibling.release(a))
+                    if state is not None:
+                        state.progress((i + 1) / len(ids))
+            return out
+
+        return job
+
     def released(self) -> None:
         """A release finished or failed: the ledger may have grown; views redraw."""
         self._changed()

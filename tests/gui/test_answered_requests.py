@@ -65,3 +65,30 @@ def test_a_spend_below_the_most_spent_cell_explains_why_remaining_stays(demo_win
     assert win.requests.budget.gauge.remaining == before
     assert "remaining budget does not change" in panel.result.text()
     assert "largest per-cell cost" in panel.result.text()
+
+
+def test_answer_all_free_releases_exactly_the_free_requests_each_ledgered(demo_window, qtbot, dialogs):
+    from dpdesk.store.project import Project
+
+    win = demo_window
+    panel = win.requests.answer
+    for rid in ("q01", "q02", "q04"):  # history for sex and income
+        win.requests.select_request(rid)
+        wait_assessed(qtbot, win, rid)
+        qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+        wait_released(qtbot, win)
+    before = win.session.ledger()
+    costs = win.session.cell_costs().copy()
+    # the decisions the engine makes now, request by request, on a read-only copy of the moment
+    with Project.open(win.session.path, "r") as ro:
+        free = [r.id for r in ro.requests("pending") if ro.assess(r.id).decision == "infer"]
+    assert free  # e.g. q03 = count(sex in [Female, Male]) and q05 from q04
+    win.menu_actions["answer_all_free"].trigger()
+    qtbot.waitUntil(lambda: not win.requests.free_runner.is_running(), timeout=60000)
+    assert dialogs.confirms[-1][0] == "Answer all free requests"
+    new = win.session.ledger()[len(before):]
+    assert [e.request_id for e in new] == free and all(e.kind == "inferred" for e in new)
+    assert (win.session.cell_costs() == costs).all()  # free: nothing spent
+    assert all(win.session.request(r).status == "answered" for r in free)
+    assert dialogs.infos[-1][0] == "Free requests answered" and f"Released {len(free)} free answer" in dialogs.infos[-1][1]
+    assert win.session.verify().ok
