@@ -25,6 +25,11 @@ from dpdesk.gui.session import ProjectSession
 from dpdesk.store.ledger import thaw
 
 
+def choose_folder(parent: QWidget, title: str) -> str:
+    """Folder chooser (a hook tests replace)."""
+    return QFileDialog.getExistingDirectory(parent, title)
+
+
 def save_file_name(parent: QWidget, title: str, default: str, filters: str) -> str:
     """File chooser for exports (a hook tests replace)."""
     return QFileDialog.getSaveFileName(parent, title, default, filters)[0]
@@ -101,7 +106,11 @@ class AuditPage(QWidget):
         self.table_btn = QPushButton("Export release table…")
         self.table_btn.setToolTip("The selected partition release as the count table a data user downloads (CSV or Parquet)")
         self.table_btn.setEnabled(False)
-        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn, self.table_btn):
+        self.letters_btn = QPushButton("Reply letters…")
+        self.letters_btn.setToolTip("Write one letter per requester (text and HTML): each query, the released value, "
+                                    "its interval and confidence, the ledger witness")
+        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn, self.table_btn,
+                  self.letters_btn):
             bar.addWidget(w)
         lay.addLayout(bar)
         self.verdict = QLabel("")
@@ -154,6 +163,7 @@ class AuditPage(QWidget):
         self.html_btn.clicked.connect(self.export_html)
         self.csv_btn.clicked.connect(self.export_csv)
         self.table_btn.clicked.connect(self.export_release_table)
+        self.letters_btn.clicked.connect(self.export_letters)
         session.sigChanged.connect(self.reload)
         self.curve: list[tuple[int, float]] = []
         self.reload()
@@ -275,3 +285,18 @@ class AuditPage(QWidget):
             return
         dialogs.show_info(self, "Ledger exported", f"Wrote {plural(len(self.session.ledger()), 'ledger entry', 'ledger entries')} "
                                                    f"to {path}.")
+
+    def export_letters(self) -> None:
+        """One reply letter per requester who received something, as .txt and .html in a chosen folder."""
+        from dpdesk.store.letters import write_letters
+
+        folder = choose_folder(self, "Folder for the reply letters")
+        if not folder:
+            return
+        try:
+            written = write_letters(folder, self.session.accounts(), self.session.name)
+        except OSError as exc:
+            dialogs.report_exception(exc, parent=self)
+            return
+        people = len(written) // 2
+        dialogs.show_info(self, "Letters written", f"Wrote {plural(people, 'letter')} (text and HTML) to {folder}.")

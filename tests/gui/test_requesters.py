@@ -55,3 +55,34 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, q
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
     text = html_path.read_text(encoding="utf-8")
     assert "<h2>By requester</h2>" in text and f"<td>{who['q01']}</td>" in text
+
+
+def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_window, qtbot, dialogs, monkeypatch,
+                                                                        tmp_path):
+    from dpdesk.gui import audit_page
+
+    win = demo_window
+    for rid in ("q01", "q03"):
+        _answer(qtbot, win, rid)
+    win.requests.select_request("q10")
+    wait_assessed(qtbot, win, "q10")
+    dialogs.text_answer = "Too fine-grained for the agreement."
+    qtbot.mouseClick(win.requests.answer.reject_btn, Qt.MouseButton.LeftButton)
+    folder = tmp_path / "letters"
+    monkeypatch.setattr(audit_page, "choose_folder", lambda *a: str(folder))
+    qtbot.mouseClick(win.audit.letters_btn, Qt.MouseButton.LeftButton)
+    who = {r.id: r.requester for r in win.session.requests()}
+    people = {who[q] for q in ("q01", "q03", "q10")}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}{s}" for n in people for s in (".txt", ".html"))
+    assert dialogs.infos[-1] == ("Letters written", f"Wrote {len(people)} letter{'s' * (len(people) != 1)} "
+                                                    f"(text and HTML) to {folder}.")
+    e = win.session.project.entry_for("q01")
+    text = (folder / f"{who['q01']}.txt").read_text(encoding="utf-8")
+    req = win.session.request("q01")
+    lo, hi = e.payload["interval"]
+    assert f"Answer: {e.released:.6g} in [{lo:.6g}, {hi:.6g}]" in text
+    assert f"within ±{req.eps:g} of the answer with probability at least {1 - req.delta:g}" in text
+    assert e.hash in text and req.query_text in text
+    rejected = (folder / f"{who['q10']}.txt").read_text(encoding="utf-8")
+    assert "Not answered. Too fine-grained for the agreement." in rejected
+    assert "<table" in (folder / f"{who['q01']}.html").read_text(encoding="utf-8")

@@ -1,0 +1,88 @@
+"""Reply letters: one per requester, ready to send, in plain text and HTML.
+
+A letter lists what the requester received — each query, the released value, the interval and the
+confidence it was promised at — and the refusals with their notes, each with the ledger entry and
+the witness hash the requester can keep to check later that the ledger still holds the release. It
+holds released values and public parameters only.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from dpdesk.store.requesters import Received, RequesterAccount
+
+__all__ = ["letter_html", "letter_text", "write_letters"]
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _item_text(r: Received) -> str:
+    if r.kind == "rejected":
+        return f"- {r.request_id}: {r.query}\n  Not answered. {r.reason or 'No reason was given.'}\n  (ledger entry #{r.seq})"
+    if r.released is None:
+        return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
+    where = f" in [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
+    return (f"- {r.request_id}: {r.query}\n  Answer: {_num(r.released)}{where} — the true count lies within "
+            f"±{r.eps:g} of the answer with probability at least {1 - r.delta:g}.\n"
+            f"  Ledger entry #{r.seq}, witness {r.hash}")
+
+
+def letter_text(account: RequesterAccount, project: str) -> str:
+    """The plain-text letter to ``account``'s requester about project ``project``."""
+    name = account.requester or "requester"
+    items = "\n".join(_item_text(r) for r in account.received) or "- Nothing has been decided yet."
+    pending = (f"\n\n{account.pending} further request(s) are still pending." if account.pending else "")
+    return (f"Dear {name},\n\nHere are the answers to your requests on “{project}”, released under "
+            f"differential privacy (noise was added; every figure below is safe to share).\n\n{items}{pending}\n\n"
+            "Each witness is the hash of the ledger entry that recorded the release: keep it to check later "
+            "that the ledger still contains your answer.\n\nKind regards,\nthe data curator\n")
+
+
+def letter_html(account: RequesterAccount, project: str) -> str:
+    """The same letter as a small HTML page."""
+    esc = html.escape
+    rows = []
+    for r in account.received:
+        if r.kind == "rejected":
+            value, promise = "not answered", esc(r.reason or "no reason given")
+        elif r.released is None:
+            value, promise = "several values", ""
+        else:
+            where = f" in [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
+            value, promise = f"{_num(r.released)}{where}", f"±{r.eps:g} at probability ≥ {1 - r.delta:g}"
+        rows.append(f"<tr><td>{esc(r.request_id)}</td><td>{esc(r.query)}</td><td>{value}</td><td>{promise}</td>"
+                    f"<td>#{r.seq} <code>{esc(r.hash)}</code></td></tr>")
+    pending = f"<p>{account.pending} further request(s) are still pending.</p>" if account.pending else ""
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Answers for "
+            f"{esc(account.requester or 'requester')}</title></head><body style='font-family: sans-serif'>"
+            f"<p>Dear {esc(account.requester or 'requester')},</p><p>Here are the answers to your requests on "
+            f"“{esc(project)}”, released under differential privacy.</p><table border='1' cellpadding='4' "
+            "style='border-collapse: collapse'><tr><th>request</th><th>query</th><th>answer</th><th>promise</th>"
+            f"<th>ledger entry, witness</th></tr>{''.join(rows)}</table>{pending}<p>Keep each witness to check "
+            "later that the ledger still contains your answer.</p><p>Kind regards,<br>the data curator</p>"
+            "</body></html>\n")
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "anonymous"
+
+
+def write_letters(folder: str | Path, accounts: list[RequesterAccount], project: str) -> list[Path]:
+    """Write ``NAME.txt`` and ``NAME.html`` for every requester who received something; the paths."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for a in accounts:
+        if not a.received:
+            continue
+        stem = _file_stem(a.requester)
+        for suffix, body in ((".txt", letter_text(a, project)), (".html", letter_html(a, project))):
+            path = out / f"{stem}{suffix}"
+            path.write_text(body, encoding="utf-8")
+            written.append(path)
+    return written
