@@ -48,6 +48,14 @@ def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> 
     return value.strip() if ok else None
 
 
+def choose(parent: QWidget | None, title: str, message: str, options: list[str]) -> int | None:
+    """The index of the option chosen (None: cancelled)."""
+    from PySide6.QtWidgets import QInputDialog
+
+    item, ok = QInputDialog.getItem(_parent(parent), title, message, options, 0, False)
+    return options.index(item) if ok else None
+
+
 def explain(exc: BaseException) -> tuple[str, str]:
     """A title and a curator-facing message for ``exc``."""
     if isinstance(exc, SchemaError):  # before any project exists there is nothing to release or spend

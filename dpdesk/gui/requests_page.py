@@ -85,7 +85,11 @@ class RequestsPage(QWidget):
         self.free_btn.setToolTip("Release every pending request that history answers at no cost (each is ledgered)")
         self.free_btn.clicked.connect(self.answer_all_free)
         self.free_runner = TaskRunner(self)
-        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.free_btn):
+        self.offer_btn = QPushButton("Counter-offer…")
+        self.offer_btn.setToolTip("Offer the narrowest ±ε the remaining budget allows, or the free answer history "
+                                  "gives at a lower confidence; accepting changes the request's terms")
+        self.offer_btn.clicked.connect(self.counter_offer)
+        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.offer_btn, self.free_btn):
             actions.addWidget(w)
         actions.addStretch(1)
         ll.addLayout(actions)
@@ -193,8 +197,8 @@ class RequestsPage(QWidget):
         if rid != self.answer.request_id:
             self.answer.set_request(rid)
         pending = rid is not None and self.session.request(rid).status == "pending"
-        self.edit_btn.setEnabled(pending)
-        self.delete_btn.setEnabled(pending)
+        for btn in (self.edit_btn, self.delete_btn, self.offer_btn):
+            btn.setEnabled(pending)
 
     def current_row(self) -> int:
         return self.table.currentIndex().row()
@@ -287,3 +291,36 @@ class RequestsPage(QWidget):
 
         self.free_runner.start(self.session.answer_free_job(self.answer.method.currentText()), done, failed,
                                label="answering free requests")
+
+    def counter_offer(self) -> None:
+        """Offer better terms for the selected pending request; the accepted offer becomes its terms."""
+        from dpdesk.engine.answering.counteroffer import counter_offer
+
+        a = self.answer.assessment
+        rid = self.answer.request_id
+        if a is None or rid is None or a.request.id != rid or self.session.request(rid).status != "pending":
+            return
+        offer = counter_offer(a, self.session.total_budget)
+        options, terms = [], []
+        if offer.eps is not None:
+            options.append(f"a fresh answer within ±{offer.eps:g} at δ = {offer.delta:g} "
+                           f"(spends α = {offer.alpha:.4g}, what its cells have left)")
+            terms.append((offer.eps, offer.delta))
+        if offer.free_delta is not None:
+            options.append(f"free from history: ±{a.request.eps:g} at {offer.free_confidence:.0%} confidence "
+                           f"(δ = {offer.free_delta:g}, spends nothing)")
+            terms.append((a.request.eps, offer.free_delta))
+        if not options:
+            dialogs.show_info(self, "No counter-offer", f"{rid}: its cells have no budget left and history does "
+                                                        "not estimate it; nothing better can be offered.")
+            return
+        req = self.session.request(rid)
+        i = dialogs.choose(self, f"Counter-offer for {rid}",
+                           f"{rid} asks ±{req.eps:g} at δ = {req.delta:g}. The requester accepted:", options)
+        if i is None:
+            return
+        eps, delta = terms[i]
+        try:
+            self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)

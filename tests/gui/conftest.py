@@ -22,6 +22,8 @@ class Dialogs:
         self.confirm_answer = True
         self.asked: list[tuple[str, str, str]] = []
         self.text_answer: str | None = ""  # "": keep the offered text; None: cancel
+        self.choices: list[tuple[str, list[str]]] = []
+        self.choice: int | None = 0  # index chosen; None: cancel
 
 
 @pytest.fixture
@@ -43,6 +45,12 @@ def dialogs(monkeypatch) -> Dialogs:
         return None if rec.text_answer is None else (rec.text_answer or text)
 
     monkeypatch.setattr(mod, "ask_text", ask_text)
+
+    def choose(parent, title, message, options):
+        rec.choices.append((message, list(options)))
+        return rec.choice
+
+    monkeypatch.setattr(mod, "choose", choose)
     return rec
 
 
