@@ -8,6 +8,7 @@ embedded as PNG) and a CSV of the ledger.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,36 @@ class _Proxy(QSortFilterProxyModel):
         return super().filterAcceptsRow(row, parent)
 
 
+def staircase(curve: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The cost after each ledger entry as a step line that holds its last level (never drops to 0)."""
+    if not curve:
+        return np.zeros(1), np.zeros(1)
+    xs, ys = [], []
+    for (x, y), (x_next, _) in zip(curve, [*curve[1:], (curve[-1][0] + 0.5, None)]):
+        xs += [x, x_next]
+        ys += [y, y]
+    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+
+def draw_cost_curve(plot: pg.PlotWidget, curve: list[tuple[int, float]], total: float) -> None:
+    """System cost after each ledger entry as a held step line, with the total budget marked."""
+    plot.clear()
+    plot.setLabel("bottom", "ledger entry")
+    plot.setLabel("left", "system cost (max over cells)")
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    xs, ys = staircase(curve)
+    plot.addItem(pg.PlotDataItem(xs, ys, pen=pg.mkPen("#1f5fa8", width=2), fillLevel=0, brush=(31, 95, 168, 40)))
+    last = int(curve[-1][0]) if curve else 1
+    # ledger entries are whole numbers: integer ticks, about ten of them
+    plot.getAxis("bottom").setTickSpacing(max(1, math.ceil(last / 10)), 1)
+    plot.setXRange(0, max(last, 1) + 0.5, padding=0.02)
+    plot.addItem(pg.InfiniteLine(pos=total, angle=0, pen=pg.mkPen("#c0392b", width=1.5, style=Qt.PenStyle.DashLine),
+                                 label=f"total budget {total:g}", labelOpts={"position": 0.1, "color": "#c0392b"}))
+    plot.setYRange(0, total * 1.08)
+
+
 SHOWN_ITEMS = 12
+REPORT_PLOT_SIZE = (960, 420)
 PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
 
 
@@ -186,16 +216,7 @@ class AuditPage(QWidget):
         self.people.resizeColumnsToContents()
         self.table.resizeColumnsToContents()
         self.curve = self.session.cost_over_time()
-        self.plot.clear()
-        xs = np.array([s for s, _ in self.curve] + [self.curve[-1][0] + 1], dtype=float)
-        ys = np.array([c for _, c in self.curve], dtype=float)
-        self.plot.addItem(pg.PlotDataItem(xs, ys, stepMode="center", pen=pg.mkPen("#1f5fa8", width=2),
-                                          fillLevel=0, brush=(31, 95, 168, 40)))
-        total = self.session.total_budget
-        self.plot.addItem(pg.InfiniteLine(pos=total, angle=0, pen=pg.mkPen("#c0392b", width=1.5,
-                                                                             style=Qt.PenStyle.DashLine),
-                                          label=f"total budget {total:g}", labelOpts={"position": 0.1, "color": "#c0392b"}))
-        self.plot.setYRange(0, total * 1.08)
+        draw_cost_curve(self.plot, self.curve, self.session.total_budget)
 
     def _show(self, proxy_index) -> None:
         self.selected = None
@@ -232,8 +253,13 @@ class AuditPage(QWidget):
         costs = s.cell_costs()
         cell_rows = [(s.schema.describe_cell(int(i)), float(costs[i])) for i in np.flatnonzero(costs)]
         heat = BudgetPanel(s)
-        heat.resize(760, 560)
-        images = {"System cost over the ledger": widget_png(self.plot),
+        heat.resize(960, 640)
+        big = pg.PlotWidget(background="w")  # drawn at a fixed size: readable whatever the window's size
+        draw_cost_curve(big, self.curve, s.total_budget)
+        big.resize(*REPORT_PLOT_SIZE)
+        curve_png = widget_png(big)
+        big.deleteLater()
+        images = {"System cost over the ledger": curve_png,
                   "Per-cell privacy cost (max over the other attributes)": widget_png(heat.heatmap)}
         heat.deleteLater()
         return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,

@@ -129,7 +129,7 @@ table {{ border-collapse: collapse; margin: 1em 0; font-size: 13px; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 7px; text-align: left; }}
 th {{ background: #eee; }} tr.fresh td:nth-child(3) {{ color: #a8321f; }} tr.inferred td:nth-child(3) {{ color: #237a36; }}
 .hash {{ font-family: monospace; }} .ok {{ color: #237a36; font-weight: bold; }} .bad {{ color: #a8321f; font-weight: bold; }}
-figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 640px; border: 1px solid #ddd; }}
+figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border: 1px solid #ddd; }}
 </style></head><body>
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
