@@ -77,6 +77,11 @@ class BudgetPanel(QWidget):
         controls.addWidget(self.col_attr, 0, 3)
         controls.addWidget(self.mode, 1, 0, 1, 2)
         controls.addWidget(self.preview, 1, 2, 1, 2)
+        self.fit_scale = QCheckBox("Fit colours to the costs shown")
+        self.fit_scale.setToolTip("Colour scale from 0 to the largest cost shown (small spends become visible); "
+                                  "off: 0 to the total budget. Cells over the total budget are crossed either way.")
+        self.fit_scale.toggled.connect(lambda _b: self.redraw())
+        controls.addWidget(self.fit_scale, 2, 0, 1, 4)
         lay.addLayout(controls)
         # the fixed-slice choosers wrap SLICES_PER_ROW to a row, so many attributes never widen the window
         self.slices_box = QGridLayout()
@@ -197,7 +202,10 @@ class BudgetPanel(QWidget):
             highlight = (np.asarray(after) != np.asarray(before))[ids]
         self._ids = ids
         a_row, a_col = schema.attributes[row], schema.attributes[col]
-        self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, budget.total, highlight)
+        top = float(mat.max()) if mat.size else 0.0
+        vmax = top if self.fit_scale.isChecked() and top > 0 else budget.total
+        over = mat > budget.total * (1 + 1e-12)
+        self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, vmax, highlight, over)
         what = "now"
         if after is not None:
             what = ("after a fresh answer to the selected request (preview)" if self.assessment.decision == "spend" else
@@ -206,7 +214,8 @@ class BudgetPanel(QWidget):
         self.info.setText(f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
                           f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
                           f"of {budget.total:g}. "
-                          "Hover a cell for its labels, cost and the requests that spent it.")
+                          "Hover a cell for its labels, cost and the requests that spent it."
+                          + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else ""))
 
     def cell_for(self, r: int, c: int) -> int:
         """The cube cell (flat index) displayed at heatmap position (r, c)."""

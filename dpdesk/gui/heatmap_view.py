@@ -60,17 +60,28 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.outline = pg.ScatterPlotItem(symbol="s", size=1, pxMode=False, brush=None,
                                           pen=pg.mkPen("#ff3b30", width=3))
         self.plot.addItem(self.outline)
+        # cells whose cost would pass the total budget: a cross, whatever the colour scale
+        self.over_marks = pg.ScatterPlotItem(symbol="x", size=0.6, pxMode=False, brush=pg.mkBrush("#ff2d95"),
+                                             pen=pg.mkPen("#ffffff", width=1))
+        self.plot.addItem(self.over_marks)
+        self.over = np.zeros((1, 1), dtype=bool)
+        self.vmax = 1.0
         self.matrix = np.zeros((1, 1))
         self.tooltip_for = None  # callable (row, col) -> str, set by the owner
         self.hover_text = ""
         self.scene().sigMouseMoved.connect(self._mouse_moved)
 
     def set_matrix(self, matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                   row_title: str, col_title: str, vmax: float, highlight: np.ndarray | None = None) -> None:
+                   row_title: str, col_title: str, vmax: float, highlight: np.ndarray | None = None,
+                   over: np.ndarray | None = None) -> None:
         self.matrix = np.asarray(matrix, dtype=float)
+        self.vmax = float(vmax)
         self.image.setImage(self.matrix, autoLevels=False)
         self.image.setRect(0, 0, self.matrix.shape[1], self.matrix.shape[0])
-        self.colorbar.setLevels(values=(0.0, float(vmax)))
+        self.colorbar.setLevels(values=(0.0, self.vmax))
+        self.over = np.zeros(self.matrix.shape, dtype=bool) if over is None else np.asarray(over, dtype=bool)
+        r, c = np.nonzero(self.over)
+        self.over_marks.setData(x=c + 0.5, y=r + 0.5)
         self.plot.getAxis("bottom").setTicks([[(j + 0.5, str(s)) for j, s in enumerate(col_labels)]])
         self.plot.getAxis("left").setTicks([[(i + 0.5, str(s)) for i, s in enumerate(row_labels)]])
         self.plot.setLabel("bottom", col_title)
