@@ -14,11 +14,12 @@ from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QSplitter, QTableView, QVBoxLayout,
-    QWidget,
+    QCheckBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QSplitter, QTableView,
+    QVBoxLayout, QWidget,
 )
 from PySide6.QtCore import Qt
 
+from dpdesk.engine.errors import DpdeskError
 from dpdesk.gui import dialogs
 from dpdesk.gui.badge import PrivateBadge
 from dpdesk.gui.models import DataFrameModel
@@ -27,6 +28,8 @@ from dpdesk.gui.schema_editor import SchemaEditor
 from dpdesk.gui.tasks import TaskRunner
 
 PREVIEW_ROWS = 5000
+STEPS = ("open a table", "tick the columns to use", "declare their domains", "review the schema",
+         "create the project (then its budget α)")
 NO_TABLE = ("No table open. CSV/TSV, Parquet, Excel and SQLite files, PostgreSQL tables and "
             "Spark tables or lake paths are supported.")
 
@@ -70,10 +73,13 @@ class DataPage(QWidget):
         self.open_btn = QPushButton("Open table…")
         self.open_btn.clicked.connect(self.choose_source)
         top.addWidget(self.open_btn)
+        self.steps = QLabel("")
+        self.steps.setObjectName("newProjectSteps")
         self.location = QLabel(NO_TABLE)
         self.location.setWordWrap(True)
         top.addWidget(self.location, 1)
         lay.addLayout(top)
+        lay.addWidget(self.steps)
         split = QSplitter(Qt.Orientation.Vertical)
         self.splitter = split
         box = QWidget()
@@ -93,6 +99,7 @@ class DataPage(QWidget):
         split.addWidget(box)
         self.editor = SchemaEditor()
         self.editor.suggest_btn.clicked.connect(self.suggest)
+        self.editor.sigEdited.connect(self._schema_edited)
         split.addWidget(self.editor)
         cube_box = QWidget()
         cl = QVBoxLayout(cube_box)
@@ -107,7 +114,11 @@ class DataPage(QWidget):
         self.cancel_btn.setEnabled(False)
         self.create_btn = QPushButton("Create project from this table…")
         self.create_btn.clicked.connect(self.create_project)
-        for w in (self.build_btn, self.progress, self.cancel_btn, self.create_btn):
+        self.reviewed = QCheckBox("Schema reviewed: every domain is publicly known")
+        self.reviewed.setToolTip("Domains read off the data can disclose rare values. Tick once you have checked "
+                                 "every column's domain; any edit asks for a new review.")
+        self.reviewed.toggled.connect(lambda _b: self._update_buttons())
+        for w in (self.build_btn, self.progress, self.cancel_btn, self.reviewed, self.create_btn):
             row.addWidget(w)
         cl.addLayout(row)
         res = QHBoxLayout()
@@ -277,9 +288,33 @@ class DataPage(QWidget):
 
         self.runner.start(work, self.sigProjectCreated.emit, label="creating project")
 
+    def _schema_edited(self) -> None:
+        self.reviewed.setChecked(False)  # a changed schema needs a new review
+        self._update_buttons()
+
+    def step(self) -> int:
+        """Where a new project stands: 1 table, 2 columns, 3 domains, 4 review, 5 create (budget next)."""
+        if self.source is None:
+            return 1
+        if not self.editor.schema_dict()["attributes"]:
+            return 2
+        try:
+            self.editor.schema()
+        except DpdeskError:
+            return 3
+        return 5 if self.reviewed.isChecked() else 4
+
     def _update_buttons(self) -> None:
         has = self.source is not None
+        new = self.session is None
         self.build_btn.setEnabled(has)
-        self.create_btn.setVisible(self.session is None)
-        self.create_btn.setEnabled(has)
-        self.open_btn.setEnabled(self.session is None)
+        self.create_btn.setVisible(new)
+        self.reviewed.setVisible(new)
+        step = self.step() if new else 0
+        self.reviewed.setEnabled(step >= 4)
+        self.create_btn.setEnabled(step == 5)
+        self.open_btn.setEnabled(new)
+        self.steps.setVisible(new)
+        self.steps.setText("New project: " + "  →  ".join(
+            f"<b>{i}. {name}</b>" if i == step else (f"✓ {name}" if i < step else f"{i}. {name}")
+            for i, name in enumerate(STEPS, start=1)))

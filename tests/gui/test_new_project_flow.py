@@ -33,6 +33,8 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     page.editor.set_attribute("visits", "visits", "numeric", [0, 50, 100])
     target = tmp_path / "visits.dpdesk"
     monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0))
+    assert not page.create_btn.isEnabled()  # not before the schema was reviewed
+    page.reviewed.setChecked(True)
     qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.session is not None, timeout=20000)
     assert not dialogs.errors
@@ -71,4 +73,29 @@ def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_i
     editor.table.item(rows["region"], 4).setText("east, north, south, west")
     assert not editor.data_derived and not editor.banner.isVisibleTo(page)
     assert editor.status.text().startswith("✓ 2 attributes")
+    win.close()
+
+
+def test_guided_new_project_steps_and_schema_review(qtbot, tmp_path, settings, dialogs):
+    from dpdesk.gui.main_window import MainWindow
+
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    win.menu_actions["new_project"].trigger()
+    page = win.data
+    assert page.step() == 1 and "<b>1. open a table</b>" in page.steps.text()
+    table = tmp_path / "visits.csv"
+    _write_csv(table)
+    page.open_table(str(table))
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    assert page.step() == 2 and not page.reviewed.isEnabled()
+    page.editor.set_attribute("region", "region", "categorical", [])
+    assert page.step() == 3 and "<b>3. declare their domains</b>" in page.steps.text()
+    page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south", "west"])
+    assert page.step() == 4 and page.reviewed.isEnabled() and not page.create_btn.isEnabled()
+    page.reviewed.setChecked(True)
+    assert page.step() == 5 and page.create_btn.isEnabled() and "✓ review the schema" in page.steps.text()
+    page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south"])  # changed again
+    assert not page.reviewed.isChecked() and not page.create_btn.isEnabled()
     win.close()
