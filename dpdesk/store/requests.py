@@ -138,7 +138,12 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         unknown = [c for c in cols if c not in ("query", "eps", "delta", "requester", "id")]
         if unknown:
             raise StoreError(f"{path.name}: unknown CSV column {unknown[0]!r}")
-        items = [{k.strip(): v for k, v in row.items()} for row in reader]
+        items = []
+        for n, row in enumerate(reader, start=2):
+            if None in row:  # csv puts the surplus fields of a row under the key None
+                raise StoreError(f"{path.name} row {n}: more fields than the header's {len(cols)} columns "
+                                 "(quote a query that contains commas)")
+            items.append({k.strip(): v for k, v in row.items()})
         label = "row"
         first = 2  # the header is row 1
     out = []

@@ -157,3 +157,15 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
     q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
     assert float(q37["released"]) == released and float(q37["answer"]) == raw
+
+
+def test_import_names_a_row_with_unquoted_commas(demo_window, dialogs, monkeypatch, tmp_path):
+    from dpdesk.gui import requests_page
+
+    bad = tmp_path / "commas.csv"
+    bad.write_text('query,eps,delta\ncount(sex="Male"),30,0.05\ncount(sex=["Male","Female"]),30,0.05\n',
+                   encoding="utf-8")
+    monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(bad))
+    demo_window.requests.import_file()
+    assert dialogs.errors[-1][1].startswith("commas.csv row 3: more fields than the header's 3 columns")
+    assert demo_window.requests.model.rowCount() == 37  # all or none
