@@ -120,6 +120,7 @@ class AnswerPanel(QWidget):
         self.release_runner.sigStarted.connect(lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False)))
         self.release_runner.sigFinished.connect(lambda: self._busy(False))
         self.plot = PosteriorPlot()
+        self.plot.setMinimumHeight(150)  # leaves the figures below in view on a laptop screen
         self.decision = QLabel("")
         self.decision.setObjectName("decisionLabel")
         self.reason = QLabel("")
@@ -131,15 +132,16 @@ class AnswerPanel(QWidget):
         lay.addLayout(dec)
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
+        lay.addWidget(self.plot, 1)  # the plot takes the room left; the figures scroll when there is none
         body = QWidget()
         body_lay = QVBoxLayout(body)
         body_lay.setContentsMargins(0, 0, 0, 0)
-        body_lay.addWidget(self.plot, 1)
         self.body = QScrollArea()
         self.body.setWidgetResizable(True)
         self.body.setFrameShape(QFrame.Shape.NoFrame)
         self.body.setWidget(body)
-        lay.addWidget(self.body, 1)
+        self.body.setMinimumHeight(90)
+        lay.addWidget(self.body)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
         for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ()),

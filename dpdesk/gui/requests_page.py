@@ -12,8 +12,8 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
-    QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QPushButton, QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -80,7 +80,7 @@ class RequestsPage(QWidget):
         self.delete_btn.setToolTip("Remove the selected pending request from the queue")
         self.delete_btn.clicked.connect(self.delete_request)
         ll.addLayout(bar)
-        actions = QHBoxLayout()  # a row of its own, so the queue stays narrow
+        actions = QGridLayout()  # rows of their own, three buttons each, so the queue stays narrow
         self.free_btn = QPushButton("Answer all free")
         self.free_btn.setToolTip("Release every pending request that history answers at no cost (each is ledgered)")
         self.free_btn.clicked.connect(self.answer_all_free)
@@ -89,9 +89,9 @@ class RequestsPage(QWidget):
         self.offer_btn.setToolTip("Offer the narrowest ±ε the remaining budget allows, or the free answer history "
                                   "gives at a lower confidence; accepting changes the request's terms")
         self.offer_btn.clicked.connect(self.counter_offer)
-        for w in (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.offer_btn, self.free_btn):
-            actions.addWidget(w)
-        actions.addStretch(1)
+        for i, w in enumerate((self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.offer_btn,
+                               self.free_btn)):
+            actions.addWidget(w, *divmod(i, 3))
         ll.addLayout(actions)
         self.model = RowsModel(REQUEST_HEADERS, self)
         # search and sort act on a proxy; rows below are the proxy's (what the curator sees)
@@ -123,7 +123,7 @@ class RequestsPage(QWidget):
         right.addWidget(self.answer)
         right.addWidget(_scrolling(self.budget))
         right.setChildrenCollapsible(False)
-        right.setSizes([560, 420])
+        right.setSizes([660, 340])  # the answer first; the budget panel scrolls when short
         self.splitter.addWidget(right)
         self.splitter.setChildrenCollapsible(False)
         left.setMinimumWidth(QUEUE_MIN_WIDTH)

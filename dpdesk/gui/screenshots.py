@@ -1,8 +1,8 @@
 """``dpdesk --screenshot DIR``: every page of a freshly made demo project as PNG files, offscreen.
 
 A few demo requests are worked through first so that the pages show history, costs and a ledger.
-The window is shot at each size of :data:`SIZES` (the smallest supported and a common laptop
-size), each into its own ``DIR/WxH/`` folder.
+The window is shot at each size of :data:`SIZES`: a common laptop size into ``DIR`` itself and the
+smallest supported size into ``DIR/1024x700/``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.scripted import SCRIPTED, wait_until, work_through
 
 
-SIZES = ((1024, 700), (1600, 1000))
+SIZES = {(1600, 1000): "", (1024, 700): "1024x700"}  # size -> sub-folder of the output folder
 
 
 def screenshot(directory: str, settings_path: str | None = None, sizes=SIZES) -> int:
-    """Render each page of a demo project to ``directory``/WxH/*.png at every size; 0 when done."""
-    for width, height in sizes:
-        _shoot(Path(directory) / f"{width}x{height}", settings_path, (width, height))
+    """Render each page of a demo project to ``directory`` (and its size sub-folders); 0 when done."""
+    for (width, height), sub in sizes.items():
+        _shoot(Path(directory) / sub, settings_path, (width, height))
     return 0
 
 

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRect
 
 from .conftest import wait_assessed
 
-SIZES = [(1024, 700), (2560, 1440)]
+SIZES = [(1024, 700), (1600, 1000), (2560, 1440)]
 
 
 def _rect_in(widget, ancestor) -> QRect:
@@ -42,5 +42,7 @@ def test_every_page_fits_and_keeps_its_parts_readable(demo_window, qtbot, tmp_pa
     for w in (panel.decision, panel.spend_btn, panel.reject_btn, win.requests.table):
         assert _shown_inside(w, win), w
     assert not _rect_in(panel.decision, panel).intersects(_rect_in(panel.body, panel))
+    if size[1] >= 1000:  # on a laptop screen and up, every figure of the answer shows without scrolling
+        assert panel.body.verticalScrollBar().maximum() == 0
     # the queue's columns are readable: the query column is not a sliver
     assert win.requests.table.columnWidth(2) >= 100
