@@ -110,15 +110,17 @@ class MainWindow(QMainWindow):
         self.close_project()
         self.show_page("start")
 
-    def new_request(self) -> None:
+    def _on_requests(self, action: str) -> None:
+        """A Requests-page action from the menu: show the page and run it (nothing without a project)."""
         if self.requests is not None:
             self.show_page("requests")
-            self.requests.new_request()
+            getattr(self.requests, action)()
+
+    def new_request(self) -> None:
+        self._on_requests("new_request")
 
     def import_requests(self) -> None:
-        if self.requests is not None:
-            self.show_page("requests")
-            self.requests.import_file()
+        self._on_requests("import_file")
 
     def new_posterior(self) -> None:
         if self.requests is not None:
@@ -132,19 +134,13 @@ class MainWindow(QMainWindow):
 
 
     def edit_request(self) -> None:
-        if self.requests is not None:
-            self.show_page("requests")
-            self.requests.edit_request()
+        self._on_requests("edit_request")
 
     def delete_request(self) -> None:
-        if self.requests is not None:
-            self.show_page("requests")
-            self.requests.delete_request()
+        self._on_requests("delete_request")
 
     def answer_all_free(self) -> None:
-        if self.requests is not None:
-            self.show_page("requests")
-            self.requests.answer_all_free()
+        self._on_requests("answer_all_free")
 
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
