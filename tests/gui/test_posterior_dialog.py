@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.models import LEDGER_HEADERS
 
 SCHEMA = Schema.from_dict({"attributes": [
     {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 65, 90], "labels": ["0-30", "30-65", "65-90"]},
@@ -137,7 +138,7 @@ def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thre
     audit = win.audit
     rows = [audit.model.index(r, 2).data() for r in range(audit.model.rowCount())]
     assert rows[-1] == "posterior"
-    assert "(δ = 6e-07)" in audit.model.index(audit.model.rowCount() - 1, 6).data()
+    assert "(δ = 6e-07)" in audit.model.index(audit.model.rowCount() - 1, LEDGER_HEADERS.index("summary")).data()
     assert audit.verify().ok
     # a second release at the same δ would pass the project's δ cap: previewed as not releasable
     plan = _preview(qtbot, d)
