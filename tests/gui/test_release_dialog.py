@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.models import LEDGER_HEADERS
 
 SCHEMA = Schema.from_dict({"attributes": [
     {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
@@ -104,7 +105,8 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     audit.table.selectRow(0)
     assert f'"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
     row = [audit.proxy.index(0, c).data() for c in range(audit.proxy.columnCount())]
-    assert row[2] == "partition" and float(row[5]) == 0.01 and "marginals" in row[6]
+    col = {name: i for i, name in enumerate(LEDGER_HEADERS)}  # by name: the table gained a requester column
+    assert row[2] == "partition" and float(row[col["α spent"]]) == 0.01 and "marginals" in row[col["summary"]]
     table = tmp_path / "release.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(table))
     assert audit.table_btn.isEnabled()
