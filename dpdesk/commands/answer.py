@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from dpdesk.commands.confirm import confirmed
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from dpdesk.engine.mechanisms.registry import method_names
@@ -86,10 +88,7 @@ def run_answer(args: argparse.Namespace) -> int:
             return 1
         if not args.yes:
             what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.spend_alpha:.6g}"
-            print(f"{what}? [y/N] ", end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
-            if line.strip().lower() not in ("y", "yes"):
-                print("not answered (not confirmed)", file=sys.stderr)
+            if not confirmed(what, "not answered (not confirmed)"):
                 return 1
         release = p.release(a)  # exactly what was shown: the writer lock kept the ledger and settings as assessed
         if args.json:

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any
 
+from dpdesk.commands.confirm import confirmed
+
 _HEAD = re.compile(r"\s*posterior\s*\(")
 
 
@@ -80,10 +82,7 @@ def run_release(args: argparse.Namespace) -> int:
             return 1
         if not args.yes:
             cost = f"α = {plan.alpha:.6g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
-            print(f"release it, each of the box's cells paying {cost}? [y/N] ", end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
-            if line.strip().lower() not in ("y", "yes"):
-                print("not released (not confirmed)", file=sys.stderr)
+            if not confirmed(f"release it, each of the box's cells paying {cost}?"):
                 return 1
         release = p.release(plan)  # exactly the plan shown; recorded (fsync'd) before it is returned
         if args.json:

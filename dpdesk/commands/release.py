@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from dpdesk.commands.confirm import confirmed
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("release", help="one-shot releases of many counts (cells, marginals, interval trees)",
@@ -140,17 +142,6 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _confirmed(question: str) -> bool:
-    import sys
-
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    line = sys.stdin.readline() if sys.stdin is not None and not sys.stdin.closed else ""
-    if line.strip().lower() in ("y", "yes"):
-        return True
-    print("not released (not confirmed)", file=sys.stderr)
-    return False
-
-
 def run_publish(args: argparse.Namespace) -> int:
     import sys
 
@@ -167,7 +158,7 @@ def run_publish(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"preview": pv.to_json(), "release": None}))
             return 1
-        if not args.yes and not _confirmed(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"):
+        if not args.yes and not confirmed(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"):
             return 1
         release = p.release(plan)  # drawn, then committed (fsync'd) before anything of it is shown
         seq = release.entry.seq
@@ -203,7 +194,7 @@ def run_select(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"plan": plan.record(), "release": None}))
             return 1
-        if not args.yes and not _confirmed(f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"):
+        if not args.yes and not confirmed(f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"):
             return 1
         release = p.release(plan)  # drawn, then committed (fsync'd) before the label is shown
         label = release.entry.payload["label"]
