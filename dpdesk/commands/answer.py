@@ -37,21 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_reject)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(float(x))
-
-
 def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
     done = p.entry_for(request_id)
     if done is None:
         return None
     if done.kind == "rejected":
         return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
-    pl = done.payload
-    value = done.released
-    lo, hi = pl["interval"]
     return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
-            f"{_num(value)} [{_num(lo)}, {_num(hi)}]; nothing new was drawn")
+            f"{done.shown()} {done.shown_interval()}; nothing new was drawn")
 
 
 def run_answer(args: argparse.Namespace) -> int:
@@ -94,11 +87,11 @@ def run_answer(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"assessment": a.to_json(), "release": release.to_json()}), flush=True)
         else:
-            lo, hi = release.interval
             cost = f"α = {release.alpha:.6g}, {release.family} noise" if release.kind == "fresh" else "free"
             if release.fusion_weight is not None:
                 cost += f", fused with history (weight {release.fusion_weight:.3g})"
-            print(f"answer {req.id}: {_num(release.answer)}  [{_num(lo)}, {_num(hi)}]  ({release.kind}, {cost}; "
+            # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values
+            print(f"answer {req.id}: {release.entry.shown()}  {release.entry.shown_interval()}  ({release.kind}, {cost}; "
                   f"ledger entry {release.entry.seq})", flush=True)
             print(f"ledger head {release.witness} (the requester's witness: dpdesk verify {p.path} --extends HASH)",
                   flush=True)

@@ -143,9 +143,13 @@ def format_assessment(a: Any) -> str:
     if est.estimable:
         where = (f"{est.history_size} history rows, {est.form} form" if a.inference.source is None else
                  f"from {a.inference.served_by}'s {est.history_size} counts")
-        lines.append(f"  estimate        {est.estimate:.6g}  (std {est.std:.4g}; {where})")
+        from dpdesk.engine.answering.rounding import format_interval, format_value
+
+        counts = r.query.is_integer  # a count is shown as an integer, as its release would be
+        lines.append(f"  estimate        {format_value(est.estimate, counts)}  (std {est.std:.4g}; {where})")
         lo, hi = a.interval
-        lines.append(f"  {100 * (1 - r.delta):g}% interval    [{lo:.6g}, {hi:.6g}]  (mass {a.interval_confidence:.6f})")
+        lines.append(f"  {100 * (1 - r.delta):g}% interval    {format_interval(lo, hi, counts)}  "
+                     f"(mass {a.interval_confidence:.6f})")
         lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
         asked = f", asked for {a.requested_method}" if a.method != a.requested_method else ""
         lines.append(f"  computed by     {a.method} (error ≤ {a.error_bound:.1e}{asked})")
@@ -153,7 +157,8 @@ def format_assessment(a: Any) -> str:
             lines.append(f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}")
         if a.prior != "flat":
             lo, hi = a.release_interval
-            lines.append(f"  prior           {a.prior} (known bounds; released window trimmed to [{lo:.6g}, {hi:.6g}])")
+            lines.append(f"  prior           {a.prior} (known bounds; released window trimmed to "
+                         f"{format_interval(lo, hi, counts, a.release_estimate)})")
     else:
         lines.append(f"  not estimable from the {est.history_size} released answers")
     b = a.budget

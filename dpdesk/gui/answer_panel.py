@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
+from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
 from dpdesk.gui.glossary import tip
@@ -214,9 +215,9 @@ class AnswerPanel(QWidget):
             return req.status
         p = entry.payload
         if entry.kind == "fresh":
-            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.released:.6g} (ledger #{entry.seq})"
+            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.shown()} (ledger #{entry.seq})"
         if entry.kind == "inferred":
-            return f"answered from history (free): released {entry.released:.6g} (ledger #{entry.seq})"
+            return f"answered from history (free): released {entry.shown()} (ledger #{entry.seq})"
         return f"rejected (ledger #{entry.seq})"
 
     def show_assessment(self, a) -> None:
@@ -229,16 +230,18 @@ class AnswerPanel(QWidget):
         self.reason.setText(reason)
         self.plot.set_assessment(a)
         est = a.estimate.estimate
+        counts = a.request.query.is_integer  # a count: shown as an integer, as its release would be
         self.fields["estimate"].setText(
-            "not estimable from history" if est is None else f"{est:.6g}   (std {_num(a.estimate.std, 4)})")
+            "not estimable from history" if est is None else
+            f"{format_value(est, counts)}   (std {_num(a.estimate.std, 4)})")
         prior = "flat" if a.prior == "flat" else f"known bounds: {a.prior.removeprefix('bounded ')}"
         if a.prior != "flat" and a.release_interval is not None:
-            prior += (f"; an inferred answer releases {a.release_estimate:.6g} in "
-                      f"[{a.release_interval[0]:.6g}, {a.release_interval[1]:.6g}] (θ̂ ± ε trimmed to the bounds)")
+            prior += (f"; an inferred answer releases {format_value(a.release_estimate, counts)} in "
+                      f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± ε trimmed to the bounds)")
         self.fields["prior"].setText(prior)
         self.fields["interval"].setText(
             "—" if a.interval is None else
-            f"[{a.interval[0]:.6g}, {a.interval[1]:.6g}] — confidence {a.interval_confidence:.6f}"
+            f"{format_interval(a.interval[0], a.interval[1], counts)} — confidence {a.interval_confidence:.6f}"
             f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})")
         self.fields["conf_eps"].setText(
             "—" if a.confidence_at_eps is None else
@@ -272,10 +275,9 @@ class AnswerPanel(QWidget):
         if entry.kind == "rejected":
             self.reason.setText(f"Rejected {when}: {p.get('reason') or 'no reason given'}. {where}.")
         else:
-            interval = p.get("interval")
-            within = f" in [{_num(interval[0], 6)}, {_num(interval[1], 6)}]" if interval else ""
+            within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
             cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
-            value = "several values" if entry.released is None else _num(entry.released, 6)
+            value = "several values" if entry.released is None else entry.shown()
             self.reason.setText(f"Released {value}{within} on {when}, costing {cost}; {where}. "
                                 "The plot shows what history says now.")
         for key in ("fresh", "cost"):
@@ -312,8 +314,8 @@ class AnswerPanel(QWidget):
 
     def _released(self, release) -> None:
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
-        self.result.setText(f"Released for {release.request_id}: {release.answer:.6g}, interval "
-                            f"[{release.interval[0]:.6g}, {release.interval[1]:.6g}] ({kind}); "
+        self.result.setText(f"Released for {release.request_id}: {release.entry.shown()}, interval "
+                            f"{release.entry.shown_interval()} ({kind}); "
                             f"ledger entry #{release.entry.seq}"
                             f"{unchanged_note(self.assessment) if release.kind == 'fresh' else ''}"
                             f"\nReply: {release.reply()}")

@@ -229,6 +229,9 @@ class AuditPage(QWidget):
         head = ""
         if "query" in entry.payload:
             head = f"query: {query_summary(entry.payload, self.session.schema)}\n"
+        if entry.released is not None:  # the figure shown everywhere; the recorded payload below keeps it exact
+            within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
+            head += f"released (as shown): {entry.shown()}{within}\n"
         shown = _shorten(json.loads(json.dumps(_shortened(entry.to_json()), default=thaw)))
         body = json.dumps(shown, indent=2, ensure_ascii=False)
         self.details.setPlainText(f"{head}(lists over {SHOWN_ITEMS} items shortened here; the CSV and the report "

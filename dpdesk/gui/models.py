@@ -125,12 +125,15 @@ def ledger_rows(entries: Sequence[Any], schema: Any = None,
                 requesters: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
     """Rows of the ledger table (``requesters``: request id → requester, joined from the queue)."""
     requesters = requesters or {}
+    from dpdesk.engine.answering.rounding import shown_value
     from dpdesk.store.report import entry_summary
 
     rows = []
     for e in entries:
         p = e.payload
-        answer = e.released  # what the requester received (fused, when fresh and fused); None for several values
+        # what the requester received (fused, when fresh and fused), as shown everywhere: a count rounded to
+        # an integer (engine/answering/rounding.py; the ledger keeps it exact); None for several values
+        answer = None if e.released is None else shown_value(e.released, e.integral)
         alpha = float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected", "rebind") else 0.0
         if e.kind in ("fresh", "inferred"):
             summary = query_summary(p, schema)
@@ -143,5 +146,5 @@ def ledger_rows(entries: Sequence[Any], schema: Any = None,
             delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
             summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
         rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
-                     requesters.get(e.request_id or "", ""), None if answer is None else float(answer), alpha, summary))
+                     requesters.get(e.request_id or "", ""), answer, alpha, summary))
     return rows

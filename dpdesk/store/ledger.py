@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
@@ -83,6 +85,27 @@ class LedgerEntry:
         if self.kind == "inferred":
             return float(p["estimate"])
         return None
+
+    @cached_property
+    def integral(self) -> bool:
+        """True when the entry released a count: one query with integer coefficients, whose true value is
+        an integer (see :mod:`dpdesk.engine.answering.rounding`)."""
+        q = self.payload.get("query")
+        if q is None or isinstance(q, str):
+            return False
+        values = q.get("values", ()) if isinstance(q, Mapping) else q
+        return all(float(v).is_integer() for v in values)
+
+    def shown(self) -> str:
+        """The released value as shown to people: a count rounded to an integer; "" when several values."""
+        return "" if self.released is None else format_value(self.released, self.integral)
+
+    def shown_interval(self) -> str:
+        """The released interval as shown (a count's: the integers inside it); "" when there is none."""
+        iv = self.payload.get("interval")
+        if iv is None or len(iv) != 2:
+            return ""
+        return format_interval(float(iv[0]), float(iv[1]), self.integral, self.released)
 
 
 def entry_body(seq: int, time: str, kind: str, request_id: str | None, payload: Any) -> dict[str, Any]:

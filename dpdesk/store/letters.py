@@ -3,7 +3,8 @@
 A letter lists what the requester received — each query, the released value, the interval and the
 confidence it was promised at — and the refusals with their notes, each with the ledger entry and
 the witness hash the requester can keep to check later that the ledger still holds the release. It
-holds released values and public parameters only.
+holds released values and public parameters only; a count is shown rounded to an integer, as everywhere
+(:mod:`dpdesk.engine.answering.rounding`).
 """
 
 from __future__ import annotations
@@ -17,18 +18,15 @@ from dpdesk.store.requesters import Received, RequesterAccount
 __all__ = ["letter_html", "letter_text", "write_letters"]
 
 
-def _num(x: float) -> str:
-    return f"{x:.6g}"
-
-
 def _item_text(r: Received) -> str:
     if r.kind == "rejected":
         return f"- {r.request_id}: {r.query}\n  Not answered. {r.reason or 'No reason was given.'}\n  (ledger entry #{r.seq})"
     if r.released is None:
         return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
-    where = f" in [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
-    return (f"- {r.request_id}: {r.query}\n  Answer: {_num(r.released)}{where} — the true count lies within "
-            f"±{r.eps:g} of the answer with probability at least {1 - r.delta:g}.\n"
+    where = f" in {r.shown_interval()}" if r.interval else ""
+    promise = (f"the true count lies in this interval with probability at least {1 - r.delta:g} (you asked for "
+               f"±{r.eps:g})" if r.interval else f"within ±{r.eps:g} with probability at least {1 - r.delta:g}")
+    return (f"- {r.request_id}: {r.query}\n  Answer: {r.shown()}{where} — {promise}.\n"
             f"  Ledger entry #{r.seq}, witness {r.hash}")
 
 
@@ -53,8 +51,8 @@ def letter_html(account: RequesterAccount, project: str) -> str:
         elif r.released is None:
             value, promise = "several values", ""
         else:
-            where = f" in [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
-            value, promise = f"{_num(r.released)}{where}", f"±{r.eps:g} at probability ≥ {1 - r.delta:g}"
+            where = f" in {r.shown_interval()}" if r.interval else ""
+            value, promise = f"{r.shown()}{where}", f"±{r.eps:g} at probability ≥ {1 - r.delta:g}"
         rows.append(f"<tr><td>{esc(r.request_id)}</td><td>{esc(r.query)}</td><td>{value}</td><td>{promise}</td>"
                     f"<td>#{r.seq} <code>{esc(r.hash)}</code></td></tr>")
     pending = f"<p>{account.pending} further request(s) are still pending.</p>" if account.pending else ""

@@ -49,9 +49,9 @@ class Release:
         p = self.entry.payload
         who = f"request {self.request_id}" if self.request_id else f"release #{self.entry.seq}"
         if self.answer is not None and self.interval is not None and "eps" in p:
-            lo, hi = self.interval
-            what = (f"{who}: {_num(self.answer)} in [{_num(lo)}, {_num(hi)}] (the true answer lies within "
-                    f"±{float(p['eps']):g} with probability ≥ {1 - float(p['delta']):g})")
+            # as shown everywhere: a count rounded to an integer, its interval the integers inside it
+            what = (f"{who}: {self.entry.shown()} in {self.entry.shown_interval()} (the true answer lies in this "
+                    f"interval with probability ≥ {1 - float(p['delta']):g}; asked for ±{float(p['eps']):g})")
         else:
             shown = ", ".join(_num(v) for v in self.values[:REPLY_VALUES])
             if len(self.values) > REPLY_VALUES:  # a partition release: its values go out as a table, not a line

@@ -17,9 +17,10 @@ from typing import Any, Mapping, Sequence
 
 from dpdesk.store.ledger import DECISION_KINDS, thaw
 
-# "released": what the requester received (a release of several values lists them, ";"-separated); "answer":
-# a fresh entry's raw noisy ỹ (its history row), which differs from "released" when the fresh answer was
-# fused with history's estimate. "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
+# "released": what the requester received, as shown to people everywhere — a count rounded to an integer
+# (engine/answering/rounding.py; the ledger keeps the exact value) — and a release of several values lists
+# them, ";"-separated; "answer": a fresh entry's raw noisy ỹ exactly as recorded (its history row), which
+# differs from "released" when the fresh answer was fused with history's estimate (blank for other kinds). "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
 # "privacy_delta": the δ a release charged each cell it charged ((α, δ) mechanisms; 0 when pure).
 # "requester" is joined from the request queue by request id (store/requesters.py).
 CSV_COLUMNS = ("seq", "time", "kind", "request_id", "released", "answer", "alpha", "eps", "delta", "query", "hash",
@@ -35,8 +36,9 @@ def _flat(values: Any) -> list[Any]:
 
 
 def _answer(e: Any) -> Any:
+    """What the requester received, as shown everywhere (a count rounded: engine/answering/rounding.py)."""
     if e.released is not None:
-        return e.released
+        return e.shown()
     values = e.payload.get("values")
     if values is None:
         return ""
@@ -77,7 +79,7 @@ def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = Non
     for e in entries:
         p = e.payload
         promise = "eps" in p  # a count request's ±ε, 1−δ
-        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", p.get("estimate", "")),
+        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", "") if e.kind == "fresh" else "",
                     _alpha(e, charges),
                     p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
                     p.get("mechanism", ""), _privacy_delta(p), requesters.get(e.request_id or "", "")])

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from dpdesk.engine.answering.rounding import format_interval, format_value
+
 __all__ = ["Received", "RequesterAccount", "accounts", "requester_of"]
 
 
@@ -30,6 +32,17 @@ class Received:
     hash: str
     time: str
     reason: str = ""                           # a refusal's note
+    integral: bool = False                     # a count (integer coefficients): shown rounded
+
+    def shown(self) -> str:
+        """The released value as shown to people (engine/answering/rounding.py: a count as an integer)."""
+        return format_value(self.released, self.integral)
+
+    def shown_interval(self) -> str:
+        """``[low, high]`` as shown (a count's: the integers inside it), "" when there is none."""
+        if self.interval is None:
+            return ""
+        return format_interval(self.interval[0], self.interval[1], self.integral, self.released)
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,7 @@ def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = No
         got.setdefault(req.requester, []).append(Received(
             req.id, describe(req) if describe else req.describe(), e.kind, e.released, interval,  # type: ignore[arg-type]
             float(req.eps), float(req.delta), float(p.get("alpha", 0.0)) if e.kind == "fresh" else 0.0,
-            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else ""))
+            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else "", e.integral))
     pending: dict[str, int] = {}
     for r in requests:
         if r.status == "pending":

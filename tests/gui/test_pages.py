@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import shutil
 
 from PySide6.QtCore import Qt
@@ -148,15 +149,26 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     entry = win.session.project.entry_for("q37")
     assert entry.kind == "fresh" and entry.payload["fusion_weight"] is not None
     released, raw = entry.payload["released"], entry.payload["answer"]
-    assert released != raw
+    assert released != raw and released != round(released)  # t·ỹ + (1−t)·θ̂ is not a whole number
+    # a count is an integer: every place shows the fused value rounded (the ledger keeps it exact)
+    shown = round(released)
+    lo, hi = entry.payload["interval"]
+    inside = f"[{math.ceil(lo)}, {math.floor(hi)}]"  # the integers inside the released interval
     row = next(r for r in range(win.audit.model.rowCount()) if win.audit.model.index(r, 3).data() == "q37")
-    assert float(win.audit.model.index(row, 5).data(Qt.ItemDataRole.UserRole)) == released
-    assert f"released {released:.6g}" in win.requests.answer.fields["status"].text()
+    assert win.audit.model.index(row, 5).data() == str(shown)
+    assert f"released {shown} " in win.requests.answer.fields["status"].text()
+    win.requests.select_request("q37")
+    wait_assessed(qtbot, win, "q37")
+    assert f"Released {shown} in {inside} on " in win.requests.answer.reason.text()
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
     q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
-    assert float(q37["released"]) == released and float(q37["answer"]) == raw
+    assert q37["released"] == str(shown) and float(q37["answer"]) == raw
+    assert f"<td>{shown}</td>" in win.audit.report_html()
+    from dpdesk.store.release import release_from_entry
+
+    assert f"request q37: {shown} in {inside} " in release_from_entry(entry, recovered=True).reply()
 
 
 def test_import_names_a_row_with_unquoted_commas(demo_window, dialogs, monkeypatch, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 
 from PySide6.QtCore import Qt
 
@@ -62,7 +63,7 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_win
     from dpdesk.gui import audit_page
 
     win = demo_window
-    for rid in ("q01", "q03"):
+    for rid in ("q01", "q02", "q03"):  # q03 = q01 + q02: inferred from history
         _answer(qtbot, win, rid)
     win.requests.select_request("q10")
     wait_assessed(qtbot, win, "q10")
@@ -72,7 +73,7 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_win
     monkeypatch.setattr(audit_page, "choose_folder", lambda *a: str(folder))
     qtbot.mouseClick(win.audit.letters_btn, Qt.MouseButton.LeftButton)
     who = {r.id: r.requester for r in win.session.requests()}
-    people = {who[q] for q in ("q01", "q03", "q10")}
+    people = {who[q] for q in ("q01", "q02", "q03", "q10")}
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}{s}" for n in people for s in (".txt", ".html"))
     assert dialogs.infos[-1] == ("Letters written", f"Wrote {len(people)} letter{'s' * (len(people) != 1)} "
                                                     f"(text and HTML) to {folder}.")
@@ -80,8 +81,14 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_win
     text = (folder / f"{who['q01']}.txt").read_text(encoding="utf-8")
     req = win.session.request("q01")
     lo, hi = e.payload["interval"]
-    assert f"Answer: {e.released:.6g} in [{lo:.6g}, {hi:.6g}]" in text
-    assert f"within ±{req.eps:g} of the answer with probability at least {1 - req.delta:g}" in text
+    assert f"Answer: {int(e.released)} in [{int(lo)}, {int(hi)}]" in text
+    assert f"lies in this interval with probability at least {1 - req.delta:g} (you asked for ±{req.eps:g})" in text
+    # q03 is inferred: a float estimate such as 59950.999999999985, shown as the count it is
+    e3 = win.session.project.entry_for("q03")
+    v, (lo3, hi3) = e3.payload["estimate"], e3.payload["interval"]
+    assert e3.kind == "inferred" and abs(v - round(v)) != 0.5
+    text3 = (folder / f"{who['q03']}.txt").read_text(encoding="utf-8")
+    assert f"Answer: {round(v)} in [{math.ceil(lo3 - 1e-6)}, {math.floor(hi3 + 1e-6)}]" in text3
     assert e.hash in text and req.query_text in text
     rejected = (folder / f"{who['q10']}.txt").read_text(encoding="utf-8")
     assert "Not answered. Too fine-grained for the agreement." in rejected

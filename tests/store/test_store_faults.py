@@ -41,7 +41,10 @@ def _decisions(path: Path) -> dict[str, list]:
 
 
 def _recorded_value(entry) -> float:
-    return float(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"])
+    """The recorded value as the command line prints it: a count rounded to an integer."""
+    from dpdesk.engine.answering.rounding import round_count
+
+    return float(round_count(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"]))
 
 
 def _check_after_kill(path: Path, request_id: str, result: dict, printed_log: list) -> None:
