@@ -41,10 +41,10 @@ def _decisions(path: Path) -> dict[str, list]:
 
 
 def _recorded_value(entry) -> float:
-    """The recorded value as the command line prints it: a count rounded to an integer."""
-    from dpdesk.engine.answering.rounding import round_count
-
-    return float(round_count(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"]))
+    """The recorded value as the command line prints it: a count rounded to an integer, another query's
+    value to six significant digits (docs/project-file.md, Rounding)."""
+    v = float(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"])
+    return float(round(v)) if entry.integral else float(f"{v:.6g}")
 
 
 def _check_after_kill(path: Path, request_id: str, result: dict, printed_log: list) -> None:
