@@ -6,6 +6,11 @@ the column). The builder's checkboxes produce text through the engine's ``count`
 ``format_terms``; the dialog returns (text, ε, δ, requester). Given ``submit``, OK hands the values to
 it and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
 nothing typed is lost.
+
+A pending request whose query is an index list with no text form (an irregular set of cells, as a
+CSV or the command line may bring) is edited with :meth:`QueryBuilderDialog.keep_query`: the query is
+named by its cells' labels and kept exactly as recorded while ε, δ and the requester change; typing a
+text form (or ticking labels) replaces it, and clearing the text keeps it again.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import count
-from dpdesk.engine.queries.text import format_terms, parse_query
+from dpdesk.engine.queries.query import Query, count
+from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.glossary import tip
 
@@ -35,6 +40,7 @@ class QueryBuilderDialog(QDialog):
         self.submit = submit
         self.result_value: Any = None
         self.query = None
+        self.kept: Query | None = None  # an index-list query kept as recorded while the text is empty
         lay = QVBoxLayout(self)
         boxes = QWidget()
         grid = QGridLayout(boxes)
@@ -61,6 +67,10 @@ class QueryBuilderDialog(QDialog):
         self.weight.setValue(1.0)
         self.weight.valueChanged.connect(self._from_checks)
         form.addRow("weight", self.weight)
+        self.kept_note = QLabel("")
+        self.kept_note.setWordWrap(True)
+        self.kept_note.setVisible(False)
+        form.addRow(self.kept_note)
         self.text = QLineEdit()
         self.text.setPlaceholderText('e.g. count(age="25-34", income=">50K") or 2*count(income=">50K")')
         self.text.textChanged.connect(self._validate)
@@ -105,6 +115,13 @@ class QueryBuilderDialog(QDialog):
 
     def _validate(self, text: str) -> None:
         ok_btn = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        if self.kept is not None and not text.strip():
+            q = self.query = self.kept
+            self.status.setText(f"✓ keeps the recorded query — sensitivity {q.sensitivity:g}, "
+                                f"{q.support_size()} of {q.n_cells} cells")
+            self.status.setStyleSheet("color: #237a36;")
+            ok_btn.setEnabled(True)
+            return
         try:
             q = parse_query(text, self.schema)
         except DpdeskError as exc:
@@ -125,6 +142,18 @@ class QueryBuilderDialog(QDialog):
         self.delta.setValue(delta)
         self.requester.setText(requester)
 
+    def keep_query(self, query: Query) -> None:
+        """Edit a request whose query has no text form: keep ``query`` as recorded unless a text form is
+        typed (or labels ticked) to replace it."""
+        self.kept = query
+        self.kept_note.setText(f"Query as recorded (an index list with no text form): "
+                               f"{describe_query(query, self.schema)}. It is kept while the text below is "
+                               "empty; type a text form or tick labels to replace it.")
+        self.kept_note.setVisible(True)
+        self.text.setPlaceholderText("empty: keep the recorded query")
+        self.text.setText("")
+        self._validate("")
+
     def submit_values(self) -> None:
         """OK: hand the values to ``submit``; stay open with its message if it refuses them."""
         if self.submit is not None:
@@ -136,5 +165,8 @@ class QueryBuilderDialog(QDialog):
                 return
         self.accept()
 
-    def values(self) -> tuple[str, float, float, str]:
-        return self.text.text().strip(), self.eps.value(), self.delta.value(), self.requester.text().strip()
+    def values(self) -> tuple[Any, float, float, str]:
+        """(query, ε, δ, requester): the query is the typed text form, or the kept query's JSON."""
+        text = self.text.text().strip()
+        query: Any = self.kept.to_json() if self.kept is not None and not text else text
+        return query, self.eps.value(), self.delta.value(), self.requester.text().strip()

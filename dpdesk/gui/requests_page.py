@@ -249,6 +249,8 @@ class RequestsPage(QWidget):
         dlg = QueryBuilderDialog(self.session.schema, self, title=f"Edit request {rid}",
                                  submit=lambda *values: self.session.edit_request(rid, *values))
         dlg.set_values(req.describe(self.session.schema), req.eps, req.delta, req.requester)
+        if req.query_text is None and dlg.query is None:  # an index list the text form cannot say
+            dlg.keep_query(req.query)  # kept as recorded unless the curator types a replacement
         if dlg.exec() == QueryBuilderDialog.DialogCode.Accepted:
             self.select_request(rid)
 

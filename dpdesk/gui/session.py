@@ -222,7 +222,7 @@ class ProjectSession(QObject):
         self._changed()
         return out
 
-    def edit_request(self, request_id: str, query: str, eps: float, delta: float, requester: str = "") -> StoredRequest:
+    def edit_request(self, request_id: str, query: Any, eps: float, delta: float, requester: str = "") -> StoredRequest:
         out = self.project.edit_request(request_id, query, eps, delta, requester)
         self._changed()
         return out

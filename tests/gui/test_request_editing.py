@@ -107,3 +107,54 @@ def test_edit_and_delete_pending_requests_only(demo_window, qtbot, dialogs):
         else:
             raise AssertionError("an answered request changed")
     assert win.session.request("q01").status == "answered"
+
+
+def test_an_index_list_request_without_a_text_form_is_edited_keeping_its_query(demo_window, qtbot, tmp_path):
+    """Cells 0, 7 and 300 form no box of labels: the editor names them, keeps the query while ε, δ and the
+    requester change, and a typed text form replaces it."""
+    from .conftest import wait_assessed
+
+    win = demo_window
+    page = win.requests
+    cells = {"indices": [0, 7, 300], "values": [1, 1, 1]}
+    new = win.session.add_request(cells, 20.0, 0.05, "")
+    page.select_request(new.id)
+    wait_assessed(qtbot, win, new.id)
+    seen = {}
+
+    def keep(dlg):
+        try:
+            ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+            seen["note"], seen["text"], seen["ok"] = dlg.kept_note.text(), dlg.text.text(), ok.isEnabled()
+            seen["visible"] = dlg.kept_note.isVisible()
+            dlg.grab().save(str(tmp_path / "edit-index-list.png"))
+            dlg.text.setText("count(")  # a bad replacement is refused in place …
+            seen["bad"] = (ok.isEnabled(), dlg.status.text())
+            dlg.text.setText("")  # … and clearing it keeps the recorded query again
+            dlg.eps.setValue(35.0)
+            dlg.requester.setText("audit-office")
+            qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+        finally:
+            if dlg.isVisible():  # the editor refused: close it so the test fails instead of waiting
+                dlg.reject()
+
+    drive_modal(qtbot, keep)
+    qtbot.mouseClick(page.edit_btn, Qt.MouseButton.LeftButton)
+    assert seen["visible"] and seen["text"] == "" and seen["ok"]
+    assert "index list with no text form" in seen["note"] and "weight 1 on 3 cells" in seen["note"]
+    assert seen["bad"][0] is False and seen["bad"][1].startswith("✗")
+    after = win.session.request(new.id)
+    assert after.query_text is None and after.query.to_json() == cells
+    assert (after.eps, after.requester, after.status) == (35.0, "audit-office", "pending")
+
+    def replace(dlg):
+        dlg.text.setText('count(sex="Male")')
+        qtbot.mouseClick(dlg.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+        if dlg.isVisible():
+            dlg.reject()
+
+    wait_assessed(qtbot, win, new.id)
+    drive_modal(qtbot, replace)
+    qtbot.mouseClick(page.edit_btn, Qt.MouseButton.LeftButton)
+    after = win.session.request(new.id)
+    assert after.query_text == 'count(sex="Male")' and after.eps == 35.0
