@@ -93,6 +93,19 @@ def test_empty_history_needs_a_fresh_answer():
     assert j["system_cost"] == 0.0 and j["system_cost_after"] == pytest.approx(a.fresh_alpha)
 
 
+def test_a_refusal_names_every_cell_that_would_overspend_never_one_among_equals():
+    h = History(SCHEMA.shape)
+    wide = Request("r1", count(SCHEMA, income=">50K"), eps=0.5, delta=0.01)  # both >50K cells tie
+    a = assess(h, wide, 1.0, schema=SCHEMA)
+    assert a.decision == "reject" and 'in all 2 cells of count(income=">50K")' in a.reason
+    # spent on one cell, a request over two cells overflows that one only: it alone is named
+    young = count(SCHEMA, age="0-30", income="<=50K")
+    h.append(HistoryRow(young, 0.9, 12.0, "discrete_laplace"))
+    two = Request("r2", count(SCHEMA, income="<=50K"), eps=20.0, delta=0.05)  # α ≈ 0.15: only cell 0 passes 1
+    a = assess(h, two, 1.0, schema=SCHEMA)
+    assert a.decision == "reject" and f"in cell {SCHEMA.describe_cell(0)} (" in a.reason
+
+
 def test_assessment_is_immutable():
     a = assess(History(SCHEMA.shape), Request("r", count(SCHEMA), 5.0, 0.1), 1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -114,6 +114,8 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     win.menu_actions["answer_all_free"].trigger()
     qtbot.waitUntil(lambda: not req.free_runner.is_running(), timeout=60000)
     assert win.session.project.entry_for(repeat).kind == "inferred"
+    assert dialogs.infos[-1] == ("Free requests answered", f"Released 1 free answer from history ({repeat}); "
+                                                          "0 requests still pending.")
     assert all(r.status != "pending" for r in win.session.requests())
     # -- audit: verify, report, CSV, letters
     win.show_page("audit")
@@ -133,4 +135,12 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     assert {r["requester"] for r in exported} == {"health-office", "press", "insurer"}
     assert sorted(p.name for p in letters.iterdir()) == sorted(
         f"{n}.{s}" for n in ("health-office", "press", "insurer") for s in ("txt", "html"))
-    assert "Visit counts are outside the agreement." in (letters / "press.txt").read_text(encoding="utf-8")
+    press = (letters / "press.txt").read_text(encoding="utf-8")
+    assert "Visit counts are outside the agreement." in press
+    # the inferred count is a float estimate in the ledger, one integer wherever people read it
+    inferred = win.session.project.entry_for(both)
+    estimate = inferred.payload["estimate"]
+    assert abs(estimate - round(estimate)) != 0.5
+    row = next(r for r in exported if r["request_id"] == both)
+    assert row["released"] == str(round(estimate)) and f"Answer: {round(estimate)} in [" in press
+    assert f"<td>{round(estimate)}</td>" in report.read_text(encoding="utf-8")

@@ -200,8 +200,28 @@ def decide(
         return "spend", (f"needs a fresh answer — {cost}; system cost "
                          f"{_fmt(b.system_cost)} → {_fmt(b.system_cost_after or 0.0)} ({why})")
     cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
-    return "reject", (f"cannot answer — would exceed the total budget in cell {where(b.limiting_cell)}{cheaper} "
-                      f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
+    return "reject", (f"cannot answer — would exceed the total budget {_overflowing(b, settings.total_budget, schema)}"
+                      f"{cheaper} ({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
+
+
+def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
+    """Where a release would overspend: every cell whose cost would pass the total, named together —
+    never one cell picked among equals (a first request's cells all tie)."""
+    after = b.cell_costs_after
+    cells = np.flatnonzero(after > total) if after is not None else np.array([], dtype=np.int64)
+    if cells.size <= 1 or schema is None:
+        cell = int(cells[0]) if cells.size == 1 else b.limiting_cell
+        named = schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
+        more = f" and {cells.size - 1} more cells" if cells.size > 1 else ""
+        return f"in cell {named}{more}"
+    from dpdesk.engine.queries.query import query_from_json
+    from dpdesk.engine.queries.text import describe_query
+
+    picked = query_from_json({"indices": cells.tolist(), "values": [1] * cells.size}, schema.n_cells, schema.shape)
+    text = describe_query(picked, schema)
+    if text.startswith("weight 1 on "):  # no box of labels: its cells, the first few named
+        return f"in {text.removeprefix('weight 1 on ')}"
+    return f"in all {cells.size} cells of {text}"
 
 
 def _bound_note(err: float) -> str:
