@@ -200,8 +200,9 @@ def decide(
         return "spend", (f"needs a fresh answer — {cost}; system cost "
                          f"{_fmt(b.system_cost)} → {_fmt(b.system_cost_after or 0.0)} ({why})")
     cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
-    return "reject", (f"cannot answer — would exceed the total budget {_overflowing(b, settings.total_budget, schema)}"
-                      f"{cheaper} ({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
+    over = _overflowing(b, settings.total_budget, schema)
+    return "reject", (f"cannot answer — would exceed the total budget {over}{cheaper} "
+                      f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
 
 
 def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
@@ -220,8 +221,13 @@ def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
     picked = query_from_json({"indices": cells.tolist(), "values": [1] * cells.size}, schema.n_cells, schema.shape)
     text = describe_query(picked, schema)
     if text.startswith("weight 1 on "):  # no box of labels: its cells, the first few named
-        return f"in {text.removeprefix('weight 1 on ')}"
-    return f"in all {cells.size} cells of {text}"
+        out = f"in {text.removeprefix('weight 1 on ')}"
+    else:
+        out = f"in all {cells.size} cells of {text}"
+    top = after[cells]
+    if np.count_nonzero(top == top.max()) == 1:  # one cell passes furthest: name it too
+        out += f", most in cell {schema.describe_cell(int(cells[np.argmax(top)]))}"
+    return out
 
 
 def _bound_note(err: float) -> str:
