@@ -22,13 +22,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("path", metavar="PATH")
     which = a.add_mutually_exclusive_group(required=True)
     which.add_argument("--request", metavar="ID", help="a queued count request")
-    which.add_argument("--query", metavar="TEXT", help="a posterior of proportions: 'posterior(attr | box; prior=…; budget=…)'")
+    which.add_argument("--query", metavar="TEXT", help="a posterior of proportions: 'posterior(attr | box; prior=…; budget=…)', "
+                                                       "or a zero-cost estimate: 'estimate(count(…))'")
     a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     a.add_argument("--json", action="store_true", help="print one JSON object (assessment and release)")
     a.add_argument("--method", default=method_names()[0], choices=method_names(), help="posterior method")
     from dpdesk.commands.posterior import add_reference_argument
 
     add_reference_argument(a)
+    from dpdesk.commands.estimate import add_tau_argument
+
+    add_tau_argument(a)
     a.set_defaults(func=run_answer)
     r = subparsers.add_parser("reject", help="record the refusal of a request (spends nothing)")
     r.add_argument("path", metavar="PATH")
@@ -56,8 +60,11 @@ def run_answer(args: argparse.Namespace) -> int:
     from dpdesk.store.project import Project
 
     if args.query is not None:
+        from dpdesk.commands import estimate
         from dpdesk.commands.posterior import is_posterior, run_release
 
+        if estimate.is_estimate(args.query):
+            return estimate.run_release(args)
         if not is_posterior(args.query):
             raise DpdeskError("--query takes a posterior of proportions, posterior(...); queue a count request "
                               "with `dpdesk requests add` and answer it with --request")

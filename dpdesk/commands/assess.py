@@ -6,7 +6,9 @@ Two forms:
   DESIGN §6 history file, no project needed;
 * ``dpdesk assess PROJECT --request ID`` assesses a queued request of a project file;
 * ``dpdesk assess PROJECT --query 'posterior(...)'`` prices a posterior of proportions against the
-  project's ledger (:mod:`dpdesk.commands.posterior`).
+  project's ledger (:mod:`dpdesk.commands.posterior`);
+* ``dpdesk assess PROJECT --query 'estimate(...)'`` shows a zero-cost, biased estimate from the released
+  answers (:mod:`dpdesk.commands.estimate`).
 
 Nothing is spent and no noise is drawn. ``--json`` prints the DESIGN §6 assessment object (one per line
 for ``--queries``).
@@ -44,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from dpdesk.commands.posterior import add_reference_argument
 
     add_reference_argument(p)
+    from dpdesk.commands.estimate import add_tau_argument
+
+    add_tau_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
     p.set_defaults(func=run)
 
@@ -181,10 +186,13 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.answering.workflow import Settings, assess
 
     if args.project is not None:
+        from dpdesk.commands import estimate
         from dpdesk.commands.posterior import is_posterior, run_preview
 
         if is_posterior(args.query) and not (args.history or args.queries or args.request):
             return run_preview(args)
+        if estimate.is_estimate(args.query) and not (args.history or args.queries or args.request):
+            return estimate.run_preview(args)
         if args.history or args.query or args.queries:
             raise DpdeskError("with a project file use --request ID or --query 'posterior(...)' "
                               "(not --history/--queries, nor a count --query)")

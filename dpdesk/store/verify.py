@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.estimates.plans import recompute_estimate
+from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
@@ -141,6 +143,20 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
     _check_window(e, "released" if "released" in p else "estimate", bad)
     if p.get("from_release") is not None:
         _check_from_release(e, view, bad)
+    if v.mechanism is SHRINKAGE_ESTIMATE:
+        _check_estimate(e, view, bad)
+
+
+def _check_estimate(e, view: LedgerView, bad) -> None:
+    """A zero-cost estimate is what the released answers before it give at its recorded τ and table size."""
+    p = thaw(e.payload)
+    with view.assessing() as s:
+        if len(s.history) != p.get("history_prefix"):
+            return  # reported above (history_prefix)
+        value = recompute_estimate(p, s.history, view.schema.names)
+    if value is not None and not _close(value, float(p["estimate"])):
+        bad(e.seq, f"entry {e.seq}: recorded estimate {float(p['estimate']):.6g} but the released answers before it "
+                   f"give {value:.6g} at τ = {p['tau']}")
 
 
 def _check_from_release(e, view: LedgerView, bad) -> None:

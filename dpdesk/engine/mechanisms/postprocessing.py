@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge
 
-__all__ = ["INFERENCE", "PostProcessing"]
+__all__ = ["INFERENCE", "PostProcessing", "SHRINKAGE_ESTIMATE", "SYNTHETIC_TABLE"]
 
 
 @dataclass(frozen=True)
@@ -36,3 +36,5 @@ class PostProcessing:
 
 
 INFERENCE = PostProcessing("inference", "inferred", "inferred from history", value_keys=("estimate",))
+SHRINKAGE_ESTIMATE = PostProcessing("shrinkage-estimate", "estimate", "kernel-PCA shrinkage estimate (biased)")
+SYNTHETIC_TABLE = PostProcessing("maxent-synthetic", "synthetic", "maximum-entropy synthetic table")

@@ -15,7 +15,7 @@ from dpdesk.engine.mechanisms.base import Mechanism
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE, NoiseMechanism
 from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.mechanisms.posterior import POSTERIOR_MECHANISMS
-from dpdesk.engine.mechanisms.postprocessing import INFERENCE
+from dpdesk.engine.mechanisms.postprocessing import INFERENCE, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE
 from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX
 from dpdesk.engine.queries.query import Query
 
@@ -28,7 +28,9 @@ __all__ = [
 NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE)
 
 # Every mechanism a ledger entry may name, by the name it records.
-MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in (*NOISE_FAMILIES, INFERENCE, *POSTERIOR_MECHANISMS, PARTITION, REPORT_NOISY_MAX)}
+MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in (
+    *NOISE_FAMILIES, INFERENCE, *POSTERIOR_MECHANISMS, PARTITION, REPORT_NOISY_MAX, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE,
+)}
 
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {

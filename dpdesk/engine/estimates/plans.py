@@ -1,0 +1,401 @@
+"""Zero-cost estimates and synthetic tables as releases: plans the one release path records.
+
+Both read the project's released history only — the history's noisy rows, the curator's declared
+table size, the ledger head — never the data. Each is a :class:`~dpdesk.engine.mechanisms.base.ReleasePlan`
+with an empty charge and ``needs_data = False``: ``Project.release(plan)`` records it (hash-chained,
+with its basis) like every release, and verify re-derives its zero charge.
+
+* :func:`plan_estimate` — the kernel-PCA shrinkage estimate of one query (seed §3) at a τ given by the
+  curator or chosen by k-fold cross-validation on the history; **biased** for finite τ, so it is shown
+  with the CV curve's error estimate (over queries like the history's, never a bound for this request)
+  and never as meeting an (ε, δ).
+* :func:`plan_synthetic` — a maximum-entropy synthetic table (seed §4): the fit, ``rows`` synthetic rows
+  drawn with a recorded seed, the digest of those rows and a fit report per released row.
+
+The inputs the seed assumes known are taken from public sources only (issue 17): the table size ``n``
+is the curator's declared size (given, or the project's known-bounds prior) or else the history's own
+unbiased estimate of the total; the prior ``p0`` of an attribute comes from its 1-way marginal when the
+history determines it (released marginals), uniform otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.estimates.crossval import CVCurve, cross_validate
+from dpdesk.engine.estimates.kernel import universal
+from dpdesk.engine.estimates.maxent import MaxEntFit, fit_maxent
+from dpdesk.engine.estimates.released import Released
+from dpdesk.engine.estimates.shrinkage import ShrinkageEstimate, ShrinkageModel
+from dpdesk.engine.mechanisms.base import Basis
+from dpdesk.engine.mechanisms.charge import Charge
+from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE, PostProcessing
+from dpdesk.engine.queries.query import Query, Term
+
+__all__ = [
+    "EstimatePlan", "SyntheticPlan", "HistoryInputs", "history_inputs", "plan_estimate", "plan_synthetic", "marginal_prior", "public_table_size",
+    "answers_on_rows", "MAXENT_TAUS",
+]
+
+# Cross-validation folds (the seed's 5) and the τ grid of the maximum-entropy fit (scaled weights, |v| ≤ τ).
+FOLDS = 5
+MAXENT_TAUS = (0.01, 0.03, 0.1, 0.3)
+# A floor for an attribute's prior share read off noisy marginals: noise can make a share ≤ 0.
+_PRIOR_FLOOR = 1e-3
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "nan")
+
+
+def _marginal_query(shape: tuple[int, ...], axis: int, value: int) -> Query:
+    factors = tuple(np.ones(k) for k in shape)
+    f = np.zeros(shape[axis])
+    f[value] = 1.0
+    return Query(shape, terms=(Term(1.0, factors[:axis] + (f,) + factors[axis + 1:]),))
+
+
+def marginal_prior(history: Any, names: Sequence[str]) -> tuple[tuple[np.ndarray, ...] | None, tuple[str, ...]]:
+    """The prior ``p0`` from released 1-way marginals (seed §2), and the attributes it used.
+
+    An attribute's factor is its marginal's unbiased estimate from history, normalised (shares floored
+    at a small positive value: a noisy share can be negative) when history determines every label's
+    count; uniform otherwise. ``(None, ())`` when history determines no marginal.
+    """
+    shape = tuple(history.shape)
+    factors, used = [], []
+    for d, k in enumerate(shape):
+        est = [history.estimate(_marginal_query(shape, d, v)) for v in range(k)] if len(history) else []
+        if est and all(e.estimable for e in est):
+            share = np.maximum(np.array([float(e.estimate) for e in est]), 0.0)
+            total = float(share.sum())
+            share = share / total if total > 0 else np.full(k, 1.0 / k)
+            share = np.maximum(share, _PRIOR_FLOOR / k)
+            factors.append(share / share.sum())
+            used.append(names[d])
+        else:
+            factors.append(np.full(k, 1.0 / k))
+    return (tuple(factors), tuple(used)) if used else (None, ())
+
+
+def public_table_size(history: Any, given: float | None, declared: float | None) -> tuple[float | None, str]:
+    """The table size ``n`` the seed's universal query needs, from public sources only, and where from.
+
+    ``given`` (the curator, now) wins, then ``declared`` (the project's known-bounds prior), then the
+    history's unbiased estimate of the total count when history determines it; else ``(None, ...)``.
+    """
+    for value, source in ((given, "given by the curator"), (declared, "the project's declared table size")):
+        if value is not None:
+            if not (math.isfinite(value) and value > 0):
+                raise DpdeskError(f"table size ({value!r}) must be a positive number")
+            return float(value), source
+    if len(history):
+        e = history.estimate(universal(tuple(history.shape)))
+        if e.estimable and float(e.estimate) > 0:
+            return float(e.estimate), "estimated from the released history (its unbiased total)"
+    return None, "unknown"
+
+
+@dataclass(frozen=True)
+class HistoryInputs:
+    """What both plans read, taken from one moment of the ledger: the released rows, ``n``, ``p0``, the basis."""
+
+    released: Released
+    table_size: float | None
+    size_source: str
+    prior: tuple[np.ndarray, ...] | None
+    prior_attributes: tuple[str, ...]
+    basis: Basis
+    left_out: int = 0  # releases the ledger view keeps out of History (answered from their own structure)
+
+
+def history_inputs(history: Any, names: Sequence[str], basis: Basis, *, table_size: float | None = None,
+                   declared_size: float | None = None, left_out: int = 0) -> HistoryInputs:
+    """Copy what the plans need out of ``history`` (quick; the caller may hold the history's lock)."""
+    if len(history) == 0:
+        raise DpdeskError("the history has no released answers yet: a zero-cost estimate needs released rows")
+    n, source = public_table_size(history, table_size, declared_size)
+    prior, used = marginal_prior(history, names)
+    return HistoryInputs(Released.from_history(history), n, source, prior, used, basis, int(left_out))
+
+
+def _query_json(query: Query) -> dict[str, Any] | None:
+    """The query as recorded (sparse JSON), unless its support is too large to list."""
+    return query.to_json() if query.support_size() <= 1_000_000 else None
+
+
+@dataclass(frozen=True)
+class EstimatePlan:
+    """A zero-cost, biased kernel-PCA estimate of one query, ready to be recorded (module docstring)."""
+
+    query: Query
+    text: str
+    estimate: ShrinkageEstimate
+    tau_source: str  # "given" or "cross-validation"
+    cv: CVCurve | None
+    unbiased: Any  # the history's own Estimate (BLUE) of the query, estimable or not
+    table_size: float | None
+    size_source: str
+    prior_attributes: tuple[str, ...]
+    history_rows: int
+    basis: Basis
+    left_out: int = 0
+    mechanism: PostProcessing = SHRINKAGE_ESTIMATE
+    request_id: str | None = None
+    releasable: bool = True
+    reason: str = "a zero-cost estimate from released answers (post-processing, biased)"
+    needs_data: bool = False
+    charge: Charge = field(default_factory=Charge)
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+    @property
+    def tau(self) -> float:
+        return self.estimate.tau
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "query": _query_json(self.query), "text": self.text, "estimate": self.value, "values": [self.value],
+            "tau": _num(self.tau), "tau_source": self.tau_source, "noise_std": self.estimate.noise_std,
+            "distance": self.estimate.distance, "biased": math.isfinite(self.tau),
+            "table_size": self.table_size, "table_size_source": self.size_source,
+            "prior_attributes": list(self.prior_attributes), "history_prefix": self.history_rows,
+            "cv": None if self.cv is None else self.cv.to_json(),
+        }
+
+    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
+        return {}  # post-processing: nothing is drawn, the data is never read
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.record()
+        out.update(kind=self.mechanism.kind, mechanism=self.mechanism.name, alpha=0.0,
+                   unbiased_estimable=bool(self.unbiased.estimable),
+                   unbiased=None if not self.unbiased.estimable else float(self.unbiased.estimate))
+        return out
+
+    def lines(self) -> list[str]:
+        """The preview the curator reads before recording it."""
+        e = self.estimate
+        out = [f"zero-cost estimate of {self.text} from {self.history_rows} released answers (kernel-PCA shrinkage)"]
+        if self.unbiased.estimable:
+            out.append(f"history answers this query without bias: {float(self.unbiased.estimate):.6g} "
+                       f"(± {math.sqrt(float(self.unbiased.variance)):.3g} s.d.) — prefer a count request")
+        tau = "∞ (unbiased)" if not math.isfinite(e.tau) else f"{e.tau:.4g}"
+        out.append(f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no (ε, δ) "
+                   "and is not a confidence statement")
+        out.append(f"released noise in it: s.d. {e.noise_std:.3g} (its bias is not included); distance from what "
+                   f"history determines: {e.distance:.3g}")
+        if self.cv is not None:
+            out.append(self.cv.summary())
+        n = "none (the history estimates the total)" if self.table_size is None else f"{self.table_size:.6g}"
+        out.append(f"table size: {n} — {self.size_source}")
+        prior = ", ".join(self.prior_attributes) if self.prior_attributes else "none (uniform prior p0)"
+        out.append(f"prior p0 from released 1-way marginals of: {prior}")
+        if self.left_out:
+            out.append(f"not used: {self.left_out} large release(s) the ledger answers from their own structure")
+        out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
+        return out
+
+
+def plan_estimate(
+    inputs: HistoryInputs, query: Query, unbiased: Any, *, text: str | None = None, tau: float | None = None,
+    progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
+) -> EstimatePlan:
+    """The kernel-PCA estimate of ``query`` from the released rows (public inputs only), as a release plan.
+
+    ``unbiased`` is the history's own estimate of the query (shown beside it). ``tau`` None chooses τ by
+    5-fold cross-validation on the history (its RMSE estimate is shown); ``math.inf`` asks for the
+    unbiased estimate, which exists only where history determines the query.
+    """
+    if tau is not None and not tau > 0:
+        raise DpdeskError(f"tau ({tau!r}) must be a positive number (inf: the unbiased estimate)")
+    released = inputs.released
+    model = ShrinkageModel.fit(released, table_size=inputs.table_size, prior=inputs.prior, cancelled=cancelled)
+    if progress is not None:
+        progress(0.3)
+    cv = None
+    if tau is None:
+        if len(released) < 2 * FOLDS:
+            raise DpdeskError(f"choosing τ by {FOLDS}-fold cross-validation needs at least {2 * FOLDS} released "
+                              f"answers, the history has {len(released)}: give τ")
+        cv = cross_validate(model, k=FOLDS, cancelled=cancelled)
+        tau = cv.best_tau
+    if progress is not None:
+        progress(0.9)
+    est = model.estimate(query, tau)
+    return EstimatePlan(query, text or query.describe(), est, "given" if cv is None else "cross-validation", cv,
+                        unbiased, inputs.table_size, inputs.size_source, inputs.prior_attributes, len(released),
+                        inputs.basis, inputs.left_out)
+
+
+def answers_on_rows(query: Any, codes: np.ndarray, shape: tuple[int, ...]) -> float:
+    """A query's answer on a table of rows given as attribute codes (``codes[:, d]``)."""
+    if hasattr(query, "values_at_codes"):
+        return float(np.sum(query.values_at_codes(codes)))
+    if query.terms is not None:
+        total = 0.0
+        for t in query.terms:
+            v = np.full(codes.shape[0], t.weight)
+            for d, f in enumerate(t.factors):
+                v *= f[codes[:, d]]
+            total += float(v.sum())
+        return total
+    flat = np.ravel_multi_index(tuple(codes[:, d] for d in range(len(shape))), shape)
+    dense = np.zeros(int(math.prod(shape)))
+    dense[query.indices] = query.values
+    return float(dense[flat].sum())
+
+
+@dataclass(frozen=True)
+class SyntheticPlan:
+    """A maximum-entropy synthetic table drawn from released history, ready to be recorded."""
+
+    codes: np.ndarray  # rows × attributes (read-only); becomes the exported table after recording
+    seed: int
+    fit: MaxEntFit
+    tau_source: str
+    cv_mse: tuple[tuple[float, float], ...]  # (τ, CV estimate of the mean squared misfit), when chosen by CV
+    released: Released
+    table_size: float
+    size_source: str
+    prior_attributes: tuple[str, ...]
+    basis: Basis
+    mechanism: PostProcessing = SYNTHETIC_TABLE
+    request_id: str | None = None
+    releasable: bool = True
+    reason: str = "a synthetic table from released answers (post-processing)"
+    needs_data: bool = False
+    charge: Charge = field(default_factory=Charge)
+
+    @property
+    def rows(self) -> int:
+        return int(self.codes.shape[0])
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the synthetic rows' codes (int64, C order): recorded, so the export can be checked."""
+        return hashlib.sha256(np.ascontiguousarray(self.codes, dtype=np.int64).tobytes()).hexdigest()
+
+    def report(self) -> list[tuple[int, float, float, float]]:
+        """Per released row: ``(row, released, fitted n·p[f], synthetic table's answer scaled to n)``."""
+        scale = self.table_size / self.rows
+        return [(i, float(self.released.answers[i]), float(self.fit.expected[i]),
+                 scale * answers_on_rows(q, self.codes, self.released.shape))
+                for i, q in enumerate(self.released.queries)]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        f = self.fit
+        if f.converged:
+            return ()
+        return (f"the maximum-entropy fit did not pass its convergence test at τ = {f.tau:g} after {f.rounds} "
+                f"rounds (largest misfit gradient {f.max_gradient:.3g} noise scales, importance-sample "
+                f"efficiency {f.ess:.2f}): the table follows the released answers less closely than "
+                "stated; try a smaller τ",)
+
+    def record(self) -> dict[str, Any]:
+        f = self.fit
+        misfit = f.misfit(self.released.answers)
+        return {
+            "rows": self.rows, "seed": self.seed, "attributes": len(self.released.shape),
+            "rows_sha256": self.digest, "values": [],
+            "tau": f.tau, "tau_source": self.tau_source, "cv": [[t, _num(m)] for t, m in self.cv_mse],
+            "table_size": self.table_size, "table_size_source": self.size_source,
+            "prior_attributes": list(self.prior_attributes), "history_prefix": len(self.released),
+            "converged": bool(f.converged), "rounds": f.rounds, "ess": f.ess, "max_gradient": _num(f.max_gradient),
+            "max_abs_misfit": float(np.max(np.abs(misfit))) if misfit.size else 0.0,
+            "rms_misfit": float(np.sqrt(np.mean(misfit**2))) if misfit.size else 0.0,
+        }
+
+    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
+        return {}  # post-processing: nothing is drawn from the data
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.record()
+        out.update(kind=self.mechanism.kind, mechanism=self.mechanism.name, alpha=0.0, warnings=list(self.warnings))
+        return out
+
+    def lines(self) -> list[str]:
+        r = self.record()
+        out = [f"synthetic table of {self.rows:,} rows from {len(self.released)} released answers "
+               f"(maximum entropy, seed {self.seed})",
+               f"trade-off τ = {self.fit.tau:g} ({self.tau_source}); fit: misfit of the released answers "
+               f"{r['rms_misfit']:.3g} noise scales r.m.s., {r['max_abs_misfit']:.3g} at most",
+               f"table size: {self.table_size:.6g} — {self.size_source}",
+               "prior p0 from released 1-way marginals of: "
+               + (", ".join(self.prior_attributes) if self.prior_attributes else "none (uniform prior p0)")]
+        out += [f"WARNING: {w}" for w in self.warnings]
+        out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
+        return out
+
+
+def plan_synthetic(
+    inputs: HistoryInputs, *, rows: int, seed: int = 0, tau: float | None = None, particles: int = 50_000,
+    progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
+) -> SyntheticPlan:
+    """Fit the maximum-entropy distribution to the released rows and draw ``rows`` synthetic rows (seeded).
+
+    ``tau`` None chooses it from :data:`MAXENT_TAUS` by 5-fold cross-validation of the released rows'
+    held-out misfit (fewer than 10 rows: the middle of the grid).
+    """
+    from dpdesk.engine.estimates.maxent import cross_validate_maxent
+
+    if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
+        raise DpdeskError(f"rows ({rows!r}) must be a positive whole number")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DpdeskError(f"seed ({seed!r}) must be a non-negative whole number")
+    if tau is not None and not (math.isfinite(tau) and tau > 0):
+        raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
+    released, n, prior = inputs.released, inputs.table_size, inputs.prior
+    if n is None:
+        raise DpdeskError("a synthetic table needs the table size: declare it (the known-bounds prior), give it, "
+                          "or release the total count first")
+
+    def part(lo: float, hi: float) -> Callable[[float], None] | None:
+        return None if progress is None else (lambda f: progress(lo + (hi - lo) * f))
+
+    cv: tuple[tuple[float, float], ...] = ()
+    if tau is None:
+        if len(released) >= 2 * FOLDS:
+            res = cross_validate_maxent(released, table_size=n, taus=MAXENT_TAUS, prior=prior, k=FOLDS, seed=seed,
+                                        particles=particles, progress=part(0.0, 0.6), cancelled=cancelled)
+            tau, how = res.best_tau, "cross-validation"
+            cv = tuple(zip(map(float, res.taus), map(float, res.mse)))
+        else:
+            tau, how = MAXENT_TAUS[len(MAXENT_TAUS) // 2], f"default (fewer than {2 * FOLDS} released answers)"
+    else:
+        how = "given"
+    fit = fit_maxent(released, table_size=n, tau=tau, prior=prior, particles=particles, seed=seed,
+                     progress=part(0.6, 0.8), cancelled=cancelled)
+    codes = fit.sample(int(rows), np.random.default_rng(seed), progress=part(0.8, 1.0), cancelled=cancelled)
+    codes.setflags(write=False)
+    return SyntheticPlan(codes, int(seed), fit, how, cv, released, n, inputs.size_source, inputs.prior_attributes,
+                         inputs.basis)
+
+
+def recompute_estimate(payload: Any, history: Any, names: Sequence[str]) -> float | None:
+    """The value a recorded estimate entry must hold, re-derived from ``history`` (the rows before it).
+
+    Uses the recorded query, τ and table size, and the prior rebuilt from history as :func:`marginal_prior`
+    does; None when the entry did not record its query (a support too large to list).
+    """
+    from dpdesk.engine.queries.query import query_from_json
+
+    if payload.get("query") is None:
+        return None
+    shape = tuple(history.shape)
+    query = query_from_json(payload["query"], int(math.prod(shape)), shape)
+    tau = math.inf if payload["tau"] == "inf" else float(payload["tau"])
+    size = payload.get("table_size")
+    prior, _ = marginal_prior(history, names)
+    model = ShrinkageModel.fit(Released.from_history(history), table_size=None if size is None else float(size),
+                               prior=prior)
+    return model.estimate(query, tau).value

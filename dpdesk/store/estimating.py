@@ -1,0 +1,138 @@
+"""Zero-cost estimates and synthetic tables of a project: plans from its ledger, files after recording.
+
+:func:`estimate_plan` and :func:`synthetic_plan` read one moment of the project's ledger view (its
+History, head and settings) and hand the engine's plans (:mod:`dpdesk.engine.estimates.plans`) back;
+``Project.release(plan)`` records them like every release. Nothing here reads the table: a project
+whose source is gone still estimates and exports (post-processing of what was released).
+:func:`write_rows` and :func:`write_report` write the synthetic table and its fit report — only
+after the release is recorded, and atomically (a failed write leaves no partial file).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, SyntheticPlan, history_inputs, plan_estimate, plan_synthetic
+from dpdesk.engine.mechanisms.base import Basis
+from dpdesk.engine.queries.text import describe_query, query_from_input
+
+__all__ = ["estimate_plan", "synthetic_plan", "write_rows", "write_report", "TABLE_FORMATS"]
+
+TABLE_FORMATS = (".csv", ".parquet")
+_CHUNK = 1 << 16
+
+
+def _inputs(project: Any, table_size: float | None, query: Any = None) -> tuple[HistoryInputs, Any]:
+    declared = None if project.prior is None else float(project.prior.table_size)
+    settings = project.answering_settings().to_json()
+    with project.view().assessing() as s:  # history, head and settings of one moment
+        seq, head = s.head
+        inputs = history_inputs(s.history, project.schema.names, Basis(head, seq, settings), table_size=table_size,
+                                declared_size=declared, left_out=len(s.structured))
+        unbiased = None if query is None else s.history.estimate(query)
+    return inputs, unbiased
+
+
+def estimate_plan(project: Any, text: str, *, tau: float | None = None, table_size: float | None = None,
+                  progress: Callable[[float], None] | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> EstimatePlan:
+    """The zero-cost kernel-PCA estimate of the query ``text`` from the project's released answers."""
+    schema = project.schema
+    query = query_from_input(text, schema.n_cells, schema.shape, schema)
+    inputs, unbiased = _inputs(project, table_size, query)
+    return plan_estimate(inputs, query, unbiased, text=describe_query(query, schema), tau=tau, progress=progress,
+                         cancelled=cancelled)
+
+
+def synthetic_plan(project: Any, *, rows: int, seed: int = 0, tau: float | None = None,
+                   table_size: float | None = None, progress: Callable[[float], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> SyntheticPlan:
+    """A maximum-entropy synthetic table of ``rows`` rows from the project's released answers."""
+    inputs, _ = _inputs(project, table_size)
+    return plan_synthetic(inputs, rows=rows, seed=seed, tau=tau, progress=progress, cancelled=cancelled)
+
+
+def check_table_path(out: str | os.PathLike[str]) -> Path:
+    """``out`` if it names a CSV or Parquet file in an existing folder, else a one-line error."""
+    path = Path(out)
+    if path.suffix.lower() not in TABLE_FORMATS:
+        raise DpdeskError(f"{path}: the synthetic table is written as {' or '.join(TABLE_FORMATS)} (by the name's ending)")
+    if not path.parent.is_dir():
+        raise DpdeskError(f"{path}: folder {path.parent} does not exist")
+    return path
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_csv(codes: np.ndarray, schema: Any, path: Path, progress, cancelled) -> None:
+    labels = [np.asarray(a.labels, dtype=object) for a in schema.attributes]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(schema.names)
+        for s in range(0, codes.shape[0], _CHUNK):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            block = codes[s:s + _CHUNK]
+            w.writerows(zip(*(lab[block[:, d]] for d, lab in enumerate(labels))))
+            if progress is not None:
+                progress(min(1.0, (s + _CHUNK) / codes.shape[0]))
+
+
+def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
+               progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> Path:
+    """Write the plan's synthetic rows (the schema's attributes, by label) to ``out`` (.csv or .parquet)."""
+    path = check_table_path(out)
+    if path.suffix.lower() == ".csv":
+        _atomic(path, lambda tmp: _write_csv(plan.codes, schema, tmp, progress, cancelled))
+        return path
+
+    def parquet(tmp: Path) -> None:
+        import duckdb
+
+        with tempfile.TemporaryDirectory(dir=path.parent) as folder:
+            staged = Path(folder) / "rows.csv"
+            _write_csv(plan.codes, schema, staged, progress, cancelled)
+            con = duckdb.connect()
+            try:
+                columns = {n: "VARCHAR" for n in schema.names}  # labels stay text, as in the CSV
+                con.execute(f"COPY (SELECT * FROM read_csv(?, header=true, columns={columns!r})) "
+                            f"TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT PARQUET)", [str(staged)])
+            finally:
+                con.close()
+
+    _atomic(path, parquet)
+    return path
+
+
+def write_report(plan: SyntheticPlan, out: str | os.PathLike[str], describe: Callable[[Any], str]) -> Path:
+    """The fit report as CSV: for every released row, the released value, the fit's and the table's."""
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise DpdeskError(f"{path}: folder {path.parent} does not exist")
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["row", "query", "released", "fitted", "synthetic"])
+            for i, released, fitted, synthetic in plan.report():
+                w.writerow([i + 1, describe(plan.released.queries[i]), f"{released:.6g}", f"{fitted:.6g}",
+                            f"{synthetic:.6g}"])
+
+    _atomic(path, write)
+    return path
