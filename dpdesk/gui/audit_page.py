@@ -136,11 +136,15 @@ class AuditPage(QWidget):
         self.table_btn = QPushButton("Export release table…")
         self.table_btn.setToolTip("The selected partition release as the count table a data user downloads (CSV or Parquet)")
         self.table_btn.setEnabled(False)
+        self.synthetic_btn = QPushButton("Export synthetic table…")
+        self.synthetic_btn.setToolTip("A maximum-entropy synthetic table drawn from the released answers only "
+                                      "(free: post-processing, recorded in the ledger)")
+        self.synthetic_dialog: Any = None
         self.letters_btn = QPushButton("Reply letters…")
         self.letters_btn.setToolTip("Write one letter per requester (text and HTML): each query, the released value, "
                                     "its interval and confidence, the ledger witness")
         for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn, self.table_btn,
-                  self.letters_btn):
+                  self.synthetic_btn, self.letters_btn):
             bar.addWidget(w)
         lay.addLayout(bar)
         self.verdict = QLabel("")
@@ -193,6 +197,7 @@ class AuditPage(QWidget):
         self.html_btn.clicked.connect(self.export_html)
         self.csv_btn.clicked.connect(self.export_csv)
         self.table_btn.clicked.connect(self.export_release_table)
+        self.synthetic_btn.clicked.connect(self.export_synthetic)
         self.letters_btn.clicked.connect(self.export_letters)
         session.sigChanged.connect(self.reload)
         self.curve: list[tuple[int, float]] = []
@@ -300,6 +305,20 @@ class AuditPage(QWidget):
             dialogs.report_exception(exc, parent=self)
             return
         dialogs.show_info(self, "Release table exported", f"Wrote {len(table):,} noisy counts of release #{entry.seq} to {path}.")
+
+    def export_synthetic(self) -> None:
+        """Open the synthetic-table dialog (one at a time), priced on the ledger of the moment it previews."""
+        from dpdesk.gui.synthetic_dialog import SyntheticDialog
+        from dpdesk.store.estimating import ledger_inputs
+
+        if self.synthetic_dialog is not None and self.synthetic_dialog.isVisible():
+            self.synthetic_dialog.raise_()
+            return
+        s = self.session
+        self.synthetic_dialog = SyntheticDialog(
+            s.schema, lambda: ledger_inputs(s.project)[0], default_path=str(s.path.with_name(f"{s.path.stem}-synthetic.csv")),
+            release_job=s.release_job, released=s.released, parent=self)
+        self.synthetic_dialog.show()
 
     def export_csv(self) -> None:
         path = save_file_name(self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)")

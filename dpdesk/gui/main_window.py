@@ -127,6 +127,11 @@ class MainWindow(QMainWindow):
             self.show_page("requests")
             self.requests.new_posterior()
 
+    def export_synthetic(self) -> None:
+        if self.audit is not None:
+            self.show_page("audit")
+            self.audit.export_synthetic()
+
     def show_about(self) -> None:
         from dpdesk.gui.about_dialog import show_about
 

@@ -42,6 +42,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     _separator("&File"),
     ActionSpec("&File", "close_project", "&Close project", "close_project_to_start", QKeySequence.StandardKey.Close,
                needs_project=True),
+    ActionSpec("&File", "export_synthetic", "Export &synthetic table…", "export_synthetic", needs_project=True,
+               tip="A synthetic table drawn from the released answers only (free, recorded in the ledger)"),
     _separator("&File"),
     ActionSpec("&File", "quit", "&Quit", "close", "Ctrl+Q"),
     ActionSpec("&Edit", "new_request", "&New request…", "new_request", "Ctrl+Shift+N", needs_project=True),

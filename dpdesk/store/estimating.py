@@ -23,13 +23,14 @@ from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, Synthetic
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
 
-__all__ = ["estimate_plan", "synthetic_plan", "write_rows", "write_report", "TABLE_FORMATS"]
+__all__ = ["ledger_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "TABLE_FORMATS"]
 
 TABLE_FORMATS = (".csv", ".parquet")
 _CHUNK = 1 << 16
 
 
-def _inputs(project: Any, table_size: float | None, query: Any = None) -> tuple[HistoryInputs, Any]:
+def ledger_inputs(project: Any, table_size: float | None = None, query: Any = None) -> tuple[HistoryInputs, Any]:
+    """The plans' inputs from one moment of the ledger view (and history's own estimate of ``query``)."""
     declared = None if project.prior is None else float(project.prior.table_size)
     settings = project.answering_settings().to_json()
     with project.view().assessing() as s:  # history, head and settings of one moment
@@ -46,7 +47,7 @@ def estimate_plan(project: Any, text: str, *, tau: float | None = None, table_si
     """The zero-cost kernel-PCA estimate of the query ``text`` from the project's released answers."""
     schema = project.schema
     query = query_from_input(text, schema.n_cells, schema.shape, schema)
-    inputs, unbiased = _inputs(project, table_size, query)
+    inputs, unbiased = ledger_inputs(project, table_size, query)
     return plan_estimate(inputs, query, unbiased, text=describe_query(query, schema), tau=tau, progress=progress,
                          cancelled=cancelled)
 
@@ -55,7 +56,7 @@ def synthetic_plan(project: Any, *, rows: int, seed: int = 0, tau: float | None 
                    table_size: float | None = None, progress: Callable[[float], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> SyntheticPlan:
     """A maximum-entropy synthetic table of ``rows`` rows from the project's released answers."""
-    inputs, _ = _inputs(project, table_size)
+    inputs, _ = ledger_inputs(project, table_size)
     return plan_synthetic(inputs, rows=rows, seed=seed, tau=tau, progress=progress, cancelled=cancelled)
 
 

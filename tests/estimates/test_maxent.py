@@ -125,3 +125,32 @@ def test_fourth_moments_of_the_noise_families_and_released_rows_from_history():
     assert rel.answers[0] == 100.0
     assert rel.variances[0] == pytest.approx(DISCRETE_LAPLACE.variance(2.0))
     assert rel.fourth_moments[0] == pytest.approx(DISCRETE_LAPLACE.fourth_moment(2.0))
+
+
+def test_consistent_answers_remove_the_flat_directions_and_the_fit_converges_at_large_tau():
+    """Noisy marginals violate the dependencies among their cells (each sums to n; two share a 1-way
+    marginal). The projection restores them exactly; the dual is then bounded without the box, so the fit
+    converges at any τ and is the dense dual's solution for the projected answers."""
+    from dpdesk.engine.estimates.maxent import consistent_answers
+
+    rng = np.random.default_rng(11)
+    x = _table(rng)
+    n = x.sum()
+    rel = _marginal_rows(x, 2.0, rng)
+    proj = consistent_answers(rel, n)
+    blocks = np.split(proj, [12, 27])  # the (0,1), (0,2) and (1,2) marginals' cells, C order
+    ab, ac, bc = blocks[0].reshape(3, 4), blocks[1].reshape(3, 5), blocks[2].reshape(4, 5)
+    for m in (ab, ac, bc):
+        assert m.sum() == pytest.approx(n, rel=1e-12)
+    assert ab.sum(axis=1) == pytest.approx(ac.sum(axis=1), rel=1e-10)  # attribute 0's marginal, both ways
+    assert ab.sum(axis=0) == pytest.approx(bc.sum(axis=1), rel=1e-10)  # attribute 1's
+    assert ac.sum(axis=0) == pytest.approx(bc.sum(axis=0), rel=1e-10)  # attribute 2's
+    assert np.sum(np.abs(rel.answers.sum() - 3 * n)) > 1.0  # the raw answers did not
+    projected = Released(rel.shape, rel.queries, proj, rel.variances, rel.fourth_moments)
+    for tau in (0.3, 3.0):
+        fit = fit_maxent(rel, table_size=n, tau=tau, particles=PARTICLES, seed=3, consistent=True)
+        assert fit.converged and fit.rounds <= 2, (tau, fit.rounds, fit.ess, fit.max_gradient)
+        want, _ = _dense_dual(projected, n, tau)
+        q = np.clip(want / n, 1e-6, 1)
+        tol = 5 * n * np.sqrt(q * (1 - q) / (fit.ess * PARTICLES))  # as in the test above
+        assert np.all(np.abs(fit.expected - want) <= tol), np.max(np.abs(fit.expected - want) / tol)

@@ -34,7 +34,7 @@ from dpdesk.engine.estimates.features import CliqueModel, cliques_of
 from dpdesk.engine.estimates.kernel import check_prior
 from dpdesk.engine.estimates.released import Released
 
-__all__ = ["MaxEntFit", "fit_maxent", "cross_validate_maxent", "MaxEntCV"]
+__all__ = ["MaxEntFit", "fit_maxent", "cross_validate_maxent", "MaxEntCV", "consistent_answers"]
 
 
 def _ro(a: Any) -> np.ndarray:
@@ -133,11 +133,33 @@ class _Problem:
         return -(float(v @ self.target) - lz), grad
 
 
+def consistent_answers(released: Released, table_size: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """The released answers made consistent with each other and with ``n``: every row's BLUE from ``rows``.
+
+    Noisy answers almost surely violate the linear dependencies among their queries (a full marginal's
+    cells sum to n; two marginals share a coarser one). Along each such dependency the fitted
+    distribution does not change but the seed's dual (Eq. 37) gains linearly without bound: only the
+    box stops it, so the optimum sits on the box for a reason unrelated to the fit, and the solver
+    travels a flat direction of length ``τ·n/s`` to reach it (the non-convergence at large τ). Replacing
+    the answers of ``rows`` by their generalised-least-squares projection (history's BLUE of each
+    row with the table size known; post-processing) removes every such direction exactly. Returns the
+    answers with those of ``rows`` (all when None) replaced.
+    """
+    from dpdesk.engine.estimates.shrinkage import ShrinkageModel
+
+    use = np.arange(len(released)) if rows is None else np.asarray(rows, dtype=np.int64)
+    sub = released.subset(use)
+    out = np.array(released.answers, dtype=np.float64)
+    out[use] = ShrinkageModel.fit(sub, table_size=table_size).estimate_many(sub.queries, [math.inf])[:, 0]
+    return out
+
+
 def fit_maxent(
     released: Released,
     *,
     table_size: float,
     tau: float,
+    consistent: bool = False,
     prior: Sequence[np.ndarray] | None = None,
     particles: int = 200_000,
     rows: np.ndarray | None = None,
@@ -161,6 +183,10 @@ def fit_maxent(
         The table size ``n`` (declared, or a released estimate): the answers are read as ``n·p[f_i]``.
     tau : float
         The trade-off: ``|v_i| ≤ τ``; larger fits the answers more closely.
+    consistent : bool
+        Fit the answers' consistent projection (:func:`consistent_answers` of the rows in use) instead of
+        the raw noisy answers: the dual is then bounded without the box and the solver converges at
+        any τ. ``expected`` is always compared with what the caller holds (``misfit(answers)``).
     rows : array of int or None
         Fit only these released rows (cross-validation); None fits all.
     start : MaxEntFit or None
@@ -174,6 +200,9 @@ def fit_maxent(
     prior = check_prior(prior, shape)
     m = len(released)
     use = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
+    if consistent:
+        released = Released(shape, released.queries, consistent_answers(released, table_size, use),
+                            released.variances, released.fourth_moments)
     scales = np.sqrt(released.variances / 2.0)
     rng = np.random.default_rng(seed)
     if start is not None:

@@ -45,7 +45,7 @@ __all__ = [
 
 # Cross-validation folds (the seed's 5) and the τ grid of the maximum-entropy fit (scaled weights, |v| ≤ τ).
 FOLDS = 5
-MAXENT_TAUS = (0.01, 0.03, 0.1, 0.3)
+MAXENT_TAUS = (0.001, 0.01, 0.03, 0.1, 1.0)
 # A floor for an attribute's prior share read off noisy marginals: noise can make a share ≤ 0.
 _PRIOR_FLOOR = 1e-3
 
@@ -306,7 +306,7 @@ class SyntheticPlan:
         misfit = f.misfit(self.released.answers)
         return {
             "rows": self.rows, "seed": self.seed, "attributes": len(self.released.shape),
-            "rows_sha256": self.digest, "values": [],
+            "rows_sha256": self.digest, "values": [], "fitted_to": "consistent projection of the answers",
             "tau": f.tau, "tau_source": self.tau_source, "cv": [[t, _num(m)] for t, m in self.cv_mse],
             "table_size": self.table_size, "table_size_source": self.size_source,
             "prior_attributes": list(self.prior_attributes), "history_prefix": len(self.released),
@@ -327,6 +327,7 @@ class SyntheticPlan:
         r = self.record()
         out = [f"synthetic table of {self.rows:,} rows from {len(self.released)} released answers "
                f"(maximum entropy, seed {self.seed})",
+               "fitted to the released answers made consistent with each other and the table size (their BLUE)",
                f"trade-off τ = {self.fit.tau:g} ({self.tau_source}); fit: misfit of the released answers "
                f"{r['rms_misfit']:.3g} noise scales r.m.s., {r['max_abs_misfit']:.3g} at most",
                f"table size: {self.table_size:.6g} — {self.size_source}",
@@ -366,14 +367,15 @@ def plan_synthetic(
     if tau is None:
         if len(released) >= 2 * FOLDS:
             res = cross_validate_maxent(released, table_size=n, taus=MAXENT_TAUS, prior=prior, k=FOLDS, seed=seed,
-                                        particles=particles, progress=part(0.0, 0.6), cancelled=cancelled)
+                                        particles=particles, consistent=True, progress=part(0.0, 0.6),
+                                        cancelled=cancelled)
             tau, how = res.best_tau, "cross-validation"
             cv = tuple(zip(map(float, res.taus), map(float, res.mse)))
         else:
             tau, how = MAXENT_TAUS[len(MAXENT_TAUS) // 2], f"default (fewer than {2 * FOLDS} released answers)"
     else:
         how = "given"
-    fit = fit_maxent(released, table_size=n, tau=tau, prior=prior, particles=particles, seed=seed,
+    fit = fit_maxent(released, table_size=n, tau=tau, prior=prior, particles=particles, seed=seed, consistent=True,
                      progress=part(0.6, 0.8), cancelled=cancelled)
     codes = fit.sample(int(rows), np.random.default_rng(seed), progress=part(0.8, 1.0), cancelled=cancelled)
     codes.setflags(write=False)
