@@ -127,6 +127,20 @@ class MainWindow(QMainWindow):
             self.show_page("requests")
             self.requests.new_posterior()
 
+    def new_estimate(self) -> None:
+        """Edit ▸ Zero-cost estimate…: the selected request's query, estimated from released answers only."""
+        from dpdesk.gui.estimate_dialog import EstimateDialog
+        from dpdesk.store.estimating import query_inputs
+
+        s = self.session
+        if s is None:
+            return
+        rid = self.requests.answer.request_id if self.requests is not None else None
+        text = s.request(rid).describe(s.schema) if rid is not None else ""
+        self.estimate_dialog = EstimateDialog(lambda q: query_inputs(s.project, q), text=text,
+                                              release_job=s.release_job, released=s.released, parent=self)
+        self.estimate_dialog.show()
+
     def export_synthetic(self) -> None:
         if self.audit is not None:
             self.show_page("audit")

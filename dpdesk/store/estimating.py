@@ -23,7 +23,7 @@ from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, Synthetic
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
 
-__all__ = ["ledger_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "TABLE_FORMATS"]
+__all__ = ["ledger_inputs", "query_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "TABLE_FORMATS"]
 
 TABLE_FORMATS = (".csv", ".parquet")
 _CHUNK = 1 << 16
@@ -41,15 +41,21 @@ def ledger_inputs(project: Any, table_size: float | None = None, query: Any = No
     return inputs, unbiased
 
 
+def query_inputs(project: Any, text: str, table_size: float | None = None) -> tuple[HistoryInputs, Any, Any]:
+    """``(inputs, query, history's own estimate of it)`` for the query ``text`` (quick: run it on the caller's thread)."""
+    schema = project.schema
+    query = query_from_input(text, schema.n_cells, schema.shape, schema)
+    inputs, unbiased = ledger_inputs(project, table_size, query)
+    return inputs, query, unbiased
+
+
 def estimate_plan(project: Any, text: str, *, tau: float | None = None, table_size: float | None = None,
                   progress: Callable[[float], None] | None = None,
                   cancelled: Callable[[], bool] | None = None) -> EstimatePlan:
     """The zero-cost kernel-PCA estimate of the query ``text`` from the project's released answers."""
-    schema = project.schema
-    query = query_from_input(text, schema.n_cells, schema.shape, schema)
-    inputs, unbiased = ledger_inputs(project, table_size, query)
-    return plan_estimate(inputs, query, unbiased, text=describe_query(query, schema), tau=tau, progress=progress,
-                         cancelled=cancelled)
+    inputs, query, unbiased = query_inputs(project, text, table_size)
+    return plan_estimate(inputs, query, unbiased, text=describe_query(query, project.schema), tau=tau,
+                         progress=progress, cancelled=cancelled)
 
 
 def synthetic_plan(project: Any, *, rows: int, seed: int = 0, tau: float | None = None,

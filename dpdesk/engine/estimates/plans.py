@@ -195,6 +195,9 @@ class EstimatePlan:
                    f"history determines: {e.distance:.3g}")
         if self.cv is not None:
             out.append(self.cv.summary())
+            if self.prior_attributes:  # the seed releases p0 separately; here it comes from the same answers
+                out.append("caution: p0 is read from the same released answers the folds hold out, so this "
+                           "error estimate is optimistic")
         n = "none (the history estimates the total)" if self.table_size is None else f"{self.table_size:.6g}"
         out.append(f"table size: {n} — {self.size_source}")
         prior = ", ".join(self.prior_attributes) if self.prior_attributes else "none (uniform prior p0)"

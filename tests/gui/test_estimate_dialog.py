@@ -1,0 +1,53 @@
+"""*Zero-cost estimate…*: cross-validate off the GUI thread, show the biased estimate and its CV curve, record it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .test_synthetic_dialog import _release_marginals
+
+
+def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_recorded_free(qtbot, demo_window,
+                                                                                            dialogs, tmp_path):
+    from dpdesk.gui.estimate_dialog import EstimateDialog
+
+    win = demo_window
+    session = win.session
+    _release_marginals(session)
+    costs = session.view().cell_costs.copy()
+    rid = win.requests.answer.request_id
+    assert rid is not None
+    win.menu_actions["new_estimate"].trigger()
+    d = win.estimate_dialog
+    assert isinstance(d, EstimateDialog) and d.query.text() == session.request(rid).describe(session.schema)
+    qtbot.waitUntil(d.isVisible, timeout=5000)
+    d.preview_button.click()
+    assert d.cancel_button.isEnabled()  # cross-validation runs off the GUI thread
+    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=60000)
+    plan = d.plan
+    assert plan is not None, d.result.toPlainText()
+    text = d.result.toPlainText()
+    assert "BIASED — it meets no (ε, δ)" in text and "5-fold cross-validation on 26 released rows" in text
+    assert "(cross-validation)" in text and plan.cv is not None
+    curve = d.plot.getPlotItem().listDataItems()[0].getData()
+    assert len(curve[0]) == int(np.sum(np.isfinite(plan.cv.mse)))  # the CV curve is drawn
+    d.grab().save(str(tmp_path / "estimate_dialog.png"))
+    d.record_button.click()
+    assert dialogs.confirms and "meets no (ε, δ)" in dialogs.confirms[-1][1]
+    qtbot.waitUntil(lambda: d.release is not None, timeout=30000)
+    entry = session.ledger()[-1]
+    assert entry.kind == "estimate" and float(entry.payload["estimate"]) == plan.value
+    assert np.array_equal(session.view().cell_costs, costs)  # free
+    assert session.verify().ok  # verify recomputed the estimate from the answers before it
+
+
+def test_a_bad_query_is_one_line_in_the_dialog(qtbot, demo_window, dialogs):
+    from dpdesk.gui.estimate_dialog import EstimateDialog
+    from dpdesk.store.estimating import query_inputs
+
+    s = demo_window.session
+    _release_marginals(s)
+    d = EstimateDialog(lambda q: query_inputs(s.project, q), text='count(age="nope")')
+    qtbot.addWidget(d)
+    d.preview_button.click()
+    assert "has no label 'nope'" in d.result.toPlainText() and d.plan is None and not d.record_button.isEnabled()
