@@ -195,16 +195,27 @@ def markdown(r: dict) -> str:
         "- The CV estimate subtracts 2b² per held-out row: its noise floor (sd b²·√(20/m)) makes RMSEs below "
         "the resolution quoted above indistinguishable, and the estimate can go negative; the seed reports "
         "no such limit.",
-        "- Maximum entropy (§4): when the noisy cells of a released full marginal sum to anything but n (almost "
-        "surely), the dual (Eq. 37) is unbounded along the direction that adds one constant to all of that "
-        "marginal's weights (ln Z grows by the constant, the linear term by the constant times their sum / n); only "
-        "the box |wᵢ| ≤ βᵢ keeps it finite, so the fit cannot become \"exactly consistent\" as the trade-off "
-        "grows. dpdesk's solver (Monte Carlo maximum likelihood, L-BFGS-B with a projected-gradient test) "
-        "converges at small τ (tests/estimates/test_maxent.py, against the dense dual) and reports "
-        "non-convergence at large τ rather than hiding it.",
+        MAXENT_NOTE,
         "",
     ]
     return "\n".join(lines)
+
+
+MAXENT_NOTE = (
+    "- Maximum entropy (§4): noisy answers violate the linear dependencies among their queries (a full "
+    "marginal's cells sum to n; two marginals share a coarser one). Along each violated dependency the fitted "
+    "distribution does not change but the dual (Eq. 37) grows linearly without bound; only the box |wᵢ| ≤ βᵢ "
+    "stops it, so the fit cannot become \"exactly consistent\" as the trade-off grows, and a solver must travel "
+    "a flat direction of length τ·n/s to reach the box. That was the non-convergence dpdesk's solver reported "
+    "at τ ≥ 0.3: on the three noisy 2-way marginals of tests/estimates/test_maxent.py it had not converged "
+    "after 6 rounds and 2 767 evaluations (36 s) at τ = 0.3, and stopped with a projected gradient of 56 noise "
+    "scales at τ = 1. dpdesk now fits the answers' consistent projection — each released row's BLUE from all "
+    "of them with n known, post-processing — which removes every flat direction exactly: the same fit "
+    "converges in one round and 11 evaluations (0.2 s) at every τ from 0.01 to 3 and matches the dense dual's "
+    "solution (tests/estimates/test_maxent.py::test_consistent_answers_remove_the_flat_directions_and_the_fit_"
+    "converges_at_large_tau). The box then acts as the seed intends, a soft penalty on genuine misfit; on "
+    "those marginals it no longer binds for τ ≥ 0.01."
+)
 
 
 def _at(r: dict, key: str, tau: float) -> float:
