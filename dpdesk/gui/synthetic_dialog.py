@@ -16,8 +16,8 @@ import math
 from typing import Any, Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLineEdit, QProgressBar,
-                               QPushButton, QSpinBox, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLineEdit,
+                               QProgressBar, QPushButton, QSpinBox, QTextBrowser, QVBoxLayout, QWidget)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
@@ -41,12 +41,15 @@ class SyntheticDialog(QDialog):
 
     def __init__(self, schema: Schema, inputs: Callable[[], Any], *, default_path: str = "synthetic.csv",
                  release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
-                 released: Callable[[], None] | None = None, parent: QWidget | None = None) -> None:
+                 released: Callable[[], None] | None = None,
+                 choose_file: Callable[[QWidget, str, str, str], str] | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export synthetic table")
         self.resize(640, 520)
         self.schema, self.inputs = schema, inputs
         self.release_job, self.released_hook = release_job, released
+        self.choose_file = choose_file or (lambda w, title, default, filters:
+                                           QFileDialog.getSaveFileName(w, title, default, filters)[0])
         self.plan: Any = None  # the preview shown: exactly what Export… records
         self.release: Any = None
         self.runner = TaskRunner(self)
@@ -71,7 +74,7 @@ class SyntheticDialog(QDialog):
         tau_row.addWidget(self.by_cv)
         tau_row.addWidget(self.tau)
         self.path = QLineEdit(default_path)
-        browse = QPushButton("Browse…")
+        self.browse_button = browse = QPushButton("Browse…")
         path_row = QHBoxLayout()
         path_row.addWidget(self.path, 1)
         path_row.addWidget(browse)
@@ -113,9 +116,7 @@ class SyntheticDialog(QDialog):
         self.export_button.setEnabled(False)
 
     def _browse(self) -> None:
-        from dpdesk.gui.audit_page import save_file_name
-
-        path = save_file_name(self, "Export synthetic table", self.path.text(), "CSV (*.csv);;Parquet (*.parquet)")
+        path = self.choose_file(self, "Export synthetic table", self.path.text(), "CSV (*.csv);;Parquet (*.parquet)")
         if path:
             self.path.setText(path)
 

@@ -70,10 +70,15 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert win.audit.proxy.rowCount() == 1
 
 
-def test_without_released_answers_the_dialog_says_so_in_one_line(qtbot, demo_window, dialogs):
+def test_without_released_answers_the_dialog_says_so_in_one_line(qtbot, demo_window, dialogs, monkeypatch, tmp_path):
+    from dpdesk.gui import audit_page
+
     win = demo_window
-    win.audit.export_synthetic()
+    win.audit.synthetic_btn.click()
     d = win.audit.synthetic_dialog
+    monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(tmp_path / "chosen.parquet"))
+    d.browse_button.click()
+    assert d.path.text() == str(tmp_path / "chosen.parquet")
     d.preview_button.click()
     assert "no released answers yet" in d.result.toPlainText() and d.plan is None
     assert not d.export_button.isEnabled()
