@@ -198,18 +198,27 @@ def _owner_matrix(owner: np.ndarray, m: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(owner.size), (owner, np.arange(owner.size))), shape=(m, owner.size))
 
 
+def _collapse(owner: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``terms`` summed per owner: ``(distinct owners, their rows)`` (as given when owners are distinct)."""
+    u, inv = np.unique(owner, return_inverse=True)
+    if u.size == owner.size:
+        return owner, terms
+    merge = sp.csr_matrix((np.ones(owner.size), (inv, np.arange(owner.size))), shape=(u.size, owner.size))
+    return u, np.asarray(merge @ terms)
+
+
 def _aggregate(out: np.ndarray, terms: np.ndarray, oa: np.ndarray, ob: np.ndarray) -> None:
-    """``out[oa[i], ob[j]] += terms[i, j]`` for all term pairs, as two sparse products."""
+    """``out[oa[i], ob[j]] += terms[i, j]`` for all term pairs.
+
+    Only the block of the owners involved is touched: ``gram`` calls this once per pair of local-query
+    groups (up to (N choose 2)² pairs), so adding a full ``m × m`` array each time made the inner
+    products of counting-query histories quadratic in the number of groups times ``m²``.
+    """
     if terms.size == 0:
         return
-    if np.array_equal(oa, np.arange(oa.size)) and oa.size == out.shape[0]:
-        left = terms
-    else:
-        left = _owner_matrix(oa, out.shape[0]) @ terms
-    if np.array_equal(ob, np.arange(ob.size)) and ob.size == out.shape[1]:
-        out += left
-    else:
-        out += (_owner_matrix(ob, out.shape[1]) @ np.asarray(left).T).T
+    ua, t = _collapse(oa, terms)
+    ub, t = _collapse(ob, t.T)
+    out[np.ix_(ua, ub)] += t.T
 
 
 def _kron_rows(mats: list[np.ndarray]) -> np.ndarray:
