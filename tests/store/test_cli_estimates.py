@@ -159,3 +159,14 @@ def test_verify_recomputes_a_recorded_estimate_from_the_answers_before_it(store)
     assert not report.ok and len(report.problems) == 1
     assert report.problems[0].startswith(f"entry 3: recorded estimate {honest.value + 1:.6g} but the released answers "
                                          f"before it give {honest.value:.6g} at τ = 2")
+
+
+def test_without_released_marginals_the_prior_is_uniform_and_their_priced_release_is_offered(store):
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        r = p.add_request('count(age="0-30", income=">50K")', 20.0, 0.1)
+        assert p.release(p.assess(r.id), SeededSampler(1)).kind == "fresh"
+    out = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "10")
+    assert out.returncode == 0, out.stderr
+    assert "prior p0: uniform — history determines no 1-way marginal" in out.stdout
+    assert "dpdesk release publish PROJECT --marginals 1 --alpha A" in out.stdout

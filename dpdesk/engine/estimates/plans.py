@@ -125,6 +125,14 @@ def history_inputs(history: Any, names: Sequence[str], basis: Basis, *, table_si
     return HistoryInputs(Released.from_history(history), n, source, prior, used, basis, int(left_out))
 
 
+def _prior_line(attributes: tuple[str, ...]) -> str:
+    if attributes:
+        return f"prior p0 from released 1-way marginals of: {', '.join(attributes)}"
+    # p0 is not free (the seed spends budget on it): offer the priced release rather than reading the data
+    return ("prior p0: uniform — history determines no 1-way marginal; releasing them (priced and ledgered: "
+            "dpdesk release publish PROJECT --marginals 1 --alpha A) gives an informed p0")
+
+
 def _query_json(query: Query) -> dict[str, Any] | None:
     """The query as recorded (sparse JSON), unless its support is too large to list."""
     return query.to_json() if query.support_size() <= 1_000_000 else None
@@ -200,8 +208,7 @@ class EstimatePlan:
                            "error estimate is optimistic")
         n = "none (the history estimates the total)" if self.table_size is None else f"{self.table_size:.6g}"
         out.append(f"table size: {n} — {self.size_source}")
-        prior = ", ".join(self.prior_attributes) if self.prior_attributes else "none (uniform prior p0)"
-        out.append(f"prior p0 from released 1-way marginals of: {prior}")
+        out.append(_prior_line(self.prior_attributes))
         if self.left_out:
             out.append(f"not used: {self.left_out} large release(s) the ledger answers from their own structure")
         out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
@@ -334,8 +341,7 @@ class SyntheticPlan:
                f"trade-off τ = {self.fit.tau:g} ({self.tau_source}); fit: misfit of the released answers "
                f"{r['rms_misfit']:.3g} noise scales r.m.s., {r['max_abs_misfit']:.3g} at most",
                f"table size: {self.table_size:.6g} — {self.size_source}",
-               "prior p0 from released 1-way marginals of: "
-               + (", ".join(self.prior_attributes) if self.prior_attributes else "none (uniform prior p0)")]
+               _prior_line(self.prior_attributes)]
         out += [f"WARNING: {w}" for w in self.warnings]
         out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
         return out
