@@ -166,6 +166,9 @@ def format_assessment(a: Any) -> str:
                          f"{format_interval(lo, hi, counts, a.release_estimate)})")
     else:
         lines.append(f"  not estimable from the {est.history_size} released answers")
+        if est.history_size and r.query.text:  # issue 17: offer the zero-cost (biased) estimate from them
+            lines.append(f"  zero-cost       a biased estimate from them, meeting no (ε, δ): "
+                         f"dpdesk assess PROJECT --query 'estimate({r.query.text})'")
     b = a.budget
     lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"

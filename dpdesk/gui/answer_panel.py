@@ -163,6 +163,12 @@ class AnswerPanel(QWidget):
         self.infer_btn = QPushButton("Release inferred answer")
         self.spend_btn = QPushButton("Spend α and release")
         self.reject_btn = QPushButton("Reject")
+        # issue 17: where history cannot estimate the query, the menu's zero-cost (biased) estimate is offered here
+        self.estimate_btn = QPushButton("Zero-cost estimate…")
+        self.estimate_btn.setToolTip("History does not determine this query: a biased estimate from the released "
+                                     "answers alone (free; it meets no (ε, δ))")
+        self.estimate_btn.clicked.connect(self._zero_cost_estimate)
+        buttons.addWidget(self.estimate_btn)
         for btn, kind, slot in ((self.infer_btn, "infer", self.release_inferred),
                                 (self.spend_btn, "spend", self.spend_and_release),
                                 (self.reject_btn, "reject", self.reject)):
@@ -177,6 +183,11 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.result)
         self._busy(False)
         self._set_buttons(None)
+
+    def _zero_cost_estimate(self) -> None:
+        action = getattr(self.window(), "menu_actions", {}).get("new_estimate")  # the one menu table's action
+        if action is not None:
+            action.trigger()
 
     # -- assessment ----------------------------------------------------------------------------
     def _busy(self, busy: bool) -> None:
@@ -294,6 +305,7 @@ class AnswerPanel(QWidget):
             pending = self.session.request(self.request_id).status == "pending"
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
+        self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend")
         self.spend_btn.setText(f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release")

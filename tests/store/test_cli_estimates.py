@@ -170,3 +170,18 @@ def test_without_released_marginals_the_prior_is_uniform_and_their_priced_releas
     assert out.returncode == 0, out.stderr
     assert "prior p0: uniform — history determines no 1-way marginal" in out.stdout
     assert "dpdesk release publish PROJECT --marginals 1 --alpha A" in out.stdout
+
+
+def test_assessing_a_request_history_cannot_estimate_offers_the_zero_cost_estimate(store):
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        r = p.add_request('count(age="0-30", income=">50K")', 20.0, 0.1)
+        p.release(p.assess(r.id), SeededSampler(1))
+        other = p.add_request('count(income=">50K")', 20.0, 0.1)
+    out = store.cli("assess", path, "--request", other.id)
+    assert out.returncode == 0, out.stderr
+    assert "not estimable from the 1 released answers" in out.stdout
+    hint = "dpdesk assess PROJECT --query 'estimate(count(income=\">50K\"))'"
+    assert hint in out.stdout
+    follow = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "10")
+    assert follow.returncode == 0 and "BIASED" in follow.stdout  # the offered command works as printed
