@@ -1,0 +1,64 @@
+"""Time zero-cost estimates over the seed's 1.3·10¹¹-cell domain: fit, one estimate, 5-fold CV of τ.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_estimates.py --kind range --m 5000
+    .venv/bin/python benchmarks/bench_estimates.py --kind counting --m 5000
+
+A history of ``m`` queries of one kind (random 2-D range queries, or random 0/1 functions on Aᵢ×Aⱼ) over
+the IPUMS-like domain 79·2·17·51·9·7·6·50·50 (benchmarks/estimates/), released with Laplace noise of
+scale 5 000 (the answers are drawn at random: only the time is measured). *Fit* is the product-prior
+inner products and the eigen-decomposition (`ShrinkageModel.fit`); *one estimate* is the mean over 20
+new queries of the same kind (`estimate`); *CV* is `cross_validate(model, k=5)` (25-point τ grid and
+a refinement). Targets (issue 17): one estimate < 1 s once the model is built; CV < 1 minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: multithreaded BLAS under load
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from benchmarks.estimates.ipums_like import SIZES  # noqa: E402
+from benchmarks.estimates.workloads import counting_queries, range_queries  # noqa: E402
+from dpdesk.engine.estimates.crossval import cross_validate  # noqa: E402
+from dpdesk.engine.estimates.released import Released  # noqa: E402
+from dpdesk.engine.estimates.shrinkage import ShrinkageModel  # noqa: E402
+
+
+def run(kind: str, m: int, seed: int = 3) -> dict:
+    rng = np.random.default_rng(seed)
+    make = range_queries if kind == "range" else counting_queries
+    released = Released.laplace(SIZES, make(rng, m, SIZES), rng.normal(1e5, 1e4, m), 5000.0)
+    t = time.perf_counter()
+    model = ShrinkageModel.fit(released, table_size=500_000.0)
+    fit_s = time.perf_counter() - t
+    new = make(rng, 20, SIZES)
+    t = time.perf_counter()
+    for q in new:
+        model.estimate(q, 1.0)
+    one_s = (time.perf_counter() - t) / len(new)
+    t = time.perf_counter()
+    cv = cross_validate(model, k=5)
+    return {"kind": kind, "m": m, "fit_s": fit_s, "one_estimate_s": one_s, "cv_s": time.perf_counter() - t,
+            "best_tau": cv.best_tau}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", choices=("range", "counting"), default="range")
+    ap.add_argument("--m", type=int, default=5000)
+    args = ap.parse_args()
+    r = run(args.kind, args.m)
+    print(f"{r['kind']} m={r['m']}: fit (inner products + eigh) {r['fit_s']:.1f} s, one estimate "
+          f"{1000 * r['one_estimate_s']:.1f} ms, 5-fold CV {r['cv_s']:.1f} s (best τ {r['best_tau']:.3g})")
+
+
+if __name__ == "__main__":
+    main()
