@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDoubleSpinBox, QFileDialog, 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.tasks import TaskRunner
+from dpdesk.store.estimating import report_path
 
 
 def _red(text: str) -> str:
@@ -82,6 +83,10 @@ class SyntheticDialog(QDialog):
         form.addRow("seed", self.seed)
         form.addRow("trade-off τ", tau_row)
         form.addRow("file (CSV or Parquet)", path_row)
+        self.with_report = QCheckBox("also write the fit report (CSV: released, fitted and synthetic value per "
+                                     "released answer) beside it")
+        self.with_report.setChecked(True)
+        form.addRow("", self.with_report)
         self.result = QTextBrowser()
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
@@ -157,7 +162,7 @@ class SyntheticDialog(QDialog):
 
     # -- export --------------------------------------------------------------------------------------
     def confirm_export(self) -> None:
-        from dpdesk.store.estimating import check_table_path, write_rows
+        from dpdesk.store.estimating import check_table_path, report_path, write_report, write_rows
 
         plan = self.plan
         if plan is None:
@@ -176,11 +181,16 @@ class SyntheticDialog(QDialog):
             return
         record = self.release_job(plan)
         schema = self.schema
+        report = report_path(path) if self.with_report.isChecked() else None
 
         def job(state: Any) -> Any:
+            from dpdesk.engine.queries.text import describe_query
+
             release = record(state)  # recorded (fsync'd) first
             try:
                 write_rows(plan, schema, path)  # not cancelled half way: the entry says it was exported
+                if report is not None:
+                    write_report(plan, report, lambda q: describe_query(q, schema))
             except Exception as exc:  # noqa: BLE001 - recorded but not written: say so, the seed redraws it
                 return release, path, dialogs.explain(exc)[1]
             return release, path, None
@@ -192,7 +202,8 @@ class SyntheticDialog(QDialog):
         release, path, problem = outcome
         self.release = release
         if problem is None:
-            self.result.append(html.escape(f"Recorded as ledger entry #{release.entry.seq} and written to {path}."))
+            also = f" (fit report: {report_path(path)})" if self.with_report.isChecked() else ""
+            self.result.append(html.escape(f"Recorded as ledger entry #{release.entry.seq} and written to {path}{also}."))
         else:
             self.result.append(_red(f"Recorded as ledger entry #{release.entry.seq}, but {path} could not be written "
                                     f"({problem}); the same seed and τ give the same rows again"))

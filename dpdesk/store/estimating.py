@@ -23,7 +23,7 @@ from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, Synthetic
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
 
-__all__ = ["ledger_inputs", "query_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "TABLE_FORMATS"]
+__all__ = ["ledger_inputs", "query_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "report_path", "TABLE_FORMATS"]
 
 TABLE_FORMATS = (".csv", ".parquet")
 _CHUNK = 1 << 16
@@ -125,6 +125,12 @@ def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
 
     _atomic(path, parquet)
     return path
+
+
+def report_path(table: str | os.PathLike[str]) -> Path:
+    """Where the fit report of a synthetic table goes by default: ``NAME-fit.csv`` beside it."""
+    path = Path(table)
+    return path.with_name(f"{path.stem}-fit.csv")
 
 
 def write_report(plan: SyntheticPlan, out: str | os.PathLike[str], describe: Callable[[Any], str]) -> Path:

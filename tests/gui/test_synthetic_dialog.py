@@ -64,6 +64,10 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert rows[0] == list(schema.names) and len(rows) == 401
     codes = np.array([[schema.attributes[k].labels.index(v) for k, v in enumerate(r)] for r in rows[1:]], dtype=np.int64)
     assert hashlib.sha256(codes.tobytes()).hexdigest() == plan.digest  # the file is the recorded rows
+    with open(tmp_path / "synthetic-fit.csv", newline="", encoding="utf-8") as fh:
+        fit = list(csv.DictReader(fh))
+    released = [r.answer for r in session.project.history().rows]
+    assert len(fit) == len(released) and [float(r["released"]) for r in fit] == [float(f"{a:.6g}") for a in released]
     assert np.array_equal(session.view().cell_costs, costs)  # free
     assert session.verify().ok
     win.audit.kind.setCurrentText("synthetic")
