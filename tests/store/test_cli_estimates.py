@@ -185,3 +185,22 @@ def test_assessing_a_request_history_cannot_estimate_offers_the_zero_cost_estima
     assert hint in out.stdout
     follow = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "10")
     assert follow.returncode == 0 and "BIASED" in follow.stdout  # the offered command works as printed
+
+
+def test_the_synthetic_table_as_parquet_holds_the_same_rows_as_the_csv(store):
+    import duckdb
+
+    path = _with_marginals(store)
+    args = ("--rows", "50", "--seed", "2", "--tau", "0.1", "--yes")
+    assert store.cli("synth", path, "--out", store.dir / "t.csv", *args).returncode == 0
+    assert store.cli("synth", path, "--out", store.dir / "t.parquet", *args).returncode == 0
+    with open(store.dir / "t.csv", newline="", encoding="utf-8") as fh:
+        rows = [tuple(r) for r in csv.reader(fh)]
+    con = duckdb.connect()
+    try:
+        got = con.execute("SELECT * FROM read_parquet(?)", [str(store.dir / "t.parquet")]).fetchall()
+        names = [d[0] for d in con.description]
+    finally:
+        con.close()
+    assert tuple(names) == rows[0] and got == rows[1:]
+    assert not list(store.dir.glob("*.part"))  # written atomically: no staging file left
