@@ -204,3 +204,16 @@ def test_the_synthetic_table_as_parquet_holds_the_same_rows_as_the_csv(store):
         con.close()
     assert tuple(names) == rows[0] and got == rows[1:]
     assert not list(store.dir.glob("*.part"))  # written atomically: no staging file left
+
+
+def test_at_infinite_tau_a_query_history_does_not_determine_is_still_labelled_biased(store):
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        r = p.add_request('count(age="0-30", income=">50K")', 20.0, 0.1)
+        p.release(p.assess(r.id), SeededSampler(1))
+    out = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "inf", "--table-size", "61",
+                    "--json")
+    obj = json.loads(out.stdout)
+    assert obj["biased"] is True and obj["unbiased_estimable"] is False and obj["distance"] > 0.1
+    text = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "inf", "--table-size", "61").stdout
+    assert "at shrinkage τ = ∞ (given); BIASED" in text

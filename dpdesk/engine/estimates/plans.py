@@ -169,11 +169,16 @@ class EstimatePlan:
     def tau(self) -> float:
         return self.estimate.tau
 
+    @property
+    def biased(self) -> bool:
+        """Every finite τ shrinks; at τ = ∞ only a query history does not determine is still biased."""
+        return math.isfinite(self.tau) or not self.estimate.estimable
+
     def record(self) -> dict[str, Any]:
         return {
             "query": _query_json(self.query), "text": self.text, "estimate": self.value, "values": [self.value],
             "tau": _num(self.tau), "tau_source": self.tau_source, "noise_std": self.estimate.noise_std,
-            "distance": self.estimate.distance, "biased": math.isfinite(self.tau),
+            "distance": self.estimate.distance, "biased": self.biased,
             "table_size": self.table_size, "table_size_source": self.size_source,
             "prior_attributes": list(self.prior_attributes), "history_prefix": self.history_rows,
             "cv": None if self.cv is None else self.cv.to_json(),
@@ -196,9 +201,13 @@ class EstimatePlan:
         if self.unbiased.estimable:
             out.append(f"history answers this query without bias: {float(self.unbiased.estimate):.6g} "
                        f"(± {math.sqrt(float(self.unbiased.variance)):.3g} s.d.) — prefer a count request")
-        tau = "∞ (unbiased)" if not math.isfinite(e.tau) else f"{e.tau:.4g}"
-        out.append(f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no (ε, δ) "
-                   "and is not a confidence statement")
+        tau = "∞" if not math.isfinite(e.tau) else f"{e.tau:.4g}"
+        if self.biased:
+            out.append(f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no "
+                       "(ε, δ) and is not a confidence statement")
+        else:
+            out.append(f"estimate {e.value:.6g} at shrinkage τ = ∞ ({self.tau_source}): history's unbiased estimate; "
+                       "it meets no request's (ε, δ) by itself (assess the request for that)")
         out.append(f"released noise in it: s.d. {e.noise_std:.3g} (its bias is not included); distance from what "
                    f"history determines: {e.distance:.3g}")
         if self.cv is not None:
