@@ -141,7 +141,7 @@ def ledger_rows(entries: Sequence[Any], schema: Any = None,
             summary = str(p.get("reason", "source data re-bound" if e.kind == "rebind" else ""))
         else:  # another release kind: its text form (or mechanism) and what it released
             values = p.get("values")
-            shown = ("" if values is None or answer is not None or len(values) > 12
+            shown = ("" if not values or answer is not None or len(values) > 12
                      else " → " + ", ".join(f"{float(v):.4g}" for v in values if isinstance(v, (int, float))))
             delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
             summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")

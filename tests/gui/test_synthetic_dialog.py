@@ -7,6 +7,8 @@ import hashlib
 
 import numpy as np
 
+from dpdesk.gui.models import LEDGER_HEADERS
+
 
 def _release_marginals(session, alpha=0.05):
     """Publish the demo's 1- and 2-way marginals of age, sex and edu (the history the table is drawn from)."""
@@ -72,6 +74,9 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert session.verify().ok
     win.audit.kind.setCurrentText("synthetic")
     assert win.audit.proxy.rowCount() == 1
+    col = {name: i for i, name in enumerate(LEDGER_HEADERS)}
+    summary = win.audit.proxy.index(0, col["summary"]).data()
+    assert summary == "synthetic table of 400 rows (maximum entropy, τ = 0.1, seed 3)"
 
 
 def test_without_released_answers_the_dialog_says_so_in_one_line(qtbot, demo_window, dialogs, monkeypatch, tmp_path):

@@ -177,6 +177,8 @@ class EstimatePlan:
     def record(self) -> dict[str, Any]:
         return {
             "query": _query_json(self.query), "text": self.text, "estimate": self.value, "values": [self.value],
+            "description": f"{'biased' if self.biased else 'unbiased'} zero-cost estimate of {self.text} at τ = "
+                           f"{'∞' if not math.isfinite(self.tau) else format(self.tau, '.4g')}",
             "tau": _num(self.tau), "tau_source": self.tau_source, "noise_std": self.estimate.noise_std,
             "distance": self.estimate.distance, "biased": self.biased,
             "table_size": self.table_size, "table_size_source": self.size_source,
@@ -325,6 +327,7 @@ class SyntheticPlan:
         misfit = f.misfit(self.released.answers)
         return {
             "rows": self.rows, "seed": self.seed, "attributes": len(self.released.shape),
+            "description": f"synthetic table of {self.rows:,} rows (maximum entropy, τ = {f.tau:g}, seed {self.seed})",
             "rows_sha256": self.digest, "values": [], "fitted_to": "consistent projection of the answers",
             "tau": f.tau, "tau_source": self.tau_source, "cv": [[t, _num(m)] for t, m in self.cv_mse],
             "table_size": self.table_size, "table_size_source": self.size_source,
