@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpdesk.engine.inference import grid as _g
+from dpdesk.engine.inference.atoms import Atoms, enumerate_atoms
+from dpdesk.engine.inference.selberg import TARGET as BRACKET_TARGET, Bandlimited
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.registry import check_method, noise_family
 
@@ -48,7 +50,8 @@ class Posterior:
     std : float
         Exact posterior standard deviation ``sqrt(Σ A_k² Var N_k)``.
     method : str
-        ``"fft"``, ``"direct"`` or ``"mc"``.
+        What ran: ``"fft"``, ``"direct"``, ``"mc"``, or for discrete sums off one lattice ``"atoms"``
+        (exact enumeration) or ``"bandlimited"`` (proven brackets); see :func:`posterior`.
     grid : ndarray
         Bin centres (lattice points when ``lattice``), ascending, symmetric about ``center``.
     mass : ndarray
@@ -64,6 +67,10 @@ class Posterior:
     lattice : bool
         True when θ takes only the values ``center + spacing·k``; then ``mass`` holds exact point
         masses (``spacing`` is 1 for integer coefficients with gcd 1).
+    atomic : bool
+        True when θ may have atoms inside bins (discrete terms off the grid): readings then use whole
+        bins only — a window's mass is that of the bins inside it, an interval ends at a bin edge — so
+        they are lower bounds, exact (to ``error_bound``) at bin edges.
     """
 
     center: float
@@ -74,6 +81,8 @@ class Posterior:
     spacing: float
     error_bound: float
     lattice: bool
+    atomic: bool = False
+    law: Atoms | Bandlimited | None = field(default=None, repr=False)  # exact reads: listed atoms or brackets
     _cum: np.ndarray = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
@@ -96,8 +105,12 @@ class Posterior:
     def cdf(self, x: float) -> float:
         """``Pr(θ ≤ x)``; within a bin of a continuous posterior the CDF is a cubic Hermite interpolant."""
         x = _finite("x", x)
+        if self.law is not None:
+            return self.law.bounds(-math.inf, x - self.center)[0]
         if self.lattice:
             return float(self._cum[np.searchsorted(self.grid, x + self._tol(), side="right")])
+        if self.atomic:  # the bins wholly at or below x: a lower bound
+            return float(self._cum[self._edge(x, math.floor)])
         # cubic Hermite between bin edges: values are the cumulative masses, slopes the density
         # estimated from the two neighbouring bins — O(h³) instead of linear interpolation's O(h²)
         h = self.spacing
@@ -117,22 +130,46 @@ class Posterior:
         val = h00 * c0 + h10 * h * d0 + h01 * c1 + h11 * h * d1
         return float(min(max(val, c0), c1))
 
+    def drawn_less(self, c: np.ndarray) -> np.ndarray:
+        """``Pr(θ < c)`` read off the binned masses (linear within a bin), for drawing only.
+
+        The same as :meth:`prob_less` up to a bin's mass; for ``method="bandlimited"``, whose exact reads
+        are proven brackets that cost a transform each, it is what a plot of many bins should use.
+        """
+        edges = self.grid[0] - self.spacing / 2 + self.spacing * np.arange(self.grid.size + 1)
+        return np.interp(np.asarray(c, dtype=float), edges, self._cum)
+
     def prob_less(self, c: float) -> float:
         """``Pr(θ < c)``."""
         c = _finite("c", c)
+        if self.law is not None:  # (an upper bound would be safer for prob_between; see there)
+            return self.law.bounds(-math.inf, c - self.center, closed=False)[0]
         if self.lattice:
             return float(self._cum[np.searchsorted(self.grid, c - self._tol(), side="left")])
+        if self.atomic:  # the bins reaching below c: an upper bound, so prob_between stays a lower one
+            return float(self._cum[self._edge(c, math.ceil)])
         return self.cdf(c)
+
+    def _edge(self, x: float, rounding: Callable[[float], int]) -> int:
+        """Index into the cumulative masses of the bin edge at or next to ``x`` (edges within rounding count)."""
+        u = (x - (self.grid[0] - self.spacing / 2)) / self.spacing
+        u = round(u) if abs(u - round(u)) <= 1e-9 else u
+        return min(max(int(rounding(u)), 0), self.grid.size)
 
     def prob_greater(self, c: float) -> float:
         """``Pr(θ > c)``."""
-        return self.total - self.cdf(_finite("c", c))
+        c = _finite("c", c)
+        if self.law is not None:  # a lower bound, like every read of an exact law
+            return self.law.bounds(c - self.center, math.inf, closed=False)[0]
+        return self.total - self.cdf(c)
 
     def prob_between(self, low: float, high: float) -> float:
         """``Pr(low ≤ θ ≤ high)`` (paper §5.2: the confidence of a given interval)."""
         low, high = _finite("low", low), _finite("high", high)
         if high < low:
             raise DpdeskError(f"high ({high}) must be >= low ({low})")
+        if self.law is not None:  # a proven lower bound (atoms: the listed mass)
+            return self.law.bounds(low - self.center, high - self.center)[0]
         return self.cdf(high) - self.prob_less(low)
 
     def central_mass(self, half_width: float) -> float:
@@ -144,15 +181,17 @@ class Posterior:
         w = _finite("half_width", half_width)
         if w < 0:
             raise DpdeskError(f"half_width ({half_width}) must be >= 0")
-        if self.lattice:
+        if self.lattice or self.law is not None:
             return self.prob_between(self.center - w, self.center + w)
         n = self.grid.size
         mid = n // 2
         u = w / self.spacing + 0.5  # in units of bins: central 2k+1 cells end at u = k + 1/2 + 1/2
-        k = int(math.floor(u))
+        k = int(math.floor(u + 1e-9))  # w at a bin edge (to rounding) reads that edge
         if k > mid:
             return float(self._cum[-1] - self._cum[0])
         held_k = float(self._cum[mid + k] - self._cum[mid - k + 1]) if k >= 1 else 0.0  # 2k−1 cells
+        if self.atomic:  # atoms may sit anywhere in the next bins: count whole bins only
+            return held_k
         held_k1 = float(self._cum[mid + k + 1] - self._cum[mid - k])  # 2k+1 cells
         lo_w = (k - 0.5) * self.spacing if k >= 1 else 0.0
         hi_w = (k + 0.5) * self.spacing
@@ -183,6 +222,10 @@ class Posterior:
         # the interval's claim must hold for the exact distribution: its computed mass, less the error
         # bound, reaches 1 − δ
         want = 1.0 - delta + self.error_bound
+        if isinstance(self.law, Atoms):
+            r = self.law.narrowest(want)
+            if r is not None:
+                return CredibleInterval(self.center - r, self.center + r, self.central_mass(r))
         n = self.grid.size
         mid = n // 2
         k = np.arange(mid + 1)
@@ -193,9 +236,15 @@ class Posterior:
                 f"delta ({delta}) is below what this posterior resolves (grid mass {self.total:.3g}, "
                 f"error bound {self.error_bound:.3g})"
             )
-        if self.lattice:
-            r = j * self.spacing
-            return CredibleInterval(self.center - r, self.center + r, float(held[j]))
+        if self.lattice or self.atomic:
+            r = j * self.spacing if self.lattice else (j + 0.5) * self.spacing  # a point, or a bin edge
+            conf = float(held[j])
+            if self.law is not None:  # the bins only drew it: the bracket decides, widening bin by bin
+                conf = self.central_mass(r)
+                while conf < want and r < self.grid[-1] - self.center:
+                    r += self.spacing
+                    conf = self.central_mass(r)
+            return CredibleInterval(self.center - r, self.center + r, conf)
         # held(w) is concave for w > 0 (its slope 2·f(c + w) falls), so interpolating it linearly
         # between bin edges gives a lower bound of the true mass: the interval is conservative
         w0 = (j - 0.5) * self.spacing if j else 0.0
@@ -313,9 +362,14 @@ def posterior(
     ``1 − γ/4`` (Chernoff bound). When every term is discrete and all ``|A_k|`` are integer multiples of
     a step ``g`` (integers: ``g`` = their gcd) θ lives on ``center + gZ``: the masses are then exact
     point masses (``lattice=True``) whenever that takes at most 2²⁰+1 points (64 000 for a
-    step below 1). Discrete noise with
-    other coefficients (and no continuous term) has atoms everywhere: ``fft`` then sums 8 aliases
-    on each side and reports the size of the next ones as an estimate, not a bound.
+    step below 1). Discrete terms whose atoms do not all fall on bin centres (weights not on one
+    lattice) make the law atomic off the grid; ``fft`` (without a continuous term, or when its bound is
+    too wide) and ``direct`` then compute it exactly instead: ``method="atoms"`` lists the atoms of all
+    terms but the widest group, which is added through its cumulative masses
+    (:mod:`~dpdesk.engine.inference.atoms`; error = the mass cut off, ~1e-12); where that is too many
+    atoms, ``method="bandlimited"`` reads every probability as a proven lower bound from Selberg's
+    band-limited minorant of the interval (:mod:`~dpdesk.engine.inference.selberg`), and
+    ``error_bound`` is the bracket's width at ``±align``. ``method`` says what ran.
 
     Examples
     --------
@@ -374,16 +428,35 @@ def posterior(
         half, lattice = _g.odd_fast_len(2 * math.ceil(T / h) + 1) // 2, False
     offsets = h * np.arange(-half, half + 1)
 
-    if method == "fft":
+    # discrete terms whose atoms do not all fall on bin centres: rounding them (paper Algorithm 2) is not
+    # exact and, without a continuous term, the transform's aliasing bound is not rigorous; such sums
+    # are computed exactly (their atoms listed) or bracketed with proven bounds (:mod:`.selberg`)
+    off_grid = not lattice and bool(np.any(np.abs(comp.a / h - np.round(comp.a / h)) > 1e-9 * comp.a / h))
+    exact = method in ("fft", "direct") and off_grid and (method == "direct" or not comp.c.size)
+    atomic = not lattice and comp.a.size > 0  # atoms, or a density with a bump at each of them
+    if method == "fft" and not exact:
         if lattice:
             mass, err = _g.fft_lattice(comp, h, half)
         else:
             mass, err = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
-        if err > max(1e-6, 1e3 * gamma):
-            # discrete terms next to a tiny continuous one: the transform cannot resolve the atoms
-            # within its budget; the direct convolution can, so use it and say so
-            method = "direct"
+        # discrete terms next to a tiny continuous one: the transform cannot resolve them in its budget
+        exact = err > max(1e-6, 1e3 * gamma)
+    if exact:
+        law: Atoms | Bandlimited | None = enumerate_atoms(comp, tail, cancelled) if not comp.c.size else None
+        if law is not None:
+            method, mass, err = "atoms", law.binned(h, half), law.missing
+        else:
+            # readings come from proven brackets; the binned masses only draw the posterior
+            method, law = "bandlimited", Bandlimited(comp, cancelled=cancelled)
+            mass, _ = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)
+            # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
+            lower, upper = law.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
+            err = upper - lower
+        if progress is not None:
+            progress(1.0)
+        return Posterior(center, std, method, center + offsets, mass, float(h), float(err + pruned), False,
+                         True, law)
     if method == "direct":
         full, disc = _g.direct(comp, h, gamma, progress, cancelled)
         k = (full.size - 1) // 2
@@ -396,7 +469,7 @@ def posterior(
         err += tail
     if progress is not None:
         progress(1.0)
-    return Posterior(center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice)
+    return Posterior(center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice, atomic)
 
 
 def _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled):
