@@ -13,7 +13,14 @@ releases of random boxes over the 32⁴-cell cube is generated once (cached in `
 ``dpdesk assess P --request R --json`` runs in a fresh process and the wall time from spawning it to
 reading its JSON is reported (median of ``--repeat``), with where the time goes inside one process.
 
-Run: ``.venv/bin/python benchmarks/bench_engine.py [--quick] [--repeat R] [--markdown]``,
+``--spend`` times requests history can *not* answer instead: the same sums of three released boxes,
+asked at ``ε = 0.6·std`` of history's estimate (δ = 0.05), so every call prices a fresh answer fused
+with history (the fusion search for the smallest α). ``--batch`` times the command line on the issue's
+batch: ``dpdesk assess --history H --queries Q --json`` with 100 single-cell requests (ε = 12, δ = 0.2)
+against 100 single-cell Laplace rows of noise scale 10 (wall time of one process, start included).
+
+Run: ``.venv/bin/python benchmarks/bench_engine.py [--quick] [--spend] [--repeat R] [--markdown]``,
+``.venv/bin/python benchmarks/bench_engine.py --batch [--repeat 3]``,
 ``.venv/bin/python benchmarks/bench_engine.py --cold-cli [--entries 5000] [--repeat 5]``.
 """
 
@@ -67,7 +74,7 @@ def literal_assess(H_dense, w, y, scales, q, eps, full_rank):
     return post.prob_between(est - eps, est + eps)
 
 
-def run(ns, ms, repeat, literal_limit, seed=0):
+def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
     rows = []
     for n in ns:
         shape = SHAPES[n]
@@ -84,6 +91,9 @@ def run(ns, ms, repeat, literal_limit, seed=0):
             # warm-up: the first estimate builds the chosen factorisation from the rows (incremental after)
             assess(h, reqs[0], 1e6)
             setup = time.perf_counter() - t0
+            if spend:
+                spend_run(h, reqs, n, m, setup)
+                continue
             times, confs = [], []
             for r in reqs:
                 gc.collect()
@@ -120,6 +130,64 @@ def run(ns, ms, repeat, literal_limit, seed=0):
                   f"setup {setup:6.1f} s  estimable {rows[-1]['estimable']}/{repeat}"
                   + (f"  |Δconf| ≤ {acc:.1e}" if acc is not None else ""), flush=True)
     return rows
+
+
+def spend_run(h: History, reqs: list[Request], n: int, m: int, setup: float) -> None:
+    """The same requests at ε = 0.6·std: history cannot answer them, so each prices a fused fresh answer."""
+    asked = []
+    for r in reqs:
+        est = h.estimate(r.query)
+        if est.estimable and est.std:
+            asked.append(Request(r.id, r.query, eps=0.6 * float(est.std), delta=0.05))
+    times, fused, decisions = [], 0, {}
+    for r in asked:
+        gc.collect()
+        t = time.perf_counter()
+        a = assess(h, r, 1e6)
+        times.append(time.perf_counter() - t)
+        fused += a.spend_alpha < a.fresh_alpha
+        decisions[a.decision] = decisions.get(a.decision, 0) + 1
+    print(f"n={n:>8} m={m:>5} spend decisions: assess median {statistics.median(times) * 1000:8.2f} ms "
+          f"(max {max(times) * 1000:.1f} ms)  {decisions}  fused below Thm 5.3 {fused}/{len(asked)}  "
+          f"setup {setup:6.1f} s", flush=True)
+
+
+# --- the issue's batch on the command line ------------------------------------------------------------
+
+def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
+    """``dpdesk assess --history H --queries Q --json``: 100 single-cell requests, 100 single-cell rows."""
+    import json
+
+    os.makedirs(directory, exist_ok=True)
+    rng = np.random.default_rng(12)
+    h = History((cells,))
+    for i in range(cells):
+        h.append(HistoryRow(Query((cells,), indices=np.array([i]), values=np.array([1.0])), 0.1,
+                            float(rng.integers(20, 200)), "laplace"))
+    hist = os.path.join(directory, "batch-history.json")
+    with open(hist, "w", encoding="utf-8") as fh:
+        json.dump(h.to_json(total_budget=1e6), fh)
+    queries = os.path.join(directory, "batch-queries.jsonl")
+    with open(queries, "w", encoding="utf-8") as fh:
+        for i in range(cells):
+            fh.write(json.dumps({"id": f"r{i}", "query": {"indices": [i], "values": [1]}, "eps": 12, "delta": 0.2}) + "\n")
+    cmd = [sys.executable, "-m", "dpdesk", "assess", "--history", hist, "--queries", queries, "--json"]
+    walls = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        if r.returncode != 0:
+            raise SystemExit(f"dpdesk assess failed: {r.stderr.strip()[-300:]}")
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    decisions = {}
+    for a in out:
+        decisions[a["decision"]] = decisions.get(a["decision"], 0) + 1
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import dpdesk.cli"], check=True)
+    start = time.perf_counter() - t
+    print(f"batch: {len(out)} requests {decisions}: median {statistics.median(walls):.2f} s "
+          f"(runs {', '.join(f'{w:.2f}' for w in walls)}; start + imports {start:.2f} s)")
 
 
 # --- the command line on a long project ---------------------------------------------------------------
@@ -212,6 +280,8 @@ def main(argv=None) -> int:
     ap.add_argument("--literal-limit", type=float, default=4096 * 5000)
     ap.add_argument("--n", type=int, nargs="+", default=list(SHAPES), choices=list(SHAPES), help="cube sizes")
     ap.add_argument("--m", type=int, nargs="+", default=[100, 2000, 5000], help="history lengths")
+    ap.add_argument("--spend", action="store_true", help="time requests that need a fresh answer (fusion search)")
+    ap.add_argument("--batch", action="store_true", help="time `dpdesk assess --queries` on the issue's batch")
     ap.add_argument("--cold-cli", action="store_true", help="time `dpdesk assess --json` on a long project instead")
     ap.add_argument("--entries", type=int, default=5000, help="ledger entries of the --cold-cli project")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
@@ -219,10 +289,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.cold_cli:
         cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)))
+    elif args.batch:
+        batch_cli(args.dir, max(1, min(args.repeat, 5)))
     elif args.quick:
-        run([64, 4096], [100, 500], repeat=5, literal_limit=64 * 500)
+        run([64, 4096], [100, 500], repeat=5, literal_limit=64 * 500, spend=args.spend)
     else:
-        run(args.n, args.m, repeat=args.repeat, literal_limit=args.literal_limit)
+        run(args.n, args.m, repeat=args.repeat, literal_limit=args.literal_limit, spend=args.spend)
     return 0
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.inference import grid as _g
 
-__all__ = ["Bandlimited", "central_bounds", "central_sums", "decay_cutoff", "posterior_masses"]
+__all__ = ["Bandlimited", "central_bounds", "central_sums", "decay_cutoff", "posterior_masses", "selberg_weights"]
 
 TARGET = 5e-5  # half-gap aimed at for one interval (decisions, the fusion search)
 GRID_TARGET = 1e-4  # for the whole grid of a posterior (its error_bound)
@@ -69,19 +69,26 @@ def decay_cutoff(comp: _g.Components) -> float:
     return hi
 
 
-def central_sums(ph: np.ndarray, j: np.ndarray, n: int, period: float, w: float,
-                 c: float = 0.0) -> tuple[float, float]:
-    """``(lower, half-gap)`` for ``Pr(|S − c| ≤ w)`` from ``φ`` at ``2πj/P`` (``ph``), bandwidth ``n/P``.
-
-    ``j`` may stop short of ``n`` where ``φ`` is known to be below ``e^-80`` (see :func:`decay_cutoff`).
-    """
+def selberg_weights(j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A_j, B_j)`` of the module notes at nodes ``j`` for bandwidth ``n`` (they depend on nothing else)."""
     s = j / n
     with np.errstate(divide="ignore"):
         a = (1.0 - s) / np.tan(math.pi * s) + 1.0 / math.pi
+    return a, 1.0 - s
+
+
+def central_sums(ph: np.ndarray, j: np.ndarray, n: int, period: float, w: float,
+                 c: float = 0.0, weights: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
+    """``(lower, half-gap)`` for ``Pr(|S − c| ≤ w)`` from ``φ`` at ``2πj/P`` (``ph``), bandwidth ``n/P``.
+
+    ``j`` may stop short of ``n`` where ``φ`` is known to be below ``e^-80`` (see :func:`decay_cutoff`);
+    ``weights`` are :func:`selberg_weights` of ``j`` and ``n`` when the caller keeps them.
+    """
+    a, b = weights if weights is not None else selberg_weights(j, n)
     x = 2.0 * math.pi * j / period
     cc = ph * np.cos(x * c) if c else ph
     est = 2.0 * w / period + (2.0 / n) * float(np.dot(a * np.sin(x * w), cc))
-    gap = 1.0 / n + (2.0 / n) * float(np.dot((1.0 - s) * np.cos(x * w), cc)) + _CUT_ERROR
+    gap = 1.0 / n + (2.0 / n) * float(np.dot(b * np.cos(x * w), cc)) + _CUT_ERROR
     return est - gap - TAIL, gap
 
 
