@@ -88,6 +88,8 @@ def test_the_cap_declines_a_request_that_would_drain_its_cells():
     a = assess(h, Request("r", q, eps, 0.2), Settings(1.0, policy=SpendPolicy(cap=0.25)), family="laplace", schema=SCHEMA)
     assert a.decision == "reject" and a.cost == 0.0
     assert a.reason.startswith("declined by the spend policy") and "25%" in a.reason
+    # both cells have the same room: both are named, not one picked among equals
+    assert 'limited by all 2 cells of count(c=["0-1", "1-2"]))' in a.reason
     assert a.headroom == pytest.approx(1.0) and a.needed_alpha == pytest.approx(need)
     # a looser cap lets it through at the α it needs
     b = assess(h, Request("r", q, eps, 0.2), Settings(1.0, policy=SpendPolicy(cap=0.6)), family="laplace")

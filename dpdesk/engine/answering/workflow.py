@@ -171,9 +171,6 @@ def decide(
     conf, delta, eps = inference.confidence_at_eps, request.delta, request.eps
     b, paced = pricing.budget, pricing.pacing
 
-    def where(cell: int | None) -> str:
-        return schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
-
     note = _bound_note(inference.error_bound)
     if answerable(inference, request):
         return "infer", (f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f}{note} ≥ "
@@ -183,7 +180,8 @@ def decide(
         assert settings.policy is not None
         return "reject", (
             f"declined by the spend policy — needs α = {_fmt(needed)}, {needed / paced.headroom:.0%} of what "
-            f"cell {where(paced.limiting_cell)} can still pay (α ≤ {_fmt(paced.headroom)}); the policy declines "
+            f"its cells can still pay (α ≤ {_fmt(paced.headroom)}, limited by "
+            f"{_tightest(request, pricing.cell_costs, settings.total_budget, paced, schema)}); the policy declines "
             f"requests over {settings.policy.cap:.0%}"
         )
     if b.fits:
@@ -205,29 +203,47 @@ def decide(
                       f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
 
 
-def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
-    """Where a release would overspend: every cell whose cost would pass the total, named together —
-    never one cell picked among equals (a first request's cells all tie)."""
-    after = b.cell_costs_after
-    cells = np.flatnonzero(after > total) if after is not None else np.array([], dtype=np.int64)
-    if cells.size <= 1 or schema is None:
-        cell = int(cells[0]) if cells.size == 1 else b.limiting_cell
-        named = schema.describe_cell(cell) if (schema is not None and cell is not None) else f"#{cell}"
-        more = f" and {cells.size - 1} more cells" if cells.size > 1 else ""
-        return f"in cell {named}{more}"
+def _name_cells(cells: np.ndarray, schema: Schema | None) -> str:
+    """Cells named together: ``cell X``, ``all N cells of count(...)`` when they form a box of labels,
+    or ``N cells: X; Y; Z; … +k more``."""
+    if cells.size == 1 or schema is None:
+        first = schema.describe_cell(int(cells[0])) if schema is not None else f"#{int(cells[0])}"
+        return f"cell {first}" + (f" and {cells.size - 1} more cells" if cells.size > 1 else "")
     from dpdesk.engine.queries.query import query_from_json
     from dpdesk.engine.queries.text import describe_query
 
     picked = query_from_json({"indices": cells.tolist(), "values": [1] * cells.size}, schema.n_cells, schema.shape)
     text = describe_query(picked, schema)
     if text.startswith("weight 1 on "):  # no box of labels: its cells, the first few named
-        out = f"in {text.removeprefix('weight 1 on ')}"
-    else:
-        out = f"in all {cells.size} cells of {text}"
+        return text.removeprefix("weight 1 on ")
+    return f"all {cells.size} cells of {text}"
+
+
+def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
+    """Where a release would overspend: every cell whose cost would pass the total, named together —
+    never one cell picked among equals (a first request's cells all tie) — and the one that passes
+    furthest when it is alone."""
+    after = b.cell_costs_after
+    cells = np.flatnonzero(after > total) if after is not None else np.array([], dtype=np.int64)
+    if cells.size == 0:
+        return f"in cell {schema.describe_cell(b.limiting_cell) if schema is not None else f'#{b.limiting_cell}'}"
+    out = f"in {_name_cells(cells, schema)}"
     top = after[cells]
-    if np.count_nonzero(top == top.max()) == 1:  # one cell passes furthest: name it too
+    if cells.size > 1 and schema is not None and np.count_nonzero(top == top.max()) == 1:
         out += f", most in cell {schema.describe_cell(int(cells[np.argmax(top)]))}"
     return out
+
+
+def _tightest(request: Request, cell_costs: np.ndarray, total: float, paced: Any, schema: Schema | None) -> str:
+    """The cells whose room limits a request's headroom (``policy.headroom``), every tied one named."""
+    from dpdesk.engine.queries.algebra import abs_dense
+
+    q = request.query
+    share = abs_dense(q) / q.sensitivity
+    touched = np.flatnonzero(share > 0)
+    room = np.maximum(total - np.asarray(cell_costs, dtype=float)[touched], 0.0) / share[touched]
+    tied = touched[room <= room.min() * (1 + 1e-9) + 1e-15]
+    return _name_cells(tied, schema) if tied.size else f"cell #{paced.limiting_cell}"
 
 
 def _bound_note(err: float) -> str:
