@@ -36,16 +36,32 @@ def _nice(x: float) -> float:
     return 10.0 ** (k + 1)  # pragma: no cover - 10 × 10ᵏ always qualifies
 
 
-def readable_bins(post, counts: bool, view: float) -> tuple[np.ndarray, np.ndarray, float]:
+def value_step(query) -> float:
+    """The step of the lattice the query's true value lives on: the coefficients' greatest common step
+    (1 for a count; 2 for ``2*count(...)``; 0.5 for weights 0.5 and 1.5), or 0 when they share none."""
+    v = np.abs(np.asarray(query.sparse()[1], dtype=float))
+    v = v[v > 0]
+    if v.size == 0:
+        return 0.0
+    if query.is_integer:
+        return float(np.gcd.reduce(v.astype(np.int64)))
+    step = float(v.min())
+    ratio = v / step
+    return step if np.all(np.abs(ratio - np.round(ratio)) <= 1e-9 * ratio) else 0.0
+
+
+def readable_bins(post, step: float, view: float) -> tuple[np.ndarray, np.ndarray, float]:
     """``(centres, masses, width)``: the posterior's probability of each bin of a readable width.
 
-    The width is a 1-2-5 number at least ``view / BAR_LIMIT``, at least the grid step, and at least
-    1 for a count; bins ``[c − width/2, c + width/2)`` are centred on its multiples (unit bins: the
-    integers a count can take). A bin's mass is the posterior's own ``Pr(θ < right) − Pr(θ < left)``,
-    so nothing is re-estimated here and the masses add up to the posterior's total.
+    The width is at least ``view / BAR_LIMIT`` and the grid step; given the true value's lattice
+    ``step`` (:func:`value_step`; 1 for a count) it is a 1-2-5 multiple of it, else a 1-2-5 number.
+    Bins ``[c − width/2, c + width/2)`` are centred on the width's multiples — for a count's unit bins,
+    the integers it can take. A bin's mass is the posterior's own ``Pr(θ < right) − Pr(θ < left)``, so
+    nothing is re-estimated here and the masses add up to the posterior's total.
     """
     grid, h = np.asarray(post.grid, dtype=float), float(post.spacing)
-    width = _nice(max(view / BAR_LIMIT, 1.0 if counts else 0.0, h))
+    want = max(view / BAR_LIMIT, h, step)
+    width = step * _nice(want / step) if step > 0 else _nice(want)
     first = math.floor((grid[0] - h / 2) / width + 0.5)
     last = math.ceil((grid[-1] + h / 2) / width - 0.5)
     centres = width * np.arange(first, last + 1)
@@ -105,9 +121,10 @@ class PosteriorPlot(pg.PlotWidget):
         est = a.estimate.estimate
         half = max(eps, (a.interval[1] - a.interval[0]) / 2 if a.interval else 0.0, post.spacing)
         self.bin_width = None
-        if self._finer_than_readable(a, post, counts):
+        step = value_step(a.request.query)
+        if self._finer_than_readable(a, post, step):
             self.mode = "binned"
-            centres, sums, width = readable_bins(post, counts, 5 * half)
+            centres, sums, width = readable_bins(post, step, 5 * half)
             self.bin_width, mass = width, sums
             self.plotItem.addItem(pg.BarGraphItem(x=centres, height=sums, width=width * 0.92, brush="#4a4a4a",
                                                   pen=None))
@@ -141,11 +158,12 @@ class PosteriorPlot(pg.PlotWidget):
         self.plotItem.setYRange(0, float(mass.max()) * 1.15 if mass.size else 1.0, padding=0)
 
     @staticmethod
-    def _finer_than_readable(a, post, counts: bool) -> bool:
-        """True for discrete noise whose posterior lies on points finer than the integers (non-integer
-        weights): its masses are summed into bins. Continuous noise keeps its curve, and a posterior on
-        the integers keeps one bar per point."""
+    def _finer_than_readable(a, post, step: float) -> bool:
+        """True for discrete noise whose posterior lies on points finer than the values the query can
+        take (non-integer weights; for a count, finer than the integers), or on no common step at all:
+        its masses are summed into bins. Continuous noise keeps its curve, and a posterior on the
+        query's own lattice keeps one bar per point."""
         est = a.estimate
         discrete = any(noise_family(f).lattice for f, c in zip(est.families, np.asarray(est.coefficients).ravel())
                        if c != 0) if est.families and est.coefficients is not None else False
-        return bool(discrete and len(post.grid) > 1 and post.spacing < 1 - 1e-9)
+        return bool(discrete and len(post.grid) > 1 and (step == 0 or post.spacing < step * (1 - 1e-9)))

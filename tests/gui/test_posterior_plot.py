@@ -79,3 +79,23 @@ def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not
     assert plot.plotItem.getAxis("left").labelText == "posterior mass per bin of width 1"
     win.grab().save(str(tmp_path / "binned-posterior.png"))
     win.close()
+
+
+def test_bins_follow_the_lattice_of_the_values_a_weighted_query_can_take():
+    from dpdesk.engine.inference.posterior import posterior
+    from dpdesk.engine.queries.query import query_from_vector
+    from dpdesk.gui.posterior_plot import readable_bins, value_step
+
+    def q(*v):
+        return query_from_vector(np.array(v, dtype=float), (len(v),))
+
+    assert value_step(q(1, 1, 0)) == 1 and value_step(q(2, 2, 0)) == 2 and value_step(q(2, -3, 0)) == 1
+    assert value_step(q(0.5, 1.5, 0)) == 0.5 and value_step(q(0.5, 0.3, 0)) == 0
+    # a value on multiples of 0.5 estimated with discrete noise and weights 0.48/0.52: bins of 0.5·(1, 2, 5…)
+    post = posterior(100.25, [0.48, 0.52], [1.5, 1.5], ["discrete_laplace"] * 2)
+    assert post.spacing < 0.5
+    centres, masses, width = readable_bins(post, 0.5, view=30.0)
+    assert width == 0.5 and np.allclose(centres / 0.5, np.round(centres / 0.5))
+    assert masses.sum() == pytest.approx(post.total, abs=1e-9)
+    _, _, wide = readable_bins(post, 0.5, view=400.0)  # a wide view: fewer, wider bins, still on the lattice
+    assert wide == 2.5
