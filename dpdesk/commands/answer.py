@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Assess a queued request and release its answer per the decision.")
     a.add_argument("path", metavar="PATH")
     which = a.add_mutually_exclusive_group(required=True)
-    which.add_argument("--request", metavar="ID", help="a queued count request")
+    which.add_argument("--request", metavar="ID", help="a queued request of any kind (count, max/argmax, posterior)")
     which.add_argument("--query", metavar="TEXT", help="a posterior of proportions: 'posterior(attr | box; prior=…; budget=…)', "
                                                        "or a zero-cost estimate: 'estimate(count(…))'")
     a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -47,6 +47,8 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
         return None
     if done.kind == "rejected":
         return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
+    if "interval" not in done.payload:  # a release of another kind (max/argmax, posterior)
+        return f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}); nothing new was drawn"
     return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
             f"{done.shown()} {done.shown_interval()}; nothing new was drawn")
 
@@ -74,6 +76,8 @@ def run_answer(args: argparse.Namespace) -> int:
         already = _already(p, args.request)
         if already:
             raise DpdeskError(already)
+        if req.kind != "count":
+            return answer_plan(p, req, args)
         a = p.assess(args.request, method=args.method)  # the project's settings; the writer lock keeps them
         out = sys.stderr if args.json else sys.stdout
         b = a.budget
@@ -104,6 +108,38 @@ def run_answer(args: argparse.Namespace) -> int:
                   flush=True)
         checkpoint("cli:printed")
     checkpoint("cli:closed")
+    return 0
+
+
+def answer_plan(p, req, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    """Answer a queued max/argmax or posterior request: its kind's plan, shown, confirmed, released."""
+    import json
+    import sys
+
+    from dpdesk.store.checkpoints import checkpoint
+    from dpdesk.store.request_kinds import cost_text, kind_named, released_json
+
+    kind = kind_named(req.kind)
+    plan = p.assess(req.id, reference_size=getattr(args, "reference_size", None))
+    out = sys.stderr if args.json else sys.stdout
+    print(f"request {req.id}: {req.describe()}  ({kind.label}; {req.terms()})", file=out)
+    print("\n".join(kind.preview(plan)), file=out)
+    if not plan.releasable:
+        print(f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out)
+        if args.json:
+            print(json.dumps({"assessment": plan.to_json(), "release": None}))
+        return 1
+    if not args.yes and not confirmed(f"release it, each cell of its box paying {cost_text(plan)}?",
+                                      "not answered (not confirmed)"):
+        return 1
+    release = p.release(plan)  # exactly the plan shown; recorded (fsync'd) before it is returned
+    if args.json:
+        print(json.dumps({"assessment": plan.to_json(), "release": released_json(release)}), flush=True)
+    else:
+        print("\n".join(kind.outcome(release, plan)))
+        print(f"ledger entry {release.entry.seq}; ledger head {release.witness} (the requester's witness: "
+              f"dpdesk verify {p.path} --extends HASH)", flush=True)
+    checkpoint("cli:printed")
     return 0
 
 

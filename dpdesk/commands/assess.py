@@ -182,6 +182,26 @@ def format_assessment(a: Any) -> str:
     return "\n".join(lines)
 
 
+def preview_queued(project: Any, args: argparse.Namespace) -> int:
+    """``assess PROJECT --request ID`` of a max/argmax or posterior request: its plan; nothing is spent."""
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.request_kinds import kind_named
+
+    req = project.request(args.request)
+    unused = [f"--{n.replace('_', '-')}" for n in ("interval", "pace", "table_size") if getattr(args, n, None)]
+    if unused:
+        raise DpdeskError(f"{unused[0]} applies to count requests; {req.id} is a {req.kind} request")
+    kind = kind_named(req.kind)
+    plan = project.assess(req.id, reference_size=getattr(args, "reference_size", None))
+    if args.json:
+        print(json.dumps(plan.to_json()))
+    else:
+        print(f"request {req.id}: {req.describe()}  ({kind.label}; {req.terms()})")
+        print("\n".join(kind.preview(plan)))
+        print("nothing was spent (preview only)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.inference.history import History
@@ -204,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
         from dpdesk.store import Project
 
         with Project.open(args.project, mode="r") as project:
+            if project.request(args.request).kind != "count":
+                return preview_queued(project, args)
             # --pace / --table-size: what another policy or prior would do; default: the project's
             what_if = {k: v for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
                        if v is not None}

@@ -185,10 +185,9 @@ def run_select(args: argparse.Namespace) -> int:
         query = parse_selection(args.query, p.schema)
         plan = plan_selection(query, p.schema, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
                               cell_costs=p.view().cell_costs, total_budget=p.total_budget, basis=p.basis())
-        b = plan.budget
-        print(f"{query.text}: report-noisy-max, every cell of the box pays α = {plan.rnm.alpha:.6g}; system cost "
-              f"{b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g})", file=out)
-        print(f"public accuracy: {plan.rnm.accuracy_text(p.schema, plan.delta)}", file=out)
+        from dpdesk.store.request_kinds import selection_preview
+
+        print("\n".join(selection_preview(plan)[:2]), file=out)  # the words a queued max/argmax shows too
         if not plan.releasable:
             print(f"not released: {plan.reason}", file=out)
             if args.json:

@@ -14,12 +14,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add = sub.add_parser("add", help="queue one request")
     add.add_argument("path", metavar="PATH")
     add.add_argument("--query", required=True, metavar="Q",
-                     help='text form, e.g. \'count(age="0-30")\', or JSON coefficients')
-    add.add_argument("--eps", required=True, metavar="E", help="half-width ε of the wanted interval (> 0)")
-    add.add_argument("--delta", required=True, metavar="D", help="allowed miss probability δ, in (0, 1)")
+                     help='a count (\'count(age="0-30")\', or JSON coefficients), max(A | box), argmax(A | box), '
+                          'or posterior(A | box; prior=…)')
+    add.add_argument("--eps", metavar="E", help="count: half-width ε of the wanted interval (> 0); max/argmax: "
+                     "at most E records above / within E of the largest count; posterior: Hellinger distance")
+    add.add_argument("--delta", metavar="D", help="allowed miss probability δ, in (0, 1)")
+    add.add_argument("--alpha", metavar="A", help="max/argmax, posterior: the per-cell budget α instead of an accuracy")
     add.add_argument("--requester", default="", metavar="NAME")
     add.add_argument("--id", metavar="ID", help="request id (default r<N>)")
-    imp = sub.add_parser("import", help="queue every request of a JSON list or a CSV (query,eps,delta[,requester,id])")
+    imp = sub.add_parser("import", help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id])")
     imp.add_argument("path", metavar="PATH")
     imp.add_argument("file", metavar="FILE")
     lst = sub.add_parser("list", help="list requests (read-only)")
@@ -35,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     action = getattr(args, "requests_command", None)
     if action == "add":
         with Project.open(args.path, "w") as p:
-            r = p.add_request(args.query, args.eps, args.delta, args.requester, args.id)
-            print(f"queued {r.id}: {r.describe()} (ε={r.eps:g}, δ={r.delta:g})")
+            r = p.add_request(args.query, args.eps, args.delta, args.requester, args.id, args.alpha)
+            print(f"queued {r.id}: {r.describe()} ({r.kind}; {r.terms()})")
         return 0
     if action == "import":
         with Project.open(args.path, "w") as p:
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps([r.to_json() for r in rows], indent=2))
         for r in [] if args.json else rows:
-            print(f"{r.id}\t{r.status}\tε={r.eps:g}\tδ={r.delta:g}\t{r.requester or '-'}\t{r.describe()}")
+            print(f"{r.id}\t{r.status}\t{r.kind}\t{r.terms()}\t{r.requester or '-'}\t{r.describe()}")
         return 0
     args._parser.print_help()
     return 2

@@ -21,6 +21,7 @@ from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
 from dpdesk.gui.glossary import tip
+from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment
 from dpdesk.gui.tasks import TaskRunner
@@ -92,7 +93,8 @@ class AnswerPanel(QWidget):
         self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
         self.title.setWordWrap(True)
         top.addWidget(self.title, 1)
-        top.addWidget(QLabel("posterior method"))
+        self.method_label = QLabel("posterior method")
+        top.addWidget(self.method_label)
         self.method = QComboBox()
         self.method.addItems(method_names())
         self.method.setToolTip(tip(*method_names()))
@@ -134,6 +136,10 @@ class AnswerPanel(QWidget):
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
         lay.addWidget(self.plot, 1)  # the plot takes the room left; the figures scroll when there is none
+        self.plan_view = PlanView()  # a max/argmax or posterior request: its plan and chart instead
+        self.plan_view.setVisible(False)
+        lay.addWidget(self.plan_view, 1)
+        self.kind = None  # the selected request's RequestKind when it is not a count
         body = QWidget()
         body_lay = QVBoxLayout(body)
         body_lay.setContentsMargins(0, 0, 0, 0)
@@ -211,12 +217,64 @@ class AnswerPanel(QWidget):
             self.sigAssessed.emit(None)
             return
         req = self.session.request(self.request_id)
+        self._show_kind(req.kind)
+        if req.kind != "count":
+            self._refresh_plan(req)
+            return
         self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe(self.session.schema)}   "
                            f"(±ε = {req.eps:g}, δ = {req.delta:g})")
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
         self.runner.start(lambda st: run_assessment(inputs, st.progress, st.cancelled), self.show_assessment,
                           label=f"assessing {req.id}")
+
+    # -- a max/argmax or posterior request: its kind's plan -----------------------------------------
+    def _show_kind(self, kind: str) -> None:
+        from dpdesk.store.request_kinds import kind_named
+
+        count = kind == "count"
+        self.kind = None if count else kind_named(kind)
+        for w in (self.plot, self.body, self.method_label, self.method, self.prior_btn):
+            w.setVisible(count)
+        self.plan_view.setVisible(not count)
+        if count:
+            self.plan_view.clear()
+
+    def _refresh_plan(self, req) -> None:
+        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
+                           f"({self.kind.label}; {req.terms()})")
+        entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
+        if entry is not None:  # decided: what the ledger recorded, never a live plan
+            self.runner.cancel()
+            if getattr(self, "_shown_release", None) != (req.id, entry.seq):
+                self.plan_view.clear()  # the chart of the release just made stays; an older one is not redrawn
+            self._badge(*OUTCOME_STYLE.get(entry.kind, (f"ANSWERED — {entry.kind.upper()}", "#4a4a4a")))
+            when = entry.time[:19].replace("T", " ") + " UTC"
+            from dpdesk.store.report import entry_summary
+
+            what = entry.payload.get("label") or ", ".join(f"{float(v):.4g}" for v in entry.payload.get("values", ()))
+            self.reason.setText(f"{entry.kind} on {when}: {entry_summary(entry)} → {what}; "
+                                f"ledger entry #{entry.seq} ({entry.hash[:12]}…)")
+            self.sigAssessed.emit(None)
+            return
+        self.runner.start(self.session.plan_job(req.id), self.show_plan, self._plan_failed,
+                          label=f"planning {req.id}")
+
+    def show_plan(self, result) -> None:
+        """A queued max/argmax or posterior request's plan (and a max/argmax's private output law)."""
+        plan, probabilities = result
+        if self.kind is None or plan.request_id != self.request_id:
+            return  # another request was selected meanwhile
+        self.assessment = plan
+        self._badge(*(DECISION_STYLE["spend"] if plan.releasable else DECISION_STYLE["reject"]))
+        self.reason.setText(plan.reason)
+        self.plan_view.show_plan(self.kind, plan, probabilities, self.session.schema)
+        self._set_buttons(plan)
+        self.sigAssessed.emit(None)  # the budget panel previews count assessments only
+
+    def _plan_failed(self, exc: BaseException, trace: str) -> None:
+        self._badge(*DECISION_STYLE["reject"])
+        self.reason.setText(f"Cannot plan this request: {dialogs.explain(exc)[1].splitlines()[0]}")
 
     def _status_text(self, req) -> str:
         if req.status == "pending":
@@ -303,6 +361,15 @@ class AnswerPanel(QWidget):
         pending = False
         if a is not None and self.request_id is not None and not self.release_runner.is_running():
             pending = self.session.request(self.request_id).status == "pending"
+        if self.kind is not None:  # a plan of another kind: release it (α on its box) or reject
+            from dpdesk.store.request_kinds import cost_text
+
+            self.infer_btn.setVisible(False)
+            self.spend_btn.setEnabled(pending and a.releasable)
+            self.spend_btn.setText(f"Release ({cost_text(a)} per cell)" if a is not None else "Release")
+            self.reject_btn.setEnabled(self.request_id is not None and not self.release_runner.is_running()
+                                       and self.session.request(self.request_id).status == "pending")
+            return
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
         self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
@@ -320,11 +387,21 @@ class AnswerPanel(QWidget):
     def _release(self, a) -> None:
         """Release exactly ``a`` off the GUI thread; the buttons stay off until it is recorded or refused."""
         self._set_buttons(None)
-        self.result.setText(f"Releasing {a.request.id}…")
+        self._releasing = a
+        self.result.setText(f"Releasing {a.request_id}…")
         self.release_runner.start(self.session.release_job(a), self._released, self._release_failed,
-                                  label=f"releasing {a.request.id}")
+                                  label=f"releasing {a.request_id}")
 
     def _released(self, release) -> None:
+        if self.kind is not None and release.kind == self.kind.name:
+            self.plan_view.show_release(self.kind, self._releasing, release)
+            self._shown_release = (release.request_id, release.entry.seq)
+            self.result.setText(f"Released for {release.request_id}: "
+                                f"{'; '.join(self.kind.outcome(release, self._releasing))}; ledger entry "
+                                f"#{release.entry.seq}\nReply: {release.reply()}")
+            self.session.released()
+            self.sigReleased.emit(release)
+            return
         kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
         self.result.setText(f"Released for {release.request_id}: {release.entry.shown()}, interval "
                             f"{release.entry.shown_interval()} ({kind}); "
@@ -353,6 +430,16 @@ class AnswerPanel(QWidget):
 
     def spend_and_release(self) -> None:
         a = self.assessment
+        if self.kind is not None and a is not None and self.spend_btn.isEnabled():
+            from dpdesk.store.request_kinds import cost_text
+
+            b = a.budget
+            if dialogs.confirm(self, f"Release {self.kind.label}",
+                               f"Release {a.request_id} ({self.kind.label})? Every cell of its box pays {cost_text(a)}."
+                               f"\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} (total {b.total:g})."
+                               "\n\nThis cannot be undone: the release is recorded in the ledger before it is shown."):
+                self._release(a)
+            return
         if a is None or a.decision != "spend" or not self.spend_btn.isEnabled():
             return
         b = a.budget
@@ -372,7 +459,9 @@ class AnswerPanel(QWidget):
     def reject(self) -> None:
         if self.request_id is None or not self.reject_btn.isEnabled():
             return
-        offered = self.assessment.reason if self.assessment is not None and self.assessment.decision == "reject" else ""
+        a = self.assessment
+        refused = a is not None and (a.decision == "reject" if hasattr(a, "decision") else not a.releasable)
+        offered = a.reason if refused else ""
         reason = dialogs.ask_text(self, "Reject request",
                                   f"Reject {self.request_id}? The refusal and this note (for the requester) are "
                                   "recorded in the ledger:", offered)

@@ -45,15 +45,15 @@ def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None
     return name if ok else None
 
 
-def ask_new_project(parent: QWidget) -> tuple[str, float] | None:
-    """Ask where to save a new project and its total budget (a hook tests replace)."""
+def ask_new_project(parent: QWidget) -> tuple[str, float, float] | None:
+    """Ask where to save a new project, its total budget and its δ cap (a hook tests replace)."""
+    from dpdesk.gui.new_project_dialog import NewProjectDialog
+
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
     if not path:
         return None
-    budget, ok = QInputDialog.getDouble(parent, "Total privacy budget",
-                                        "Total privacy budget α (the most α any cell may be charged, > 0):",
-                                        1.0, 1e-6, 1e6, 4)
-    return (path if path.endswith(".dpdesk") else path + ".dpdesk", budget) if ok else None
+    limits = NewProjectDialog.ask(parent)
+    return None if limits is None else (path if path.endswith(".dpdesk") else path + ".dpdesk", *limits)
 
 
 class DataPage(QWidget):
@@ -274,7 +274,7 @@ class DataPage(QWidget):
         answer = ask_new_project(self)
         if answer is None:
             return
-        path, budget = answer
+        path, budget, delta_cap = answer
         src = self.source
         name = Path(path).stem
 
@@ -282,7 +282,7 @@ class DataPage(QWidget):
             from dpdesk.store.project import Project
 
             with Project.create(path, name=name, schema=schema, source_location=src.location,
-                                source_table=src.table, total_budget=budget):
+                                source_table=src.table, total_budget=budget, delta_cap=delta_cap):
                 pass
             return path
 

@@ -95,7 +95,8 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def request_rows(requests: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
-    return [(r.id, r.requester, r.describe(schema), r.eps, r.delta, r.status) for r in requests]
+    return [(r.id, r.requester, r.describe(schema), r.eps if r.eps is not None else r.terms(),
+             "" if r.delta is None else r.delta, r.status) for r in requests]
 
 
 REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")

@@ -206,11 +206,10 @@ class PosteriorDialog(QDialog):
         if not plan.releasable:
             lines[-1] = f"<b style='color:#c0392b'>{lines[-1]}</b>"
         self.result.setHtml("<br>".join(lines))
-        series = [("prior", plan.query.prior)]
-        if plan.reference_counts is not None:
-            m = sum(plan.reference_counts)
-            series.append((f"reference table of {m} (public, not the data)", plan.query.prior + plan.reference_counts))
-        self.plot.set_series(plan.query.labels, series)
+        from dpdesk.engine.dirichlet.alternatives import expected_release_series
+
+        # prior, the reference table's posterior, and what this mechanism and the Laplace baseline release there
+        self.plot.set_series(plan.query.labels, expected_release_series(plan))
         self.release_button.setEnabled(plan.releasable and not self.release_runner.is_running())
 
     # -- release --------------------------------------------------------------------------------------
@@ -245,7 +244,9 @@ class PosteriorDialog(QDialog):
         posterior = PosteriorRelease.from_payload(release.entry.payload)
         lines = release_lines(posterior, q) + [f"ledger entry #{release.entry.seq}; ledger head {release.entry.hash}"]
         self.result.setHtml("<br>".join(html.escape(t) for t in lines))
-        self.plot.set_series(q.labels, [("prior", q.prior), ("released posterior", posterior.parameters)])
+        from dpdesk.engine.dirichlet.alternatives import released_series
+
+        self.plot.set_series(q.labels, released_series(self._releasing, posterior))
         if self.released_hook is not None:
             self.released_hook()
         self.sigReleased.emit(release)

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 from PySide6.QtWidgets import QWidget
 
-from dpdesk.engine.dirichlet.display import beta_density, proportion_bands
+from dpdesk.engine.dirichlet.display import DirichletMixture, bands_of, density_of
 from dpdesk.gui.plots import pg
 
 # one style per role, in the order series are usually given: prior, released, alternative
@@ -36,8 +36,10 @@ class ProportionsPlot(pg.PlotWidget):
             self.plotItem.legend.clear()
         self.mode = "empty"
 
-    def set_series(self, labels: Sequence[str], series: Sequence[tuple[str, np.ndarray]], level: float = 0.95) -> None:
-        """Draw each ``(name, Dirichlet parameters)``; two labels give Beta curves, more give bars."""
+    def set_series(self, labels: Sequence[str], series: Sequence[tuple[str, np.ndarray | DirichletMixture]],
+                   level: float = 0.95) -> None:
+        """Draw each ``(name, Dirichlet parameters or a mixture of them)``; two labels give Beta curves,
+        more give bars (a mixture: its mean and the band of its marginal law)."""
         self.clear_plot()
         if not series:
             return
@@ -55,9 +57,11 @@ class ProportionsPlot(pg.PlotWidget):
         grid = np.linspace(0.0005, 0.9995, 800)
         top = 0.0
         for i, (name, params) in enumerate(series):
-            dens = beta_density(np.asarray(params), grid)
+            mixture = isinstance(params, DirichletMixture)
+            dens = density_of(params if mixture else np.asarray(params), grid)
             top = max(top, float(np.max(dens[np.isfinite(dens)])))
-            self.plotItem.plot(grid, dens, pen=self._pen(i), name=f"{name}: Beta({params[0]:.4g}, {params[1]:.4g})")
+            label = name if mixture else f"{name}: Beta({params[0]:.4g}, {params[1]:.4g})"
+            self.plotItem.plot(grid, dens, pen=self._pen(i), name=label)
         self.plotItem.setLabel("bottom", f"share of {labels[0]!r}")
         self.plotItem.setLabel("left", "density")
         self.plotItem.setXRange(0, 1, padding=0.01)
@@ -68,7 +72,7 @@ class ProportionsPlot(pg.PlotWidget):
         self.mode = "bars"
         width = 0.8 / len(series)
         for i, (name, params) in enumerate(series):
-            bands = proportion_bands(np.asarray(params), level)
+            bands = bands_of(params if isinstance(params, DirichletMixture) else np.asarray(params), level)
             x = np.arange(len(labels)) - 0.4 + width * (i + 0.5)
             colour = _COLOURS[i % len(_COLOURS)]
             self.plotItem.addItem(pg.BarGraphItem(x=x, height=bands.mean, width=width * 0.9,

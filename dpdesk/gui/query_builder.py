@@ -3,8 +3,11 @@
 Both routes end in the DESIGN §6 text form, parsed by the engine (``parse_query``) on every edit so
 the curator sees at once whether the query is valid, and if not, where (the engine's message names
 the column). The builder's checkboxes produce text through the engine's ``count`` and
-``format_terms``; the dialog returns (text, ε, δ, requester). Given ``submit``, OK hands the values to
-it and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
+``format_terms``. The text may also be a request of another kind — ``max(age)``, ``argmax(education |
+sex="Female")``, ``posterior(income | age="65-90"; prior=1)`` (store/request_kinds.py) — priced by the
+accuracy (ε, δ), by a per-cell budget α, or (a posterior) in its own text; it is checked completely as
+it is typed. The dialog returns (text, ε, δ, requester, α). Given ``submit``, OK hands the values to it
+and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
 nothing typed is lost.
 
 A pending request whose query is an index list with no text form (an irregular set of cells, as a
@@ -18,8 +21,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from PySide6.QtWidgets import (
-    QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
-    QLabel, QLineEdit, QScrollArea, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox,
+    QHBoxLayout, QLabel, QLineEdit, QScrollArea, QVBoxLayout, QWidget,
 )
 
 from dpdesk.engine.errors import DpdeskError
@@ -27,6 +30,10 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.glossary import tip
+from dpdesk.store.request_kinds import kind_of_text, read_kind_request
+
+# how a request other than a count is priced (a count always states its accuracy ±ε at δ)
+PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (posterior)")
 
 
 class QueryBuilderDialog(QDialog):
@@ -92,6 +99,20 @@ class QueryBuilderDialog(QDialog):
         form.addRow("δ (1 − confidence)", self.delta)
         form.labelForField(self.delta).setToolTip(tip("delta"))
         self.delta.setToolTip(tip("delta"))
+        self.price = QComboBox()
+        self.price.addItems(PRICES)
+        self.price.setToolTip("max/argmax and posterior requests: by an accuracy target, by the α every cell of "
+                              "their box pays, or (posterior) by budget=… or within=…; failure=… in the text")
+        self.alpha = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=0.1, singleStep=0.05)
+        self.alpha.setToolTip(tip("alpha"))
+        price = QHBoxLayout()
+        price.addWidget(self.price, 1)
+        price.addWidget(QLabel("α ="))
+        price.addWidget(self.alpha)
+        form.addRow("price (max, argmax, posterior)", price)
+        for w in (self.eps, self.delta, self.alpha):
+            w.valueChanged.connect(lambda _v: self._validate(self.text.text()))
+        self.price.currentIndexChanged.connect(lambda _i: self._validate(self.text.text()))
         self.requester = QLineEdit()
         form.addRow("requester", self.requester)
         lay.addLayout(form)
@@ -114,6 +135,8 @@ class QueryBuilderDialog(QDialog):
             self.text.setText(text)
 
     def _validate(self, text: str) -> None:
+        if not hasattr(self, "buttons"):
+            return  # still being built
         ok_btn = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         if self.kept is not None and not text.strip():
             q = self.query = self.kept
@@ -122,25 +145,38 @@ class QueryBuilderDialog(QDialog):
             self.status.setStyleSheet("color: #237a36;")
             ok_btn.setEnabled(True)
             return
+        kind = kind_of_text(text)
+        other = kind.name != "count"
+        self.price.setEnabled(other)
+        self.alpha.setEnabled(other and self.price.currentIndex() == 1)
         try:
-            q = parse_query(text, self.schema)
+            if other:
+                _, eps, delta, _, alpha = self.values()
+                q = read_kind_request(self.schema, text, eps, delta, alpha).cells
+                verdict = f"✓ valid {kind.label} request — reads {q.support_size()} of {q.n_cells} cells"
+            else:
+                q = parse_query(text, self.schema)
+                verdict = f"✓ valid — sensitivity {q.sensitivity:g}, {q.support_size()} of {q.n_cells} cells"
         except DpdeskError as exc:
-            self.query = None
-            self.status.setText(f"✗ {exc}")
-            self.status.setStyleSheet("color: #a8321f;")
-            ok_btn.setEnabled(False)
-            return
-        self.query = q
-        self.status.setText(f"✓ valid — sensitivity {q.sensitivity:g}, {q.support_size()} of {q.n_cells} cells")
-        self.status.setStyleSheet("color: #237a36;")
-        ok_btn.setEnabled(True)
+            self.query, verdict = None, f"✗ {exc}"
+        else:
+            self.query = q
+        self.status.setText(verdict)
+        self.status.setStyleSheet("color: #237a36;" if self.query is not None else "color: #a8321f;")
+        ok_btn.setEnabled(self.query is not None)
 
-    def set_values(self, text: str, eps: float, delta: float, requester: str) -> None:
+    def set_values(self, text: str, eps: float | None, delta: float | None, requester: str,
+                   alpha: float | None = None) -> None:
         """Start from an existing request's values (editing a pending request)."""
-        self.text.setText(text)
-        self.eps.setValue(eps)
-        self.delta.setValue(delta)
+        self.price.setCurrentIndex(1 if alpha is not None else 0 if eps is not None else 2)
+        if eps is not None:
+            self.eps.setValue(eps)
+        if delta is not None:
+            self.delta.setValue(delta)
+        if alpha is not None:
+            self.alpha.setValue(alpha)
         self.requester.setText(requester)
+        self.text.setText(text)
 
     def keep_query(self, query: Query) -> None:
         """Edit a request whose query has no text form: keep ``query`` as recorded unless a text form is
@@ -165,8 +201,17 @@ class QueryBuilderDialog(QDialog):
                 return
         self.accept()
 
-    def values(self) -> tuple[Any, float, float, str]:
-        """(query, ε, δ, requester): the query is the typed text form, or the kept query's JSON."""
+    def values(self) -> tuple[Any, float | None, float | None, str, float | None]:
+        """(query, ε, δ, requester, α): the query is the typed text form, or the kept query's JSON; a count
+        states ε and δ, another kind what its price says."""
         text = self.text.text().strip()
         query: Any = self.kept.to_json() if self.kept is not None and not text else text
-        return query, self.eps.value(), self.delta.value(), self.requester.text().strip()
+        eps, delta, alpha = self.eps.value(), self.delta.value(), None
+        if kind_of_text(text).name != "count":
+            by = self.price.currentIndex()
+            if by == 1:
+                eps, alpha = None, self.alpha.value()
+                delta = None if kind_of_text(text).name == "posterior" else delta
+            elif by == 2:
+                eps = delta = None
+        return query, eps, delta, self.requester.text().strip(), alpha

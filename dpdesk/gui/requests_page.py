@@ -248,7 +248,7 @@ class RequestsPage(QWidget):
         req = self.session.request(rid)
         dlg = QueryBuilderDialog(self.session.schema, self, title=f"Edit request {rid}",
                                  submit=lambda *values: self.session.edit_request(rid, *values))
-        dlg.set_values(req.describe(self.session.schema), req.eps, req.delta, req.requester)
+        dlg.set_values(req.describe(self.session.schema), req.eps, req.delta, req.requester, req.alpha)
         if req.query_text is None and dlg.query is None:  # an index list the text form cannot say
             dlg.keep_query(req.query)  # kept as recorded unless the curator types a replacement
         if dlg.exec() == QueryBuilderDialog.DialogCode.Accepted:
@@ -300,7 +300,8 @@ class RequestsPage(QWidget):
 
         a = self.answer.assessment
         rid = self.answer.request_id
-        if a is None or rid is None or a.request.id != rid or self.session.request(rid).status != "pending":
+        if a is None or rid is None or a.request_id != rid or not hasattr(a, "decision") \
+                or self.session.request(rid).status != "pending":
             return
         offer = counter_offer(a, self.session.total_budget)
         options, terms = [], []

@@ -147,6 +147,26 @@ class ProjectSession(QObject):
     def _changed(self) -> None:
         self.sigChanged.emit()
 
+    def plan_job(self, request_id: str) -> Callable[[Any], tuple[Any, Any]]:
+        """The work of planning a queued max/argmax or posterior request, for the task runner.
+
+        The ledger's public inputs are read now, on the GUI thread; the job prices the plan on the worker
+        and, for a max/argmax, computes the mechanism's exact output probabilities from the data on a
+        sibling connection (for the curator's eyes only). It returns ``(plan, probabilities or None)``.
+        """
+        from dpdesk.store.request_kinds import plan_for
+
+        req, schema, public, project = self.request(request_id), self.schema, self.plan_inputs(), self.project
+
+        def job(state: Any = None) -> tuple[Any, Any]:
+            plan = plan_for(req, schema, public)
+            if req.kind != "selection":
+                return plan, None
+            with project.sibling() as sibling:  # the one step here that reads the data
+                return plan, plan.rnm.probabilities(sibling.cube().counts, schema)
+
+        return job
+
     def release_job(self, plan: ReleasePlan) -> Callable[[Any], Release]:
         """The work of releasing exactly ``plan``, for the task runner (or to call inline).
 
@@ -175,7 +195,7 @@ class ProjectSession(QObject):
         def job(state: Any = None) -> list[Release]:
             out: list[Release] = []
             with project.sibling() as sibling:
-                ids = [r.id for r in sibling.requests("pending")]
+                ids = [r.id for r in sibling.requests("pending") if r.kind == "count"]  # others always spend
                 for i, rid in enumerate(ids):
                     if state is not None and state.cancelled():
                         break
@@ -217,13 +237,16 @@ class ProjectSession(QObject):
         self._changed()
         return out
 
-    def add_request(self, query: str, eps: float, delta: float, requester: str = "") -> StoredRequest:
-        out = self.project.add_request(query, eps, delta, requester)
+    def add_request(self, query: str, eps: float | None = None, delta: float | None = None, requester: str = "",
+                    alpha: float | None = None) -> StoredRequest:
+        """Queue a request of any kind (``alpha``: a max/argmax or posterior priced by its per-cell budget)."""
+        out = self.project.add_request(query, eps, delta, requester, alpha=alpha)
         self._changed()
         return out
 
-    def edit_request(self, request_id: str, query: Any, eps: float, delta: float, requester: str = "") -> StoredRequest:
-        out = self.project.edit_request(request_id, query, eps, delta, requester)
+    def edit_request(self, request_id: str, query: Any, eps: float | None, delta: float | None, requester: str = "",
+                     alpha: float | None = None) -> StoredRequest:
+        out = self.project.edit_request(request_id, query, eps, delta, requester, alpha)
         self._changed()
         return out
 

@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -113,6 +113,32 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # A non-zero cap is one of the settings the genesis hash covers; 0 is left out of them, so every
     # older project's genesis still holds.
     4: ("ALTER TABLE project ADD COLUMN delta_cap REAL NOT NULL DEFAULT 0 CHECK (delta_cap >= 0 AND delta_cap < 1)",),
+    # 5: the queue holds a request of any release kind (store/request_kinds.py): its ``kind``, the cells
+    # it reads (``query_json``: a count's coefficients, another kind's box), an accuracy requirement
+    # (ε, δ) or a per-cell budget α. ε and δ may now be empty (a max priced by α; a posterior whose text
+    # states its budget); a count request still needs both. The rows move over as counts; the ledger is
+    # untouched, so every hash still holds.
+    5: (
+        "ALTER TABLE requests RENAME TO requests_format4",
+        """CREATE TABLE requests (
+            id TEXT PRIMARY KEY,
+            position INTEGER NOT NULL UNIQUE,
+            requester TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'count' CHECK (length(kind) BETWEEN 1 AND 40),
+            query_text TEXT,
+            query_json TEXT NOT NULL,
+            eps REAL CHECK (eps IS NULL OR eps > 0),
+            delta REAL CHECK (delta IS NULL OR (delta > 0 AND delta < 1)),
+            alpha REAL CHECK (alpha IS NULL OR alpha > 0),
+            received TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'answered', 'rejected')),
+            CHECK (kind != 'count' OR (eps IS NOT NULL AND delta IS NOT NULL AND alpha IS NULL))
+        )""",
+        "INSERT INTO requests (id, position, requester, kind, query_text, query_json, eps, delta, alpha, received, status) "
+        "SELECT id, position, requester, 'count', query_text, query_json, eps, delta, NULL, received, status "
+        "FROM requests_format4 ORDER BY position",
+        "DROP TABLE requests_format4",
+    ),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

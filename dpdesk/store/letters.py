@@ -21,6 +21,8 @@ __all__ = ["letter_html", "letter_text", "write_letters"]
 def _item_text(r: Received) -> str:
     if r.kind == "rejected":
         return f"- {r.request_id}: {r.query}\n  Not answered. {r.reason or 'No reason was given.'}\n  (ledger entry #{r.seq})"
+    if r.text:
+        return f"- {r.request_id}: {r.query}\n  Released: {r.text}.\n  Ledger entry #{r.seq}, witness {r.hash}"
     if r.released is None:
         return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
     where = f" in {r.shown_interval()}" if r.interval else ""
@@ -48,6 +50,8 @@ def letter_html(account: RequesterAccount, project: str) -> str:
     for r in account.received:
         if r.kind == "rejected":
             value, promise = "not answered", esc(r.reason or "no reason given")
+        elif r.text:
+            value, promise = esc(r.text), ""
         elif r.released is None:
             value, promise = "several values", ""
         else:

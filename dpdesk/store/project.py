@@ -36,6 +36,7 @@ from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 
 NEIGHBOUR_MODEL = "add/remove one record"
+REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, received, status, kind, alpha"
 
 
 class Project(Releasing):
@@ -61,6 +62,10 @@ class Project(Releasing):
         except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
             cap = None
         self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
+        # a file of format 4 or older opened read-only holds count requests only, without kind or α
+        self._request_columns = REQUEST_COLUMNS if "kind" in columns else REQUEST_COLUMNS.replace(
+            "kind, alpha", "'count', NULL")
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
@@ -272,7 +277,7 @@ class Project(Releasing):
 
     # -- requests --------------------------------------------------------------------------------
     def requests(self, status: str | None = None) -> list[StoredRequest]:
-        sql = "SELECT id, position, requester, query_text, query_json, eps, delta, received, status FROM requests"
+        sql = f"SELECT {self._request_columns} FROM requests"
         args: tuple[Any, ...] = ()
         if status is not None:
             sql += " WHERE status = ?"
@@ -280,41 +285,43 @@ class Project(Releasing):
         return [self._request_from_row(r) for r in self._conn.execute(sql + " ORDER BY position", args)]
 
     def request(self, request_id: str) -> StoredRequest:
-        row = self._conn.execute(
-            "SELECT id, position, requester, query_text, query_json, eps, delta, received, status "
-            "FROM requests WHERE id = ?", (request_id,),
-        ).fetchone()
+        row = self._conn.execute(f"SELECT {self._request_columns} FROM requests WHERE id = ?", (request_id,)).fetchone()
         if row is None:
             raise RequestStateError(f"{self.path.name}: no request with id {request_id!r}")
         return self._request_from_row(row)
 
     def _request_from_row(self, row: tuple[Any, ...]) -> StoredRequest:
-        rid, pos, requester, text, qjson, eps, delta, received, status = row
+        rid, pos, requester, text, qjson, eps, delta, received, status, kind, alpha = row
         q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
-        if text is not None:
+        if text is not None and kind == "count":
             q = dataclasses.replace(q, text=text)
-        return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status)
+        return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status, kind, alpha)
 
     def add_request(
-        self, query: Any, eps: Any, delta: Any, requester: str = "", request_id: str | None = None
+        self, query: Any, eps: Any = None, delta: Any = None, requester: str = "", request_id: str | None = None,
+        alpha: Any = None,
     ) -> StoredRequest:
-        """Queue one request (query text with this project's schema, or JSON coefficients)."""
-        new = make_request(self.schema, query, eps, delta, requester, request_id)
+        """Queue one request of any kind (store/request_kinds.py): a count (query text with this project's
+        schema, or JSON coefficients) with its ``eps`` and ``delta``; ``max(...)``/``argmax(...)`` with an
+        accuracy ``eps``, ``delta`` or a budget ``alpha``; ``posterior(...)`` priced in its text or by them."""
+        new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)
         return self._insert_requests([new])[0]
 
     def import_requests(self, path: str | os.PathLike[str]) -> list[StoredRequest]:
         """Queue every request of a JSON or CSV file, all or none."""
         return self._insert_requests(read_request_file(Path(path), self.schema))
 
-    def edit_request(self, request_id: str, query: Any, eps: Any, delta: Any, requester: str = "") -> StoredRequest:
+    def edit_request(self, request_id: str, query: Any, eps: Any = None, delta: Any = None, requester: str = "",
+                     alpha: Any = None) -> StoredRequest:
         """Change a *pending* request (an answered or rejected one is part of the record and never changes)."""
         self._require_writer()
-        new = make_request(self.schema, query, eps, delta, requester, request_id)
+        new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)
         with db.transaction(self._conn):
             changed = self._conn.execute(
-                "UPDATE requests SET requester = ?, query_text = ?, query_json = ?, eps = ?, delta = ? "
-                "WHERE id = ? AND status = 'pending'",
-                (new.requester, new.query_text, canonical_json(new.query.to_json()), new.eps, new.delta, request_id),
+                "UPDATE requests SET requester = ?, kind = ?, query_text = ?, query_json = ?, eps = ?, delta = ?, "
+                "alpha = ? WHERE id = ? AND status = 'pending'",
+                (new.requester, new.kind, new.query_text, canonical_json(new.query.to_json()), new.eps, new.delta,
+                 new.alpha, request_id),
             ).rowcount
             if not changed:
                 self._refuse_change(request_id, "edited")
@@ -351,12 +358,15 @@ class Project(Releasing):
                     rid = f"r{n}"
                 elif self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (rid,)).fetchone():
                     raise RequestStateError(f"{self.path.name}: a request with id {rid!r} already exists")
-                self._conn.execute(
-                    "INSERT INTO requests (id, position, requester, query_text, query_json, eps, delta, received, status)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-                    (rid, pos, new.requester, new.query_text, canonical_json(new.query.to_json()), new.eps, new.delta,
-                     received),
-                )
+                row = {"id": rid, "position": pos, "requester": new.requester, "kind": new.kind,
+                       "query_text": new.query_text, "query_json": canonical_json(new.query.to_json()), "eps": new.eps,
+                       "delta": new.delta, "alpha": new.alpha, "received": received}
+                if self._request_columns != REQUEST_COLUMNS:  # a file still at format 4 or older: counts only
+                    if new.kind != "count":
+                        raise StoreError(f"{self.path.name}: a {new.kind} request needs project format 5")
+                    del row["kind"], row["alpha"]
+                self._conn.execute(f"INSERT INTO requests ({', '.join(row)}, status) "
+                                   f"VALUES ({', '.join('?' * len(row))}, 'pending')", tuple(row.values()))
                 out_ids.append(rid)
         return [self.request(r) for r in out_ids]
 

@@ -52,6 +52,8 @@ class Release:
             # as shown everywhere: a count rounded to an integer, its interval the integers inside it
             what = (f"{who}: {self.entry.shown()} in {self.entry.shown_interval()} (the true answer lies in this "
                     f"interval with probability ≥ {1 - float(p['delta']):g}; asked for ±{float(p['eps']):g})")
+        elif "label" in p:  # a max/argmax: the label drawn, and its public accuracy statement
+            what = f"{who}: {p['label']} ({p.get('text') or p.get('query')}; {p.get('accuracy', self.kind)})"
         else:
             shown = ", ".join(_num(v) for v in self.values[:REPLY_VALUES])
             if len(self.values) > REPLY_VALUES:  # a partition release: its values go out as a table, not a line

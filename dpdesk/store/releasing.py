@@ -33,6 +33,7 @@ from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
 from dpdesk.store.errors import DrawDiscarded, RequestStateError, StaleAssessment, StoreError
 from dpdesk.store.release import Release, release_from_entry
+from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
 
 def what_of(plan: ReleasePlan) -> str:
@@ -97,15 +98,20 @@ class Releasing:
     def assess(
         self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
         policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
-        seed: int | None = None,
-    ) -> Assessment:
-        """The engine's assessment of a stored request against the ledger as it is now (spends nothing).
+        seed: int | None = None, reference_size: int | None = None,
+    ) -> Assessment | ReleasePlan:
+        """The assessment of a stored request against the ledger as it is now (spends nothing).
 
-        ``policy`` and ``prior`` default to the project's :attr:`spend_policy` and :attr:`prior`; others
-        (None for the greedy rule / the flat prior) show what they would do — such an assessment cannot
-        be released. ``seed`` fixes Monte Carlo's randomness (drawn and recorded when not given).
+        A count request gets the engine's :class:`Assessment` against history: ``policy`` and ``prior``
+        default to the project's :attr:`spend_policy` and :attr:`prior`; others (None for the greedy rule /
+        the flat prior) show what they would do — such an assessment cannot be released. ``seed`` fixes
+        Monte Carlo's randomness (drawn and recorded when not given). A request of another kind
+        (max/argmax, posterior) gets its kind's release plan, priced from :meth:`plan_inputs`
+        (store/request_kinds.py; ``reference_size``: a posterior's public reference table).
         """
         req = self.request(request_id)
+        if req.kind != "count":
+            return plan_for(req, self.schema, self.plan_inputs(), reference_size=reference_size)
         settings = Settings(float(self.total_budget), self._setting(policy, "spend_policy"),
                             self._setting(prior, "prior"))
         with self.view().assessing() as s:
@@ -217,6 +223,6 @@ class Releasing:
             return release_from_entry(done, recovered=True)
         a = self.assess(request_id, method=method)
         checkpoint("answer:assessed")
-        if expect is not None and a.decision != expect:
+        if expect is not None and getattr(a, "decision", "spend") != expect:
             raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
         return self.release(a, sampler)

@@ -25,14 +25,15 @@ class Received:
     kind: str                                  # the ledger entry's kind: fresh, inferred, rejected, …
     released: float | None                     # the value released (None: a refusal or several values)
     interval: tuple[float, float] | None
-    eps: float
-    delta: float
+    eps: float | None                          # the accuracy asked for (None: a request priced by α)
+    delta: float | None
     alpha: float                               # budget its release spent (0 when free or refused)
     seq: int                                   # ledger entry
     hash: str
     time: str
     reason: str = ""                           # a refusal's note
     integral: bool = False                     # a count (integer coefficients): shown rounded
+    text: str = ""                             # another kind's release in words (a max's label, a posterior)
 
     def shown(self) -> str:
         """The released value as shown to people (engine/answering/rounding.py: a count as an integer)."""
@@ -72,6 +73,17 @@ def requester_of(requests: Sequence[Any]) -> dict[str, str]:
     return {r.id: r.requester for r in requests}
 
 
+def _in_words(entry: Any) -> str:
+    """A max/argmax's label with its public accuracy, or a posterior's released Dirichlet ('' for counts)."""
+    p = entry.payload
+    if "label" in p:
+        return f"{p['label']} ({p.get('accuracy', '')})"
+    if entry.kind == "posterior":
+        values = ", ".join(f"{float(v):.4g}" for v in p.get("values", ()))
+        return f"posterior {'Beta' if len(p.get('values', ())) == 2 else 'Dirichlet'}({values})"
+    return ""
+
+
 def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = None) -> list[RequesterAccount]:
     """One account per requester (named ones alphabetically, then anonymous), from the ledger and queue.
 
@@ -87,8 +99,8 @@ def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = No
         interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
         got.setdefault(req.requester, []).append(Received(
             req.id, describe(req) if describe else req.describe(), e.kind, e.released, interval,  # type: ignore[arg-type]
-            float(req.eps), float(req.delta), float(p.get("alpha", 0.0)) if e.kind == "fresh" else 0.0,
-            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else "", e.integral))
+            req.eps, req.delta, float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected") else 0.0,
+            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else "", e.integral, _in_words(e)))
     pending: dict[str, int] = {}
     for r in requests:
         if r.status == "pending":

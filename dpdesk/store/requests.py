@@ -16,33 +16,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpdesk.engine.budget.accounting import check_requirement
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.queries.query import Query
-from dpdesk.engine.queries.text import describe_query, query_from_input
+from dpdesk.engine.queries.text import describe_query
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.answering.request import Request
 from dpdesk.store.errors import StoreError
+from dpdesk.store.request_kinds import read_kind_request, terms_text
 
+MEMBERS = ("query", "eps", "delta", "alpha", "requester", "id")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
 class StoredRequest:
-    """One request in the queue."""
+    """One request in the queue, of any kind (:mod:`dpdesk.store.request_kinds`).
+
+    ``query`` is what a count request asks, or the box (the cells) another kind reads; ``eps``/``delta``
+    are the accuracy the requester asks for and ``alpha`` a per-cell budget they name, each None where
+    the kind takes none (a count request always has ε and δ and never α).
+    """
 
     id: str
     position: int
     requester: str
     query_text: str | None
     query: Query
-    eps: float
-    delta: float
+    eps: float | None
+    delta: float | None
     received: str
     status: str
+    kind: str = "count"
+    alpha: float | None = None
 
     def to_request(self) -> Request:
+        """The engine's count request (assessed against history); other kinds have a release plan instead."""
+        if self.kind != "count" or self.eps is None or self.delta is None:
+            raise DpdeskError(f"request {self.id!r} is a {self.kind} request, not a count: it has a release plan "
+                              "of its own, not an assessment against history")
         return Request(self.id, self.query, self.eps, self.delta, self.requester)
 
     def describe(self, schema: Schema | None = None) -> str:
@@ -51,14 +63,20 @@ class StoredRequest:
             return self.query_text
         return describe_query(self.query, schema) if schema is not None else json.dumps(self.query.to_json())
 
+    def terms(self) -> str:
+        """What the requester states besides the query: ``ε=50, δ=0.05``, ``α=0.5``, …"""
+        return terms_text(self.kind, self.eps, self.delta, self.alpha)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "requester": self.requester,
+            "kind": self.kind,
             "query": self.query_text if self.query_text is not None else self.query.to_json(),
             "coefficients": self.query.to_json(),
             "eps": self.eps,
             "delta": self.delta,
+            "alpha": self.alpha,
             "received": self.received,
             "status": self.status,
         }
@@ -72,8 +90,10 @@ class NewRequest:
     requester: str
     query_text: str | None
     query: Query
-    eps: float
-    delta: float
+    eps: float | None
+    delta: float | None
+    kind: str = "count"
+    alpha: float | None = None
 
 
 def parse_number(value: Any, what: str) -> float:
@@ -89,6 +109,10 @@ def parse_number(value: Any, what: str) -> float:
     return float(value)
 
 
+def _optional_number(value: Any, what: str) -> float | None:
+    return None if value is None or (isinstance(value, str) and not value.strip()) else parse_number(value, what)
+
+
 def check_id(request_id: Any) -> str:
     if not isinstance(request_id, str) or not ID_PATTERN.match(request_id):
         raise DpdeskError(
@@ -98,24 +122,24 @@ def check_id(request_id: Any) -> str:
 
 
 def make_request(
-    schema: Schema, query: Any, eps: Any, delta: Any, requester: Any = "", request_id: Any = None
+    schema: Schema, query: Any, eps: Any = None, delta: Any = None, requester: Any = "", request_id: Any = None,
+    alpha: Any = None,
 ) -> NewRequest:
-    """Check and parse one request: text queries with the schema, JSON lists/objects as coefficients."""
-    eps_f = parse_number(eps, "eps")
-    delta_f = parse_number(delta, "delta")
-    check_requirement(eps_f, delta_f)
-    q = query_from_input(query, schema.n_cells, schema.shape, schema)
-    text = q.text
+    """Check and parse one request of any kind (its text says which; JSON lists/objects are count
+    coefficients). ``eps``/``delta``/``alpha`` as the kind takes them (:mod:`dpdesk.store.request_kinds`)."""
+    read = read_kind_request(schema, query, _optional_number(eps, "eps"), _optional_number(delta, "delta"),
+                             _optional_number(alpha, "alpha"))
     if requester is None:
         requester = ""
     if not isinstance(requester, str):
         raise DpdeskError(f"requester ({requester!r}) must be text")
     rid = None if request_id in (None, "") else check_id(str(request_id) if isinstance(request_id, int) else request_id)
-    return NewRequest(rid, requester.strip(), text, q, eps_f, delta_f)
+    return NewRequest(rid, requester.strip(), read.text, read.cells, read.eps, read.delta, read.kind, read.alpha)
 
 
 def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
-    """Requests from a JSON list of objects or a CSV with columns ``query,eps,delta[,requester,id]``.
+    """Requests from a JSON list of objects or a CSV with columns ``query[,eps,delta,alpha,requester,id]``
+    (which of eps, delta, alpha a request needs depends on its kind; a count needs eps and delta).
 
     Errors name the file and the item (``requests.csv row 3: eps (0) must be ...``).
     """
@@ -132,10 +156,10 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
     else:
         reader = csv.DictReader(io.StringIO(text))
         cols = [c.strip() for c in (reader.fieldnames or [])]
-        missing = [c for c in ("query", "eps", "delta") if c not in cols]
-        if missing:
-            raise StoreError(f"{path.name}: CSV needs columns query,eps,delta[,requester,id]; missing {missing[0]!r}")
-        unknown = [c for c in cols if c not in ("query", "eps", "delta", "requester", "id")]
+        if "query" not in cols:
+            raise StoreError(f"{path.name}: CSV needs a column query (and eps,delta,alpha,requester,id as the "
+                             "requests need them); missing 'query'")
+        unknown = [c for c in cols if c not in MEMBERS]
         if unknown:
             raise StoreError(f"{path.name}: unknown CSV column {unknown[0]!r}")
         items = []
@@ -150,16 +174,15 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
     for i, item in enumerate(items):
         where = f"{path.name} {label} {i + first if first else i}"
         if not isinstance(item, dict):
-            raise StoreError(f"{where}: must be an object with query, eps, delta")
-        for key in ("query", "eps", "delta"):
-            if item.get(key) in (None, ""):
-                raise StoreError(f"{where}: missing {key!r}")
-        extra = set(item) - {"query", "eps", "delta", "requester", "id"}
+            raise StoreError(f"{where}: must be an object with query (and eps, delta or alpha)")
+        if item.get("query") in (None, ""):
+            raise StoreError(f"{where}: missing 'query'")
+        extra = set(item) - set(MEMBERS)
         if extra:
             raise StoreError(f"{where}: unknown member {sorted(extra)[0]!r}")
         try:
-            out.append(make_request(schema, item["query"], item["eps"], item["delta"], item.get("requester") or "",
-                                    item.get("id")))
+            out.append(make_request(schema, item["query"], item.get("eps"), item.get("delta"),
+                                    item.get("requester") or "", item.get("id"), item.get("alpha")))
         except DpdeskError as exc:
             raise StoreError(f"{where}: {exc}") from None
     if not out:

@@ -64,7 +64,7 @@ def settings(tmp_path: Path):
 def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 20000):
     panel = window.requests.answer
     qtbot.waitUntil(lambda: panel.assessment is not None and not panel.runner.is_running()
-                    and (request_id is None or panel.assessment.request.id == request_id), timeout=timeout)
+                    and (request_id is None or panel.assessment.request_id == request_id), timeout=timeout)
     return panel.assessment
 
 

@@ -48,7 +48,7 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     page.editor.set_attribute("visits", "visits", "numeric", [0, 10, 100])
     page.reviewed.setChecked(True)
     target = tmp_path / "clinic.dpdesk"
-    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0))
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0, 0.0))
     _click(qtbot, page.create_btn)
     qtbot.waitUntil(lambda: win.session is not None and win.session.path == target, timeout=20000)
     assert win.session.schema.shape == (4, 2) and win.session.total_budget == 1.0

@@ -35,11 +35,21 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(demo_wi
 
     win = demo_window
     # ε is only ever the accuracy half-width; the budget is α, also when a project is created
+    from dpdesk.gui.new_project_dialog import NewProjectDialog
+
     asked = []
     monkeypatch.setattr(data_page.QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "p"), ""))
-    monkeypatch.setattr(data_page.QInputDialog, "getDouble", lambda _p, title, label, *a: (asked.append(label), (2.0, True))[1])
-    assert data_page.ask_new_project(win) == (str(tmp_path / "p.dpdesk"), 2.0)
-    assert "budget α" in asked[0] and "ε" not in asked[0]
+
+    def ask(parent):  # the real dialog, read instead of shown modally
+        dlg = NewProjectDialog(parent)
+        qtbot.addWidget(dlg)
+        asked.extend(label.text() for label in dlg.findChildren(QLabel))
+        dlg.budget.setValue(2.0)
+        return dlg.values()
+
+    monkeypatch.setattr(NewProjectDialog, "ask", staticmethod(ask))
+    assert data_page.ask_new_project(win) == (str(tmp_path / "p.dpdesk"), 2.0, 0.0)
+    assert any("budget α" in t for t in asked) and not any("ε" in t for t in asked)
     dlg = QueryBuilderDialog(win.session.schema)
     qtbot.addWidget(dlg)
     form = next(lay for lay in dlg.findChildren(QFormLayout))

@@ -32,7 +32,7 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south", "west"])
     page.editor.set_attribute("visits", "visits", "numeric", [0, 50, 100])
     target = tmp_path / "visits.dpdesk"
-    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0))
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0, 1e-6))
     assert not page.create_btn.isEnabled()  # not before the schema was reviewed
     page.reviewed.setChecked(True)
     qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
@@ -40,6 +40,7 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     assert not dialogs.errors
     assert win.session.path == target and win.session.schema.names == ("region", "visits")
     assert win.session.schema.shape == (4, 2)
+    assert win.session.project.delta_cap == 1e-6 and win.session.total_budget == 1.0  # the limits asked for
 
 
 def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_is_declared(qtbot, tmp_path, settings,

@@ -36,7 +36,7 @@ def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, setti
     schema = page.editor.schema()
     assert schema.names == ("sex", "income") and schema.attribute("sex").labels == ("Female", "Male")
     target = tmp_path / "mine.dpdesk"
-    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 2.0))
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 2.0, 0.0))
     assert not page.create_btn.isEnabled()  # not before the schema was reviewed
     page.reviewed.setChecked(True)
     qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)

@@ -65,6 +65,14 @@ class SelectionPlan:
                 "shortfall": self.rnm.shortfall(self.schema, self.delta),
                 "accuracy": self.rnm.accuracy_text(self.schema, self.delta)}
 
+    def to_json(self) -> dict[str, Any]:
+        """The plan as plain JSON: what :meth:`record` holds, the budget before and after, whether it fits."""
+        b = self.budget
+        return {**self.record(), "mechanism": self.mechanism.name, "request_id": self.request_id,
+                "releasable": self.releasable, "reason": self.reason,
+                "budget": {"total": b.total, "system_cost": b.system_cost, "system_cost_after": b.system_cost_after,
+                           "remaining_after": b.remaining_after}}
+
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
         r = self.rnm.release(cube.counts, self.schema, sampler, allow_insecure=allow_insecure)
         return {"index": r.index, "label": r.label, "values": [r.index], "sampler": r.sampler}

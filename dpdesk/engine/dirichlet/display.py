@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["ProportionBands", "proportion_bands", "beta_density"]
+__all__ = ["ProportionBands", "proportion_bands", "beta_density", "DirichletMixture", "density_of", "bands_of"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +61,55 @@ def beta_density(parameters: np.ndarray, grid: np.ndarray) -> np.ndarray:
     if a.shape != (2,):
         raise ValueError("a density curve needs exactly two categories")
     return stats.beta.pdf(np.asarray(grid, dtype=float), a[0], a[1])
+
+
+@dataclass(frozen=True)
+class DirichletMixture:
+    """What a mechanism releases on average: ``Σ_j w_j·Dir(parameters_j)`` (weights sum to 1).
+
+    Built from public inputs only (:mod:`dpdesk.engine.dirichlet.alternatives`): the law of a
+    mechanism's released posterior at a public table, drawn beside the posterior it aims at.
+    """
+
+    weights: np.ndarray  # (m,), read-only
+    parameters: np.ndarray  # (m, k), read-only
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights, dtype=float)
+        a = np.asarray(self.parameters, dtype=float)
+        if a.ndim != 2 or w.shape != (a.shape[0],) or a.shape[1] < 2 or not np.all(a > 0) or not np.all(w >= 0):
+            raise ValueError("a mixture needs one non-negative weight per row of positive parameters")
+        object.__setattr__(self, "weights", _readonly(w / w.sum()))
+        object.__setattr__(self, "parameters", _readonly(a))
+
+    @property
+    def mean(self) -> np.ndarray:
+        """``E[proportions]`` under the mixture."""
+        return self.weights @ (self.parameters / self.parameters.sum(axis=1, keepdims=True))
+
+
+def density_of(item: np.ndarray | DirichletMixture, grid: np.ndarray) -> np.ndarray:
+    """The first proportion's density (two categories) of a Dirichlet or of a mixture of them."""
+    if isinstance(item, DirichletMixture):
+        a = item.parameters
+        if a.shape[1] != 2:
+            raise ValueError("a density curve needs exactly two categories")
+        return item.weights @ stats.beta.pdf(np.asarray(grid, dtype=float)[None, :], a[:, :1], a[:, 1:])
+    return beta_density(item, grid)
+
+
+def bands_of(item: np.ndarray | DirichletMixture, level: float = 0.95) -> ProportionBands:
+    """Per-category mean and equal-tailed ``level`` band of a Dirichlet or of a mixture (its marginal
+    law: ``Σ_j w_j·Beta(a_ji, A_j − a_ji)``; quantiles read off its CDF on a fine grid)."""
+    if not isinstance(item, DirichletMixture):
+        return proportion_bands(item, level)
+    a = item.parameters
+    grid = np.linspace(0.0, 1.0, 2001)
+    tail = (1 - level) / 2
+    low, high = [], []
+    for i in range(a.shape[1]):
+        cdf = item.weights @ stats.beta.cdf(grid[None, :], a[:, i:i + 1], (a.sum(axis=1) - a[:, i])[:, None])
+        low.append(float(np.interp(tail, cdf, grid)))
+        high.append(float(np.interp(1 - tail, cdf, grid)))
+    return ProportionBands(_readonly(item.mean), float(level), _readonly(item.mean), _readonly(np.array(low)),
+                           _readonly(np.array(high)))

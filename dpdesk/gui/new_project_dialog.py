@@ -1,0 +1,71 @@
+"""The last step of *New project*: the two limits fixed for the project's life — total budget α and δ cap.
+
+The total budget is the most α any cell may be charged; the δ cap the most δ any cell may reach over
+the (α, δ) releases charging it (a smooth-sensitivity posterior, for instance). 0, the default, allows
+pure α-DP releases only. Both are checked by the engine's own rules as they are typed; OK stays off
+until they hold, with the reason on one line.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QWidget
+
+from dpdesk.engine.budget.accounting import check_delta_cap
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.gui.glossary import tip
+
+
+class NewProjectDialog(QDialog):
+    """Total budget α and δ cap of a project about to be created."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New project: privacy limits")
+        form = QFormLayout(self)
+        self.budget = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=1.0, singleStep=0.1)
+        self.budget.setToolTip(tip("alpha"))
+        form.addRow("Total privacy budget α (the most α any cell may be charged)", self.budget)
+        self.delta_cap = QLineEdit("0")
+        self.delta_cap.setObjectName("deltaCap")
+        self.delta_cap.setToolTip("The most δ any cell may reach, summed over the (α, δ) releases that charge it "
+                                  "(e.g. a smooth-sensitivity posterior). 0: pure α-DP releases only. Fixed for "
+                                  "the project's life, like the total budget.")
+        form.addRow("δ cap (0: pure α-DP only; e.g. 1e-6)", self.delta_cap)
+        self.status = QLabel("")
+        self.status.setStyleSheet("color: #a8321f;")
+        form.addRow(self.status)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self.delta_cap.textChanged.connect(self._check)
+        self._check()
+
+    def cap(self) -> float:
+        """The δ cap typed, checked (DpdeskError naming the problem otherwise)."""
+        text = self.delta_cap.text().strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise DpdeskError(f"δ cap ({text!r}) must be a number, e.g. 0 or 1e-6") from None
+        check_delta_cap(value)
+        return value
+
+    def _check(self) -> None:
+        try:
+            self.cap()
+        except DpdeskError as exc:
+            self.status.setText(f"✗ {exc}")
+            self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(False)
+            return
+        self.status.setText("")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
+
+    def values(self) -> tuple[float, float]:
+        return self.budget.value(), self.cap()
+
+    @classmethod
+    def ask(cls, parent: QWidget | None) -> tuple[float, float] | None:
+        """``(total budget, δ cap)``, or None when cancelled."""
+        dlg = cls(parent)
+        return dlg.values() if dlg.exec() == QDialog.DialogCode.Accepted else None
