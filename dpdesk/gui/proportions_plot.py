@@ -7,12 +7,13 @@ bands; nothing here reads data or computes what the engine owns.
 
 from __future__ import annotations
 
+import html
 from typing import Sequence
 
 import numpy as np
 from PySide6.QtWidgets import QWidget
 
-from dpdesk.engine.dirichlet.display import DirichletMixture, bands_of, density_of
+from dpdesk.engine.dirichlet.display import DirichletMixture, bands_of, curve_range, density_of
 from dpdesk.gui.plots import pg
 
 # one style per role, in the order series are usually given: prior, released, alternative
@@ -54,7 +55,9 @@ class ProportionsPlot(pg.PlotWidget):
 
     def _curves(self, labels: Sequence[str], series: Sequence[tuple[str, np.ndarray]]) -> None:
         self.mode = "curves"
-        grid = np.linspace(0.0005, 0.9995, 800)
+        # the window where the posteriors (not the flat prior) lie; the prior is drawn on it too
+        lo, hi = curve_range([p for _, p in (series[1:] or series)])
+        grid = np.linspace(max(lo, 0.0005), min(hi, 0.9995), 800)
         top = 0.0
         for i, (name, params) in enumerate(series):
             mixture = isinstance(params, DirichletMixture)
@@ -62,9 +65,9 @@ class ProportionsPlot(pg.PlotWidget):
             top = max(top, float(np.max(dens[np.isfinite(dens)])))
             label = name if mixture else f"{name}: Beta({params[0]:.4g}, {params[1]:.4g})"
             self.plotItem.plot(grid, dens, pen=self._pen(i), name=label)
-        self.plotItem.setLabel("bottom", f"share of {labels[0]!r}")
+        self.plotItem.setLabel("bottom", html.escape(f"share of {labels[0]!r}"))  # the label is rich text
         self.plotItem.setLabel("left", "density")
-        self.plotItem.setXRange(0, 1, padding=0.01)
+        self.plotItem.setXRange(lo, hi, padding=0.01)
         self.plotItem.setYRange(0, top * 1.1 if top > 0 else 1.0, padding=0)
         self.plotItem.getAxis("bottom").setTicks(None)
 

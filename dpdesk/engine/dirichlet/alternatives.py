@@ -27,23 +27,28 @@ from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmo
 
 __all__ = ["release_law", "expected_release_series", "released_series"]
 
-COMPONENTS = 400  # the mixture keeps its heaviest components up to this many (covering ≥ 99.9% when it can)
+COMPONENTS = 1000  # a mixture with more components is represented by this many stratified ones
 _TAIL = 1e-6
 
 
-def _heaviest(weights: np.ndarray, params: np.ndarray, keep: float = 0.999) -> DirichletMixture:
-    order = np.argsort(-weights, kind="stable")
-    cum = np.cumsum(weights[order])
-    m = min(COMPONENTS, int(np.searchsorted(cum, keep * cum[-1])) + 1)
-    pick = order[:m]
-    return DirichletMixture(weights[pick], params[pick])
+def _represent(weights: np.ndarray, params: np.ndarray) -> DirichletMixture:
+    """The mixture, or — past :data:`COMPONENTS` — a stratified sample of it: the components at evenly
+    spaced points of the cumulative weight, each weighted by how many points fell on it (never only the
+    heaviest few, which would drop a flat law's spread)."""
+    w = np.asarray(weights, dtype=float)
+    if w.size <= COMPONENTS:
+        return DirichletMixture(w, params)
+    cdf = np.cumsum(w) / w.sum()
+    picks = np.minimum(np.searchsorted(cdf, (np.arange(COMPONENTS) + 0.5) / COMPONENTS), w.size - 1)
+    index, hits = np.unique(picks, return_counts=True)
+    return DirichletMixture(hits.astype(float), params[index])
 
 
 def release_law(mechanism: Any, counts: Any, *, seed: int = 0) -> DirichletMixture:
     """The law of ``mechanism``'s released Dirichlet at the public ``counts``."""
     c = np.asarray(counts, dtype=np.int64)
     if isinstance(mechanism, (ExponentialGlobal, ExponentialSmooth)):
-        return _heaviest(mechanism.probabilities(c), mechanism.candidates.parameters())
+        return _represent(mechanism.probabilities(c), mechanism.candidates.parameters())
     if not isinstance(mechanism, LaplaceCounts):
         raise TypeError(f"no release law for {type(mechanism).__name__}")
     prior, alpha = mechanism.prior, mechanism.alpha
@@ -53,10 +58,10 @@ def release_law(mechanism: Any, counts: Any, *, seed: int = 0) -> DirichletMixtu
         pmfs = [mechanism.marginal(int(ci), int(v[-1]))[v] for ci, v in zip(c, axes)]
         g0, g1 = np.meshgrid(*axes, indexing="ij")
         w = np.outer(*pmfs).reshape(-1)
-        return _heaviest(w, prior + np.stack([g0.reshape(-1), g1.reshape(-1)], axis=1))
+        return _represent(w, prior + np.stack([g0.reshape(-1), g1.reshape(-1)], axis=1))
     rng = np.random.default_rng(seed)
     p = -math.expm1(-alpha)
-    z = rng.geometric(p, size=(COMPONENTS, c.size)) - rng.geometric(p, size=(COMPONENTS, c.size))
+    z = rng.geometric(p, size=(COMPONENTS, c.size)) - rng.geometric(p, size=(COMPONENTS, c.size))  # public draws
     return DirichletMixture(np.ones(COMPONENTS), prior + np.maximum(0, c + z))
 
 

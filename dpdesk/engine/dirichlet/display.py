@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["ProportionBands", "proportion_bands", "beta_density", "DirichletMixture", "density_of", "bands_of"]
+__all__ = ["ProportionBands", "proportion_bands", "beta_density", "DirichletMixture", "density_of", "bands_of", "curve_range"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def bands_of(item: np.ndarray | DirichletMixture, level: float = 0.95) -> Propor
     if not isinstance(item, DirichletMixture):
         return proportion_bands(item, level)
     a = item.parameters
-    grid = np.linspace(0.0, 1.0, 2001)
+    grid = np.linspace(0.0, 1.0, 1001)
     tail = (1 - level) / 2
     low, high = [], []
     for i in range(a.shape[1]):
@@ -113,3 +113,17 @@ def bands_of(item: np.ndarray | DirichletMixture, level: float = 0.95) -> Propor
         high.append(float(np.interp(1 - tail, cdf, grid)))
     return ProportionBands(_readonly(item.mean), float(level), _readonly(item.mean), _readonly(np.array(low)),
                            _readonly(np.array(high)))
+
+
+def curve_range(items: list[np.ndarray | DirichletMixture], tail: float = 1e-4) -> tuple[float, float]:
+    """Where the first proportion's densities of ``items`` (two categories) hold all but ``tail`` of
+    their mass, padded by a tenth; [0, 1] when that is most of it. A large table's posterior is a
+    narrow spike that a [0, 1] axis would hide."""
+    lo, hi = 1.0, 0.0
+    for item in items:
+        a = item.parameters if isinstance(item, DirichletMixture) else np.asarray(item, dtype=float)[None, :]
+        lo = min(lo, float(stats.beta.ppf(tail, a[:, 0], a[:, 1]).min()))
+        hi = max(hi, float(stats.beta.ppf(1 - tail, a[:, 0], a[:, 1]).max()))
+    pad = 0.1 * (hi - lo)
+    lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+    return (0.0, 1.0) if hi - lo > 0.5 or hi <= lo else (lo, hi)
