@@ -69,7 +69,7 @@ def test_a_queued_max_argmax_and_posterior_are_stored_with_their_parameters_and_
     ("max(age)", None, None, 0, "alpha (0) must be positive"),
     ("posterior(income; prior=1; budget=1)", None, None, 0.5, "budget: given in the request text and again"),
     ("posterior(income; prior=-1)", None, None, 0.5, "every prior parameter must be a positive number"),
-    ("posterior(income | age=[]; prior=1)", None, None, 0.5, "posterior"),
+    ("posterior(income | age=[]; prior=1)", None, None, 0.5, "empty label list for attribute 'age'"),
     ("posterior(income; prior=1)", 0.2, None, None, "needs both eps"),
     ("posterior(income; prior=1)", None, None, None, "needs a budget"),
     ('count(age="0-30")', None, None, 0.5, "states its accuracy (eps, delta), not alpha"),
@@ -111,8 +111,11 @@ def test_the_cli_queues_lists_assesses_and_answers_max_and_posterior_requests(st
     out = json.loads(res.stdout)
     assert out["assessment"]["request_id"] == "r1" and out["release"]["label"] in ("0-30", "30-150")
     assert out["release"]["ledger_head"] == out["release"]["ledger_hash"]
-    res = store.cli("answer", path, "--request", "r2", "--yes")
-    assert res.returncode == 0 and "released posterior Beta(" in res.stdout, res.stderr
+    res = store.cli("answer", path, "--request", "r2", "--yes", "--json")
+    assert res.returncode == 0, res.stderr
+    released = json.loads(res.stdout)["release"]
+    assert released["kind"] == "posterior" and len(released["parameters"]) == 2 and "noisy_size" in released
+    assert all(v >= 1 for v in released["parameters"])  # prior 1 plus a non-negative candidate
     res = store.cli("answer", path, "--request", "r2", "--yes")
     assert res.returncode == 2 and "was already answered (posterior" in res.stderr
     with Project.open(path, "r") as p:
