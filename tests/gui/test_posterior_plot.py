@@ -68,12 +68,12 @@ def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not
     assert np.all(x == np.round(x)) and np.all(np.diff(x) == 1.0)  # one bar per integer the count can take
     assert height.sum() == pytest.approx(post.total, abs=1e-9)
     # each bar is the posterior's mass of [k − ½, k + ½): the grid points inside it, give or take the
-    # grid bins that straddle its two edges
+    # grid bins next to its two edges and the error the posterior states for its masses
     grid, mass, h = np.asarray(post.grid), np.asarray(post.mass), post.spacing
     for k, y in zip(x, height):
         inside = mass[(grid >= k - 0.5) & (grid < k + 0.5)].sum()
-        straddle = mass[(np.abs(grid - (k - 0.5)) < h / 2) | (np.abs(grid - (k + 0.5)) < h / 2)].sum()
-        assert abs(y - inside) <= straddle + 1e-12
+        straddle = mass[(np.abs(grid - (k - 0.5)) < h) | (np.abs(grid - (k + 0.5)) < h)].sum()  # binned atoms: ±1 bin
+        assert abs(y - inside) <= straddle + post.error_bound + 1e-12
     shown = height[height >= 0.01 * height.max()]
     assert _local_maxima(shown) == 1  # one hump, not a comb
     assert plot.plotItem.getAxis("left").labelText == "posterior mass per bin of width 1"
