@@ -154,6 +154,18 @@ def spend_run(h: History, reqs: list[Request], n: int, m: int, setup: float) -> 
 
 # --- the issue's batch on the command line ------------------------------------------------------------
 
+def timed_runs(cmd: list[str], repeat: int) -> tuple[list[float], subprocess.CompletedProcess]:
+    """Wall times of ``repeat`` fresh processes running ``cmd`` (spawn to exit), and the last one's result."""
+    walls = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        if r.returncode != 0:
+            raise SystemExit(f"dpdesk assess failed: {r.stderr.strip()[-300:]}")
+    return walls, r
+
+
 def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
     """``dpdesk assess --history H --queries Q --json``: 100 single-cell requests, 100 single-cell rows."""
     import json
@@ -172,13 +184,7 @@ def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
         for i in range(cells):
             fh.write(json.dumps({"id": f"r{i}", "query": {"indices": [i], "values": [1]}, "eps": 12, "delta": 0.2}) + "\n")
     cmd = [sys.executable, "-m", "dpdesk", "assess", "--history", hist, "--queries", queries, "--json"]
-    walls = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        walls.append(time.perf_counter() - t)
-        if r.returncode != 0:
-            raise SystemExit(f"dpdesk assess failed: {r.stderr.strip()[-300:]}")
+    walls, r = timed_runs(cmd, repeat)
     out = [json.loads(line) for line in r.stdout.splitlines()]
     decisions = {}
     for a in out:
@@ -240,13 +246,7 @@ def make_long_project(directory: str, entries: int) -> tuple[str, str]:
 def cold_cli(directory: str, entries: int, repeat: int) -> None:
     path, rid = make_long_project(directory, entries)
     cmd = [sys.executable, "-m", "dpdesk", "assess", path, "--request", rid, "--json"]
-    walls = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        walls.append(time.perf_counter() - t)
-        if r.returncode != 0:
-            raise SystemExit(f"dpdesk assess failed: {r.stderr.strip()[-300:]}")
+    walls, r = timed_runs(cmd, repeat)
     size = os.path.getsize(path) / 1e6
     print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project): median {statistics.median(walls):.2f} s "
           f"(runs {', '.join(f'{w:.2f}' for w in walls)})")
