@@ -270,7 +270,7 @@ class AnswerPanel(QWidget):
         self.reason.setText(plan.reason)
         self.plan_view.show_plan(self.kind, plan, probabilities, self.session.schema)
         self._set_buttons(plan)
-        self.sigAssessed.emit(None)  # the budget panel previews count assessments only
+        self.sigAssessed.emit(plan)  # the budget panel previews the per-cell costs after it
 
     def _plan_failed(self, exc: BaseException, trace: str) -> None:
         self._badge(*DECISION_STYLE["reject"])

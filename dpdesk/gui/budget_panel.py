@@ -208,9 +208,10 @@ class BudgetPanel(QWidget):
         self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, vmax, highlight, over)
         what = "now"
         if after is not None:
-            what = ("after a fresh answer to the selected request (preview)" if self.assessment.decision == "spend" else
+            decision = getattr(self.assessment, "decision", "spend")  # a max/posterior plan always spends
+            what = ("after a fresh answer to the selected request (preview)" if decision == "spend" else
                     f"if the selected request were answered fresh (preview; the engine's decision is "
-                    f"'{self.assessment.decision}', which costs 0)")
+                    f"'{decision}', which costs 0)")
         self.info.setText(f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
                           f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
                           f"of {budget.total:g}. "

@@ -300,8 +300,11 @@ class RequestsPage(QWidget):
 
         a = self.answer.assessment
         rid = self.answer.request_id
-        if a is None or rid is None or a.request_id != rid or not hasattr(a, "decision") \
-                or self.session.request(rid).status != "pending":
+        if a is None or rid is None or a.request_id != rid or self.session.request(rid).status != "pending":
+            return
+        if not hasattr(a, "decision"):  # a max/argmax or posterior request: its price is its own to state
+            dialogs.show_info(self, "No counter-offer", f"{rid} is a {self.session.request(rid).kind} request: a "
+                                                        "counter-offer narrows a count's ±ε; reject it with a note instead.")
             return
         offer = counter_offer(a, self.session.total_budget)
         options, terms = [], []

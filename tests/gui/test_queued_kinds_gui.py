@@ -36,6 +36,12 @@ def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_o
     assert "only one draw is released" in chart.note.text() and "Public accuracy" in chart.accuracy.text()
     assert "report-noisy-max" in view.text.text() and panel.decision.text() == "NEEDS A FRESH ANSWER"
     assert panel.spend_btn.isEnabled() and "α = 0.5" in panel.spend_btn.text()
+    win.requests.counter_offer()  # a counter-offer narrows a count's ±ε: explained, nothing changed
+    assert "is a selection request" in dialogs.infos[-1][1] and win.session.request(req.id).alpha == 0.5
+    budget = win.requests.budget
+    budget.preview.setChecked(True)  # the heatmap previews the costs after it: α = 0.5 on the Female cells
+    np.testing.assert_allclose(budget.shown_costs, plan.budget.cell_costs_after)
+    assert "after a fresh answer to the selected request" in budget.info.text()
     _shot(win, "queued-max-plan")
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
