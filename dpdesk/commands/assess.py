@@ -230,6 +230,17 @@ def run(args: argparse.Namespace) -> int:
             what_if = {k: v for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
                        if v is not None}
             results = [project.assess(args.request, method=args.method, interval=interval_from_args(args), **what_if)]
+            claims = project.claim_statuses(results[0])
+        if args.json:
+            print(json.dumps({**results[0].to_json(), "claims": [s.to_json() for s in claims]}))
+        else:
+            from dpdesk.commands.watch import status_line
+
+            print(format_assessment(results[0]))
+            for s in claims:
+                print(f"  claim           {status_line(s)}")
+        sys.stdout.flush()
+        return 0
     else:
         from dpdesk.commands.posterior import is_posterior
 

@@ -3,7 +3,8 @@
 Every release and every decision is one :class:`LedgerEntry`: a release of one of the registered
 mechanisms' kinds (:func:`dpdesk.engine.mechanisms.registry.kinds` — ``fresh``, a noisy answer and the
 budget it spent; ``inferred``, an answer computed from earlier releases, free; the kinds later
-mechanisms add), ``rejected``, and ``rebind`` (the curator accepted changed source data). Entries have gap-free sequence numbers from 1
+mechanisms add), ``rejected``, ``rebind`` (the curator accepted changed source data), and ``watch`` /
+``unwatch`` (a watched claim added or removed, :mod:`dpdesk.store.watch`). Entries have gap-free sequence numbers from 1
 and ``hash = SHA-256(prev_hash ‖ canonical entry)``, chained from the project's genesis hash; the
 ``ledger_head`` row repeats the last (seq, hash) so that deleting the newest entries is caught too.
 Budget figures are never stored as trusted totals: they are recomputed from the fresh entries.
@@ -22,8 +23,9 @@ from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
-# entries that release nothing; every other kind is a registered mechanism's
-DECISION_KINDS = ("rejected", "rebind")
+# entries that release nothing; every other kind is a registered mechanism's. "watch"/"unwatch" add and
+# remove a watched claim (store/watch.py, project format 6)
+DECISION_KINDS = ("rejected", "rebind", "watch", "unwatch")
 
 
 def kinds() -> tuple[str, ...]:

@@ -34,12 +34,13 @@ from dpdesk.store.releasing import Releasing
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
+from dpdesk.store.watching import Watching
 
 NEIGHBOUR_MODEL = "add/remove one record"
 REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, received, status, kind, alpha"
 
 
-class Project(Releasing):
+class Project(Releasing, Watching):
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``."""
 
     def __init__(self, path: Path, conn: sqlite3.Connection, mode: str, lock: WriterLock | None) -> None:

@@ -35,6 +35,8 @@ from dpdesk.store.errors import DrawDiscarded, RequestStateError, StaleAssessmen
 from dpdesk.store.release import Release, release_from_entry
 from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
+from dpdesk.store.watch import declined, recorded
+from dpdesk.store.watching import planned_rows
 
 def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
@@ -157,6 +159,8 @@ class Releasing:
                        else f"over the project's δ cap {cap:g}")
                 raise BudgetError(f"{what_of(plan)} would raise cell #{int(deltas.argmax())}'s δ to "
                                   f"{float(deltas.max()):.3g}, {why}; nothing was released")
+        rows = planned_rows(plan, self.schema.shape)
+        checks = self._claims_gate(plan, rows)  # before the scan and the draw: public inputs only
         payload = plan.record()
         drawn: dict[str, Any] = {}
         if plan.needs_data:
@@ -175,7 +179,16 @@ class Releasing:
         payload.update(drawn)
         payload.update(mechanism=plan.mechanism.name, charge=plan.charge.to_json(payload), basis=plan.basis.to_json())
         # what the view and verify will charge is the mechanism's privacy map: it must be what was priced
-        mapped = plan.mechanism.contribution(json.loads(canonical_json(payload)), self.schema.shape).charge
+        contribution = plan.mechanism.contribution(json.loads(canonical_json(payload)), self.schema.shape)
+        mapped = contribution.charge
+        if rows is None:  # a kind whose rows are known from its recorded payload only: still before recording
+            try:
+                checks = self._claims_gate(plan, [(r.query, r.alpha, r.family) for r in contribution.rows])
+            except BaseException:
+                del drawn, payload  # never shown, never returned
+                raise
+        if any(c.touches for _, c in checks):
+            payload["claims"] = recorded(checks)
         if not same_charge(mapped, plan.charge, self.schema.n_cells):
             del drawn, payload  # never shown, never returned
             raise StoreError(f"{what_of(plan)}: the planned per-cell charge differs from the {plan.mechanism.name} "
@@ -191,6 +204,19 @@ class Releasing:
             raise DrawDiscarded(f"the fresh answer to {rid!r} could not be recorded ({exc}); it was discarded unseen") from None
         checkpoint("answer:committed" if plan.needs_data else "answer:recorded")
         return release_from_entry(entry, recovered=False)
+
+    def _claims_gate(self, plan: ReleasePlan, rows: list | None) -> tuple:
+        """Every watched claim's check on ``plan`` (``rows`` None: not known yet, checked after the draw);
+        raises :class:`~dpdesk.store.watch.ClaimDeclined` (nothing recorded) if one declines it."""
+        view = self.view()
+        if not view.claims or rows is None:
+            return ()
+        with view.assessing() as state:
+            checks = self.claim_gate(state, plan, rows)
+        refusal = declined(checks, what_of(plan))
+        if refusal is not None:
+            raise refusal
+        return checks
 
     def _check_basis(self, plan: ReleasePlan) -> None:
         """Refuse a plan assessed against another ledger head or other settings, in one line."""

@@ -94,9 +94,10 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
                entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
                images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
                delta_spent: float = 0.0, requesters: Mapping[str, str] | None = None,
-               accounts: Sequence[Any] = ()) -> str:
+               accounts: Sequence[Any] = (), claims: Sequence[Mapping[str, Any]] = ()) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
-    ``accounts``: per-requester summaries)."""
+    ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
+    merged with ``WatchedClaim.to_json()``)."""
     requesters = requesters or {}
     esc = html.escape
     rows = []
@@ -113,6 +114,7 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
     cells = "".join(f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows)
     people = "".join(f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
                      f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>" for a in accounts)
+    watched = _claims_html(entries, claims)
     ok = getattr(verify, "ok", None)
     verdict = ("<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
                if ok else "<p class='bad'>Integrity check FAILED:</p><ul>"
@@ -145,6 +147,8 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <h2>Ledger</h2>
 <table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>requester</th><th>released</th><th>α spent</th>
 <th>query / reason</th><th>hash</th></tr>{''.join(rows)}</table>
+<h2>Watched claims</h2>
+{watched}
 <h2>By requester</h2>
 <p>What each requester received and the α their fresh answers spent (each charged the cells its query touches).</p>
 <table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{people}</table>
@@ -153,6 +157,41 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <table><tr><th>cell</th><th>cost</th></tr>{cells}</table>
 </body></html>
 """
+
+
+def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) -> str:
+    """Every claim the ledger ever watched: the active ones with Pr(C) now, risk spent and the releases
+    that spent it; removed ones with the entries that added and removed them."""
+    esc = html.escape
+    active = {c["id"]: c for c in claims}
+    removed = {str(e.payload.get("id")): e.seq for e in entries if e.kind == "unwatch"}
+    rows = []
+    for e in entries:
+        if e.kind != "watch":
+            continue
+        cid, p = str(e.payload.get("id")), e.payload
+        low, high = p.get("low"), p.get("high")
+        claim = (f"{'' if low is None else f'{low:g} ≤ '}θ{'' if high is None else f' ≤ {high:g}'}"
+                 f" (τ = {float(p['threshold']):g})")
+        c = active.get(cid)
+        if c is not None:
+            now = "not estimable (worst case)" if c.get("probability") is None else f"{c['probability']:.4f}"
+            spent = f"{c['risk_spent']:.4g} of {c['risk']:g}"
+            moved = ", ".join(f"#{t['entry']} ({t['risk']:.3g})" for t in c.get("touched", ())) or "none"
+            state = f"watched since #{e.seq}"
+        else:
+            now, spent, moved = "", "", ""
+            state = f"#{e.seq} – removed at #{removed.get(cid, '?')}"
+        rows.append(f"<tr><td>{esc(cid)}</td><td>{esc(str(p.get('name') or ''))}</td>"
+                    f"<td>{esc(str(p.get('query_text') or ''))}</td><td>{esc(claim)}</td><td>{esc(now)}</td>"
+                    f"<td>{esc(spent)}</td><td>{esc(moved)}</td><td>{esc(state)}</td></tr>")
+    if not rows:
+        return "<p>No claims were watched.</p>"
+    return ("<p>Claims releases must not make too certain (chosen from public knowledge or policy). A release "
+            "that touches a claim spends the probability, at the worst true value inside it, that Pr(claim) "
+            "reaches τ because of it; none may spend more than the claim's risk budget.</p>"
+            "<table><tr><th>id</th><th>name</th><th>query</th><th>claim</th><th>Pr(claim) now</th>"
+            "<th>risk spent</th><th>releases that spent it (risk)</th><th>ledger</th></tr>" + "".join(rows) + "</table>")
 
 
 def entry_summary(e: Any) -> str:

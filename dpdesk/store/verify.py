@@ -15,8 +15,11 @@
    (flat prior) its estimate is that release's, recomputed.
 5. Every decided request has exactly one deciding entry and the matching status; the current source
    binding is the one the last ``rebind`` entry (or the genesis) records.
-6. Optionally, the ledger still extends ledger heads someone holds (``--extends HASH``): a ledger
-   rewritten and consistently re-chained passes 1–5 but not this.
+6. Watched claims (:mod:`dpdesk.store.watch`): every release recorded while claims are watched spent
+   the crossing risk it records on each claim it touches — recomputed here from public inputs — and
+   none was released past a claim's remaining risk.
+7. Optionally, the ledger still extends ledger heads someone holds (``--extends HASH``): a ledger
+   rewritten and consistently re-chained passes 1–6 but not this.
 The first problem found names the entry (``entry 7: …``).
 
 :func:`verify` reads only an :class:`AuditRecord`: the project file's contents exactly as stored,
@@ -39,7 +42,9 @@ from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import RawRow, thaw
-from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease
+from dpdesk.store import view as view_module
+from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
+from dpdesk.store.watch import gate, same_risks
 
 REL_TOL = 1e-9
 REQUEST_KINDS = ("fresh", "inferred", "rejected")  # entries that decide a queued count request
@@ -159,6 +164,26 @@ def _check_estimate(e, view: LedgerView, bad) -> None:
                    f"give {value:.6g} at τ = {p['tau']}")
 
 
+def _check_claims(e, view: LedgerView, bad) -> None:
+    """The risk a release spent on each watched claim, recomputed from public inputs before it (the
+    history's structure, the release's rows, the claim, the basis's declared table size): it is what
+    the entry records, and no claim was spent past its budget."""
+    if not view.claims and "claims" not in e.payload:
+        return
+    c = mechanism_of(e).contribution(thaw(e.payload), view.schema.shape)
+    size = ((e.payload.get("basis") or {}).get("settings") or {}).get("table_size")
+    with view.assessing() as s:
+        checks = gate(s.claims, s.history, [(r.query, r.alpha, r.family) for r in c.rows], charge=c.charge,
+                      needs_data=bool(c.rows) or bool(c.charge.terms), structured=bool(s.structured),
+                      row_limit=view_module.HISTORY_ROW_LIMIT, table_size=None if size is None else float(size))
+    differs = same_risks(e.payload.get("claims"), checks)
+    if differs is not None:
+        bad(e.seq, f"entry {e.seq}: {differs} (recomputed from public inputs)")
+    for w, chk in checks:
+        if not chk.allowed:
+            bad(e.seq, f"entry {e.seq}: released although watched claim {w.id} declines it ({chk.reason})")
+
+
 def _check_from_release(e, view: LedgerView, bad) -> None:
     """An answer inferred from a partition release's own structure: that release precedes it, and under
     the flat prior the released estimate is that release's BLUE of the query."""
@@ -225,6 +250,8 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
                 bad(e.seq, f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}")
             decided.setdefault(e.request_id, e.seq)
         try:
+            if e.kind in ledger.kinds() and e.kind not in ledger.DECISION_KINDS:
+                _check_claims(e, view, bad)
             viewed = view.add(e)
             if viewed is not None:
                 _check_release(viewed, view, total, delta_cap, bad)

@@ -37,6 +37,7 @@ from dpdesk.engine.partition.release import structured_release
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw
+from dpdesk.store.watch import WATCH_KINDS, ClaimBook, WatchedClaim
 
 __all__ = ["AssessState", "HISTORY_ROW_LIMIT", "LedgerView", "MalformedEntry", "ViewedRelease", "mechanism_of"]
 
@@ -83,6 +84,7 @@ class AssessState:
     cell_deltas: np.ndarray | None = None  # per-cell δ of the (α, δ) releases so far
     structured: tuple[ViewedRelease, ...] = ()  # releases left out of the History (answer from their structure)
     releases: tuple = ()  # (entry seq, PartitionRelease): those of them that answer from their structure
+    claims: tuple[WatchedClaim, ...] = ()  # the watched claims and the risk each has spent
 
 
 def _add_charge(costs: CellCosts, charge: Charge) -> None:
@@ -115,6 +117,7 @@ class LedgerView:
         self._history: History | None = None
         self._structured: dict[int, Any] = {}  # entry seq -> what answers from its structure (built once)
         self.history_builds = 0  # how often a History was built from scratch (visible to tests)
+        self._book = ClaimBook(schema)  # watched claims: added/removed by entries, risk spent by releases
 
     # -- growing ---------------------------------------------------------------------------------
     @property
@@ -150,6 +153,11 @@ class LedgerView:
                                        len(contribution.rows) <= HISTORY_ROW_LIMIT)
             except (KeyError, TypeError, ValueError, DpdeskError) as exc:
                 problem = f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        if problem is None and (viewed is not None or entry.kind in WATCH_KINDS):
+            try:
+                self._book.take(entry)
+            except (KeyError, TypeError, ValueError, DpdeskError) as exc:
+                problem = str(exc) if str(exc).startswith("entry ") else f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
         with self._lock:
             self._entries.append(entry)
             if viewed is not None:
@@ -194,6 +202,16 @@ class LedgerView:
         with self._lock:
             v = self._costs.values
             return float(v.max()) if v.size and self._releases else 0.0
+
+    @property
+    def claims(self) -> tuple[WatchedClaim, ...]:
+        """The claims watched now, each with the risk it has spent (recomputed from the ledger)."""
+        with self._lock:
+            return self._book.active
+
+    def next_claim_id(self) -> str:
+        with self._lock:
+            return self._book.next_id()
 
     @property
     def structured_releases(self) -> tuple[ViewedRelease, ...]:
@@ -265,11 +283,11 @@ class LedgerView:
         with self._history_lock:
             with self._lock:
                 rows, costs, head, deltas = list(self._rows), self.cell_costs, self.head, self.cell_deltas
-                structured = self.structured_releases
+                structured, claims = self.structured_releases, self._book.active
             h = self._history
             if h is None or len(h) > len(rows):
                 h = self._history = History(self.schema.shape)
                 self.history_builds += 1
             for row in rows[len(h):]:
                 h.append(row)
-            yield AssessState(h, costs, head, deltas, structured, self._answering(list(structured)))
+            yield AssessState(h, costs, head, deltas, structured, self._answering(list(structured)), claims)

@@ -31,6 +31,7 @@ An inferred answer is computed from released values only; it changes no posterio
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,7 @@ from dpdesk.engine.inference.prior import query_bounds
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["ClaimCheck", "check_release", "crossing_risk", "crossing_set", "touches"]
+__all__ = ["ClaimCheck", "check_release", "check_rows", "crossing_risk", "crossing_set", "largest_alpha", "touches"]
 
 GUARD_POINTS = 65
 INTEGER_TRUTHS = 4096
@@ -51,19 +52,17 @@ LATTICE_WORK = 20_000_000  # truths × lattice points summed exactly (about a se
 _WEIGHT_TOL = 1e-9
 
 
-def _with_row(history: History, query: Query, alpha: float, family: str) -> History:
-    # the answer value does not enter the BLUE's weights or the posterior's shape: 0 stands in for it
-    return History(history.shape, [*history.rows, HistoryRow(query, alpha, 0.0, family)])
-
-
-def touches(before: Estimate, after: Estimate) -> bool:
-    """Whether the estimate of θ ``after`` a new last row differs from ``before`` (module docstring, 1)."""
+def touches(before: Estimate, after: Estimate, new_rows: int = 1) -> bool:
+    """Whether the estimate of θ ``after`` ``new_rows`` new last rows differs from ``before`` (module
+    docstring, 1): the BLUE puts weight on one of them."""
     if not after.estimable:
         return False
     if not before.estimable:
         return True
     assert after.coefficients is not None and after.noise_scales is not None and after.std is not None
-    weight = abs(float(after.coefficients[-1])) * float(after.noise_scales[-1])
+    tail = slice(len(after.coefficients) - new_rows, None)
+    weight = float(np.max(np.abs(np.asarray(after.coefficients[tail], dtype=float))
+                          * np.asarray(after.noise_scales[tail], dtype=float)))
     return weight > _WEIGHT_TOL * max(after.std, 1e-300)
 
 
@@ -238,13 +237,33 @@ def check_release(
     """
     if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
         raise DpdeskError(f"{claim.name}: α ({alpha!r}) must be a positive finite number")
+    fam = family_for(query).name if family is None else noise_family(family).name
+    return check_rows(history, claim, [(query, float(alpha), fam)], spent=spent, table_size=table_size,
+                      method=method)
+
+
+def check_rows(
+    history: History,
+    claim: Claim,
+    rows: Sequence[tuple[Query, float, str]],
+    *,
+    spent: float = 0.0,
+    table_size: float | None = None,
+    method: str = "fft",
+) -> ClaimCheck:
+    """:func:`check_release` for a release adding several noisy rows at once (``(query, α, family)``
+    each, e.g. a partition release or a posterior's noisy counts): it touches the claim when the BLUE of
+    θ puts weight on any of them, and the crossing risk is that of the posterior after all of them."""
     if not (isinstance(spent, (int, float)) and 0.0 <= spent):
         raise DpdeskError(f"{claim.name}: risk spent ({spent!r}) must be a non-negative number")
     remaining = max(0.0, claim.risk - float(spent))
-    fam = family_for(query).name if family is None else noise_family(family).name
+    if not rows:
+        return ClaimCheck(claim, False, 0.0, remaining, True, f"{claim.name}: this release adds no noisy answer")
     before = history.estimate(claim.query)
-    after = _with_row(history, query, float(alpha), fam).estimate(claim.query)
-    if not touches(before, after):
+    # the answer values enter neither the BLUE's weights nor the posterior's shape: 0 stands in for them
+    new = [HistoryRow(q, float(a), 0.0, noise_family(f).name) for q, a, f in rows]
+    after = History(history.shape, [*history.rows, *new]).estimate(claim.query)
+    if not touches(before, after, len(new)):
         return ClaimCheck(claim, False, 0.0, remaining, True,
                           f"{claim.name}: this release does not change θ's posterior")
     assert after.coefficients is not None and after.noise_scales is not None
@@ -255,3 +274,39 @@ def check_release(
     reason = (f"{claim.name}: {verdict} — at the worst true θ in the claim Pr(C) would reach τ = "
               f"{claim.threshold:g} with probability {risk:.4g} (risk left {remaining:.4g})")
     return ClaimCheck(claim, True, risk, remaining, allowed, reason)
+
+
+def largest_alpha(
+    history: History,
+    claim: Claim,
+    query: Query,
+    alpha: float,
+    *,
+    spent: float = 0.0,
+    family: str | None = None,
+    table_size: float | None = None,
+    steps: int = 24,
+) -> float | None:
+    """The largest α ≤ ``alpha`` (to a relative 10⁻³) at which a fresh answer to ``query`` passes
+    ``claim``; ``alpha`` itself when it passes, None when not even ``alpha``·10⁻⁶ does.
+
+    Less α means more noise and a flatter posterior after the release, so the crossing risk falls with
+    α; bisection on log α finds the boundary (public inputs only, like the check itself).
+    """
+    def ok(a: float) -> bool:
+        return check_release(history, claim, query, a, spent=spent, family=family, table_size=table_size).allowed
+
+    if ok(alpha):
+        return float(alpha)
+    lo, hi = math.log(alpha) - math.log(1e6), math.log(alpha)
+    if not ok(math.exp(lo)):
+        return None
+    for _ in range(steps):
+        if hi - lo < 1e-3:
+            break
+        mid = 0.5 * (lo + hi)
+        if ok(math.exp(mid)):
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(lo)

@@ -1,0 +1,132 @@
+"""Watching claims in a project: add and remove them, read ``Pr(C)``, check a plan against them.
+
+:class:`Watching` is the part of :class:`~dpdesk.store.project.Project` that owns watched claims (the
+ledger side is :mod:`dpdesk.store.watch`). :meth:`Watching.claim_checks` is what the CLI and the app show
+beside an assessment; ``Project.release`` runs the same gate and refuses a declined plan before drawing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from dpdesk.engine.answering.assessment import Assessment
+from dpdesk.engine.claims.claim import ClaimReading
+from dpdesk.engine.claims.control import ClaimCheck, largest_alpha
+from dpdesk.engine.mechanisms.base import ReleasePlan
+from dpdesk.engine.queries.query import Query, product_form, query_from_json
+from dpdesk.store.canonical import canonical_json
+from dpdesk.store.errors import RequestStateError
+from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store import view as view_module
+from dpdesk.store.view import AssessState
+from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
+
+__all__ = ["ClaimStatus", "Watching", "planned_rows"]
+
+
+def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query, float, str]] | None:
+    """The noisy rows ``plan`` will add, known before the draw: a count assessment's one fresh row (none
+    for inference); None for other kinds (the release path checks their rows after the draw, before
+    anything is recorded or shown)."""
+    if not plan.needs_data:
+        return []
+    if isinstance(plan, Assessment):
+        # the query as the recorded entry will give it back (verify recomputes the check from that)
+        q = product_form(query_from_json(json.loads(canonical_json(plan.request.query.to_json())),
+                                         math.prod(shape), shape))
+        return [(q, float(plan.pricing.spend_alpha), plan.pricing.noise.name)]
+    return None
+
+
+@dataclass(frozen=True)
+class ClaimStatus:
+    """One watched claim beside a plan: ``Pr(C)`` now and the plan's check (``largest_alpha``: for a
+    declined fresh count, the largest α that would pass; None if none does or it does not apply)."""
+
+    watched: WatchedClaim
+    reading: ClaimReading
+    check: ClaimCheck | None = None
+    largest_alpha: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.check is None:
+            return "watched"
+        if not self.check.touches:
+            return "untouched"
+        return "allowed" if self.check.allowed else "declined"
+
+    def to_json(self) -> dict[str, Any]:
+        r, c = self.reading, self.check
+        return {"id": self.watched.id, "name": self.watched.claim.name, "query": self.watched.query_text,
+                "low": self.watched.claim.low, "high": self.watched.claim.high,
+                "threshold": self.watched.claim.threshold,
+                "probability": r.probability, "estimable": r.estimable, "over_threshold": r.over_threshold,
+                "risk": self.watched.claim.risk, "risk_spent": self.watched.spent, "risk_left": self.watched.remaining,
+                "risk_of_crossing": None if c is None else c.risk, "touches": None if c is None else c.touches,
+                "verdict": self.verdict, "reason": None if c is None else c.reason,
+                "largest_alpha": self.largest_alpha}
+
+
+class Watching:
+    """Watched claims (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
+
+    def watch(self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = "") -> WatchedClaim:
+        """Watch a claim ``low ≤ θ ≤ high`` (one side may be None) from now on; a ``watch`` ledger entry.
+
+        Claims must come from public knowledge or policy, never from looking at the true counts: a claim
+        picked because a cell *is* small, and releases declined because of it, tell the world so.
+        """
+        self._require_writer()
+        view = self.view()
+        payload = {"id": view.next_claim_id(),
+                   **claim_payload(self.schema, query, low, high, threshold, risk, name, where="claim")}
+        self._record("watch", None, payload, None)
+        return next(w for w in self.view().claims if w.id == payload["id"])
+
+    def unwatch(self, claim_id: str, reason: str = "") -> LedgerEntry:
+        """Stop watching a claim (an ``unwatch`` entry; its history stays on the ledger)."""
+        self._require_writer()
+        if claim_id not in {w.id for w in self.view().claims}:
+            known = ", ".join(w.id for w in self.view().claims) or "none"
+            raise RequestStateError(f"no watched claim {claim_id!r} (watched: {known})")
+        return self._record("unwatch", None, {"id": claim_id, "reason": reason or "removed by the curator"}, None)
+
+    def claims(self) -> tuple[WatchedClaim, ...]:
+        """The claims watched now, with the risk each has spent (recomputed from the ledger)."""
+        return self.view().claims
+
+    def table_size(self) -> float | None:
+        prior = self.prior
+        return None if prior is None else float(prior.table_size)
+
+    def claim_gate(self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None):
+        """The gate ``release`` runs: ``(watched claim, check)`` for every claim watched in ``state``."""
+        return gate(state.claims, state.history, rows, charge=plan.charge, needs_data=plan.needs_data,
+                    structured=bool(state.structured), row_limit=view_module.HISTORY_ROW_LIMIT,
+                    table_size=self.table_size())
+
+    def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
+        """Each watched claim's ``Pr(C)`` now and, given a plan, its check (public inputs only).
+
+        For a plan of another kind whose rows are known only after the draw, the check is None here; the
+        release path checks it after the draw, before anything is recorded.
+        """
+        with self.view().assessing() as s:
+            found = readings(s.claims, s.history, bool(s.structured))
+            if plan is None or not s.claims:
+                return [ClaimStatus(w, r) for w, r in zip(s.claims, found)]
+            rows = planned_rows(plan, self.schema.shape)
+            if rows is None:
+                return [ClaimStatus(w, r) for w, r in zip(s.claims, found)]
+            out = []
+            for (w, chk), r in zip(self.claim_gate(s, plan, rows), found):
+                best = None
+                if not chk.allowed and isinstance(plan, Assessment) and not s.structured:
+                    best = largest_alpha(s.history, w.claim, plan.request.query, float(plan.pricing.spend_alpha),
+                                         spent=w.spent, family=plan.pricing.noise.name, table_size=self.table_size())
+                out.append(ClaimStatus(w, r, chk, best))
+            return out

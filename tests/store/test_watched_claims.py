@@ -1,0 +1,206 @@
+"""Watched claims in real project files (issue 18): kept in the ledger, checked before every release from
+public inputs only, recomputed by verify; the CLI's watch add/list/remove and assess --json claims."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.store import Project, db
+from dpdesk.store.watch import ClaimDeclined
+
+CELL = 'count(age="0-30", income=">50K")'  # 20 people; cell #1
+OTHER = 'count(age="30-150")'  # cells #2, #3: never touches a claim on cell #1
+
+
+def _ledger_state(path):
+    with Project.open(path, "r") as p:
+        return [e.hash for e in p.ledger()], [(r.id, r.status) for r in p.requests()]
+
+
+def test_watch_add_list_remove_on_the_cli_are_ledger_entries_that_verify(store):
+    path = store.new_project(budget=5.0, test_project=True)
+    out = store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    assert out.returncode == 0 and "watching c1" in out.stdout and "public knowledge or policy" in out.stdout
+    out = store.cli("watch", "add", path, "--query", 'count(age="0-30")', "--at-most", "5", "--threshold", "0.9",
+                    "--risk", "0.1", "--name", "few young")
+    assert out.returncode == 0, out.stderr
+    listed = json.loads(store.cli("watch", "list", path, "--json").stdout)
+    assert [(c["id"], c["low"], c["high"], c["threshold"], c["risk"], c["risk_left"]) for c in listed] == [
+        ("c1", 0.0, 25.0, 0.8, 0.05, 0.05), ("c2", None, 5.0, 0.9, 0.1, 0.1)]
+    assert listed[1]["name"] == "few young" and listed[0]["estimable"] is False  # nothing released yet
+    assert store.cli("watch", "remove", path, "c1").returncode == 0
+    assert [c["id"] for c in json.loads(store.cli("watch", "list", path, "--json").stdout)] == ["c2"]
+    with Project.open(path, "r") as p:
+        assert [e.kind for e in p.ledger()] == ["watch", "watch", "unwatch"]
+        report = p.verify()
+    assert report.ok and dict(report.kinds) == {"watch": 2, "unwatch": 1}
+    # a new claim gets a new id: a removed claim's id (and its spent risk) is never reused
+    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    assert [c["id"] for c in json.loads(store.cli("watch", "list", path, "--json").stdout)] == ["c2", "c3"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--query", 'count(region="x")', "--between", "0", "3"], "unknown attribute 'region'"),
+    (["--query", CELL, "--between", "5", "3"], "L₀ (5) is greater than U₀ (3)"),
+    (["--query", CELL, "--between", "0", "3", "--threshold", "1"], "threshold τ (1.0) must lie strictly between 0 and 1"),
+    (["--query", CELL, "--between", "0", "3", "--risk", "0"], "risk budget (0.0) must lie strictly between 0 and 1"),
+    (["--query", CELL, "--between", "0", "3", "--risk", "1.5"], "risk budget (1.5)"),
+    (["--query", CELL, "--between", "zero", "3"], "--between L: 'zero' is not a number"),
+])
+def test_a_bad_claim_is_one_line_exit_2_and_nothing_is_written(store, argv, words):
+    path = store.new_project()
+    before = store.digest(path)
+    args = list(argv)
+    for option, value in (("--threshold", "0.8"), ("--risk", "0.05")):
+        if option not in args:
+            args += [option, value]
+    out = store.cli("watch", "add", path, *args)
+    assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert store.digest(path) == before
+    assert store.cli("watch", "remove", path, "c1").returncode == 2  # nothing to remove either
+    assert store.digest(path) == before
+
+
+def test_a_release_that_would_make_a_claim_sure_is_declined_before_the_table_is_read(store):
+    path = store.new_project(budget=5.0, test_project=True)
+    with Project.open(path, "w") as p:
+        p.watch(CELL, 0, 25, 0.8, 0.05)
+        sure = p.add_request(CELL, 3, 0.1)  # α ≈ 0.64: Pr(C) would reach τ almost surely
+        other = p.add_request(OTHER, 5, 0.1)
+        a = p.assess(sure.id)
+        (status,) = p.claim_statuses(a)
+        assert status.verdict == "declined" and status.check.risk > 0.99
+        assert status.largest_alpha is not None and status.largest_alpha < a.spend_alpha
+
+        def no_table(*args, **kwargs):
+            raise AssertionError("the claim check read the table")
+
+        p.cube = p.snapshot = no_table  # the decision must come from public inputs only
+        with pytest.raises(ClaimDeclined) as info:
+            p.release(a, SeededSampler(1))
+        msg = str(info.value)
+        assert "\n" not in msg and "watched claim c1" in msg and "nothing was released" in msg
+        assert p.request(sure.id).status == "pending" and [e.kind for e in p.ledger()] == ["watch"]
+    with Project.open(path, "w") as p:
+        # a request that does not change θ's posterior is unaffected by the claim
+        (st,) = p.claim_statuses(p.assess(other.id))
+        assert st.verdict == "untouched" and st.check.risk == 0.0
+        released = p.answer(other.id, SeededSampler(2))
+        assert "claims" not in released.entry.payload and p.claims()[0].spent == 0.0
+        # α at the largest value that passes is allowed (risk within what is left)
+        from dpdesk.engine.claims.control import check_release
+
+        with p.view().assessing() as s:
+            chk = check_release(s.history, s.claims[0].claim, a.request.query, status.largest_alpha)
+        assert chk.touches and chk.allowed
+
+
+def test_a_touching_release_spends_risk_that_verify_recomputes(store, monkeypatch):
+    path = store.new_project(budget=5.0, test_project=True)
+    with Project.open(path, "w") as p:
+        p.watch(CELL, 0, 25, 0.8, 0.7)
+        r1 = p.add_request(CELL, 15, 0.1)  # α ≈ 0.15: risk ≈ 0.6 of 0.7
+        a = p.assess(r1.id)
+        (st,) = p.claim_statuses(a)
+        assert st.verdict == "allowed" and 0.3 < st.check.risk <= 0.7
+        release = p.release(a, SeededSampler(3))
+        (spend,) = release.entry.payload["claims"]
+        assert spend["id"] == "c1" and spend["risk"] == pytest.approx(st.check.risk)
+        (w,) = p.claims()
+        assert w.spent == pytest.approx(st.check.risk) and w.touched == ((release.entry.seq, spend["risk"]),)
+        assert p.verify().ok
+        # the next touching request finds less risk left: the same kind of release is now declined
+        r2 = p.add_request(CELL, 8, 0.1)
+        a2 = p.assess(r2.id)
+        (st2,) = p.claim_statuses(a2)
+        assert a2.decision == "spend"
+        assert st2.check.remaining == pytest.approx(0.7 - w.spent) and st2.verdict == "declined"
+        # a release that records less risk than it spent is caught by verify's recomputation
+        import dpdesk.store.releasing as releasing
+
+        monkeypatch.setattr(releasing, "recorded", lambda checks: [{"id": w.id, "risk": 0.0} for w, c in checks])
+        p.unwatch("c1")
+        p.watch(CELL, 0, 25, 0.8, 0.99)
+        r3 = p.add_request(CELL, 8, 0.1)
+        bad = p.release(p.assess(r3.id), SeededSampler(4))
+        report = p.verify()
+    assert not report.ok and report.first_bad_seq == bad.entry.seq
+    assert "records 0" in report.problems[0] and "recomputed from public inputs" in report.problems[0]
+
+
+def test_assess_json_lists_the_claims(store):
+    path = store.new_project(budget=5.0, test_project=True)
+    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    store.cli("requests", "add", path, "--query", CELL, "--eps", "3", "--delta", "0.1")
+    out = store.cli("assess", path, "--request", "r1", "--json")
+    obj = json.loads(out.stdout)
+    (c,) = obj["claims"]
+    assert {"id", "probability", "risk_of_crossing", "verdict"} <= c.keys()
+    assert c["id"] == "c1" and c["verdict"] == "declined" and c["probability"] is None and c["risk_of_crossing"] > 0.99
+    text = store.cli("assess", path, "--request", "r1").stdout
+    assert "c1" in text and "DECLINED" in text and "largest α that passes" in text
+    out = store.cli("answer", path, "--request", "r1", "--yes")
+    assert out.returncode == 2 and "declined by watched claim c1" in out.stderr
+
+
+def test_a_format_5_project_migrates_keeping_every_hash(store, monkeypatch):
+    assert db.FORMAT_VERSION == 6  # watched claims came with format 6
+    with monkeypatch.context() as m:  # a project written by a dpdesk that knew format 5 (no claims)
+        m.setattr(db, "FORMAT_VERSION", 5)
+        path = store.new_project(budget=5.0, test_project=True)
+        with Project.open(path, "w") as p:
+            rid = p.add_request(CELL, 10, 0.1).id
+            p.answer(rid, SeededSampler(5))
+            old_head = p.head()[1]
+            assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 5
+    hashes, _ = _ledger_state(path)
+    with Project.open(path, "r") as p:  # read-only: nothing migrates, and no claim is watched
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 5 and p.claims() == ()
+    with Project.open(path, "w") as p:
+        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 6
+        w = p.watch(CELL, 0, 25, 0.8, 0.05)
+        assert w.id == "c1" and [e.hash for e in p.ledger()][:1] == hashes
+        report = p.verify(extends=[old_head])
+    assert report.ok
+
+
+def test_claim_errors_from_the_store_name_the_claim(store):
+    path = store.new_project()
+    with Project.open(path, "w") as p:
+        with pytest.raises(DpdeskError, match=r"^claim: count\(age=\"0-30\"\): give L₀, U₀ or both"):
+            p.watch('count(age="0-30")', None, None, 0.8, 0.1)
+        with pytest.raises(DpdeskError, match="no watched claim 'c4'"):
+            p.unwatch("c4")
+        assert p.ledger() == []
+
+
+def test_other_release_kinds_pass_the_same_gate(store):
+    from dpdesk.engine.answering.selection import plan_selection
+    from dpdesk.engine.partition.guarantee import preview
+    from dpdesk.engine.partition.plan import cells_plan
+    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.engine.queries.selection import parse_selection
+
+    path = store.new_project(budget=5.0, test_project=True)
+    with Project.open(path, "w") as p:
+        p.watch(CELL, 0, 25, 0.8, 0.05)
+
+        def select(text):
+            q = parse_selection(text, p.schema)
+            return plan_selection(q, p.schema, alpha=0.5, total_budget=5.0, cell_costs=p.view().cell_costs,
+                                  basis=p.basis())
+
+        # report-noisy-max on the claim's cell: not a noisy linear answer, so the worst case
+        with pytest.raises(ClaimDeclined, match="beyond noisy linear answers"):
+            p.release(select('argmax(age | income=">50K")'), SeededSampler(1))
+        # on other cells it does not touch the claim
+        assert p.release(select('argmax(age | income="<=50K")'), SeededSampler(1)).kind == "selection"
+        # a partition release's rows are checked after the draw, before anything is recorded
+        pv = preview(cells_plan(p.schema), alpha=0.5, total_budget=5.0, cell_costs=p.view().cell_costs)
+        with pytest.raises(ClaimDeclined, match="watched claim c1"):
+            p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
+        assert [e.kind for e in p.ledger()] == ["watch", "selection"] and p.verify().ok
