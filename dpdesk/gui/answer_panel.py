@@ -133,6 +133,13 @@ class AnswerPanel(QWidget):
         dec.addWidget(self.decision)
         dec.addWidget(self.reason, 1)
         lay.addLayout(dec)
+        self.claims_note = QLabel("")  # what watched claims say of this request (hidden when none are watched)
+        self.claims_note.setObjectName("claimsNote")
+        self.claims_note.setWordWrap(True)
+        self.claims_note.setVisible(False)
+        lay.addWidget(self.claims_note)
+        self.claim_blocked = False
+        self.claim_lines: list[str] = []
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
         lay.addWidget(self.plot, 1)  # the plot takes the room left; the figures scroll when there is none
@@ -209,6 +216,7 @@ class AnswerPanel(QWidget):
     def refresh(self) -> None:
         """Re-assess the current request against the current history (in the background)."""
         self.assessment = None
+        self.claims_note.setVisible(False)
         self._set_buttons(None)
         if self.request_id is None:
             self.runner.cancel()
@@ -326,9 +334,36 @@ class AnswerPanel(QWidget):
         self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
                                     f"(total {b.total:g}, remaining after {_num(b.remaining_after)})"
                                     f"{unchanged_note(a)}")
+        self._show_claims(a)
         self._show_outcome()
         self._set_buttons(a)
         self.sigAssessed.emit(a)
+
+    def _show_claims(self, a) -> None:
+        """Watched claims against this request: blocked (spend is off; the largest α that passes), touched
+        (the risk it would spend) or untouched. Public inputs only, like the assessment."""
+        statuses = self.session.claim_statuses(a) if self.session.request(a.request.id).status == "pending" else []
+        checked = [s for s in statuses if s.check is not None]
+        self.claim_blocked = any(s.verdict == "declined" for s in checked)
+        self.claim_lines = []
+        for s in checked:
+            w, c = s.watched, s.check
+            if s.verdict == "declined":
+                best = (f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
+                        if s.largest_alpha is not None else "; no fresh answer passes")
+                self.claim_lines.append(f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would "
+                                        f"make Pr(claim) reach τ = {w.claim.threshold:g} with probability "
+                                        f"{c.risk:.3g}, over the risk left ({c.remaining:.3g}){best}. Answer from "
+                                        "history only (inference), counter-offer, or reject.")
+            elif s.verdict == "allowed":
+                self.claim_lines.append(f"Touches watched claim {w.id} ({w.claim.name}): spends risk {c.risk:.3g} "
+                                        f"of the {c.remaining:.3g} left.")
+        if checked and not self.claim_lines:
+            self.claim_lines.append(f"Watched claims: this request touches none of the {len(checked)}.")
+        self.claims_note.setText("\n".join(self.claim_lines))
+        colour = "#a8321f" if self.claim_blocked else "#8a5a00" if any(s.verdict == "allowed" for s in checked) else "#555"
+        self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
+        self.claims_note.setVisible(bool(self.claim_lines))
 
     def _show_outcome(self) -> None:
         """For a decided request: the recorded release (value, interval, when, cost, ledger entry)."""
@@ -374,7 +409,7 @@ class AnswerPanel(QWidget):
         self.infer_btn.setVisible(a is None or a.estimable)
         self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
         self.infer_btn.setEnabled(pending and decision == "infer")
-        self.spend_btn.setEnabled(pending and decision == "spend")
+        self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
         self.spend_btn.setText(f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release")
         self.reject_btn.setEnabled(pending)
 
@@ -451,7 +486,8 @@ class AnswerPanel(QWidget):
             f"Release a fresh noisy answer to {a.request.id}?\n\n"
             f"It spends α = {a.spend_alpha:.6g}{raised}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
             f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
-            "This cannot be undone: the answer is recorded in the ledger before it is shown.")
+            "This cannot be undone: the answer is recorded in the ledger before it is shown."
+            + "".join(f"\n\n{line}" for line in self.claim_lines if not line.startswith("Watched claims")))
         if not ok:
             return
         self._release(a)

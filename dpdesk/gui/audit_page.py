@@ -274,7 +274,8 @@ class AuditPage(QWidget):
                           system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
                           verify=s.verify(), images=images, charges=s.view().largest_charges(),
                           delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent,
-                          requesters=s.requesters(), accounts=s.accounts())
+                          requesters=s.requesters(), accounts=s.accounts(),
+                          claims=[{**c.watched.to_json(), **c.to_json()} for c in s.claim_statuses()])
 
     def export_html(self) -> None:
         path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")

@@ -7,14 +7,17 @@ are either collapsed by taking the maximum (the system cost is a maximum, so thi
 budget binds) or fixed to one label each. Collapsing is display only; no cost is computed here.
 *Publish release…* opens :class:`~dpdesk.gui.release_dialog.PublishReleaseDialog` on the costs of now and
 releases the confirmed preview through the release path, off the GUI thread; *Max / argmax…* opens
-:class:`~dpdesk.gui.selection_dialog.SelectionDialog`.
+:class:`~dpdesk.gui.selection_dialog.SelectionDialog`. Right-clicking a heatmap cell offers *Watch this cell…*
+(``sigWatchCell``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -31,6 +34,8 @@ HEATMAP_MIN_HEIGHT = 220
 
 class BudgetPanel(QWidget):
     """Heatmap of per-cell costs and the remaining total budget of a :class:`ProjectSession`."""
+
+    sigWatchCell = Signal(int)  # "Watch this cell…" chosen on the heatmap (flat cell index)
 
     def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -100,6 +105,7 @@ class BudgetPanel(QWidget):
         self.heatmap = HeatmapView()
         self.heatmap.setMinimumHeight(HEATMAP_MIN_HEIGHT)  # never a strip: the panel scrolls instead
         self.heatmap.tooltip_for = self.describe
+        self.heatmap.sigCellMenu.connect(lambda r, c: self.cell_menu(r, c).exec(QCursor.pos()))
         lay.addWidget(self.heatmap, 1)
         self.info = QLabel("")
         self.info.setWordWrap(True)
@@ -217,6 +223,15 @@ class BudgetPanel(QWidget):
                           f"of {budget.total:g}. "
                           "Hover a cell for its labels, cost and the requests that spent it."
                           + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else ""))
+
+    def cell_menu(self, r: int, c: int) -> QMenu:
+        """The heatmap cell's menu: *Watch this cell…* (a claim about that cell's count)."""
+        menu = QMenu(self)
+        cell = self.cell_for(r, c)
+        action = menu.addAction(f"Watch this cell… ({self.session.schema.describe_cell(cell)})")
+        action.setObjectName("watchCell")
+        action.triggered.connect(lambda: self.sigWatchCell.emit(cell))
+        return menu
 
     def cell_for(self, r: int, c: int) -> int:
         """The cube cell (flat index) displayed at heatmap position (r, c)."""

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 from dpdesk.gui.plots import pg
-from PySide6.QtCore import QPointF, Signal
+from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QWidget
 
@@ -43,6 +43,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
     """A labelled heatmap with a colour bar and hover reporting."""
 
     sigHovered = Signal(int, int)  # row, column under the mouse (-1, -1 when outside)
+    sigCellMenu = Signal(int, int)  # row, column right-clicked (the owner shows a cell menu)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -70,6 +71,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.tooltip_for = None  # callable (row, col) -> str, set by the owner
         self.hover_text = ""
         self.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.scene().sigMouseClicked.connect(self._clicked)
 
     def set_matrix(self, matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
                    row_title: str, col_title: str, vmax: float, highlight: np.ndarray | None = None,
@@ -99,6 +101,12 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         if 0 <= r < self.matrix.shape[0] and 0 <= c < self.matrix.shape[1]:
             return r, c
         return -1, -1
+
+    def _clicked(self, event) -> None:  # type: ignore[no-untyped-def]
+        if event.button() == Qt.MouseButton.RightButton:
+            r, c = self.cell_at(event.scenePos())
+            if r >= 0:
+                self.sigCellMenu.emit(r, c)
 
     def _mouse_moved(self, scene_pos: QPointF) -> None:
         r, c = self.cell_at(scene_pos)

@@ -161,6 +161,9 @@ class MainWindow(QMainWindow):
     def answer_all_free(self) -> None:
         self._on_requests("answer_all_free")
 
+    def watch_claim(self) -> None:
+        self._on_requests("watch_claim")
+
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
 

@@ -9,16 +9,19 @@ request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, C
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-    QPushButton, QScrollArea, QSplitter, QTableView, QVBoxLayout, QWidget,
+    QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.answer_panel import SHORTCUTS, AnswerPanel
 from dpdesk.gui.budget_panel import BudgetPanel
+from dpdesk.gui.claims_panel import ClaimsPanel
 from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, plural, request_rows
 from dpdesk.gui.query_builder import QueryBuilderDialog
 from dpdesk.gui.session import ProjectSession
@@ -119,9 +122,15 @@ class RequestsPage(QWidget):
         self.right_splitter = right
         self.answer = AnswerPanel(session)
         self.budget = BudgetPanel(session)
+        self.claims = ClaimsPanel(session)
         # the answer panel scrolls its own evidence; the budget panel scrolls as a whole when short
         right.addWidget(self.answer)
-        right.addWidget(_scrolling(self.budget))
+        self.lower = QTabWidget()
+        self.lower.setObjectName("budgetClaimsTabs")
+        self.lower.addTab(_scrolling(self.budget), "Budget")
+        self.lower.addTab(self.claims, "Watched claims")
+        right.addWidget(self.lower)
+        self.budget.sigWatchCell.connect(self.watch_cell)
         right.setChildrenCollapsible(False)
         right.setSizes([660, 340])  # the answer first; the budget panel scrolls when short
         self.splitter.addWidget(right)
@@ -143,6 +152,17 @@ class RequestsPage(QWidget):
             sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(slot)
         self.reload()
+
+    def watch_claim(self, query: str = "") -> bool:
+        """Show the Watched claims tab and ask for a claim (``query`` prefilled)."""
+        self.lower.setCurrentWidget(self.claims)
+        return self.claims.add_claim(query)
+
+    def watch_cell(self, cell: int) -> bool:
+        """The heatmap's "Watch this cell…": a claim about the count of that one cell."""
+        schema = self.session.schema
+        terms = ", ".join(f"{name}={json.dumps(label)}" for name, label in zip(schema.names, schema.cell_labels(cell)))
+        return self.watch_claim(f"count({terms})")
 
     def reload(self) -> None:
         keep = self.answer.request_id

@@ -256,6 +256,26 @@ class ProjectSession(QObject):
         finally:
             self._changed()
 
+    # -- watched claims (store/watching.py) -------------------------------------------------------
+    def claim_statuses(self, plan: Any = None) -> list:
+        """Each watched claim with Pr(C) now and, given a plan, its check (public inputs only)."""
+        return self.project.claim_statuses(plan)
+
+    def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
+        return self.project.claim_trace(claim_id)
+
+    def watch(self, query: str, low: float | None, high: float | None, threshold: float, risk: float,
+              name: str = "") -> Any:
+        out = self.project.watch(query, low, high, threshold, risk, name)
+        self._changed()
+        return out
+
+    def unwatch(self, claim_id: str, reason: str = "") -> LedgerEntry:
+        try:
+            return self.project.unwatch(claim_id, reason)
+        finally:
+            self._changed()
+
     def verify(self):
         return self.project.verify()
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dpdesk.engine.answering.assessment import Assessment
-from dpdesk.engine.claims.claim import ClaimReading
+from dpdesk.engine.claims.claim import ClaimReading, read_claim
+from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.claims.control import ClaimCheck, largest_alpha
+from dpdesk.engine.claims.odds import odds_bound
 from dpdesk.engine.mechanisms.base import ReleasePlan
 from dpdesk.engine.queries.query import Query, product_form, query_from_json
 from dpdesk.store.canonical import canonical_json
@@ -41,6 +43,13 @@ def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query,
     return None
 
 
+def _odds(cell_costs, w: WatchedClaim) -> float:
+    """The one-person DP bound on the claim's cells (``odds_bound``: no model of the adversary)."""
+    idx, values = w.claim.query.sparse()
+    cells = [int(i) for i, v in zip(idx, values) if v != 0]
+    return odds_bound(cell_costs, cells).factor if cells else 1.0
+
+
 @dataclass(frozen=True)
 class ClaimStatus:
     """One watched claim beside a plan: ``Pr(C)`` now and the plan's check (``largest_alpha``: for a
@@ -50,6 +59,7 @@ class ClaimStatus:
     reading: ClaimReading
     check: ClaimCheck | None = None
     largest_alpha: float | None = None
+    odds_factor: float = 1.0  # one person in the claim's cells: posterior odds ≤ this × prior odds (DP bound)
 
     @property
     def verdict(self) -> str:
@@ -68,7 +78,7 @@ class ClaimStatus:
                 "risk": self.watched.claim.risk, "risk_spent": self.watched.spent, "risk_left": self.watched.remaining,
                 "risk_of_crossing": None if c is None else c.risk, "touches": None if c is None else c.touches,
                 "verdict": self.verdict, "reason": None if c is None else c.reason,
-                "largest_alpha": self.largest_alpha}
+                "largest_alpha": self.largest_alpha, "odds_factor": self.odds_factor}
 
 
 class Watching:
@@ -117,16 +127,41 @@ class Watching:
         """
         with self.view().assessing() as s:
             found = readings(s.claims, s.history, bool(s.structured))
-            if plan is None or not s.claims:
-                return [ClaimStatus(w, r) for w, r in zip(s.claims, found)]
-            rows = planned_rows(plan, self.schema.shape)
+            odds = [_odds(s.cell_costs, w) for w in s.claims]
+            rows = None if plan is None or not s.claims else planned_rows(plan, self.schema.shape)
             if rows is None:
-                return [ClaimStatus(w, r) for w, r in zip(s.claims, found)]
+                return [ClaimStatus(w, r, odds_factor=f) for w, r, f in zip(s.claims, found, odds)]
             out = []
-            for (w, chk), r in zip(self.claim_gate(s, plan, rows), found):
+            for (w, chk), r, f in zip(self.claim_gate(s, plan, rows), found, odds):
                 best = None
                 if not chk.allowed and isinstance(plan, Assessment) and not s.structured:
                     best = largest_alpha(s.history, w.claim, plan.request.query, float(plan.pricing.spend_alpha),
                                          spent=w.spent, family=plan.pricing.noise.name, table_size=self.table_size())
-                out.append(ClaimStatus(w, r, chk, best))
+                out.append(ClaimStatus(w, r, chk, best, f))
             return out
+
+    def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
+        """``(entry seq, Pr(C) after it)`` from the claim's ``watch`` entry through every later release
+        whose rows joined the History (None: not estimable then). Reads released values: for the
+        curator's eyes (the panel's plot), never for a decision."""
+        view = self.view()
+        watched = next((w for w in view.claims if w.id == claim_id), None)
+        if watched is None:
+            raise RequestStateError(f"no watched claim {claim_id!r}")
+        history = History(self.schema.shape)
+        out: list[tuple[int, float | None]] = []
+        releases = [r for r in view.releases if r.in_history]
+        for r in releases:
+            if r.entry.seq > watched.added:
+                break
+            for row in r.contribution.rows:
+                history.append(HistoryRow(*row))
+        out.append((watched.added, read_claim(history, watched.claim).probability))
+        for r in releases:
+            if r.entry.seq <= watched.added:
+                continue
+            for row in r.contribution.rows:
+                history.append(HistoryRow(*row))
+            if r.contribution.rows:
+                out.append((r.entry.seq, read_claim(history, watched.claim).probability))
+        return out

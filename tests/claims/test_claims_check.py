@@ -177,3 +177,13 @@ def test_the_odds_bound_holds_for_the_exact_likelihood_ratio_of_a_release():
     assert joint.max() <= attr.factor * (1 + 1e-12) and joint.max() == pytest.approx(attr.factor)
     assert attr.posterior_at_most(0.5) == pytest.approx(math.exp(1.1) / (1 + math.exp(1.1)))
     assert odds_bound(costs, [2]).factor == 1.0  # nothing released on cell 2: prior odds stand
+
+
+def test_an_open_integer_claim_without_a_public_bound_is_a_sure_crossing():
+    # θ ≥ 5 for a count, no declared table size: the truth may lie arbitrarily deep inside the claim
+    h = History((2,), [])
+    chk = check_release(h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace")
+    assert chk.touches and not chk.allowed and chk.risk > 0.99
+    bounded = check_release(h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace",
+                            table_size=8)
+    assert bounded.touches and bounded.risk <= chk.risk

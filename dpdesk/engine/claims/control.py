@@ -147,7 +147,9 @@ def crossing_risk(shape: Posterior, claim: Claim, truths: tuple[float, float], *
     s = crossing_set(shape, claim)
     t_lo, t_hi = truths
     if integer:
-        t_lo, t_hi = math.ceil(t_lo - 1e-9), math.floor(t_hi + 1e-9)
+        # an open side stays infinite (no public bound: handled below as the sure crossing)
+        t_lo = t_lo if math.isinf(t_lo) else math.ceil(t_lo - 1e-9)
+        t_hi = t_hi if math.isinf(t_hi) else math.floor(t_hi + 1e-9)
     if t_lo > t_hi:
         return 0.0
     if s is not None and (math.isinf(s[0]) and math.isinf(t_lo) or math.isinf(s[1]) and math.isinf(t_hi)):

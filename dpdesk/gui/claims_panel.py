@@ -1,0 +1,152 @@
+"""The *Watched claims* panel: each claim with Pr(claim) now, its threshold, the risk it has left and, for
+the selected claim, a small plot of Pr(claim) over the ledger marking the releases that moved it.
+
+Add… opens :class:`~dpdesk.gui.claim_dialog.ClaimDialog` (also reached from Edit ▸ Watch a claim… and
+the budget heatmap's "Watch this cell…"); Remove records an ``unwatch`` entry after a confirmation.
+Everything shown is recomputed from the ledger (store/watch.py); nothing here reads the table.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget,
+)
+
+from dpdesk.gui import claim_dialog, dialogs
+from dpdesk.gui.models import RowsModel
+from dpdesk.gui.plots import pg
+from dpdesk.gui.session import ProjectSession
+
+CLAIM_HEADERS = ("id", "claim", "Pr(claim) now", "τ", "risk left", "spent by (risk)", "one person: odds ×≤")
+
+
+def claim_rows(statuses) -> list[tuple]:
+    out = []
+    for s in statuses:
+        w, r = s.watched, s.reading
+        now = "not estimable (worst case)" if not r.estimable else f"{r.probability:.4f}"
+        out.append((w.id, f"{w.claim.name}: {w.claim.describe()}", now, w.claim.threshold,
+                    f"{w.remaining:.4g} of {w.claim.risk:g}",
+                    ", ".join(f"#{seq} ({risk:.3g})" for seq, risk in w.touched) or "none",
+                    f"{s.odds_factor:.3g}"))
+    return out
+
+
+class ClaimsPanel(QWidget):
+    """Watched claims of one :class:`ProjectSession` (see the module docstring)."""
+
+    def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.statuses: list = []
+        lay = QVBoxLayout(self)
+        bar = QHBoxLayout()
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.add_btn = QPushButton("Watch a claim…")
+        self.add_btn.setToolTip("Watch a claim releases must not make too certain (from public knowledge or "
+                                "policy, never from the true counts)")
+        self.add_btn.clicked.connect(lambda: self.add_claim())
+        self.remove_btn = QPushButton("Remove")
+        self.remove_btn.setToolTip("Stop watching the selected claim (recorded in the ledger; its history stays)")
+        self.remove_btn.clicked.connect(self.remove_claim)
+        bar.addWidget(self.summary, 1)
+        bar.addWidget(self.add_btn)
+        bar.addWidget(self.remove_btn)
+        lay.addLayout(bar)
+        self.model = RowsModel(CLAIM_HEADERS, self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        body = QHBoxLayout()  # the list and the selected claim's plot side by side: the panel is wide, not tall
+        body.addWidget(self.table, 5)
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setMinimumSize(220, 120)
+        self.plot.setMenuEnabled(False)
+        self.plot.setLabel("left", "Pr(claim)")
+        self.plot.setLabel("bottom", "ledger entry")
+        self.plot.setYRange(0, 1, padding=0.05)
+        self.curve = self.plot.plot([], [], pen=pg.mkPen("#1f5fa8", width=2), symbol="o", symbolSize=5,
+                                    symbolBrush="#1f5fa8")
+        self.moved = pg.ScatterPlotItem(size=10, brush=pg.mkBrush("#d9822b"), pen=pg.mkPen("#7a3f00"))
+        self.plot.addItem(self.moved)
+        self.tau_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#a8321f", style=Qt.PenStyle.DashLine),
+                                        label="τ", labelOpts={"position": 0.05, "color": "#a8321f"})
+        self.plot.addItem(self.tau_line)
+        body.addWidget(self.plot, 2)
+        lay.addLayout(body, 1)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._draw(cur.row()))
+        session.sigChanged.connect(self.reload)
+        self.reload()
+
+    # -- showing -------------------------------------------------------------------------------
+    def reload(self) -> None:
+        keep = self.selected_id()
+        self.statuses = self.session.claim_statuses()
+        self.model.set_rows(claim_rows(self.statuses), [s.watched.id for s in self.statuses])
+        self.table.resizeColumnsToContents()
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        n = len(self.statuses)
+        over = sum(s.reading.over_threshold for s in self.statuses)
+        self.summary.setText("No claims are watched." if not n else
+                             f"{n} claim{'s' if n != 1 else ''} watched; {over} at or over τ (or not estimable).")
+        ids = [s.watched.id for s in self.statuses]
+        row = ids.index(keep) if keep in ids else (0 if ids else -1)
+        if row >= 0:
+            self.table.selectRow(row)
+        self._draw(row)
+        self.remove_btn.setEnabled(bool(ids))
+
+    def selected_id(self) -> str | None:
+        row = self.table.currentIndex().row() if self.table.currentIndex().isValid() else -1
+        return self.model.payload(row) if 0 <= row < self.model.rowCount() else None
+
+    def _draw(self, row: int) -> None:
+        """Pr(claim) after the claim was added and after every later release; orange: releases that spent risk."""
+        if not 0 <= row < len(self.statuses):
+            self.curve.setData([], [])
+            self.moved.setData([], [])
+            self.tau_line.setVisible(False)
+            return
+        w = self.statuses[row].watched
+        trace = self.session.claim_trace(w.id)
+        xs = [seq for seq, p in trace if p is not None]
+        ys = [p for _, p in trace if p is not None]
+        self.curve.setData(xs, ys)
+        touched = {seq for seq, _ in w.touched}
+        self.moved.setData([x for x in xs if x in touched], [y for x, y in zip(xs, ys) if x in touched])
+        last = trace[-1][0] if trace else w.added
+        self.plot.setXRange(w.added - 0.5, max(last, w.added + 1) + 0.5, padding=0)
+        self.tau_line.setValue(w.claim.threshold)
+        self.tau_line.setVisible(True)
+        self.plot.setTitle(f"{w.id} (orange: spent risk)", size="8pt")
+
+    # -- actions -------------------------------------------------------------------------------
+    def add_claim(self, query: str = "") -> bool:
+        """Ask for a claim (``query`` prefilled, e.g. a heatmap cell) and watch it; True if one was added."""
+        dialog = claim_dialog.ClaimDialog(self.session.schema, query, self)
+        if not claim_dialog.run_dialog(dialog) or dialog.claim is None:
+            return False
+        try:
+            self.session.watch(*dialog.claim)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
+            return False
+        return True
+
+    def remove_claim(self) -> None:
+        cid = self.selected_id()
+        if cid is None:
+            return
+        if not dialogs.confirm(self, "Stop watching a claim",
+                               f"Stop watching claim {cid}? Later releases are no longer checked against it. "
+                               "The removal is recorded in the ledger and the claim's history stays there."):
+            return
+        try:
+            self.session.unwatch(cid)
+        except Exception as exc:  # noqa: BLE001
+            dialogs.report_exception(exc, parent=self)
