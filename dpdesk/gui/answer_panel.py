@@ -20,10 +20,11 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
+from dpdesk.gui.claims_panel import claim_notes
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
-from dpdesk.gui.session import ProjectSession, run_assessment
+from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
 from dpdesk.gui.tasks import TaskRunner
 
 DECISION_STYLE = {
@@ -140,6 +141,7 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.claims_note)
         self.claim_blocked = False
         self.claim_lines: list[str] = []
+        self._claim_statuses: list | None = None  # computed beside the assessment on the worker
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
         lay.addWidget(self.plot, 1)  # the plot takes the room left; the figures scroll when there is none
@@ -233,8 +235,12 @@ class AnswerPanel(QWidget):
                            f"(±ε = {req.eps:g}, δ = {req.delta:g})")
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
-        self.runner.start(lambda st: run_assessment(inputs, st.progress, st.cancelled), self.show_assessment,
+        self.runner.start(lambda st: run_assessment_with_claims(inputs, st.progress, st.cancelled), self._assessed,
                           label=f"assessing {req.id}")
+
+    def _assessed(self, result) -> None:
+        a, self._claim_statuses = result  # the watched claims' checks came with it, from the worker
+        self.show_assessment(a)
 
     # -- a max/argmax or posterior request: its kind's plan -----------------------------------------
     def _show_kind(self, kind: str) -> None:
@@ -342,26 +348,13 @@ class AnswerPanel(QWidget):
     def _show_claims(self, a) -> None:
         """Watched claims against this request: blocked (spend is off; the largest α that passes), touched
         (the risk it would spend) or untouched. Public inputs only, like the assessment."""
-        statuses = self.session.claim_statuses(a) if self.session.request(a.request.id).status == "pending" else []
-        checked = [s for s in statuses if s.check is not None]
-        self.claim_blocked = any(s.verdict == "declined" for s in checked)
-        self.claim_lines = []
-        for s in checked:
-            w, c = s.watched, s.check
-            if s.verdict == "declined":
-                best = (f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
-                        if s.largest_alpha is not None else "; no fresh answer passes")
-                self.claim_lines.append(f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would "
-                                        f"make Pr(claim) reach τ = {w.claim.threshold:g} with probability "
-                                        f"{c.risk:.3g}, over the risk left ({c.remaining:.3g}){best}. Answer from "
-                                        "history only (inference), counter-offer, or reject.")
-            elif s.verdict == "allowed":
-                self.claim_lines.append(f"Touches watched claim {w.id} ({w.claim.name}): spends risk {c.risk:.3g} "
-                                        f"of the {c.remaining:.3g} left.")
-        if checked and not self.claim_lines:
-            self.claim_lines.append(f"Watched claims: this request touches none of the {len(checked)}.")
+        given, self._claim_statuses = self._claim_statuses, None
+        if self.session.request(a.request.id).status != "pending":
+            statuses = []
+        else:
+            statuses = given if given is not None else self.session.claim_statuses(a)
+        self.claim_lines, self.claim_blocked, colour = claim_notes(statuses)
         self.claims_note.setText("\n".join(self.claim_lines))
-        colour = "#a8321f" if self.claim_blocked else "#8a5a00" if any(s.verdict == "allowed" for s in checked) else "#555"
         self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
         self.claims_note.setVisible(bool(self.claim_lines))
 

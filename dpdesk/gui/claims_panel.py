@@ -3,7 +3,8 @@ the selected claim, a small plot of Pr(claim) over the ledger marking the releas
 
 Add… opens :class:`~dpdesk.gui.claim_dialog.ClaimDialog` (also reached from Edit ▸ Watch a claim… and
 the budget heatmap's "Watch this cell…"); Remove records an ``unwatch`` entry after a confirmation.
-Everything shown is recomputed from the ledger (store/watch.py); nothing here reads the table.
+Everything shown is recomputed from the ledger (store/watch.py), off the GUI thread; nothing here reads
+the table.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dpdesk.gui import claim_dialog, dialogs
 from dpdesk.gui.models import RowsModel
 from dpdesk.gui.plots import pg
 from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.tasks import TaskRunner
 
 CLAIM_HEADERS = ("id", "claim", "Pr(claim) now", "τ", "risk left", "spent by (risk)", "one person: odds ×≤")
 
@@ -33,6 +35,29 @@ def claim_rows(statuses) -> list[tuple]:
     return out
 
 
+def claim_notes(statuses) -> tuple[list[str], bool, str]:
+    """What watched claims say of one request, for the answer panel: its lines, whether a claim blocks
+    the fresh answer, and the colour to show them in."""
+    checked = [s for s in statuses if s.check is not None]
+    lines = []
+    for s in checked:
+        w, c = s.watched, s.check
+        if s.verdict == "declined":
+            best = (f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
+                    if s.largest_alpha is not None else "; no fresh answer passes")
+            lines.append(f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would make Pr(claim) "
+                         f"reach τ = {w.claim.threshold:g} with probability {c.risk:.3g}, over the risk left "
+                         f"({c.remaining:.3g}){best}. Answer from history only (inference), counter-offer, or reject.")
+        elif s.verdict == "allowed":
+            lines.append(f"Touches watched claim {w.id} ({w.claim.name}): spends risk {c.risk:.3g} "
+                         f"of the {c.remaining:.3g} left.")
+    if checked and not lines:
+        lines.append(f"Watched claims: this request touches none of the {len(checked)}.")
+    blocked = any(s.verdict == "declined" for s in checked)
+    colour = "#a8321f" if blocked else "#8a5a00" if any(s.verdict == "allowed" for s in checked) else "#555"
+    return lines, blocked, colour
+
+
 class ClaimsPanel(QWidget):
     """Watched claims of one :class:`ProjectSession` (see the module docstring)."""
 
@@ -40,6 +65,8 @@ class ClaimsPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.statuses: list = []
+        self._trace: list = []  # Pr(claim) over the ledger of the claim the last job read
+        self.runner = TaskRunner(self)
         lay = QVBoxLayout(self)
         bar = QHBoxLayout()
         self.summary = QLabel("")
@@ -85,8 +112,16 @@ class ClaimsPanel(QWidget):
 
     # -- showing -------------------------------------------------------------------------------
     def reload(self) -> None:
+        """Recompute the claims off the GUI thread (nothing to do, and nothing started, without claims)."""
+        if not self.session.view().claims:
+            self.runner.cancel()
+            self._show(([], []))
+            return
+        self.runner.start(self.session.claims_job(self.selected_id()), self._show, label="reading watched claims")
+
+    def _show(self, result) -> None:
         keep = self.selected_id()
-        self.statuses = self.session.claim_statuses()
+        self.statuses, self._trace = result
         self.model.set_rows(claim_rows(self.statuses), [s.watched.id for s in self.statuses])
         self.table.resizeColumnsToContents()
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
@@ -113,7 +148,7 @@ class ClaimsPanel(QWidget):
             self.tau_line.setVisible(False)
             return
         w = self.statuses[row].watched
-        trace = self.session.claim_trace(w.id)
+        trace = self._trace if self._trace and self._trace[0][0] == w.added else self.session.claim_trace(w.id)
         xs = [seq for seq, p in trace if p is not None]
         ys = [p for _, p in trace if p is not None]
         self.curve.setData(xs, ys)

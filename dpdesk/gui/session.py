@@ -32,6 +32,7 @@ from dpdesk.store.release import Release
 from dpdesk.store.requesters import RequesterAccount, accounts, requester_of
 from dpdesk.store.requests import StoredRequest
 from dpdesk.store.view import LedgerView
+from dpdesk.store.watching import claim_statuses, claim_trace
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,13 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
     with inputs.view.assessing() as s:  # one assessment at a time extends and reads the factorisation
         return assess(s.history, inputs.request, inputs.settings, method=inputs.method, cell_costs=s.cell_costs,
                       head=s.head, schema=inputs.schema, releases=s.releases, progress=progress, cancelled=cancelled)
+
+
+def run_assessment_with_claims(inputs: AssessInputs, progress=None, cancelled=None) -> tuple[Assessment, list]:
+    """The assessment and every watched claim's check on it, both on the worker (public inputs only)."""
+    a = run_assessment(inputs, progress, cancelled)
+    prior = inputs.settings.prior
+    return a, claim_statuses(inputs.view, a, None if prior is None else float(prior.table_size))
 
 
 class ProjectSession(QObject):
@@ -258,11 +266,26 @@ class ProjectSession(QObject):
 
     # -- watched claims (store/watching.py) -------------------------------------------------------
     def claim_statuses(self, plan: Any = None) -> list:
-        """Each watched claim with Pr(C) now and, given a plan, its check (public inputs only)."""
+        """Each watched claim with Pr(C) now and, given a plan, its check (public inputs only; nothing to
+        do without claims; with claims, prefer :meth:`claims_job` off the GUI thread)."""
         return self.project.claim_statuses(plan)
 
     def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
-        return self.project.claim_trace(claim_id)
+        """Pr(claim) over the ledger (reads released values: for the curator's eyes)."""
+        return claim_trace(self.view(), claim_id)
+
+    def claims_job(self, claim_id: str | None) -> Callable[[Any], tuple[list, list]]:
+        """A task-runner job: the claims' statuses now and ``claim_id``'s Pr(claim) over the ledger. The
+        view is extended here, on the GUI thread; the job reads only the view."""
+        view, size = self.view(), self.project.table_size()
+
+        def job(state: Any = None) -> tuple[list, list]:
+            statuses = claim_statuses(view, None, size)
+            ids = [st.watched.id for st in statuses]
+            chosen = claim_id if claim_id in ids else (ids[0] if ids else None)
+            return statuses, ([] if chosen is None else claim_trace(view, chosen))
+
+        return job
 
     def watch(self, query: str, low: float | None, high: float | None, threshold: float, risk: float,
               name: str = "") -> Any:

@@ -26,7 +26,7 @@ from dpdesk.store import view as view_module
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
 
-__all__ = ["ClaimStatus", "Watching", "planned_rows"]
+__all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "planned_rows"]
 
 
 def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query, float, str]] | None:
@@ -115,53 +115,71 @@ class Watching:
 
     def claim_gate(self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None):
         """The gate ``release`` runs: ``(watched claim, check)`` for every claim watched in ``state``."""
-        return gate(state.claims, state.history, rows, charge=plan.charge, needs_data=plan.needs_data,
-                    structured=bool(state.structured), row_limit=view_module.HISTORY_ROW_LIMIT,
-                    table_size=self.table_size())
+        return _gate(state, plan, rows, self.table_size())
 
     def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
-        """Each watched claim's ``Pr(C)`` now and, given a plan, its check (public inputs only).
-
-        For a plan of another kind whose rows are known only after the draw, the check is None here; the
-        release path checks it after the draw, before anything is recorded.
-        """
-        with self.view().assessing() as s:
-            found = readings(s.claims, s.history, bool(s.structured))
-            odds = [_odds(s.cell_costs, w) for w in s.claims]
-            rows = None if plan is None or not s.claims else planned_rows(plan, self.schema.shape)
-            if rows is None:
-                return [ClaimStatus(w, r, odds_factor=f) for w, r, f in zip(s.claims, found, odds)]
-            out = []
-            for (w, chk), r, f in zip(self.claim_gate(s, plan, rows), found, odds):
-                best = None
-                if not chk.allowed and isinstance(plan, Assessment) and not s.structured:
-                    best = largest_alpha(s.history, w.claim, plan.request.query, float(plan.pricing.spend_alpha),
-                                         spent=w.spent, family=plan.pricing.noise.name, table_size=self.table_size())
-                out.append(ClaimStatus(w, r, chk, best, f))
-            return out
+        """Each watched claim's ``Pr(C)`` now and, given a plan, its check (public inputs only); see
+        :func:`claim_statuses`."""
+        return claim_statuses(self.view(), plan, self.table_size())
 
     def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
-        """``(entry seq, Pr(C) after it)`` from the claim's ``watch`` entry through every later release
-        whose rows joined the History (None: not estimable then). Reads released values: for the
-        curator's eyes (the panel's plot), never for a decision."""
-        view = self.view()
-        watched = next((w for w in view.claims if w.id == claim_id), None)
-        if watched is None:
-            raise RequestStateError(f"no watched claim {claim_id!r}")
-        history = History(self.schema.shape)
-        out: list[tuple[int, float | None]] = []
-        releases = [r for r in view.releases if r.in_history]
-        for r in releases:
-            if r.entry.seq > watched.added:
-                break
-            for row in r.contribution.rows:
-                history.append(HistoryRow(*row))
-        out.append((watched.added, read_claim(history, watched.claim).probability))
-        for r in releases:
-            if r.entry.seq <= watched.added:
-                continue
-            for row in r.contribution.rows:
-                history.append(HistoryRow(*row))
-            if r.contribution.rows:
-                out.append((r.entry.seq, read_claim(history, watched.claim).probability))
+        """See :func:`claim_trace`."""
+        return claim_trace(self.view(), claim_id)
+
+
+def _gate(state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None,
+          table_size: float | None):
+    return gate(state.claims, state.history, rows, charge=plan.charge, needs_data=plan.needs_data,
+                structured=bool(state.structured), row_limit=view_module.HISTORY_ROW_LIMIT, table_size=table_size)
+
+
+def claim_statuses(view: view_module.LedgerView, plan: ReleasePlan | None = None,
+                   table_size: float | None = None) -> list[ClaimStatus]:
+    """Each claim watched in ``view`` with ``Pr(C)`` now and, given a plan, its check (public inputs only).
+
+    Reads only the ledger view, so a worker thread may call it (the app does, beside its assessment).
+    For a plan of another kind whose rows are known only after the draw, the check is None here; the
+    release path checks it after the draw, before anything is recorded. No claims: no work at all.
+    """
+    if not view.claims:
+        return []
+    with view.assessing() as s:
+        found = readings(s.claims, s.history, bool(s.structured))
+        odds = [_odds(s.cell_costs, w) for w in s.claims]
+        rows = None if plan is None or not s.claims else planned_rows(plan, view.schema.shape)
+        if rows is None:
+            return [ClaimStatus(w, r, odds_factor=f) for w, r, f in zip(s.claims, found, odds)]
+        out = []
+        for (w, chk), r, f in zip(_gate(s, plan, rows, table_size), found, odds):
+            best = None
+            if not chk.allowed and isinstance(plan, Assessment) and not s.structured:
+                best = largest_alpha(s.history, w.claim, plan.request.query, float(plan.pricing.spend_alpha),
+                                     spent=w.spent, family=plan.pricing.noise.name, table_size=table_size)
+            out.append(ClaimStatus(w, r, chk, best, f))
         return out
+
+
+def claim_trace(view: view_module.LedgerView, claim_id: str) -> list[tuple[int, float | None]]:
+    """``(entry seq, Pr(C) after it)`` from the claim's ``watch`` entry through every later release
+    whose rows joined the History (None: not estimable then). Reads released values: for the
+    curator's eyes (the panel's plot), never for a decision."""
+    watched = next((w for w in view.claims if w.id == claim_id), None)
+    if watched is None:
+        raise RequestStateError(f"no watched claim {claim_id!r}")
+    history = History(view.schema.shape)
+    out: list[tuple[int, float | None]] = []
+    releases = [r for r in view.releases if r.in_history]
+    for r in releases:
+        if r.entry.seq > watched.added:
+            break
+        for row in r.contribution.rows:
+            history.append(HistoryRow(*row))
+    out.append((watched.added, read_claim(history, watched.claim).probability))
+    for r in releases:
+        if r.entry.seq <= watched.added:
+            continue
+        for row in r.contribution.rows:
+            history.append(HistoryRow(*row))
+        if r.contribution.rows:
+            out.append((r.entry.seq, read_claim(history, watched.claim).probability))
+    return out

@@ -54,6 +54,7 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(demo_window,
     monkeypatch.setattr(claim_dialog, "run_dialog", lambda d: fill(d, a.request.query.text))
     win.menu_actions["watch_claim"].trigger()
     assert page.lower.currentWidget() is page.claims
+    qtbot.waitUntil(lambda: len(page.claims.statuses) == 1, timeout=20000)  # read off the GUI thread
     (status,) = page.claims.statuses
     assert status.watched.id == "c1" and page.claims.model.rowCount() == 1
     assert win.session.ledger()[-1].kind == "watch"
@@ -82,7 +83,8 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(demo_window,
     # removing the claim (confirmed) unblocks the request, which then spends and releases
     page.claims.table.selectRow(0)
     qtbot.mouseClick(page.claims.remove_btn, Qt.MouseButton.LeftButton)
-    assert dialogs.confirms[-1][0] == "Stop watching a claim" and page.claims.statuses == []
+    assert dialogs.confirms[-1][0] == "Stop watching a claim"
+    qtbot.waitUntil(lambda: page.claims.statuses == [], timeout=20000)
     assert win.session.ledger()[-1].kind == "unwatch"
     wait_assessed(qtbot, win, rid)
     qtbot.waitUntil(lambda: page.answer.spend_btn.isEnabled(), timeout=20000)
@@ -113,6 +115,7 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     assert "Touches watched claim c1" in dialogs.confirms[-1][1]  # the confirmation repeats the warning
     wait_released(qtbot, win)
     assert win.session.request(a.request.id).status == "answered"
+    qtbot.waitUntil(lambda: bool(page.claims.statuses and page.claims.statuses[0].watched.touched), timeout=20000)
     assert page.claims.statuses[0].watched.touched[-1][0] == win.session.ledger()[-1].seq
     # the one-person DP bound on the claim's cells: e^(their largest cost) = e^α of the one release
     alpha = float(win.session.ledger()[-1].payload["alpha"])
