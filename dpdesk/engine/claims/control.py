@@ -290,7 +290,7 @@ def largest_alpha(
     steps: int = 24,
 ) -> float | None:
     """The largest α ≤ ``alpha`` (to a relative 10⁻³) at which a fresh answer to ``query`` passes
-    ``claim``; ``alpha`` itself when it passes, None when not even ``alpha``·10⁻⁶ does.
+    ``claim``; ``alpha`` itself when it passes, None when not even ``alpha``·10⁻³ does.
 
     Less α means more noise and a flatter posterior after the release, so the crossing risk falls with
     α; bisection on log α finds the boundary (public inputs only, like the check itself).
@@ -300,7 +300,9 @@ def largest_alpha(
 
     if ok(alpha):
         return float(alpha)
-    lo, hi = math.log(alpha) - math.log(1e6), math.log(alpha)
+    # no lower than alpha·10⁻³: far below it the noise dwarfs any count (and the exact lattice posterior
+    # of one discrete-Laplace term enumerates ~scale atoms: α·10⁻⁶ asked it for 9·10⁸)
+    lo, hi = math.log(alpha) - math.log(1e3), math.log(alpha)
     if not ok(math.exp(lo)):
         return None
     for _ in range(steps):
