@@ -118,3 +118,30 @@ def test_bandlimited_brackets_hold_the_exact_mass():
         assert got <= exact + 1e-12
         if half == 20.0:
             assert exact - got <= post.error_bound < 1e-3
+
+
+def test_a_very_wide_term_is_bracketed_without_listing_its_lattice():
+    # a release at a tiny α (noise scale 10⁶) next to a narrow one off its lattice: listing the wide
+    # term's atoms would take ~7·10⁷ lattice points (over a GB of arrays); the law is bracketed instead
+    import tracemalloc
+
+    coef, scales = np.array([0.6, 0.4]), np.array([1.0, 1e6])
+    tracemalloc.start()
+    try:
+        post = posterior(0.0, coef, scales, "discrete_laplace", align=2e5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6
+    assert post.method == "bandlimited"
+    # reference: the narrow term enumerated, the wide one through its closed-form distribution
+    v, w = _enumerate(coef[:1], scales[:1], reach=60)
+    p = np.exp(-1.0 / scales[1])
+
+    def cdf(x):  # Pr(0.4·K ≤ x) for discrete Laplace K of scale 10⁶
+        n = np.floor(x / coef[1] + 1e-12)
+        return np.where(n >= 0, 1 - p ** (n + 1) / (1 + p), p ** (-n) / (1 + p))
+
+    exact = float(np.dot(w, cdf(2e5 - v) - cdf(-2e5 - v - 1e-9)))
+    got = post.central_mass(2e5)
+    assert got <= exact + 1e-12 and exact - got <= post.error_bound < 1e-3

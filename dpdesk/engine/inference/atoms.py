@@ -25,6 +25,7 @@ __all__ = ["Atoms", "enumerate_atoms"]
 
 MAX_ATOMS = 1_000_000  # kept after merging (two float arrays: 16 MB)
 MAX_PAIRS = 6_000_000  # values formed in one combination step before merging
+MAX_GROUP = 4_000_000  # lattice points of one group (a wide term: its masses would not fit; 32 MB)
 FLOOR = 1e-17  # atoms lighter than this are dropped (their mass is counted in `missing`)
 
 
@@ -120,10 +121,16 @@ def _bincount(values: np.ndarray, weights: np.ndarray, h: float, half: int) -> n
     return np.bincount(idx[keep], weights=weights[keep], minlength=2 * half + 1)
 
 
+def _half_width(p: float, tail: float) -> int:
+    """The smallest ``n`` with ``Pr(|K| > n) = 2 p^(n+1) / (1 + p) ≤ tail``."""
+    if p <= 0:
+        return 0
+    return max(0, math.ceil(math.log(tail * (1 + p) / 2) / math.log(p) - 1))
+
+
 def _term(p: float, q: float, tail: float) -> tuple[np.ndarray, float]:
     """Masses of K on ``−n..n`` with ``Pr(|K| > n) ≤ tail``, and that dropped tail mass (exact)."""
-    # Pr(|K| > n) = 2 p^(n+1) / (1 + p)
-    n = 0 if p <= 0 else max(0, math.ceil(math.log(tail * (1 + p) / 2) / math.log(p) - 1))
+    n = _half_width(p, tail)
     k = np.arange(-n, n + 1)
     pmf = q / (1 + p) * p ** np.abs(k)
     return pmf, 2.0 * p ** (n + 1) / (1 + p)
@@ -141,17 +148,21 @@ def enumerate_atoms(comp: Components, tail: float, cancelled: Callable[[], bool]
     tol = 1e-12 * max(scale, float(comp.a.max()))
     # terms with one coefficient live on one lattice: add them there first (exactly)
     order = np.argsort(comp.a, kind="stable")
-    terms = [(float(comp.a[i]), *_term(float(comp.p[i]), float(comp.q[i]), tail)) for i in order]
-    # the groups' sizes first: unless the coefficients are commensurate, a long list cannot fit (give up
-    # before convolving anything: wide terms sharing a coefficient would be slow to add)
+    # the groups' sizes first, from the terms' widths alone: unless the coefficients are commensurate a
+    # long list cannot fit, and a wide term (a small α) cannot even be listed on its own lattice — give up
+    # before any array is formed (the caller brackets the law instead)
     sizes: list[int] = []
-    for k, (a, pmf, _) in enumerate(terms):
-        if k and abs(terms[k - 1][0] - a) <= 1e-12 * a:
-            sizes[-1] += pmf.size - 1
+    previous = None
+    for i in order:
+        a, width = float(comp.a[i]), 2 * _half_width(float(comp.p[i]), tail) + 1
+        if previous is not None and abs(previous - a) <= 1e-12 * a:
+            sizes[-1] += width - 1
         else:
-            sizes.append(pmf.size)
-    if math.prod(sizes) > 20 * MAX_PAIRS:
+            sizes.append(width)
+        previous = a
+    if max(sizes) > MAX_GROUP or math.prod(sizes) > 20 * MAX_PAIRS:
         return None
+    terms = [(float(comp.a[i]), *_term(float(comp.p[i]), float(comp.q[i]), tail)) for i in order]
     groups: list[tuple[float, np.ndarray]] = []
     missing = 0.0
     for a, pmf, lost in terms:
