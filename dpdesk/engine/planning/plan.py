@@ -1,0 +1,133 @@
+"""The values a batch plan is made of: measurements, each request's outcome, the plan itself.
+
+All are frozen and public: they are computed from the requests, their (ε, δ), the released history,
+the per-cell costs and the curator's settings — never from the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpdesk.engine.answering.request import Request
+from dpdesk.engine.errors import BudgetError
+from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.mechanisms.registry import noise_family
+from dpdesk.engine.queries.query import Query
+
+__all__ = ["BatchPlan", "Candidate", "Measurement", "PlannedRequest", "STATUSES"]
+
+# answerable: history already meets (ε, δ); planned: answerable once the plan is released;
+# uncovered: the budget (or the spend policy) does not cover it in this plan
+STATUSES = ("answerable", "planned", "uncovered")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One fresh noisy answer the plan releases: ``query`` at budget ``alpha`` with ``family`` noise."""
+
+    query: Query
+    alpha: float
+    family: str
+
+    @property
+    def charge(self) -> Charge:
+        """Its per-cell charge ``α|Q_j|/S`` (paper Thm 5.4)."""
+        return noise_family(self.family).charge_for(self.query, self.alpha)
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request of the batch and what the plan does for it."""
+
+    request: Request
+    status: str                      # one of STATUSES
+    alone: float | None              # system-cost increase if answered alone now (today's rules); None: refused alone
+    confidence: float | None         # after the plan: history's confidence at ±ε (engine posterior, less its error bound)
+    offer_eps: float | None = None   # uncovered: narrowest ±ε a fresh answer at its δ could still get after the plan
+    free_eps: float | None = None    # uncovered: ±ε history alone gives at its δ after the plan (free)
+    reason: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.request
+        return {"id": r.id, "status": self.status, "eps": r.eps, "delta": r.delta, "alone": self.alone,
+                "confidence": self.confidence, "offer_eps": self.offer_eps, "free_eps": self.free_eps,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One strategy the planner tried: how many requests it makes answerable and at what system cost."""
+
+    name: str
+    answered: int
+    system_cost_after: float
+    rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "answered": self.answered, "system_cost_after": self.system_cost_after,
+                "rows": self.rows}
+
+
+@dataclass(frozen=True, eq=False)
+class BatchPlan:
+    """The chosen plan: measurements to release, then every *planned* request is answered from history."""
+
+    strategy: str
+    measurements: tuple[Measurement, ...]
+    requests: tuple[PlannedRequest, ...]
+    total_budget: float
+    system_cost: float               # before the plan
+    system_cost_after: float
+    one_by_one: Candidate            # today's rules, request after request (the fallback)
+    candidates: tuple[Candidate, ...]
+    cell_costs_after: np.ndarray     # read-only
+    elapsed_ms: float = 0.0
+
+    @property
+    def charge(self) -> Charge:
+        """The plan's total per-cell charge (the sum of its measurements')."""
+        terms: list[ChargeTerm] = []
+        for m in self.measurements:
+            terms.extend(m.charge.terms)
+        return Charge(tuple(terms))
+
+    @property
+    def increase(self) -> float:
+        return self.system_cost_after - self.system_cost
+
+    def ids(self, status: str) -> tuple[str, ...]:
+        return tuple(p.id for p in self.requests if p.status == status)
+
+    @property
+    def answered(self) -> int:
+        """Requests answerable after the plan (already answerable ones included)."""
+        return sum(p.status != "uncovered" for p in self.requests)
+
+    def check_affordable(self, cell_costs: np.ndarray, total: float) -> None:
+        """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell."""
+        after = np.asarray(cell_costs, dtype=float) + self.charge.dense(np.asarray(cell_costs).size)
+        if after.size and float(after.max()) > total * (1 + 1e-12):
+            raise BudgetError(f"the batch plan would raise cell #{int(after.argmax())}'s cost to "
+                              f"{float(after.max()):.6g}, over the total budget {total:g}; nothing was released")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "measurements": [{"query": m.query.to_json(), "alpha": m.alpha, "family": m.family}
+                             for m in self.measurements],
+            "requests": [p.to_json() for p in self.requests],
+            "total_budget": self.total_budget,
+            "system_cost": self.system_cost,
+            "system_cost_after": self.system_cost_after,
+            "answered": self.answered,
+            "one_by_one": self.one_by_one.to_json(),
+            "candidates": [c.to_json() for c in self.candidates],
+            "elapsed_ms": self.elapsed_ms,
+        }

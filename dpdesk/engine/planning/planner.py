@@ -1,0 +1,390 @@
+"""Plan the release for a batch of pending requests: the cheapest measurements after which every request
+of the batch that the budget can cover is answerable from history at its own (ε, δ).
+
+For each candidate :class:`~dpdesk.engine.planning.strategies.Strategy` (rows with relative budgets, so
+that releasing them at scale ``t`` raises cell ``j``'s cost by ``t·P_j``):
+
+1. *search* — for each request, the BLUE from the strategy's rows alone at ``t = 1`` and its exact
+   posterior; scaling every row's budget by ``t`` divides every noise scale by ``t``, so the request is
+   met from ``t_i = w_i / ε_i`` on, with ``w_i`` its narrowest ``1 − δ_i`` half-width at ``t = 1``
+   (exact for continuous Laplace noise; the check below settles the rest);
+2. *choose ``t``* — the largest ``t`` the hard total allows (and, under a spend policy, at most ``cap``
+   of it, at least ``floor``: the batch is paced like one purchase) covers every request with
+   ``t_i ≤ t``; ``t`` is the largest such ``t_i``: no more than needed;
+3. *check* — the history as it would be after the release (the released rows plus the strategy's at
+   ``t``) is asked, request by request, whether it meets (ε, δ) with the engine's own test
+   (:func:`~dpdesk.engine.answering.workflow.answerable`, the exact posterior less its error bound).
+   Only requests that pass are *planned*.
+
+The same check is made for answering the batch one by one under today's rules (Fig. 4 with fusion and
+the spend policy, in queue order): that is a candidate too, so the chosen plan — most requests answered,
+then the smallest system cost — is never worse than one by one. Everything is public: the requests,
+their (ε, δ), the history's rows (their queries and budgets; not their values), the per-cell costs and
+the settings. No released value and no data is read.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import numpy as np
+
+from dpdesk.engine.answering.request import Request, Settings
+from dpdesk.engine.answering.workflow import answerable, assess, infer
+from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
+from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest
+from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
+from dpdesk.engine.queries.query import Query
+from dpdesk.engine.budget.policy import headroom
+
+__all__ = ["plan_batch", "narrowest_eps"]
+
+_BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted request short
+_EXACT = 2  # strategies given the exact check (the most promising by the search)
+
+
+def narrowest_eps(family: Any, sensitivity: float, delta: float, room: float) -> tuple[float | None, float]:
+    """The narrowest ±ε a fresh answer at ``delta`` can meet with at most ``room`` budget, and its α."""
+    noise = noise_family(family)
+    if not (room > 1e-9 and math.isfinite(room)):
+        return None, 0.0
+    lo, hi = 1e-9, 1.0
+    while noise.alpha_for(sensitivity, hi, delta) > room:
+        hi *= 4.0
+        if hi > 1e15:  # no useful ±ε fits in what is left
+            return None, 0.0
+    for _ in range(80):  # α needed falls as ε widens: bisection on a monotone map
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if noise.alpha_for(sensitivity, mid, delta) <= room else (mid, hi)
+    return hi, noise.alpha_for(sensitivity, hi, delta)
+
+
+class _Checker:
+    """Asks a would-be history whether each request meets its (ε, δ) (the engine's exact test)."""
+
+    def __init__(self, base: History, method: str, releases: Sequence[tuple[int, Any]],
+                 cancelled: Callable[[], bool] | None) -> None:
+        self.base, self.method, self.releases, self.cancelled = base, method, releases, cancelled
+
+    def history_with(self, rows: Sequence[Measurement]) -> History:
+        h = History(self.base.shape, rows=list(self.base.rows))
+        for m in rows:  # the values are not known (nor needed): the decision reads no released value
+            h.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+        return h
+
+    def confidences(self, history: History, requests: Sequence[Request]) -> list[float | None]:
+        out: list[float | None] = []
+        for r in requests:
+            if self.cancelled is not None and self.cancelled():
+                raise Cancelled("batch planning cancelled")
+            inf = infer(history, r, method=self.method, releases=self.releases)
+            ok = answerable(inf, r)
+            out.append(inf.confidence_at_eps - inf.error_bound if ok and inf.confidence_at_eps is not None else None)
+        return out
+
+
+def _kappa(delta: float) -> float:
+    """A safe ratio of the narrowest ``1 − δ`` half-width to the standard deviation for the search.
+
+    One Laplace term has ``w/σ = ln(1/δ)/√2``; many terms tend to the normal's ``z_{1−δ/2}``; the search
+    takes the larger (the exact check then settles every request with the engine's posterior).
+    """
+    z = math.sqrt(2.0) * _erfinv(1.0 - delta)
+    return max(z, math.log(1.0 / delta) / math.sqrt(2.0))
+
+
+def _erfinv(y: float) -> float:
+    lo, hi = 0.0, 10.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if math.erf(mid) < y else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def _dense(queries: Sequence[Query], cols: np.ndarray) -> np.ndarray:
+    """The queries' coefficients on the cells ``cols`` (sorted), one row each."""
+    out = np.zeros((len(queries), cols.size))
+    for i, q in enumerate(queries):
+        idx, vals = q.sparse()
+        out[i, np.searchsorted(cols, idx)] = vals
+    return out
+
+
+def _deviations(rows: np.ndarray, precision: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The BLUE's standard deviation of each target (rows of ``targets``) from the measured ``rows`` whose
+    noise scales are ``1/precision`` (Laplace noise: variance 2b²); inf where the rows cannot estimate it.
+    Everything is over the same columns (the cells involved)."""
+    z = rows * precision[:, None]
+    _u, sv, vt = np.linalg.svd(z, full_matrices=False)
+    keep = sv > sv.max() * 1e-10
+    sv, vt = sv[keep], vt[keep]
+    coord = targets @ vt.T
+    resid = np.linalg.norm(targets - coord @ vt, axis=1)
+    sd = np.sqrt(2.0 * np.sum((coord / sv) ** 2, axis=1))
+    sd[resid > 1e-8 * np.maximum(1.0, np.linalg.norm(targets, axis=1))] = np.inf
+    return sd
+
+
+def _needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray:
+    """``t_i`` per request for the strategy's rows alone (inf where the rows cannot estimate it).
+
+    At scale ``t`` row ``i``'s noise scale is ``S_i/(t·w_i)``: the BLUE's standard deviation falls as
+    ``1/t``, so request ``i`` is met (by the search's reckoning) from ``t_i = κ(δ_i)·σ_i(1)/ε_i`` on.
+    """
+    cols = np.unique(np.concatenate([q.sparse()[0] for q in strategy.rows]))
+    inside = np.zeros(strategy.profile.size, dtype=bool)
+    inside[cols] = True
+    ok = np.array([bool(inside[r.query.sparse()[0]].all()) for r in requests])
+    out = np.full(len(requests), np.inf)
+    if not ok.any():
+        return out
+    sens = np.array([q.sensitivity for q in strategy.rows])
+    sub = [r for r, k in zip(requests, ok) if k]
+    sd = _deviations(_dense(strategy.rows, cols), strategy.weights / sens, _dense([r.query for r in sub], cols))
+    out[ok] = np.array([_kappa(r.delta) for r in sub]) * sd / np.array([r.eps for r in sub])
+    return out
+
+
+def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: Callable, rounds: int = 12):
+    """The requests' own queries with jointly chosen α's: each row's α follows its request's slack until
+    every targeted request is just met; while the plan does not fit, the dearest requests on the cells
+    that overflow make way."""
+    qs = [r.query for r in pending]
+    cols = np.unique(np.concatenate([q.sparse()[0] for q in qs]))
+    mat = _dense(qs, cols)
+    share = np.abs(mat) / np.array([q.sensitivity for q in qs])[:, None]  # charge per unit α, per cell
+    sens = np.array([q.sensitivity for q in qs])
+    alpha = np.array([fam(q).alpha_for(q.sensitivity, r.eps, r.delta) for q, r in zip(qs, pending)])
+    kappa = np.array([_kappa(r.delta) for r in pending])
+    eps = np.array([r.eps for r in pending])
+    policy = settings.policy
+    cap = 1.0 if policy is None else policy.cap
+    limit = cap * np.maximum(room[cols], 0.0) * (1 - 1e-9)
+    keep = np.ones(len(pending), dtype=bool)
+    while keep.any():
+        idx = np.flatnonzero(keep)
+        for _ in range(rounds):
+            ratio = kappa[idx] * _deviations(mat[idx], alpha[idx] / sens[idx], mat[idx]) / eps[idx]
+            if not np.all(np.isfinite(ratio)) or np.all(np.abs(ratio - 1.0) < 0.01):
+                break
+            alpha[idx] = alpha[idx] * np.clip(ratio, 0.1, 10.0) ** 0.7
+        prof = alpha[idx] @ share[idx]
+        over = prof > limit
+        if not over.any():
+            live = idx[alpha[idx] > 1e-6 * alpha[idx].max()]  # rows the others make redundant are left out
+            s = Strategy.build("requests (joint α)", [qs[i] for i in live], alpha[live])
+            target = keep.copy()
+            used = s.profile > 0
+            t_lim = float(np.min(cap * np.maximum(room[used], 0.0) / s.profile[used])) * (1 - 1e-9)
+            return s, float(prof.max()), target, float(np.max(prof - room[cols])), t_lim
+        # on the cell that overflows most, drop the dearest requests until it would fit
+        c = int(np.argmax(prof / np.maximum(limit, 1e-300)))
+        load = alpha[idx] * share[idx][:, c]
+        need = prof[c] - limit[c]
+        dropped = 0
+        for k in np.argsort(-load):
+            if need <= 0 or not load[k] > 0:
+                break
+            keep[idx[k]] = False
+            need -= load[k]
+            dropped += 1
+        if not dropped:  # nothing on that cell to give way (cannot happen with finite α): stop
+            return None
+    return None
+
+
+def plan_batch(
+    history: History,
+    requests: Sequence[Request],
+    settings: Settings | float,
+    *,
+    cell_costs: np.ndarray | None = None,
+    family: Any = None,
+    ordered: Sequence[bool] | None = None,
+    method: str = "fft",
+    releases: Sequence[tuple[int, Any]] = (),
+    strategies: Sequence[Strategy] | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> BatchPlan:
+    """Plan the release that answers the most of ``requests`` at the smallest rise of the system cost.
+
+    Parameters
+    ----------
+    history, cell_costs
+        What has been released (rows: queries and budgets) and the ledger's per-cell costs (default:
+        the history's own).
+    requests
+        The batch, in queue order (one-by-one answering follows it); each with its own (ε, δ).
+    settings
+        The curator's rules (total budget, spend policy, fusion); a number is the total budget.
+    family
+        Noise family of the measurements (default: the registry's preferred family for each row).
+    ordered
+        Per axis, whether its positions are ordered (numeric bins): range trees are tried on those.
+    method
+        Posterior method of the exact check (``mc`` is replaced by ``fft``: a plan must be reproducible).
+    strategies
+        Candidate strategies (default: :func:`~dpdesk.engine.planning.strategies.candidate_strategies`).
+
+    Returns
+    -------
+    BatchPlan
+        Measurements (possibly none), each request's status, the candidates tried and the one-by-one
+        fallback. Nothing is drawn and no data is read.
+    """
+    t0 = time.perf_counter()
+    if not isinstance(settings, Settings):
+        settings = Settings(settings)
+    check_method(method)
+    method = "fft" if method == "mc" else method
+    if not requests:
+        raise DpdeskError("a batch plan needs at least one pending request")
+    ids = [r.id for r in requests]
+    if len(set(ids)) != len(ids):
+        raise DpdeskError("a batch lists request " + repr(next(i for i in ids if ids.count(i) > 1)) + " twice")
+    shape = history.shape
+    costs0 = np.asarray(history.cell_costs if cell_costs is None else cell_costs, dtype=float)
+    total = settings.total_budget
+    sys0 = float(costs0.max()) if costs0.size else 0.0
+    report = progress or (lambda f: None)
+
+    def fam(q):
+        return noise_family(family) if family is not None else family_for(q)
+
+    # alone: each request against today's history (today's rules)
+    alone: list[float | None] = []
+    now_ok: list[bool] = []
+    for k, r in enumerate(requests):
+        if cancelled is not None and cancelled():
+            raise Cancelled("batch planning cancelled")
+        a = assess(history, r, settings, cell_costs=costs0, method=method, family=family, releases=releases)
+        now_ok.append(a.decision == "infer")
+        alone.append(0.0 if a.decision == "infer" else
+                     (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None))
+        report(0.25 * (k + 1) / len(requests))
+    pending = [r for r, ok in zip(requests, now_ok) if not ok]
+    checker = _Checker(history, method, releases, cancelled)
+
+    results: list[tuple[str, list[Measurement], list[float | None]]] = []
+    # today's rules, request after request (placeholder values: decisions do not read them)
+    seq_hist = History(shape, rows=list(history.rows))
+    seq_costs = costs0.copy()
+    seq_rows: list[Measurement] = []
+    for r in pending:
+        a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases)
+        if a.decision == "spend":
+            m = Measurement(r.query, float(a.spend_alpha), a.noise.name)
+            seq_rows.append(m)
+            seq_hist.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+            seq_costs = seq_costs + m.charge.dense(seq_costs.size)
+    results.append(("one by one", seq_rows, checker.confidences(seq_hist, pending)))
+    report(0.6)
+
+    if pending:
+        if strategies is None:
+            weights = [fam(r.query).alpha_for(r.query.sensitivity, r.eps, r.delta) for r in pending]
+            strategies = candidate_strategies([r.query for r in pending], weights, ordered=ordered)
+        room = total - costs0
+        guesses = [g for g in (_predict(s, pending, room, settings) for s in strategies) if g is not None]
+        joint = _joint(pending, room, settings, fam)
+        if joint is not None:
+            guesses.append(joint)
+        # the exact check (a history rebuilt with the rows, every request's exact posterior) for the
+        # two most promising strategies by the search's reckoning
+        guesses.sort(key=lambda g: (-int(g[2].sum()), g[3]))
+        for k, (s, t, target, _cost, t_lim) in enumerate(guesses[:_EXACT]):
+            results.append((s.name, *_exact(s, t, target, t_lim, pending, checker, fam)))
+            report(0.6 + 0.4 * (k + 1) / min(_EXACT, len(guesses)))
+
+    def score(res):
+        name, rows, conf = res
+        after = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+        return sum(c is not None for c in conf), -(float(after.max()) if after.size else 0.0), after
+
+    scored = [(score(res), res) for res in results]
+    cands = tuple(Candidate(res[0], sc[0], -sc[1], len(res[1])) for sc, res in scored)
+    (best_n, best_neg, after), (name, rows, conf) = max(scored, key=lambda x: (x[0][0], x[0][1], x[1][0] == "one by one"))
+    if best_n == 0:
+        name, rows, after = "none", [], costs0.copy()
+    final = checker.history_with(rows)
+    by_id = {r.id: c for r, c in zip(pending, conf)} if best_n else {}
+    out: list[PlannedRequest] = []
+    for r, ok, al in zip(requests, now_ok, alone):
+        if ok:
+            out.append(PlannedRequest(r, "answerable", al, None, reason="answerable from history now (costs 0)"))
+            continue
+        c = by_id.get(r.id)
+        if c is not None:
+            out.append(PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})"))
+            continue
+        out.append(_uncovered(r, al, final, after, total, fam, method, releases))
+    after.setflags(write=False)
+    return BatchPlan(name, tuple(rows), tuple(out), total, sys0, float(after.max()) if after.size else 0.0,
+                     cands[0], cands, after, (time.perf_counter() - t0) * 1000.0)
+
+
+def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings):
+    """The search's pick for a strategy: ``(s, t, targeted requests, system-cost rise, t limit)`` or None."""
+    used = s.profile > 0
+    if not used.any():
+        return None
+    t_max = float(np.min(np.maximum(room[used], 0.0) / s.profile[used]))
+    policy = settings.policy
+    t_lim = t_max * (1.0 - 1e-9) if policy is None else policy.cap * t_max * (1.0 - 1e-9)
+    t_floor = 0.0 if policy is None else policy.floor * t_max * (1.0 - 1e-9)
+    need = _needed_scales(s, pending)
+    target = need <= t_lim
+    if not target.any() or t_lim <= 0:
+        return None
+    t = min(max(float(need[target].max()), t_floor), t_lim)
+    return s, t, target, float(np.max(-room + t * s.profile)), t_lim
+
+
+def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Sequence[Request], checker: _Checker,
+           fam: Callable) -> tuple[list[Measurement], list]:
+    """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
+    check, lowered once while none does) and the exact check's confidences."""
+    def at(scale: float):
+        rows = [Measurement(q, float(w) * scale, fam(q).name) for q, w in zip(s.rows, s.weights)]
+        conf = checker.confidences(checker.history_with(rows), pending)
+        return rows, conf, np.array([c is not None for c in conf])
+
+    rows, conf, got = at(t)
+    for _ in range(_BUMPS):
+        if got[target].all() or t >= t_lim:
+            break
+        t = min(t * 1.03, t_lim)
+        r2, c2, g2 = at(t)
+        if g2.sum() >= got.sum():
+            rows, conf, got = r2, c2, g2
+    if got[target].all():
+        # the search's κ is conservative: try once a little lower, keep it if it answers as many
+        r2, c2, g2 = at(t * 0.92)
+        if g2.sum() >= got.sum():
+            rows, conf = r2, c2
+    return rows, conf
+
+
+def _uncovered(r: Request, alone: float | None, final: History, after: np.ndarray, total: float, fam: Callable,
+               method: str, releases: Sequence[tuple[int, Any]]) -> PlannedRequest:
+    """An uncovered request with its counter-offer: the narrowest ±ε still affordable, and history's free ±ε."""
+    noise = fam(r.query)
+    room, _ = headroom(r.query, after, total)
+    offer, _alpha = narrowest_eps(noise, r.query.sensitivity, r.delta, room)
+    free = None
+    inf = infer(final, r, method=method, releases=releases)
+    if inf.posterior is not None:
+        try:
+            free = float(inf.posterior.interval(r.delta).high - inf.posterior.center)
+        except DpdeskError:
+            free = None
+    why = ("the budget left cannot cover it" if offer is None else
+           f"not covered: ±{offer:.4g} at δ = {r.delta:g} is the narrowest the budget left could give")
+    return PlannedRequest(r, "uncovered", alone, None, offer, free, why)

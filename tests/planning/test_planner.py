@@ -1,0 +1,127 @@
+"""Batch plans: answerable after release (engine posterior), within the total, never worse than one by one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpdesk.engine.answering.fresh import true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.cube import Cube
+from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.planning import plan_batch
+from dpdesk.engine.queries.query import query_from_vector
+from dpdesk.engine.schema import Schema
+
+N = 16
+SCHEMA = Schema.from_dict({"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]})
+CUBE = Cube(SCHEMA, np.random.default_rng(3).integers(0, 80, N))
+
+
+def _range(lo: int, hi: int):
+    v = np.zeros(N)
+    v[lo:hi] = 1.0
+    return query_from_vector(v, (N,))
+
+
+def _batch(seed: int, k: int, eps2=(4.0, 60.0), delta=0.2) -> list[Request]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(k):
+        lo = int(rng.integers(0, N - 1))
+        hi = int(rng.integers(lo + 1, min(N, lo + 6) + 1))
+        out.append(Request(f"r{i}", _range(lo, hi), float(rng.uniform(*eps2)) / 2, delta))
+    return out
+
+
+def _released(history: History, plan, seed: int) -> History:
+    """The history after the plan's measurements are released (simulation noise on the true counts)."""
+    h = History(history.shape, rows=list(history.rows))
+    sampler = SeededSampler(seed)
+    for m in plan.measurements:
+        y = true_answer(m.query, CUBE) + sampler.draw(m.family, m.query.sensitivity / m.alpha)
+        h.append(HistoryRow(m.query, m.alpha, y, m.family))
+    return h
+
+
+@pytest.mark.parametrize("total, policy", [(1.0, None), (0.15, None), (0.3, SpendPolicy(floor=0.05, cap=0.5))])
+def test_every_planned_request_is_answerable_after_release_and_the_total_holds(total, policy):
+    settings = Settings(total, policy=policy)
+    reqs = _batch(1, 14)
+    plan = plan_batch(History((N,)), reqs, settings)
+    planned = plan.ids("planned")
+    assert planned, "the batch should cover some requests"
+    # the total: the plan's own charges on top of the costs it started from
+    after = plan.charge.dense(N)
+    assert after.max() <= total * (1 + 1e-9)
+    assert np.allclose(after, plan.cell_costs_after)
+    hist = _released(History((N,)), plan, seed=7)
+    for p in plan.requests:
+        a = assess(hist, p.request, settings, cell_costs=after)
+        if p.status == "planned":
+            assert a.decision == "infer", (p.id, a.reason)
+        elif p.status == "uncovered":
+            assert p.offer_eps is None or p.offer_eps > 0
+
+
+def test_never_worse_than_one_by_one_and_better_when_requests_overlap():
+    # many overlapping ranges, a budget that one-by-one answering runs out of
+    reqs = _batch(5, 24, eps2=(6.0, 40.0))
+    plan = plan_batch(History((N,)), reqs, Settings(0.2))
+    obo = plan.one_by_one
+    assert plan.answered >= obo.answered
+    if plan.answered == obo.answered:
+        assert plan.system_cost_after <= obo.system_cost_after + 1e-12
+    assert plan.answered > obo.answered, [c.to_json() for c in plan.candidates]
+    assert plan.strategy != "one by one"
+
+
+def test_with_history_and_policy_the_plan_is_still_no_worse():
+    rng = np.random.default_rng(2)
+    hist = History((N,))
+    for lo in range(0, N, 4):  # a released row per block of 4 cells
+        q = _range(lo, lo + 4)
+        hist.append(HistoryRow(q, 0.05, true_answer(q, CUBE) + rng.laplace(0, 20), "laplace"))
+    settings = Settings(0.4, policy=SpendPolicy(floor=0.0, cap=0.6))
+    reqs = _batch(9, 8)
+    plan = plan_batch(hist, reqs, settings)
+    assert plan.answered >= plan.one_by_one.answered
+    assert plan.cell_costs_after.max() <= 0.4 * (1 + 1e-9)
+    released = _released(hist, plan, seed=3)
+    for p in plan.requests:
+        if p.status != "uncovered":
+            assert assess(released, p.request, settings, cell_costs=plan.cell_costs_after).decision == "infer"
+
+
+def test_request_answerable_now_costs_nothing_and_an_empty_budget_plans_nothing():
+    q = _range(0, 4)
+    hist = History((N,), rows=[HistoryRow(q, 0.5, 100.0, "laplace")])
+    easy = Request("easy", q, 40.0, 0.2)  # history's ±40 at 80 % already holds
+    hard = Request("hard", _range(2, 9), 1.0, 0.2)
+    plan = plan_batch(hist, [easy, hard], Settings(0.5))  # every touched... cells 0–3 are spent
+    status = {p.id: p.status for p in plan.requests}
+    assert status["easy"] == "answerable"
+    assert status["hard"] == "uncovered"
+    assert plan.measurements == ()
+    hard_row = next(p for p in plan.requests if p.id == "hard")
+    assert hard_row.offer_eps is None and "cannot cover" in hard_row.reason
+
+
+def test_affordability_is_checked_against_costs_that_moved():
+    reqs = _batch(4, 8)
+    plan = plan_batch(History((N,)), reqs, Settings(0.3))
+    plan.check_affordable(np.zeros(N), 0.3)  # as planned: fits
+    moved = np.full(N, 0.25)
+    with pytest.raises(BudgetError, match="over the total budget"):
+        plan.check_affordable(moved, 0.3)
+
+
+def test_bad_batches_are_refused_in_one_line():
+    r = Request("a", _range(0, 2), 5.0, 0.2)
+    with pytest.raises(DpdeskError, match="at least one"):
+        plan_batch(History((N,)), [], Settings(1.0))
+    with pytest.raises(DpdeskError, match="twice"):
+        plan_batch(History((N,)), [r, r], Settings(1.0))
