@@ -24,7 +24,7 @@ from dpdesk import __version__
 from dpdesk.engine.errors import DpdeskError
 
 # Subcommand modules in dpdesk.commands, in the order they appear in --help.
-COMMAND_MODULES = ("assess", "project", "requests", "watch", "answer", "release", "synth", "verify", "export", "cube")
+COMMAND_MODULES = ("assess", "project", "requests", "watch", "answer", "release", "batch", "synth", "verify", "export", "cube")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -59,7 +59,7 @@ def test_registry_is_the_one_table():
     assert [f.name for f in NOISE_FAMILIES] == ["discrete_laplace", "laplace"]
     assert noise_family("laplace") is LAPLACE and noise_family(DISCRETE_LAPLACE) is DISCRETE_LAPLACE
     assert mechanism("inference").kind == "inferred" and set(kinds()) == {"fresh", "inferred", "posterior", "partition", "selection",
-                                                                                  "estimate", "synthetic"}
+                                                                                  "estimate", "synthetic", "measurement"}
     assert all(MECHANISMS[name].name == name for name in MECHANISMS)
     assert family_for(query_from_vector([1, 2, 0], (3,))) is DISCRETE_LAPLACE
     assert family_for(query_from_vector([0.5, 2, 0], (3,))) is LAPLACE

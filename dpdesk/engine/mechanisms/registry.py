@@ -13,6 +13,7 @@ from typing import Mapping
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.base import Mechanism
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE, NoiseMechanism
+from dpdesk.engine.mechanisms.measurement import MEASUREMENTS
 from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.mechanisms.posterior import POSTERIOR_MECHANISMS
 from dpdesk.engine.mechanisms.postprocessing import INFERENCE, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE
@@ -30,6 +31,7 @@ NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE)
 # Every mechanism a ledger entry may name, by the name it records.
 MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in (
     *NOISE_FAMILIES, INFERENCE, *POSTERIOR_MECHANISMS, PARTITION, REPORT_NOISY_MAX, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE,
+    *MEASUREMENTS.values(),
 )}
 
 # Posterior methods (paper §4), the default first, with what the curator is told about each.

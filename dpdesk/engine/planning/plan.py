@@ -13,6 +13,7 @@ import numpy as np
 
 from dpdesk.engine.answering.request import Request
 from dpdesk.engine.errors import BudgetError
+from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query
@@ -89,6 +90,7 @@ class BatchPlan:
     candidates: tuple[Candidate, ...]
     cell_costs_after: np.ndarray     # read-only
     elapsed_ms: float = 0.0
+    basis: Basis = Basis()           # the ledger head and settings it was planned at (set by the store)
 
     @property
     def charge(self) -> Charge:

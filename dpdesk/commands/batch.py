@@ -1,0 +1,113 @@
+"""``dpdesk batch plan|answer``: plan the pending requests together, then answer them from one release.
+
+``plan`` shows the batch plan — the strategy chosen, its measurements, each request's cost alone (today's
+rules) against the batch's, the system cost before and after, and for each request the budget cannot
+cover the narrowest ±ε it could still get (a counter-offer) — and spends nothing. ``answer`` shows the
+same plan, asks for confirmation on stdin unless ``--yes`` (end of input counts as "no"), releases the
+measurements (one ledger entry each, recorded before anything is shown) and answers every covered
+request from history. ``--requests q1,q2,…`` picks requests; ``--pending`` (the default) takes every
+pending count request. Exit codes: 0 done, 1 nothing released (not confirmed, stale plan, over the
+budget), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("batch", help="plan and answer several pending requests from one release",
+                              description="Plan the pending requests together (matrix-mechanism strategies).")
+    sub = p.add_subparsers(dest="batch_command", metavar="ACTION", parser_class=type(p))
+    for name, text in (("plan", "show the batch plan (spends nothing)"),
+                       ("answer", "release the batch plan and answer the requests it covers")):
+        a = sub.add_parser(name, help=text)
+        a.add_argument("path", metavar="PATH")
+        which = a.add_mutually_exclusive_group()
+        which.add_argument("--requests", metavar="IDS", help="comma-separated request ids (in this order)")
+        which.add_argument("--pending", action="store_true", help="every pending count request (default)")
+        a.add_argument("--json", action="store_true", help="print one JSON object")
+        if name == "answer":
+            a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=run, _parser=p)
+
+
+def _ids(args: argparse.Namespace) -> list[str] | None:
+    if not args.requests:
+        return None
+    ids = [t.strip() for t in args.requests.split(",") if t.strip()]
+    if not ids:
+        from dpdesk.engine.errors import DpdeskError
+
+        raise DpdeskError("--requests: give at least one request id (q1,q2,…)")
+    return ids
+
+
+def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
+    """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
+    lines = [f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
+             f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
+             f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules) would answer "
+             f"{plan.one_by_one.answered} at system cost {plan.one_by_one.system_cost_after:.6g}"]
+    share = plan.increase / max(1, len(plan.ids("planned")))
+    lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone':>10} {'in batch':>10}  status")
+    for p in plan.requests:
+        alone = "refused" if p.alone is None else f"{p.alone:.4g}"
+        inb = {"answerable": "0", "planned": f"~{share:.3g}", "uncovered": "—"}[p.status]
+        note = ""
+        if p.status == "uncovered":
+            offer = "no budget left" if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+            free = "" if p.free_eps is None else f"; history gives ±{p.free_eps:.4g} free"
+            note = f" ({offer}{free})"
+        lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}")
+    lines.append("in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
+                 "separable); alone: the rise answering that request alone now would cause")
+    lines.append(f"candidates: " + ", ".join(f"{c.name} {c.answered} at {c.system_cost_after:.4g}" for c in plan.candidates))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    action = getattr(args, "batch_command", None)
+    if action not in ("plan", "answer"):
+        args._parser.print_help()
+        return 2
+    from dpdesk.store.batch import plan_pending, release_batch
+    from dpdesk.store.project import Project
+
+    ids = _ids(args)
+    if action == "plan":
+        with Project.open(args.path, "r") as p:
+            plan = plan_pending(p, ids)
+        print(json.dumps(plan.to_json(), indent=2) if args.json else plan_text(plan))
+        return 0
+    from dpdesk.commands.confirm import confirmed
+    from dpdesk.engine.errors import BudgetError
+    from dpdesk.store.errors import StaleAssessment
+
+    out = sys.stderr if args.json else sys.stdout
+    with Project.open(args.path, "w") as p:
+        plan = plan_pending(p, ids)
+        print(plan_text(plan), file=out)
+        if not plan.measurements and not plan.ids("answerable"):
+            print("nothing to release: the plan covers no request", file=out)
+            if args.json:
+                print(json.dumps({"plan": plan.to_json(), "release": None}))
+            return 1
+        question = (f"release {len(plan.measurements)} measurement(s), raising the system cost to "
+                    f"{plan.system_cost_after:.6g}, and answer {plan.answered} request(s)?")
+        if not args.yes and not confirmed(question):
+            return 1
+        try:
+            done = release_batch(p, plan)
+        except (BudgetError, StaleAssessment) as exc:
+            print(f"dpdesk: {exc}", file=sys.stderr)
+            return 1
+        for r in done.answers:
+            print(r.reply(), file=out)
+        if done.left_pending:
+            print(f"still pending: {', '.join(done.left_pending)}", file=out)
+        if args.json:
+            print(json.dumps({"plan": plan.to_json(), "release": done.to_json()}))
+    return 0
