@@ -4,6 +4,7 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/eval_all.py            # full: docs/evaluation.md, docs/figures/*.png
     .venv/bin/python benchmarks/eval_all.py --quick    # pipeline check: small sizes, into a temp dir
+    .venv/bin/python benchmarks/eval_all.py --batch    # only the budget-starved batch evaluation (issue 19)
 
 Options: ``--out DIR`` (where evaluation.md and figures/ go), ``--jobs N`` (worker processes, default 2),
 ``--reps R`` (repetitions of each system run), ``--requests K``.
@@ -76,7 +77,13 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--requests", type=int, default=None)
+    ap.add_argument("--batch", action="store_true", help="only the budget-starved batch evaluation (its own section)")
+    ap.add_argument("--from-json", type=Path, default=None, help="with --batch: rewrite the section from a saved run")
     args = ap.parse_args(argv)
+    if args.batch:
+        from evaluation import batch_report
+
+        return batch_report.main(args)
     t_start = time.perf_counter()
     out = args.out or (Path(tempfile.mkdtemp(prefix="dpdesk-eval-")) if args.quick else Path(__file__).resolve().parents[1] / "docs")
     figs = out / "figures"

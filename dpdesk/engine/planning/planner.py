@@ -46,7 +46,10 @@ from dpdesk.engine.budget.policy import headroom
 __all__ = ["plan_batch", "narrowest_eps"]
 
 _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted request short
-_EXACT = 2  # strategies given the exact check (the most promising by the search)
+_EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
+_MARGIN = 1.3  # requests whose searched need is within this factor of the scale are checked exactly too
+_FREE_LIMIT = 25  # history's free ±ε (one posterior each) is given to at most this many uncovered requests
+_LOWER_TRY = 60  # batches up to this size also try the exact check a little below the search's scale
 
 
 def narrowest_eps(family: Any, sensitivity: float, delta: float, room: float) -> tuple[float | None, float]:
@@ -54,12 +57,13 @@ def narrowest_eps(family: Any, sensitivity: float, delta: float, room: float) ->
     noise = noise_family(family)
     if not (room > 1e-9 and math.isfinite(room)):
         return None, 0.0
-    lo, hi = 1e-9, 1.0
+    guess = sensitivity * math.log(1.0 / delta) / room  # Thm 5.3 for continuous Laplace: a close bracket
+    lo, hi = guess / 8.0, guess * 2.0
     while noise.alpha_for(sensitivity, hi, delta) > room:
-        hi *= 4.0
+        lo, hi = hi, hi * 4.0
         if hi > 1e15:  # no useful ±ε fits in what is left
             return None, 0.0
-    for _ in range(80):  # α needed falls as ε widens: bisection on a monotone map
+    for _ in range(30):  # α needed falls as ε widens: bisection on a monotone map
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if noise.alpha_for(sensitivity, mid, delta) <= room else (mid, hi)
     return hi, noise.alpha_for(sensitivity, hi, delta)
@@ -78,9 +82,15 @@ class _Checker:
             h.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
         return h
 
-    def confidences(self, history: History, requests: Sequence[Request]) -> list[float | None]:
+    def confidences(self, history: History, requests: Sequence[Request],
+                    only: Sequence[bool] | None = None) -> list[float | None]:
+        """Each request's confidence at ±ε less the error bound when history meets (ε, δ), else None
+        (also None, unchecked, where ``only`` is False)."""
         out: list[float | None] = []
-        for r in requests:
+        for k, r in enumerate(requests):
+            if only is not None and not only[k]:
+                out.append(None)
+                continue
             if self.cancelled is not None and self.cancelled():
                 raise Cancelled("batch planning cancelled")
             inf = infer(history, r, method=self.method, releases=self.releases)
@@ -151,7 +161,7 @@ def _needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarra
     return out
 
 
-def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: Callable, rounds: int = 12):
+def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: Callable, rounds: int = 8):
     """The requests' own queries with jointly chosen α's: each row's α follows its request's slack until
     every targeted request is just met; while the plan does not fit, the dearest requests on the cells
     that overflow make way."""
@@ -167,11 +177,24 @@ def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam
     cap = 1.0 if policy is None else policy.cap
     limit = cap * np.maximum(room[cols], 0.0) * (1 - 1e-9)
     keep = np.ones(len(pending), dtype=bool)
+    # the requests' matrix once: R = U Σ Vᵀ; with row precisions P the BLUE's variance of request i is
+    # 2 sᵢᵀ (Σ Uᵀ P² U Σ)⁺ sᵢ with sᵢ = Σ uᵢ — an r×r problem per round instead of an SVD
+    u, sv, _vt = np.linalg.svd(mat, full_matrices=False)
+    rank = sv > sv.max() * 1e-10
+    us = u[:, rank] * sv[rank]  # rows sᵢ
+
+    def deviations(idx: np.ndarray, prec: np.ndarray) -> np.ndarray:
+        m = (us[idx] * (prec ** 2)[:, None]).T @ us[idx]
+        w, v = np.linalg.eigh(m)
+        good = w > w.max() * 1e-12
+        proj = us[idx] @ v[:, good]
+        return np.sqrt(2.0 * np.sum(proj ** 2 / w[good], axis=1))
+
     while keep.any():
         idx = np.flatnonzero(keep)
         for _ in range(rounds):
-            ratio = kappa[idx] * _deviations(mat[idx], alpha[idx] / sens[idx], mat[idx]) / eps[idx]
-            if not np.all(np.isfinite(ratio)) or np.all(np.abs(ratio - 1.0) < 0.01):
+            ratio = kappa[idx] * deviations(idx, alpha[idx] / sens[idx]) / eps[idx]
+            if not np.all(np.isfinite(ratio)) or np.all(np.abs(ratio - 1.0) < 0.02):
                 break
             alpha[idx] = alpha[idx] * np.clip(ratio, 0.1, 10.0) ** 0.7
         prof = alpha[idx] @ share[idx]
@@ -182,7 +205,7 @@ def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam
             target = keep.copy()
             used = s.profile > 0
             t_lim = float(np.min(cap * np.maximum(room[used], 0.0) / s.profile[used])) * (1 - 1e-9)
-            return s, float(prof.max()), target, float(np.max(prof - room[cols])), t_lim
+            return s, float(prof.max()), target, float(np.max(prof - room[cols])), t_lim, target
         # on the cell that overflows most, drop the dearest requests until it would fit
         c = int(np.argmax(prof / np.maximum(limit, 1e-300)))
         load = alpha[idx] * share[idx][:, c]
@@ -277,14 +300,16 @@ def plan_batch(
     seq_hist = History(shape, rows=list(history.rows))
     seq_costs = costs0.copy()
     seq_rows: list[Measurement] = []
+    seq_ok: list[bool] = []
     for r in pending:
         a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases)
+        seq_ok.append(a.decision != "reject")
         if a.decision == "spend":
             m = Measurement(r.query, float(a.spend_alpha), a.noise.name)
             seq_rows.append(m)
             seq_hist.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
             seq_costs = seq_costs + m.charge.dense(seq_costs.size)
-    results.append(("one by one", seq_rows, checker.confidences(seq_hist, pending)))
+    results.append(("one by one", seq_rows, checker.confidences(seq_hist, pending, seq_ok)))
     report(0.6)
 
     if pending:
@@ -299,9 +324,16 @@ def plan_batch(
         # the exact check (a history rebuilt with the rows, every request's exact posterior) for the
         # two most promising strategies by the search's reckoning
         guesses.sort(key=lambda g: (-int(g[2].sum()), g[3]))
-        for k, (s, t, target, _cost, t_lim) in enumerate(guesses[:_EXACT]):
-            results.append((s.name, *_exact(s, t, target, t_lim, pending, checker, fam)))
-            report(0.6 + 0.4 * (k + 1) / min(_EXACT, len(guesses)))
+        obo = sum(c is not None for c in results[0][2])
+        obo_cost = float((costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))).max())
+        # only strategies the search expects to beat one by one are worth the exact check
+        guesses = [g for g in guesses if int(g[2].sum()) > obo or (int(g[2].sum()) == obo and _rise(g, costs0) < obo_cost)]
+        exact = _EXACT if len(pending) <= _LOWER_TRY else 1
+        guesses = guesses[:exact]
+        for k, (s, t, target, _cost, t_lim, maybe) in enumerate(guesses):
+            results.append((s.name, *_exact(s, t, target, t_lim, pending, checker, fam, maybe,
+                                            lower=len(pending) <= _LOWER_TRY)))
+            report(0.6 + 0.4 * (k + 1) / len(guesses))
 
     def score(res):
         name, rows, conf = res
@@ -316,6 +348,7 @@ def plan_batch(
     final = checker.history_with(rows)
     by_id = {r.id: c for r, c in zip(pending, conf)} if best_n else {}
     out: list[PlannedRequest] = []
+    n_uncovered = sum(1 for r, ok in zip(requests, now_ok) if not ok and by_id.get(r.id) is None)
     for r, ok, al in zip(requests, now_ok, alone):
         if ok:
             out.append(PlannedRequest(r, "answerable", al, None, reason="answerable from history now (costs 0)"))
@@ -324,7 +357,7 @@ def plan_batch(
         if c is not None:
             out.append(PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})"))
             continue
-        out.append(_uncovered(r, al, final, after, total, fam, method, releases))
+        out.append(_uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= _FREE_LIMIT))
     after.setflags(write=False)
     return BatchPlan(name, tuple(rows), tuple(out), total, sys0, float(after.max()) if after.size else 0.0,
                      cands[0], cands, after, (time.perf_counter() - t0) * 1000.0)
@@ -344,16 +377,23 @@ def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings
     if not target.any() or t_lim <= 0:
         return None
     t = min(max(float(need[target].max()), t_floor), t_lim)
-    return s, t, target, float(np.max(-room + t * s.profile)), t_lim
+    # the search's κ overstates the need by up to ~13 %: the exact check also asks those just beyond
+    return s, t, target, float(np.max(-room + t * s.profile)), t_lim, need <= t * _MARGIN
+
+
+def _rise(guess, costs0: np.ndarray) -> float:
+    """The system cost after a guessed strategy at its scale."""
+    s, t = guess[0], guess[1]
+    return float(np.max(costs0 + t * s.profile))
 
 
 def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Sequence[Request], checker: _Checker,
-           fam: Callable) -> tuple[list[Measurement], list]:
+           fam: Callable, maybe: np.ndarray, lower: bool = True) -> tuple[list[Measurement], list]:
     """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
     check, lowered once while none does) and the exact check's confidences."""
     def at(scale: float):
         rows = [Measurement(q, float(w) * scale, fam(q).name) for q, w in zip(s.rows, s.weights)]
-        conf = checker.confidences(checker.history_with(rows), pending)
+        conf = checker.confidences(checker.history_with(rows), pending, maybe | target)
         return rows, conf, np.array([c is not None for c in conf])
 
     rows, conf, got = at(t)
@@ -364,7 +404,7 @@ def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Seq
         r2, c2, g2 = at(t)
         if g2.sum() >= got.sum():
             rows, conf, got = r2, c2, g2
-    if got[target].all():
+    if lower and got[target].all():
         # the search's κ is conservative: try once a little lower, keep it if it answers as many
         r2, c2, g2 = at(t * 0.92)
         if g2.sum() >= got.sum():
@@ -373,18 +413,18 @@ def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Seq
 
 
 def _uncovered(r: Request, alone: float | None, final: History, after: np.ndarray, total: float, fam: Callable,
-               method: str, releases: Sequence[tuple[int, Any]]) -> PlannedRequest:
+               method: str, releases: Sequence[tuple[int, Any]], free: bool = True) -> PlannedRequest:
     """An uncovered request with its counter-offer: the narrowest ±ε still affordable, and history's free ±ε."""
     noise = fam(r.query)
     room, _ = headroom(r.query, after, total)
     offer, _alpha = narrowest_eps(noise, r.query.sensitivity, r.delta, room)
-    free = None
-    inf = infer(final, r, method=method, releases=releases)
-    if inf.posterior is not None:
+    free_eps = None
+    inf = infer(final, r, method=method, releases=releases) if free else None
+    if inf is not None and inf.posterior is not None:
         try:
-            free = float(inf.posterior.interval(r.delta).high - inf.posterior.center)
+            free_eps = float(inf.posterior.interval(r.delta).high - inf.posterior.center)
         except DpdeskError:
-            free = None
+            free_eps = None
     why = ("the budget left cannot cover it" if offer is None else
            f"not covered: ±{offer:.4g} at δ = {r.delta:g} is the narrowest the budget left could give")
-    return PlannedRequest(r, "uncovered", alone, None, offer, free, why)
+    return PlannedRequest(r, "uncovered", alone, None, offer, free_eps, why)

@@ -1,0 +1,89 @@
+"""How long a batch plan of many pending requests takes over the demo cube (issue 19: 200 requests < 5 s).
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_batch.py            # 200 requests, writes docs/performance.md's section
+    .venv/bin/python benchmarks/bench_batch.py --requests 50 --no-write
+
+The requests are boxes over the demo cube (ranges on the ordered attributes, label subsets on the others,
+2ε ~ U[1, 100], δ = 0.2 — `benchmarks/evaluation/batch_eval.py` `boxes_stream`), planned against an empty
+history and against a history of 100 released boxes, with total budget 1 (the starved setting) and 10.
+Planning reads no data; the time is all search and exact checks (the engine's posterior per request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # threaded BLAS under a shared machine's load is slower
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from evaluation import batch_eval as B  # noqa: E402
+from evaluation import data as D  # noqa: E402
+from evaluation.sections import write_section  # noqa: E402
+
+from dpdesk.engine.answering.fresh import true_answer  # noqa: E402
+from dpdesk.engine.answering.workflow import Request, Settings  # noqa: E402
+from dpdesk.engine.inference.history import History, HistoryRow  # noqa: E402
+from dpdesk.engine.planning import plan_batch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=200)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args(argv)
+    ds = D.demo()
+    shape = ds.cube.schema.shape
+    ordered = [a.kind == "numeric" for a in ds.cube.schema.attributes]
+    rng = np.random.default_rng(190)
+    specs = B.boxes_stream(ds, args.requests, rng)
+    reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)]
+    released = History(shape)
+    for s in B.boxes_stream(ds, 100, np.random.default_rng(191)):
+        released.append(HistoryRow(s.query, 0.002, true_answer(s.query, ds.cube) + rng.laplace(0, 500), "laplace"))
+    rows = []
+    for hist_name, hist in (("empty", History(shape)), ("100 released boxes", released)):
+        for total in (1.0, 10.0):
+            t0 = time.perf_counter()
+            plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
+            secs = time.perf_counter() - t0
+            rows.append((hist_name, total, secs, plan))
+            print(f"{hist_name:>20} total {total:g}: {secs:.2f} s — {plan.strategy}, answers {plan.answered} "
+                  f"(one by one {plan.one_by_one.answered}), system cost {plan.system_cost_after:.3g}", flush=True)
+    load = os.getloadavg()[0]
+    table = ["| history | total | seconds | strategy | answered | one by one | system cost after |", "|---|---|---|---|---|---|---|"]
+    for hist_name, total, secs, plan in rows:
+        table.append(f"| {hist_name} | {total:g} | {secs:.2f} | {plan.strategy} | {plan.answered} | "
+                     f"{plan.one_by_one.answered} | {plan.system_cost_after:.3g} |")
+    worst = max(r[2] for r in rows)
+    md = f"""## Performance: batch plans of the pending requests (issue 19)
+
+Reproduce: `.venv/bin/python benchmarks/bench_batch.py` ({args.requests} pending box requests over the demo cube, 720
+cells; planned against an empty history and against 100 released boxes, total budget 1 and 10). Load
+average during the run: {load:.1f} on 2 cores (other engineers' jobs), so times are inflated.
+
+{chr(10).join(table)}
+
+Target: a batch of 200 pending requests plans in under 5 s — **{'met' if worst < 5 and args.requests >= 200 else 'not met'}** (slowest case {worst:.2f} s).
+Where the time goes: answering the batch one by one under today's rules (every request's assessment, then
+the exact check of the final history), and the exact check of the best strategy (a history rebuilt with
+its rows, every request's posterior). The search itself (an SVD per strategy) is a small part.
+"""
+    if not args.no_write:
+        write_section(ROOT / "docs" / "performance.md", "batch-plan", md)
+        print("wrote docs/performance.md (section batch-plan)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
