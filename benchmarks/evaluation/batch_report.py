@@ -48,6 +48,8 @@ def main(args) -> int:
             results[(w, int(r), s)] = (B.Outcome(**v), 0.0)
         rep_ids = sorted({r for (_w, r, _s) in results})
         md = render(results, rep_ids, saved["k"], False, saved["seconds"], saved["jobs"], ds)
+        if saved.get("note"):
+            md = md.replace("\n\nSetting:", f"\n\n{saved['note']}\n\nSetting:", 1)
         write_section(out_dir / "evaluation.md", "batch-starved", md)
         print(f"wrote {out_dir / 'evaluation.md'} (section batch-starved) from {args.from_json}")
         return 0
