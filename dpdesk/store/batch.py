@@ -54,17 +54,19 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
                  progress: Callable[[float], None] | None = None,
                  cancelled: Callable[[], bool] | None = None) -> BatchPlan:
     """Plan the listed pending requests (None: every pending count request, in queue order)."""
-    if request_ids is None:
-        stored = [r for r in project.requests("pending")]
+    if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
+        stored = [r for r in project.requests("pending") if r.kind == "count"]
     else:
         stored = []
         for rid in request_ids:
             r = project.request(rid)
             if r.status != "pending":
                 raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
+            if r.kind != "count":
+                raise RequestStateError(f"request {rid!r} is a {r.kind} request: a batch plans count requests only")
             stored.append(r)
     if not stored:
-        raise RequestStateError("there are no pending requests to plan")
+        raise RequestStateError("there are no pending count requests to plan")
     settings = project.answering_settings()
     ordered = [a.kind == "numeric" for a in project.schema.attributes]
     with project.view().assessing() as s:
