@@ -154,11 +154,18 @@ class RawRow:
     hash: Any
 
 
-def raw_rows(conn: sqlite3.Connection, after: int = 0) -> list[RawRow]:
-    """The ledger rows with ``seq > after`` in physical sequence order, unchecked."""
+def raw_rows(conn: sqlite3.Connection, after: int = 0, upto: int | None = None) -> list[RawRow]:
+    """The ledger rows with ``after < seq (≤ upto)`` in physical sequence order, unchecked."""
     return [RawRow(*r) for r in conn.execute(
-        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE seq > ? ORDER BY seq", (after,)
+        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE seq > ? AND seq <= ? "
+        "ORDER BY seq", (after, upto if upto is not None else 2**62)
     )]
+
+
+def entry_hash(conn: sqlite3.Connection, seq: int) -> str | None:
+    """The stored hash of entry ``seq`` (None when there is no such entry)."""
+    row = conn.execute("SELECT hash FROM ledger WHERE seq = ?", (seq,)).fetchone()
+    return str(row[0]) if row else None
 
 
 def decode(row: RawRow) -> LedgerEntry:

@@ -190,6 +190,10 @@ class Project(Releasing, Watching):
         if parent is not None and parent._snapshot is None:
             parent._snapshot = self._snapshot
         try:
+            try:
+                self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing
+            except (DpdeskError, OSError, sqlite3.Error, MemoryError):
+                pass
             self._conn.close()
         finally:
             if self._lock is not None:

@@ -27,7 +27,7 @@ from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
-from dpdesk.store import ledger
+from dpdesk.store import ledger, view_cache
 from dpdesk.store.answering import FROM_PROJECT
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
@@ -51,7 +51,7 @@ class Releasing:
     def view(self) -> LedgerView:
         """The project's ledger view, extended with the entries recorded since it was last read."""
         if self._view is None:
-            self._view = LedgerView(self.schema, self.genesis)
+            self._view = self._cached_view() or LedgerView(self.schema, self.genesis)
         view = self._view
         with view.growing():  # a sibling on a worker thread shares this view
             fresh = [ledger.decode(r) for r in ledger.raw_rows(self._conn, after=view.head[0])]
@@ -62,6 +62,32 @@ class Releasing:
         self._view = view = LedgerView(self.schema, self.genesis)
         view.extend(ledger.decode(r) for r in ledger.raw_rows(self._conn))
         return view
+
+    def _cached_view(self) -> LedgerView | None:
+        """The view stored beside the file for a head this ledger holds (``store/view_cache.py``), or None."""
+        conn = self._conn
+        return view_cache.load(
+            self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq),
+            lambda seq: [ledger.decode(r) for r in ledger.raw_rows(conn, upto=seq)])
+
+    def save_view_cache(self) -> bool:
+        """Store the ledger view beside the file when it holds more than the cache there (a new head or a
+        factorisation it lacks); the chain is checked hash by hash first. Returns whether it wrote."""
+        if self._view is None or getattr(self, "_parent", None) is not None:
+            return False
+        view = self.view()  # with the entries recorded since it was last read
+        if view.history_rows < view_cache.MIN_ROWS:
+            return False
+        with view.assessing() as state:
+            spaces = tuple(sorted(state.history._spaces))
+            if view.cache_key == state.head and set(spaces) <= set(view.cache_spaces):
+                return False
+        conn = self._conn
+
+        def chain_ok(seq: int) -> bool:
+            return ledger.check_chain(ledger.raw_rows(conn, upto=seq), self.genesis)[1] is None
+
+        return view_cache.save(self.path, view, chain_ok)
 
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""

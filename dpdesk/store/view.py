@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -118,13 +118,67 @@ class LedgerView:
         self._structured: dict[int, Any] = {}  # entry seq -> what answers from its structure (built once)
         self.history_builds = 0  # how often a History was built from scratch (visible to tests)
         self._book = ClaimBook(schema)  # watched claims: added/removed by entries, risk spent by releases
+        self.malformed = 0  # entries taken that their mechanism could not read
+        # restored from a cache (dpdesk/store/view_cache.py): costs, δ and the History up to ``_head0`` come
+        # from it; the entries up to there are read only when something asks for them (``_prefix``)
+        self._head0: tuple[int, str] | None = None
+        self._prefix: Callable[[], list[LedgerEntry]] | None = None
+        self._prefix_releases = 0
+        self._prefix_structured: tuple[int, ...] = ()
+        self._rows_offset = 0  # history rows of the cached prefix (not in ``_rows``)
+        self.cache_key: tuple[int, str] | None = None  # the head of the cache this view came from or was saved to
+        self.cache_spaces: tuple[str, ...] = ()  # the factorisations that cache holds
+
+    @classmethod
+    def restored(cls, schema: Schema, genesis: str, *, head: tuple[int, str], history: History,
+                 costs: np.ndarray, deltas: np.ndarray, releases: int, structured: Sequence[int],
+                 load_prefix: Callable[[], list[LedgerEntry]]) -> "LedgerView":
+        """A view of the ledger up to ``head`` from stored results (the cache's): ``history``, per-cell
+        ``costs`` and ``deltas``, the number of ``releases`` and the seqs of those kept out of the History.
+        ``load_prefix()`` returns the entries up to ``head``; it runs only when entries are asked for."""
+        v = cls(schema, genesis)
+        if costs.shape != v._deltas.shape or deltas.shape != v._deltas.shape or history.shape != tuple(schema.shape):
+            raise StoreError("the stored view does not match the cube")
+        v._head0, v._prefix = (int(head[0]), str(head[1])), load_prefix
+        v._prefix_releases, v._prefix_structured = int(releases), tuple(int(s) for s in structured)
+        v._costs._dense = np.array(costs, dtype=float)
+        v._deltas = np.array(deltas, dtype=float)
+        v._history, v._rows_offset = history, len(history)
+        v.cache_key = v._head0
+        return v
+
+    @property
+    def restored_from_cache(self) -> bool:
+        """Whether the costs and History up to some head came from a cache (see :meth:`restored`)."""
+        return self._head0 is not None
+
+    def _materialise(self) -> None:
+        """Read the cached prefix's entries (once), for what needs them: entries, releases, spenders."""
+        with self._lock:
+            if self._prefix is None:
+                return
+            load, self._prefix = self._prefix, None
+            entries, releases, charges, rows = [], [], [], 0
+            for e in load():
+                viewed, _ = self._read(e, rows)
+                entries.append(e)
+                if viewed is not None:
+                    releases.append(viewed)
+                    rows += len(viewed.contribution.rows) if viewed.in_history else 0
+                charges.append((e.seq, viewed.contribution.charge if viewed is not None else None))
+            if ((entries[-1].seq, entries[-1].hash) if entries else None) != self._head0 or rows != self._rows_offset:
+                raise StoreError("the ledger no longer matches its cached view (delete the .cache file beside "
+                                 "the project and open it again)")
+            self._entries[:0], self._releases[:0], self._charges[:0] = entries, releases, charges
 
     # -- growing ---------------------------------------------------------------------------------
     @property
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the last entry taken; ``(0, genesis)`` before any."""
         with self._lock:
-            return (self._entries[-1].seq, self._entries[-1].hash) if self._entries else (0, self.genesis)
+            if self._entries:
+                return self._entries[-1].seq, self._entries[-1].hash
+            return self._head0 if self._head0 is not None else (0, self.genesis)
 
     def extends(self, entry: LedgerEntry) -> bool:
         """Whether ``entry`` is the next one of the chain this view has taken."""
@@ -144,21 +198,14 @@ class LedgerView:
     def _add(self, entry: LedgerEntry) -> ViewedRelease | None:
         if not self.extends(entry):
             raise StoreError(f"entry {entry.seq}: does not extend the ledger read so far (ends at #{self.head[0]})")
-        viewed = problem = None
-        if entry.kind in kinds():
-            try:
-                mech = mechanism_of(entry)
-                contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
-                viewed = ViewedRelease(entry, mech, contribution, len(self._rows),
-                                       len(contribution.rows) <= HISTORY_ROW_LIMIT)
-            except (KeyError, TypeError, ValueError, DpdeskError) as exc:
-                problem = f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        viewed, problem = self._read(entry, self._row_count())
         if problem is None and (viewed is not None or entry.kind in WATCH_KINDS):
             try:
                 self._book.take(entry)
             except (KeyError, TypeError, ValueError, DpdeskError) as exc:
                 problem = str(exc) if str(exc).startswith("entry ") else f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
         with self._lock:
+            self.malformed += problem is not None
             self._entries.append(entry)
             if viewed is not None:
                 self._releases.append(viewed)
@@ -173,6 +220,26 @@ class LedgerView:
             raise MalformedEntry(problem)
         return viewed
 
+    def _read(self, entry: LedgerEntry, rows_before: int) -> tuple[ViewedRelease | None, str | None]:
+        """What a release entry contributes (None for other kinds), or the problem reading it."""
+        if entry.kind not in kinds():
+            return None, None
+        try:
+            mech = mechanism_of(entry)
+            contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
+        except (KeyError, TypeError, ValueError, DpdeskError) as exc:
+            return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        return ViewedRelease(entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT), None
+
+    def _row_count(self) -> int:
+        return self._rows_offset + len(self._rows)
+
+    @property
+    def history_rows(self) -> int:
+        """How many noisy rows the History holds (or will, once :meth:`assessing` extends it)."""
+        with self._lock:
+            return self._row_count()
+
     def extend(self, entries: Iterable[LedgerEntry]) -> None:
         for e in entries:
             self.add(e)
@@ -180,11 +247,13 @@ class LedgerView:
     # -- reading ---------------------------------------------------------------------------------
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
+        self._materialise()
         with self._lock:
             return tuple(self._entries)
 
     @property
     def releases(self) -> tuple[ViewedRelease, ...]:
+        self._materialise()
         with self._lock:
             return tuple(self._releases)
 
@@ -201,7 +270,7 @@ class LedgerView:
         """The largest per-cell cost: the privacy guarantee of everything released so far."""
         with self._lock:
             v = self._costs.values
-            return float(v.max()) if v.size and self._releases else 0.0
+            return float(v.max()) if v.size and (self._releases or self._prefix_releases) else 0.0
 
     @property
     def claims(self) -> tuple[WatchedClaim, ...]:
@@ -217,6 +286,8 @@ class LedgerView:
     def structured_releases(self) -> tuple[ViewedRelease, ...]:
         """Releases whose rows did not join the History (over :data:`HISTORY_ROW_LIMIT`): answer from
         their own structure (their ``contribution.rows`` / payload), e.g. a large partition release."""
+        if self._prefix_structured:
+            self._materialise()
         with self._lock:
             return tuple(r for r in self._releases if not r.in_history)
 
@@ -237,6 +308,7 @@ class LedgerView:
 
     def cost_curve(self) -> list[tuple[int, float]]:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
+        self._materialise()
         with self._lock:
             for seq, charge in self._charges[len(self._curve) - 1:]:
                 if charge is not None:
@@ -264,6 +336,7 @@ class LedgerView:
     def answering_release(self, seq: int) -> Any | None:
         """What answers from the structure of release entry ``seq`` if it was kept out of the History
         (a ``PartitionRelease``, read from its payload once); None for any other entry."""
+        self._materialise()
         with self._lock:
             viewed = next((r for r in self._releases if r.entry.seq == seq and not r.in_history), None)
             if viewed is None or seq in self._structured:
@@ -283,11 +356,14 @@ class LedgerView:
         with self._history_lock:
             with self._lock:
                 rows, costs, head, deltas = list(self._rows), self.cell_costs, self.head, self.cell_deltas
+                offset = self._rows_offset
                 structured, claims = self.structured_releases, self._book.active
             h = self._history
-            if h is None or len(h) > len(rows):
+            if h is None or len(h) > offset + len(rows) or len(h) < offset:
+                if offset:  # a restored view always keeps its History; anything else is a bug
+                    raise StoreError("the cached view lost its history")
                 h = self._history = History(self.schema.shape)
                 self.history_builds += 1
-            for row in rows[len(h):]:
+            for row in rows[len(h) - offset:]:
                 h.append(row)
             yield AssessState(h, costs, head, deltas, structured, self._answering(list(structured)), claims)

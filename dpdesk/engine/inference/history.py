@@ -128,6 +128,7 @@ class History:
         self._answers = _GrowArray()
         self._scales = _GrowArray()
         self._variances = _GrowArray()
+        self._families: list[str] = []  # each row's noise family (without touching the rows themselves)
         self._costs = CellCosts(self.shape)
         self._spaces: dict[str, _RowSpace] = {}
         for row in initial:
@@ -149,6 +150,7 @@ class History:
         self._answers.append(row.answer)
         self._scales.append(row.scale)
         self._variances.append(row.variance)
+        self._families.append(row.family)
         # paper Thm 5.4: cell j loses α_i |H_ij| / S_i
         self._costs.add(row.alpha / row.sensitivity, row.query)
         for space in self._spaces.values():
@@ -221,7 +223,7 @@ class History:
             estimate=float(coef @ self._answers.view),
             coefficients=_readonly(coef),
             noise_scales=_readonly(scales),
-            families=tuple(r.family for r in self.rows),
+            families=tuple(self._families),
             variance=variance,
         )
 
