@@ -269,7 +269,7 @@ def _medians(runs: list[tuple[float, float]]) -> str:
             f"CPU median {statistics.median(cpus):.2f} s (runs {', '.join(f'{c:.2f}' for c in cpus)})")
 
 
-def cold_cli(directory: str, entries: int, repeat: int) -> None:
+def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | None = None) -> None:
     """Process start to JSON, without the view cache (every run replays the ledger), for the run that
     writes it, and with it; then where the cached run's time goes inside one process."""
     from dpdesk.store import view_cache
@@ -280,7 +280,8 @@ def cold_cli(directory: str, entries: int, repeat: int) -> None:
     off, on = dict(os.environ, DPDESK_VIEW_CACHE="off"), dict(os.environ, DPDESK_VIEW_CACHE="on")
     size = os.path.getsize(path) / 1e6
     print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project), `dpdesk assess --json`:", flush=True)
-    print(f"  no cache: {_medians([_spawn(cmd, off) for _ in range(repeat)])}", flush=True)
+    runs = repeat if uncached_runs is None else uncached_runs
+    print(f"  no cache: {_medians([_spawn(cmd, off) for _ in range(runs)])}", flush=True)
     cache.unlink(missing_ok=True)
     wall, cpu = _spawn(cmd, on)
     print(f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
@@ -296,11 +297,14 @@ def cold_cli(directory: str, entries: int, repeat: int) -> None:
         t1 = time.perf_counter()
         view = p.view()
         t2 = time.perf_counter()
-        p.assess(rid)
+        a = p.assess(rid)
         t3 = time.perf_counter()
-    t4 = time.perf_counter()
+        text = json.dumps(a.to_json())  # what --json prints: cell_costs alone is one number per cell
+        t4 = time.perf_counter()
+    t5 = time.perf_counter()
     print(f"  in one process: open {t1 - t0:.2f} s, view from the cache {t2 - t1:.2f} s "
-          f"(restored: {view.restored_from_cache}), assess {t3 - t2:.2f} s, close {t4 - t3:.2f} s")
+          f"(restored: {view.restored_from_cache}), assess {t3 - t2:.2f} s, JSON text {t4 - t3:.2f} s "
+          f"({len(text) / 1e6:.1f} MB), close {t5 - t4:.2f} s")
 
 
 def main(argv=None) -> int:
@@ -314,11 +318,13 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", action="store_true", help="time `dpdesk assess --queries` on the issue's batch")
     ap.add_argument("--cold-cli", action="store_true", help="time `dpdesk assess --json` on a long project instead")
     ap.add_argument("--entries", type=int, default=5000, help="ledger entries of the --cold-cli project")
+    ap.add_argument("--uncached-runs", type=int, default=None,
+                    help="--cold-cli runs without the cache (default: --repeat; each replays the whole ledger)")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
                     help="where the --cold-cli project is cached")
     args = ap.parse_args(argv)
     if args.cold_cli:
-        cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)))
+        cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)), args.uncached_runs)
     elif args.batch:
         batch_cli(args.dir, max(1, min(args.repeat, 5)))
     elif args.quick:

@@ -233,3 +233,25 @@ def test_history_json_round_trip():
     h2 = History.from_json(json.loads(json.dumps(h.to_json(total_budget=1.0))))
     q = query_from_vector([1, 0, 1, 0], (4,))
     assert h2.estimate(q).estimate == pytest.approx(h.estimate(q).estimate, rel=1e-12)
+
+
+def test_sparse_target_dots_against_product_rows_match_inner_products():
+    """A sparse target (a sum of boxes) against one-term rows is gathered in blocks; each value is the
+    inner product the row-by-row path computes."""
+    from dpdesk.engine.inference.rowspace import _ProductStack
+    from dpdesk.engine.queries.algebra import inner
+    from dpdesk.engine.queries.query import Query, Term
+
+    rng = np.random.default_rng(4)
+    shape = (7, 5, 6)
+    stack, rows = _ProductStack(shape), []
+    for _ in range(300):
+        q = Query(shape, terms=(Term(float(rng.integers(1, 4)), tuple(rng.integers(0, 2, k).astype(float) + (np.arange(k) == 0)
+                                                                 for k in shape)),))
+        stack.add(q)
+        rows.append(q)
+    dense = sum(r.dense() for r in rows[:3])
+    target = Query(shape, indices=np.flatnonzero(dense), values=dense[dense != 0])
+    assert target.terms is None
+    ids = np.arange(300)[::-1].copy()
+    np.testing.assert_allclose(stack.dots(target, ids), [inner(target, rows[i]) for i in ids], rtol=1e-12)

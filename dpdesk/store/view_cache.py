@@ -148,8 +148,10 @@ def _read(target: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
             nbytes = dtype.itemsize * int(np.prod(shape))
             if start + int(item["offset"]) + nbytes > size:
                 return None  # truncated
-            arrays[item["name"]] = (np.memmap(target, dtype=dtype, mode="c", offset=start + int(item["offset"]),
-                                              shape=shape) if nbytes else np.zeros(shape, dtype=dtype))
+            # a plain ndarray over the mapping (a memmap object would add Python overhead to every index)
+            arrays[item["name"]] = (np.asarray(np.memmap(target, dtype=dtype, mode="c", shape=shape,
+                                                         offset=start + int(item["offset"])))
+                                    if nbytes else np.zeros(shape, dtype=dtype))
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None
     digest = header.pop("digest", None)
@@ -168,9 +170,12 @@ def _factors_hold(h: Any) -> bool:
         if gram is not None and gram.size and not gram.identity:
             ids = space._ids
             st, w = h._stack, h._w.view
-            norms = np.array([st.dots(st.rows[int(i)], np.array([i]))[0] if not st._single.view[i] else
-                              st._weights.view[i] ** 2 * np.prod([f.view[i] @ f.view[i] for f in st._factors])
-                              for i in ids]) * w[ids] ** 2
+            norms = st._weights.view[ids] ** 2  # one-term rows: w² Π_d |f_d|²
+            for f in st._factors:
+                norms = norms * np.einsum("ij,ij->i", f.view[ids], f.view[ids])
+            for k in np.flatnonzero(st._single.view[ids] == 0):  # the others, one by one
+                norms[k] = st.dots(st.rows[int(ids[k])], ids[k:k + 1])[0]
+            norms = norms * w[ids] ** 2
             if not factor_consistent(gram._L, norms):
                 return False
         U = getattr(space, "U", None)

@@ -123,8 +123,29 @@ class _ProductStack:
             sparse = self._sparse_rows[ids[rest]]
             if sparse.any():
                 out[rest[sparse]] = self._sparse_dots(q)[ids[rest[sparse]]]
-            for j in rest[~sparse]:
+            others = rest[~sparse]
+            if q.terms is None and len(others):
+                # a sparse target (e.g. a sum of boxes) against one-term rows: the rows' factors gathered
+                # at its cells, many rows at a time, instead of one inner product (and query) per row
+                one = others[self._single.view[ids[others]] > 0]
+                out[one] = self._gathered_dots(q, ids[one])
+                others = others[self._single.view[ids[others]] == 0]
+            for j in others:
                 out[j] = inner(q, self.rows[int(ids[j])])
+        return out
+
+    def _gathered_dots(self, q: Query, ids: np.ndarray) -> np.ndarray:
+        """``⟨q, row⟩`` for single-term rows ``ids`` and a sparse ``q``: Σ_c q_c · w Π_d f_d[c_d]."""
+        idx, val = q.sparse()
+        coords = np.unravel_index(idx, self.shape)
+        out = np.empty(len(ids))
+        step = max(1, (1 << 21) // max(1, len(idx)))  # about 16 MB of gathered factors at a time
+        for lo in range(0, len(ids), step):
+            sel = ids[lo:lo + step]
+            prod = self._factors[0].view[sel][:, coords[0]]
+            for d in range(1, len(self.shape)):
+                prod *= self._factors[d].view[sel][:, coords[d]]
+            out[lo:lo + step] = self._weights.view[sel] * (prod @ val)
         return out
 
 

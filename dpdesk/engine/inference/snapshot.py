@@ -50,7 +50,7 @@ def _factor_out(c: GrowingCholesky, name: str, meta: dict[str, Any], arrays: Arr
 def _factor_in(name: str, meta: dict[str, Any], arrays: Arrays) -> GrowingCholesky:
     m = meta[name]
     size, queued = int(m["size"]), bool(m["queued"])
-    c = GrowingCholesky(capacity=max(size, 1), queued=queued)
+    c = GrowingCholesky(capacity=1, queued=queued)  # its store is replaced below
     if not m["identity"] and size:
         c._L = arrays[f"{name}.L"]
         if queued:
