@@ -161,3 +161,13 @@ def test_an_entry_edited_in_place_is_caught_by_verify_with_the_cache_there(store
     view_cache.cache_path(path).unlink()
     assert not assessed(path)["restored"]
     assert not view_cache.cache_path(path).exists()
+
+
+def test_a_ledger_with_watched_claims_is_always_replayed(store):
+    path = released_project(store)
+    view_cache.cache_path(path).unlink()
+    with Project.open(path, "w") as p:
+        p.watch([1, 0, 0, 0], 0, 25, 0.8, 0.5)  # the claim book follows the ledger entry by entry
+        assert p.view().history_rows >= view_cache.MIN_ROWS
+    assert not view_cache.cache_path(path).exists()
+    assert not assessed(path)["restored"]
