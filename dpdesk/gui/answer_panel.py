@@ -1,7 +1,7 @@
 """The answer panel: what history says about the selected request, and the three actions.
 
 It shows the engine's :class:`~dpdesk.engine.answering.workflow.Assessment` field by field — estimate,
-credible interval with its exact confidence, confidence at ±ε, the decision and its reason, the
+credible interval with its confidence, confidence at ±ε, the decision and its reason, the
 fresh-answer cost and the system cost before → after — and offers *Release inferred answer*,
 *Spend α and release* (after a confirmation) and *Reject*. Only the action the engine decided is
 enabled (plus Reject). Assessments and releases run through the task helper (Monte Carlo can take
@@ -49,7 +49,7 @@ METHOD_WORDS = {
     "atoms": "exact enumeration of the noise atoms",
     "bandlimited": "characteristic function with Beurling–Selberg bounds",
     "direct": "paper Algorithm 2 (direct convolution)",
-    "mc": "Monte Carlo (paper Algorithm 1), not exact",
+    "mc": "Monte Carlo (paper Algorithm 1), sampled: the bound holds with probability 0.999",
 }
 
 
@@ -160,10 +160,10 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.body)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
-        for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ()),
-                                  ("interval", "Credible interval", ("delta",)),
+        for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ("bounds",)),
+                                  ("interval", "Credible interval", ("credible", "coverage", "delta")),
                                   ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
-                                  ("method", "Computed by", ()),
+                                  ("method", "Computed by", ("error_bound", "exact")),
                                   ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
                                   ("cost", "System cost now → after", ("system_cost", "cell_cost")),
                                   ("status", "Status", ())):

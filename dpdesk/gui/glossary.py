@@ -2,7 +2,11 @@
 
 The app follows the paper: the **privacy budget is α** (a release is α-DP), a request's accuracy is
 **±ε at confidence 1 − δ**. ε never names a budget. Tooltips everywhere come from :func:`tip`, so a
-term is explained in one place and reads the same wherever it appears.
+term is explained in one place and reads the same wherever it appears; docs/glossary.md is written from
+the same text (:func:`glossary_markdown`, ``tools/write_glossary.py``; a test keeps them equal).
+
+"Exact" is kept for numbers exact up to their stated error bound; a Monte Carlo result is never called
+exact.
 """
 
 from __future__ import annotations
@@ -24,8 +28,41 @@ TERMS: dict[str, tuple[str, str]] = {
     "delta": ("δ (1 − confidence)",
               "The chance the requester accepts that the true count lies outside ±ε; confidence is 1 − δ."),
     "confidence": ("confidence at ±ε",
-                   "The posterior probability that the true count lies within ±ε of the estimate, given "
-                   "everything released so far. At least 1 − δ means the request can be answered from history."),
+                   "The probability that the window estimate ± ε holds the true count: the posterior's mass on "
+                   "it, which under the flat prior is its coverage at every fixed table. At least 1 − δ after "
+                   "the error bound means the request can be answered from history."),
+    "posterior": ("posterior",
+                  "The paper's name for the distribution dpdesk computes for a requested count. Under the flat "
+                  "prior (the default) it is the sampling distribution of the BLUE's error — a fixed weighted "
+                  "sum of the released answers' noise — placed around the estimate. It depends on public "
+                  "quantities only (the queries and α of past releases), never on the table. (A “posterior of "
+                  "proportions” release is another thing: a Bayesian posterior of shares under a Dirichlet "
+                  "prior, released by its own mechanism.)"),
+    "credible": ("credible interval",
+                 "The narrowest interval holding at least 1 − δ of the posterior (paper Algorithm 3), widened "
+                 "by the error bound. Under the flat prior it is a confidence interval: it holds the true count "
+                 "with probability at least 1 − δ whatever the table is (see coverage)."),
+    "coverage": ("coverage",
+                 "How often an interval holds the true count over the noise of the releases, with the table "
+                 "held fixed. Under the flat prior every interval and confidence dpdesk shows is a coverage "
+                 "probability at every fixed table. That is stronger than a Bayesian credible interval, which holds its probability "
+                 "only on average over tables drawn from its prior. docs/evaluation.md (Calibration end to "
+                 "end) checks it on real projects."),
+    "blue": ("BLUE (estimate θ̂)",
+             "The best linear unbiased estimate of the requested count from every released noisy answer: a "
+             "weighted sum of them, so its error is the same weighted sum of their noise."),
+    "error_bound": ("error bound",
+                    "How far the computed probabilities can be from the true ones. fft and direct state a "
+                    "deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
+                    "Decisions subtract it: "
+                    "dpdesk infers only when confidence − bound ≥ 1 − δ."),
+    "exact": ("exact",
+              "dpdesk calls a number exact only when it is exact up to its stated error bound. A Monte Carlo "
+              "result is never called exact."),
+    "bounds": ("known bounds (table size)",
+               "A declared public table size N: every answer then lies within bounds that follow from N (for "
+               "a count, [0, N]), and released windows are trimmed to them. Decisions, costs and the coverage guarantee stay the flat prior's; "
+               "trimming can only add coverage."),
     "cell_cost": ("per-cell cost",
                   "The α charged so far to one cell of the table: the sum over every release whose query "
                   "touches the cell (the paper's Theorem 5.4)."),
@@ -57,10 +94,39 @@ def tip(*keys: str) -> str:
     return "<p>" + "</p><p>".join(parts) + "</p>"
 
 
+# what every probability dpdesk shows promises, said once: the top of the Glossary (app and docs)
+GUARANTEE_TITLE = "What the numbers promise"
+GUARANTEE = (
+    "Following the paper, dpdesk calls the distribution it computes for a "
+    "requested count a posterior and its narrowest 1 − δ interval a credible interval. Under the flat prior "
+    "(the default) these are not beliefs about the table: the posterior is the sampling distribution of "
+    "the BLUE's error, placed around the estimate. So an interval with probability p holds the true count "
+    "with probability p at every fixed table — a frequentist coverage guarantee, stronger than a Bayesian "
+    "credible interval, which holds p only on average over tables drawn from its prior. Known bounds keep "
+    "the guarantee: they only trim released windows.",
+)
+
+
 def glossary_html() -> str:
     rows = "".join(f"<dt><b>{name}</b></dt><dd>{text}</dd>" for name, text in TERMS.values())
+    promise = f"<h3>{GUARANTEE_TITLE}</h3>" + "".join(f"<p>{text}</p>" for text in GUARANTEE)
     return ("<h2>Glossary</h2><p>dpdesk uses one vocabulary: the privacy <b>budget is α</b>; a request asks for "
-            "<b>accuracy ±ε</b> at <b>confidence 1 − δ</b>.</p><dl>" + rows + "</dl>")
+            "<b>accuracy ±ε</b> at <b>confidence 1 − δ</b>.</p>" + promise + "<dl>" + rows + "</dl>")
+
+
+def glossary_markdown() -> str:
+    """docs/glossary.md: the same vocabulary as the app's Glossary, word for word."""
+    lines = ["# Glossary", "",
+             "<!-- written from dpdesk/gui/glossary.py by tools/write_glossary.py; edit the terms there -->", "",
+             "dpdesk uses one vocabulary, in the app (Help ▸ Glossary, and every tooltip) and here: the privacy "
+             "**budget is α**; a request asks for **accuracy ±ε** at **confidence 1 − δ**.", ""]
+    lines += [f"## {GUARANTEE_TITLE}", ""]
+    for text in GUARANTEE:
+        lines += [text, ""]
+    lines += ["## Terms", ""]
+    for name, text in TERMS.values():
+        lines += [f"**{name}** — {text}", ""]
+    return "\n".join(lines)
 
 
 class GlossaryDialog(QDialog):

@@ -99,6 +99,15 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
 
     assert a.method is not None and panel.fields["method"].text().startswith(METHOD_WORDS[a.method])
     assert f"error ≤ {a.error_bound:.1e}" in panel.fields["method"].text()
+    # Monte Carlo states its bound and is never called exact (issue 12 item 4)
+    panel.method.setCurrentText("mc")
+    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.method == "mc"
+                    and not panel.runner.is_running(), timeout=20000)
+    shown = panel.fields["method"].text()
+    assert shown.startswith(METHOD_WORDS["mc"]) and "exact" not in shown.lower() and "0.999" in shown
+    panel.method.setCurrentText("fft")
+    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.method == a.method
+                    and not panel.runner.is_running(), timeout=20000)
     qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
     entry = win.session.ledger()[-1]

@@ -100,6 +100,14 @@ def test_an_assessment_from_another_project_is_refused(answered, store):
         p.release(foreign, SeededSampler(1))
 
 
+def test_cli_names_monte_carlo_and_its_bound_and_never_calls_it_exact(answered, capsys):
+    from dpdesk.cli import main
+
+    assert main(["assess", str(answered), "--request", "r3", "--method", "mc"]) == 0
+    out = capsys.readouterr().out
+    assert "computed by     mc (error ≤" in out and "exact" not in out.lower()
+
+
 def test_dpdesk_answer_releases_the_assessment_it_showed(answered, capsys):
     from dpdesk.cli import main
 

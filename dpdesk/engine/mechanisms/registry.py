@@ -37,8 +37,9 @@ MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in (
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {
     "fft": "characteristic function, exact up to a stated bound (default)",
-    "direct": "paper Algorithm 2: truncated per-row masses convolved",
-    "mc": "Monte Carlo, paper Algorithm 1 (seeded; the seed is recorded)",
+    "direct": "paper Algorithm 2: truncated per-row masses convolved, with a stated error bound",
+    "mc": "Monte Carlo, paper Algorithm 1: sampled, so its error bound holds with probability 0.999 (seeded; "
+          "the seed is recorded)",
 }
 
 

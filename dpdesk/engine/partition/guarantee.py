@@ -6,7 +6,7 @@ Two kinds of accuracy statement, always labelled:
   cell, every cell of a marginal) the BLUE from the release's rows has an exactly known error law
   (:mod:`.grouped`); the statement is the ``1−δ`` half-width of the class member with the largest
   posterior variance, e.g. "every interval of age within ±37 at 95 %". Each query gets this guarantee
-  on its own; the engine assesses every later request exactly, against everything released.
+  on its own; the engine assesses every later request against everything released.
 - **simultaneous** (the seed's, Thm 4.2 via Lemma 4.1, in counts): with probability ``1−δ`` *every*
   0/1 query over the cells of a cell release is within ``β·b·ln(2β/((1+p)δ))`` at once (the
   discrete-Laplace form of ``β·ln(β/δ)/α``; ``β`` cells, ``b = 1/α``). It grows like ``β ln β`` and only

@@ -1,0 +1,40 @@
+"""Issue 12 item 4: the words. The Glossary (app and docs, one text) says once what dpdesk's
+"posterior" and "credible interval" are under the flat prior and what they guarantee, and a Monte
+Carlo result is never called exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpdesk.gui import glossary
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_glossary_window_says_what_the_intervals_guarantee(qtbot):
+    dlg = glossary.GlossaryDialog()
+    qtbot.addWidget(dlg)
+    text = " ".join(dlg.text.toPlainText().split())
+    assert "What the numbers promise" in text
+    assert "the posterior is the sampling distribution of the BLUE's error" in text
+    assert "at every fixed table" in text and "stronger than a Bayesian credible interval" in text
+    for key in ("posterior", "credible", "coverage", "blue", "error_bound", "exact", "bounds"):
+        name, explanation = glossary.TERMS[key]
+        assert name in text and " ".join(explanation.split()) in text
+    assert "coverage" in glossary.TERMS["credible"][1] and "coverage" in glossary.TERMS["confidence"][1]
+
+
+def test_docs_glossary_is_the_apps_glossary_word_for_word():
+    docs = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    assert docs == glossary.glossary_markdown() + "\n", "docs/glossary.md is stale: run tools/write_glossary.py"
+    for doc in ("README.md", "docs/gui.md"):  # where a reader finds it
+        assert "glossary.md" in (ROOT / doc).read_text(encoding="utf-8"), doc
+
+
+def test_monte_carlo_is_never_called_exact():
+    from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
+    from dpdesk.gui.answer_panel import METHOD_WORDS
+
+    assert "exact" not in METHOD_WORDS["mc"].lower()
+    assert "exact" not in POSTERIOR_METHODS["mc"].lower() and "0.999" in POSTERIOR_METHODS["mc"]
+    assert "exact" not in glossary.tip("mc").lower()
