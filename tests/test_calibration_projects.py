@@ -1,0 +1,87 @@
+"""End to end, released answers cover the truth as often as dpdesk claims (issue 12 item 6).
+
+Small real projects — a project file over an SQLite table with known counts, OpenDP's secure sampler
+through ``Project.release`` — work through a stream of 14 requests (fresh, fused and inferred answers)
+under the flat prior, known bounds and pacing; ``benchmarks/evaluation/calibration.py`` runs them and
+says what each answer claims. Per setting:
+
+* every project makes the same decisions with the same claims: they are computed from public inputs
+  only, never from the data or the noise;
+* every claim meets its requester's promise, ``claim ≥ 1 − δ`` less its stated error bound (a fresh
+  answer's claim is computed in closed form from the α spent, not by the engine);
+* request by request, the hits over the R independent projects are Binomial(R, claim): a tail
+  probability below 1e-5 fails (under known bounds only too few hits fail: trimming can add hits);
+* the hits ``H`` of a project against its summed claims ``C``: the mean of ``H − C`` over the projects
+  must lie within ``[−5·se, +10·se]`` (under known bounds only the lower limit), with ``se`` measured
+  from the repetitions (a project's answers share its history's noise, so ``H`` is not binomial).
+
+The limits are lopsided because ``H − C`` is left-skewed (misses are rare and come together), so a few
+repetitions without a bad project show a small sd: in a bootstrap from the 200 projects per setting of
+benchmarks/calibration.py (R = 10, centred), a calibrated engine fails the lower limit with probability
+5e-6–2e-4 and the upper one 7e-5–3e-4 (at +5·se it would be 0.2–1 %). OpenDP's noise cannot be
+seeded, so this test is random; all its checks together fail a calibrated engine with probability
+about 1e-3 at most. It detects gross miscalibration only — a deficit of 3 hits per project (of 14
+answers) is caught 70–85 % of the time, 4 almost always; a request claiming 0.95 caught only if it
+holds at most 4 of 10 times — the benchmark measures the same projects 200 times per setting and
+writes the figures into docs/evaluation.md.
+Integer noise stays at scales ``S/α ≥ 2``, where today's engine is calibrated (issue 12 item 1 concerns
+smaller ones); the test asserts it, so a stream edited into that regime is noticed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from evaluation.calibration import SETTINGS, STREAM, run, summary  # noqa: E402
+
+pytestmark = pytest.mark.calibration
+
+PROJECTS = 10
+K = 5.0        # standard errors below: claims that do not hold
+K_ABOVE = 10.0  # and above: claims far too modest (the skew makes this side noisier, see above)
+TAIL = 1e-5  # per request and side
+# the projects are real SQLite files; on a RAM disk, where there is one, their fsyncs cost nothing
+RAM_DISK = Path("/dev/shm")
+
+
+def project_folder(tmp_path: Path) -> Path:
+    return RAM_DISK if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK) else tmp_path
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_released_answers_cover_as_often_as_claimed(name, tmp_path):
+    setting = SETTINGS[name]
+    results = run(setting, PROJECTS, folder=project_folder(tmp_path))  # a temporary folder there, removed after
+
+    decided = {tuple((a.request, a.kind, round(a.claim, 12)) for a in r.answers) + (r.rejected,) for r in results}
+    assert len(decided) == 1, f"{name}: projects decided or claimed differently: {decided}"
+    assert min(r.smallest_scale for r in results) >= 2.0, "integer noise below scale 2 is issue 12 item 1's regime"
+
+    for i, (text, eps, delta) in enumerate(STREAM):
+        got = [a for r in results for a in r.answers if a.request == i]
+        if not got:
+            continue
+        a = got[0]
+        assert a.claim >= a.promise - a.bound - 1e-12, f"{name}: {text} ±{eps} claims {a.claim} < 1 − δ = {a.promise}"
+        hits, p = sum(x.hit for x in got), a.claim
+        below = stats.binom.cdf(hits, len(got), max(p - a.bound, 0.0))
+        assert below >= TAIL, f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {below:.1e})"
+        if not setting.one_sided:
+            above = stats.binom.sf(hits - 1, len(got), min(p + a.bound, 1.0))
+            assert above >= TAIL, f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {above:.1e})"
+
+    s = summary(results)
+    se = max(s.se, 1.0 / PROJECTS)  # a mean of R integer hit counts moves in steps of 1/R
+    report = (f"{name}: hits {s.hits} vs claimed {s.claimed:.2f} over {s.answers} answers; "
+              f"H − C per project {s.mean_diff:+.3f} ± {se:.3f}")
+    assert s.mean_diff >= -(K * se + s.bound), report
+    if not setting.one_sided:
+        assert s.mean_diff <= K_ABOVE * se + s.bound, report
+    assert {a.kind for a in results[0].answers} == {"inferred", "fused", "fresh"}, "the stream must exercise every kind"
