@@ -34,7 +34,7 @@ TERMS: dict[str, tuple[str, str]] = {
     "posterior": ("posterior",
                   "The paper's name for the distribution dpdesk computes for a requested count. Under the flat "
                   "prior (the default) it is the sampling distribution of the BLUE's error — a fixed weighted "
-                  "sum of the released answers' noise — placed around the estimate. It depends on public "
+                  "sum of the released answers' noise — placed around the estimate. Its shape depends on public "
                   "quantities only (the queries and α of past releases), never on the table. (A “posterior of "
                   "proportions” release is another thing: a Bayesian posterior of shares under a Dirichlet "
                   "prior, released by its own mechanism.)"),
