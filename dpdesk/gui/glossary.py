@@ -52,8 +52,9 @@ TERMS: dict[str, tuple[str, str]] = {
              "The best linear unbiased estimate of the requested count from every released noisy answer: a "
              "weighted sum of them, so its error is the same weighted sum of their noise."),
     "error_bound": ("error bound",
-                    "How far the computed probabilities can be from the true ones. fft and direct state a "
-                    "deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
+                    "How far the computed probabilities can be from the true ones. fft and direct (and the exact "
+                    "atoms or Beurling–Selberg brackets they switch to for integer noise off one lattice) state "
+                    "a deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
                     "Decisions subtract it: "
                     "dpdesk infers only when confidence − bound ≥ 1 − δ."),
     "exact": ("exact",
