@@ -202,6 +202,21 @@ def preview_queued(project: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def claim_offer_text(offer, a, path: str) -> str:
+    """The counter-offer lines for a request watched claims decline: each offer with the edit that
+    accepts it (then ``dpdesk answer`` assesses, confirms and releases as usual)."""
+    r = a.request
+    lines = []
+    if offer.eps is not None:
+        lines.append(f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes) "
+                     f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
+                     f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}")
+    if offer.free_delta is not None:
+        lines.append(f"  counter-offer   free from history: ±{r.eps:g} at {offer.free_confidence:.4g} confidence: "
+                     f"dpdesk requests edit {path} --request {r.id} --delta {offer.free_delta:g}")
+    return "\n".join(lines) or "  counter-offer   none: no fresh answer passes the claims and history does not estimate it"
+
+
 def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.inference.history import History
@@ -231,6 +246,9 @@ def run(args: argparse.Namespace) -> int:
                        if v is not None}
             results = [project.assess(args.request, method=args.method, interval=interval_from_args(args), **what_if)]
             claims = project.claim_statuses(results[0])
+            from dpdesk.store.watching import offer_within_claims
+
+            offer = offer_within_claims(claims, results[0], float(project.total_budget))
         if args.json:
             print(json.dumps({**results[0].to_json(), "claims": [s.to_json() for s in claims]}))
         else:
@@ -239,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
             print(format_assessment(results[0]))
             for s in claims:
                 print(f"  claim           {status_line(s)}")
+            if offer is not None:
+                print(claim_offer_text(offer, results[0], args.project))
         sys.stdout.flush()
         return 0
     else:

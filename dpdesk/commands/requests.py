@@ -22,6 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--alpha", metavar="A", help="max/argmax, posterior: the per-cell budget α instead of an accuracy")
     add.add_argument("--requester", default="", metavar="NAME")
     add.add_argument("--id", metavar="ID", help="request id (default r<N>)")
+    edit = sub.add_parser("edit", help="change a pending request's terms (an accepted counter-offer)")
+    edit.add_argument("path", metavar="PATH")
+    edit.add_argument("--request", required=True, metavar="ID")
+    edit.add_argument("--eps", metavar="E", help="the new ε (default: unchanged)")
+    edit.add_argument("--delta", metavar="D", help="the new δ (default: unchanged)")
+    edit.add_argument("--alpha", metavar="A", help="the new α of a max/argmax or posterior request")
     imp = sub.add_parser("import", help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id])")
     imp.add_argument("path", metavar="PATH")
     imp.add_argument("file", metavar="FILE")
@@ -40,6 +46,14 @@ def run(args: argparse.Namespace) -> int:
         with Project.open(args.path, "w") as p:
             r = p.add_request(args.query, args.eps, args.delta, args.requester, args.id, args.alpha)
             print(f"queued {r.id}: {r.describe()} ({r.kind}; {r.terms()})")
+        return 0
+    if action == "edit":
+        with Project.open(args.path, "w") as p:
+            old = p.request(args.request)
+            r = p.edit_request(old.id, old.query_text or old.query.to_json(),
+                               old.eps if args.eps is None else args.eps, old.delta if args.delta is None else args.delta,
+                               old.requester, old.alpha if args.alpha is None else args.alpha)
+            print(f"edited {r.id}: {r.describe()} ({r.kind}; {r.terms()})")
         return 0
     if action == "import":
         with Project.open(args.path, "w") as p:

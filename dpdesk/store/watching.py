@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dpdesk.engine.answering.assessment import Assessment
+from dpdesk.engine.answering.counteroffer import CounterOffer, claim_offer
 from dpdesk.engine.claims.claim import ClaimReading, read_claim
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.claims.control import ClaimCheck, largest_alpha
@@ -26,7 +27,7 @@ from dpdesk.store import view as view_module
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
 
-__all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "planned_rows"]
+__all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "offer_within_claims", "planned_rows"]
 
 
 def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query, float, str]] | None:
@@ -183,3 +184,15 @@ def claim_trace(view: view_module.LedgerView, claim_id: str) -> list[tuple[int, 
         if r.contribution.rows:
             out.append((r.entry.seq, read_claim(history, watched.claim).probability))
     return out
+
+
+def offer_within_claims(statuses: Sequence[ClaimStatus], assessment: Assessment, total: float) -> CounterOffer | None:
+    """The counter-offer for a count request watched claims decline (None when none declines it): a
+    fresh answer at the largest α that passes every declining claim (and fits the cells' budget), at
+    the ±ε that α buys at the request's δ, and history's free answer at its confidence. Accepting it
+    edits the request's terms, which are then assessed, confirmed and released as usual."""
+    declined = [s for s in statuses if s.verdict == "declined"]
+    if not declined:
+        return None
+    best = [s.largest_alpha for s in declined]
+    return claim_offer(assessment, None if None in best else min(best), total)

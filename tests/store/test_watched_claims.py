@@ -204,3 +204,38 @@ def test_other_release_kinds_pass_the_same_gate(store):
         with pytest.raises(ClaimDeclined, match="watched claim c1"):
             p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
         assert [e.kind for e in p.ledger()] == ["watch", "selection"] and p.verify().ok
+
+
+def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(store):
+    """Issue 18 item 3: a declined request is offered a fresh answer at the largest α that passes, at
+    the ±ε that α buys; accepting it (requests edit) then answering records one entry at that α."""
+    path = store.new_project(budget=5.0, test_project=True)
+    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    store.cli("requests", "add", path, "--query", CELL, "--eps", "3", "--delta", "0.1")
+    from dpdesk.store.watching import offer_within_claims
+
+    with Project.open(path, "r") as p:
+        a = p.assess("r1")
+        (status,) = p.claim_statuses(a)
+        offer = offer_within_claims([status], a, 5.0)
+    assert status.verdict == "declined" and status.largest_alpha is not None
+    # the offer spends no more than the claim allows, at the narrowest ±ε that α buys (3 digits, rounded up)
+    assert offer.alpha <= status.largest_alpha and offer.eps > 3 and offer.delta == 0.1
+    assert a.noise.alpha_for(a.sensitivity, offer.eps * (1 - 2e-3), 0.1) > status.largest_alpha
+    assert offer.free_delta is None  # nothing released yet: history offers nothing for free
+    text = store.cli("assess", path, "--request", "r1").stdout
+    assert f"α = {offer.alpha:.4g}" in text and f"--eps {offer.eps:g}" in text and "not the ±3 asked" in text
+    before = store.digest(path)
+    out = store.cli("requests", "edit", path, "--request", "r1", "--eps", "nine")
+    assert out.returncode == 2 and "eps" in out.stderr and store.digest(path) == before
+    assert store.cli("requests", "edit", path, "--request", "r1", "--eps", f"{offer.eps:g}").returncode == 0
+    out = store.cli("answer", path, "--request", "r1", "--yes")
+    assert out.returncode == 0, out.stderr
+    with Project.open(path, "r") as p:
+        fresh = [e for e in p.ledger() if e.kind == "fresh"]
+        (w,) = p.claims()
+        report = p.verify()
+    assert len(fresh) == 1 and float(fresh[0].payload["alpha"]) == pytest.approx(offer.alpha, rel=1e-12)
+    assert float(fresh[0].payload["eps"]) == pytest.approx(offer.eps)
+    # the release touched the claim and spent no more risk than it had (verify recomputes that)
+    assert w.touched == ((fresh[0].seq, w.spent),) and 0 <= w.spent <= w.claim.risk and report.ok
