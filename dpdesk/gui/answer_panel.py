@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
-from dpdesk.gui.claims_panel import claim_notes
+from dpdesk.gui.claims_panel import claim_notes, offer_options
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
@@ -141,6 +141,8 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.claims_note)
         self.claim_blocked = False
         self.claim_lines: list[str] = []
+        self.claim_offer = None  # a blocked request's counter-offer (store.watching.offer_within_claims)
+        self._accepted: tuple | None = None  # (request id, decision, α cap) of an accepted claim counter-offer
         self._claim_statuses: list | None = None  # computed beside the assessment on the worker
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
@@ -184,6 +186,11 @@ class AnswerPanel(QWidget):
                                      "answers alone (free; it meets no (ε, δ))")
         self.estimate_btn.clicked.connect(self._zero_cost_estimate)
         buttons.addWidget(self.estimate_btn)
+        self.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
+        self.offer_btn.setToolTip("A watched claim blocks the fresh answer asked: release at the largest α that "
+                                  "passes (a wider ±ε) or from history for free, once the requester accepts")
+        self.offer_btn.clicked.connect(self.offer_within_claims)
+        buttons.addWidget(self.offer_btn)
         for btn, kind, slot in ((self.infer_btn, "infer", self.release_inferred),
                                 (self.spend_btn, "spend", self.spend_and_release),
                                 (self.reject_btn, "reject", self.reject)):
@@ -218,6 +225,7 @@ class AnswerPanel(QWidget):
     def refresh(self) -> None:
         """Re-assess the current request against the current history (in the background)."""
         self.assessment = None
+        self.claim_offer = None
         self.claims_note.setVisible(False)
         self._set_buttons(None)
         if self.request_id is None:
@@ -241,6 +249,15 @@ class AnswerPanel(QWidget):
     def _assessed(self, result) -> None:
         a, self._claim_statuses = result  # the watched claims' checks came with it, from the worker
         self.show_assessment(a)
+        accepted, self._accepted = self._accepted, None
+        if accepted is None or accepted[0] != a.request_id:
+            return
+        _rid, decision, cap = accepted
+        if a.decision == decision and not (decision == "spend" and (self.claim_blocked or a.spend_alpha > cap)):
+            self._release(a)  # confirmed when the curator chose the offer: exactly this assessment
+        else:
+            self.result.setText(f"Counter-offer accepted ({self.session.request(a.request_id).terms()}) but not "
+                                f"released: assessed again, {a.reason}")
 
     # -- a max/argmax or posterior request: its kind's plan -----------------------------------------
     def _show_kind(self, kind: str) -> None:
@@ -354,6 +371,10 @@ class AnswerPanel(QWidget):
         else:
             statuses = given if given is not None else self.session.claim_statuses(a)
         self.claim_lines, self.claim_blocked, colour = claim_notes(statuses)
+        if self.claim_blocked:
+            from dpdesk.store.watching import offer_within_claims
+
+            self.claim_offer = offer_within_claims(statuses, a, self.session.total_budget)
         self.claims_note.setText("\n".join(self.claim_lines))
         self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
         self.claims_note.setVisible(bool(self.claim_lines))
@@ -389,6 +410,7 @@ class AnswerPanel(QWidget):
         pending = False
         if a is not None and self.request_id is not None and not self.release_runner.is_running():
             pending = self.session.request(self.request_id).status == "pending"
+        self.offer_btn.setVisible(False)  # shown below for a count request a watched claim blocks
         if self.kind is not None:  # a plan of another kind: release it (α on its box) or reject
             from dpdesk.store.request_kinds import cost_text
 
@@ -405,6 +427,13 @@ class AnswerPanel(QWidget):
         self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
         self.spend_btn.setText(f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release")
         self.reject_btn.setEnabled(pending)
+        offers = offer_options(self.claim_offer, a.request) if a is not None and self.claim_blocked else []
+        self.offer_btn.setVisible(bool(offers))
+        self.offer_btn.setEnabled(pending and bool(offers))
+        if offers and offers[0][3] == "spend":
+            self.offer_btn.setText(f"Release at α = {self.claim_offer.alpha:.4g} (±{self.claim_offer.eps:g})…")
+        elif offers:
+            self.offer_btn.setText("Release free from history…")
 
     # -- actions -------------------------------------------------------------------------------
     def edit_prior(self) -> None:
@@ -484,6 +513,32 @@ class AnswerPanel(QWidget):
         if not ok:
             return
         self._release(a)
+
+    def offer_within_claims(self) -> None:
+        """A request watched claims block: the requester accepts one offer (it becomes the request's
+        terms), which is then assessed again and released at once — the choice is the confirmation."""
+        a, rid = self.assessment, self.request_id
+        if a is None or rid is None or not self.offer_btn.isEnabled() or not hasattr(a, "decision"):
+            return
+        offers = offer_options(self.claim_offer, a.request)
+        b = a.budget
+        i = dialogs.choose(
+            self, f"Counter-offer for {rid}",
+            f"A watched claim blocks the fresh answer {rid} asks (±{a.request.eps:g} at δ = {a.request.delta:g}). "
+            f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); it is released at "
+            "once and recorded in the ledger before it is shown — this cannot be undone:", [o[0] for o in offers])
+        if i is None:
+            return
+        _words, eps, delta, decision = offers[i]
+        req = self.session.request(rid)
+        self._accepted = (rid, decision, self.claim_offer.alpha * (1 + 1e-9))
+        try:
+            self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
+        except Exception as exc:  # noqa: BLE001
+            self._accepted = None
+            dialogs.report_exception(exc, parent=self)
+            return
+        self.refresh()  # the accepted terms, assessed again (their release follows in _assessed)
 
     def reject(self) -> None:
         if self.request_id is None or not self.reject_btn.isEnabled():

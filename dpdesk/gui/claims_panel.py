@@ -58,6 +58,22 @@ def claim_notes(statuses) -> tuple[list[str], bool, str]:
     return lines, blocked, colour
 
 
+def offer_options(offer, request) -> list[tuple[str, float, float, str]]:
+    """The answer panel's counter-offer for a request watched claims block (``offer`` from
+    ``store.watching.offer_within_claims``): ``(words, ε, δ, decision expected)`` per option — a fresh
+    answer at the largest α that passes (its wider ±ε stated), and history's free answer at its
+    confidence where history estimates the query."""
+    out = []
+    if offer is not None and offer.eps is not None:
+        out.append((f"a fresh answer at α = {offer.alpha:.4g}, the largest that passes the claims: within "
+                    f"±{offer.eps:g} at δ = {offer.delta:g} (not the ±{request.eps:g} asked)",
+                    offer.eps, offer.delta, "spend"))
+    if offer is not None and offer.free_delta is not None:
+        out.append((f"free from history (inference only): ±{request.eps:g} at {offer.free_confidence:.2%} "
+                    f"confidence (δ = {offer.free_delta:g}, spends nothing)", request.eps, offer.free_delta, "infer"))
+    return out
+
+
 class ClaimsPanel(QWidget):
     """Watched claims of one :class:`ProjectSession` (see the module docstring)."""
 

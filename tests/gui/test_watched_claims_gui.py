@@ -129,3 +129,54 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     page.lower.setCurrentWidget(claims)
     qtbot.wait(50)
     assert _shot(page, "panel", tmp_path).stat().st_size > 5_000
+
+
+def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(demo_window, qtbot, dialogs, monkeypatch,
+                                                                         tmp_path):
+    """Issue 18 item 3: the answer panel's counter-offer releases the blocked request at the largest α
+    that passes the claim (a wider ±ε, stated), through assess → choose (the confirmation) → release."""
+    win = demo_window
+    page, panel = win.requests, win.requests.answer
+    a = wait_assessed(qtbot, win)
+    rid, eps, delta = a.request.id, a.request.eps, a.request.delta
+    assert a.decision == "spend" and not panel.offer_btn.isVisible()
+
+    def fill(dialog):
+        dialog.query.setText(a.request.query.text)
+        dialog.low.setText("0")
+        dialog.high.setText("1000")  # a public bound a small fresh answer cannot make sure
+        dialog.threshold.setText("0.8")
+        dialog.risk.setText("0.05")
+        dialog.accept()
+        return True
+
+    monkeypatch.setattr(claim_dialog, "run_dialog", fill)
+    win.menu_actions["watch_claim"].trigger()
+    qtbot.waitUntil(lambda: panel.claim_blocked and panel.offer_btn.isVisible(), timeout=20000)
+    blocked = panel.assessment
+    offer = panel.claim_offer
+    assert not panel.spend_btn.isEnabled() and offer.alpha < blocked.spend_alpha and offer.eps > eps
+    assert f"α = {offer.alpha:.4g}" in panel.offer_btn.text() and panel.offer_btn.isEnabled()
+    win.resize(1320, 880)
+    qtbot.wait(50)
+    assert _shot(win, "counter-offer", tmp_path).stat().st_size > 10_000
+    entries = len(win.session.ledger())
+    dialogs.choice = None  # cancelled: nothing changes
+    qtbot.mouseClick(panel.offer_btn, Qt.MouseButton.LeftButton)
+    assert win.session.request(rid).eps == eps and len(win.session.ledger()) == entries
+    dialogs.choice = 0
+    qtbot.mouseClick(panel.offer_btn, Qt.MouseButton.LeftButton)
+    message, options = dialogs.choices[-1]
+    assert "blocks the fresh answer" in message and "cannot be undone" in message
+    assert options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
+    qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=30000)
+    wait_released(qtbot, win)
+    (entry,) = win.session.ledger()[entries:]
+    assert entry.kind == "fresh" and entry.request_id == rid
+    assert float(entry.payload["alpha"]) == pytest.approx(offer.alpha, rel=1e-12)
+    assert float(entry.payload["eps"]) == pytest.approx(offer.eps) and float(entry.payload["delta"]) == delta
+    (w,) = win.session.project.claims()
+    assert w.touched == ((entry.seq, w.spent),) and 0 <= w.spent <= w.claim.risk
+    assert "Released for" in panel.result.text() and win.session.project.verify().ok
+    qtbot.wait(50)
+    _shot(win, "counter-offer-released", tmp_path)

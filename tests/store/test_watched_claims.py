@@ -239,3 +239,17 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
     assert float(fresh[0].payload["eps"]) == pytest.approx(offer.eps)
     # the release touched the claim and spent no more risk than it had (verify recomputes that)
     assert w.touched == ((fresh[0].seq, w.spent),) and 0 <= w.spent <= w.claim.risk and report.ok
+    # once history estimates the query, the offer also names its free (inference-only) answer, with the
+    # confidence history gives the ±ε asked; accepting that δ releases it for nothing
+    store.cli("requests", "add", path, "--query", CELL, "--eps", "3", "--delta", "0.1")
+    with Project.open(path, "r") as p:
+        a2 = p.assess("r2")
+        offer2 = offer_within_claims(p.claim_statuses(a2), a2, 5.0)
+    assert offer2.free_delta is not None and 1 - offer2.free_delta <= offer2.free_confidence + 1e-9
+    text = store.cli("assess", path, "--request", "r2").stdout
+    assert f"--delta {offer2.free_delta:g}" in text and "free from history" in text
+    assert store.cli("requests", "edit", path, "--request", "r2", "--delta", f"{offer2.free_delta:g}").returncode == 0
+    assert store.cli("answer", path, "--request", "r2", "--yes").returncode == 0
+    with Project.open(path, "r") as p:
+        last = p.ledger()[-1]
+        assert last.kind == "inferred" and last.request_id == "r2" and p.claims()[0].spent == w.spent
