@@ -207,7 +207,7 @@ class Releasing:
         # what the view and verify will charge is the mechanism's privacy map: it must be what was priced
         contribution = plan.mechanism.contribution(json.loads(canonical_json(payload)), self.schema.shape)
         mapped = contribution.charge
-        if rows is None:  # a kind whose rows are known from its recorded payload only: still before recording
+        if rows is None and self.view().claims:  # rows known from the recorded payload only: still before recording
             try:
                 checks = self._claims_gate(plan, [(r.query, r.alpha, r.family) for r in contribution.rows])
             except BaseException:
