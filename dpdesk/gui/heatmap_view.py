@@ -9,7 +9,7 @@ a tooltip. Colour levels run from 0 to the total budget so colours mean the same
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from dpdesk.gui.plots import pg
@@ -117,3 +117,16 @@ class HeatmapView(pg.GraphicsLayoutWidget):
             return
         self.hover_text = self.tooltip_for(r, c)
         QToolTip.showText(QCursor.pos(), self.hover_text, self)
+
+
+def show_cell_costs(view: HeatmapView, schema: Any, costs: np.ndarray, total: float) -> None:
+    """Draw per-cell ``costs`` on ``view``: the first two attributes (max over the others), scaled to ``total``."""
+    if len(schema.attributes) == 1:
+        mat = costs.reshape(1, -1)
+        rows, row_title = ["all"], ""
+        cols, col_title = schema.attributes[0].labels, schema.attributes[0].name
+    else:
+        mat, _ = project_2d(costs, schema.shape, 0, 1, "max", {})
+        rows, row_title = schema.attributes[0].labels, schema.attributes[0].name
+        cols, col_title = schema.attributes[1].labels, schema.attributes[1].name
+    view.set_matrix(mat, rows, cols, row_title, col_title, vmax=total)

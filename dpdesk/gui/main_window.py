@@ -164,6 +164,9 @@ class MainWindow(QMainWindow):
     def watch_claim(self) -> None:
         self._on_requests("watch_claim")
 
+    def plan_batch(self) -> None:
+        self._on_requests("plan_batch")
+
     def show_glossary(self) -> None:
         from dpdesk.gui.glossary import GlossaryDialog
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow
 
-MENUS = ("&File", "&Edit", "&Help")
+MENUS = ("&File", "&Edit", "&Release", "&Help")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     _separator("&Edit"),
     ActionSpec("&Edit", "watch_claim", "&Watch a claim…", "watch_claim", needs_project=True,
                tip="Watch a claim releases must not make too certain (inference control)"),
+    ActionSpec("&Release", "plan_batch", "Plan &batch…", "plan_batch", needs_project=True,
+               tip="Plan the selected pending requests (or all pending) together: one release answers them all"),
     ActionSpec("&Help", "glossary", "&Glossary", "show_glossary", QKeySequence.StandardKey.HelpContents,
                tip="What α, ±ε, δ, system cost and the other terms mean"),
     ActionSpec("&Help", "about", "&About dpdesk", "show_about",

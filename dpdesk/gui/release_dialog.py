@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDou
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
-from dpdesk.gui.heatmap_view import HeatmapView, project_2d
+from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.tasks import TaskRunner
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
@@ -169,20 +169,8 @@ class PublishReleaseDialog(QDialog):
         lines += [g.text(self.schema) for g in pv.guarantees]
         lines.append(pv.simultaneous.text())
         self.result.setText("<br>".join(lines))
-        self._draw_heatmap(np.asarray(b.cell_costs_after))
+        show_cell_costs(self.heatmap, self.schema, np.asarray(b.cell_costs_after), self.total_budget)
         self.publish_button.setEnabled(pv.fits)
-
-    def _draw_heatmap(self, after: np.ndarray) -> None:
-        s = self.schema
-        if len(s.attributes) == 1:
-            mat = after.reshape(1, -1)
-            rows, row_title = ["all"], ""
-            cols, col_title = s.attributes[0].labels, s.attributes[0].name
-        else:
-            mat, _ = project_2d(after, s.shape, 0, 1, "max", {})
-            rows, row_title = s.attributes[0].labels, s.attributes[0].name
-            cols, col_title = s.attributes[1].labels, s.attributes[1].name
-        self.heatmap.set_matrix(mat, rows, cols, row_title, col_title, vmax=self.total_budget)
 
     def publish(self) -> None:
         pv = self.preview_result

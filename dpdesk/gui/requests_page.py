@@ -108,7 +108,8 @@ class RequestsPage(QWidget):
         self.table.setSortingEnabled(True)
         self.proxy.sort(-1)  # queue order until a header is clicked
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # several rows can be selected for *Plan batch…*; the current row is the one the answer panel shows
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.setWordWrap(False)
@@ -313,6 +314,23 @@ class RequestsPage(QWidget):
 
         self.free_runner.start(self.session.answer_free_job(self.answer.method.currentText()), done, failed,
                                label="answering free requests")
+
+    def selected_ids(self) -> list[str]:
+        """The selected requests' ids, in the order shown."""
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return [self.request_at(r) for r in rows]
+
+    def plan_batch(self) -> None:
+        """Plan the selected pending count requests together (fewer than two selected: every pending one)."""
+        from dpdesk.gui.batch_dialog import BatchDialog
+
+        if self.answer.release_runner.is_running() or self.free_runner.is_running():
+            return
+        ids = [rid for rid in self.selected_ids()
+               if (r := self.session.request(rid)).status == "pending" and r.kind == "count"]
+        self.batch_dialog = BatchDialog(self.session, ids if len(ids) >= 2 else None,
+                                        self.answer.method.currentText(), self)
+        self.batch_dialog.show()
 
     def counter_offer(self) -> None:
         """Offer better terms for the selected pending request; the accepted offer becomes its terms."""

@@ -1,4 +1,4 @@
-"""Menu bar (File/Edit/Help, Close project, Quit) and the one vocabulary with its glossary (issue 14)."""
+"""Menu bar (File/Edit/Release/Help, Close project, Quit) and the one vocabulary with its glossary (issue 14)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def _menu_titles(win):
 
 def test_menus_close_project_and_quit(demo_window, qtbot):
     win = demo_window
-    assert _menu_titles(win)[:3] == ["&File", "&Edit", "&Help"]
+    assert _menu_titles(win)[:4] == ["&File", "&Edit", "&Release", "&Help"]
     acts = win.menu_actions
     assert acts["quit"].shortcut() == QKeySequence("Ctrl+Q")
     assert acts["close_project"].isEnabled() and acts["new_request"].isEnabled()

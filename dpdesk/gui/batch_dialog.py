@@ -1,0 +1,182 @@
+"""*Plan batch…*: plan several pending count requests together, show the plan, release it on confirmation.
+
+On opening, :func:`~dpdesk.store.batch.plan_pending` runs off the GUI thread on a sibling connection
+(public inputs only, nothing spent). The dialog shows each request's cost alone (today's rules) against
+its share in the batch, the batch's system cost before and after, the heatmap of per-cell costs after
+the plan, and the requests the budget cannot cover with their counter-offers. *Release batch…* asks
+once, then :func:`~dpdesk.store.batch.release_batch` records the measurements (one ledger entry each,
+vetted noise, recorded before shown) and answers every covered request from history. Both jobs report
+progress and can be cancelled; a cancel before the first draw records nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from PySide6.QtWidgets import (QAbstractItemView, QDialog, QHBoxLayout, QLabel, QProgressBar,
+                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from dpdesk.gui import dialogs
+from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.tasks import TaskRunner
+
+HEADERS = ("request", "±ε", "δ", "alone", "in batch", "status", "if not covered")
+
+
+def batch_share(plan: Any) -> float:
+    """The plan's rise of the system cost shared over the requests it newly covers (a plan is not separable)."""
+    return plan.increase / max(1, len(plan.ids("planned")))
+
+
+def row_cells(plan: Any, p: Any) -> list[str]:
+    """One table row: the numbers of planned request ``p`` as the curator reads them."""
+    alone = "refused" if p.alone is None else f"{p.alone:.4g}"
+    inb = {"answerable": "0", "planned": f"~{batch_share(plan):.3g}", "uncovered": "—"}[p.status]
+    note = ""
+    if p.status == "uncovered":
+        note = "no budget left" if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+        if p.free_eps is not None:
+            note += f"; history gives ±{p.free_eps:.4g} free"
+    return [p.id, f"{p.request.eps:.4g}", f"{p.request.delta:.3g}", alone, inb, p.status, note]
+
+
+class BatchDialog(QDialog):
+    """Plan ``request_ids`` (None: every pending count request) of ``session``'s project, then release it."""
+
+    def __init__(self, session: Any, request_ids: Sequence[str] | None, method: str = "fft",
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Plan batch")
+        self.session, self.request_ids, self.method = session, request_ids, method
+        self.plan: Any = None
+        self.outcome: Any = None  # the BatchRelease, once released
+        self.runner = TaskRunner(self)
+        self.summary = QLabel("Planning the batch…")
+        self.summary.setWordWrap(True)
+        self.table = QTableWidget(0, len(HEADERS))
+        self.table.setHorizontalHeaderLabels(HEADERS)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setToolTip("alone: the rise of the system cost answering that request alone now would cause; "
+                              "in batch: the plan's rise shared over the requests it covers")
+        self.heatmap = HeatmapView()
+        self.heatmap.setMinimumHeight(200)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.cancel_button = QPushButton("Cancel")
+        self.release_button = QPushButton("Release batch…")
+        self.release_button.setEnabled(False)
+        close = QPushButton("Close")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.progress, 1)
+        for b in (self.cancel_button, self.release_button, close):
+            buttons.addWidget(b)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.summary)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(QLabel("Per-cell costs after the plan"))
+        lay.addWidget(self.heatmap, 1)
+        lay.addLayout(buttons)
+        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(round(100 * f))))
+        self.runner.sigFinished.connect(lambda: self.cancel_button.setEnabled(False))
+        self.cancel_button.clicked.connect(self.cancel)
+        self.release_button.clicked.connect(self.release)
+        close.clicked.connect(self.reject)
+        self.run_plan()
+
+    # -- planning -------------------------------------------------------------------------------------
+    def run_plan(self) -> None:
+        from dpdesk.store.batch import plan_pending
+
+        project, ids, method = self.session.project, self.request_ids, self.method
+
+        def job(state: Any) -> Any:
+            with project.sibling() as sibling:
+                return plan_pending(sibling, ids, method=method, progress=state.progress, cancelled=state.cancelled)
+
+        self.cancel_button.setEnabled(True)
+        self.runner.start(job, self._show, self._failed, label="planning the batch")
+
+    def _failed(self, exc: BaseException, trace: str) -> None:
+        title, message = dialogs.explain(exc)
+        self.summary.setText(f"<span style='color:#c0392b'>{message}</span>")
+
+    def _show(self, plan: Any) -> None:
+        self.plan = plan
+        self.progress.setValue(100)
+        one = plan.one_by_one
+        self.summary.setText(
+            f"<b>{plan.strategy}</b>: {len(plan.measurements)} measurement(s); system cost "
+            f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
+            f"Answers {plan.answered} of {len(plan.requests)} (one by one today: {one.answered}, system cost "
+            f"{one.system_cost_after:.4g}).")
+        self.table.setRowCount(len(plan.requests))
+        for r, p in enumerate(plan.requests):
+            for c, text in enumerate(row_cells(plan, p)):
+                self.table.setItem(r, c, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        show_cell_costs(self.heatmap, self.session.schema, np.asarray(plan.cell_costs_after), plan.total_budget)
+        self.release_button.setEnabled(self._releasable(plan))
+
+    @staticmethod
+    def _releasable(plan: Any) -> bool:
+        """A plan with nothing to measure or answer (every request uncovered) has nothing to release."""
+        return bool(plan.measurements) or bool(plan.ids("answerable"))
+
+    # -- releasing ------------------------------------------------------------------------------------
+    def release(self) -> None:
+        plan = self.plan
+        if plan is None or self.runner.is_running() or not self._releasable(plan):
+            return
+        covered = plan.ids("planned") + plan.ids("answerable")
+        left = plan.ids("uncovered")
+        question = (f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}) and answer "
+                    f"{', '.join(covered) or 'no request'} from them? The system cost becomes "
+                    f"{plan.system_cost_after:.4g} of {plan.total_budget:g}."
+                    + (f" {', '.join(left)} stay pending." if left else "") + " This cannot be undone.")
+        if not dialogs.confirm(self, "Release batch", question):
+            return
+        from dpdesk.store.batch import release_batch
+
+        project = self.session.project
+
+        def job(state: Any) -> Any:
+            with project.sibling() as sibling:
+                return release_batch(sibling, plan, progress=state.progress, cancelled=state.cancelled)
+
+        self.release_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.summary.setText("Releasing the batch…")
+        self.runner.start(job, self._released, self._release_failed, label="releasing the batch")
+
+    def _released(self, outcome: Any) -> None:
+        self.outcome = outcome
+        self.session.released()
+        names = ", ".join(r.request_id for r in outcome.answers) or "none"
+        dialogs.show_info(self, "Batch released",
+                          f"Recorded {len(outcome.measurements)} measurement(s) and answered {names}"
+                          + (f"; {', '.join(outcome.left_pending)} still pending." if outcome.left_pending else "."))
+        self.accept()
+
+    def _release_failed(self, exc: BaseException, trace: str) -> None:
+        self.session.released()  # measurements recorded before a failure or cancel stay recorded: redraw
+        self.plan = None  # the ledger may have moved: a plan is released at most once
+        self._failed(exc, trace)
+
+    def cancel(self) -> None:
+        """Stop planning or releasing; measurements already recorded stay recorded (and are shown)."""
+        if not self.runner.is_running():
+            return
+        releasing = self.runner.label == "releasing the batch"
+        self.runner.cancel()
+        self.summary.setText("Cancelled: measurements recorded before the cancel stay in the ledger; the rest was "
+                             "not spent." if releasing else "Planning cancelled; nothing was spent.")
+        if releasing:
+            self.plan = None
+            self.session.released()
+
+    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+        self.runner.shutdown()
+        super().done(result)

@@ -1,0 +1,89 @@
+"""*Release ▸ Plan batch…*: plan selected pending requests off the GUI thread, show the plan, release it
+through store/batch.py on one confirmation — on a real offscreen window over the demo project (issue 19)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel
+
+from dpdesk.gui.batch_dialog import HEADERS, row_cells
+
+COL = {name: i for i, name in enumerate(HEADERS)}
+
+
+def _select(page, ids):
+    sm = page.table.selectionModel()
+    sm.clearSelection()
+    for row in range(page.proxy.rowCount()):
+        if page.request_at(row) in ids:
+            sm.select(page.proxy.index(row, 0),
+                      QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+
+
+def _planned(qtbot, d):
+    qtbot.waitUntil(lambda: d.plan is not None and not d.runner.is_running(), timeout=30000)
+    return d.plan
+
+
+def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, qtbot, dialogs, tmp_path):
+    from dpdesk.store.batch import plan_pending
+
+    win, ids = demo_window, ["q02", "q03", "q34"]
+    page = win.requests
+    _select(page, ids)
+    assert page.selected_ids() == ids
+    win.menu_actions["plan_batch"].trigger()
+    d = page.batch_dialog
+    d.resize(900, 640)
+    plan = _planned(qtbot, d)
+    expected = plan_pending(win.session.project, ids)  # the same plan, made here on the GUI thread's connection
+    assert [p.id for p in plan.requests] == ids and plan.to_json() | {"elapsed_ms": 0} == expected.to_json() | {"elapsed_ms": 0}
+    table = [[d.table.item(r, c).text() for c in range(len(HEADERS))] for r in range(d.table.rowCount())]
+    assert table == [row_cells(expected, p) for p in expected.requests]
+    by_id = {row[0]: row for row in table}
+    assert by_id["q02"][COL["alone"]] == f"{expected.requests[0].alone:.4g}"
+    share = expected.increase / len(expected.ids("planned"))
+    assert by_id["q02"][COL["in batch"]] == f"~{share:.3g}" and by_id["q02"][COL["status"]] == "planned"
+    q34 = expected.requests[2]
+    assert q34.status == "uncovered" and by_id["q34"][COL["alone"]] == "refused"
+    assert f"offer ±{q34.offer_eps:.4g} at δ 0.01" in by_id["q34"][COL["if not covered"]]
+    assert f"system cost {expected.system_cost:.4g} now → {expected.system_cost_after:.4g} after" in d.summary.text()
+    assert abs(d.heatmap.matrix.max() - expected.cell_costs_after.max()) < 1e-12
+    d.grab().save(str(tmp_path / "batch_dialog.png"))
+    d.grab().save("/tmp/batch_dialog.png")
+    before = len(win.session.ledger())
+    assert d.release_button.isEnabled()
+    d.release_button.click()
+    assert dialogs.confirms and "answer q02, q03 from them" in dialogs.confirms[-1][1]
+    assert "q34 stay pending" in dialogs.confirms[-1][1]
+    qtbot.waitUntil(lambda: d.outcome is not None, timeout=60000)
+    new = win.session.ledger()[before:]
+    n = len(expected.measurements)
+    assert [e.kind for e in new[:n]] == ["measurement"] * n and len(new) == n + 2
+    assert [e.request_id for e in new[n:]] == ["q02", "q03"]
+    assert [win.session.request(i).status for i in ids] == ["answered", "answered", "pending"]
+    assert dialogs.infos[-1][0] == "Batch released" and "answered q02, q03; q34 still pending" in dialogs.infos[-1][1]
+    assert win.session.verify().ok
+
+
+def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spending_nothing(demo_window, qtbot, dialogs):
+    from dpdesk.gui.batch_dialog import BatchDialog
+
+    win = demo_window
+    before = len(win.session.ledger())
+    d = BatchDialog(win.session, ["q34"])  # ±2 at δ = 0.01: no budget covers it
+    qtbot.addWidget(d)
+    plan = _planned(qtbot, d)
+    assert plan.ids("uncovered") == ("q34",) and not plan.measurements and not d.release_button.isEnabled()
+    assert "offer ±" in d.table.item(0, COL["if not covered"]).text()
+    d.release()
+    assert not dialogs.confirms and len(win.session.ledger()) == before
+
+    d2 = BatchDialog(win.session, ["q02", "q03"])
+    qtbot.addWidget(d2)
+    _planned(qtbot, d2)
+    win.session.reject("q05", "out of scope")  # the ledger moves after planning: the plan is stale
+    d2.release_button.click()
+    qtbot.waitUntil(lambda: not d2.runner.is_running(), timeout=30000)
+    assert "plan the batch again" in d2.summary.text() and d2.outcome is None
+    assert [e.kind for e in win.session.ledger()[before:]] == ["rejected"]
+    assert win.session.request("q02").status == "pending" and win.session.verify().ok
