@@ -19,12 +19,13 @@ from typing import Any, Callable
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox, QTextBrowser,
+                               QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QTextBrowser,
                                QVBoxLayout, QWidget)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.proportions_plot import ProportionsPlot
+from dpdesk.gui.release_buttons import release_buttons
 from dpdesk.gui.tasks import TaskRunner
 
 MECHANISMS = (("global", "Exponential mechanism, global sensitivity (α-DP)"),
@@ -110,22 +111,13 @@ class PosteriorDialog(QDialog):
         self.result.setMinimumHeight(150)
         self.result.setText("Preview to see the cost, the guarantee and the expected accuracy.")
         self.plot = ProportionsPlot()
-        self.preview_button = QPushButton("Preview")
-        self.release_button = QPushButton("Release…")
-        self.release_button.setEnabled(False)
-        close = QPushButton("Close")
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        for b in (self.preview_button, self.release_button, close):
-            buttons.addWidget(b)
+        buttons, self.preview_button, self.release_button = release_buttons(
+            self, "Release…", self.run_preview, self.confirm_release)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result, 1)
         lay.addWidget(self.plot, 1)
         lay.addLayout(buttons)
-        self.preview_button.clicked.connect(self.run_preview)
-        self.release_button.clicked.connect(self.confirm_release)
-        close.clicked.connect(self.reject)
         for w in (self.attribute, self.mechanism):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.budget, self.within, self.failure, self.size, self.reference):

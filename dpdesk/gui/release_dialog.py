@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox, QTextBrowser,
+                               QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QTextBrowser,
                                QVBoxLayout, QWidget)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.release_buttons import release_buttons
 from dpdesk.gui.tasks import TaskRunner
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
@@ -76,22 +77,13 @@ class PublishReleaseDialog(QDialog):
         self.result.setText("Preview to see the cost and what the release promises.")
         self.heatmap = HeatmapView()
         self.heatmap.setMinimumHeight(200)
-        self.preview_button = QPushButton("Preview")
-        self.publish_button = QPushButton("Publish…")
-        self.publish_button.setEnabled(False)
-        close = QPushButton("Close")
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        for b in (self.preview_button, self.publish_button, close):
-            buttons.addWidget(b)
+        buttons, self.preview_button, self.publish_button = release_buttons(
+            self, "Publish…", self.run_preview, self.publish)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result, 1)
         lay.addWidget(self.heatmap, 1)
         lay.addLayout(buttons)
-        self.preview_button.clicked.connect(self.run_preview)
-        self.publish_button.clicked.connect(self.publish)
-        close.clicked.connect(self.reject)
         for w in (self.kind, self.tree_attr):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.branching, self.depth, self.alpha, self.accuracy, self.delta):

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtWidgets import (QButtonGroup, QDialog, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QRadioButton, QVBoxLayout, QWidget)
+                               QRadioButton, QVBoxLayout, QWidget)
 
 from dpdesk.gui import dialogs
+from dpdesk.gui.release_buttons import release_buttons
 from dpdesk.gui.selection_chart import SelectionChart
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
@@ -56,22 +57,13 @@ class SelectionDialog(QDialog):
         self.result.setWordWrap(True)
         self.chart = SelectionChart()
         self.chart.setMinimumHeight(220)
-        self.preview_button = QPushButton("Preview")
-        self.release_button = QPushButton("Release…")
-        self.release_button.setEnabled(False)
-        close = QPushButton("Close")
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        for b in (self.preview_button, self.release_button, close):
-            buttons.addWidget(b)
+        buttons, self.preview_button, self.release_button = release_buttons(
+            self, "Release…", self.run_preview, self.release)
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result)
         lay.addWidget(self.chart, 1)
         lay.addLayout(buttons)
-        self.preview_button.clicked.connect(self.run_preview)
-        self.release_button.clicked.connect(self.release)
-        close.clicked.connect(self.reject)
         self.query.textChanged.connect(self._inputs_changed)
         for w in (self.alpha, self.accuracy, self.delta):
             w.valueChanged.connect(self._inputs_changed)
