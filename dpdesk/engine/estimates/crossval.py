@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from scipy.linalg import solve
+from scipy.linalg import blas, cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
@@ -145,7 +145,14 @@ class _BlockFolds:
     The shrinkage estimate is the posterior mean of a Gaussian model with covariance ``C = τ²K⊥ + V``
     (module docstring of :mod:`~dpdesk.engine.estimates.shrinkage`), so a fold's held-out residuals are
     ``[(C⁻¹)_ff]⁻¹ (C⁻¹ r)_f``; with the total estimated, ``C⁻¹`` becomes the projector of universal
-    kriging (Dubrule 1983). Both come from the model's eigen-decomposition at ``O(m³/k)`` per τ.
+    kriging (Dubrule 1983). In the whitened eigenbasis ``C⁻¹ = U diag(d) Uᵀ`` with ``d = 1/(τ²λ² + 1)``,
+    so each fold and τ costs one rank-``r`` symmetric product ``(U_f √d)(U_f √d)ᵀ`` (BLAS ``syrk``, half
+    a general product) and a Cholesky solve of size ``m/k``.
+
+    Why not one eigen-decomposition per training set, after which every τ is a diagonal reweighting
+    (``_RefitFolds``)? At m = 5 000 one eigen-decomposition of 4 000 rows costs as much as ~100 of these
+    products (it is bound by memory traffic, the products by arithmetic), so k of them outweigh the
+    ~35 τ values a curve and its refinement need. ``benchmarks/bench_estimates.py --refit`` measures both.
     """
 
     def __init__(self, model: ShrinkageModel, k: int, seed: int, cancelled) -> None:
@@ -153,32 +160,50 @@ class _BlockFolds:
         self.cancelled = cancelled
         self.folds = _split(model.m, k, seed)
         self.variances = model.released.variances
+        rng_ = model._range
+        z = model._za - (model._zh * model.table_size if model.table_size is not None else 0.0)
+        self._z = z
+        # Per fold, the rows of the eigenvectors in the range (their weights d depend on τ) and what
+        # the null space contributes (weight 1 at every τ), computed once.
+        self._parts = []
+        for f in self.folds:
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            uf = model._U[f]
+            a = np.ascontiguousarray(uf[:, rng_])
+            nul = uf[:, ~rng_]
+            base = nul @ nul.T if nul.shape[1] else None
+            self._parts.append((f, a, base, nul @ z[~rng_], nul @ model._zh[~rng_]))
 
     def terms(self, taus: np.ndarray) -> np.ndarray:
         mdl = self.model
         if np.any(np.isinf(taus)):
             raise DpdeskError("the block method needs finite τ (use method='refit' for τ = inf)")
         _, dmat = shrinkage_factors(taus, mdl._lam2, mdl._range)
-        z = mdl._za - (mdl._zh * mdl.table_size if mdl.table_size is not None else 0.0)
+        rng_ = mdl._range
+        zr, zhr = self._z[rng_], mdl._zh[rng_]
         out = np.empty((mdl.m, taus.size))
         for t in range(taus.size):
-            if self.cancelled is not None and self.cancelled():
-                raise Cancelled()
             d = dmat[:, t]
-            dz = d * z
+            dr = d[rng_]
+            sq = np.sqrt(dr)
             if mdl.table_size is None:
-                dzh = d * mdl._zh
-                s = float(mdl._zh @ dzh)
-                w = mdl._U @ dzh
-                wy = float(mdl._zh @ dz)
-            for f in self.folds:
-                uf = mdl._U[f]
-                M = (uf * d) @ uf.T
-                p = uf @ dz
+                s = float(mdl._zh @ (d * mdl._zh))
+                wy = float(mdl._zh @ (d * self._z))
+            for f, a, base, pz, ph in self._parts:
+                if self.cancelled is not None and self.cancelled():
+                    raise Cancelled()
+                # upper triangle of (a √d)(a √d)ᵀ; aᵀ is Fortran-ordered, so BLAS reads it without a copy
+                M = blas.dsyrk(1.0, (a * sq).T, trans=1)
+                if base is not None:
+                    M += base
+                p = a @ (dr * zr) + pz
                 if mdl.table_size is None:
-                    M -= np.outer(w[f], w[f]) / s
-                    p = p - w[f] * wy / s
-                res = solve(M, p, assume_a="pos", check_finite=False)
+                    w = a @ (dr * zhr) + ph
+                    M -= np.outer(w, w) / s
+                    p = p - w * wy / s
+                res = cho_solve(cho_factor(M, lower=False, overwrite_a=True, check_finite=False), p,
+                                check_finite=False)
                 out[f, t] = res**2 * self.variances[f] - self.variances[f]
         return out
 
@@ -248,14 +273,19 @@ def cross_validate(
     best_tau, best_mse, best_se = float(grid[i]), float(mse[i]), float(se[i])
     if refine and 0 < i < grid.size - 1 and math.isfinite(grid[i + 1]):
 
-        def at(log_tau: float) -> float:
-            return float(folds.terms(np.array([math.exp(log_tau)])).mean())
+        seen: dict[float, np.ndarray] = {}  # the minimiser's last point is usually its answer: reuse it
 
-        res = minimize_scalar(at, bounds=(math.log(grid[i - 1]), math.log(grid[i + 1])), method="bounded",
+        def terms_at(log_tau: float) -> np.ndarray:
+            if log_tau not in seen:
+                seen[log_tau] = folds.terms(np.array([math.exp(log_tau)]))
+            return seen[log_tau]
+
+        bounds = (math.log(grid[i - 1]), math.log(grid[i + 1]))
+        res = minimize_scalar(lambda x: float(terms_at(x).mean()), bounds=bounds, method="bounded",
                               options={"xatol": 1e-3})
         if res.fun < best_mse:
             t = np.array([math.exp(res.x)])
-            mm, ss = stats(folds.terms(t))
+            mm, ss = stats(terms_at(float(res.x)))
             best_tau, best_mse, best_se = float(t[0]), float(mm[0]), float(ss[0])
     return CVCurve(
         taus=_ro(grid), mse=_ro(mse), se=_ro(se), floor_sd=floor_sd, k=k, m=m,
