@@ -209,7 +209,7 @@ def markdown(r: dict) -> str:
         "table above follows the text.",
         "- The seed explains CV's overestimate by the (k−1)/k of queries each fold uses. Another part is that CV "
         "measures error on *new* queries: with the uniform prior the CV curve follows the new-range curve "
-        "rather than the past-query one (above); with p0 the three are close.",
+        "rather than the past-query one (see \"What CV estimates\" above).",
         "- §3.2: scaling the kernel by 1/N does not leave W and λ² unchanged (λ² scales by 1/N, W by √N); the "
         "trade-off's scale therefore depends on the normalisation, stated above for dpdesk.",
         "- The CV estimate subtracts 2b² per held-out row: its noise floor (sd b²·√(20/m)) makes RMSEs below "
