@@ -105,7 +105,10 @@ def test_curve_reports_its_best_tau_and_refuses_too_few_rows():
     truth = np.array([q.answer(x) for q in qs])
     rel = Released.laplace(SHAPE, qs, truth + rng.laplace(0, 20.0, 60), 20.0)
     model = ShrinkageModel.fit(rel, table_size=x.sum())
-    curve = cross_validate(model)
+    seen: list[float] = []
+    curve = cross_validate(model, progress=seen.append)
+    # progress moves with every τ evaluated (25 on the grid, then the refinement) and ends at 1
+    assert len(seen) > 25 and seen == sorted(seen) and seen[-1] == 1.0 and max(seen[:-1]) < 1.0
     assert curve.best_mse <= np.min(curve.mse) + 1e-9
     assert curve.taus[0] <= curve.best_tau <= curve.taus[-1]
     assert "no bound for one request" in curve.summary()

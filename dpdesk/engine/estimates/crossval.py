@@ -29,6 +29,9 @@ from dpdesk.engine.estimates.shrinkage import ShrinkageModel, shrinkage_factors
 
 __all__ = ["CVCurve", "cross_validate"]
 
+# Typical number of evaluations the refinement of the minimum takes (for progress only).
+_REFINE_EVALUATIONS = 12
+
 
 def _ro(a: Any) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True)
@@ -155,9 +158,10 @@ class _BlockFolds:
     ~35 τ values a curve and its refinement need. ``benchmarks/bench_estimates.py --refit`` measures both.
     """
 
-    def __init__(self, model: ShrinkageModel, k: int, seed: int, cancelled) -> None:
+    def __init__(self, model: ShrinkageModel, k: int, seed: int, cancelled, tick=None) -> None:
         self.model = model
         self.cancelled = cancelled
+        self.tick = tick  # called after every τ (progress)
         self.folds = _split(model.m, k, seed)
         self.variances = model.released.variances
         rng_ = model._range
@@ -205,6 +209,8 @@ class _BlockFolds:
                 res = cho_solve(cho_factor(M, lower=False, overwrite_a=True, check_finite=False), p,
                                 check_finite=False)
                 out[f, t] = res**2 * self.variances[f] - self.variances[f]
+            if self.tick is not None:
+                self.tick()
         return out
 
 
@@ -241,8 +247,16 @@ def cross_validate(
     if m < 2 * k:
         raise DpdeskError(f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}")
     if method == "block":
-        folds: Any = _BlockFolds(model, k, seed, cancelled)
         grid = model.default_taus(25)[:-1] if taus is None else np.asarray(list(taus), dtype=np.float64)
+        # progress over the τ evaluations: the grid, then about a dozen for the refinement
+        expected, done = grid.size + (_REFINE_EVALUATIONS if refine else 0), [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if progress is not None:
+                progress(min(done[0] / expected, 0.99))
+
+        folds: Any = _BlockFolds(model, k, seed, cancelled, tick)
     elif method == "refit":
         folds = _RefitFolds(model, k, seed, progress, cancelled)
         grid = model.default_taus(25) if taus is None else np.asarray(list(taus), dtype=np.float64)
@@ -287,6 +301,8 @@ def cross_validate(
             t = np.array([math.exp(res.x)])
             mm, ss = stats(terms_at(float(res.x)))
             best_tau, best_mse, best_se = float(t[0]), float(mm[0]), float(ss[0])
+    if progress is not None:
+        progress(1.0)
     return CVCurve(
         taus=_ro(grid), mse=_ro(mse), se=_ro(se), floor_sd=floor_sd, k=k, m=m,
         best_tau=best_tau, best_mse=best_mse, best_se=best_se,

@@ -247,7 +247,8 @@ def plan_estimate(
         if len(released) < 2 * FOLDS:
             raise DpdeskError(f"choosing τ by {FOLDS}-fold cross-validation needs at least {2 * FOLDS} released "
                               f"answers, the history has {len(released)}: give τ")
-        cv = cross_validate(model, k=FOLDS, cancelled=cancelled)
+        cv = cross_validate(model, k=FOLDS, cancelled=cancelled,
+                            progress=None if progress is None else (lambda f: progress(0.3 + 0.6 * f)))
         tau = cv.best_tau
     if progress is not None:
         progress(0.9)
