@@ -50,7 +50,8 @@ def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
     lines = [f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
              f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
              f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules) would answer "
-             f"{plan.one_by_one.answered} at system cost {plan.one_by_one.system_cost_after:.6g}"]
+             f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
+             f"{plan.one_by_one.system_cost_after:.6g}"]
     share = plan.increase / max(1, len(plan.ids("planned")))
     lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone':>10} {'in batch':>10}  status")
     for p in plan.requests:

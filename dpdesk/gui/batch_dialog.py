@@ -110,7 +110,8 @@ class BatchDialog(QDialog):
         self.summary.setText(
             f"<b>{plan.strategy}</b>: {len(plan.measurements)} measurement(s); system cost "
             f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
-            f"Answers {plan.answered} of {len(plan.requests)} (one by one today: {one.answered}, system cost "
+            f"Answers {plan.answered} of {len(plan.requests)} (one by one today: "
+            f"{'' if one.checked else 'at most '}{one.answered}, system cost "
             f"{one.system_cost_after:.4g}).")
         self.table.setRowCount(len(plan.requests))
         for r, p in enumerate(plan.requests):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpdesk.engine.answering.fresh import true_answer
-from dpdesk.engine.answering.workflow import Request, Settings, assess
+from dpdesk.engine.answering.workflow import Request, Settings, answerable, assess, infer
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
@@ -125,3 +125,63 @@ def test_bad_batches_are_refused_in_one_line():
         plan_batch(History((N,)), [], Settings(1.0))
     with pytest.raises(DpdeskError, match="twice"):
         plan_batch(History((N,)), [r, r], Settings(1.0))
+
+
+def _one_by_one_oracle(history: History, reqs, settings: Settings) -> tuple[int, float]:
+    """Today's rules request after request, then every request not refused at its turn asked of the final
+    history (the engine's full assessment, credible interval and all): how many it answers, at what cost."""
+    h, costs, kept = History(history.shape, rows=list(history.rows)), history.cell_costs.copy(), []
+    for r in reqs:
+        a = assess(h, r, settings, cell_costs=costs)
+        if a.decision == "spend":
+            h.append(HistoryRow(r.query, float(a.spend_alpha), 0.0, a.noise.name))
+            costs = costs + a.pricing.charge.dense(costs.size)
+        if a.decision != "reject":
+            kept.append(r)
+    answered = sum(assess(h, r, settings, cell_costs=costs).decision == "infer" for r in kept)
+    return answered, float(costs.max())
+
+
+@pytest.mark.parametrize("total, seed", [(0.2, 5), (3.0, 6), (1.0, None)])
+def test_one_by_one_left_unchecked_only_when_the_plan_beats_what_it_could_answer(total, seed):
+    # overlapping ranges with a budget that covers some (0.2) or all (3.0): a strategy beats even what one
+    # by one could answer, so its final history is not checked; disjoint ranges (seed None): one by one
+    # ties the strategies at a lower cost, so it is checked in full and chosen. The oracle checks it in full.
+    reqs = (_batch(seed, 16, eps2=(6.0, 40.0)) if seed is not None else
+            [Request(f"d{i}", _range(2 * i, 2 * i + 2), 10.0 + i, 0.2) for i in range(8)])
+    settings = Settings(total)
+    plan = plan_batch(History((N,)), reqs, settings)
+    answered, cost = _one_by_one_oracle(History((N,)), reqs, settings)
+    obo = plan.one_by_one
+    assert obo.answered >= answered  # its count, exact or a bound, never understates it
+    assert (plan.answered, -plan.system_cost_after) >= (answered, -cost)
+    assert obo.checked == (seed is None)
+    if obo.checked:
+        assert obo.answered == answered and obo.system_cost_after == pytest.approx(cost, rel=1e-12)
+        assert plan.strategy == "one by one"
+    else:
+        assert plan.strategy != "one by one"
+        assert plan.answered > obo.answered or plan.system_cost_after < obo.system_cost_after
+
+
+def test_decision_only_inference_reads_the_same_probabilities():
+    # 40 overlapping discrete rows: the BLUE mixes them with non-integer weights, too many atoms to list,
+    # so the posterior is read from Selberg's brackets (the case whose drawing decision_only skips)
+    rng = np.random.default_rng(0)
+    hist = History((N,))
+    for _ in range(40):
+        lo = int(rng.integers(0, N - 2))
+        q = _range(lo, int(rng.integers(lo + 1, N + 1)))
+        hist.append(HistoryRow(q, 0.05, true_answer(q, CUBE), "discrete_laplace"))
+    seen, decisions = set(), set()
+    for lo, hi, eps in [(0, 2, 30.0), (2, 5, 60.0), (0, 8, 25.0), (4, 9, 90.0)]:
+        r = Request("r", _range(lo, hi), eps, 0.2)
+        full, quick = infer(hist, r), infer(hist, r, decision_only=True)
+        assert quick.credible is None and full.credible is not None
+        assert quick.posterior.method == full.posterior.method
+        seen.add(full.posterior.method)
+        assert quick.confidence_at_eps == full.confidence_at_eps
+        assert quick.error_bound == full.error_bound
+        assert answerable(quick, r) == answerable(full, r)
+        decisions.add(answerable(full, r))
+    assert seen == {"bandlimited"} and decisions == {True, False}, (seen, decisions)

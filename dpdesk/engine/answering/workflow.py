@@ -58,6 +58,7 @@ def infer(
     releases: Sequence[tuple[int, Any]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    decision_only: bool = False,
 ) -> Inference:
     """What ``history`` says about the request's answer (paper §3–§4), with ``prior`` if declared.
 
@@ -70,6 +71,10 @@ def infer(
     ``releases`` are partition releases kept out of the history (with their ledger entries): when one
     of them estimates the query with more flat-prior mass on ±ε than history does, its estimate and
     exact law are served instead (:mod:`dpdesk.engine.inference.structured`; the choice reads laws only).
+
+    ``decision_only=True`` leaves out what only the curator's view needs: the credible interval
+    (``None``) and the drawing of a posterior read from a bracketed law (its bins); every probability a
+    decision reads is the same. A batch plan checks hundreds of requests this way.
     """
     q = request.query
     est = history.estimate(q)
@@ -80,7 +85,7 @@ def infer(
         assert est.estimate is not None and est.coefficients is not None and est.noise_scales is not None
         flat = posterior(
             est.estimate, est.coefficients, est.noise_scales, list(est.families), method=method, rng=seed,
-            progress=progress, cancelled=cancelled, align=request.eps,
+            progress=progress, cancelled=cancelled, align=request.eps, draw=not decision_only,
         )
     served, source = est, None
     if releases:
@@ -94,13 +99,15 @@ def infer(
     post = flat
     conf = post.central_mass(request.eps)
     release_iv, release_est = (served.estimate - request.eps, served.estimate + request.eps), served.estimate
-    credible = post.interval(request.delta)
+    credible_iv = None if decision_only else post.interval(request.delta)
     if bounds is not None:
         # the truth lies within the bounds: trimming a window to them keeps its coverage
         release_iv, release_est = clip_interval(*release_iv, bounds), clip_estimate(release_est, bounds)
-        credible = replace(credible, **dict(zip(("low", "high"), clip_interval(credible.low, credible.high, bounds))))
+        if credible_iv is not None:
+            trimmed = clip_interval(credible_iv.low, credible_iv.high, bounds)
+            credible_iv = replace(credible_iv, **dict(zip(("low", "high"), trimmed)))
     return Inference(
-        served, post, credible, conf, release_est, release_iv, described, bounds, interval,
+        served, post, credible_iv, conf, release_est, release_iv, described, bounds, interval,
         post.prob_between(*interval) if interval is not None else None, source,
         est if source is not None else None,
     )
@@ -266,6 +273,7 @@ def assess(
     releases: Sequence[tuple[int, Any]] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    decision_only: bool = False,
 ) -> Assessment:
     """Assess ``request`` against ``history`` (paper Fig. 4, DESIGN §1–§2): infer → price → decide.
 
@@ -289,6 +297,9 @@ def assess(
     releases
         Partition releases kept out of ``history`` (too many rows), each with its ledger entry: the
         better-placed of history's and their estimates is served (see :func:`infer`).
+    decision_only
+        True leaves the inference's credible interval and drawing out (see :func:`infer`): for callers
+        that read only the decision and the price (the batch planner), never for one to be released.
 
     Nothing here reads the data or draws privacy noise.
     """
@@ -307,7 +318,7 @@ def assess(
         interval = (lo, hi)
     costs = history.cell_costs if cell_costs is None else cell_costs
     inference = infer(history, request, settings.prior, method=method, seed=seed, interval=interval,
-                      releases=releases, progress=progress, cancelled=cancelled)
+                      releases=releases, progress=progress, cancelled=cancelled, decision_only=decision_only)
     pricing = price(inference, request, settings, costs, family=family, method=method)
     decision, reason = decide(inference, pricing, request, settings, schema)
     seq, head_hash = head if head is not None else (0, None)

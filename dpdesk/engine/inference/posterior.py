@@ -318,6 +318,7 @@ def posterior(
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     align: float | None = None,
+    draw: bool = True,
 ) -> Posterior:
     """Posterior of ``θ = center − Σ_k A_k N_k`` under an uninformative prior (paper §4, Lemma 4.1).
 
@@ -351,6 +352,10 @@ def posterior(
     align : float, optional
         A half-width (the request's ε) at which bin edges should fall, so that
         :meth:`Posterior.central_mass` of it is exact rather than interpolated (non-lattice grids).
+    draw : bool
+        False skips the bins of a posterior read from proven brackets (``bandlimited``), which serve
+        only to draw it and to start :meth:`Posterior.interval`'s search: its probabilities (all read
+        from the brackets) are unchanged, but it cannot be drawn nor give an interval. For decisions.
 
     Returns
     -------
@@ -449,7 +454,8 @@ def posterior(
         else:
             # readings come from proven brackets; the binned masses only draw the posterior
             method, law = "bandlimited", Bandlimited(comp, cancelled=cancelled)
-            mass, _ = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)
+            mass = (_g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0] if draw
+                    else np.zeros(2 * half + 1))
             # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
             lower, upper = law.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
             err = upper - lower

@@ -64,16 +64,21 @@ class PlannedRequest:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One strategy the planner tried: how many requests it makes answerable and at what system cost."""
+    """One strategy the planner tried: how many requests it makes answerable and at what system cost.
+
+    ``checked`` False (one by one only, when a strategy beat it anyway): ``answered`` counts the requests
+    today's rules answer at their turn, which bounds what its final history's exact check could answer.
+    """
 
     name: str
     answered: int
     system_cost_after: float
     rows: int
+    checked: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "answered": self.answered, "system_cost_after": self.system_cost_after,
-                "rows": self.rows}
+                "rows": self.rows, "checked": self.checked}
 
 
 @dataclass(frozen=True, eq=False)

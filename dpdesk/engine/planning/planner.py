@@ -86,17 +86,29 @@ class _Checker:
                     only: Sequence[bool] | None = None) -> list[float | None]:
         """Each request's confidence at ±ε less the error bound when history meets (ε, δ), else None
         (also None, unchecked, where ``only`` is False)."""
-        out: list[float | None] = []
-        for k, r in enumerate(requests):
+        return self.checked(history, requests, only)[0]
+
+    def checked(self, history: History, requests: Sequence[Request], only: Sequence[bool] | None = None, *,
+                order: Sequence[int] | None = None, allowed_misses: int | None = None
+                ) -> tuple[list[float | None], bool]:
+        """:meth:`confidences` asked in ``order``, stopping once more than ``allowed_misses`` of the asked
+        requests fall short; with it whether every asked request was checked."""
+        out: list[float | None] = [None] * len(requests)
+        misses = 0
+        for k in (range(len(requests)) if order is None else order):
+            r = requests[k]
             if only is not None and not only[k]:
-                out.append(None)
                 continue
             if self.cancelled is not None and self.cancelled():
                 raise Cancelled("batch planning cancelled")
-            inf = infer(history, r, method=self.method, releases=self.releases)
-            ok = answerable(inf, r)
-            out.append(inf.confidence_at_eps - inf.error_bound if ok and inf.confidence_at_eps is not None else None)
-        return out
+            inf = infer(history, r, method=self.method, releases=self.releases, decision_only=True)
+            if answerable(inf, r) and inf.confidence_at_eps is not None:
+                out[k] = inf.confidence_at_eps - inf.error_bound
+            else:
+                misses += 1
+                if allowed_misses is not None and misses > allowed_misses:
+                    return out, False
+        return out, True
 
 
 def _kappa(delta: float) -> float:
@@ -287,7 +299,8 @@ def plan_batch(
     for k, r in enumerate(requests):
         if cancelled is not None and cancelled():
             raise Cancelled("batch planning cancelled")
-        a = assess(history, r, settings, cell_costs=costs0, method=method, family=family, releases=releases)
+        a = assess(history, r, settings, cell_costs=costs0, method=method, family=family, releases=releases,
+                   decision_only=True)
         now_ok.append(a.decision == "infer")
         alone.append(0.0 if a.decision == "infer" else
                      (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None))
@@ -301,17 +314,29 @@ def plan_batch(
     seq_costs = costs0.copy()
     seq_rows: list[Measurement] = []
     seq_ok: list[bool] = []
+    seq_margin: list[float] = []  # how far each cleared its (ε, δ) at its turn: the closest are checked first
     for r in pending:
-        a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases)
+        a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases,
+                   decision_only=True)
         seq_ok.append(a.decision != "reject")
+        seq_margin.append(_margin(a))
         if a.decision == "spend":
             m = Measurement(r.query, float(a.spend_alpha), a.noise.name)
             seq_rows.append(m)
             seq_hist.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
             seq_costs = seq_costs + m.charge.dense(seq_costs.size)
-    results.append(("one by one", seq_rows, checker.confidences(seq_hist, pending, seq_ok)))
-    report(0.6)
+    # one by one answers at most the requests it did not refuse at their turn (only those are checked on
+    # its final history): that bound and its cost decide whether its own exact check is needed at all
+    obo_bound = sum(seq_ok)
+    obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
+    obo_conf: list[float | None] | None = None
+    report(0.5)
 
+    def score(rows, conf):
+        after = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+        return sum(c is not None for c in conf), (float(after.max()) if after.size else 0.0), after
+
+    checked: list[tuple[tuple[int, float, np.ndarray], str, list[Measurement], list]] = []
     if pending:
         if strategies is None:
             weights = [fam(r.query).alpha_for(r.query.sensitivity, r.eps, r.delta) for r in pending]
@@ -321,28 +346,47 @@ def plan_batch(
         joint = _joint(pending, room, settings, fam)
         if joint is not None:
             guesses.append(joint)
-        # the exact check (a history rebuilt with the rows, every request's exact posterior) for the
-        # two most promising strategies by the search's reckoning
+        # the exact check (a history with the rows, every request's exact posterior) for the most
+        # promising strategies by the search's reckoning, and only if they may beat one by one
         guesses.sort(key=lambda g: (-int(g[2].sum()), g[3]))
-        obo = sum(c is not None for c in results[0][2])
-        obo_cost = float((costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))).max())
-        # only strategies the search expects to beat one by one are worth the exact check
-        guesses = [g for g in guesses if int(g[2].sum()) > obo or (int(g[2].sum()) == obo and _rise(g, costs0) < obo_cost)]
         exact = _EXACT if len(pending) <= _LOWER_TRY else 1
-        guesses = guesses[:exact]
-        for k, (s, t, target, _cost, t_lim, maybe) in enumerate(guesses):
-            results.append((s.name, *_exact(s, t, target, t_lim, pending, checker, fam, maybe,
-                                            lower=len(pending) <= _LOWER_TRY)))
-            report(0.6 + 0.4 * (k + 1) / len(guesses))
+        tried: set[int] = set()
 
-    def score(res):
-        name, rows, conf = res
-        after = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
-        return sum(c is not None for c in conf), -(float(after.max()) if after.size else 0.0), after
+        def check_beating(n_ref: int, cost_ref: float, ties: bool = False) -> None:
+            for k, g in enumerate(guesses):
+                if len(tried) >= exact:
+                    return
+                n_g = int(g[2].sum())
+                if k in tried or not (_beats(n_g, _rise(g, costs0), n_ref, cost_ref) or (ties and n_g >= n_ref)):
+                    continue
+                tried.add(k)
+                s, t, target, _cost, t_lim, maybe = g
+                rows, conf = _exact(s, t, target, t_lim, pending, checker, fam, maybe,
+                                    lower=len(pending) <= _LOWER_TRY)
+                checked.append((score(rows, conf), s.name, rows, conf))
+                report(0.5 + 0.4 * len(tried) / exact)
 
-    scored = [(score(res), res) for res in results]
-    cands = tuple(Candidate(res[0], sc[0], -sc[1], len(res[1])) for sc, res in scored)
-    (best_n, best_neg, after), (name, rows, conf) = max(scored, key=lambda x: (x[0][0], x[0][1], x[1][0] == "one by one"))
+        # strategies the search expects to answer as many as one by one could at most are checked first:
+        # one by one's own check then stops as soon as it cannot beat them
+        check_beating(obo_bound, obo_cost, ties=True)
+        top = max((c[0] for c in checked), key=lambda sc: (sc[0], -sc[1]), default=None)
+        if top is None or not _beats(top[0], top[1], obo_bound, obo_cost):
+            # one by one may still win (a tie goes to it): it keeps at least `need` requests or loses
+            need = top[0] + (1 if obo_cost > top[1] else 0) if top is not None else 0
+            obo_conf, complete = checker.checked(seq_hist, pending, seq_ok, order=np.argsort(seq_margin),
+                                                 allowed_misses=obo_bound - need)
+            if complete:
+                check_beating(sum(c is not None for c in obo_conf), obo_cost)
+            else:
+                obo_bound, obo_conf = need - 1, None
+    if obo_conf is None and not pending:
+        obo_conf = []
+    report(0.9)
+    obo_score = score(seq_rows, obo_conf) if obo_conf is not None else (obo_bound, obo_cost, seq_costs)
+    results = [(obo_score, "one by one", seq_rows, obo_conf)] + checked
+    cands = tuple(Candidate(name, sc[0], sc[1], len(rows), conf is not None) for sc, name, rows, conf in results)
+    (best_n, _best_cost, after), name, rows, conf = max(
+        (r for r in results if r[3] is not None), key=lambda r: (r[0][0], -r[0][1], r[1] == "one by one"))
     if best_n == 0:
         name, rows, after = "none", [], costs0.copy()
     final = checker.history_with(rows)
@@ -379,6 +423,25 @@ def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings
     t = min(max(float(need[target].max()), t_floor), t_lim)
     # the search's κ overstates the need by up to ~13 %: the exact check also asks those just beyond
     return s, t, target, float(np.max(-room + t * s.profile)), t_lim, need <= t * _MARGIN
+
+
+def _margin(a: Any) -> float:
+    """How far an assessment cleared its (ε, δ): its confidence at ±ε (history's, the fused answer's or the
+    fresh answer's) less ``1 − δ``; −inf when refused."""
+    r = a.request
+    if a.decision == "infer":
+        return float(a.inference.confidence_at_eps - a.inference.error_bound) - (1.0 - r.delta)
+    if a.decision != "spend":
+        return -math.inf
+    p = a.pricing
+    conf = (p.fused_confidence if p.fused_confidence is not None
+            else 1.0 - p.noise.tail(r.query.sensitivity / p.spend_alpha, r.eps))
+    return float(conf) - (1.0 - r.delta)
+
+
+def _beats(n: int, cost: float, n_ref: int, cost_ref: float) -> bool:
+    """More requests answered, or as many at a smaller system cost (a tie goes to the reference)."""
+    return n > n_ref or (n == n_ref and cost < cost_ref)
 
 
 def _rise(guess, costs0: np.ndarray) -> float:
