@@ -59,13 +59,14 @@ def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
         inb = {"answerable": "0", "planned": f"~{share:.3g}", "uncovered": "—"}[p.status]
         note = ""
         if p.status == "uncovered":
-            offer = "no budget left" if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+            offer = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
             free = "" if p.free_eps is None else f"; history gives ±{p.free_eps:.4g} free"
             note = f" ({offer}{free})"
         lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}")
     lines.append("in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
                  "separable); alone: the rise answering that request alone now would cause")
     lines.append(f"candidates: " + ", ".join(f"{c.name} {c.answered} at {c.system_cost_after:.4g}" for c in plan.candidates))
+    lines.extend(f"left out: {why}" for why in plan.left_out)
     return "\n".join(lines)
 
 

@@ -6,17 +6,22 @@ its share in the batch, the batch's system cost before and after, the heatmap of
 the plan, and the requests the budget cannot cover with their counter-offers. *Release batch…* asks
 once, then :func:`~dpdesk.store.batch.release_batch` records the measurements (one ledger entry each,
 vetted noise, recorded before shown) and answers every covered request from history. Both jobs report
-progress and can be cancelled; a cancel before the first draw records nothing.
+progress and can be cancelled. The release is cancelled before its next measurement: the ones recorded
+by then stay recorded (and audited like every release), nothing else is spent, the batch's requests stay
+pending, and the dialog says how many were recorded. Measurements watched claims would decline are left
+out of the plan (listed under the table) and the requests that needed them named.
 """
 
 from __future__ import annotations
 
+import html
 from typing import Any, Sequence
 
 import numpy as np
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QHBoxLayout, QLabel, QProgressBar,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from dpdesk.engine.errors import Cancelled
 from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.tasks import TaskRunner
@@ -35,7 +40,7 @@ def row_cells(plan: Any, p: Any) -> list[str]:
     inb = {"answerable": "0", "planned": f"~{batch_share(plan):.3g}", "uncovered": "—"}[p.status]
     note = ""
     if p.status == "uncovered":
-        note = "no budget left" if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+        note = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
         if p.free_eps is not None:
             note += f"; history gives ±{p.free_eps:.4g} free"
     return [p.id, f"{p.request.eps:.4g}", f"{p.request.delta:.3g}", alone, inb, p.status, note]
@@ -51,6 +56,7 @@ class BatchDialog(QDialog):
         self.session, self.request_ids, self.method = session, request_ids, method
         self.plan: Any = None
         self.outcome: Any = None  # the BatchRelease, once released
+        self._releasing: Any = None  # (task state, ledger length before) of the release job
         self.runner = TaskRunner(self)
         self.summary = QLabel("Planning the batch…")
         self.summary.setWordWrap(True)
@@ -112,7 +118,8 @@ class BatchDialog(QDialog):
             f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
             f"Answers {plan.answered} of {len(plan.requests)} (one by one today: "
             f"{'' if one.checked else 'at most '}{one.answered}, system cost "
-            f"{one.system_cost_after:.4g}).")
+            f"{one.system_cost_after:.4g})."
+            + "".join(f"<br>Left out — {html.escape(why)}" for why in plan.left_out))
         self.table.setRowCount(len(plan.requests))
         for r, p in enumerate(plan.requests):
             for c, text in enumerate(row_cells(plan, p)):
@@ -150,7 +157,9 @@ class BatchDialog(QDialog):
         self.release_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.summary.setText("Releasing the batch…")
-        self.runner.start(job, self._released, self._release_failed, label="releasing the batch")
+        before = len(self.session.ledger())
+        state = self.runner.start(job, self._released, self._release_failed, label="releasing the batch")
+        self._releasing = (state, before)
 
     def _released(self, outcome: Any) -> None:
         self.outcome = outcome
@@ -162,21 +171,31 @@ class BatchDialog(QDialog):
         self.accept()
 
     def _release_failed(self, exc: BaseException, trace: str) -> None:
+        plan, (_state, before) = self.plan, self._releasing
         self.session.released()  # measurements recorded before a failure or cancel stay recorded: redraw
         self.plan = None  # the ledger may have moved: a plan is released at most once
-        self._failed(exc, trace)
+        recorded = sum(e.kind == "measurement" for e in self.session.ledger()[before:])
+        if not recorded and not isinstance(exc, Cancelled):
+            self._failed(exc, trace)
+            return
+        what = "Cancelled" if isinstance(exc, Cancelled) else f"Stopped ({html.escape(str(exc))})"
+        self.summary.setText(
+            f"{what} after {recorded} of {len(plan.measurements)} measurement(s): "
+            + (f"the {recorded} recorded stay in the ledger (audited like every release); " if recorded else "")
+            + ("nothing else was spent" if recorded else "nothing was spent") + ", and the batch's requests stay pending.")
 
     def cancel(self) -> None:
-        """Stop planning or releasing; measurements already recorded stay recorded (and are shown)."""
+        """Stop planning, or stop releasing before the next measurement (the job then says how far it got)."""
         if not self.runner.is_running():
             return
-        releasing = self.runner.label == "releasing the batch"
+        if self.runner.label == "releasing the batch" and self._releasing is not None:
+            # the job checks before each measurement; its outcome (Cancelled) is awaited, not dropped
+            self._releasing[0].cancel()
+            self.cancel_button.setEnabled(False)
+            self.summary.setText("Cancelling: no measurement is drawn after the one being recorded…")
+            return
         self.runner.cancel()
-        self.summary.setText("Cancelled: measurements recorded before the cancel stay in the ledger; the rest was "
-                             "not spent." if releasing else "Planning cancelled; nothing was spent.")
-        if releasing:
-            self.plan = None
-            self.session.released()
+        self.summary.setText("Planning cancelled; nothing was spent.")
 
     def done(self, result: int) -> None:  # noqa: D401 - Qt override
         self.runner.shutdown()

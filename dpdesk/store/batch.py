@@ -10,23 +10,37 @@ releases the measurements one by one through :meth:`Project.release <dpdesk.stor
 (one ledger entry each, vetted noise, recorded before it is shown) and then answers every request of
 the batch that history now meets at its (ε, δ) — each an ordinary inferred answer, assessed and
 released on the same path. A request the plan did not cover stays pending.
+
+Watched claims (:mod:`dpdesk.store.watch`) are checked before anything is spent: :func:`claim_screen`
+walks the plan's measurements in the order they will be released, each through the gate the release
+path runs (the history and the claims' spent risk as they will be by then; no released value is read).
+:func:`plan_pending` leaves out the measurements a claim would decline and checks the requests again
+without them (those no longer met stay uncovered, the claim named); :func:`release_batch` refuses, in
+one line and before the first measurement, a plan some claim would stop midway.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.planning import BatchPlan, plan_batch
+from dpdesk.engine.planning.checks import without
 from dpdesk.engine.planning.release import MeasurementPlan
 from dpdesk.engine.queries.text import describe_query
+from dpdesk.store import view as view_module
+from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import RequestStateError, StaleAssessment
 from dpdesk.store.release import Release
+from dpdesk.store.view import AssessState
+from dpdesk.store.watch import ClaimDeclined, gate
 
-__all__ = ["BatchRelease", "plan_pending", "release_batch"]
+__all__ = ["BatchRelease", "claim_screen", "plan_pending", "release_batch"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,50 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
                           ordered=ordered, method=method, releases=s.releases, progress=progress,
                           cancelled=cancelled)
         seq, head = s.head
+        declined = claim_screen(project, plan, s)
+        if declined:
+            ids = sorted({cid for _k, cid, _why in declined})
+            because = (f"not covered without the measurement{'s' if len(declined) > 1 else ''} watched "
+                       f"claim{'s' if len(ids) > 1 else ''} {', '.join(ids)} would decline "
+                       f"(#{', #'.join(str(k + 1) for k, _c, _w in declined)} of the plan); assessed alone it is "
+                       "offered what the claims allow")
+            plan = without(plan, s.history, [k for k, _c, _w in declined], because, method=method,
+                           releases=s.releases, cancelled=cancelled)
+            plan = replace(plan, left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined))
     return replace(plan, basis=Basis(head, seq, settings.to_json(), method))
+
+
+def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tuple[int, str, str]]:
+    """``(index, claim id, why)`` of each measurement of ``plan`` a watched claim would decline when the plan
+    is released in order from ``state`` (empty: none, or no claims watched).
+
+    Each measurement meets the gate ``Project.release`` runs on it (:func:`dpdesk.store.watch.gate`), on the
+    history as it will be by then (the rows of the measurements before it that pass; their values are
+    not needed) and with the risk those spent on each claim. A declined one is skipped, as
+    :func:`plan_pending` leaves it out. Public inputs only.
+    """
+    if not state.claims or not plan.measurements:
+        return []
+    claims = list(state.claims)
+    history = History(state.history.shape, rows=list(state.history.rows))
+    shape = project.schema.shape
+    out: list[tuple[int, str, str]] = []
+    for k, m in enumerate(plan.measurements):
+        mp = MeasurementPlan(m, plan.basis, plan.strategy, k, len(plan.measurements))
+        # the rows as the recorded entry will give them back (the gate after the draw reads those)
+        payload = json.loads(canonical_json({**mp.record(), "answer": 0.0, "values": [0.0]}))
+        rows = [(r.query, r.alpha, r.family) for r in mp.mechanism.contribution(payload, shape).rows]
+        checks = gate(claims, history, rows, charge=mp.charge, needs_data=True, structured=bool(state.structured),
+                      row_limit=view_module.HISTORY_ROW_LIMIT, table_size=project.table_size())
+        bad = [(w, c) for w, c in checks if not c.allowed]
+        if bad:
+            out.append((k, bad[0][0].id, f"declined by watched claim {bad[0][0].id}: {bad[0][1].reason}"))
+            continue
+        spent = {w.id: c.risk for w, c in checks if c.touches}
+        claims = [replace(w, spent=w.spent + spent[w.id]) if w.id in spent else w for w in claims]
+        for q, a, f in rows:
+            history.append(HistoryRow(q, a, 0.0, f))
+    return out
 
 
 def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = None, *,
@@ -91,6 +148,13 @@ def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = 
         raise StaleAssessment("the batch plan was made under other answering settings; nothing was released — "
                               "plan the batch again")
     plan.check_affordable(project.view().cell_costs, float(project.total_budget))
+    with project.view().assessing() as state:
+        declined = claim_screen(project, plan, state)
+    if declined:
+        k, _cid, why = declined[0]
+        more = f" (and {len(declined) - 1} more)" if len(declined) > 1 else ""
+        raise ClaimDeclined(f"the batch plan's measurement #{k + 1} would be {why}{more}; nothing was released — "
+                            "plan the batch again (the plan then leaves out what watched claims decline)")
     report = progress or (lambda f: None)
     ids = plan.ids("planned") + plan.ids("answerable")
     steps = max(1, len(plan.measurements) + len(ids))

@@ -87,3 +87,47 @@ def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spendin
     assert "plan the batch again" in d2.summary.text() and d2.outcome is None
     assert [e.kind for e in win.session.ledger()[before:]] == ["rejected"]
     assert win.session.request("q02").status == "pending" and win.session.verify().ok
+
+
+def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(demo_window, qtbot, dialogs, monkeypatch):
+    import threading
+
+    from dpdesk.engine.planning.release import MeasurementPlan
+    from dpdesk.gui.batch_dialog import BatchDialog
+
+    win, ids = demo_window, ["q02", "q03", "q04", "q05"]
+    before = len(win.session.ledger())
+    d = BatchDialog(win.session, ids)
+    qtbot.addWidget(d)
+    plan = _planned(qtbot, d)
+    n = len(plan.measurements)
+    assert n >= 3, plan.to_json()
+    # hold the second measurement's draw (OpenDP's, on the worker thread) until the curator has cancelled
+    drawing, go = threading.Event(), threading.Event()
+    draw = MeasurementPlan.draw
+
+    def held(self, cube, sampler, **kwargs):
+        if self.index == 1:
+            drawing.set()
+            assert go.wait(60)
+        return draw(self, cube, sampler, **kwargs)
+
+    monkeypatch.setattr(MeasurementPlan, "draw", held)
+    d.release_button.click()
+    assert dialogs.confirms
+    qtbot.waitUntil(drawing.is_set, timeout=60000)
+    d.cancel_button.click()  # cancel is checked before each measurement: the one being drawn is recorded
+    assert "Cancelling" in d.summary.text() and not d.cancel_button.isEnabled()
+    go.set()
+    qtbot.waitUntil(lambda: not d.runner.is_running(), timeout=60000)
+    new = win.session.ledger()[before:]
+    assert [e.kind for e in new] == ["measurement", "measurement"]  # recorded, and nothing else
+    assert [e.payload["batch"]["index"] for e in new] == [0, 1] and all(e.request_id is None for e in new)
+    assert [win.session.request(i).status for i in ids] == ["pending"] * 4
+    text = d.summary.text()
+    assert f"Cancelled after 2 of {n} measurement(s): the 2 recorded stay in the ledger" in text
+    assert "requests stay pending" in text and d.outcome is None and not d.release_button.isEnabled()
+    charges = win.session.project.view().largest_charges()
+    assert all(charges[e.seq] > 0 for e in new)  # charged like every release
+    report = win.session.verify()
+    assert report.ok and dict(report.kinds)["measurement"] == 2, report

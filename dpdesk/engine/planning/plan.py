@@ -96,6 +96,7 @@ class BatchPlan:
     cell_costs_after: np.ndarray     # read-only
     elapsed_ms: float = 0.0
     basis: Basis = Basis()           # the ledger head and settings it was planned at (set by the store)
+    left_out: tuple[str, ...] = ()   # measurements the search chose but left out, one line each (why)
 
     @property
     def charge(self) -> Charge:
@@ -137,4 +138,5 @@ class BatchPlan:
             "one_by_one": self.one_by_one.to_json(),
             "candidates": [c.to_json() for c in self.candidates],
             "elapsed_ms": self.elapsed_ms,
+            "left_out": list(self.left_out),
         }

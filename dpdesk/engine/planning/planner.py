@@ -33,82 +33,21 @@ from typing import Any, Callable
 import numpy as np
 
 from dpdesk.engine.answering.request import Request, Settings
-from dpdesk.engine.answering.workflow import answerable, assess, infer
+from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
-from dpdesk.engine.inference.posterior import posterior
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
+from dpdesk.engine.planning.checks import FREE_LIMIT, Checker, uncovered
 from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest
 from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
 from dpdesk.engine.queries.query import Query
-from dpdesk.engine.budget.policy import headroom
 
-__all__ = ["plan_batch", "narrowest_eps"]
+__all__ = ["plan_batch"]
 
 _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted request short
 _EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
 _MARGIN = 1.3  # requests whose searched need is within this factor of the scale are checked exactly too
-_FREE_LIMIT = 25  # history's free ±ε (one posterior each) is given to at most this many uncovered requests
 _LOWER_TRY = 60  # batches up to this size also try the exact check a little below the search's scale
-
-
-def narrowest_eps(family: Any, sensitivity: float, delta: float, room: float) -> tuple[float | None, float]:
-    """The narrowest ±ε a fresh answer at ``delta`` can meet with at most ``room`` budget, and its α."""
-    noise = noise_family(family)
-    if not (room > 1e-9 and math.isfinite(room)):
-        return None, 0.0
-    guess = sensitivity * math.log(1.0 / delta) / room  # Thm 5.3 for continuous Laplace: a close bracket
-    lo, hi = guess / 8.0, guess * 2.0
-    while noise.alpha_for(sensitivity, hi, delta) > room:
-        lo, hi = hi, hi * 4.0
-        if hi > 1e15:  # no useful ±ε fits in what is left
-            return None, 0.0
-    for _ in range(30):  # α needed falls as ε widens: bisection on a monotone map
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if noise.alpha_for(sensitivity, mid, delta) <= room else (mid, hi)
-    return hi, noise.alpha_for(sensitivity, hi, delta)
-
-
-class _Checker:
-    """Asks a would-be history whether each request meets its (ε, δ) (the engine's exact test)."""
-
-    def __init__(self, base: History, method: str, releases: Sequence[tuple[int, Any]],
-                 cancelled: Callable[[], bool] | None) -> None:
-        self.base, self.method, self.releases, self.cancelled = base, method, releases, cancelled
-
-    def history_with(self, rows: Sequence[Measurement]) -> History:
-        h = History(self.base.shape, rows=list(self.base.rows))
-        for m in rows:  # the values are not known (nor needed): the decision reads no released value
-            h.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
-        return h
-
-    def confidences(self, history: History, requests: Sequence[Request],
-                    only: Sequence[bool] | None = None) -> list[float | None]:
-        """Each request's confidence at ±ε less the error bound when history meets (ε, δ), else None
-        (also None, unchecked, where ``only`` is False)."""
-        return self.checked(history, requests, only)[0]
-
-    def checked(self, history: History, requests: Sequence[Request], only: Sequence[bool] | None = None, *,
-                order: Sequence[int] | None = None, allowed_misses: int | None = None
-                ) -> tuple[list[float | None], bool]:
-        """:meth:`confidences` asked in ``order``, stopping once more than ``allowed_misses`` of the asked
-        requests fall short; with it whether every asked request was checked."""
-        out: list[float | None] = [None] * len(requests)
-        misses = 0
-        for k in (range(len(requests)) if order is None else order):
-            r = requests[k]
-            if only is not None and not only[k]:
-                continue
-            if self.cancelled is not None and self.cancelled():
-                raise Cancelled("batch planning cancelled")
-            inf = infer(history, r, method=self.method, releases=self.releases, decision_only=True)
-            if answerable(inf, r) and inf.confidence_at_eps is not None:
-                out[k] = inf.confidence_at_eps - inf.error_bound
-            else:
-                misses += 1
-                if allowed_misses is not None and misses > allowed_misses:
-                    return out, False
-        return out, True
 
 
 def _kappa(delta: float) -> float:
@@ -306,9 +245,8 @@ def plan_batch(
                      (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None))
         report(0.25 * (k + 1) / len(requests))
     pending = [r for r, ok in zip(requests, now_ok) if not ok]
-    checker = _Checker(history, method, releases, cancelled)
+    checker = Checker(history, method, releases, cancelled)
 
-    results: list[tuple[str, list[Measurement], list[float | None]]] = []
     # today's rules, request after request (placeholder values: decisions do not read them)
     seq_hist = History(shape, rows=list(history.rows))
     seq_costs = costs0.copy()
@@ -401,7 +339,7 @@ def plan_batch(
         if c is not None:
             out.append(PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})"))
             continue
-        out.append(_uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= _FREE_LIMIT))
+        out.append(uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= FREE_LIMIT))
     after.setflags(write=False)
     return BatchPlan(name, tuple(rows), tuple(out), total, sys0, float(after.max()) if after.size else 0.0,
                      cands[0], cands, after, (time.perf_counter() - t0) * 1000.0)
@@ -450,7 +388,7 @@ def _rise(guess, costs0: np.ndarray) -> float:
     return float(np.max(costs0 + t * s.profile))
 
 
-def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Sequence[Request], checker: _Checker,
+def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Sequence[Request], checker: Checker,
            fam: Callable, maybe: np.ndarray, lower: bool = True) -> tuple[list[Measurement], list]:
     """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
     check, lowered once while none does) and the exact check's confidences."""
@@ -473,21 +411,3 @@ def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Seq
         if g2.sum() >= got.sum():
             rows, conf = r2, c2
     return rows, conf
-
-
-def _uncovered(r: Request, alone: float | None, final: History, after: np.ndarray, total: float, fam: Callable,
-               method: str, releases: Sequence[tuple[int, Any]], free: bool = True) -> PlannedRequest:
-    """An uncovered request with its counter-offer: the narrowest ±ε still affordable, and history's free ±ε."""
-    noise = fam(r.query)
-    room, _ = headroom(r.query, after, total)
-    offer, _alpha = narrowest_eps(noise, r.query.sensitivity, r.delta, room)
-    free_eps = None
-    inf = infer(final, r, method=method, releases=releases) if free else None
-    if inf is not None and inf.posterior is not None:
-        try:
-            free_eps = float(inf.posterior.interval(r.delta).high - inf.posterior.center)
-        except DpdeskError:
-            free_eps = None
-    why = ("the budget left cannot cover it" if offer is None else
-           f"not covered: ±{offer:.4g} at δ = {r.delta:g} is the narrowest the budget left could give")
-    return PlannedRequest(r, "uncovered", alone, None, offer, free_eps, why)
