@@ -49,7 +49,8 @@ def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
     """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
     lines = [f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
              f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
-             f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules) would answer "
+             f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
+             f"{', watched claims aside' if plan.left_out else ''}) would answer "
              f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
              f"{plan.one_by_one.system_cost_after:.6g}"]
     share = plan.increase / max(1, len(plan.ids("planned")))

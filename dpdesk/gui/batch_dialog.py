@@ -116,14 +116,17 @@ class BatchDialog(QDialog):
         self.summary.setText(
             f"<b>{plan.strategy}</b>: {len(plan.measurements)} measurement(s); system cost "
             f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
-            f"Answers {plan.answered} of {len(plan.requests)} (one by one today: "
+            f"Answers {plan.answered} of {len(plan.requests)} (one by one today"
+            f"{', watched claims aside' if plan.left_out else ''}: "
             f"{'' if one.checked else 'at most '}{one.answered}, system cost "
             f"{one.system_cost_after:.4g})."
             + "".join(f"<br>Left out — {html.escape(why)}" for why in plan.left_out))
         self.table.setRowCount(len(plan.requests))
         for r, p in enumerate(plan.requests):
             for c, text in enumerate(row_cells(plan, p)):
-                self.table.setItem(r, c, QTableWidgetItem(text))
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)  # the reasons are long: the whole line on hover
+                self.table.setItem(r, c, item)
         self.table.resizeColumnsToContents()
         show_cell_costs(self.heatmap, self.session.schema, np.asarray(plan.cell_costs_after), plan.total_budget)
         self.release_button.setEnabled(self._releasable(plan))
