@@ -79,7 +79,7 @@ class Releasing:
         if view.history_rows < view_cache.MIN_ROWS:
             return False
         with view.assessing() as state:
-            spaces = tuple(sorted(state.history._spaces))
+            spaces = state.history.spaces
             if view.cache_key == state.head and set(spaces) <= set(view.cache_spaces):
                 return False
         conn = self._conn

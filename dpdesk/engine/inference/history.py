@@ -137,6 +137,12 @@ class History:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @property
+    def spaces(self) -> tuple[str, ...]:
+        """The forms (``"primal"``, ``"dual"``) whose factorisation is built, sorted: what a stored copy
+        of this History must hold to spare the next reader the build."""
+        return tuple(sorted(self._spaces))
+
     def append(self, row: HistoryRow) -> None:
         """Add a released row; per-cell costs and the built factorisations are updated in place."""
         if row.query.n_cells != self.n_cells:

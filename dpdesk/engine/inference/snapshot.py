@@ -132,7 +132,7 @@ def history_arrays(h: History) -> tuple[dict[str, Any], Arrays]:
     st = h._stack
     m = len(h)
     families = sorted({r.family for r in h.rows})
-    meta: dict[str, Any] = {"shape": list(h.shape), "rows": m, "families": families, "spaces": sorted(h._spaces)}
+    meta: dict[str, Any] = {"shape": list(h.shape), "rows": m, "families": families, "spaces": list(h.spaces)}
     arrays: Arrays = {
         "alpha": np.array([r.alpha for r in h.rows], dtype=float),
         "answer": h._answers.view,
