@@ -17,9 +17,11 @@ from PySide6.QtWidgets import (
     QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
-from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
+from dpdesk.gui.assessment_text import (
+    DECISION_STYLE, OUTCOME_STYLE, decided_plan_text, field_texts, outcome_text, status_text, unchanged_note,
+)
 from dpdesk.gui.claims_panel import claim_notes, offer_options
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
@@ -27,52 +29,8 @@ from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
 from dpdesk.gui.tasks import TaskRunner
 
-DECISION_STYLE = {
-    "infer": ("ANSWERABLE FROM HISTORY", "#237a36"),
-    "spend": ("NEEDS A FRESH ANSWER", "#1f5fa8"),
-    "reject": ("CANNOT ANSWER", "#a8321f"),
-}
-# an answered or rejected request shows what the ledger recorded, never a live decision
-OUTCOME_STYLE = {"fresh": ("ANSWERED — FRESH", "#4a4a4a"), "inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
-                 "rejected": ("REJECTED", "#7a7a7a")}
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
 BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
-
-
-def _num(x: float | None, digits: int = 6) -> str:
-    return "—" if x is None else f"{x:.{digits}g}"
-
-
-METHOD_WORDS = {
-    "fft": "characteristic function, binned (fft)",
-    "lattice": "exact lattice transform",
-    "atoms": "exact enumeration of the noise atoms",
-    "bandlimited": "characteristic function with Beurling–Selberg bounds",
-    "direct": "paper Algorithm 2 (direct convolution)",
-    "mc": "Monte Carlo (paper Algorithm 1), sampled: the bound holds with probability 0.999",
-}
-
-
-def _bound(err: float | None) -> str:
-    return "" if err is None else f" ± {err:.1e}"
-
-
-def method_text(a) -> str:
-    """What computed the posterior, the bound it states, and what was asked for when that differs."""
-    if a.method is None:
-        return "— (no posterior: not estimable from history)"
-    text = f"{METHOD_WORDS.get(a.method, a.method)}; error ≤ {a.error_bound:.1e}"
-    if a.method != a.requested_method:
-        text += f" (asked for {a.requested_method})"
-    return text
-
-
-def unchanged_note(a) -> str:
-    """Why a fresh spend leaves the remaining budget where it is (empty when it does not)."""
-    if a is None or a.spend_alpha <= 0 or a.budget.system_cost_after > a.budget.system_cost:
-        return ""
-    return (". The remaining budget does not change: this query's cells stay at or below the most-spent cell, "
-            "and the system cost is the largest per-cell cost (its own cells' costs do rise — see the heatmap)")
 
 
 class AnswerPanel(QWidget):
@@ -280,12 +238,7 @@ class AnswerPanel(QWidget):
             if getattr(self, "_shown_release", None) != (req.id, entry.seq):
                 self.plan_view.clear()  # the chart of the release just made stays; an older one is not redrawn
             self._badge(*OUTCOME_STYLE.get(entry.kind, (f"ANSWERED — {entry.kind.upper()}", "#4a4a4a")))
-            when = entry.time[:19].replace("T", " ") + " UTC"
-            from dpdesk.store.report import entry_summary
-
-            what = entry.payload.get("label") or ", ".join(f"{float(v):.4g}" for v in entry.payload.get("values", ()))
-            self.reason.setText(f"{entry.kind} on {when}: {entry_summary(entry)} → {what}; "
-                                f"ledger entry #{entry.seq} ({entry.hash[:12]}…)")
+            self.reason.setText(decided_plan_text(entry))
             self.sigAssessed.emit(None)
             return
         self.runner.start(self.session.plan_job(req.id), self.show_plan, self._plan_failed,
@@ -308,17 +261,7 @@ class AnswerPanel(QWidget):
         self.reason.setText(f"Cannot plan this request: {dialogs.explain(exc)[1].splitlines()[0]}")
 
     def _status_text(self, req) -> str:
-        if req.status == "pending":
-            return "pending"
-        entry = self.session.project.entry_for(req.id)
-        if entry is None:
-            return req.status
-        p = entry.payload
-        if entry.kind == "fresh":
-            return f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.shown()} (ledger #{entry.seq})"
-        if entry.kind == "inferred":
-            return f"answered from history (free): released {entry.shown()} (ledger #{entry.seq})"
-        return f"rejected (ledger #{entry.seq})"
+        return status_text(req, None if req.status == "pending" else self.session.project.entry_for(req.id))
 
     def show_assessment(self, a) -> None:
         self.assessment = a
@@ -329,34 +272,8 @@ class AnswerPanel(QWidget):
                       "no posterior yet. " + reason[:1].upper() + reason[1:])
         self.reason.setText(reason)
         self.plot.set_assessment(a)
-        est = a.estimate.estimate
-        counts = a.request.query.is_integer  # a count: shown as an integer, as its release would be
-        self.fields["estimate"].setText(
-            "not estimable from history" if est is None else
-            f"{format_value(est, counts)}   (std {_num(a.estimate.std, 4)})")
-        prior = "flat" if a.prior == "flat" else f"known bounds: {a.prior.removeprefix('bounded ')}"
-        if a.prior != "flat" and a.release_interval is not None:
-            prior += (f"; an inferred answer releases {format_value(a.release_estimate, counts)} in "
-                      f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± ε trimmed to the bounds)")
-        self.fields["prior"].setText(prior)
-        self.fields["interval"].setText(
-            "—" if a.interval is None else
-            f"{format_interval(a.interval[0], a.interval[1], counts)} — confidence {a.interval_confidence:.6f}"
-            f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})")
-        self.fields["conf_eps"].setText(
-            "—" if a.confidence_at_eps is None else
-            f"{a.confidence_at_eps:.6f}{_bound(a.error_bound)} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]")
-        self.fields["method"].setText(method_text(a))
-        alpha = a.spend_alpha
-        fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
-        if a.needed_alpha is not None and alpha > a.needed_alpha:
-            fused = f", raised by the spend policy from the α = {a.needed_alpha:.6g} the request needs"
-        self.fields["fresh"].setText(f"α = {alpha:.6g} ({a.noise.label} noise, "
-                                     f"sensitivity {a.sensitivity:g}{fused})")
-        b = a.budget
-        self.fields["cost"].setText(f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
-                                    f"(total {b.total:g}, remaining after {_num(b.remaining_after)})"
-                                    f"{unchanged_note(a)}")
+        for key, text in field_texts(a).items():
+            self.fields[key].setText(text)
         self._show_claims(a)
         self._show_outcome()
         self._set_buttons(a)
@@ -385,19 +302,8 @@ class AnswerPanel(QWidget):
         entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
         if entry is None:
             return
-        text, colour = OUTCOME_STYLE.get(entry.kind, (entry.kind.upper(), "#4a4a4a"))
-        self._badge(text, colour)
-        p = entry.payload
-        when = entry.time[:19].replace("T", " ") + " UTC"
-        where = f"ledger entry #{entry.seq} ({entry.hash[:12]}…)"
-        if entry.kind == "rejected":
-            self.reason.setText(f"Rejected {when}: {p.get('reason') or 'no reason given'}. {where}.")
-        else:
-            within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
-            cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
-            value = "several values" if entry.released is None else entry.shown()
-            self.reason.setText(f"Released {value}{within} on {when}, costing {cost}; {where}. "
-                                "The plot shows what history says now.")
+        self._badge(*OUTCOME_STYLE.get(entry.kind, (entry.kind.upper(), "#4a4a4a")))
+        self.reason.setText(outcome_text(entry))
         for key in ("fresh", "cost"):
             self.fields[key].setText("— (already decided)")
 

@@ -95,7 +95,7 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
     assert panel.infer_btn.isEnabled() and not panel.spend_btn.isEnabled()
     assert panel.plot.mode in ("bars", "steps")
     # the panel names the posterior method that ran and the error it states
-    from dpdesk.gui.answer_panel import METHOD_WORDS
+    from dpdesk.gui.assessment_text import METHOD_WORDS
 
     assert a.method is not None and panel.fields["method"].text().startswith(METHOD_WORDS[a.method])
     assert f"error ≤ {a.error_bound:.1e}" in panel.fields["method"].text()
