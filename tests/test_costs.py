@@ -49,3 +49,23 @@ def test_the_split_balances_the_two_groups():
     assert _split((32, 32, 32, 32)) == 2
     assert _split((1000, 2, 2)) == 1
     assert _split((2, 2, 1000)) == 2
+
+
+@pytest.mark.parametrize("shape, rows", [((8, 6, 5, 7), 120), ((9,), 60), ((32, 32, 32, 32), 20)])
+def test_add_touched_adds_what_add_adds_and_tracks_the_largest_cost(shape, rows):
+    """The cost curve's fast path: the same values as ``add`` (bit for bit), and the running maximum of
+    what it returns is the largest cost over the whole cube after every row."""
+    rng = np.random.default_rng(7)
+    slow, fast, top = CellCosts(shape), CellCosts(shape), 0.0
+    for i in range(rows):
+        fs = [(rng.random(k) < 0.5) * rng.uniform(-3, 3, k) for k in shape]
+        if not all(f.any() for f in fs):
+            continue
+        q = Query(shape, terms=(Term(float(rng.uniform(0.1, 3)), tuple(fs)),))
+        if i % 3 == 0:  # the sparse form too (no product structure to use)
+            q = query_from_vector(q.dense(), shape)
+        scale = float(rng.random())
+        slow.add(scale, q)
+        top = max(top, fast.add_touched(scale, q))
+        assert np.array_equal(slow.values, fast.values)
+        assert top == slow.values.max()

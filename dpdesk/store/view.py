@@ -87,6 +87,18 @@ class AssessState:
     claims: tuple[WatchedClaim, ...] = ()  # the watched claims and the risk each has spent
 
 
+def _add_for_curve(costs: CellCosts, charge: Charge) -> float:
+    """Add ``charge`` to ``costs``; the largest cost among the cells it touched (every cell's when that
+    takes a pass anyway): a one-term charge costs its box, not a pass over the cube."""
+    if not charge.terms:
+        return 0.0
+    if len(charge.terms) == 1 and charge.terms[0].query is not None:
+        return costs.add_touched(charge.terms[0].scale, charge.terms[0].query)
+    _add_charge(costs, charge)
+    v = costs.values
+    return float(v.max()) if v.size else 0.0
+
+
 def _add_charge(costs: CellCosts, charge: Charge) -> None:
     for t in charge.terms:
         if t.query is None:
@@ -114,6 +126,7 @@ class LedgerView:
         self._curve: list[tuple[int, float]] = [(0, 0.0)]
         self._curve_costs = CellCosts(schema.shape)
         self._curve_released = False
+        self._curve_top = 0.0  # the largest per-cell cost so far (costs only grow)
         self._history: History | None = None
         self._structured: dict[int, Any] = {}  # entry seq -> what answers from its structure (built once)
         self.history_builds = 0  # how often a History was built from scratch (visible to tests)
@@ -312,10 +325,9 @@ class LedgerView:
         with self._lock:
             for seq, charge in self._charges[len(self._curve) - 1:]:
                 if charge is not None:
-                    _add_charge(self._curve_costs, charge)
+                    self._curve_top = max(self._curve_top, _add_for_curve(self._curve_costs, charge))
                     self._curve_released = True
-                v = self._curve_costs.values
-                self._curve.append((seq, float(v.max()) if v.size and self._curve_released else 0.0))
+                self._curve.append((seq, self._curve_top if self._curve_released else 0.0))
             return list(self._curve)
 
     def largest_charges(self) -> dict[int, float]:
