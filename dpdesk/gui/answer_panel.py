@@ -192,6 +192,8 @@ class AnswerPanel(QWidget):
             self.plot.clear_plot()
             self.sigAssessed.emit(None)
             return
+        if not self.session.loaded:  # a large project's ledger is still being read: assessed when it arrives
+            return
         req = self.session.request(self.request_id)
         self._show_kind(req.kind)
         if req.kind != "count":

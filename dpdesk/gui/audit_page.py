@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,8 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
 from dpdesk.store.report import build_html, ledger_csv
 from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.tasks import TaskRunner
+from dpdesk.store.requesters import accounts, requester_of
 from dpdesk.store.ledger import thaw
 
 
@@ -101,6 +104,25 @@ def draw_cost_curve(plot: pg.PlotWidget, curve: list[tuple[int, float]], total: 
 
 
 SHOWN_ITEMS = 12
+RESIZE_ROWS = 200  # columns fit the first rows' contents (measuring thousands of rows stalls the window)
+
+
+@dataclass(frozen=True)
+class LedgerTable:
+    """What the page shows of a ledger, read in one go (worker-thread safe: no Qt)."""
+
+    entries: list[Any]
+    rows: list[tuple]
+    accounts: list[Any]
+    curve: list[tuple[int, float]]
+
+
+def ledger_table(project: Any) -> LedgerTable:
+    """The ledger table's rows, the requesters' accounts and the cost curve of ``project`` (a Project)."""
+    view, reqs, schema = project.view(), project.requests(), project.schema
+    entries = list(view.entries)
+    return LedgerTable(entries, ledger_rows(entries, schema, requester_of(reqs)),
+                       accounts(entries, reqs, describe=lambda r: r.describe(schema)), view.cost_curve())
 REPORT_PLOT_SIZE = (960, 420)
 PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
 
@@ -199,6 +221,9 @@ class AuditPage(QWidget):
         self.table_btn.clicked.connect(self.export_release_table)
         self.synthetic_btn.clicked.connect(self.export_synthetic)
         self.letters_btn.clicked.connect(self.export_letters)
+        self.table.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)  # not every row of a long ledger
+        self.runner = TaskRunner(self)  # builds a large project's table off the GUI thread
+        self._stale = False
         session.sigChanged.connect(self.reload)
         self.curve: list[tuple[int, float]] = []
         self.reload()
@@ -213,14 +238,32 @@ class AuditPage(QWidget):
             self.proxy.invalidate()
 
     def reload(self) -> None:
-        entries = self.session.ledger()
-        self.model.set_rows(ledger_rows(entries, self.session.schema, self.session.requesters()), entries)
-        accounts = self.session.accounts()
+        """Rebuild the ledger table, the requesters and the cost curve (a large project's on a worker, and
+        only while the page is shown: it is read when the curator opens it)."""
+        s = self.session
+        if not s.loaded or (s.large and not self.isVisible()):
+            self._stale = True
+            self.verdict.setText("Reading the ledger…" if s.loaded and self.isVisible() else "")
+            return
+        self._stale = False
+        if s.large:
+            self.verdict.setText(f"Reading the ledger table ({plural(s.project.head()[0], 'entry', 'entries')})…")
+        s.run(self.runner, ledger_table, self._show_table, label="reading the ledger table")
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if self._stale:
+            self.reload()
+
+    def _show_table(self, t: "LedgerTable") -> None:
+        if self.session.large:
+            self.verdict.setText("")
+        self.model.set_rows(t.rows, t.entries)
         self.people_model.set_rows([(a.requester or "(anonymous)", a.answered, a.rejected, a.pending, a.alpha)
-                                    for a in accounts], accounts)
+                                    for a in t.accounts], t.accounts)
         self.people.resizeColumnsToContents()
         self.table.resizeColumnsToContents()
-        self.curve = self.session.cost_over_time()
+        self.curve = t.curve
         draw_cost_curve(self.plot, self.curve, self.session.total_budget)
 
     def _show(self, proxy_index) -> None:

@@ -185,6 +185,9 @@ class BudgetPanel(QWidget):
         return a.budget.cell_costs_after
 
     def redraw(self) -> None:
+        if not self.session.loaded:
+            self.info.setText("Reading the ledger…")
+            return
         schema = self.session.schema
         budget = self.session.budget()
         self.gauge.set_budget(budget.remaining, budget.total, budget.system_cost)
@@ -245,8 +248,11 @@ class BudgetPanel(QWidget):
         after = self._after()
         if after is not None:
             lines.append(f"after the selected request: {float(after[cell]):.6g}")
-        spent = self.session.spenders(cell)
-        lines.append("spent by: " + (", ".join(f"{rid} ({share:.4g})" for rid, share in spent) if spent else "nothing yet"))
+        if self.session.view().entries_read:
+            spent = self.session.spenders(cell)
+            lines.append("spent by: " + (", ".join(f"{rid} ({share:.4g})" for rid, share in spent) if spent else "nothing yet"))
+        else:  # a long ledger restored from its cache: its entries are read when the Audit page opens
+            lines.append("spent by: shown once the ledger is read (open the Audit page)")
         if self.mode.currentData() == "max" and len(schema.shape) > 2:
             lines.append("(the most-spent cell among the other attributes' labels)")
         return "\n".join(lines)

@@ -129,7 +129,7 @@ class ClaimsPanel(QWidget):
     # -- showing -------------------------------------------------------------------------------
     def reload(self) -> None:
         """Recompute the claims off the GUI thread (nothing to do, and nothing started, without claims)."""
-        if not self.session.view().claims:
+        if not self.session.loaded or not self.session.view().claims:
             self.runner.cancel()
             self._show(([], []))
             return

@@ -222,6 +222,8 @@ class MainWindow(QMainWindow):
         self._restore_layout()
         self.show_page("requests")
         update_actions(self.menu_actions, True)
+        # a long ledger is read on a worker; the pages show that they wait and redraw when it arrives
+        session.start_loading(lambda exc, trace: dialogs.report_exception(exc, trace, parent=self))
         return True
 
     def _replace(self, index: int, widget: QWidget, title: str) -> None:
@@ -254,6 +256,9 @@ class MainWindow(QMainWindow):
 
     def _update_status(self) -> None:
         if self.session is None:
+            return
+        if not self.session.loaded:
+            self.budget_label.setText(f"{self.session.name} · reading the ledger…")
             return
         b = self.session.budget()
         self.budget_label.setText(f"{self.session.name} · remaining budget {b.remaining:.4g} of {b.total:g}")

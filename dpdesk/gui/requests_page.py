@@ -10,6 +10,7 @@ request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, C
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -35,6 +36,23 @@ def open_file_name(parent: QWidget, title: str, filters: str) -> str:
 
 
 QUEUE_MIN_WIDTH = 300
+RESIZE_ROWS = 200  # columns fit the first rows' contents (measuring thousands of rows stalls the window)
+
+
+@dataclass(frozen=True)
+class QueueRows:
+    """The queue as the table shows it, read in one go (worker-thread safe: no Qt)."""
+
+    rows: list[tuple]
+    ids: list[str]
+    statuses: dict[str, str]  # every request's status, shown or not
+
+
+def queue_rows(project, status: str) -> QueueRows:
+    """The rows of the requests with ``status`` ("all": every one) of ``project`` (a :class:`Project`)."""
+    reqs = project.requests()
+    shown = [r for r in reqs if status in ("all", r.status)]
+    return QueueRows(request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs})
 
 
 def _scrolling(panel: QWidget) -> QScrollArea:
@@ -97,6 +115,8 @@ class RequestsPage(QWidget):
             actions.addWidget(w, *divmod(i, 3))
         ll.addLayout(actions)
         self.model = RowsModel(REQUEST_HEADERS, self)
+        self.statuses: dict[str, str] = {}  # request id → status, of the queue as last read
+        self.rows_runner = TaskRunner(self)  # reads a large project's queue off the GUI thread
         # search and sort act on a proxy; rows below are the proxy's (what the curator sees)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
@@ -114,6 +134,7 @@ class RequestsPage(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.setWordWrap(False)
         self.table.setTabKeyNavigation(False)  # Tab leaves the queue for the next control; arrows move rows
+        self.table.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)  # not every row of a long queue
         ll.addWidget(self.table, 1)
         self.counts = QLabel("")
         ll.addWidget(self.counts)
@@ -166,16 +187,32 @@ class RequestsPage(QWidget):
         return self.watch_claim(f"count({terms})")
 
     def reload(self) -> None:
+        """Rebuild the queue (on a worker for a large project: the answer panel does not wait for it)."""
         keep = self.answer.request_id
-        reqs = self.session.requests()
-        shown = [r for r in reqs if self.filter.currentText() in ("all", r.status)]
-        self.model.set_rows(request_rows(shown, self.session.schema), [r.id for r in shown])
+        if not self.session.loaded:
+            self.counts.setText("Reading the ledger…")
+            return
+        if self.session.large:  # assess now; the list follows when the worker has read it
+            rid = keep or self.session.first_pending
+            if rid is not None and rid == keep:
+                self.answer.refresh()
+            elif rid is not None:
+                self.answer.set_request(rid)
+            self.counts.setText(self.counts.text() or "Reading the request queue…")
+        wanted = self.filter.currentText()
+        self.session.run(self.rows_runner, lambda project: queue_rows(project, wanted),
+                         lambda rows: self._show_rows(rows, keep), label="reading the request queue")
+
+    def _show_rows(self, rows: QueueRows, keep: str | None) -> None:
+        self.model.set_rows(rows.rows, rows.ids)
+        self.statuses = rows.statuses
         self.table.resizeColumnsToContents()
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        n = {s: sum(r.status == s for r in reqs) for s in STATUSES}
-        self.counts.setText(f"{plural(len(reqs), 'request')}: {n['pending']} pending, {n['answered']} answered, "
-                            f"{n['rejected']} rejected")
-        self._reselect(keep, refresh=True)
+        n = {s: sum(st == s for st in rows.statuses.values()) for s in STATUSES}
+        self.counts.setText(f"{plural(len(rows.statuses), 'request')}: {n['pending']} pending, {n['answered']} "
+                            f"answered, {n['rejected']} rejected")
+        # a large project's answer panel was refreshed when the reload began
+        self._reselect(self.answer.request_id if self.session.large else keep, refresh=not self.session.large)
 
     def _reselect(self, keep: str | None, refresh: bool = False) -> None:
         """Select ``keep`` if it is shown, else the first shown pending request, else the first shown."""
@@ -185,8 +222,7 @@ class RequestsPage(QWidget):
             if refresh:
                 self.answer.refresh()  # same request, new history: assess again
         elif ids:
-            status = {r.id: r.status for r in self.session.requests()}
-            pending = [i for i, rid in enumerate(ids) if status.get(rid) == "pending"]
+            pending = [i for i, rid in enumerate(ids) if self.statuses.get(rid) == "pending"]
             self.select_row(pending[0] if pending else 0)
         else:
             self.answer.set_request(None)
@@ -301,7 +337,7 @@ class RequestsPage(QWidget):
             self.free_btn.setEnabled(True)
             self.session.released()
             names = ", ".join(r.request_id for r in releases) or "none"
-            left = sum(r.status == "pending" for r in self.session.requests())
+            left = len(self.session.project.requests("pending"))
             self.last_free = releases
             dialogs.show_info(self, "Free requests answered",
                               f"Released {plural(len(releases), 'free answer')} from history ({names}); "

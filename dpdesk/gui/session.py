@@ -65,14 +65,66 @@ def run_assessment_with_claims(inputs: AssessInputs, progress=None, cancelled=No
     return a, claim_statuses(inputs.view, a, None if prior is None else float(prior.table_size))
 
 
+# A ledger longer than this is "large": its view is read, and the request and ledger tables are built, on
+# worker threads (the window shows "Reading the ledger…" meanwhile); a shorter one is read inline, at once.
+LARGE_LEDGER = 500
+
+
 class ProjectSession(QObject):
-    """An open project (single writer) and the signals the views listen to."""
+    """An open project (single writer) and the signals the views listen to.
+
+    A large project (:data:`LARGE_LEDGER`) opens before its ledger view is read: :meth:`start_loading`
+    reads it on a worker, and until it arrives ``loaded`` is False and views show that they are waiting
+    (they redraw on ``sigChanged``, emitted when it arrives). Views build their tables through :meth:`run`,
+    which runs the work inline for a small project and on a worker (a sibling connection) for a large one.
+    """
 
     sigChanged = Signal()  # the ledger or the request queue changed
 
     def __init__(self, path: str | Path, parent: QObject | None = None) -> None:
+        from dpdesk.gui.tasks import TaskRunner
+
         super().__init__(parent)
         self.project = Project.open(path, "w")
+        self.large = self.project.head()[0] > LARGE_LEDGER
+        self.loaded = not self.large  # a small project's view is read when first asked for
+        self.first_pending: str | None = None  # of a large project, found while loading (the list comes later)
+        self.runner = TaskRunner(self)
+
+    # -- loading a large project -----------------------------------------------------------------
+    def start_loading(self, failed: Callable[[BaseException, str], None] | None = None) -> None:
+        """Read the ledger view (from its cache, else by replaying the ledger) and the first pending
+        request on a worker; then ``loaded`` turns True and ``sigChanged`` is emitted. Nothing for a
+        small project (already ``loaded``)."""
+        if self.loaded:
+            return
+        project = self.project
+
+        def job(state: Any = None) -> str | None:
+            with project.sibling() as sibling:  # closing it hands the view it read to the project
+                sibling.view()
+                return next((r.id for r in sibling.requests("pending")), None)
+
+        self.runner.start(job, self._loaded, failed, label="reading the ledger")
+
+    def _loaded(self, first_pending: str | None) -> None:
+        self.first_pending, self.loaded = first_pending, True
+        self._changed()
+
+    def run(self, runner: Any, work: Callable[[Project], Any], done: Callable[[Any], None], label: str = "") -> None:
+        """``done(work(project))``: inline on this project for a small one; for a large one ``work`` runs on
+        ``runner`` (a :class:`~dpdesk.gui.tasks.TaskRunner`) with a sibling connection opened on the worker,
+        and ``done`` on the GUI thread when it finishes (a newer call on the same runner supersedes it)."""
+        if not self.large:
+            done(work(self.project))
+            return
+        project = self.project
+
+        def job(state: Any = None) -> Any:
+            with project.sibling() as sibling:
+                return work(sibling)
+
+        runner.start(job, done, label=label)
 
     # -- facts ---------------------------------------------------------------------------------
     @property
@@ -186,8 +238,10 @@ class ProjectSession(QObject):
 
         def job(state: Any = None) -> Release:  # a TaskState: the table scan reports to it and stops on cancel
             with project.sibling() as sibling:
-                return sibling.release(plan, progress=getattr(state, "progress", None),
-                                       cancelled=getattr(state, "cancelled", None))
+                release = sibling.release(plan, progress=getattr(state, "progress", None),
+                                          cancelled=getattr(state, "cancelled", None))
+                sibling.view()  # the shared view takes the new entry here (a 2·10⁶-count release takes a while)
+                return release
 
         return job
 
@@ -212,6 +266,7 @@ class ProjectSession(QObject):
                         out.append(sibling.release(a))
                     if state is not None:
                         state.progress((i + 1) / len(ids))
+                sibling.view()  # the shared view takes the new entries here, not on the GUI thread
             return out
 
         return job
@@ -303,4 +358,5 @@ class ProjectSession(QObject):
         return self.project.verify()
 
     def close(self) -> None:
+        self.runner.shutdown()
         self.project.close()

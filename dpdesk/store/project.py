@@ -175,8 +175,9 @@ class Project(Releasing, Watching):
         SQLite connections belong to the thread that opened them, so a release off the GUI thread runs
         on a sibling opened there (WAL: this project's connection keeps reading the last committed
         state meanwhile). The sibling starts from this project's source snapshot and hands back the one
-        it builds, so the table is scanned once, and shares this project's ledger view; closing it never
-        releases the lock. Call it on the worker thread that will use it.
+        it builds, so the table is scanned once, and shares this project's ledger view (or hands back the
+        one it loaded, so a long ledger's view can be read off the GUI thread); closing it never releases
+        the lock. Call it on the worker thread that will use it.
         """
         self._require_writer()
         sib = Project(self.path, db.connect_writer(self.path), "w", None)
@@ -189,6 +190,8 @@ class Project(Releasing, Watching):
         parent = getattr(self, "_parent", None)
         if parent is not None and parent._snapshot is None:
             parent._snapshot = self._snapshot
+        if parent is not None and parent._view is None:  # a view a worker loaded serves the parent too
+            parent._view = self._view
         try:
             try:
                 self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing

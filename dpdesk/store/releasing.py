@@ -27,7 +27,7 @@ from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
-from dpdesk.store import ledger, view_cache
+from dpdesk.store import db, ledger, view_cache
 from dpdesk.store.answering import FROM_PROJECT
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
@@ -65,10 +65,19 @@ class Releasing:
 
     def _cached_view(self) -> LedgerView | None:
         """The view stored beside the file for a head this ledger holds (``store/view_cache.py``), or None."""
-        conn = self._conn
-        return view_cache.load(
-            self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq),
-            lambda seq: [ledger.decode(r) for r in ledger.raw_rows(conn, upto=seq)])
+        conn, path = self._conn, self.path
+
+        def load_prefix(seq: int) -> list[ledger.LedgerEntry]:
+            # its own read-only connection: the entries are asked for later, maybe on another thread than
+            # this connection's (the app loads the view on a worker and reads the ledger table on another)
+            ro = db.connect_readonly(path)
+            try:
+                return [ledger.decode(r) for r in ledger.raw_rows(ro, upto=seq)]
+            finally:
+                ro.close()
+
+        return view_cache.load(self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq),
+                               load_prefix)
 
     def save_view_cache(self) -> bool:
         """Store the ledger view beside the file when it holds more than the cache there (a new head or a

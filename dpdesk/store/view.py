@@ -161,6 +161,12 @@ class LedgerView:
         return v
 
     @property
+    def entries_read(self) -> bool:
+        """Whether asking for :attr:`entries`, :attr:`releases` or :meth:`spenders` is quick: False while a
+        restored view's cached prefix is still unread (on a long ledger, reading it takes seconds)."""
+        return self._prefix is None
+
+    @property
     def restored_from_cache(self) -> bool:
         """Whether the costs and History up to some head came from a cache (see :meth:`restored`)."""
         return self._head0 is not None
