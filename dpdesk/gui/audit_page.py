@@ -258,11 +258,13 @@ class AuditPage(QWidget):
     def _show_table(self, t: "LedgerTable") -> None:
         if self.session.large:
             self.verdict.setText("")
+        fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
         self.model.set_rows(t.rows, t.entries)
         self.people_model.set_rows([(a.requester or "(anonymous)", a.answered, a.rejected, a.pending, a.alpha)
                                     for a in t.accounts], t.accounts)
-        self.people.resizeColumnsToContents()
-        self.table.resizeColumnsToContents()
+        if fit:
+            self.people.resizeColumnsToContents()
+            self.table.resizeColumnsToContents()
         self.curve = t.curve
         draw_cost_curve(self.plot, self.curve, self.session.total_budget)
 

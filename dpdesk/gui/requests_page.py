@@ -204,10 +204,12 @@ class RequestsPage(QWidget):
                          lambda rows: self._show_rows(rows, keep), label="reading the request queue")
 
     def _show_rows(self, rows: QueueRows, keep: str | None) -> None:
+        fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
         self.model.set_rows(rows.rows, rows.ids)
         self.statuses = rows.statuses
-        self.table.resizeColumnsToContents()
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        if fit:
+            self.table.resizeColumnsToContents()
+            self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         n = {s: sum(st == s for st in rows.statuses.values()) for s in STATUSES}
         self.counts.setText(f"{plural(len(rows.statuses), 'request')}: {n['pending']} pending, {n['answered']} "
                             f"answered, {n['rejected']} rejected")

@@ -9,6 +9,7 @@ ledger view (:mod:`dpdesk.store.view`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import sqlite3
@@ -49,6 +50,9 @@ class Project(Releasing, Watching):
         self._conn = conn
         self._lock = lock
         self._snapshot: Snapshot | None = None
+        # request id -> (digest of its stored query JSON, text, kind, parsed query): a queue of thousands of
+        # index-list queries is parsed once, not on every read of the queue (shared with siblings)
+        self._queries: dict[str, tuple[bytes, str | None, str, Any]] = {}
         row = conn.execute(
             "SELECT name, total_budget, neighbour_model, schema_json, test_project, created, "
             "initial_source_json, genesis_hash FROM project WHERE id = 1"
@@ -183,6 +187,7 @@ class Project(Releasing, Watching):
         sib = Project(self.path, db.connect_writer(self.path), "w", None)
         sib._snapshot = self._snapshot
         sib._view = self._view  # one ledger view for both (it locks while it grows); no SQL on this thread
+        sib._queries = self._queries  # parsed request queries (keyed by the digest of what is stored)
         sib._parent = self
         return sib
 
@@ -300,9 +305,15 @@ class Project(Releasing, Watching):
 
     def _request_from_row(self, row: tuple[Any, ...]) -> StoredRequest:
         rid, pos, requester, text, qjson, eps, delta, received, status, kind, alpha = row
-        q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
-        if text is not None and kind == "count":
-            q = dataclasses.replace(q, text=text)
+        digest = hashlib.blake2b(qjson.encode(), digest_size=20).digest()
+        known = self._queries.get(rid)
+        if known is not None and known[:3] == (digest, text, kind):
+            q = known[3]
+        else:
+            q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
+            if text is not None and kind == "count":
+                q = dataclasses.replace(q, text=text)
+            self._queries[rid] = (digest, text, kind, q)
         return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status, kind, alpha)
 
     def add_request(
