@@ -65,6 +65,13 @@ def _shoot(out: Path, settings_path: str | None, size: tuple[int, int]) -> None:
     win.requests.budget.row_attr.setCurrentIndex(2)
     win.requests.budget.col_attr.setCurrentIndex(0)
     grab("requests-slice")
+    # a watched claim: the Requests page's lower area shows the Watched claims tab, the answer panel its note
+    win.requests.budget.mode.setCurrentIndex(0)
+    win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
+    win.requests.select_request("q37")
+    win.requests.lower.setCurrentWidget(win.requests.claims)
+    wait_until(lambda: win.requests.answer.assessment is not None and not win.requests.claims.runner.is_running())
+    grab("requests-claims")
     win.show_page("audit")
     win.audit.verify()
     win.audit.table.selectRow(1)
