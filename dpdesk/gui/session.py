@@ -65,9 +65,11 @@ def run_assessment_with_claims(inputs: AssessInputs, progress=None, cancelled=No
     return a, claim_statuses(inputs.view, a, None if prior is None else float(prior.table_size))
 
 
-# A ledger longer than this is "large": its view is read, and the request and ledger tables are built, on
-# worker threads (the window shows "Reading the ledger…" meanwhile); a shorter one is read inline, at once.
+# A ledger longer than this, or whose entries times cells pass LARGE_CELL_ENTRIES (a replay's per-cell work),
+# is "large": its view is read, and the request and ledger tables are built, on worker threads (the window
+# shows "Reading the ledger…" meanwhile); a smaller one is read inline, at once.
 LARGE_LEDGER = 500
+LARGE_CELL_ENTRIES = 10**7  # e.g. 10 entries over a 10⁶-cell cube; the demo's (720 cells) stays small
 
 
 class ProjectSession(QObject):
@@ -86,7 +88,8 @@ class ProjectSession(QObject):
 
         super().__init__(parent)
         self.project = Project.open(path, "w")
-        self.large = self.project.head()[0] > LARGE_LEDGER
+        entries = self.project.head()[0]
+        self.large = entries > LARGE_LEDGER or entries * self.project.schema.n_cells > LARGE_CELL_ENTRIES
         self.loaded = not self.large  # a small project's view is read when first asked for
         self.first_pending: str | None = None  # of a large project, found while loading (the list comes later)
         self.runner = TaskRunner(self)
