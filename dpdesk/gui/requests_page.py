@@ -198,7 +198,8 @@ class RequestsPage(QWidget):
                 self.answer.refresh()
             elif rid is not None:
                 self.answer.set_request(rid)
-            self.counts.setText(self.counts.text() or "Reading the request queue…")
+            if self.model.rowCount() == 0:
+                self.counts.setText("Reading the request queue…")
         wanted = self.filter.currentText()
         self.session.run(self.rows_runner, lambda project: queue_rows(project, wanted),
                          lambda rows: self._show_rows(rows, keep), label="reading the request queue")
