@@ -13,7 +13,7 @@ with p0 from noisy 1-way marginals (0.02-DP in total, as the seed spends):
 
 The table size n is declared (public), as dpdesk requires. Run:
 
-    .venv/bin/python benchmarks/estimates_seed.py            # full scale (m = 5 000), ~10–20 min
+    .venv/bin/python benchmarks/estimates_seed.py            # full scale (m = 5 000), ~8 min on 2 loaded cores
     .venv/bin/python benchmarks/estimates_seed.py --m 600 --no-write   # a quick look
 
 and it rewrites the ``estimates-seed`` section of docs/evaluation.md.
