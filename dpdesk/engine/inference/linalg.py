@@ -15,6 +15,9 @@ from scipy.linalg import solve_triangular
 # A queued change costs one O(r) Python sweep of ~r column steps (≈10 µs each); refactoring costs one
 # LAPACK Cholesky of r³/3 flops (≈5 GFlop/s here). Refactor when k·r·1e-5 s > r³/1.5e10 s.
 _REFACTOR_RATIO = 1.5e5
+# rows appended after the contiguous copy of L was made that are solved as a block beside it before
+# a new copy is made: at least this many, or an eighth of the copy (so copies cost O(r) per row)
+_BLOCK_ROWS = 64
 
 
 class GrowingCholesky:
@@ -39,22 +42,46 @@ class GrowingCholesky:
         self._ops: list[tuple[np.ndarray, float | None]] = []  # (x, None) update; (c, e) extension
         self._current = 0  # rows of L that are up to date
         self.size = 0
-        self._solver: np.ndarray | None = None  # contiguous copy for LAPACK, refreshed after changes
+        # a contiguous copy of L's leading rows for LAPACK (a slice of the over-allocated store is not
+        # contiguous); rows appended since are solved as a block beside it, see _solve
+        self._solver: np.ndarray | None = None
         self.identity = True  # M is the identity (only unit rows appended, never updated)
+        # while M is the identity the stores are not kept up to date: L = M = I of ``size`` is written into
+        # them (``_unfold``) only when something else happens. A history of independent rows keeps an
+        # identity factor of thousands of rows; materialising it costs O(r²) memory and O(r²) per row.
+        self._lazy = True
+
+    @classmethod
+    def identity_of(cls, size: int, *, queued: bool = True) -> "GrowingCholesky":
+        """The factor of the ``size × size`` identity (nothing of that size is allocated until it changes)."""
+        c = cls(capacity=1, queued=queued)
+        c.size = c._current = int(size)
+        return c
+
+    def _unfold(self) -> None:
+        """Write the identity factor into the stores (before the first change that is not a unit row)."""
+        if not self._lazy:
+            return
+        self._lazy = False
+        n = self.size
+        cap = max(self._L.shape[0], n)
+        if cap > self._L.shape[0]:
+            self._L = np.eye(cap)
+            if self._M is not None:
+                self._M = np.zeros((cap, cap))
+        else:
+            self._L[:n, :n] = np.eye(n)
+        if self._M is not None:
+            self._M[:n, :n] = np.eye(n)
 
     @property
     def L(self) -> np.ndarray:
+        self._unfold()
         self._flush()
         return self._L[: self.size, : self.size]
 
-    def _contiguous(self) -> np.ndarray:
-        # LAPACK needs a contiguous matrix; a slice of the over-allocated store would be copied on
-        # every solve, so keep one copy until the factor changes
-        if self._solver is None or self._solver.shape[0] != self.size:
-            self._solver = np.ascontiguousarray(self.L)
-        return self._solver
-
     def _reserve(self, size: int) -> None:
+        self._unfold()
         cap = self._L.shape[0]
         if size <= cap:
             return
@@ -69,6 +96,9 @@ class GrowingCholesky:
 
     def extend(self, row: np.ndarray, diag: float) -> None:
         """Append ``[rowᵀ, diag]`` as the new last row of ``L``."""
+        if self._lazy and diag == 1.0 and not np.any(row):
+            self.size = self._current = self.size + 1  # still the identity
+            return
         self._flush()
         r = self.size
         self._reserve(r + 1)
@@ -80,8 +110,7 @@ class GrowingCholesky:
             self._M[r, r] = float(row @ row) + diag * diag
         self._L[r, :r] = row
         self._L[r, r] = diag
-        self.size = self._current = r + 1
-        self._solver = None
+        self.size = self._current = r + 1  # rows above are unchanged: the copy in _solver stays valid
         if diag != 1.0 or np.any(row):
             self.identity = False
 
@@ -96,6 +125,10 @@ class GrowingCholesky:
             raise ValueError("this factor was created with queued=False")
         c = np.array(c, dtype=float)
         r = self.size
+        if self._lazy and e == 1.0 and not np.any(c):
+            self.size = self._current = r + 1  # still the identity
+            self._solver = None
+            return
         self._reserve(r + 1)
         if np.any(c) or e != 1.0:
             self.identity = False
@@ -111,6 +144,7 @@ class GrowingCholesky:
         x = np.array(x, dtype=float)
         if not np.any(x):
             return
+        self._unfold()
         self._add_term(x)
         self._ops.append((x, None))
         self._solver = None
@@ -125,6 +159,7 @@ class GrowingCholesky:
         """``M += Xᵀ X`` for the stacked pending terms (one BLAS-3 product instead of k sweeps)."""
         if not self._terms:
             return
+        self._unfold()
         assert self._M is not None
         n = max(len(x) for x in self._terms)
         X = np.zeros((len(self._terms), n))
@@ -176,26 +211,38 @@ class GrowingCholesky:
                 col /= c
                 x[k + 1 :] = c * x[k + 1 :] - s * col
 
-    def _solve(self, b: np.ndarray, trans: str, cached: bool) -> np.ndarray:
+    def _solve(self, b: np.ndarray, trans: str) -> np.ndarray:
         if self.size == 0:
             return np.zeros(0)
         if self.identity:
             return np.array(b, dtype=float)
         self._flush()
-        if cached:  # repeated solves with the same factor (assessing many requests)
-            return solve_triangular(self._contiguous(), b, lower=True, trans=trans, check_finite=False)
-        # one solve right after a change (appending rows): use the whole store, no O(r²) copy
-        padded = np.zeros(self._L.shape[0])
-        padded[: self.size] = b
-        return solve_triangular(self._L, padded, lower=True, trans=trans, check_finite=False)[: self.size]
+        n, S = self.size, self._solver
+        if S is None or n - S.shape[0] > max(_BLOCK_ROWS, S.shape[0] // 8):
+            S = self._solver = np.ascontiguousarray(self._L[:n, :n])
+        b = np.asarray(b, dtype=float)
+        r0 = S.shape[0]
+        if r0 == n:
+            return solve_triangular(S, b, lower=True, trans=trans, check_finite=False)
+        # L = [[S, 0], [L21, L22]] with S the copy of the leading rows: the rows appended since are a
+        # block solved beside it (copying r² numbers after every appended row — assess, release, assess,
+        # … — cost more than the solves themselves on a history of thousands of rows)
+        L21, L22 = self._L[r0:n, :r0], self._L[r0:n, r0:n]
+        if trans == "N":
+            x0 = solve_triangular(S, b[:r0], lower=True, check_finite=False)
+            x1 = solve_triangular(L22, b[r0:] - L21 @ x0, lower=True, check_finite=False)
+        else:
+            x1 = solve_triangular(L22, b[r0:], lower=True, trans="T", check_finite=False)
+            x0 = solve_triangular(S, b[:r0] - L21.T @ x1, lower=True, trans="T", check_finite=False)
+        return np.concatenate([x0, x1])
 
-    def solve_lower(self, b: np.ndarray, cached: bool = True) -> np.ndarray:
+    def solve_lower(self, b: np.ndarray) -> np.ndarray:
         """``L⁻¹ b``."""
-        return self._solve(b, "N", cached)
+        return self._solve(b, "N")
 
-    def solve_upper(self, b: np.ndarray, cached: bool = True) -> np.ndarray:
+    def solve_upper(self, b: np.ndarray) -> np.ndarray:
         """``L⁻ᵀ b``."""
-        return self._solve(b, "T", cached)
+        return self._solve(b, "T")
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """``M⁻¹ b``."""

@@ -293,11 +293,11 @@ class _DualSpace(_RowSpace):
     def add(self, z_query: Query, w: float) -> None:
         g = self._basis_dots(z_query) * w
         s = w * w * inner(z_query, z_query)
-        l = self.gram.solve_lower(g, cached=False)
+        l = self.gram.solve_lower(g)
         d2 = s - float(l @ l)
         if d2 <= DEPENDENCE_TOL * s:
             # coordinates in the (non-orthogonal) basis rows
-            self._record(self.gram.solve_upper(l, cached=False), None)
+            self._record(self.gram.solve_upper(l), None)
             return
         # New basis row: its coordinates are the unit vector on itself (basis rows are rows of Z).
         self.gram.extend(l, math.sqrt(d2))

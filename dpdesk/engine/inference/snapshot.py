@@ -50,17 +50,16 @@ def _factor_out(c: GrowingCholesky, name: str, meta: dict[str, Any], arrays: Arr
 def _factor_in(name: str, meta: dict[str, Any], arrays: Arrays) -> GrowingCholesky:
     m = meta[name]
     size, queued = int(m["size"]), bool(m["queued"])
+    if m["identity"]:  # nothing stored: L = M = I, built only if it ever changes
+        return GrowingCholesky.identity_of(size, queued=queued)
     c = GrowingCholesky(capacity=1, queued=queued)  # its store is replaced below
-    if not m["identity"] and size:
+    c._lazy = False
+    if size:
         c._L = arrays[f"{name}.L"]
         if queued:
             c._M = arrays[f"{name}.M"]
-    elif size:  # the identity: np.eye of the size (its zero pages are not touched until used)
-        c._L = np.eye(size)
-        if queued:
-            c._M = np.eye(size)
     c.size = c._current = size
-    c.identity = bool(m["identity"])
+    c.identity = False
     return c
 
 
