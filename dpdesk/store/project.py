@@ -8,7 +8,6 @@ ledger view (:mod:`dpdesk.store.view`).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +20,7 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.queries.query import product_form, query_from_json
+from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.store import answering, db, ledger
@@ -310,9 +310,13 @@ class Project(Releasing, Watching):
         if known is not None and known[:3] == (digest, text, kind):
             q = known[3]
         else:
-            q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
             if text is not None and kind == "count":
-                q = dataclasses.replace(q, text=text)
+                # the count the text names, as the product-form terms it was parsed into when queued (query_json
+                # holds the same coefficients cell by cell: a sum of boxes there is ~10⁵ cells to read and to
+                # meet every history row with, where its terms factor over the attributes)
+                q = parse_query(text, self.schema)
+            else:
+                q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
             self._queries[rid] = (digest, text, kind, q)
         return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status, kind, alpha)
 

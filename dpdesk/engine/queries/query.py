@@ -287,7 +287,11 @@ class Query:
     def to_json(self) -> dict[str, list]:
         """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints)."""
         idx, val = self.sparse()
-        return {"indices": [int(i) for i in idx], "values": [_fmt_number(v) for v in val]}
+        if np.all(np.mod(val, 1.0) == 0) and np.all(np.abs(val) < 2.0**53):  # integral: ints, as _fmt_number
+            values: list = val.astype(np.int64).tolist()
+        else:
+            values = [_fmt_number(v) for v in val]
+        return {"indices": np.asarray(idx, dtype=np.int64).tolist(), "values": values}
 
     def describe(self) -> str:
         """The text the query came from, else a one-line summary (``queries.text.format_terms`` gives
