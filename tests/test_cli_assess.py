@@ -31,6 +31,28 @@ def test_worked_example_through_the_cli_json():
     assert out["remaining"] == pytest.approx(1.0 - 0.375)
 
 
+def test_json_leaves_out_the_cell_costs_of_a_large_cube_unless_asked(tmp_path):
+    # 300 × 300 = 90 000 cells, over the 65 536 up to which --json lists every cell's cost
+    schema = {"attributes": [{"name": n, "column": n, "kind": "categorical", "values": [str(i) for i in range(300)]}
+                             for n in ("a", "b")]}
+    hist = tmp_path / "wide.history.json"
+    hist.write_text(json.dumps({"cells": 90_000, "total_budget": 1.0, "schema": schema, "rows": [
+        {"query": {"indices": [0, 1, 300], "values": [1, 1, 1]}, "alpha": 0.1, "answer": 40.0}]}))
+    args = ("assess", "--history", str(hist), "--query", '{"indices": [0, 1, 300], "values": [1, 1, 1]}',
+            "--eps", "30", "--delta", "0.05", "--json")
+    r = dpdesk(*args)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["cell_costs"] is None and out["cell_costs_omitted"] == 90_000
+    assert out["system_cost"] == pytest.approx(0.1)
+    r = dpdesk(*args, "--cell-costs")
+    full = json.loads(r.stdout)
+    assert len(full["cell_costs"]) == 90_000 and "cell_costs_omitted" not in full
+    assert sorted(np.flatnonzero(full["cell_costs"]).tolist()) == [0, 1, 300]
+    assert {k: v for k, v in full.items() if k not in ("cell_costs", "elapsed_ms")} == {
+        k: v for k, v in out.items() if k not in ("cell_costs", "cell_costs_omitted", "elapsed_ms")}
+
+
 def test_text_query_uses_the_schema_in_the_history_file():
     r = dpdesk("assess", "--history", str(PAPER), "--query", 'count(age="0-30", income="<=50K") + count(age="30-150", income="<=50K")',
                "--eps", "60", "--delta", "0.05", "--json", "--interval", "0", "1000")

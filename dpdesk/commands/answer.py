@@ -27,7 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     a.add_argument("--json", action="store_true", help="print one JSON object (assessment and release)")
     a.add_argument("--method", default=method_names()[0], choices=method_names(), help="posterior method")
+    from dpdesk.commands.assess import add_cell_costs_argument
     from dpdesk.commands.posterior import add_reference_argument
+
+    add_cell_costs_argument(a)
 
     add_reference_argument(a)
     from dpdesk.commands.estimate import add_tau_argument
@@ -56,6 +59,8 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
 def run_answer(args: argparse.Namespace) -> int:
     import json
     import sys
+
+    from dpdesk.commands.assess import assessment_json
 
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.store.checkpoints import checkpoint
@@ -88,7 +93,7 @@ def run_answer(args: argparse.Namespace) -> int:
         if a.decision == "reject":
             print(f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out)
             if args.json:
-                print(json.dumps({"assessment": a.to_json(), "release": None}))
+                print(json.dumps({"assessment": assessment_json(a, args), "release": None}))
             return 1
         if not args.yes:
             what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.spend_alpha:.6g}"
@@ -96,7 +101,7 @@ def run_answer(args: argparse.Namespace) -> int:
                 return 1
         release = p.release(a)  # exactly what was shown: the writer lock kept the ledger and settings as assessed
         if args.json:
-            print(json.dumps({"assessment": a.to_json(), "release": release.to_json()}), flush=True)
+            print(json.dumps({"assessment": assessment_json(a, args), "release": release.to_json()}), flush=True)
         else:
             cost = f"α = {release.alpha:.6g}, {release.family} noise" if release.kind == "fresh" else "free"
             if release.fusion_weight is not None:

@@ -50,7 +50,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add_tau_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON objects instead of text")
+    add_cell_costs_argument(p)
     p.set_defaults(func=run)
+
+
+# --json lists the per-cell costs B of a cube up to this many cells; past it (a 10⁶-cell cube's B is 20 MB
+# of text, most of a cold call's time) only with --cell-costs
+CELL_COSTS_SHOWN = 65_536
+
+
+def add_cell_costs_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cell-costs", action="store_true",
+        help=f"with --json, list every cell's cost (cell_costs) even on a cube of more than {CELL_COSTS_SHOWN:,} "
+             "cells, where it is otherwise null and cell_costs_omitted gives the number of cells",
+    )
+
+
+def assessment_json(a: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The DESIGN §6 assessment object as ``--json`` prints it (see :data:`CELL_COSTS_SHOWN`)."""
+    return a.to_json(cell_costs=bool(getattr(args, "cell_costs", False)) or a.cell_costs.size <= CELL_COSTS_SHOWN)
 
 
 def add_pace_argument(p: argparse.ArgumentParser) -> None:
@@ -250,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
 
             offer = offer_within_claims(claims, results[0], float(project.total_budget))
         if args.json:
-            print(json.dumps({**results[0].to_json(), "claims": [s.to_json() for s in claims]}))
+            print(json.dumps({**assessment_json(results[0], args), "claims": [s.to_json() for s in claims]}))
         else:
             from dpdesk.commands.watch import status_line
 
@@ -289,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
         ]
     for a in results:
         if args.json:
-            print(json.dumps(a.to_json()))
+            print(json.dumps(assessment_json(a, args)))
         else:
             print(format_assessment(a))
     sys.stdout.flush()

@@ -255,8 +255,12 @@ class Assessment:
         """Budget fusion saves on a fresh answer relative to Thm 5.3 (0 without fusion)."""
         return self.pricing.fresh_alpha - self.pricing.spend_alpha
 
-    def to_json(self) -> dict[str, Any]:
-        """The DESIGN §6 assessment object (fields that do not apply are null), plus its basis."""
+    def to_json(self, *, cell_costs: bool = True) -> dict[str, Any]:
+        """The DESIGN §6 assessment object (fields that do not apply are null), plus its basis.
+
+        Without ``cell_costs`` the per-cell vector B is left out: ``cell_costs`` is null and
+        ``cell_costs_omitted`` says how many cells it would list (a 10⁶-cell cube's B is 20 MB of text).
+        """
         est, b, inf = self.estimate, self.budget, self.inference
         out: dict[str, Any] = {
             "request_id": self.request.id,
@@ -289,7 +293,7 @@ class Assessment:
             "remaining": b.remaining,
             "remaining_after": b.remaining_after,
             "total_budget": b.total,
-            "cell_costs": [float(c) for c in self.cell_costs],
+            "cell_costs": np.asarray(self.cell_costs, dtype=float).tolist() if cell_costs else None,
             "history_size": est.history_size,
             "source": inf.served_by,
             "coefficients": None if est.coefficients is None else [float(a) for a in est.coefficients],
@@ -299,6 +303,8 @@ class Assessment:
             "elapsed_ms": self.elapsed_ms,
             "basis": self.basis.to_json(),
         }
+        if not cell_costs:
+            out["cell_costs_omitted"] = int(np.size(self.cell_costs))
         if inf.interval_query is not None:
             out["interval_query"] = list(inf.interval_query)
             out["interval_probability"] = inf.interval_probability
