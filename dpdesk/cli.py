@@ -14,14 +14,22 @@ becomes one line on stderr, ``dpdesk: error: ...``, and exit code 2.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
-import sys
-from typing import Sequence
 
-from dpdesk import __version__
-from dpdesk.engine.errors import DpdeskError
+# One BLAS thread unless the user chose otherwise, set before numpy is first imported (OpenBLAS reads it
+# once, at load). dpdesk's linear algebra is small triangular solves and matrix-vector products, which
+# multithreaded OpenBLAS slows down when other work shares the cores (see docs/performance.md, "BLAS
+# threads"). Every entry point — the commands, the window, the packaged executable — comes through here.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import sys  # noqa: E402
+from typing import Sequence  # noqa: E402
+
+from dpdesk import __version__  # noqa: E402
+from dpdesk.engine.errors import DpdeskError  # noqa: E402
 
 # Subcommand modules in dpdesk.commands, in the order they appear in --help.
 COMMAND_MODULES = ("assess", "project", "requests", "watch", "answer", "release", "batch", "synth", "verify", "export", "cube")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "resources" / "examples" / "paper.history.json"
 BIN = Path(sys.executable).parent
@@ -44,3 +46,32 @@ def test_dpdesk_script_without_a_subcommand_starts_the_window_launcher():
     assert "no display found" in r.stderr and "Traceback" not in r.stderr
     r = _run([str(BIN / "dpdesk"), "--version"])
     assert r.returncode == 0 and r.stdout.startswith("dpdesk ")
+
+
+PROBE = """
+import json, os, sys
+from dpdesk.cli import main
+import contextlib, io
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(sys.argv[1:])
+heavy = sorted(m for m in ("PySide6", "duckdb", "opendp", "pandas", "pyarrow", "pyspark", "psycopg") if m in sys.modules)
+print(json.dumps({"rc": rc, "blas": [os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")],
+                  "heavy": heavy}))
+"""
+
+
+@pytest.mark.parametrize("given", [None, "3"])
+def test_the_command_line_pins_blas_threads_unless_set_and_imports_no_heavy_engine(given):
+    # one BLAS thread unless the user set it (set before numpy loads: docs/performance.md "BLAS threads");
+    # and a command that needs neither the window nor a data source loads neither
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    r = subprocess.run([sys.executable, "-c", PROBE, "assess", "--history", str(PAPER), "--query", "[1,0,1,0]",
+                        "--eps", "60", "--delta", "0.05", "--json"], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["rc"] == 0
+    assert out["blas"] == [given or "1", "1"]
+    assert out["heavy"] == []
