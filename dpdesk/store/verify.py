@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.estimates.plans import recompute_estimate
 from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
 from dpdesk.engine.queries.query import query_from_json
@@ -158,6 +157,8 @@ def _check_estimate(e, view: LedgerView, bad) -> None:
     with view.assessing() as s:
         if len(s.history) != p.get("history_prefix"):
             return  # reported above (history_prefix)
+        from dpdesk.engine.estimates.plans import recompute_estimate  # scipy.optimize: only for estimate entries
+
         value = recompute_estimate(p, s.history, view.schema.names)
     if value is not None and not _close(value, float(p["estimate"])):
         bad(e.seq, f"entry {e.seq}: recorded estimate {float(p['estimate']):.6g} but the released answers before it "
