@@ -9,11 +9,13 @@ posterior; it runs where it fits in memory and time. Accuracy is compared on the
 (difference in ``confidence_at_eps``).
 
 ``--cold-cli`` measures instead the command line on a long project: a project with ``--entries`` fresh
-releases of random boxes over the 32⁴-cell cube is generated once (cached in ``--dir``), then
+releases of random boxes over the 32⁴-cell cube is generated once by ``long_project.py`` (kept in
+``--dir``), then
 ``dpdesk assess P --request R --json`` runs in a fresh process and the wall time from spawning it to
 reading its JSON is reported (median of ``--repeat``) without the ledger-view cache
 (``DPDESK_VIEW_CACHE=off``: every run replays the ledger), for the first run with it (replays and writes
-``P.dpdesk.cache``) and with it, then where the cached run's time goes inside one process.
+``P.dpdesk.cache``) and with it (also with BLAS on every core, and with ``--cell-costs``), then where
+the cached run's time goes inside one process.
 
 ``--spend`` times requests history can *not* answer instead: the same sums of three released boxes,
 asked at ``ε = 0.6·std`` of history's estimate (δ = 0.05), so every call prices a fresh answer fused
@@ -202,51 +204,6 @@ def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
 
 # --- the command line on a long project ---------------------------------------------------------------
 
-LONG_SCHEMA = {"attributes": [{"name": n, "column": n, "kind": "numeric", "edges": list(range(33))}
-                              for n in ("a", "b", "c", "d")]}
-
-
-def make_long_project(directory: str, entries: int) -> tuple[str, str]:
-    """A project over the 32⁴-cell cube with ``entries`` fresh releases and one pending request (a sum
-    of three released boxes, so assessing it computes a BLUE and a posterior). Cached by size."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from dpdesk.engine.mechanisms.noise import SeededSampler
-    from dpdesk.store import Project
-
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"long-{entries}.dpdesk")
-    if os.path.exists(path):
-        return path, "target"
-    rng = np.random.default_rng(entries)
-    table = os.path.join(directory, "long-table.parquet")
-    if not os.path.exists(table):
-        pq.write_table(pa.table({n: rng.integers(0, 32, 200_000) for n in "abcd"}), table)
-    shape = SHAPES[1048576]
-    tmp = path + ".tmp"
-    if os.path.exists(tmp):
-        os.remove(tmp)
-    t0 = time.perf_counter()
-    boxes = []
-    with Project.create(tmp, name=f"{entries} releases", schema=LONG_SCHEMA, source_location=table,
-                        total_budget=1e9, test_project=True) as p:
-        sampler = SeededSampler(entries)
-        for i in range(entries):
-            q = random_box(rng, shape)
-            boxes.append(q)
-            r = p.add_request(q.to_json(), float(rng.uniform(20, 200)), 0.05, request_id=f"q{i}")
-            p.release(p.assess(r.id), sampler)
-            if (i + 1) % 500 == 0:
-                print(f"  {i + 1} releases ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        picks = rng.choice(entries, size=3, replace=False)
-        dense = sum(boxes[int(j)].dense() for j in picks)
-        p.add_request(Query(shape, indices=np.flatnonzero(dense), values=dense[dense != 0]).to_json(), 300.0, 0.05,
-                      request_id="target")
-    os.replace(tmp, path)
-    return path, "target"
-
-
 def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall time from spawning ``cmd`` to its JSON, and the CPU time (user + system) the process used:
     on a machine shared with other jobs the wall time includes waiting for a core, the CPU time not."""
@@ -271,40 +228,54 @@ def _medians(runs: list[tuple[float, float]]) -> str:
 
 def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | None = None) -> None:
     """Process start to JSON, without the view cache (every run replays the ledger), for the run that
-    writes it, and with it; then where the cached run's time goes inside one process."""
+    writes it, and with it; with threaded BLAS; then where the cached run's time goes inside one process."""
+    from long_project import make_long_project
+
     from dpdesk.store import view_cache
 
+    t = time.perf_counter()
     path, rid = make_long_project(directory, entries)
+    made = time.perf_counter() - t
     cache = view_cache.cache_path(Path(path))
     cmd = [sys.executable, "-m", "dpdesk", "assess", path, "--request", rid, "--json"]
-    off, on = dict(os.environ, DPDESK_VIEW_CACHE="off"), dict(os.environ, DPDESK_VIEW_CACHE="on")
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    off, on = dict(base, DPDESK_VIEW_CACHE="off"), dict(base, DPDESK_VIEW_CACHE="on")
     size = os.path.getsize(path) / 1e6
-    print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project), `dpdesk assess --json`:", flush=True)
+    print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project; generated or found in {made:.0f} s), "
+          f"`dpdesk assess P --request {rid} --json`; load average {os.getloadavg()[0]:.1f} at start:", flush=True)
     runs = repeat if uncached_runs is None else uncached_runs
     print(f"  no cache: {_medians([_spawn(cmd, off) for _ in range(runs)])}", flush=True)
     cache.unlink(missing_ok=True)
     wall, cpu = _spawn(cmd, on)
     print(f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
           f"wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
-    print(f"  with cache: {_medians([_spawn(cmd, on) for _ in range(repeat)])}", flush=True)
-    start = [sys.executable, "-c",
-             "import dpdesk.cli, dpdesk.store, dpdesk.engine.answering.workflow, scipy.optimize; print(1)"]
-    print(f"  of which interpreter start + imports: {_medians([_spawn(start, on)])}")
-    from dpdesk.store import Project
-
-    t0 = time.perf_counter()
-    with Project.open(path) as p:
-        t1 = time.perf_counter()
-        view = p.view()
-        t2 = time.perf_counter()
-        a = p.assess(rid)
-        t3 = time.perf_counter()
-        text = json.dumps(a.to_json())  # what --json prints: cell_costs alone is one number per cell
-        t4 = time.perf_counter()
-    t5 = time.perf_counter()
-    print(f"  in one process: open {t1 - t0:.2f} s, view from the cache {t2 - t1:.2f} s "
-          f"(restored: {view.restored_from_cache}), assess {t3 - t2:.2f} s, JSON text {t4 - t3:.2f} s "
-          f"({len(text) / 1e6:.1f} MB), close {t5 - t4:.2f} s")
+    # interleaved, so that both see the same load: the CLI's own single-threaded BLAS, and BLAS with as
+    # many threads as cores (what numpy does when OPENBLAS_NUM_THREADS is not set before it is imported)
+    threaded = dict(on, OPENBLAS_NUM_THREADS=str(os.cpu_count() or 2), OMP_NUM_THREADS=str(os.cpu_count() or 2))
+    pinned_runs, threaded_runs = [], []
+    for _ in range(repeat):
+        pinned_runs.append(_spawn(cmd, on))
+        threaded_runs.append(_spawn(cmd, threaded))
+    print(f"  with cache: {_medians(pinned_runs)}", flush=True)
+    print(f"  with cache, BLAS on {os.cpu_count()} threads: {_medians(threaded_runs)}", flush=True)
+    print(f"  with cache and --cell-costs (every cell's cost in the JSON): "
+          f"{_medians([_spawn(cmd + ['--cell-costs'], on) for _ in range(max(1, repeat // 2))])}", flush=True)
+    start = [sys.executable, "-c", "import dpdesk.cli, dpdesk.store.project, dpdesk.engine.answering.workflow"]
+    print(f"  of which interpreter start + imports: {_medians([_spawn(start, on) for _ in range(repeat)])}")
+    code = ("import json, resource, sys, time\n"
+            "c = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))\n"
+            "t0 = c()\n"
+            "from dpdesk.commands.assess import assessment_json\n"
+            "from dpdesk.store import Project\n"
+            "t1 = c()\n"
+            "with Project.open(sys.argv[1]) as p:\n"
+            "    v = p.view(); t2 = c()\n"
+            "    a = p.assess(sys.argv[2]); t3 = c()\n"
+            "    text = json.dumps(assessment_json(a, None)); t4 = c()\n"
+            "print(f'  in one process (CPU s): imports {t1 - t0:.2f}, view from the cache {t2 - t1:.2f} '\n"
+            "      f'(restored: {v.restored_from_cache}), assess {t3 - t2:.2f}, JSON {t4 - t3:.3f} ({len(text) / 1e3:.0f} kB)')\n")
+    print(subprocess.run([sys.executable, "-c", code, path, rid], capture_output=True, text=True, env=on,
+                         check=True).stdout.rstrip())
 
 
 def main(argv=None) -> int:
