@@ -33,7 +33,6 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
 from dpdesk.engine.mechanisms.registry import kinds, mechanism
-from dpdesk.engine.partition.release import structured_release
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw
@@ -360,6 +359,8 @@ class LedgerView:
             if viewed is None or seq in self._structured:
                 return None if viewed is None else self._structured[seq]
         # read outside the lock (a large release takes a while): the GUI thread keeps reading costs
+        from dpdesk.engine.partition.release import structured_release  # (scipy.fft) only for such releases
+
         release = structured_release(viewed.mechanism, thaw(viewed.entry.payload), self.schema)
         with self._lock:
             return self._structured.setdefault(seq, release)
