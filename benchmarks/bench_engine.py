@@ -250,24 +250,31 @@ def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | Non
     size = os.path.getsize(path) / 1e6
     print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project; generated or found in {made:.0f} s), "
           f"`dpdesk assess P --request {rid} --json`; load average {os.getloadavg()[0]:.1f} at start:", flush=True)
+    # interleaved, so that both see the same load: the CLI's own single-threaded BLAS, and BLAS with as
+    # many threads as cores (what numpy does when OPENBLAS_NUM_THREADS is not set before it is imported)
+    cores = str(os.cpu_count() or 2)
+    threads = {"OPENBLAS_NUM_THREADS": cores, "OMP_NUM_THREADS": cores}
     runs = repeat if uncached_runs is None else uncached_runs
-    print(f"  no cache: {_medians([_spawn(cmd, off) for _ in range(runs)])}", flush=True)
+    pinned_runs, threaded_runs = [], []
+    for _ in range(runs):
+        pinned_runs.append(_spawn(cmd, off))
+        threaded_runs.append(_spawn(cmd, dict(off, **threads)))
+    print(f"  no cache: {_medians(pinned_runs)}", flush=True)
+    print(f"  no cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
     cache.unlink(missing_ok=True)
     wall, cpu = _spawn(cmd, on)
     print(f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
           f"wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
-    # interleaved, so that both see the same load: the CLI's own single-threaded BLAS, and BLAS with as
-    # many threads as cores (what numpy does when OPENBLAS_NUM_THREADS is not set before it is imported)
-    threaded = dict(on, OPENBLAS_NUM_THREADS=str(os.cpu_count() or 2), OMP_NUM_THREADS=str(os.cpu_count() or 2))
     pinned_runs, threaded_runs = [], []
     for _ in range(repeat):
         pinned_runs.append(_spawn(cmd, on))
-        threaded_runs.append(_spawn(cmd, threaded))
+        threaded_runs.append(_spawn(cmd, dict(on, **threads)))
     print(f"  with cache: {_medians(pinned_runs)}", flush=True)
-    print(f"  with cache, BLAS on {os.cpu_count()} threads: {_medians(threaded_runs)}", flush=True)
+    print(f"  with cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
     print(f"  with cache and --cell-costs (every cell's cost in the JSON): "
           f"{_medians([_spawn(cmd + ['--cell-costs'], on) for _ in range(max(1, repeat // 2))])}", flush=True)
-    start = [sys.executable, "-c", "import dpdesk.cli, dpdesk.store.project, dpdesk.engine.answering.workflow"]
+    start = [sys.executable, "-c",
+             "import dpdesk.cli, dpdesk.store.project, dpdesk.engine.answering.workflow, json; print(json.dumps(1))"]
     print(f"  of which interpreter start + imports: {_medians([_spawn(start, on) for _ in range(repeat)])}")
     code = ("import json, resource, sys, time\n"
             "c = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))\n"
