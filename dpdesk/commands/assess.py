@@ -69,7 +69,7 @@ def add_cell_costs_argument(p: argparse.ArgumentParser) -> None:
 
 def assessment_json(a: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The DESIGN §6 assessment object as ``--json`` prints it (see :data:`CELL_COSTS_SHOWN`)."""
-    return a.to_json(cell_costs=bool(getattr(args, "cell_costs", False)) or a.cell_costs.size <= CELL_COSTS_SHOWN)
+    return a.to_json(cell_costs=bool(getattr(args, "cell_costs", False)) or len(a.cell_costs) <= CELL_COSTS_SHOWN)
 
 
 def add_pace_argument(p: argparse.ArgumentParser) -> None:
