@@ -187,3 +187,47 @@ def test_an_open_integer_claim_without_a_public_bound_is_a_sure_crossing():
     bounded = check_release(h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace",
                             table_size=8)
     assert bounded.touches and bounded.risk <= chk.risk
+
+
+@pytest.mark.parametrize("centre, step", [(0.0, 1.0), (37.0, 1.0), (-1234567.0, 1.0), (0.25, 0.5), (3.0e8, 2.0)])
+def test_lattice_counts_by_arithmetic_equal_numpy_searchsorted(centre, step):
+    """The claim check's lattice sums index an evenly spaced grid by arithmetic; the counts must be
+    those of a binary search, including queries exactly on, a hair beside, and far outside the points."""
+    from dpdesk.engine.claims.control import _lattice_count
+
+    grid = centre + step * np.arange(-300, 301)
+    rng = np.random.default_rng(7)
+    on = grid[rng.integers(0, grid.size, 200)]
+    hair = 1e-9 * step
+    x = np.concatenate([on, on + hair, on - hair, np.nextafter(on, np.inf), np.nextafter(on, -np.inf),
+                        rng.uniform(grid[0] - 50 * step, grid[-1] + 50 * step, 400),
+                        [grid[0] - 1e6 * step, grid[-1] + 1e6 * step]])
+    for side in ("left", "right"):
+        assert np.array_equal(_lattice_count(grid, step, x, side), np.searchsorted(grid, x, side=side)), side
+
+
+@pytest.mark.parametrize("low, high, truths", [
+    (0.0, 40.0, [float(t) for t in range(0, 41)]),
+    (10.0, None, [float(t) for t in range(-5, 60, 3)]),
+    (None, 12.0, [3.0, 7.0, 12.0, 30.0]),
+    (5.0, 9.0, [0.5, 4.5, 9.5]),  # off the lattice: each truth summed on its own
+])
+def test_the_lattice_risk_over_many_truths_equals_the_sum_truth_by_truth(low, high, truths):
+    """The lattice crossing risk, evaluated once over the union lattice of centres, must equal the
+    direct sum Σ_z Pr(Z = z)·[Pr(C | θ̂' = t + z) ≥ τ] computed truth by truth with binary searches."""
+    from dpdesk.engine.claims.control import _lattice_risk
+
+    rows = [HistoryRow(v(0, 1), 0.4, 0.0, "discrete_laplace"), HistoryRow(v(1, 1), 0.3, 0.0, "discrete_laplace")]
+    est = History((2,), rows).estimate(v(0, 1))
+    shape = posterior(0.0, est.coefficients, est.noise_scales, list(est.families), method="fft")
+    assert shape.lattice
+    c = claim(low, high, tau=0.6)
+    lo = -math.inf if low is None else low
+    hi = math.inf if high is None else high
+
+    def pr_c(centre):
+        points = centre + shape.grid
+        return shape.mass[(points >= lo - 1e-9) & (points <= hi + 1e-9)].sum()
+
+    expected = max(sum(m for z, m in zip(shape.grid, shape.mass) if pr_c(t + z) >= c.threshold) for t in truths)
+    assert _lattice_risk(shape, c, truths) == pytest.approx(expected, abs=1e-12)
