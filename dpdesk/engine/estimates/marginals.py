@@ -1,0 +1,365 @@
+"""Marginal-shaped histories: the consistent projection in closed form, and the max-entropy fit to it.
+
+A *marginal* release publishes every cell of the table's marginal on attributes ``A`` with noise of one
+variance ``σ_A²`` per cell. The seed's §5.2 releases all 36 two-way marginals of a 9-attribute table
+(29 570 cells); the dense BLUE of :func:`~.maxent.consistent_answers` would factor a 29 570-row system.
+This module does the same projection from the marginals' structure.
+
+**The projection (derivation).** For a table ``y`` over attributes ``A`` and ``S ⊆ A`` let ``P_S`` be the
+product over ``a ∈ S`` of ``(I − J/n_a)`` (centring along ``a``) and over ``a ∈ A∖S`` of ``J/n_a``
+(averaging along ``a``). The ``P_S`` are orthogonal projections onto mutually orthogonal subspaces
+``V_S`` that sum to the whole space (the ANOVA / Fourier decomposition). Write
+``c_S(y) = centre_S(marg_S(y))``: the marginal of ``y`` on ``S``, centred along every axis of ``S``
+(``c_∅`` is the total). Then ``P_S y = broadcast_A(c_S(y)) / N_{A∖S}`` with ``N_{A∖S} = Π_{a∈A∖S} n_a``.
+Marginals ``{y_A}`` are consistent (come from one table ``x``) iff ``c_S(y_A) = c_S(x)`` for every
+``S ⊆ A``, because marginalising maps ``V_S`` of ``A`` onto ``V_S`` of ``B ⊇ S`` and annihilates it for
+``S ⊄ B``. So the consistent sets are parametrised by free centred tables ``{c_S}``, one per ``S`` in the
+downward closure of the released attribute sets, and by orthogonality the weighted least-squares problem
+
+    min Σ_A σ_A⁻² ‖y_A − Σ_{S⊆A} broadcast_A(c_S) / N_{A∖S}‖²
+
+splits into one problem per ``S``: ``min Σ_{A⊇S} ‖c_S(y_A) − c_S‖² / (σ_A² N_{A∖S})`` (a broadcast table
+has squared norm ``N_{A∖S}`` times its own). Its solution is the **inverse-variance weighted average**
+``c_S = Σ_{A⊇S} ω_A c_S(y_A) / Σ_{A⊇S} ω_A`` with ``ω_A = 1/(σ_A² N_{A∖S})`` — ``c_S(y_A)`` sums
+``N_{A∖S}`` noisy cells per entry, so that is its variance. With equal noise, a component shared by
+marginals of equal size is their plain average; otherwise the marginal that sums fewer noisy cells
+weighs more. A known table size fixes ``c_∅ = n`` (the BLUE with the universal query known).
+Each consistent marginal is ``Σ_{S⊆A} broadcast_A(c_S) / N_{A∖S}``. This is the generalised
+least-squares projection — the BLUE of every released cell — at a cost of one pass over the tables.
+
+**The fit.** :func:`fit_marginals` fits the seed's maximum-entropy model (§4) to the projected marginals
+with one log-potential per released cell, never a query object per cell: Gibbs particles with iterative
+proportional fitting and a stated convergence test (its docstring).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.estimates.features import Clique, CliqueModel
+from dpdesk.engine.estimates.kernel import check_prior
+from dpdesk.engine.estimates.maxent import _systematic
+
+__all__ = ["Marginal", "MarginalFit", "consistent_marginals", "fit_marginals", "marginal_model"]
+
+
+@dataclass(frozen=True, eq=False)
+class Marginal:
+    """Released counts of every cell of the marginal on ``axes`` (increasing), noise variance ``variance``."""
+
+    axes: tuple[int, ...]
+    table: np.ndarray
+    variance: float
+
+    def __post_init__(self) -> None:
+        axes = tuple(int(a) for a in self.axes)
+        if list(axes) != sorted(set(axes)):
+            raise DpdeskError(f"marginal: axes {axes} must be increasing and distinct")
+        if not (math.isfinite(self.variance) and self.variance > 0):
+            raise DpdeskError(f"marginal on {axes}: the noise variance ({self.variance!r}) must be positive")
+        t = np.array(self.table, dtype=np.float64, copy=True)
+        if t.ndim != len(axes) or not np.all(np.isfinite(t)):
+            raise DpdeskError(f"marginal on {axes}: its table must be finite with one dimension per attribute")
+        t.setflags(write=False)
+        object.__setattr__(self, "axes", axes)
+        object.__setattr__(self, "table", t)
+
+
+def _check(shape: Sequence[int], marginals: Sequence[Marginal]) -> None:
+    for mg in marginals:
+        if mg.axes and (mg.axes[-1] >= len(shape) or mg.axes[0] < 0):
+            raise DpdeskError(f"marginal on {mg.axes}: attribute out of range 0..{len(shape) - 1}")
+        want = tuple(shape[a] for a in mg.axes)
+        if mg.table.shape != want:
+            raise DpdeskError(f"marginal on {mg.axes}: table shape {mg.table.shape}, the domain needs {want}")
+
+
+def _component(table: np.ndarray, axes: tuple[int, ...], sub: tuple[int, ...]) -> np.ndarray:
+    """``c_S(y)``: the marginal of ``table`` (over ``axes``) on ``sub``, centred along each axis of ``sub``."""
+    drop = tuple(k for k, a in enumerate(axes) if a not in sub)
+    c = table.sum(axis=drop) if drop else table
+    for k in range(c.ndim):
+        c = c - c.mean(axis=k, keepdims=True)
+    return c
+
+
+def consistent_marginals(shape: Sequence[int], marginals: Sequence[Marginal],
+                         total: float | None = None) -> list[np.ndarray]:
+    """The generalised least-squares consistent marginals (module docstring), one table per input.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The domain's attribute sizes.
+    marginals : sequence of Marginal
+        Released marginals with independent noise (equal variance within each).
+    total : float or None
+        The table size if known (declared): the projection then keeps it exactly.
+    """
+    shape = tuple(int(s) for s in shape)
+    _check(shape, marginals)
+    subsets = sorted({s for mg in marginals for r in range(len(mg.axes) + 1)
+                      for s in itertools.combinations(mg.axes, r)}, key=lambda s: (len(s), s))
+    comps: dict[tuple[int, ...], np.ndarray] = {}
+    for sub in subsets:
+        num: np.ndarray | float = 0.0
+        den = 0.0
+        for mg in marginals:
+            if set(sub) <= set(mg.axes):
+                rest = math.prod(shape[a] for a in mg.axes if a not in sub)
+                w = 1.0 / (mg.variance * rest)
+                num = num + w * _component(mg.table, mg.axes, sub)
+                den += w
+        comps[sub] = np.asarray(num) / den
+    if total is not None:
+        if not math.isfinite(total):
+            raise DpdeskError(f"total ({total!r}) must be finite")
+        comps[()] = np.asarray(float(total))
+    out = []
+    for mg in marginals:
+        y = np.zeros(mg.table.shape)
+        for r in range(len(mg.axes) + 1):
+            for sub in itertools.combinations(mg.axes, r):
+                rest = math.prod(shape[a] for a in mg.axes if a not in sub)
+                view = tuple(shape[a] if a in sub else 1 for a in mg.axes)
+                y = y + comps[sub].reshape(view) / rest
+        out.append(y)
+    return out
+
+
+
+
+def marginal_model(shape: Sequence[int], marginals: Sequence[Marginal],
+                   prior: Sequence[np.ndarray] | None = None) -> CliqueModel:
+    """The clique model whose rows are the marginals' cells, in order (row-major within each table)."""
+    shape = tuple(int(s) for s in shape)
+    cliques, start = [], 0
+    for mg in marginals:
+        k = mg.table.size
+        cliques.append(Clique(mg.axes, mg.table.shape, np.arange(start, start + k), sp.identity(k, format="csr")))
+        start += k
+    return CliqueModel(shape, cliques, check_prior(prior, shape))
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class MarginalFit:
+    """The maximum-entropy fit to released marginals (:func:`fit_marginals`), with its convergence record.
+
+    ``theta[k]`` is the log-potential table of marginal k (the seed's weights ``w_i`` of its cells,
+    ``|w_i| ≤ τ·n/s_i``); ``targets`` the consistent answers it fits and ``expected`` the model's
+    ``n·p[cell]`` estimated from the final particles (both flattened in the marginals' order).
+    ``bias_rms`` is the convergence statistic (noise scales): the root of the mean squared misfit to the
+    (non-negative part of the) targets after subtracting Monte Carlo variance (see :func:`fit_marginals`).
+    """
+
+    shape: tuple[int, ...]
+    tau: float
+    table_size: float
+    theta: tuple[np.ndarray, ...]
+    targets: np.ndarray
+    expected: np.ndarray
+    particles: np.ndarray
+    iterations: int
+    converged: bool
+    bias_rms: float
+    trace: np.ndarray  # bias_rms after every iteration
+    model: CliqueModel
+
+    def sample(self, rows: int, rng: np.random.Generator, *, sweeps: int = 5,
+               progress: Callable[[float], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+        """``rows`` synthetic rows (codes): the final particles resampled, then moved by exact Gibbs sweeps."""
+        if not (isinstance(rows, (int, np.integer)) and rows > 0):
+            raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
+        theta = [t.reshape(-1) for t in self.theta]
+        out = np.empty((int(rows), len(self.shape)), dtype=np.int64)
+        step = 1 << 17
+        for s in range(0, int(rows), step):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            block = self.particles[rng.integers(0, self.particles.shape[0], min(step, int(rows) - s))].copy()
+            for _ in range(sweeps):
+                self.model.sweep(block, theta, rng)
+            out[s:s + block.shape[0]] = block
+            if progress is not None:
+                progress((s + block.shape[0]) / rows)
+        return out
+
+
+def fit_marginals(
+    shape: Sequence[int],
+    marginals: Sequence[Marginal],
+    *,
+    table_size: float,
+    tau: float,
+    consistent: bool = True,
+    prior: Sequence[np.ndarray] | None = None,
+    particles: int = 200_000,
+    seed: int = 0,
+    gtol: float = 0.25,
+    max_iter: int = 300,
+    sweeps: int = 3,
+    passes: int = 2,
+    ess_min: float = 0.3,
+    trust: float = 1.0,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> MarginalFit:
+    """The seed's maximum-entropy distribution for released marginals: Gibbs particles and iterative scaling.
+
+    The model is ``p(t) ∝ p0(t)·exp(Σ_k θ_k[t_{A_k}])`` (seed Eq. 36, one log-potential per released
+    cell) with the seed's box ``|θ| ≤ τ·n/s`` (Eq. 37, ``s`` the Laplace scale). Exact inference is out
+    of reach (a complete pairwise graph over the attributes has one junction-tree clique: the whole
+    domain), so expectations come from **Gibbs sampling**, as in the seed, but with a convergence test.
+    θ starts from the Bethe-style guess (each marginal's pointwise mutual information, the 1-way targets
+    as margins). A round: ``sweeps`` exact systematic-scan Gibbs sweeps of ``particles`` chains under θ;
+    the test below on their counts; then **iterative proportional fitting on the particles** — one
+    marginal at a time ``θ_k += ln(a_k⁺ + κ) − ln(μ̂_k + κ)`` (``κ = n/particles``, one particle's
+    weight; ``μ̂_k`` the particles' importance-weighted counts, the weights ``exp(Σ Δθ)`` kept exact),
+    each cell moving at most ``trust`` nats per round (a cell the particles barely visit must not move
+    far on their say-so), for up to ``passes`` passes or until the weights' effective sample size falls
+    below ``ess_min``; finally the particles are resampled by their weights.
+    When the test below passes, every cell inside the box is matched and every cell on it pushes
+    outward: the box-constrained dual's optimality conditions, i.e. the seed's solution. Scaling is
+    meant for a box that binds only on cells the consistent targets put at or below zero (large τ,
+    the seed's limit of an exact fit); where it binds on positive cells it need not reach that
+    solution, the test then fails and ``converged`` says so — use :func:`~.maxent.fit_maxent` there.
+    Single-site Gibbs mixes slowly between strongly coupled values (it must pass through unlikely
+    cells), so the test can stall above ``gtol``: ``trace`` shows it. On return ``particles`` are the
+    last round's resampled particles (swept particles when converged).
+
+    **Convergence test**: stop when ``bias_rms ≤ gtol``, where ``bias_rms² = mean_i[(μ̂_i − a_i⁺)² −
+    2n²p̂_i(1 − p̂_i)/M] / s²`` over the released cells not held on the box with their misfit pointing
+    outward — the misfit in noise scales that remains after sampling variance is taken out twice: once
+    for the particles counted now, once for the particles the last scaling fitted θ to (whose Monte
+    Carlo error θ inherits). (The statistic's own noise is about ``√(2/m)`` times the mean Monte Carlo variance in ``s²``
+    units: use particles enough that it is small against ``gtol²``.) ``max_iter`` iterations without it: ``converged`` is
+    False (reported, never hidden). ``a⁺`` is the target's non-negative part: a distribution cannot
+    give a cell a negative count, so a negative consistent value is fitted as 0 (its weight goes to the
+    box).
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The domain's attribute sizes.
+    marginals : sequence of Marginal
+        The released marginals (noise variance ``2s²`` per cell, any noise family).
+    table_size : float
+        The table size ``n`` (declared, or a released estimate).
+    tau : float
+        The seed's trade-off in noise-scale units: ``|θ_i| ≤ τ·n/s_i``.
+    consistent : bool
+        Fit :func:`consistent_marginals` (with ``n`` kept) instead of the raw noisy tables.
+    """
+    if not (math.isfinite(table_size) and table_size > 0):
+        raise DpdeskError(f"table_size ({table_size!r}) must be a positive finite number")
+    if not (math.isfinite(tau) and tau > 0):
+        raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
+    if not (isinstance(particles, (int, np.integer)) and particles >= 100):
+        raise DpdeskError(f"particles ({particles!r}) must be an integer of at least 100")
+    shape = tuple(int(s) for s in shape)
+    if not marginals:
+        raise DpdeskError("maximum entropy: no marginals to fit")
+    _check(shape, marginals)
+    n = float(table_size)
+    tables = consistent_marginals(shape, marginals, n) if consistent else [mg.table for mg in marginals]
+    model = marginal_model(shape, marginals, prior)
+    rng = np.random.default_rng(seed)
+    parts = model.sample_prior(rng, int(particles))
+    kappa = n / particles
+    plus = [np.clip(t, 0.0, None) for t in tables]
+    log_target = [np.log(t + kappa) for t in plus]
+    scale2 = [mg.variance / 2.0 for mg in marginals]
+    bound = [tau * n / math.sqrt(v) for v in scale2]
+    holders = [sum(a in mg.axes for mg in marginals) for a in range(len(shape))]
+    # each attribute's 1-way target, read from one marginal holding it (consistent tables agree)
+    one_target = {}
+    for a in range(len(shape)):
+        for mg, t in zip(marginals, plus):
+            if a in mg.axes:
+                one_target[a] = np.log(t.sum(axis=tuple(k for k, b in enumerate(mg.axes) if b != a)) + kappa)
+                break
+    # start from the Bethe-style guess: each marginal's pointwise mutual information, and the 1-way
+    # targets in place of the prior's margins (shared out over the marginals holding each attribute)
+    theta = []
+    for mg, lt in zip(marginals, log_target):
+        th = lt.copy()
+        for pos, a in enumerate(mg.axes):
+            view = tuple(-1 if q == pos else 1 for q in range(len(mg.axes)))
+            th = th - one_target[a].reshape(view) + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
+        theta.append(np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)]) if np.isfinite(th).all()
+                     else np.zeros(mg.table.shape))
+    trace: list[float] = []
+    converged, it = False, 0
+    for it in range(1, int(max_iter) + 1):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        flat = [t.reshape(-1) for t in theta]
+        for _ in range(sweeps):
+            model.sweep(parts, flat, rng)
+        codes = model.codes(parts)
+        hists = [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
+                 for k, mg in zip(codes, marginals)]
+        bias = _bias(hists, plus, scale2, theta, bound, n, particles)
+        trace.append(bias)
+        if progress is not None:
+            progress(it / max_iter)
+        if bias <= gtol:
+            converged = True
+            break
+        # iterative proportional fitting on the particles, one marginal at a time: exact on their
+        # weighted empirical distribution; each update reweights the particles by exp(Δθ)
+        logw = np.zeros(parts.shape[0])
+        start = [t.copy() for t in theta]
+        for _ in range(passes):
+            biggest, ess = 0.0, 1.0
+            for k, mg in enumerate(marginals):
+                w = np.exp(logw - logw.max())
+                w /= w.sum()
+                ess = 1.0 / float(np.sum(w * w)) / particles
+                if ess < ess_min:
+                    break
+                h = np.bincount(codes[k], weights=w, minlength=mg.table.size).reshape(mg.table.shape) * n
+                # a trust region: a cell the particles barely visit must not move far on their say-so
+                new = np.clip(theta[k] + (log_target[k] - np.log(h + kappa)), start[k] - trust, start[k] + trust)
+                new = np.clip(new, -bound[k], bound[k])
+                delta = new - theta[k]
+                theta[k] = new
+                logw += delta.reshape(-1)[codes[k]]
+                biggest = max(biggest, float(np.max(np.abs(delta))))
+            if ess < ess_min or biggest < 1e-3:
+                break
+        # the next round's particles: resampled by weight, then moved by Gibbs sweeps under the new θ
+        w = np.exp(logw - logw.max())
+        parts = parts[_systematic(w / w.sum(), parts.shape[0], rng)]
+    codes = model.codes(parts)
+    expected = np.concatenate([np.bincount(k, minlength=mg.table.size) * kappa for k, mg in zip(codes, marginals)])
+    return MarginalFit(
+        shape=shape, tau=float(tau), table_size=n, theta=tuple(_ro(t) for t in theta),
+        targets=_ro(np.concatenate([t.reshape(-1) for t in tables])), expected=_ro(expected), particles=_ro(parts),
+        iterations=it, converged=converged, bias_rms=trace[-1], trace=_ro(np.array(trace)), model=model,
+    )
+
+
+def _bias(hists, targets, scale2, theta, bound, n: float, particles: int) -> float:
+    """The convergence statistic of :func:`fit_marginals` (its docstring), from unweighted particle counts."""
+    num, count = 0.0, 0
+    for h, t, s2, th, bd in zip(hists, targets, scale2, theta, bound):
+        # a cell held on the box with its misfit pointing outward meets the dual's optimality condition
+        free = ~(((th >= bd) & (h < t)) | ((th <= -bd) & (h > t)))
+        num += float(np.sum(((h - t) ** 2 - 2 * h * (n - h) / particles)[free]) / s2)
+        count += int(free.sum())
+    return math.sqrt(max(num, 0.0) / max(count, 1))

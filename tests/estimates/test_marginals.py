@@ -1,0 +1,169 @@
+"""Marginal-shaped histories: the closed-form consistent projection is the dense generalised least-squares
+projection, and the max-entropy fit to released marginals is the dense dual's solution.
+
+Oracles are independent of the code under test: a dense design matrix over every cell of a small domain
+(least squares by ``numpy.linalg.lstsq``, the table size kept by a null-space parametrisation), the
+engine's kernel BLUE (:func:`consistent_answers`), and the seed's dual solved over every cell.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.estimates.kernel import LocalQuery
+from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals
+from dpdesk.engine.estimates.maxent import consistent_answers
+from dpdesk.engine.estimates.released import Released
+
+SHAPE = (3, 4, 2, 3)
+
+
+def _operator(shape, axes):
+    """The dense marginalisation matrix: cells of the marginal on ``axes`` × cells of the domain."""
+    cells = np.array(list(np.ndindex(*shape)))
+    dims = tuple(shape[a] for a in axes)
+    rows = np.ravel_multi_index(tuple(cells[:, a] for a in axes), dims)
+    out = np.zeros((math.prod(dims), cells.shape[0]))
+    out[rows, np.arange(cells.shape[0])] = 1.0
+    return out
+
+
+def _dense_gls(shape, marginals, total=None):
+    """min Σ_A ‖y_A − M_A x‖²/σ_A² over all x (with 1ᵀx = total if given); returns the fitted M_A x."""
+    ops = [_operator(shape, mg.axes) for mg in marginals]
+    w = np.concatenate([np.full(op.shape[0], 1 / math.sqrt(mg.variance)) for op, mg in zip(ops, marginals)])
+    M = np.vstack(ops)
+    y = np.concatenate([mg.table.reshape(-1) for mg in marginals])
+    N = M.shape[1]
+    if total is None:
+        x, *_ = np.linalg.lstsq(w[:, None] * M, w * y, rcond=None)
+    else:
+        x0 = np.full(N, total / N)
+        basis = np.linalg.svd(np.ones((1, N)))[2][1:].T  # the null space of 1ᵀ
+        z, *_ = np.linalg.lstsq(w[:, None] * (M @ basis), w * (y - M @ x0), rcond=None)
+        x = x0 + basis @ z
+    fitted = M @ x
+    return np.split(fitted, np.cumsum([op.shape[0] for op in ops])[:-1])
+
+
+def _noisy(shape, x, axes_list, variances, rng):
+    out = []
+    for axes, v in zip(axes_list, variances):
+        marg = x.sum(axis=tuple(d for d in range(len(shape)) if d not in axes))
+        out.append(Marginal(axes, marg + rng.normal(0, math.sqrt(v), marg.shape), v))
+    return out
+
+
+@pytest.mark.parametrize("total", [None, "declared"])
+def test_closed_form_projection_is_the_dense_weighted_least_squares(total):
+    rng = np.random.default_rng(3)
+    x = rng.poisson(30.0, SHAPE).astype(float)
+    # nested and overlapping sets, one 3-way, unequal noise: the weights ω_A = 1/(σ_A² N_{A∖S}) matter
+    axes = [(0, 1), (1, 2), (0, 2), (2, 3), (0, 1, 3), (3,)]
+    margs = _noisy(SHAPE, x, axes, [4.0, 25.0, 9.0, 1.0, 16.0, 100.0], rng)
+    n = x.sum() if total else None
+    got = consistent_marginals(SHAPE, margs, n)
+    want = _dense_gls(SHAPE, margs, n)
+    for g, w, mg in zip(got, want, margs):
+        assert g.shape == mg.table.shape
+        np.testing.assert_allclose(g.reshape(-1), w, rtol=0, atol=1e-9 * x.sum())
+    if total:
+        assert all(g.sum() == pytest.approx(n, rel=1e-12) for g in got)
+    # consistency: (0, 1) and (0, 1, 3) agree on (0, 1); (0, 2) and (0, 1, 3) on attribute 0
+    np.testing.assert_allclose(got[0], got[4].sum(axis=2), atol=1e-9 * x.sum())
+    np.testing.assert_allclose(got[2].sum(axis=1), got[4].sum(axis=(1, 2)), atol=1e-9 * x.sum())
+
+
+def test_all_two_way_marginals_at_equal_noise_match_the_kernel_blue():
+    shape = (3, 4, 5)
+    rng = np.random.default_rng(7)
+    x = rng.poisson(rng.gamma(3.0, 20.0, shape)).astype(float)
+    n = x.sum()
+    b = 2.0
+    margs = _noisy(shape, x, [(0, 1), (0, 2), (1, 2)], [2 * b * b] * 3, rng)
+    qs, ans = [], []
+    for mg in margs:
+        for cell in np.ndindex(mg.table.shape):
+            t = np.zeros(mg.table.shape)
+            t[cell] = 1.0
+            qs.append(LocalQuery(shape, mg.axes, t))
+            ans.append(mg.table[cell])
+    dense = consistent_answers(Released.laplace(shape, qs, ans, b), n)
+    got = np.concatenate([g.reshape(-1) for g in consistent_marginals(shape, margs, n)])
+    np.testing.assert_allclose(got, dense, rtol=0, atol=1e-7 * n)
+
+
+def test_bad_marginals_are_named():
+    with pytest.raises(DpdeskError, match="increasing"):
+        Marginal((1, 0), np.zeros((4, 3)), 1.0)
+    with pytest.raises(DpdeskError, match="variance"):
+        Marginal((0,), np.zeros(3), 0.0)
+    with pytest.raises(DpdeskError, match=r"table shape \(4,\)"):
+        consistent_marginals(SHAPE, [Marginal((0,), np.zeros(4), 1.0)])
+    with pytest.raises(DpdeskError, match="no marginals"):
+        fit_marginals(SHAPE, [], table_size=10.0, tau=1.0)
+
+
+def _dense_dual(shape, answers, scales, axes_list, n, tau):
+    """The seed's dual (Eq. 37) over every cell: max Σ w_i a_i/n − ln Z_w, |w_i| ≤ τ n/s_i."""
+    F = np.vstack([_operator(shape, a) for a in axes_list])
+
+    def f(w):
+        logit = w @ F
+        p = np.exp(logit - logsumexp(logit))
+        return -(w @ answers / n - logsumexp(logit)), -(answers / n - F @ p)
+
+    box = tau * n / scales
+    res = minimize(f, np.zeros(answers.size), jac=True, method="L-BFGS-B", bounds=list(zip(-box, box)),
+                   options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50})
+    p = np.exp(res.x @ F - logsumexp(res.x @ F))
+    return n * F @ p, p
+
+
+def _case(b):
+    shape = (3, 4, 5)
+    rng = np.random.default_rng(11)
+    x = rng.poisson(rng.gamma(4.0, 50.0, shape)).astype(float)
+    x[0, 0, :] += 400  # a three-way structure pairwise marginals do not pin down exactly
+    axes = [(0, 1), (0, 2), (1, 2)]
+    return shape, x.sum(), axes, _noisy(shape, x, axes, [2 * b * b] * 3, rng)
+
+
+@pytest.mark.calibration
+def test_fit_to_released_marginals_is_the_dense_max_entropy_solution():
+    b, particles, gtol, tau = 30.0, 60_000, 0.2, 3.0
+    shape, n, axes, margs = _case(b)
+    fit = fit_marginals(shape, margs, table_size=n, tau=tau, particles=particles, seed=3, gtol=gtol)
+    assert fit.converged, (fit.iterations, fit.bias_rms)
+    assert fit.bias_rms <= gtol and fit.trace[-1] == fit.bias_rms
+    target = np.concatenate([g.reshape(-1) for g in consistent_marginals(shape, margs, n)])
+    np.testing.assert_array_equal(fit.targets, target)
+    want, p = _dense_dual(shape, target, np.full(target.size, b), axes, n, tau)
+    # per cell: five Monte Carlo standard errors of a count from M particles, n·√(p(1−p)/M), plus the
+    # largest single-cell bias a root-mean-square bias of gtol noise scales allows over m cells
+    q = np.clip(want / n, 1e-9, 1)
+    tol = 5 * n * np.sqrt(q * (1 - q) / particles) + gtol * math.sqrt(target.size) * b
+    assert np.all(np.abs(fit.expected - want) <= tol), np.max(np.abs(fit.expected - want) / tol)
+    rows = fit.sample(40_000, np.random.default_rng(5))
+    assert rows.shape == (40_000, 3) and rows.min() >= 0 and np.all(rows.max(axis=0) < np.array(shape))
+    freq = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=p.size) / 40_000
+    # total variation of 40 000 draws from the exact p is about ½·Σ√(2p(1−p)/(πN)); twice that allows
+    # for the fit's own error
+    tv_sampling = 0.5 * np.sum(np.sqrt(2 * p * (1 - p) / (math.pi * 40_000)))
+    assert 0.5 * np.abs(freq - p).sum() < 2 * tv_sampling, (0.5 * np.abs(freq - p).sum(), tv_sampling)
+
+
+def test_fit_reports_non_convergence_and_names_bad_settings():
+    shape, n, _, margs = _case(10.0)
+    fit = fit_marginals(shape, margs, table_size=n, tau=3.0, particles=60_000, seed=1, gtol=0.1, max_iter=1)
+    assert not fit.converged and fit.iterations == 1 and fit.trace.size == 1 and fit.bias_rms > 0.1
+    with pytest.raises(DpdeskError, match="tau"):
+        fit_marginals(shape, margs, table_size=n, tau=0.0)
+    with pytest.raises(DpdeskError, match="particles"):
+        fit_marginals(shape, margs, table_size=n, tau=1.0, particles=10)
