@@ -165,8 +165,66 @@ def render(res: dict) -> str:
         tt = "—" if t is None else f"{t:.0f} s fit" + (f" + {m['sample_s']:.0f} s sample" if m.get("sample_s") else "")
         lines.append(f"| {k} | {fmt(med2)} ({fmt(max2)}) | {fmt(med3)} ({fmt(max3)}) | "
                      + " | ".join(f"{rm[q]:.0f}" if q in rm else "—" for q in (1, 2, 3, 4)) + f" | {tt} |")
-    lines += ["", *_pair_matrix(res, "dpdesk max-ent", "mbi tree"), "", *_notes(res)]
+    lines += ["", *_compare(res), "", *_pair_matrix(res, "dpdesk max-ent", "mbi tree"), "", *_notes(res), "",
+              *DISCUSSION]
     return "\n".join(lines)
+
+
+def _compare(res: dict) -> list[str]:
+    """Who wins by how much: error ratios of dpdesk's max-ent table to each competitor (below 1: dpdesk wins)."""
+    meth = res["methods"]
+    me = meth.get("dpdesk max-ent")
+    if me is None:
+        return []
+    out = ["Ratios dpdesk max-ent / competitor (below 1: dpdesk's table is more accurate):", "",
+           "| competitor | 2-way L1 median | 3-way L1 median | range k=1 | k=2 | k=3 | k=4 |", "|---|---|---|---|---|---|---|"]
+    a2, _, a3, _ = _summary(me)
+    for k in ("mbi tree", "mbi region graph", "independent", "bootstrap (floor)"):
+        if k not in meth:
+            continue
+        b2, _, b3, _ = _summary(meth[k])
+        rm = {int(q): v for q, v in meth[k]["range_rmse"].items()}
+        mine = {int(q): v for q, v in me["range_rmse"].items()}
+        cells = [f"{a2 / b2:.2f}", "—" if b3 is None else f"{a3 / b3:.2f}"]
+        cells += [f"{mine[q] / rm[q]:.2f}" if q in rm else "—" for q in (1, 2, 3, 4)]
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
+    return out
+
+
+DISCUSSION = [
+    "Why the comparison has this shape:",
+    "",
+    "- **Private-PGM cannot take all 36 measurements with exact inference here.** Its exact estimator needs a junction "
+    "tree of the measured cliques; all pairs of 9 attributes form a complete graph whose junction tree is one clique "
+    "holding the whole 1.3·10¹¹-cell domain. Two ways remain and both are run: (a) exact mirror descent on a maximum "
+    "spanning tree of the pairs (8 of the 36 measurements, chosen from the projected marginals' mutual information — "
+    "post-processing), which yields a model and synthetic rows; (b) mirror descent with convex generalised belief "
+    "propagation over all 36 (mbi's approximate inference), which yields pseudo-marginals on the measured pairs only — "
+    "mbi itself states that region graphs cannot generate synthetic data, so it has no 3-way or k ≥ 3 range answers.",
+    "- **dpdesk's max-ent table uses all 36 measurements** through Gibbs sampling, which is what lets it model "
+    "three-way structure the tree cannot; its weakness is the sampler: single-site Gibbs mixes slowly between strongly "
+    "coupled values (work-class 'not in work' with salary bin 0, top-coded salary), and the convergence test says "
+    "whether it got there (line above).",
+    "- **Floors.** 'released, projected' is the closed-form consistent projection (the BLUE of every released cell): "
+    "no synthetic table can beat it on the 2-way marginals it was fitted to, and every N-row synthetic table also pays "
+    "the sampling error of 'bootstrap (floor)' (an N-row resample of the true table). 'independent' is the product of "
+    "the projected 1-way marginals — a method that beats it on 2-way structure has learned something.",
+    "- **What the seed claims and what follows.** The seed compares only with randomized-response perturbations "
+    "(retention-replacement, flipping), not with any marginal-based estimator, and its Figs. 6–7 carry no numbers, so "
+    "only shapes compare: Fig. 6a's errors grow with the attributes' domain sizes (sampling variance per cell), which "
+    "the pair matrix above shows too (pairs with birth-place, occupation, salary or age have the largest errors, as in "
+    "the bootstrap floor). 'Best in all cases' holds against its baselines, not against Private-PGM's structure "
+    "learning: the table above gives the measured ranking. The seed's ε = 1 for scale 36 holds under add/remove "
+    "neighbours (each row touches one cell of each of the 36 marginals), which is how dpdesk charges it (1/36 per cell).",
+    "- **Not run.** The randomized-response baselines (not a dpdesk release kind; the issue asks for Private-PGM); "
+    "choosing τ by cross-validation for this fit (each fold would refit the max-ent model: not run in the time "
+    "available) — τ = 0.002 (|θ| ≤ τn/s ≈ 28 nats) binds only on cells whose consistent value is ≤ 0, i.e. the fit is "
+    "the seed's large-τ limit; Private-PGM with exact inference on all pairs (intractable, above).",
+    "",
+    "Regenerate: `.venv/bin/python benchmarks/synth_publishing.py` (needs the `bench` extra: `pip install -e .[bench]`); "
+    "split across two processes sharing one release: `--no-mbi --release R.npz --json A.json` and "
+    "`--no-maxent --release R.npz --json B.json`, then `--from-json A.json B.json`. `--quick` is a smaller look.",
+]
 
 
 def _pair_matrix(res: dict, upper: str, lower: str) -> list[str]:

@@ -45,7 +45,7 @@ import scipy.sparse as sp
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.features import Clique, CliqueModel
 from dpdesk.engine.estimates.kernel import check_prior
-from dpdesk.engine.estimates.maxent import _systematic
+from dpdesk.engine.estimates.maxent import _systematic, draw_rows
 
 __all__ = ["Marginal", "MarginalFit", "consistent_marginals", "fit_marginals", "marginal_model"]
 
@@ -182,21 +182,10 @@ class MarginalFit:
                progress: Callable[[float], None] | None = None,
                cancelled: Callable[[], bool] | None = None) -> np.ndarray:
         """``rows`` synthetic rows (codes): the final particles resampled, then moved by exact Gibbs sweeps."""
-        if not (isinstance(rows, (int, np.integer)) and rows > 0):
-            raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
-        theta = [t.reshape(-1) for t in self.theta]
-        out = np.empty((int(rows), len(self.shape)), dtype=np.int64)
-        step = 1 << 17
-        for s in range(0, int(rows), step):
-            if cancelled is not None and cancelled():
-                raise Cancelled()
-            block = self.particles[rng.integers(0, self.particles.shape[0], min(step, int(rows) - s))].copy()
-            for _ in range(sweeps):
-                self.model.sweep(block, theta, rng)
-            out[s:s + block.shape[0]] = block
-            if progress is not None:
-                progress((s + block.shape[0]) / rows)
-        return out
+        m = self.particles.shape[0]
+        return draw_rows(self.model, [t.reshape(-1) for t in self.theta], self.particles,
+                         lambda k: rng.integers(0, m, k), rows, rng, sweeps=sweeps, progress=progress,
+                         cancelled=cancelled)
 
 
 def fit_marginals(

@@ -79,23 +79,31 @@ class MaxEntFit:
                progress: Callable[[float], None] | None = None,
                cancelled: Callable[[], bool] | None = None) -> np.ndarray:
         """``rows`` synthetic rows (codes) from ``p_w``: resampled particles moved by exact Gibbs sweeps."""
-        if not (isinstance(rows, (int, np.integer)) and rows > 0):
-            raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
-        theta = self.model.potentials(self.w)
-        out = np.empty((int(rows), len(self.shape)), dtype=np.int64)
-        step = 1 << 17
-        for s in range(0, int(rows), step):
-            if cancelled is not None and cancelled():
-                raise Cancelled()
-            k = min(step, int(rows) - s)
-            pick = _systematic(self.weights, k, rng)
-            block = self.particles[pick].copy()
-            for _ in range(sweeps):
-                self.model.sweep(block, theta, rng)
-            out[s:s + k] = block
-            if progress is not None:
-                progress((s + k) / rows)
-        return out
+        return draw_rows(self.model, self.model.potentials(self.w), self.particles,
+                         lambda k: _systematic(self.weights, k, rng), rows, rng,
+                         sweeps=sweeps, progress=progress, cancelled=cancelled)
+
+
+def draw_rows(model: CliqueModel, theta: list[np.ndarray], particles: np.ndarray, pick: Callable[[int], np.ndarray],
+              rows: int, rng: np.random.Generator, *, sweeps: int,
+              progress: Callable[[float], None] | None = None,
+              cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+    """``rows`` synthetic rows: blocks of particles (``pick(k)`` indices) moved by ``sweeps`` Gibbs sweeps."""
+    if not (isinstance(rows, (int, np.integer)) and rows > 0):
+        raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
+    out = np.empty((int(rows), particles.shape[1]), dtype=np.int64)
+    step = 1 << 17
+    for s in range(0, int(rows), step):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        k = min(step, int(rows) - s)
+        block = particles[pick(k)].copy()
+        for _ in range(sweeps):
+            model.sweep(block, theta, rng)
+        out[s:s + k] = block
+        if progress is not None:
+            progress((s + k) / rows)
+    return out
 
 
 def _systematic(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
