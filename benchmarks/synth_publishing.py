@@ -227,6 +227,10 @@ DISCUSSION = [
     "Private-PGM). Choosing τ by cross-validation for this fit (each fold refits the model: not run in the time "
     "available) — τ = 0.002 (|θ| ≤ τn/s ≈ 28 nats) binds only on cells whose consistent value is ≤ 0, i.e. the fit is "
     "the seed's large-τ limit. Private-PGM with exact inference on all pairs (intractable, above).",
+    "- The plateau of the convergence statistic falls with the particle count (at `--quick` scale, 50 000 particles: "
+    "≈ 9–10 noise scales, from either start; here, 200 000: ≈ 3), which suggests much of it is Monte Carlo error θ inherits "
+    "each round; more particles or rounds cost time this run did not have. This run starts from the Bethe-style guess "
+    "(`fit_marginals(start=\"bethe\")`; `\"independent\"` reaches the same plateau at quick scale without its early overshoot).",
     "- `--sample-sweeps 0` adds a row 'dpdesk max-ent (particles)': the same fit's last particles resampled without "
     "further Gibbs sweeps (iterative scaling's weighted sample, which matches the targets on the particles) — its "
     "difference from the default rows (moved by 5 sweeps under the fitted θ) is the sampler's remaining drift. Not in "

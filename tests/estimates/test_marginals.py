@@ -165,5 +165,10 @@ def test_fit_reports_non_convergence_and_names_bad_settings():
     assert not fit.converged and fit.iterations == 1 and fit.trace.size == 1 and fit.bias_rms > 0.1
     with pytest.raises(DpdeskError, match="tau"):
         fit_marginals(shape, margs, table_size=n, tau=0.0)
+    with pytest.raises(DpdeskError, match="start"):
+        fit_marginals(shape, margs, table_size=n, tau=1.0, start="zero")
+    independent = fit_marginals(shape, margs, table_size=n, tau=3.0, particles=60_000, seed=3, gtol=0.2,
+                                start="independent")
+    assert independent.converged, (independent.iterations, independent.bias_rms)
     with pytest.raises(DpdeskError, match="particles"):
         fit_marginals(shape, margs, table_size=n, tau=1.0, particles=10)

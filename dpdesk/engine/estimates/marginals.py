@@ -204,6 +204,7 @@ def fit_marginals(
     passes: int = 2,
     ess_min: float = 0.3,
     trust: float = 1.0,
+    start: str = "bethe",
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> MarginalFit:
@@ -213,8 +214,9 @@ def fit_marginals(
     cell) with the seed's box ``|θ| ≤ τ·n/s`` (Eq. 37, ``s`` the Laplace scale). Exact inference is out
     of reach (a complete pairwise graph over the attributes has one junction-tree clique: the whole
     domain), so expectations come from **Gibbs sampling**, as in the seed, but with a convergence test.
-    θ starts from the Bethe-style guess (each marginal's pointwise mutual information, the 1-way targets
-    as margins). A round: ``sweeps`` exact systematic-scan Gibbs sweeps of ``particles`` chains under θ;
+    θ starts (``start="bethe"``) from the Bethe-style guess — each marginal's pointwise mutual information,
+    the 1-way targets as margins; it overcounts dependence shared by overlapping marginals, so the first
+    rounds overshoot — or (``"independent"``) from the 1-way targets alone. A round: ``sweeps`` exact systematic-scan Gibbs sweeps of ``particles`` chains under θ;
     the test below on their counts; then **iterative proportional fitting on the particles** — one
     marginal at a time ``θ_k += ln(a_k⁺ + κ) − ln(μ̂_k + κ)`` (``κ = n/particles``, one particle's
     weight; ``μ̂_k`` the particles' importance-weighted counts, the weights ``exp(Σ Δθ)`` kept exact),
@@ -262,6 +264,8 @@ def fit_marginals(
     shape = tuple(int(s) for s in shape)
     if not marginals:
         raise DpdeskError("maximum entropy: no marginals to fit")
+    if start not in ("bethe", "independent"):
+        raise DpdeskError(f"start ({start!r}) must be 'bethe' or 'independent'")
     _check(shape, marginals)
     n = float(table_size)
     tables = consistent_marginals(shape, marginals, n) if consistent else [mg.table for mg in marginals]
@@ -285,10 +289,12 @@ def fit_marginals(
     # targets in place of the prior's margins (shared out over the marginals holding each attribute)
     theta = []
     for mg, lt in zip(marginals, log_target):
-        th = lt.copy()
+        th = lt.copy() if start == "bethe" else np.zeros(mg.table.shape)
         for pos, a in enumerate(mg.axes):
             view = tuple(-1 if q == pos else 1 for q in range(len(mg.axes)))
-            th = th - one_target[a].reshape(view) + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
+            if start == "bethe":
+                th = th - one_target[a].reshape(view)
+            th = th + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
         theta.append(np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)]) if np.isfinite(th).all()
                      else np.zeros(mg.table.shape))
     trace: list[float] = []
