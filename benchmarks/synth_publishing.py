@@ -206,9 +206,10 @@ DISCUSSION = [
     "propagation over all 36 (mbi's approximate inference), which yields pseudo-marginals on the measured pairs only — "
     "mbi itself states that region graphs cannot generate synthetic data, so it has no 3-way or k ≥ 3 range answers.",
     "- **dpdesk's max-ent table uses all 36 measurements** through Gibbs sampling, which is what lets it model "
-    "three-way structure the tree cannot; its weakness is the sampler: single-site Gibbs mixes slowly between strongly "
-    "coupled values (work-class 'not in work' with salary bin 0, top-coded salary), and the convergence test says "
-    "whether it got there (line above).",
+    "three-way structure the tree cannot; its weakness is the sampler: in a diagnostic run at quick scale the largest "
+    "misfits sat in big cells of strongly coupled values (work-class × salary with top-coded salary, work-class 'not in "
+    "work'), where single-site Gibbs must pass through unlikely cells to move mass; the convergence test says whether "
+    "it got there (line above).",
     "- **Reference rows.** 'released, projected' is the closed-form consistent projection (the BLUE of every released "
     "cell: the best linear unbiased post-processing of the release, on the pairs only; 'released, raw' the noisy "
     "tables). 'bootstrap (floor)' is an N-row resample of the true table — no noise, only the sampling error every "
@@ -267,8 +268,8 @@ def _findings(res: dict) -> list[str]:
         + " for k = 1..4). Why: the tree keeps 8 of the 36 measured pairs, so a pair off the tree is only implied "
         f"through it (largest such gap: {gap}, {tree['l1_2way'][gaps[0][1]]:.3f} vs {me['l1_2way'][gaps[0][1]]:.3f}) "
         "and three-way structure follows the tree's paths; the max-ent model holds all 36. Its losses come from its "
-        "unconverged sampler (the convergence line below): the misfit sits in the largest cells, which dominate 1-way "
-        "and 2-way statistics and wide ranges. Private-PGM's region graph, fed all 36 pairs, fits them best of the three "
+        "unconverged sampler (the convergence line below): misfit in the largest cells dominates 1-way and 2-way "
+        "statistics and wide ranges. Private-PGM's region graph, fed all 36 pairs, fits them best of the three "
         "estimators but gives no table.",
         "",
         "**The seed's shapes.** Fig. 6a: errors grow with the attributes' domain sizes — here the 6 pairs among age (79), "
