@@ -337,9 +337,8 @@ class LedgerView:
 
     def largest_charges(self) -> dict[int, float]:
         """Entry seq → the most any one cell paid for that release (its α; 0 for a free one)."""
-        n = self.schema.n_cells
-        return {r.entry.seq: float(r.contribution.charge.dense(n).max()) if r.contribution.charge.terms and n else 0.0
-                for r in self.releases}
+        n = self.schema.n_cells  # from each release's query, never a dense vector of the cube per release
+        return {r.entry.seq: r.contribution.charge.largest(n) for r in self.releases}
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, or "entry N" for a release without one; its charge on ``cell``) per charging release."""

@@ -14,7 +14,9 @@ holding it) when the entry already carries that query, so a count's query is sto
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +45,21 @@ class ChargeTerm:
         if self.query is None:
             return np.full(n_cells, self.scale)
         return self.scale * abs_dense(self.query)
+
+    def largest(self) -> float:
+        """``max_j`` of :meth:`dense`, from the query's factors or nonzero coefficients alone.
+
+        Each step of :meth:`dense` (multiply nonnegative numbers, in the same order) is monotone, so the
+        rounded product of the factors' largest absolute values is exactly the dense vector's maximum.
+        """
+        q = self.query
+        if q is None:
+            return self.scale
+        if q.terms is not None and len(q.terms) == 1:
+            t = q.terms[0]
+            return self.scale * (abs(t.weight) * reduce(operator.mul, [np.max(np.abs(f)) for f in t.factors]))
+        # sparse form: its coefficients; several product terms: the dense vector built at construction
+        return self.scale * float(np.max(np.abs(q.sparse()[1] if q.terms is None else q.dense())))
 
     def at(self, cell: int) -> float:
         if self.query is None:
@@ -93,6 +110,21 @@ class Charge:
         for t in self.terms:
             out += t.dense(n_cells)
         return out
+
+    def largest(self, n_cells: int) -> float:
+        """``dense(n_cells).max()`` (0 when there are no cells or no terms), without the dense vector
+        when at most one term has a query: adding the terms in :meth:`dense`'s order is monotone in that
+        query's per-cell value, so the cell where it is largest pays the most. Several queried terms
+        (never a release's charge today) fall back to the dense vector."""
+        if not n_cells or not self.terms:
+            return 0.0
+        queried = [t for t in self.terms if t.query is not None]
+        if len(queried) > 1:
+            return float(self.dense(n_cells).max())
+        out = 0.0
+        for t in self.terms:
+            out += t.largest()
+        return float(out)
 
     def at(self, cell: int) -> float:
         """The charge of one cell (without building the dense vector)."""
