@@ -7,9 +7,14 @@ Laplace, the paper's mechanism) from its own seeded sampler:
 * ``paper inference`` — one by one, paper Fig. 4 (``fusion=False``): infer when history meets (ε, δ),
   else Thm 5.3's fresh answer if the budget allows, else reject;
 * ``dpdesk today`` — one by one with fusion and the spend policy (pacing, floor 0.1, cap 0.5);
-* ``dpdesk batch`` — each batch planned together (:func:`dpdesk.engine.planning.plan_batch`), its
-  measurements released, every covered request answered from history; the rest rejected. Its spend
-  policy's cap is the one tuned parameter (chosen on tuning streams, never on the headline's).
+* ``dpdesk batch`` — each batch planned together, looking ahead
+  (:func:`dpdesk.engine.planning.ahead.plan_ahead`): where the queue's requests so far touch cells
+  nobody has paid for, a strategy for that whole workload is measured first at the share
+  :data:`~dpdesk.engine.planning.ahead.SHARE` of their room (chosen on tuning streams, never on the
+  headline's); then the batch's own plan; every covered request answered from history, the rest
+  rejected;
+* ``batch, no look-ahead`` (:data:`PLAIN`, not in the default run: it doubles the time) — each batch
+  planned alone (:func:`dpdesk.engine.planning.plan_batch`).
 
 Per answered request we keep whether the released ±ε window covers the truth and the confidence the
 system *claimed* for it (an inferred answer: its posterior mass at ±ε; a fresh one: its exact mass
@@ -30,6 +35,7 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
+from dpdesk.engine.planning.ahead import SHARE, plan_ahead
 from dpdesk.engine.queries.query import Query, Term
 
 from evaluation.data import Dataset, RequestSpec, request_stream
@@ -37,6 +43,8 @@ from evaluation.data import Dataset, RequestSpec, request_stream
 TOTAL, DELTA, EPS2 = 1.0, 0.2, (1.0, 100.0)
 PACING = SpendPolicy(floor=0.1, cap=0.5)
 SYSTEMS = ("paper inference", "dpdesk today", "dpdesk batch")
+# each batch planned alone (the previous headline's system): `--batch --systems all` adds it
+PLAIN = "batch, no look-ahead"
 FAMILY = "laplace"
 
 
@@ -110,10 +118,20 @@ def _claimed_fresh(a) -> float:
     return 1.0 - LAPLACE.tail(scale, a.request.eps)
 
 
-def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, policy: SpendPolicy | None, seed: int) -> Outcome:
+def _start(ds: Dataset, initial, seed: int) -> tuple[History, np.ndarray]:
+    """History and per-cell costs after the initial rows (the paper's unbounded setting: a tree)."""
+    hist, costs, init = History(ds.cube.schema.shape), np.zeros(ds.n), SeededSampler(seed + 7919)
+    for q, a in initial:
+        hist.append(HistoryRow(q, a, true_answer(q, ds.cube) + init.draw(FAMILY, q.sensitivity / a), FAMILY))
+        costs = costs + LAPLACE.charge_for(q, a).dense(costs.size)
+    return hist, costs
+
+
+def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, policy: SpendPolicy | None, seed: int,
+                   total: float = TOTAL, initial=()) -> Outcome:
     out = Outcome()
-    hist, costs, sampler = History(ds.cube.schema.shape), np.zeros(ds.n), SeededSampler(seed)
-    settings = Settings(TOTAL, policy=policy, fusion=fusion)
+    (hist, costs), sampler = _start(ds, initial, seed), SeededSampler(seed)
+    settings = Settings(total, policy=policy, fusion=fusion)
     for i, s in enumerate(specs):
         theta = true_answer(s.query, ds.cube)
         a = assess(hist, Request(str(i), s.query, s.eps, s.delta), settings, family=FAMILY, cell_costs=costs)
@@ -133,24 +151,29 @@ def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, polic
     return out
 
 
-def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, seed: int) -> Outcome:
+def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, seed: int, share: float = 0.0,
+              total: float = TOTAL, initial=()) -> Outcome:
     import time
 
     out = Outcome()
-    shape = ds.cube.schema.shape
-    hist, costs, sampler = History(shape), np.zeros(ds.n), SeededSampler(seed)
-    settings = Settings(TOTAL, policy=None if cap >= 1 else SpendPolicy(floor=0.0, cap=cap))
+    (hist, costs), sampler = _start(ds, initial, seed), SeededSampler(seed)
+    settings = Settings(total, policy=None if cap >= 1 else SpendPolicy(floor=0.0, cap=cap))
     ordered = [a.kind == "numeric" for a in ds.cube.schema.attributes]
     for lo in range(0, len(specs), batch):
         reqs = [Request(str(lo + i), s.query, s.eps, s.delta) for i, s in enumerate(specs[lo:lo + batch])]
         t0 = time.perf_counter()
-        plan = plan_batch(hist, reqs, settings, cell_costs=costs, family=FAMILY, ordered=ordered)
+        if share > 0:  # the queue's earlier requests are public: the look-ahead plans for them too
+            seen = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(specs[:lo])]
+            plan = plan_ahead(hist, reqs, settings, seen=seen, share=share, cell_costs=costs, family=FAMILY,
+                              ordered=ordered)
+        else:
+            plan = plan_batch(hist, reqs, settings, cell_costs=costs, family=FAMILY, ordered=ordered)
         out.plan_seconds.append(time.perf_counter() - t0)
         for m in plan.measurements:  # released: simulation noise on the true counts
             y = true_answer(m.query, ds.cube) + sampler.draw(m.family, m.query.sensitivity / m.alpha)
             hist.append(HistoryRow(m.query, m.alpha, y, m.family))
             costs = costs + m.charge.dense(costs.size)
-        assert costs.max() <= TOTAL * (1 + 1e-9)
+        assert costs.max() <= total * (1 + 1e-9)
         for p in plan.requests:
             if p.status == "uncovered":
                 continue
@@ -165,9 +188,10 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
     return out
 
 
-def run(system: str, ds: Dataset, specs: list[RequestSpec], *, seed: int, batch: int = 20, cap: float = 1.0) -> Outcome:
+def run(system: str, ds: Dataset, specs: list[RequestSpec], *, seed: int, batch: int = 20, cap: float = 1.0,
+        share: float = SHARE) -> Outcome:
     if system == "paper inference":
         return run_one_by_one(ds, specs, fusion=False, policy=None, seed=seed)
     if system == "dpdesk today":
         return run_one_by_one(ds, specs, fusion=True, policy=PACING, seed=seed)
-    return run_batch(ds, specs, batch=batch, cap=cap, seed=seed)
+    return run_batch(ds, specs, batch=batch, cap=cap, seed=seed, share=share if system == "dpdesk batch" else 0.0)

@@ -193,7 +193,11 @@ def posterior(
         if align is not None and align > 0:
             # put bin edges at center ± align, so the mass of [center − align, center + align]
             # (the ±ε a request asks about) is a sum of whole bins rather than an interpolation
-            h = align / (max(1, round(align / h - 0.5)) + 0.5)
+            # (unless ±ε is so narrow against the spread that aligned bins would make the grid huge: its
+            # mass is then read by interpolation, and it is far below any confidence a request asks for)
+            aligned = align / (max(1, round(align / h - 0.5)) + 0.5)
+            if 2 * math.ceil(T / aligned) + 1 <= cap:
+                h = aligned
         half, lattice = _g.odd_fast_len(2 * math.ceil(T / h) + 1) // 2, False
     offsets = h * np.arange(-half, half + 1)
 

@@ -1,0 +1,179 @@
+"""Plans that look ahead: measure, once, a strategy for the workload the queue has shown so far.
+
+Planning each batch alone is myopic. It buys, for the batch's requests, exactly the budget they need,
+and the next batch on the same cells buys again. Two small purchases on a cell carry less information
+than one purchase of their sum, because a row's precision grows as α² while its cost grows as α. The
+queue's past requests are public. A strategy measured for the whole workload seen so far, on cells
+nobody has paid for yet, serves the later requests that overlap it for free. This is what the matrix
+mechanism (Li et al.) and HDMM (McKenna et al.) do when the workload is known in advance.
+
+:func:`ahead_strategies` builds the candidates from the seen workload. Only rows whose every cell is
+still unspent are kept, so the strategy goes where no row has been bought yet:
+
+* ``ahead: identity`` — every unspent cell the workload touches;
+* ``ahead: product`` — HDMM's product form. It is the Kronecker product, over the attributes, of a
+  binary range tree spanning the whole axis (ordered attributes some request varies over), the total
+  and every value (p-Identity with one extra row: unordered attributes that vary), or the total (the
+  attributes no request varies over).
+
+:func:`plan_ahead` measures the best of them (the one under which the search meets the most seen
+requests) at ``share`` of the room its cells have left. That is a share of a finite total: with no
+effective total, leave the look-ahead off. It then plans the batch with
+:func:`~dpdesk.engine.planning.planner.plan_batch` on the would-be history, so every request still
+passes the exact-posterior check. The look-ahead is kept only when the batch answers at least as many
+requests as the plain plan. Everything is computed from public inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+
+from dpdesk.engine.answering.request import Request, Settings
+from dpdesk.engine.answering.workflow import answerable, infer
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.registry import family_for, noise_family
+from dpdesk.engine.planning.plan import BatchPlan, Measurement, PlannedRequest
+from dpdesk.engine.planning.planner import _needed_scales, plan_batch
+from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, _indicator, _product_rows, _ranges, workload_axes
+from dpdesk.engine.queries.query import Query
+
+__all__ = ["ahead_strategies", "plan_ahead", "SHARE"]
+
+# the share of the room left on its cells that a look-ahead strategy spends (chosen on tuning streams;
+# docs/evaluation.md section batch-starved)
+SHARE = 1.0
+
+
+def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: Sequence[bool] | None = None,
+                     row_limit: int = ROW_LIMIT) -> list[Strategy]:
+    """Look-ahead strategies for the workload ``seen``, using cells whose cost is still 0."""
+    if not seen:
+        return []
+    shape = seen[0].shape
+    ordered = tuple(ordered) if ordered is not None else (True,) * len(shape)
+    fresh = np.asarray(cell_costs) <= 0.0
+    support, varying, _touched = workload_axes(list(dict.fromkeys(seen)))
+    support = support[fresh[support]]
+    if support.size == 0:
+        return []
+    out: list[Strategy] = []
+    if support.size <= row_limit:
+        rows = [Query(shape, indices=np.array([j], dtype=np.int64), values=np.ones(1)) for j in support]
+        out.append(Strategy.build("ahead: identity", rows, np.ones(len(rows))))
+    in_support = np.zeros(fresh.size, dtype=bool)
+    in_support[support] = True
+    vary = frozenset().union(*varying)
+    per_axis: list[list[np.ndarray]] = []
+    for d, n in enumerate(shape):
+        if d not in vary or n == 1:
+            per_axis.append([np.ones(n)])
+        elif ordered[d]:
+            per_axis.append([_indicator(n, range(a, b)) for a, b in _ranges(0, n)])
+        else:
+            per_axis.append([np.ones(n)] + [_indicator(n, [p]) for p in range(n)])
+    if math.prod(len(p) for p in per_axis) <= 20 * row_limit:
+        rows = []
+        for r in _product_rows(shape, per_axis):
+            idx = r.sparse()[0]
+            if in_support[idx].any() and fresh[idx].all():
+                rows.append(r)
+        if 0 < len(rows) <= row_limit:
+            out.append(Strategy.build("ahead: product", rows, np.ones(len(rows))))
+    return out
+
+
+def _best(strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndarray, share: float, cap: float):
+    """The strategy (and its scale) under which the most seen requests are met by the search's reckoning."""
+    best = None
+    for s in strategies:
+        used = s.profile > 0
+        t = share * min(cap, 1.0) * float(np.min(np.maximum(room[used], 0.0) / s.profile[used])) * (1 - 1e-9)
+        need = _needed_scales(s, seen)
+        if t <= 0:
+            continue
+        met = int(np.sum(need <= t))
+        if best is None or (met, -len(s)) > (best[2], -len(best[0])):
+            best = (s, t, met)
+    return best
+
+
+def plan_ahead(
+    history: History,
+    requests: Sequence[Request],
+    settings: Settings | float,
+    *,
+    seen: Sequence[Request] = (),
+    share: float = SHARE,
+    cell_costs: np.ndarray | None = None,
+    family: Any = None,
+    ordered: Sequence[bool] | None = None,
+    method: str = "fft",
+    releases: Sequence[tuple[int, Any]] = (),
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> BatchPlan:
+    """Plan ``requests`` like :func:`plan_batch`, first measuring a strategy for ``seen`` + the batch.
+
+    Parameters
+    ----------
+    seen
+        The queue's earlier requests (public: their queries and (ε, δ)); the batch joins them.
+    share
+        Fraction of the room left on the strategy's cells that the look-ahead spends (0: none). A spend
+        policy's cap limits it further.
+
+    Returns
+    -------
+    BatchPlan
+        The look-ahead rows followed by the batch's own. Every request reported covered passes the
+        exact-posterior check on the history after all of them. Without a useful look-ahead (no unspent
+        cells, or fewer requests covered) this is the plain plan.
+    """
+    t0 = time.perf_counter()
+    settings = settings if isinstance(settings, Settings) else Settings(settings)
+    costs0 = np.asarray(history.cell_costs if cell_costs is None else cell_costs, dtype=float)
+    common = dict(family=family, ordered=ordered, method=method, releases=releases, cancelled=cancelled)
+    step = progress or (lambda f: None)
+    workload = list(seen) + list(requests)
+    cap = 1.0 if settings.policy is None else settings.policy.cap
+    pick = _best(ahead_strategies([r.query for r in workload], costs0, ordered=ordered), workload,
+                 settings.total_budget - costs0, share, cap) if share > 0 else None
+    if pick is None:
+        return plan_batch(history, requests, settings, cell_costs=costs0, progress=progress, **common)
+    plain = plan_batch(history, requests, settings, cell_costs=costs0, progress=lambda f: step(0.4 * f), **common)
+    s, t, _met = pick
+
+    def fam(q):
+        return noise_family(family) if family is not None else family_for(q)
+
+    rows = [Measurement(q, float(w) * t, fam(q).name) for q, w in zip(s.rows, s.weights)]
+    after = History(history.shape, rows=list(history.rows))
+    for m in rows:  # values are not known (nor needed): no decision reads a released value
+        after.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+    costs1 = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+    inner = plan_batch(after, requests, settings, cell_costs=costs1,
+                       progress=lambda f: step(0.4 + 0.6 * f), **common)
+    if inner.answered < plain.answered:
+        return plain
+    alone = {p.id: p.alone for p in plain.requests}
+    final = after
+    if inner.measurements:
+        final = History(history.shape, rows=list(after.rows))
+        for m in inner.measurements:
+            final.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+    out = []
+    for p in inner.requests:
+        if p.status == "answerable" and alone[p.id] != 0.0:  # met thanks to the look-ahead rows
+            inf = infer(final, p.request, method="fft" if method == "mc" else method, releases=releases)
+            conf = inf.confidence_at_eps - inf.error_bound if answerable(inf, p.request) else None
+            p = replace(p, status="planned", confidence=conf, reason=f"answerable from history after the plan ({s.name})")
+        out.append(replace(p, alone=alone[p.id]))
+    return replace(inner, strategy=f"{s.name} + {inner.strategy}", measurements=tuple(rows) + inner.measurements,
+                   requests=tuple(out), system_cost=plain.system_cost, one_by_one=plain.one_by_one,
+                   candidates=plain.candidates + inner.candidates, elapsed_ms=(time.perf_counter() - t0) * 1000.0)

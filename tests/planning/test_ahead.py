@@ -1,0 +1,87 @@
+"""Look-ahead batch plans (engine/planning/ahead.py): a strategy for the queue's workload so far."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpdesk.engine.answering.workflow import Request, Settings, assess
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.planning import plan_batch
+from dpdesk.engine.planning.ahead import ahead_strategies, plan_ahead
+from dpdesk.engine.queries.query import query_from_vector
+
+N = 16  # one ordered attribute; decisions read no released value, so every row's value is a placeholder
+
+
+def _range(lo: int, hi: int):
+    v = np.zeros(N)
+    v[lo:hi] = 1.0
+    return query_from_vector(v, (N,))
+
+
+def _batch(seed: int, k: int, eps2=(4.0, 60.0), delta=0.2) -> list[Request]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(k):
+        lo = int(rng.integers(0, N - 1))
+        hi = int(rng.integers(lo + 1, min(N, lo + 6) + 1))
+        out.append(Request(f"r{seed}-{i}", _range(lo, hi), float(rng.uniform(*eps2)) / 2, delta))
+    return out
+
+
+def _released(history: History, plan, seed: int) -> History:
+    """The history after the plan's measurements are released (values do not enter any decision)."""
+    h = History(history.shape, rows=list(history.rows))
+    for m in plan.measurements:
+        h.append(HistoryRow(m.query, m.alpha, 50.0 * m.query.sensitivity, m.family))
+    return h
+
+
+def _answered_next(history: History, plan, nxt, settings) -> int:
+    """How many of the next batch's requests history answers for free after ``plan`` is released."""
+    costs = plan.cell_costs_after
+    released = _released(history, plan, seed=5)
+    return sum(assess(released, r, settings, cell_costs=costs).decision == "infer" for r in nxt)
+
+
+def test_look_ahead_plans_are_answerable_within_the_total_and_serve_the_next_batch():
+    settings = Settings(1.0)
+    seen, batch, nxt = _batch(11, 14), _batch(12, 10), _batch(13, 12)
+    plain = plan_batch(History((N,)), batch, settings)
+    plan = plan_ahead(History((N,)), batch, settings, seen=seen, share=1.0)
+    assert plan.strategy.startswith("ahead: "), plan.strategy
+    assert plan.answered >= plain.answered
+    after = plan.charge.dense(N)
+    assert np.allclose(after, plan.cell_costs_after)
+    assert after.max() <= 1.0 * (1 + 1e-9)
+    released = _released(History((N,)), plan, seed=7)
+    for p in plan.requests:
+        if p.status != "uncovered":
+            assert assess(released, p.request, settings, cell_costs=after).decision == "infer", p.id
+    # the point of looking ahead: the next batch finds more of its answers already in history
+    assert _answered_next(History((N,)), plan, nxt, settings) > _answered_next(History((N,)), plain, nxt, settings)
+
+
+def test_look_ahead_spends_only_cells_nobody_has_paid_for():
+    hist = History((N,))
+    q = _range(0, 4)
+    hist.append(HistoryRow(q, 0.3, 100.0, "laplace"))  # cells 0–3 already carry a row
+    costs = hist.cell_costs
+    seen = _batch(21, 16)
+    for s in ahead_strategies([r.query for r in seen], costs):
+        assert not s.profile[:4].any(), s.name
+    plan = plan_ahead(hist, _batch(22, 8), Settings(1.0), seen=seen, share=0.5, cell_costs=costs)
+    assert plan.answered >= plan_batch(hist, _batch(22, 8), Settings(1.0), cell_costs=costs).answered
+    assert plan.cell_costs_after.max() <= 1.0 * (1 + 1e-9)
+    assert plan.strategy.startswith("ahead: "), plan.strategy
+    assert not plan.measurements[0].charge.dense(N)[:4].any()  # the look-ahead rows come first
+
+
+def test_without_a_share_or_unspent_cells_it_is_the_plain_plan():
+    batch = _batch(31, 8)
+    plain = plan_batch(History((N,)), batch, Settings(1.0))
+    plan = plan_ahead(History((N,)), batch, Settings(1.0), seen=_batch(32, 8), share=0.0)
+    assert plan.strategy == plain.strategy
+    assert [m.alpha for m in plan.measurements] == [m.alpha for m in plain.measurements]
+    full = np.full(N, 0.5)
+    assert ahead_strategies([r.query for r in batch], full) == []
