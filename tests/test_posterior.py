@@ -359,3 +359,12 @@ def test_many_components_run_and_keep_the_exact_std():
     assert post.std == pytest.approx(math.sqrt(np.sum(2 * (A * b) ** 2)), rel=1e-12)
     assert post.error_bound <= 1e-9
     assert post.interval(0.05).confidence >= 0.95
+
+
+def test_a_window_tiny_against_the_spread_keeps_the_grid_modest():
+    # ±0.5 against a spread of ~10⁸ (a barely estimable query): aligning bins to ±ε would take ~10¹⁰
+    # points; the mass of ±ε is read from the ordinary grid instead, and it is tiny, as it must be
+    post = posterior(0.0, np.array([1.0, 0.3]), np.array([1.0e8, 2.0]), align=0.5)
+    assert post.grid.size <= 64_001
+    exact_bound = 1.0 / 1.0e8  # a Laplace(b) density never exceeds 1/(2b): mass of a width-1 window ≤ 1/(2b)
+    assert post.central_mass(0.5) <= exact_bound + post.error_bound
