@@ -152,7 +152,9 @@ def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, polic
 
 
 def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, seed: int, share: float = 0.0,
-              total: float = TOTAL, initial=()) -> Outcome:
+              total: float = TOTAL, initial=(), log: list | None = None) -> Outcome:
+    """One stream under batch plans; ``log`` (if given) receives, per batch, the measurements released and
+    the answered requests with their claims — the decisions, which no noise draw changes."""
     import time
 
     out = Outcome()
@@ -174,6 +176,9 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
             hist.append(HistoryRow(m.query, m.alpha, y, m.family))
             costs = costs + m.charge.dense(costs.size)
         assert costs.max() <= total * (1 + 1e-9)
+        answered = []
+        if log is not None:
+            log.append((plan.measurements, answered))
         for p in plan.requests:
             if p.status == "uncovered":
                 continue
@@ -184,6 +189,7 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
             out.answered += 1
             out.hits += int(abs(a.release_estimate - theta) <= p.request.eps + 1e-9)
             out.claimed += float(a.confidence_at_eps)
+            answered.append((p.request, float(a.confidence_at_eps), float(a.release_estimate)))
     out.system_cost = float(costs.max())
     return out
 

@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpdesk.engine.answering.workflow import Request, Settings, assess
+from dpdesk.engine.answering.workflow import Settings, assess
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.planning import plan_batch
 from dpdesk.engine.planning.ahead import ahead_strategies, plan_ahead
-from dpdesk.engine.queries.query import query_from_vector
 
-N = 16  # one ordered attribute; decisions read no released value, so every row's value is a placeholder
-
-
-def _range(lo: int, hi: int):
-    v = np.zeros(N)
-    v[lo:hi] = 1.0
-    return query_from_vector(v, (N,))
-
-
-def _batch(seed: int, k: int, eps2=(4.0, 60.0), delta=0.2) -> list[Request]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(k):
-        lo = int(rng.integers(0, N - 1))
-        hi = int(rng.integers(lo + 1, min(N, lo + 6) + 1))
-        out.append(Request(f"r{seed}-{i}", _range(lo, hi), float(rng.uniform(*eps2)) / 2, delta))
-    return out
+from batch_helpers import N, range_batch as _batch, range_query as _range
 
 
 def _released(history: History, plan, seed: int) -> History:

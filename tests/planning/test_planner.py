@@ -13,28 +13,12 @@ from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
-from dpdesk.engine.queries.query import query_from_vector
 from dpdesk.engine.schema import Schema
 
-N = 16
+from batch_helpers import N, range_batch as _batch, range_query as _range
+
 SCHEMA = Schema.from_dict({"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]})
 CUBE = Cube(SCHEMA, np.random.default_rng(3).integers(0, 80, N))
-
-
-def _range(lo: int, hi: int):
-    v = np.zeros(N)
-    v[lo:hi] = 1.0
-    return query_from_vector(v, (N,))
-
-
-def _batch(seed: int, k: int, eps2=(4.0, 60.0), delta=0.2) -> list[Request]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(k):
-        lo = int(rng.integers(0, N - 1))
-        hi = int(rng.integers(lo + 1, min(N, lo + 6) + 1))
-        out.append(Request(f"r{i}", _range(lo, hi), float(rng.uniform(*eps2)) / 2, delta))
-    return out
 
 
 def _released(history: History, plan, seed: int) -> History:
