@@ -80,6 +80,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", action="store_true", help="only the budget-starved batch evaluation (its own section)")
     ap.add_argument("--from-json", type=Path, default=None, help="with --batch: rewrite the section from a saved run")
     ap.add_argument("--systems", default="", help="with --batch: 'all' adds batch planning without look-ahead")
+    ap.add_argument("--spread", type=int, default=0,
+                    help="with --batch: replay the paper's unbounded stream 0 (dpdesk batch) under N more noise draws")
     ap.add_argument("--tune", action="store_true", help="with --batch: rerun the look-ahead share choice on the tuning streams")
     args = ap.parse_args(argv)
     if args.batch:

@@ -104,7 +104,7 @@ def main(args) -> int:
     if args.from_json is not None:  # rewrite the section from a saved run (same streams, no re-simulation)
         saved = json.loads(args.from_json.read_text(encoding="utf-8"))
         results = {tuple(json.loads(key)): (B.Outcome(**v), 0.0) for key, v in saved["results"].items()}
-        md = render(results, saved["k"], False, saved["seconds"], saved["jobs"], ds)
+        md = render(results, saved["k"], False, saved["seconds"], saved["jobs"], ds, saved.get("spread"))
         write_section(out_dir / "evaluation.md", "batch-starved", md)
         print(f"wrote {out_dir / 'evaluation.md'} (section batch-starved) from {args.from_json}")
         return 0
@@ -122,11 +122,20 @@ def main(args) -> int:
         for key, o, secs in pool.imap_unordered(_task, tasks):
             results[key] = (o, secs)
             print(f"  {key}: answered {o.answered}, {secs:.0f}s", flush=True)
+    spread = None
+    if getattr(args, "spread", 0):  # the paper's unbounded stream 0 under dpdesk batch, replayed
+        from evaluation import batch_spread
+        from evaluation import systems as S
+
+        init = S.tree_rows(min(P.TREE_LEAVES, ds.n), ds.cube.schema.shape, P.SETTINGS["unbounded"][2])
+        spread = batch_spread.spread(ds, P.stream(ds, "unbounded", 0, k), seed=P.PAPER_SYSTEMS.index("dpdesk batch"),
+                                     repeats=args.spread, share=B.SHARE, total=P.SETTINGS["unbounded"][1],
+                                     initial=init)
     seconds = time.perf_counter() - t_start
     (out_dir / "batch_starved.json").write_text(json.dumps(
-        {"k": k, "seconds": seconds, "jobs": args.jobs,
+        {"k": k, "seconds": seconds, "jobs": args.jobs, "spread": spread,
          "results": {json.dumps(list(key)): vars(o) for key, (o, _) in results.items()}}, indent=1), encoding="utf-8")
-    md = render(results, k, args.quick, seconds, args.jobs, ds)
+    md = render(results, k, args.quick, seconds, args.jobs, ds, spread)
     write_section(out_dir / "evaluation.md", "batch-starved", md)
     print(f"wrote {out_dir / 'evaluation.md'} (section batch-starved)")
     return 0
@@ -156,8 +165,8 @@ def _calibration(rows) -> str:
     return f"{d.mean():+.1f} ± {se:.1f} (z {d.mean() / se:+.2f})" if se > 0 else f"{d.mean():+.1f}"
 
 
-def render(results, k, quick, seconds, jobs, ds=None) -> str:
-    from evaluation.batch_text import analysis, intro, paper_text
+def render(results, k, quick, seconds, jobs, ds=None, spread=None) -> str:
+    from evaluation.batch_text import analysis, intro, paper_text, spread_text
 
     reps = sorted({r for (kind, _w, r, _s) in results if kind == "starved"})
     lines = intro(B, k, quick, seconds, jobs, reps, TUNING, LOOKED_AT, TUNED)
@@ -204,6 +213,7 @@ def render(results, k, quick, seconds, jobs, ds=None) -> str:
         lines.append("")
     lines += analysis(means, WORKLOADS)
     lines += paper_text(results, P, _calibration)
+    lines += spread_text(spread)
     plan_t = [t for (kind, _w, _r, s), (o, _) in results.items() if kind == "starved" and s == "dpdesk batch"
               for t in o.plan_seconds]
     if plan_t:
