@@ -23,14 +23,16 @@ def intro(B, k, quick, seconds, jobs, reps, tuning, looked_at, tuned) -> list[st
            "queries and budgets, and the per-cell costs. Which table the cube holds therefore changes the "
            "answers, not which requests are answered. The \"datasets\" differ only in their request streams, "
            "and the repetitions are different streams.\n"]
-    tune = "; ".join(f"`{w}`: " + ", ".join(f"share {s:g} → {n}" for s, n in v.items() if n is not None)
-                     for w, v in tuned.items())
-    out.append(f"Streams. Tuning: repetition {', '.join(map(str, tuning))}, on which the look-ahead's share of the "
-               f"room was chosen (answered by dpdesk batch: {tune}; share 0 is planning each batch alone). "
-               f"Repetitions {looked_at[0]}–{looked_at[-1]} were the previous headline, looked at before the "
-               f"look-ahead was written. The headline below is repetitions {reps[0]}–{reps[-1]}, held out: first "
-               f"run after the share ({B.SHARE:g}) was fixed. `dpdesk today` keeps the policy fixed earlier in "
-               "the paper evaluation (floor 0.1, cap 0.5); the batch systems run without a spend policy.\n")
+    tune = "; ".join(f"`{w}` share {sh:g} → {n}" for w, v in tuned.items() for sh, n in v.items() if n is not None)
+    out.append(f"Streams. Tuning: repetition {', '.join(map(str, tuning))}. The look-ahead's share of the room was "
+               f"fixed at {B.SHARE:g} — spend the room of cells nobody has paid for at once, as the whole-stream "
+               f"reference below does — on what the tuning stream gave (dpdesk batch answered: {tune}); other "
+               "shares were not finished on the shared machine before the headline had to start, so the share is "
+               f"a choice, not an optimum. Repetitions {looked_at[0]}–{looked_at[-1]} were the previous headline, "
+               "looked at before the look-ahead was written. The headline below is repetitions "
+               f"{reps[0]}–{reps[-1]}, held out: first run after the share was fixed. `dpdesk today` keeps the "
+               "policy fixed earlier in the paper evaluation (floor 0.1, cap 0.5); the batch systems run without "
+               "a spend policy.\n")
     out.append("Calibration is hits H against the sum C of the confidences each answer claimed: an inferred answer "
                "its posterior mass at ±ε, a fresh one its exact mass, a fused one the fused posterior's. The "
                "spread is the standard error over streams, each stream with its own noise. It is not a binomial "
@@ -39,39 +41,49 @@ def intro(B, k, quick, seconds, jobs, reps, tuning, looked_at, tuned) -> list[st
     return out
 
 
-def analysis(means, workloads) -> list[str]:
+def analysis(means, workloads, k) -> list[str]:
     out = []
+    ratios = {}
     for w in workloads:
         b, p = means.get((w, "dpdesk batch")), means.get((w, "paper inference"))
         if b is None or p is None:
             continue
+        ratios[w] = b / p
         t, a = means.get((w, "dpdesk today"), float("nan")), means.get((w, "batch, no look-ahead"))
         alone = "" if a is None else f"each batch planned alone ×{a / p:.2f}; "
         out.append(f"- `{w}`: dpdesk batch answers ×{b / p:.2f} as many requests as the paper's inference system "
                    f"(ratio of the held-out means; {alone}dpdesk today ×{t / p:.2f}).")
     out.append("")
+    met = [w for w, r in ratios.items() if r >= 2]
+    short = [w for w, r in ratios.items() if r < 2]
+    if met:
+        out.append(f"The 2× target is met on {', '.join(f'`{w}`' for w in met)} (ratio of the held-out means).")
+    if short:
+        out.append(f"It is **not met** on {', '.join(f'`{w}`' for w in short)}. What bounds it: a stream has {k} "
+                   f"requests, so wherever the paper's system answers more than {k // 2}, 2× is impossible for "
+                   "any system. Beyond that, the *any DP* column caps what any mechanism within the total can "
+                   "answer: requests with 2ε below about twice their sensitivity cannot be met at δ = 0.2 by "
+                   "anything. The largest possible ratio on each stream is that bound over the paper's count. "
+                   "Where the paper's system answers little (one strict early request on a wide range spends the "
+                   "whole cube), the ratio is large for every system. The honest target is the gap to the bound. "
+                   "What is left there has three causes. (1) Requests whose accuracy a strategy serving the whole "
+                   "workload cannot give at the total: a strategy shares each cell's budget across many "
+                   "queries, so it answers each less precisely than a fresh answer spending the whole total on "
+                   "that one query. (2) The look-ahead's candidates: on ranges it picks the product of range "
+                   "trees, whose even weights put each cell in 16 rows, where the marginals of the attributes "
+                   "the requests vary over would meet far more (table above). HDMM would optimise the weights. "
+                   "(3) Cells first touched late are planned from fewer requests.")
+    out.append("")
     out.append(
-        "Why it stays under 2×. A stream has 1000 requests. Wherever the paper's system answers more than 500, "
-        "2× is impossible for any system. Beyond that, the *any DP* column caps what any mechanism within "
-        "the total can answer: requests with 2ε below about twice their sensitivity cannot be met at δ = 0.2 by "
-        "anything. The largest possible ratio on each stream is that bound over the paper's count. Where the "
-        "paper's system answers little (ranges: one strict early request on a wide range spends the whole "
-        "cube), the ratio is large for every system. The honest target is the gap to the bound. What is "
-        "left there has three causes. (1) Requests whose needed accuracy a strategy serving the whole "
-        "workload cannot give at the total: a strategy shares each cell's budget across many queries, so it "
-        "answers each less precisely than a fresh answer spending the whole total on that one query. (2) The "
-        "look-ahead strategy is a fixed product form (identity, or trees and identities per attribute with "
-        "even weights), not HDMM's optimised weights. (3) Cells first touched late are planned from fewer "
-        "requests.\n")
-    out.append(
-        "Looking ahead is what moved the ratio. Planning each batch alone buys, for 20 requests, exactly what "
+        "What moved the ratio is looking ahead. Planning each batch alone buys, for 20 requests, exactly what "
         "they need, and the next batch on the same cells buys again. A row's precision grows as α² while its "
         "cost grows as α, so many small purchases of a cell carry far less information than one large one. "
         "The look-ahead measures, once, where no row has been bought yet, the strategy that serves the most "
-        "requests seen so far (the queue's past requests are public) at the share of the room chosen on the "
+        "requests seen so far (the queue's past requests are public), at the share of the room fixed on the "
         "tuning stream. Each batch is then planned on top of it. Every request reported answered passed the "
         "exact-posterior check, and no plan passed the total. The look-ahead is kept only when its batch "
-        "answers at least as many requests as the plain plan.\n")
+        "answers at least as many requests as the plain plan. The previous headline (each batch planned alone, "
+        "streams 1–3) was ×1.72 on eq37 and ×1.41 on ranges.\n")
     return out
 
 
