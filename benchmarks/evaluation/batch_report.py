@@ -150,6 +150,9 @@ def main(args) -> int:
         spread = batch_spread.spread(ds, P.stream(ds, "unbounded", 0, k), seed=P.PAPER_SYSTEMS.index("dpdesk batch"),
                                      repeats=args.spread, share=B.SHARE, total=P.SETTINGS["unbounded"][1],
                                      initial=init)
+        stream4 = B.stream("eq37", ds, HELD_OUT[0], k)
+        spread["paper_eq37"] = batch_spread.spread_one_by_one(ds, stream4, seed=1000 * HELD_OUT[0],
+                                                              repeats=args.spread)
     seconds = time.perf_counter() - t_start
     (out_dir / "batch_starved.json").write_text(json.dumps(
         {"k": k, "seconds": seconds, "jobs": args.jobs, "spread": spread,
@@ -185,7 +188,7 @@ def _calibration(rows) -> str:
 
 
 def render(results, k, quick, seconds, jobs, ds=None, spread=None) -> str:
-    from evaluation.batch_text import analysis, intro, paper_text, spread_text
+    from evaluation.batch_text import analysis, intro, paper_spread_text, paper_text, spread_text
 
     reps = sorted({r for (kind, _w, r, _s) in results if kind == "starved"})
     lines = intro(B, k, quick, seconds, jobs, reps, TUNING, LOOKED_AT, TUNED)
@@ -245,6 +248,7 @@ def render(results, k, quick, seconds, jobs, ds=None, spread=None) -> str:
     lines += analysis(means, WORKLOADS, k)
     lines += paper_text(results, P, _calibration)
     lines += spread_text(spread)
+    lines += paper_spread_text((spread or {}).get("paper_eq37"))
     plan_t = [t for (kind, _w, _r, s), (o, _) in results.items() if kind == "starved" and s == "dpdesk batch"
               for t in o.plan_seconds]
     if plan_t:

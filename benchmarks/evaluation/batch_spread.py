@@ -43,6 +43,50 @@ def spread(ds, specs, *, seed: int, repeats: int, share: float, total: float = B
     out = B.run_batch(ds, specs, batch=20, cap=1.0, seed=seed, share=share, total=total, initial=initial, log=log)
     own, mismatch = replay(ds, log, initial, seed)
     hits = np.array([replay(ds, log, initial, seed + 100_003 * (r + 1))[0] for r in range(repeats)], float)
-    return {"answered": out.answered, "hits": out.hits, "claimed": out.claimed, "replayed_own": own,
+    return {"repeats": repeats, "answered": out.answered, "hits": out.hits, "claimed": out.claimed, "replayed_own": own,
             "mismatch": mismatch, "replay_hits": hits.tolist(), "mean": float(hits.mean()),
             "sd": float(hits.std(ddof=1))}
+
+
+def spread_one_by_one(ds, specs, *, seed: int, repeats: int) -> dict:
+    """The same for the paper's inference system (one by one, no fusion) on a budget-starved stream:
+    its fresh answers are the rows, its inferred answers the BLUE of the rows before them."""
+    from dpdesk.engine.answering.fresh import release_fresh
+    from dpdesk.engine.answering.workflow import Request, Settings, assess
+
+    hist, costs, sampler = History(ds.cube.schema.shape), np.zeros(ds.n), SeededSampler(seed)
+    settings = Settings(B.TOTAL, policy=None, fusion=False)
+    log, hits, claimed = [], 0, 0.0
+    for i, s in enumerate(specs):
+        a = assess(hist, Request(str(i), s.query, s.eps, s.delta), settings, family=B.FAMILY, cell_costs=costs)
+        if a.decision == "infer":
+            released, claim, row = a.release_estimate, float(a.confidence_at_eps), None
+        elif a.decision == "spend":
+            fresh = release_fresh(a, ds.cube, sampler, allow_insecure=True)
+            row = fresh.history_row()
+            hist.append(row)
+            costs = np.asarray(a.budget.cell_costs_after)
+            released, claim = fresh.released, B._claimed_fresh(a)
+        else:
+            continue
+        log.append((s, row, released))
+        hits += int(abs(released - true_answer(s.query, ds.cube)) <= s.eps + 1e-9)
+        claimed += claim
+
+    def replay(noise_seed: int) -> tuple[int, float]:
+        h, draw, got, mismatch = History(ds.cube.schema.shape), SeededSampler(noise_seed), 0, 0.0
+        for s, row, released in log:
+            if row is not None:
+                y = true_answer(row.query, ds.cube) + draw.draw(row.family, row.query.sensitivity / row.alpha)
+                h.append(HistoryRow(row.query, row.alpha, y, row.family))
+                value = y
+            else:
+                value = h.estimate(s.query).estimate
+            mismatch = max(mismatch, abs(value - released))
+            got += int(abs(value - true_answer(s.query, ds.cube)) <= s.eps + 1e-9)
+        return got, mismatch
+
+    own, mismatch = replay(seed)
+    reps = np.array([replay(seed + 100_003 * (r + 1))[0] for r in range(repeats)], float)
+    return {"repeats": repeats, "answered": len(log), "hits": hits, "claimed": claimed, "replayed_own": own,
+            "mismatch": mismatch, "replay_hits": reps.tolist(), "mean": float(reps.mean()), "sd": float(reps.std(ddof=1))}
