@@ -139,7 +139,7 @@ def spread_text(spread) -> list[str]:
         return []
     h, c, m, sd = spread["hits"], spread["claimed"], spread["mean"], spread["sd"]
     n = int(spread.get("repeats", len(spread["replay_hits"])))
-    return [f"One stream, judged by its own spread (`--spread {n}`; `benchmarks/evaluation/batch_spread.py`). The "
+    return [f"One stream, judged by its own spread (`--spread N` reruns both replays below; `benchmarks/evaluation/batch_spread.py`). The "
             f"paper's unbounded stream 0 under dpdesk batch answered {spread['answered']} requests with hits "
             f"H = {h} against claims C = {c:.1f} (H − C = {h - c:+.1f}, {(h - c) / spread['answered']:+.4f} per "
             "answer). Under the flat prior no decision reads a released value, so replaying the same plans "
