@@ -134,7 +134,7 @@ def paper_text(results, P, calibration) -> list[str]:
         out.append("So the Done-means line \"never worse than one by one\" holds batch by batch but not over a whole "
                    "stream. Each batch's plan is the candidate that answers most, then has the smallest system cost "
                    "after it (the largest per-cell cost). One by one under today's rules is always a candidate, "
-                   "so from the same start no batch is worse. But spending on cells below the current maximum "
+                   "so from the same start no batch is worse. The likely cause (not verified here): spending on cells below the current maximum "
                    "costs nothing by that rule, and later batches pay for it when those cells become the "
                    "maximum. Scoring candidates also by their summed charge (`planner.py`, the candidates' score) "
                    "is the next step; it was not made here.")
