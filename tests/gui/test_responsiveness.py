@@ -92,9 +92,14 @@ def test_cancel_stops_a_cube_build(qtbot, big_csv, dialogs):
     assert page.cube is None and not dialogs.errors
 
 
-def test_monte_carlo_posterior_keeps_the_gui_responsive(demo_window, qtbot):
+def test_monte_carlo_posterior_keeps_the_gui_responsive(demo_window, qtbot, monkeypatch):
     win = demo_window
+    from dpdesk.engine.inference import posterior as posterior_module
     from dpdesk.gui.scripted import work_through
+
+    # a Monte Carlo long enough to measure on a quiet machine too (the demo's own sample size finishes in
+    # ~0.3 s there): at least 2·10⁶ samples, drawn in chunks on the worker like any other
+    monkeypatch.setattr(posterior_module, "_MC_FLOOR", 2_000_000)
 
     work_through(win.session, ("q01", "q02", "q04", "q06", "q07", "q11", "q12", "q13"))
     panel = win.requests.answer
