@@ -73,7 +73,7 @@ def oracle(ds, workload: str, rep: int, k: int) -> tuple[int, str]:
     for what planning without knowing the future leaves on the table, not a bound."""
     from dpdesk.engine.answering.workflow import Request
     from dpdesk.engine.planning.ahead import ahead_strategies
-    from dpdesk.engine.planning.planner import _needed_scales
+    from dpdesk.engine.planning.planner import needed_scales
     from dpdesk.engine.planning.strategies import candidate_strategies
 
     reqs = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(B.stream(workload, ds, rep, k))]
@@ -85,7 +85,7 @@ def oracle(ds, workload: str, rep: int, k: int) -> tuple[int, str]:
     for s in cands:
         if s.name.startswith("requests"):
             continue
-        got = int(np.sum(_needed_scales(s, reqs) <= B.TOTAL))
+        got = int(np.sum(needed_scales(s, reqs) <= B.TOTAL))
         if got > best:
             best, name = got, s.name
     return best, name
@@ -96,7 +96,7 @@ def first_batch(ds, workload: str, rep: int, k: int) -> dict[str, int]:
     would meet measured at the whole budget (the search's reckoning) — what the look-ahead could buy."""
     from dpdesk.engine.answering.workflow import Request
     from dpdesk.engine.planning.ahead import ahead_strategies
-    from dpdesk.engine.planning.planner import _needed_scales
+    from dpdesk.engine.planning.planner import needed_scales
     from dpdesk.engine.planning.strategies import candidate_strategies
 
     reqs = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(B.stream(workload, ds, rep, k))]
@@ -106,7 +106,7 @@ def first_batch(ds, workload: str, rep: int, k: int) -> dict[str, int]:
     for s in ahead_strategies(first, np.zeros(ds.n), ordered=ordered) + candidate_strategies(first, [1.0] * 20,
                                                                                             ordered=ordered):
         if not s.name.startswith("requests"):
-            out[s.name] = max(out.get(s.name, 0), int(np.sum(_needed_scales(s, reqs) <= B.TOTAL)))
+            out[s.name] = max(out.get(s.name, 0), int(np.sum(needed_scales(s, reqs) <= B.TOTAL)))
     return out
 
 

@@ -39,8 +39,8 @@ from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.planning.plan import BatchPlan, Measurement, PlannedRequest
-from dpdesk.engine.planning.planner import _needed_scales, plan_batch
-from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, _indicator, _product_rows, _ranges, workload_axes
+from dpdesk.engine.planning.planner import needed_scales, plan_batch
+from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["ahead_strategies", "plan_ahead", "SHARE"]
@@ -68,18 +68,12 @@ def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: 
         out.append(Strategy.build("ahead: identity", rows, np.ones(len(rows))))
     in_support = np.zeros(fresh.size, dtype=bool)
     in_support[support] = True
-    vary = frozenset().union(*varying)
-    per_axis: list[list[np.ndarray]] = []
-    for d, n in enumerate(shape):
-        if d not in vary or n == 1:
-            per_axis.append([np.ones(n)])
-        elif ordered[d]:
-            per_axis.append([_indicator(n, range(a, b)) for a, b in _ranges(0, n)])
-        else:
-            per_axis.append([np.ones(n)] + [_indicator(n, [p]) for p in range(n)])
+    # the whole of every varying axis (not only the positions seen): the look-ahead serves what comes next
+    vary = frozenset(d for d in frozenset().union(*varying) if shape[d] > 1)
+    per_axis = kronecker_axes(shape, vary, ordered, [range(n) for n in shape])
     if math.prod(len(p) for p in per_axis) <= 20 * row_limit:
         rows = []
-        for r in _product_rows(shape, per_axis):
+        for r in product_rows(shape, per_axis):
             idx = r.sparse()[0]
             if in_support[idx].any() and fresh[idx].all():
                 rows.append(r)
@@ -94,7 +88,7 @@ def _best(strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndar
     for s in strategies:
         used = s.profile > 0
         t = share * min(cap, 1.0) * float(np.min(np.maximum(room[used], 0.0) / s.profile[used])) * (1 - 1e-9)
-        need = _needed_scales(s, seen)
+        need = needed_scales(s, seen)
         if t <= 0:
             continue
         met = int(np.sum(need <= t))

@@ -42,7 +42,7 @@ from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, Plann
 from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["plan_batch"]
+__all__ = ["needed_scales", "plan_batch"]
 
 _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted request short
 _EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
@@ -92,7 +92,7 @@ def _deviations(rows: np.ndarray, precision: np.ndarray, targets: np.ndarray) ->
     return sd
 
 
-def _needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray:
+def needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray:
     """``t_i`` per request for the strategy's rows alone (inf where the rows cannot estimate it).
 
     At scale ``t`` row ``i``'s noise scale is ``S_i/(t·w_i)``: the BLUE's standard deviation falls as
@@ -354,7 +354,7 @@ def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings
     policy = settings.policy
     t_lim = t_max * (1.0 - 1e-9) if policy is None else policy.cap * t_max * (1.0 - 1e-9)
     t_floor = 0.0 if policy is None else policy.floor * t_max * (1.0 - 1e-9)
-    need = _needed_scales(s, pending)
+    need = needed_scales(s, pending)
     target = need <= t_lim
     if not target.any() or t_lim <= 0:
         return None

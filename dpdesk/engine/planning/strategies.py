@@ -31,7 +31,7 @@ import numpy as np
 
 from dpdesk.engine.queries.query import Query, Term
 
-__all__ = ["Strategy", "ROW_LIMIT", "candidate_strategies", "workload_axes"]
+__all__ = ["Strategy", "ROW_LIMIT", "candidate_strategies", "kronecker_axes", "product_rows", "workload_axes"]
 
 # more rows than this make a strategy's history too slow to factor for an interactive plan
 ROW_LIMIT = 1500
@@ -108,7 +108,26 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def _product_rows(shape: tuple[int, ...], per_axis: Sequence[Sequence[np.ndarray]]) -> list[Query]:
+def kronecker_axes(shape: tuple[int, ...], vary: frozenset[int], ordered: Sequence[bool],
+                   touched: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
+    """Per axis, the factors of a Kronecker strategy: a binary range tree over the span of the positions
+    ``touched`` on an ordered axis, their set and each of them on an unordered one, and the axis's total
+    where no query varies it (``vary``)."""
+    per_axis = []
+    for d in range(len(shape)):
+        if d not in vary:
+            per_axis.append([np.ones(shape[d])])
+        elif ordered[d]:
+            lo, hi = min(touched[d]), max(touched[d]) + 1
+            per_axis.append([_indicator(shape[d], range(a, b)) for a, b in _ranges(lo, hi)])
+        else:
+            pos = sorted(touched[d])
+            per_axis.append([_indicator(shape[d], pos)] + [_indicator(shape[d], [p]) for p in pos])
+    return per_axis
+
+
+def product_rows(shape: tuple[int, ...], per_axis: Sequence[Sequence[np.ndarray]]) -> list[Query]:
+    """The rows of the Kronecker product of the per-axis factors, one product-form query each."""
     rows = []
     for factors in itertools.product(*per_axis):
         rows.append(Query(shape, terms=(Term(1.0, tuple(factors)),)))
@@ -152,7 +171,7 @@ def candidate_strategies(
         for s in subsets:
             per_axis = [[_indicator(shape[d], [p]) for p in sorted(touched[d])] if d in s else [np.ones(shape[d])]
                         for d in range(len(shape))]
-            for r in _product_rows(shape, per_axis):
+            for r in product_rows(shape, per_axis):
                 if in_support[r.sparse()[0]].any():
                     marg_rows.append(r)
                     marg_weights.append(1.0)
@@ -160,18 +179,9 @@ def candidate_strategies(
             out.append(Strategy.build("marginals", marg_rows, marg_weights))
     # Kronecker product of per-axis range trees (ordered) / identities (unordered) / totals (constant)
     any_vary = frozenset().union(*varying) if varying else frozenset()
-    per_axis = []
-    for d in range(len(shape)):
-        if d not in any_vary:
-            per_axis.append([np.ones(shape[d])])
-        elif ordered[d]:
-            lo, hi = min(touched[d]), max(touched[d]) + 1
-            per_axis.append([_indicator(shape[d], range(a, b)) for a, b in _ranges(lo, hi)])
-        else:
-            pos = sorted(touched[d])
-            per_axis.append([_indicator(shape[d], pos)] + [_indicator(shape[d], [p]) for p in pos])
+    per_axis = kronecker_axes(shape, any_vary, ordered, touched)
     if math.prod(len(p) for p in per_axis) <= row_limit and any(len(p) > 1 for p in per_axis):
-        rows = [r for r in _product_rows(shape, per_axis) if in_support[r.sparse()[0]].any()]
+        rows = [r for r in product_rows(shape, per_axis) if in_support[r.sparse()[0]].any()]
         if rows:
             out.append(Strategy.build("hierarchical", rows, np.ones(len(rows))))
     return out
