@@ -2,7 +2,11 @@
 
 The cost curve is the per-cell costs of paper Thm 5.4 replayed over the ledger (via the session);
 *Verify integrity* runs the store's verifier; export writes the self-contained HTML report (plots
-embedded as PNG) and a CSV of the ledger.
+embedded as PNG) and a CSV of the ledger. The three run on workers (:mod:`dpdesk.store.audit_export`
+through a sibling connection), each on its own :class:`~dpdesk.gui.task_line.TaskLine` — progress and a
+Cancel button — so they never stop one another nor the page's table read; the report's plots are drawn
+here first (widgets belong to the GUI thread). A cancelled export leaves no file (written whole or not
+at all); the ledger is only read.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from PySide6.QtWidgets import (
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
-from dpdesk.store.report import build_html, ledger_csv
+from dpdesk.engine.errors import Cancelled
 from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.task_line import TaskLine
 from dpdesk.gui.tasks import TaskRunner
+from dpdesk.store import audit_export
 from dpdesk.store.requesters import accounts, requester_of
 from dpdesk.store.ledger import thaw
 
@@ -169,6 +175,13 @@ class AuditPage(QWidget):
                   self.synthetic_btn, self.letters_btn):
             bar.addWidget(w)
         lay.addLayout(bar)
+        # one line (and runner) per kind of work: an export never cancels the other, a check or the table read
+        self.verify_task, self.csv_task, self.html_task = TaskLine(), TaskLine(), TaskLine()
+        for line in (self.verify_task, self.csv_task, self.html_task):
+            lay.addWidget(line)
+        self.note = QLabel("")  # how the last export or check ended when there is no dialog to say it
+        self.note.setWordWrap(True)
+        lay.addWidget(self.note)
         self.verdict = QLabel("")
         self.verdict.setWordWrap(True)
         lay.addWidget(self.verdict)
@@ -215,7 +228,7 @@ class AuditPage(QWidget):
         self.search.textChanged.connect(self.proxy.setFilterFixedString)
         self.kind.currentTextChanged.connect(self._kind)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show(cur))
-        self.verify_btn.clicked.connect(self.verify)
+        self.verify_btn.clicked.connect(self.verify_later)
         self.html_btn.clicked.connect(self.export_html)
         self.csv_btn.clicked.connect(self.export_csv)
         self.table_btn.clicked.connect(self.export_release_table)
@@ -288,7 +301,41 @@ class AuditPage(QWidget):
                                   f"hold them in full)\n{body}")
 
     def verify(self):
-        report = self.session.verify()
+        """Check the project's integrity here, on the GUI thread (quick on a short ledger; the button uses
+        :meth:`verify_later`)."""
+        return self._show_verdict(self.session.verify())
+
+    def verify_later(self) -> None:
+        """*Verify integrity* on a worker (a long ledger's replay takes minutes), with progress and Cancel."""
+        if self.verify_task.is_running():
+            return
+        project = self.session.project
+
+        def job(state) -> Any:
+            with project.sibling() as sibling:
+                return sibling.verify(progress=state.progress, cancelled=state.cancelled)
+
+        self.verify_btn.setEnabled(False)
+        self.note.setText("")
+        self.verify_task.start(job, self._show_verdict, self._failed("The integrity check", self.verify_btn),
+                               label="checking the ledger's integrity")
+
+    def _failed(self, what: str, button: QPushButton):
+        def failed(exc: BaseException, trace: str) -> None:
+            button.setEnabled(True)
+            if isinstance(exc, Cancelled):
+                self.note.setText(f"{what} was cancelled; nothing was written.")
+            else:
+                self.note.setText(f"{what} failed; nothing was written.")
+                dialogs.report_exception(exc, trace, parent=self)
+        return failed
+
+    def exporting(self) -> bool:
+        """Whether an export or a check is still running."""
+        return any(t.is_running() for t in (self.verify_task, self.csv_task, self.html_task))
+
+    def _show_verdict(self, report):
+        self.verify_btn.setEnabled(True)
         if report.ok:
             self.verdict.setText(f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
                                  f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g}).")
@@ -298,13 +345,11 @@ class AuditPage(QWidget):
             self.verdict.setStyleSheet("color: #a8321f; font-weight: bold;")
         return report
 
-    def report_html(self) -> str:
+    def report_images(self) -> dict[str, bytes]:
+        """The report's plots as PNG, drawn here (widgets belong to the GUI thread) at a fixed size."""
         from dpdesk.gui.budget_panel import BudgetPanel
 
         s = self.session
-        budget = s.budget()
-        costs = s.cell_costs()
-        cell_rows = [(s.schema.describe_cell(int(i)), float(costs[i])) for i in np.flatnonzero(costs)]
         heat = BudgetPanel(s)
         heat.resize(960, 640)
         big = pg.PlotWidget(background="w")  # drawn at a fixed size: readable whatever the window's size
@@ -315,24 +360,35 @@ class AuditPage(QWidget):
         images = {"System cost over the ledger": curve_png,
                   "Per-cell privacy cost (max over the other attributes)": widget_png(heat.heatmap)}
         heat.deleteLater()
-        return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
-                          system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
-                          verify=s.verify(), images=images, charges=s.view().largest_charges(),
-                          delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent,
-                          requesters=s.requesters(), accounts=s.accounts(),
-                          claims=[{**c.watched.to_json(), **c.to_json()} for c in s.claim_statuses()])
+        return images
+
+    def report_html(self) -> str:
+        """The audit report, built here on the GUI thread (the export button builds it on a worker)."""
+        return audit_export.report_html(self.session.project, self.report_images())[0]
 
     def export_html(self) -> None:
+        """Write the audit report on a worker (its integrity check replays the ledger), with progress and Cancel."""
+        if self.html_task.is_running():
+            return
         path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")
         if not path:
             return
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(self.report_html())
-        except OSError as exc:
-            dialogs.report_exception(exc, parent=self)
-            return
-        dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}.")
+        images, project = self.report_images(), self.session.project
+
+        def job(state) -> Any:
+            with project.sibling() as sibling:
+                return audit_export.export_report(sibling, path, images, progress=state.progress,
+                                                  cancelled=state.cancelled)
+
+        def done(report) -> None:
+            self.html_btn.setEnabled(True)
+            self._show_verdict(report)  # the report states the same check
+            dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}.")
+
+        self.html_btn.setEnabled(False)
+        self.note.setText("")
+        self.html_task.start(job, done, self._failed("The report export", self.html_btn),
+                             label=f"writing the audit report (checking the ledger first) to {path}")
 
     def export_release_table(self) -> None:
         """Write the selected partition release as a count table (unclipped: what inference must use)."""
@@ -368,18 +424,26 @@ class AuditPage(QWidget):
         self.synthetic_dialog.show()
 
     def export_csv(self) -> None:
+        """Write the ledger CSV on a worker, with progress and Cancel."""
+        if self.csv_task.is_running():
+            return
         path = save_file_name(self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)")
         if not path:
             return
-        try:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(ledger_csv(self.session.ledger(), self.session.view().largest_charges(),
-                                   self.session.requesters()))
-        except OSError as exc:
-            dialogs.report_exception(exc, parent=self)
-            return
-        dialogs.show_info(self, "Ledger exported", f"Wrote {plural(len(self.session.ledger()), 'ledger entry', 'ledger entries')} "
-                                                   f"to {path}.")
+        project = self.session.project
+
+        def job(state) -> int:
+            with project.sibling() as sibling:
+                return audit_export.export_csv(sibling, path, progress=state.progress, cancelled=state.cancelled)
+
+        def done(entries: int) -> None:
+            self.csv_btn.setEnabled(True)
+            dialogs.show_info(self, "Ledger exported", f"Wrote {plural(entries, 'ledger entry', 'ledger entries')} to {path}.")
+
+        self.csv_btn.setEnabled(False)
+        self.note.setText("")
+        self.csv_task.start(job, done, self._failed("The CSV export", self.csv_btn),
+                            label=f"writing the ledger CSV to {path}")
 
     def export_letters(self) -> None:
         """One reply letter per requester who received something, as .txt and .html in a chosen folder."""

@@ -22,6 +22,7 @@ from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, SyntheticPlan, history_inputs, plan_estimate, plan_synthetic
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
+from dpdesk.store.atomic import write_atomically
 
 __all__ = ["ledger_inputs", "query_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "report_path", "TABLE_FORMATS"]
 
@@ -76,17 +77,6 @@ def check_table_path(out: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_csv(codes: np.ndarray, schema: Any, path: Path, progress, cancelled) -> None:
     labels = [np.asarray(a.labels, dtype=object) for a in schema.attributes]
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -106,7 +96,7 @@ def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
     """Write the plan's synthetic rows (the schema's attributes, by label) to ``out`` (.csv or .parquet)."""
     path = check_table_path(out)
     if path.suffix.lower() == ".csv":
-        _atomic(path, lambda tmp: _write_csv(plan.codes, schema, tmp, progress, cancelled))
+        write_atomically(path, lambda tmp: _write_csv(plan.codes, schema, tmp, progress, cancelled))
         return path
 
     def parquet(tmp: Path) -> None:
@@ -123,7 +113,7 @@ def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
             finally:
                 con.close()
 
-    _atomic(path, parquet)
+    write_atomically(path, parquet)
     return path
 
 
@@ -147,5 +137,5 @@ def write_report(plan: SyntheticPlan, out: str | os.PathLike[str], describe: Cal
                 w.writerow([i + 1, describe(plan.released.queries[i]), f"{released:.6g}", f"{fitted:.6g}",
                             f"{synthetic:.6g}"])
 
-    _atomic(path, write)
+    write_atomically(path, write)
     return path

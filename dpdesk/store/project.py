@@ -459,9 +459,11 @@ class Project(Releasing, Watching):
             raise ReadOnlyError(f"{self.path.name} is open read-only")
 
     # -- audit -----------------------------------------------------------------------------------
-    def verify(self, extends: Sequence[str] = ()) -> VerifyReport:
-        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain."""
-        return verify(self.audit_record(), extends)
+    def verify(self, extends: Sequence[str] = (), *, progress: Callable[[float], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> VerifyReport:
+        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain;
+        ``progress``/``cancelled``: see :func:`~dpdesk.store.verify.verify`."""
+        return verify(self.audit_record(), extends, progress=progress, cancelled=cancelled)
 
     def audit_record(self) -> AuditRecord:
         """The file's settings, ledger, head, request statuses and binding as stored (for :func:`verify`)."""

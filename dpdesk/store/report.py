@@ -13,8 +13,9 @@ import html
 import io
 import json
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
+from dpdesk.engine.errors import Cancelled
 from dpdesk.store.ledger import DECISION_KINDS, thaw
 
 # "released": what the requester received, as shown to people everywhere — a count rounded to an integer
@@ -68,22 +69,42 @@ def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
     return float(e.payload.get("alpha", 0.0))  # a fresh entry's α; a posterior's α on each box cell
 
 
+def _csv_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
+    p = e.payload
+    promise = "eps" in p  # a count request's ±ε, 1−δ
+    return [e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", "") if e.kind == "fresh" else "",
+            _alpha(e, charges),
+            p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
+            p.get("mechanism", ""), _privacy_delta(p), requesters.get(e.request_id or "", "")]
+
+
 def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None,
                requesters: Mapping[str, str] | None = None) -> str:
     """The ledger as CSV (``charges``: seq → α, see :func:`_alpha`; ``requesters``: request id → requester,
     from the queue)."""
-    requesters = requesters or {}
     out = io.StringIO()
+    write_csv(out, entries, charges, requesters)
+    return out.getvalue()
+
+
+_CSV_CHUNK = 64  # entries written between progress reports and cancel checks (a long ledger's rows are large)
+
+
+def write_csv(out: TextIO, entries: Sequence[Any], charges: Mapping[int, float] | None = None,
+              requesters: Mapping[str, str] | None = None, *, progress: Callable[[float], None] | None = None,
+              cancelled: Callable[[], bool] | None = None) -> None:
+    """Write :func:`ledger_csv`'s text to ``out`` (opened with ``newline=""``) row by row, reporting the
+    fraction of entries written to ``progress`` and raising :class:`~dpdesk.engine.errors.Cancelled` when
+    ``cancelled()`` says so."""
+    requesters = requesters or {}
     w = csv.writer(out)
     w.writerow(CSV_COLUMNS)
-    for e in entries:
-        p = e.payload
-        promise = "eps" in p  # a count request's ±ε, 1−δ
-        w.writerow([e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", "") if e.kind == "fresh" else "",
-                    _alpha(e, charges),
-                    p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
-                    p.get("mechanism", ""), _privacy_delta(p), requesters.get(e.request_id or "", "")])
-    return out.getvalue()
+    for i in range(0, len(entries), _CSV_CHUNK):
+        if cancelled is not None and cancelled():
+            raise Cancelled("export cancelled")
+        w.writerows(_csv_row(e, charges, requesters) for e in entries[i:i + _CSV_CHUNK])
+        if progress is not None:
+            progress(min(len(entries), i + _CSV_CHUNK) / len(entries))
 
 
 def _img(png: bytes, alt: str) -> str:

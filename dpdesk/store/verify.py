@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
 from dpdesk.engine.queries.query import query_from_json
@@ -46,6 +46,7 @@ from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechani
 from dpdesk.store.watch import gate, same_risks
 
 REL_TOL = 1e-9
+_REPORT_EVERY = 16  # entries replayed between progress reports and cancel checks
 REQUEST_KINDS = ("fresh", "inferred", "rejected")  # entries that decide a queued count request
 
 
@@ -202,11 +203,14 @@ def _check_from_release(e, view: LedgerView, bad) -> None:
                        f"({'not estimable' if not r.estimable else f'{r.estimate:.6g}'})")
 
 
-def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
+def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callable[[float], None] | None = None,
+           cancelled: Callable[[], bool] | None = None) -> VerifyReport:
     """Check everything the module docstring lists; every problem found is in the report.
 
     ``extends`` are ledger heads someone holds (a release's witness): each must be an entry of the
-    verified chain (or its genesis), else the ledger was rewritten since that release.
+    verified chain (or its genesis), else the ledger was rewritten since that release. ``progress(f)``
+    hears the fraction of entries replayed (the long part: a long ledger takes minutes); ``cancelled()``
+    is asked as often, and :class:`~dpdesk.engine.errors.Cancelled` raised when it says so.
     """
     found: list[tuple[float, int, str]] = []
 
@@ -241,7 +245,12 @@ def verify(record: AuditRecord, extends: Sequence[str] = ()) -> VerifyReport:
     counts: Counter[str] = Counter()
     decided: dict[str, int] = {}
     binding = record.settings["initial_source"]
-    for e in entries:
+    for i, e in enumerate(entries):
+        if i % _REPORT_EVERY == 0:
+            if cancelled is not None and cancelled():
+                raise Cancelled("verify cancelled")
+            if progress is not None:
+                progress(i / len(entries))
         counts[e.kind] += 1
         where = f"entry {e.seq}"
         if e.request_id is None and e.kind in REQUEST_KINDS:

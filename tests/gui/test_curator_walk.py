@@ -120,7 +120,8 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     # -- audit: verify, report, CSV, letters
     win.show_page("audit")
     audit = win.audit
-    _click(qtbot, audit.verify_btn)
+    _click(qtbot, audit.verify_btn)  # on a worker
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)
     assert audit.verdict.text().startswith("✓") and win.session.budget().system_cost <= 1.0
     report, ledger_csv, letters = tmp_path / "report.html", tmp_path / "ledger.csv", tmp_path / "letters"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(report))
@@ -129,6 +130,7 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     _click(qtbot, audit.csv_btn)
     monkeypatch.setattr(audit_page, "choose_folder", lambda *a: str(letters))
     _click(qtbot, audit.letters_btn)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # the report and the CSV are written on workers
     assert "Integrity verified" in report.read_text(encoding="utf-8")
     exported = list(csv.DictReader(ledger_csv.open(encoding="utf-8")))
     assert [r["request_id"] for r in exported] == [north, south, both, visits, east, repeat]

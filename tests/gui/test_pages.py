@@ -105,12 +105,14 @@ def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path
     html_path, csv_path = tmp_path / "report.html", tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
     text = html_path.read_text(encoding="utf-8")
     assert text.count("data:image/png;base64,") == 2 and "Integrity verified" in text
     for e in win.session.ledger():
         assert e.hash[:16] in text
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(audit.csv_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["fresh", "fresh", "inferred"]
     assert float(rows[2]["alpha"]) == 0.0
@@ -165,6 +167,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
     q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
     assert q37["released"] == str(shown) and float(q37["answer"]) == raw
     assert f"<td>{shown}</td>" in win.audit.report_html()

@@ -49,11 +49,13 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, q
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(audit.csv_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
     exported = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [(x["request_id"], x["requester"]) for x in exported] == [(q, who[q]) for q in ("q01", "q02", "q03", "q10")]
     html_path = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)
     text = html_path.read_text(encoding="utf-8")
     assert "<h2>By requester</h2>" in text and f"<td>{who['q01']}</td>" in text
 

@@ -1,0 +1,89 @@
+"""The audit exports of a project: the ledger CSV and the self-contained HTML audit report.
+
+Both only read the project (the ledger is never touched by an export), so they may run on a worker
+thread through a sibling connection (``Project.sibling``); on a long project they take long (the
+report's integrity check replays the whole ledger: minutes on thousands of entries over 10⁶ cells), so
+they report progress and stop when asked (:class:`~dpdesk.engine.errors.Cancelled`). The file is
+written whole or not at all (:mod:`dpdesk.store.atomic`): a cancel or a failure leaves no half-written
+file and an older export under that name as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from dpdesk.engine.budget.accounting import preview
+from dpdesk.engine.errors import Cancelled
+from dpdesk.store.atomic import write_atomically
+from dpdesk.store.report import build_html, write_csv
+from dpdesk.store.requesters import accounts, requester_of
+from dpdesk.store.verify import VerifyReport
+
+__all__ = ["export_csv", "export_report", "report_html"]
+
+Progress = Callable[[float], None] | None
+Cancel = Callable[[], bool] | None
+VERIFY_SHARE = 0.85  # of the report's progress bar: the integrity check is nearly all of its time
+_CELL_CHUNK = 4096
+
+
+def _part(progress: Progress, start: float, width: float) -> Progress:
+    return None if progress is None else (lambda f: progress(start + width * f))
+
+
+def export_csv(project: Any, out: str | os.PathLike[str], *, progress: Progress = None, cancelled: Cancel = None) -> int:
+    """Write the ledger CSV (:func:`~dpdesk.store.report.ledger_csv`'s text) of ``project`` to ``out``;
+    returns the number of entries written."""
+    view = project.view()
+    entries = list(view.entries)
+    charges, requesters = view.largest_charges(), requester_of(project.requests())
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="") as f:
+            write_csv(f, entries, charges, requesters, progress=progress, cancelled=cancelled)
+
+    write_atomically(out, write, cancelled)
+    return len(entries)
+
+
+def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress = None,
+                cancelled: Cancel = None) -> tuple[str, VerifyReport]:
+    """The audit report of ``project`` as one HTML string, with the integrity check it states.
+
+    ``images``: title → PNG bytes (the app draws them on its GUI thread before the rest runs elsewhere).
+    """
+    verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
+    view, schema = project.view(), project.schema
+    costs = view.cell_costs
+    budget = preview(costs, float(project.total_budget))
+    touched = np.flatnonzero(costs)
+    cell_rows: list[tuple[str, float]] = []
+    rest = _part(progress, VERIFY_SHARE, 1.0 - VERIFY_SHARE)
+    for i in range(0, len(touched), _CELL_CHUNK):  # a box over a 10⁶-cell cube touches many cells
+        if cancelled is not None and cancelled():
+            raise Cancelled("report cancelled")
+        cell_rows += [(schema.describe_cell(int(c)), float(costs[c])) for c in touched[i:i + _CELL_CHUNK]]
+        if rest is not None:
+            rest(0.5 * min(len(touched), i + _CELL_CHUNK) / len(touched))
+    entries, reqs = list(view.entries), project.requests()
+    text = build_html(name=str(project.name), path=str(project.path), total_budget=budget.total,
+                      remaining=budget.remaining, system_cost=budget.system_cost, entries=entries, cell_rows=cell_rows,
+                      verify=verdict, images=dict(images), charges=view.largest_charges(),
+                      delta_cap=project.delta_cap, delta_spent=view.delta_spent, requesters=requester_of(reqs),
+                      accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+                      claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()])
+    if progress is not None:
+        progress(1.0)
+    return text, verdict
+
+
+def export_report(project: Any, out: str | os.PathLike[str], images: Mapping[str, bytes], *,
+                  progress: Progress = None, cancelled: Cancel = None) -> VerifyReport:
+    """Write :func:`report_html` of ``project`` to ``out``; returns the integrity check it states."""
+    text, verdict = report_html(project, images, progress=progress, cancelled=cancelled)
+    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"), cancelled)
+    return verdict
