@@ -3,6 +3,11 @@
 It owns the :class:`~dpdesk.gui.session.ProjectSession`, builds the project pages when a project
 opens, remembers recent projects and the window layout in ``QSettings``, and shuts background tasks
 down on close. Opening the demo copies the bundled files into a fresh project in the background.
+
+Closing a long project writes its ledger-view cache (``store/view_cache.py``: the next opening reads it
+instead of replaying the ledger) on a worker with a line in the status bar and a *Skip* button; the pages
+are gone at once. Quitting meanwhile waits for it (a second close, or *Skip*, skips it): the cache is
+only an accelerator, checked when read, so a skipped one costs the next opening a replay, nothing more.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSettings
+from PySide6.QtCore import QByteArray, QSettings, QThreadPool
 from PySide6.QtGui import QAction, QCloseEvent, QIcon
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
 
@@ -20,6 +25,7 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.menus import build_menus, update_actions
 from dpdesk.gui.start_page import StartPage
+from dpdesk.gui.task_line import TaskLine
 from dpdesk.gui.tasks import TaskRunner
 
 if TYPE_CHECKING:
@@ -73,6 +79,12 @@ class MainWindow(QMainWindow):
         self.data.sigProjectCreated.connect(self.open_project)
         self.budget_label = QLabel("")
         self.statusBar().addPermanentWidget(self.budget_label)
+        # a closed project's cache is written on a pool of its own: other runners' shutdown does not wait for it
+        self.closing = TaskLine("Skip", pool=QThreadPool(self))
+        self.closing.stop_btn.setToolTip("Close without writing the cache (the next opening replays the ledger)")
+        self.statusBar().addWidget(self.closing, 1)
+        self._closing_session: ProjectSession | None = None
+        self._quit_when_closed = False
         self.start.set_recent(self.recent())
         self.menu_actions = build_menus(self)
         self.menu_actions["about"].setMenuRole(QAction.MenuRole.AboutRole)  # macOS: the application menu
@@ -203,6 +215,8 @@ class MainWindow(QMainWindow):
         from dpdesk.gui.requests_page import RequestsPage
         from dpdesk.gui.session import ProjectSession
 
+        if self._closing_session is not None and self._closing_session.path.resolve() == Path(path).resolve():
+            self._finish_closing()  # its cache is still being written: skip that, the file is opened again
         self.close_project()
         try:
             session = ProjectSession(path, self)
@@ -248,11 +262,36 @@ class MainWindow(QMainWindow):
         self._replace(2, _placeholder("Open a project to work through its requests."), "Requests")
         self._replace(3, _placeholder("Open a project to audit its ledger."), "Audit")
         self.requests = self.audit = None
-        self.session.close()
-        self.session = None
+        session, self.session = self.session, None
+        job = session.cache_job()
+        if job is None:
+            session.close()
+        else:
+            self._finish_closing()  # one cache write at a time (an earlier project's, if still under way, is skipped)
+            self._closing_session = session
+            self.closing.start(job, lambda _written: self._closed(), lambda _exc, _trace: self._closed(),
+                               label=f"saving {session.name}'s ledger view cache (the next opening reads it "
+                                     "instead of replaying the ledger)")
         self.budget_label.setText("")
         self.setWindowTitle("dpdesk")
         update_actions(self.menu_actions, False)
+
+    def _closed(self) -> None:
+        """The cache write ended (written, skipped or failed: it is optional): close its project now."""
+        session, self._closing_session = self._closing_session, None
+        if session is not None:
+            session.close(save_cache=False)  # never again on the GUI thread
+        if self._quit_when_closed:
+            self.close()
+
+    def _finish_closing(self) -> None:
+        """Skip a cache write under way: stop its worker, wait for it, and close its project now."""
+        if self._closing_session is None:
+            return
+        self.closing.runner.shutdown(timeout_ms=120000)  # the worker stops at its next check (≈ 64 ledger rows)
+        quit_after, self._quit_when_closed = self._quit_when_closed, False
+        self._closed()
+        self._quit_when_closed = quit_after
 
     def _update_status(self) -> None:
         if self.session is None:
@@ -287,9 +326,19 @@ class MainWindow(QMainWindow):
             self.requests.answer.method.setCurrentText(str(method))
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.closing.is_running():  # asked again while the cache is written: skip it (the window closes then)
+            if self._quit_when_closed:
+                self.closing.stop()
+            self._quit_when_closed = True
+            event.ignore()
+            return
         self._save_layout()
         self.settings.sync()
         self.runner.shutdown()
         self.data.runner.shutdown()
         self.close_project()
+        if self.closing.is_running():  # finish writing the cache first, with its progress and Skip
+            self._quit_when_closed = True
+            event.ignore()
+            return
         super().closeEvent(event)

@@ -360,6 +360,26 @@ class ProjectSession(QObject):
     def verify(self):
         return self.project.verify()
 
-    def close(self) -> None:
+    def cache_job(self) -> Callable[[Any], bool] | None:
+        """The work of writing the ledger-view cache before the project closes, for a task runner (a long
+        ledger's chain check and arrays take ~20 s of CPU once); None when there is nothing worth writing.
+
+        It runs on a sibling connection (which shares the view); :meth:`close` with ``save_cache=False``
+        afterwards, whatever its outcome. A cancelled or failed job writes nothing: the cache is only an
+        accelerator, checked when read (``store/view_cache.py``), and the next opening replays the ledger.
+        """
+        self.runner.shutdown()  # the view is complete (or was never read) before it is written
+        project = self.project
+        if not project.view_cache_worth_saving():
+            return None
+
+        def job(state: Any = None) -> bool:
+            with project.sibling() as sibling:
+                return sibling.save_view_cache(progress=getattr(state, "progress", None),
+                                               cancelled=getattr(state, "cancelled", None))
+
+        return job
+
+    def close(self, save_cache: bool = True) -> None:
         self.runner.shutdown()
-        self.project.close()
+        self.project.close(save_cache=save_cache)

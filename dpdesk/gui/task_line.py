@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QThreadPool, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from dpdesk.gui.tasks import TaskRunner, TaskState
@@ -22,9 +22,9 @@ class TaskLine(QWidget):
 
     sigStopping = Signal()  # the stop button was pressed; the task's outcome is still to come
 
-    def __init__(self, stop_text: str = "Cancel", parent: QWidget | None = None) -> None:
+    def __init__(self, stop_text: str = "Cancel", parent: QWidget | None = None, pool: QThreadPool | None = None) -> None:
         super().__init__(parent)
-        self.runner = TaskRunner(self)
+        self.runner = TaskRunner(self, pool)
         self.state: TaskState | None = None
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)

@@ -77,8 +77,12 @@ class TaskRunner(QObject):
 
     _pool: QThreadPool | None = None
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, pool: QThreadPool | None = None) -> None:
+        """``pool``: a thread pool of its own (default: the one all runners share). A task that may outlive
+        the views — saving a closed project's cache — runs on its own pool, so the others' ``shutdown``
+        (which waits for their pool) does not wait for it."""
         super().__init__(parent)
+        self._own_pool = pool
         self._relay = _Relay(self)
         self._relay.sigOutcome.connect(self._on_outcome, Qt.ConnectionType.QueuedConnection)
         self._timer = QTimer(self)
@@ -113,7 +117,7 @@ class TaskRunner(QObject):
         self.sigStarted.emit(label)
         self.sigProgress.emit(0.0)
         self._timer.start()
-        self.pool().start(_Job(fn, state, self._relay))
+        (self._own_pool or self.pool()).start(_Job(fn, state, self._relay))
         return state
 
     def cancel(self) -> None:
@@ -129,7 +133,7 @@ class TaskRunner(QObject):
 
     def shutdown(self, timeout_ms: int = 5000) -> None:
         self.cancel()
-        self.pool().waitForDone(timeout_ms)
+        (self._own_pool or self.pool()).waitForDone(timeout_ms)
 
     @Slot()
     def _poll(self) -> None:

@@ -191,7 +191,10 @@ class Project(Releasing, Watching):
         sib._parent = self
         return sib
 
-    def close(self) -> None:
+    def close(self, save_cache: bool = True) -> None:
+        """Close the file (and release its writer lock). Unless ``save_cache`` is False, the ledger-view
+        cache is written first when it is worth it (:meth:`save_view_cache`; never by a sibling: its
+        parent's view is the same, and the parent writes it when it closes)."""
         parent = getattr(self, "_parent", None)
         if parent is not None and parent._snapshot is None:
             parent._snapshot = self._snapshot
@@ -199,7 +202,8 @@ class Project(Releasing, Watching):
             parent._view = self._view
         try:
             try:
-                self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing
+                if save_cache and parent is None:
+                    self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing
             except (DpdeskError, OSError, sqlite3.Error, MemoryError):
                 pass
             self._conn.close()

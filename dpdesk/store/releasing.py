@@ -14,13 +14,13 @@ drawing again; a unique index makes a second decision for one request impossible
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.request import Settings
 from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.errors import BudgetError, Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
@@ -37,6 +37,9 @@ from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import declined, recorded
 from dpdesk.store.watching import planned_rows
+
+_CHAIN_STEP = 64  # ledger rows checked between progress reports and cancel checks
+_CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
 
 def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
@@ -79,10 +82,23 @@ class Releasing:
         return view_cache.load(self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq),
                                load_prefix)
 
-    def save_view_cache(self) -> bool:
+    def view_cache_worth_saving(self) -> bool:
+        """Whether :meth:`save_view_cache` may have something to write — a quick test (no History work,
+        no chain check): a view was read, the cache is on, and the view is long enough to be cached."""
+        return self._view is not None and view_cache.enabled() and self._view.history_rows >= view_cache.MIN_ROWS
+
+    def save_view_cache(self, *, progress: Callable[[float], None] | None = None,
+                        cancelled: Callable[[], bool] | None = None) -> bool:
         """Store the ledger view beside the file when it holds more than the cache there (a new head or a
-        factorisation it lacks); the chain is checked hash by hash first. Returns whether it wrote."""
-        if self._view is None or getattr(self, "_parent", None) is not None:
+        factorisation it lacks); the chain is checked hash by hash first. Returns whether it wrote.
+
+        ``Project.close`` calls it; the app calls it earlier on a worker through a sibling connection
+        (which shares the view), so closing then has nothing left to write. ``progress(f)`` hears the
+        fraction done (the chain check is most of it); ``cancelled()`` is asked as often and
+        :class:`~dpdesk.engine.errors.Cancelled` raised when it says so (nothing is written then: the cache
+        is only an accelerator, and the one there, if any, stays as it was).
+        """
+        if self._view is None:
             return False
         view = self.view()  # with the entries recorded since it was last read
         if view.history_rows < view_cache.MIN_ROWS:
@@ -94,9 +110,21 @@ class Releasing:
         conn = self._conn
 
         def chain_ok(seq: int) -> bool:
-            return ledger.check_chain(ledger.raw_rows(conn, upto=seq), self.genesis)[1] is None
+            rows = ledger.raw_rows(conn, upto=seq)
 
-        return view_cache.save(self.path, view, chain_ok)
+            def watched() -> Iterator[ledger.RawRow]:
+                for i, row in enumerate(rows):
+                    if i % _CHAIN_STEP == 0:
+                        if cancelled is not None and cancelled():
+                            raise Cancelled("saving the ledger view cache cancelled")
+                        if progress is not None:
+                            progress(_CHAIN_SHARE * i / len(rows))
+                    yield row
+
+            return ledger.check_chain(watched(), self.genesis)[1] is None
+
+        return view_cache.save(self.path, view, chain_ok, cancelled=cancelled,
+                               progress=None if progress is None else lambda f: progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * f))
 
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.snapshot import factor_consistent, history_arrays, history_from_arrays
 from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry
@@ -77,15 +77,24 @@ def _digest(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
     return d.hexdigest()
 
 
-def save(path: Path, view: LedgerView, chain_ok: Callable[[int], bool]) -> bool:
+def save(path: Path, view: LedgerView, chain_ok: Callable[[int], bool], *,
+         progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> bool:
     """Write the cache of ``view`` beside project ``path``; ``chain_ok(seq)`` checks the stored chain up to
-    entry ``seq``. Returns whether it was written (not for a short or problematic view, nor on I/O errors)."""
+    entry ``seq``. Returns whether it was written (not for a short or problematic view, nor on I/O errors).
+    ``progress(f)``: the fraction of the arrays written; ``cancelled()`` is asked before each array and
+    :class:`~dpdesk.engine.errors.Cancelled` raised when it says so (the temporary file is removed)."""
     if not enabled():
         return False
+
+    def check() -> None:
+        if cancelled is not None and cancelled():
+            raise Cancelled("saving the ledger view cache cancelled")
+
     with view.assessing() as state:  # the History extended to the view's head, held while it is copied
         h, head = state.history, state.head
         if len(h) < MIN_ROWS or view.malformed or not chain_ok(head[0]):
             return False
+        check()
         meta, arrays = history_arrays(h)
         with view.growing():
             if view.head != head:  # another thread recorded meanwhile: next time
@@ -114,10 +123,14 @@ def save(path: Path, view: LedgerView, chain_ok: Callable[[int], bool]) -> bool:
                 with os.fdopen(fd, "wb") as f:
                     f.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
                     for item in layout:
+                        check()
                         a = arrays[item["name"]]
                         f.seek(start + item["offset"])
                         f.write(a.data if a.nbytes else b"")
+                        if progress is not None and offset:
+                            progress((item["offset"] + a.nbytes) / offset)
                     f.truncate(start + offset)
+                check()
                 os.replace(tmp, target)
             except BaseException:
                 if os.path.exists(tmp):

@@ -34,6 +34,7 @@ def test_cost_curve_holds_its_last_level_and_report_plots_are_large(demo_window,
     html_path = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
     pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html_path.read_text(encoding="utf-8"))
     widths = [struct.unpack(">II", base64.b64decode(p)[16:24])[0] for p in pngs]
     assert len(widths) == 2 and min(widths) >= 900

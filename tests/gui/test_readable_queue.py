@@ -66,10 +66,12 @@ def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dial
     target = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(target))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
     assert target.exists() and dialogs.infos[-1] == ("Ledger exported", f"Wrote 0 ledger entries to {target}.")
     html = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html))
     qtbot.mouseClick(win.audit.html_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
     assert html.exists() and dialogs.infos[-1][0] == "Report exported" and str(html) in dialogs.infos[-1][1]
 
 
