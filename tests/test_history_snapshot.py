@@ -93,3 +93,19 @@ def test_factor_consistent_catches_an_edited_factor() -> None:
     assert factor_consistent(L, norms)
     L[len(L) // 2, 1] += 0.01
     assert not factor_consistent(L, norms)
+
+
+@pytest.mark.parametrize("form, factor", [("dual", "space.dual.gram.L"), ("dual", "space.dual.coords.L"),
+                                          ("primal", "space.primal.coords.L"), ("primal", "space.primal.U")])
+def test_history_factors_consistent_holds_for_built_factors_and_catches_an_edited_one(form: str, factor: str) -> None:
+    # the public check the view cache runs on a History read back from storage (store/view_cache.py)
+    rng = np.random.default_rng(11)
+    h = History(SHAPE, rows(rng, 40))  # sparse rows and exact repeats among them: coords factors not the identity
+    h.estimate(box(rng), form)
+    assert h.factors_consistent()
+    meta, arrays = history_arrays(h)
+    assert factor in arrays
+    assert history_from_arrays(meta, {k: np.array(v) for k, v in arrays.items()}).factors_consistent()
+    edited = {k: np.array(v) for k, v in arrays.items()}
+    edited[factor][len(edited[factor]) // 2, 1] += 0.01
+    assert not history_from_arrays(meta, edited).factors_consistent()

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
-from dpdesk.engine.inference.snapshot import factor_consistent, history_arrays, history_from_arrays
+from dpdesk.engine.inference.snapshot import history_arrays, history_from_arrays
 from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.view import HISTORY_ROW_LIMIT, LedgerView
@@ -173,30 +173,6 @@ def _read(target: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     return header, arrays
 
 
-def _factors_hold(h: Any) -> bool:
-    """The stored factorisations agree with the rows they factor (see ``factor_consistent``)."""
-    for space in h._spaces.values():
-        c = space.coords_chol
-        if not c.identity and c._M is not None and not factor_consistent(c._L, np.diagonal(c._M)):
-            return False
-        gram = getattr(space, "gram", None)
-        if gram is not None and gram.size and not gram.identity:
-            ids = space._ids
-            st, w = h._stack, h._w.view
-            norms = st._weights.view[ids] ** 2  # one-term rows: w² Π_d |f_d|²
-            for f in st._factors:
-                norms = norms * np.einsum("ij,ij->i", f.view[ids], f.view[ids])
-            for k in np.flatnonzero(st._single.view[ids] == 0):  # the others, one by one
-                norms[k] = st.dots(st.rows[int(ids[k])], ids[k:k + 1])[0]
-            norms = norms * w[ids] ** 2
-            if not factor_consistent(gram._L, norms):
-                return False
-        U = getattr(space, "U", None)
-        if U is not None and U.n and not np.allclose(np.einsum("ij,ij->i", U.view, U.view), 1.0, rtol=1e-8):
-            return False
-    return True
-
-
 def load(path: Path, schema: Schema, genesis: str, entry_hash: Callable[[int], str | None],
          load_prefix: Callable[[int], list[LedgerEntry]]) -> LedgerView | None:
     """The view stored beside project ``path`` if its key holds: ``entry_hash(seq)`` is the stored hash of
@@ -212,7 +188,7 @@ def load(path: Path, schema: Schema, genesis: str, entry_hash: Callable[[int], s
         return None
     try:
         history = history_from_arrays(header["history"], arrays)
-        if not _factors_hold(history):
+        if not history.factors_consistent():  # the large factors are not in the digest: checked here
             return None
         v = header["view"]
         view = LedgerView.restored(schema, genesis, head=(seq, key["hash"]), history=history,

@@ -143,6 +143,13 @@ class History:
         of this History must hold to spare the next reader the build."""
         return tuple(sorted(self._spaces))
 
+    def factors_consistent(self) -> bool:
+        """Whether every factorisation built so far agrees with the rows it factors: each Cholesky factor's
+        rows have the squared norms of what it factors, a positive diagonal, nothing above it; the primal
+        basis is unit length. O(r²) reads and no solve — the check a History read back from storage
+        (``snapshot.history_from_arrays``) gets before it is trusted."""
+        return all(space.factors_consistent() for space in self._spaces.values())
+
     def append(self, row: HistoryRow) -> None:
         """Add a released row; per-cell costs and the built factorisations are updated in place."""
         if row.query.n_cells != self.n_cells:

@@ -20,6 +20,20 @@ _REFACTOR_RATIO = 1.5e5
 _BLOCK_ROWS = 64
 
 
+def factor_consistent(L: np.ndarray, diag_squares: np.ndarray) -> bool:
+    """Whether the rows of a lower-triangular ``L`` have the squared norms ``diag(L Lᵀ)`` must have (the
+    basis rows' own squared norms), a positive finite diagonal and nothing above it — O(r²) reads."""
+    if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] != diag_squares.shape[0]:
+        return False
+    d = np.diagonal(L)
+    if not (np.all(np.isfinite(d)) and np.all(d > 0)):
+        return False
+    if L.shape[0] > 1 and np.any(L[0, 1:]):  # the first row (a cheap sample of the upper part)
+        return False
+    norms = np.einsum("ij,ij->i", L, L)
+    return bool(np.allclose(norms, diag_squares, rtol=1e-8, atol=0.0))
+
+
 class GrowingCholesky:
     """Lower-triangular ``L`` with ``L Lᵀ = M`` for a symmetric positive-definite ``M`` that grows.
 
@@ -57,6 +71,23 @@ class GrowingCholesky:
         c = cls(capacity=1, queued=queued)
         c.size = c._current = int(size)
         return c
+
+    def consistent_with(self, diag_squares: np.ndarray | None = None) -> bool:
+        """Whether ``L`` agrees with what it factors (:func:`factor_consistent`; O(r²) reads, no solve).
+
+        ``diag_squares``: the squared norms of the rows factored (``diag(L Lᵀ)``); by default ``diag(M)``
+        of a factor that keeps ``M``, and a factor that keeps none is then taken as it is. An identity
+        factor always agrees. Queued changes are applied first (a factor read back from storage has none).
+        """
+        if self.identity or not self.size:
+            return True
+        L = self.L  # with queued changes applied (none on a factor read back from storage)
+        if diag_squares is None:
+            if self._M is None:
+                return True
+            self._apply_terms()
+            diag_squares = np.diagonal(self._M[: self.size, : self.size])
+        return factor_consistent(L, np.asarray(diag_squares, dtype=float))
 
     def _unfold(self) -> None:
         """Write the identity factor into the stores (before the first change that is not a unit row)."""

@@ -101,6 +101,15 @@ class _ProductStack:
         rows, idx, val = self._sp_cache
         return np.bincount(rows, weights=val * q.values_at(idx), minlength=len(self.rows))
 
+    def squared_norms(self, ids: np.ndarray) -> np.ndarray:
+        """``‖row_j‖²`` of the selected rows: w² Π_d |f_d|² for a one-term row, its own inner product else."""
+        norms = self._weights.view[ids] ** 2
+        for f in self._factors:
+            norms = norms * np.einsum("ij,ij->i", f.view[ids], f.view[ids])
+        for k in np.flatnonzero(self._single.view[ids] == 0):  # the others, one by one
+            norms[k] = self.dots(self.rows[int(ids[k])], ids[k:k + 1])[0]
+        return norms
+
     def dots(self, q: Query, ids: np.ndarray) -> np.ndarray:
         out = np.zeros(len(ids))
         if len(ids) == 0:
@@ -194,6 +203,10 @@ class _RowSpace:
             lam[rows] = D @ v[: D.shape[1]]
         return lam
 
+    def factors_consistent(self) -> bool:
+        """Whether the stored factorisations agree with the rows they factor (O(r²) reads, no solve)."""
+        return self.coords_chol.consistent_with()
+
     def _basis_lam(self, v: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -208,6 +221,11 @@ class _PrimalSpace(_RowSpace):
         self.U = _GrowArray(n)
         self._own: list[np.ndarray] = []  # coordinates of each basis row (length j+1)
         self._R: np.ndarray | None = None
+
+    def factors_consistent(self) -> bool:
+        U = self.U
+        return super().factors_consistent() and (
+            not U.n or bool(np.allclose(np.einsum("ij,ij->i", U.view, U.view), 1.0, rtol=1e-8)))
 
     def add(self, z: np.ndarray) -> None:
         U = self.U.view
@@ -285,6 +303,11 @@ class _DualSpace(_RowSpace):
         self.weights = weights
         self.gram = GrowingCholesky(queued=False)  # Cholesky of the basis rows' Gram matrix (only grows)
         self._ids = np.zeros(0, dtype=np.int64)
+
+    def factors_consistent(self) -> bool:
+        ids = self._ids  # the basis rows the Gram factor covers, whitened by their weights
+        return super().factors_consistent() and self.gram.consistent_with(
+            self.stack.squared_norms(ids) * self.weights.view[ids] ** 2)
 
     def _basis_dots(self, q: Query) -> np.ndarray:
         """``⟨z_B, q⟩`` for the whitened basis rows."""

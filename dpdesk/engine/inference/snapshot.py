@@ -18,7 +18,7 @@ import numpy as np
 
 from dpdesk.engine.errors import HistoryError
 from dpdesk.engine.inference.history import History, HistoryRow
-from dpdesk.engine.inference.linalg import GrowingCholesky
+from dpdesk.engine.inference.linalg import GrowingCholesky, factor_consistent
 from dpdesk.engine.inference.rowspace import _DualSpace, _GrowArray, _PrimalSpace, _RowSpace
 from dpdesk.engine.queries.query import Query, Term, query_from_json
 
@@ -61,20 +61,6 @@ def _factor_in(name: str, meta: dict[str, Any], arrays: Arrays) -> GrowingCholes
     c.size = c._current = size
     c.identity = False
     return c
-
-
-def factor_consistent(L: np.ndarray, diag_squares: np.ndarray) -> bool:
-    """Whether the rows of a lower-triangular ``L`` have the squared norms ``diag(L Lᵀ)`` must have (the
-    basis rows' own squared norms), a positive finite diagonal and nothing above it — O(r²) reads."""
-    if L.ndim != 2 or L.shape[0] != L.shape[1] or L.shape[0] != diag_squares.shape[0]:
-        return False
-    d = np.diagonal(L)
-    if not (np.all(np.isfinite(d)) and np.all(d > 0)):
-        return False
-    if L.shape[0] > 1 and np.any(L[0, 1:]):  # the first row (a cheap sample of the upper part)
-        return False
-    norms = np.einsum("ij,ij->i", L, L)
-    return bool(np.allclose(norms, diag_squares, rtol=1e-8, atol=0.0))
 
 
 # -- row spaces ---------------------------------------------------------------------------------------
