@@ -181,6 +181,7 @@ class AuditPage(QWidget):
             lay.addWidget(line)
         self.note = QLabel("")  # how the last export or check ended when there is no dialog to say it
         self.note.setWordWrap(True)
+        self.note.setVisible(False)
         lay.addWidget(self.note)
         self.verdict = QLabel("")
         self.verdict.setWordWrap(True)
@@ -316,7 +317,7 @@ class AuditPage(QWidget):
                 return sibling.verify(progress=state.progress, cancelled=state.cancelled)
 
         self.verify_btn.setEnabled(False)
-        self.note.setText("")
+        self._say("")
         self.verify_task.start(job, self._show_verdict, self._failed("The integrity check", self.verify_btn),
                                label="checking the ledger's integrity")
 
@@ -324,11 +325,15 @@ class AuditPage(QWidget):
         def failed(exc: BaseException, trace: str) -> None:
             button.setEnabled(True)
             if isinstance(exc, Cancelled):
-                self.note.setText(f"{what} was cancelled; nothing was written.")
+                self._say(f"{what} was cancelled; nothing was written.")
             else:
-                self.note.setText(f"{what} failed; nothing was written.")
+                self._say(f"{what} failed; nothing was written.")
                 dialogs.report_exception(exc, trace, parent=self)
         return failed
+
+    def _say(self, text: str) -> None:
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
 
     def exporting(self) -> bool:
         """Whether an export or a check is still running."""
@@ -386,7 +391,7 @@ class AuditPage(QWidget):
             dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}.")
 
         self.html_btn.setEnabled(False)
-        self.note.setText("")
+        self._say("")
         self.html_task.start(job, done, self._failed("The report export", self.html_btn),
                              label=f"writing the audit report (checking the ledger first) to {path}")
 
@@ -441,7 +446,7 @@ class AuditPage(QWidget):
             dialogs.show_info(self, "Ledger exported", f"Wrote {plural(entries, 'ledger entry', 'ledger entries')} to {path}.")
 
         self.csv_btn.setEnabled(False)
-        self.note.setText("")
+        self._say("")
         self.csv_task.start(job, done, self._failed("The CSV export", self.csv_btn),
                             label=f"writing the ledger CSV to {path}")
 
