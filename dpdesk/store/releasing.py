@@ -14,13 +14,13 @@ drawing again; a unique index makes a second decision for one request impossible
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.request import Settings
 from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.engine.errors import BudgetError, Cancelled, DpdeskError
+from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
@@ -38,7 +38,6 @@ from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import declined, recorded
 from dpdesk.store.watching import planned_rows
 
-_CHAIN_STEP = 64  # ledger rows checked between progress reports and cancel checks
 _CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
 
 def what_of(plan: ReleasePlan) -> str:
@@ -110,18 +109,8 @@ class Releasing:
         conn = self._conn
 
         def chain_ok(seq: int) -> bool:
-            rows = ledger.raw_rows(conn, upto=seq)
-
-            def watched() -> Iterator[ledger.RawRow]:
-                for i, row in enumerate(rows):
-                    if i % _CHAIN_STEP == 0:
-                        if cancelled is not None and cancelled():
-                            raise Cancelled("saving the ledger view cache cancelled")
-                        if progress is not None:
-                            progress(_CHAIN_SHARE * i / len(rows))
-                    yield row
-
-            return ledger.check_chain(watched(), self.genesis)[1] is None
+            return ledger.check_chain(ledger.raw_rows(conn, upto=seq), self.genesis, cancelled=cancelled,
+                                      progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f))[1] is None
 
         return view_cache.save(self.path, view, chain_ok, cancelled=cancelled,
                                progress=None if progress is None else lambda f: progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * f))
