@@ -67,7 +67,7 @@ def is_untouched(path: Path) -> bool:
     """Whether ``path`` is a demo copy exactly as :func:`create_demo_project` left it, not open elsewhere.
 
     Untouched means: nothing in the ledger (no answer, rejection or rebind), the bundled request
-    queue and nothing else (all pending), no spend policy or declared table size, the demo's name,
+    queue and nothing else (all pending), no spend policy, declared table size or look-ahead, the demo's name,
     budget and δ cap, bound to its own copy of the table and that copy byte-identical to the bundled one.
     A project another dpdesk holds open for writing is not reused (it may change any moment). Any
     problem reading it (damaged, newer format, ...) counts as touched: such a folder is left alone.
@@ -88,6 +88,7 @@ def is_untouched(path: Path) -> bool:
                 and project.delta_cap == DEMO_DELTA_CAP  # a copy made before the demo had one is not it
                 and project.source.location == str(table) and project.source.table is None
                 and not project.ledger() and project.spend_policy is None and project.prior is None
+                and project.look_ahead is None
                 and [(r.id, r.requester, r.query_text, r.eps, r.delta, r.status) for r in project.requests()]
                 == [(r.id, r.requester, r.query_text, r.eps, r.delta, "pending") for r in bundled]
             )

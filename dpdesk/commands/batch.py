@@ -6,8 +6,11 @@ cover the narrowest ±ε it could still get (a counter-offer) — and spends not
 same plan, asks for confirmation on stdin unless ``--yes`` (end of input counts as "no"), releases the
 measurements (one ledger entry each, recorded before anything is shown) and answers every covered
 request from history. ``--requests q1,q2,…`` picks requests; ``--pending`` (the default) takes every
-pending count request. Exit codes: 0 done, 1 nothing released (not confirmed, stale plan, over the
-budget), 2 bad input.
+pending count request. ``--look-ahead [SHARE]`` first measures, on cells nobody has paid for, a strategy
+for the queue's requests (public inputs only) spending SHARE of those cells' room (default: the
+project's share, else 1); ``--no-look-ahead`` plans the batch alone; without either the project's
+setting (``dpdesk project look-ahead``) decides. Exit codes: 0 done, 1 nothing released (not confirmed,
+stale plan, over the budget), 2 bad input.
 """
 
 from __future__ import annotations
@@ -28,10 +31,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         which = a.add_mutually_exclusive_group()
         which.add_argument("--requests", metavar="IDS", help="comma-separated request ids (in this order)")
         which.add_argument("--pending", action="store_true", help="every pending count request (default)")
+        ahead = a.add_mutually_exclusive_group()
+        ahead.add_argument("--look-ahead", nargs="?", const=ON, type=share_argument, metavar="SHARE",
+                           help="first measure, on cells nobody has paid for, a strategy for the queue's requests "
+                                "(public inputs only), spending SHARE in (0, 1] of those cells' room (default: the "
+                                "project's share, else 1); the preview shows what it spends")
+        ahead.add_argument("--no-look-ahead", action="store_true",
+                           help="plan the batch alone (default: the project's setting, off unless set)")
         a.add_argument("--json", action="store_true", help="print one JSON object")
         if name == "answer":
             a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.set_defaults(func=run, _parser=p)
+
+
+ON = True  # --look-ahead without a share (not a string: argparse would convert it)
+
+
+def share_argument(text: str) -> float:
+    """``--look-ahead SHARE``: a fraction in (0, 1] (argparse turns the error into one line, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (give a share in (0, 1], e.g. 0.5)") from None
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.store.answering import check_share
+
+    try:
+        return check_share(value, "share")
+    except DpdeskError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def look_ahead_from_args(args: argparse.Namespace, project) -> float | None:  # type: ignore[no-untyped-def]
+    """The share this command plans with: the flag's, the project's, or None (off)."""
+    if args.no_look_ahead:
+        return None
+    if args.look_ahead is None:
+        return project.look_ahead
+    if args.look_ahead is ON:
+        from dpdesk.engine.planning.ahead import SHARE
+
+        return project.look_ahead or SHARE
+    return float(args.look_ahead)
+
+
+def look_ahead_text(plan, share: float | None) -> str | None:  # type: ignore[no-untyped-def]
+    """One line on the look-ahead: what it measures and costs, or why it was not used (None: off)."""
+    la = plan.look_ahead
+    if la is None:
+        if share is None:
+            return None
+        return (f"look-ahead (share {share:.0%}): not used — no cell the queue's requests touch is unspent, or "
+                "the batch alone answers more")
+    return (f"look-ahead: {la.strategy} — the first {la.measurements} measurement(s), on {la.cells} cell(s) nobody "
+            f"had paid for, built from the batch and {la.seen} other queued request(s), spending {la.share:.0%} of "
+            f"their room: system cost {plan.system_cost:.6g} → {la.system_cost_after:.6g} from it alone")
 
 
 def _ids(args: argparse.Namespace) -> list[str] | None:
@@ -45,10 +99,12 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
     return ids
 
 
-def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
+def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyped-def]
     """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
+    ahead = look_ahead_text(plan, share)
     lines = [f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
              f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
+             *([ahead] if ahead else []),
              f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
              f"{', watched claims aside' if plan.left_out else ''}) would answer "
              f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
@@ -71,6 +127,11 @@ def plan_text(plan) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
+def plan_json(plan, share: float | None) -> dict:  # type: ignore[no-untyped-def]
+    """The plan's JSON with the look-ahead share it was asked to use (``look_ahead_share``: null when off)."""
+    return plan.to_json() | {"look_ahead_share": share}
+
+
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "batch_command", None)
     if action not in ("plan", "answer"):
@@ -82,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     ids = _ids(args)
     if action == "plan":
         with Project.open(args.path, "r") as p:
-            plan = plan_pending(p, ids)
-        print(json.dumps(plan.to_json(), indent=2) if args.json else plan_text(plan))
+            share = look_ahead_from_args(args, p)
+            plan = plan_pending(p, ids, look_ahead=share)
+        print(json.dumps(plan_json(plan, share), indent=2) if args.json else plan_text(plan, share))
         return 0
     from dpdesk.commands.confirm import confirmed
     from dpdesk.engine.errors import BudgetError
@@ -91,14 +153,17 @@ def run(args: argparse.Namespace) -> int:
 
     out = sys.stderr if args.json else sys.stdout
     with Project.open(args.path, "w") as p:
-        plan = plan_pending(p, ids)
-        print(plan_text(plan), file=out)
+        share = look_ahead_from_args(args, p)
+        plan = plan_pending(p, ids, look_ahead=share)
+        print(plan_text(plan, share), file=out)
         if not plan.measurements and not plan.ids("answerable"):
             print("nothing to release: the plan covers no request", file=out)
             if args.json:
-                print(json.dumps({"plan": plan.to_json(), "release": None}))
+                print(json.dumps({"plan": plan_json(plan, share), "release": None}))
             return 1
-        question = (f"release {len(plan.measurements)} measurement(s), raising the system cost to "
+        la = plan.look_ahead
+        question = (f"release {len(plan.measurements)} measurement(s)"
+                    + (f" ({la.measurements} of them the look-ahead)" if la else "") + ", raising the system cost to "
                     f"{plan.system_cost_after:.6g}, and answer {plan.answered} request(s)?")
         if not args.yes and not confirmed(question):
             return 1
@@ -112,5 +177,5 @@ def run(args: argparse.Namespace) -> int:
         if done.left_pending:
             print(f"still pending: {', '.join(done.left_pending)}", file=out)
         if args.json:
-            print(json.dumps({"plan": plan.to_json(), "release": done.to_json()}))
+            print(json.dumps({"plan": plan_json(plan, share), "release": done.to_json()}))
     return 0

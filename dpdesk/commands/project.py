@@ -1,5 +1,5 @@
-"""``dpdesk project new|info|rebind|policy|prior``: create a project file, describe it, accept changed
-source data, show or set the spend policy and the known-bounds prior."""
+"""``dpdesk project new|info|rebind|policy|prior|look-ahead``: create a project file, describe it, accept
+changed source data, show or set the spend policy, the known-bounds prior and the batch plans' look-ahead."""
 
 from __future__ import annotations
 
@@ -52,6 +52,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prior.add_argument("path", metavar="PATH")
     add_table_size_argument(prior)
     prior.add_argument("--flat", action="store_true", help="withdraw the declared table size: the flat prior")
+    ahead = sub.add_parser(
+        "look-ahead", help="show or set the batch plans' look-ahead",
+        description="Show the project's look-ahead, or set it: with --share S every batch plan (dpdesk batch, "
+                    "Plan batch… in the app) first measures, on cells nobody has paid for yet, a strategy for the "
+                    "queue's requests (their queries and (ε, δ): public inputs only), spending the share S of "
+                    "those cells' room at once, so that later requests on them are answered from history; --off "
+                    "plans each batch alone (the default).")
+    ahead.add_argument("path", metavar="PATH")
+    from dpdesk.commands.batch import share_argument
+
+    ahead.add_argument("--share", type=share_argument, metavar="S", help="fraction in (0, 1] of the unspent cells' room")
+    ahead.add_argument("--off", action="store_true", help="plan each batch alone")
     p.set_defaults(func=run, _parser=p)
 
 
@@ -67,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         return _policy(args)
     if action == "prior":
         return _prior(args)
+    if action == "look-ahead":
+        return _answering_setting(args, "look_ahead", reset=args.off, given=args.share is not None,
+                                  value=lambda: args.share, options="--share S or --off", describe=describe_look_ahead)
     args._parser.print_help()
     return 2
 
@@ -103,6 +118,13 @@ def describe_policy(policy) -> str:
         return "greedy (each fresh answer spends exactly what its request needs)"
     return (f"{policy.describe()}: a fresh answer spends at least {policy.floor:.0%} of what its cells can still "
             f"pay; a request needing more than {policy.cap:.0%} of it is declined")
+
+
+def describe_look_ahead(share) -> str:
+    if share is None:
+        return "off (each batch plan is made for the batch alone)"
+    return (f"on at share {share:g}: a batch plan first spends up to {share:.0%} of the room left on cells nobody has paid "
+            "for, measuring a strategy for the queue's requests")
 
 
 def describe_prior(prior) -> str:
@@ -171,8 +193,10 @@ def _info(args: argparse.Namespace) -> int:
             "ledger_head": entries[-1].hash if entries else None,
             "spend_policy": None if p.spend_policy is None else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
             "declared_table_size": None if p.prior is None else p.prior.table_size,
+            "look_ahead": p.look_ahead,
         }
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
+        ahead_text = describe_look_ahead(p.look_ahead)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -190,6 +214,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}")
     print(f"  spend policy: {policy_text}")
     print(f"  prior: {prior_text}")
+    print(f"  batch look-ahead: {ahead_text}")
     return 0
 
 

@@ -11,6 +11,17 @@ releases the measurements one by one through :meth:`Project.release <dpdesk.stor
 the batch that history now meets at its (ε, δ) — each an ordinary inferred answer, assessed and
 released on the same path. A request the plan did not cover stays pending.
 
+**Looking ahead.** With a look-ahead share (the project's setting :attr:`Project.look_ahead
+<dpdesk.store.releasing.Releasing.look_ahead>`, off by default, or ``look_ahead=`` here), the plan is
+:func:`~dpdesk.engine.planning.ahead.plan_ahead`'s: it first measures, on cells nobody has paid for yet,
+a strategy for the queue's workload — the batch and the project's other count requests, answered or
+pending (:func:`queue_workload`: their queries and (ε, δ), public inputs; nothing read from the data) —
+spending that share of those cells' room, then plans the batch on top. Every request is still checked
+with the engine's exact posterior, and the look-ahead is kept only when the batch answers no fewer.
+Its measurements come first in the plan (``plan.look_ahead`` says how many, what they cost and on how
+many cells), so the preview (alone vs in batch, the total, the heatmap) shows them before anything is
+spent, and they are screened and released like every other measurement.
+
 Watched claims (:mod:`dpdesk.store.watch`) are checked before anything is spent: :func:`claim_screen`
 walks the plan's measurements in the order they will be released, each through the gate the release
 path runs (the history and the claims' spent risk as they will be by then; no released value is read).
@@ -25,22 +36,28 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import NoiseSampler
+from dpdesk.engine.answering.request import Request
 from dpdesk.engine.planning import BatchPlan, plan_batch
+from dpdesk.engine.planning.ahead import plan_ahead
 from dpdesk.engine.planning.checks import without
+from dpdesk.engine.planning.plan import LookAhead
 from dpdesk.engine.planning.release import MeasurementPlan
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.store import view as view_module
+from dpdesk.store.answering import FROM_PROJECT, check_share
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import RequestStateError, StaleAssessment
 from dpdesk.store.release import Release
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import ClaimDeclined, gate
 
-__all__ = ["BatchRelease", "claim_screen", "plan_pending", "release_batch"]
+__all__ = ["BatchRelease", "claim_screen", "look_ahead_share", "plan_pending", "queue_workload", "release_batch"]
 
 
 @dataclass(frozen=True)
@@ -65,9 +82,16 @@ class BatchRelease:
 
 
 def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, method: str = "fft",
+                 look_ahead: float | None | str = FROM_PROJECT,
                  progress: Callable[[float], None] | None = None,
                  cancelled: Callable[[], bool] | None = None) -> BatchPlan:
-    """Plan the listed pending requests (None: every pending count request, in queue order)."""
+    """Plan the listed pending requests (None: every pending count request, in queue order).
+
+    ``look_ahead`` is the share of the room left on cells nobody has paid for that a look-ahead
+    strategy for the queue's workload may spend first (see the module docstring); None (or 0) plans the
+    batch alone; the default is the project's setting.
+    """
+    share = look_ahead_share(project, look_ahead)
     if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
         stored = [r for r in project.requests("pending") if r.kind == "count"]
     else:
@@ -83,10 +107,15 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
         raise RequestStateError("there are no pending count requests to plan")
     settings = project.answering_settings()
     ordered = [a.kind == "numeric" for a in project.schema.attributes]
+    batch = [r.to_request() for r in stored]
+    seen = queue_workload(project, [r.id for r in stored]) if share is not None else []
     with project.view().assessing() as s:
-        plan = plan_batch(s.history, [r.to_request() for r in stored], settings, cell_costs=s.cell_costs,
-                          ordered=ordered, method=method, releases=s.releases, progress=progress,
-                          cancelled=cancelled)
+        common = dict(cell_costs=s.cell_costs, ordered=ordered, method=method, releases=s.releases,
+                      progress=progress, cancelled=cancelled)
+        if share is None:
+            plan = plan_batch(s.history, batch, settings, **common)
+        else:
+            plan = plan_ahead(s.history, batch, settings, seen=seen, share=share, **common)
         seq, head = s.head
         declined = claim_screen(project, plan, s)
         if declined:
@@ -95,10 +124,48 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
                        f"claim{'s' if len(ids) > 1 else ''} {', '.join(ids)} would decline "
                        f"(#{', #'.join(str(k + 1) for k, _c, _w in declined)} of the plan); assessed alone it is "
                        "offered what the claims allow")
-            plan = without(plan, s.history, [k for k, _c, _w in declined], because, method=method,
+            drop = [k for k, _c, _w in declined]
+            trimmed = _look_ahead_without(plan, drop, np.asarray(s.cell_costs, dtype=float))
+            plan = without(plan, s.history, drop, because, method=method,
                            releases=s.releases, cancelled=cancelled)
-            plan = replace(plan, left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined))
+            plan = replace(plan, left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined),
+                           look_ahead=trimmed)
     return replace(plan, basis=Basis(head, seq, settings.to_json(), method))
+
+
+def look_ahead_share(project: Any, look_ahead: float | None | str = FROM_PROJECT) -> float | None:
+    """The look-ahead share a batch plan uses: ``look_ahead`` checked (0 or None: off), or the project's."""
+    if isinstance(look_ahead, str):
+        if look_ahead != FROM_PROJECT:
+            raise ValueError(f"look_ahead={look_ahead!r}: a share, None, or {FROM_PROJECT!r}")
+        return project.look_ahead
+    if look_ahead is None or (not isinstance(look_ahead, bool) and look_ahead == 0):
+        return None
+    return check_share(look_ahead)
+
+
+def queue_workload(project: Any, batch: Sequence[str]) -> list[Request]:
+    """The queue's other count requests, answered or pending, in queue order: what a look-ahead serves.
+
+    Public inputs only — each request's query and (ε, δ) as the requester sent them; rejected requests
+    are left out (the curator declined them), and nothing released or read from the data enters.
+    """
+    skip = set(batch)
+    return [r.to_request() for r in project.requests()
+            if r.kind == "count" and r.status in ("answered", "pending") and r.id not in skip]
+
+
+def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray) -> LookAhead | None:
+    """``plan.look_ahead`` once the measurements ``drop`` are left out (None: none of it is left)."""
+    la = plan.look_ahead
+    if la is None:
+        return None
+    kept = [m for k, m in enumerate(plan.measurements[:la.measurements]) if k not in set(drop)]
+    if not kept:
+        return None
+    after = costs0 + sum((m.charge.dense(costs0.size) for m in kept), np.zeros_like(costs0))
+    return replace(la, measurements=len(kept), cells=int(np.count_nonzero(after > costs0)),
+                   system_cost_after=float(after.max()))
 
 
 def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tuple[int, str, str]]:

@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -144,6 +144,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # changes and no row is rewritten, so every hash holds; the version keeps a format-5 dpdesk, which
     # would call those entries unknown, from opening the file.
     6: (),
+    # 7: the batch plans' look-ahead share, one of the curator's answering settings (store/answering.py)
+    7: answering.LOOK_AHEAD_TABLES,
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

@@ -28,7 +28,7 @@ from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.store import db, ledger, view_cache
-from dpdesk.store.answering import FROM_PROJECT
+from dpdesk.store.answering import FROM_PROJECT, check_share, read_look_ahead, write_look_ahead
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
 from dpdesk.store.errors import DrawDiscarded, RequestStateError, StaleAssessment, StoreError
@@ -147,6 +147,19 @@ class Releasing:
     def answering_settings(self) -> Settings:
         """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
         return Settings(float(self.total_budget), self.spend_policy, self.prior)
+
+    @property
+    def look_ahead(self) -> float | None:
+        """The batch plans' look-ahead share (None: off; see :func:`dpdesk.store.batch.plan_pending`)."""
+        return read_look_ahead(self._conn)
+
+    def set_look_ahead(self, share: float | None) -> None:
+        """Turn the batch plans' look-ahead on at ``share`` of the room left on unspent cells (None: off)."""
+        if share is not None:
+            check_share(share)  # checked before the write lock is asked for
+        self._require_writer()
+        with db.transaction(self._conn):
+            write_look_ahead(self._conn, share)
 
     # -- assessing -----------------------------------------------------------------------------
     def assess(

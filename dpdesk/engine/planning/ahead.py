@@ -38,7 +38,7 @@ from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
-from dpdesk.engine.planning.plan import BatchPlan, Measurement, PlannedRequest
+from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, PlannedRequest
 from dpdesk.engine.planning.planner import needed_scales, plan_batch
 from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
@@ -170,4 +170,6 @@ def plan_ahead(
         out.append(replace(p, alone=alone[p.id]))
     return replace(inner, strategy=f"{s.name} + {inner.strategy}", measurements=tuple(rows) + inner.measurements,
                    requests=tuple(out), system_cost=plain.system_cost, one_by_one=plain.one_by_one,
-                   candidates=plain.candidates + inner.candidates, elapsed_ms=(time.perf_counter() - t0) * 1000.0)
+                   candidates=plain.candidates + inner.candidates, elapsed_ms=(time.perf_counter() - t0) * 1000.0,
+                   look_ahead=LookAhead(s.name, float(share), len(rows), len(seen), int(np.count_nonzero(costs1 > costs0)),
+                                        float(costs1.max())))

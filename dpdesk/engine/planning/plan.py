@@ -18,7 +18,7 @@ from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["BatchPlan", "Candidate", "Measurement", "PlannedRequest", "STATUSES"]
+__all__ = ["BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "STATUSES"]
 
 # answerable: history already meets (ε, δ); planned: answerable once the plan is released;
 # uncovered: the budget (or the spend policy) does not cover it in this plan
@@ -81,6 +81,27 @@ class Candidate:
                 "rows": self.rows, "checked": self.checked}
 
 
+@dataclass(frozen=True)
+class LookAhead:
+    """What a plan measures first for the queue's workload (:func:`~dpdesk.engine.planning.ahead.plan_ahead`).
+
+    The plan's first ``measurements`` measurements are the look-ahead strategy ``strategy``, built from
+    the batch and ``seen`` earlier requests of the queue and spending ``share`` of the room left on
+    ``cells`` cells nobody had paid for; ``system_cost_after`` is the system cost after it alone.
+    """
+
+    strategy: str
+    share: float
+    measurements: int
+    seen: int
+    cells: int
+    system_cost_after: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "share": self.share, "measurements": self.measurements,
+                "seen": self.seen, "cells": self.cells, "system_cost_after": self.system_cost_after}
+
+
 @dataclass(frozen=True, eq=False)
 class BatchPlan:
     """The chosen plan: measurements to release, then every *planned* request is answered from history."""
@@ -97,6 +118,7 @@ class BatchPlan:
     elapsed_ms: float = 0.0
     basis: Basis = Basis()           # the ledger head and settings it was planned at (set by the store)
     left_out: tuple[str, ...] = ()   # measurements the search chose but left out, one line each (why)
+    look_ahead: LookAhead | None = None  # the first measurements serve the queue's workload (plan_ahead)
 
     @property
     def charge(self) -> Charge:
@@ -139,4 +161,5 @@ class BatchPlan:
             "candidates": [c.to_json() for c in self.candidates],
             "elapsed_ms": self.elapsed_ms,
             "left_out": list(self.left_out),
+            "look_ahead": None if self.look_ahead is None else self.look_ahead.to_json(),
         }
