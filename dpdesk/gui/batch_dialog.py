@@ -10,6 +10,12 @@ progress and can be cancelled. The release is cancelled before its next measurem
 by then stay recorded (and audited like every release), nothing else is spent, the batch's requests stay
 pending, and the dialog says how many were recorded. Measurements watched claims would decline are left
 out of the plan (listed under the table) and the requests that needed them named.
+
+*Look ahead* (off unless the project's setting is on; remembered for the project) plans with
+:func:`~dpdesk.engine.planning.ahead.plan_ahead`: the plan first measures, on cells nobody has paid for
+yet, a strategy for the queue's requests (their queries and (ε, δ) only, never the data), spending the
+chosen share of those cells' room. Changing it plans again off the GUI thread (the running plan is
+cancelled); the summary says what the look-ahead alone costs and the table and heatmap include it.
 """
 
 from __future__ import annotations
@@ -18,15 +24,35 @@ import html
 from typing import Any, Sequence
 
 import numpy as np
-from PySide6.QtWidgets import (QAbstractItemView, QDialog, QHBoxLayout, QLabel, QProgressBar,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDialog, QHBoxLayout, QLabel, QProgressBar,
+                               QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.planning.ahead import SHARE
 from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.tasks import TaskRunner
 
 HEADERS = ("request", "±ε", "δ", "alone", "in batch", "status", "if not covered")
+
+LOOK_AHEAD_WORDS = (
+    "Looking ahead spends, now and at once, the chosen share of the budget left on cells nobody has paid for yet, "
+    "measuring one strategy for all the queue's requests on them; later requests on those cells are then answered "
+    "from history for free instead of each buying its own small answer. It is built from public inputs only — the "
+    "queue's requests (answered and pending): their queries and (ε, δ) — never from the data. Remembered for this "
+    "project.")
+
+
+def look_ahead_summary(plan: Any, share: float | None) -> str:
+    """One sentence on the look-ahead of ``plan`` (planned at ``share``; None: off): what it costs alone."""
+    la = plan.look_ahead
+    if la is None:
+        return "" if share is None else (f"Look-ahead ({share:.0%}) not used: no cell the queue touches is unspent, "
+                                         "or the batch alone answers more.")
+    return (f"Look-ahead ({html.escape(la.strategy)}): the first {la.measurements} measurement(s), on {la.cells} "
+            f"cell(s) nobody had paid for, for this batch and {la.seen} other queued request(s) — {la.share:.0%} "
+            f"of their room, system cost {plan.system_cost:.4g} → {la.system_cost_after:.4g} from it alone.")
 
 
 def batch_share(plan: Any) -> float:
@@ -60,6 +86,20 @@ class BatchDialog(QDialog):
         self.runner = TaskRunner(self)
         self.summary = QLabel("Planning the batch…")
         self.summary.setWordWrap(True)
+        share = session.look_ahead
+        self.look_ahead = QCheckBox("Look ahead: first measure a strategy for the whole queue, spending")
+        self.look_ahead.setChecked(share is not None)
+        self.share = QSpinBox()
+        self.share.setRange(1, 100)
+        self.share.setSuffix(" % of unspent cells' room")
+        self.share.setValue(int(round(100 * (share if share is not None else SHARE))))
+        self.share.setEnabled(share is not None)
+        self.look_ahead_words = QLabel(LOOK_AHEAD_WORDS)
+        self.look_ahead_words.setWordWrap(True)
+        self._replan = QTimer(self)  # the spin box steps: plan once it rests
+        self._replan.setSingleShot(True)
+        self._replan.setInterval(300)
+        self._replan.timeout.connect(self._look_ahead_changed)
         self.table = QTableWidget(0, len(HEADERS))
         self.table.setHorizontalHeaderLabels(HEADERS)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -79,7 +119,13 @@ class BatchDialog(QDialog):
         buttons.addWidget(self.progress, 1)
         for b in (self.cancel_button, self.release_button, close):
             buttons.addWidget(b)
+        ahead = QHBoxLayout()
+        ahead.addWidget(self.look_ahead)
+        ahead.addWidget(self.share)
+        ahead.addStretch(1)
         lay = QVBoxLayout(self)
+        lay.addLayout(ahead)
+        lay.addWidget(self.look_ahead_words)
         lay.addWidget(self.summary)
         lay.addWidget(self.table, 1)
         lay.addWidget(QLabel("Per-cell costs after the plan"))
@@ -90,17 +136,46 @@ class BatchDialog(QDialog):
         self.cancel_button.clicked.connect(self.cancel)
         self.release_button.clicked.connect(self.release)
         close.clicked.connect(self.reject)
+        self.look_ahead.toggled.connect(self._toggled)
+        self.share.valueChanged.connect(lambda _v: self._replan.start())
+        self.run_plan()
+
+    # -- the look-ahead -------------------------------------------------------------------------------
+    def chosen_share(self) -> float | None:
+        """The look-ahead share the controls say (None: off)."""
+        if not self.look_ahead.isChecked():
+            return None
+        stored = self.session.look_ahead  # a share set elsewhere (say 0.333) stays exact while the box shows it
+        return stored if stored is not None and round(100 * stored) == self.share.value() else self.share.value() / 100.0
+
+    def _toggled(self, on: bool) -> None:
+        self.share.setEnabled(on)
+        self._replan.stop()
+        self._look_ahead_changed()
+
+    def _look_ahead_changed(self) -> None:
+        """Remember the choice for the project and plan again (a plan being made is cancelled)."""
+        if self._releasing is not None:
+            return
+        share = self.chosen_share()
+        if share != self.session.look_ahead:
+            self.session.set_look_ahead(share)
+        self.plan = None
+        self.release_button.setEnabled(False)
+        self.summary.setText("Planning the batch…")
         self.run_plan()
 
     # -- planning -------------------------------------------------------------------------------------
     def run_plan(self) -> None:
         from dpdesk.store.batch import plan_pending
 
-        project, ids, method = self.session.project, self.request_ids, self.method
+        project, ids, method, share = self.session.project, self.request_ids, self.method, self.chosen_share()
+        self._planned_share = share
 
         def job(state: Any) -> Any:
             with project.sibling() as sibling:
-                return plan_pending(sibling, ids, method=method, progress=state.progress, cancelled=state.cancelled)
+                return plan_pending(sibling, ids, method=method, look_ahead=share, progress=state.progress,
+                                    cancelled=state.cancelled)
 
         self.cancel_button.setEnabled(True)
         self.runner.start(job, self._show, self._failed, label="planning the batch")
@@ -120,6 +195,7 @@ class BatchDialog(QDialog):
             f"{', watched claims aside' if plan.left_out else ''}: "
             f"{'' if one.checked else 'at most '}{one.answered}, system cost "
             f"{one.system_cost_after:.4g})."
+            + (f"<br>{look_ahead_summary(plan, self._planned_share)}" if self._planned_share is not None else "")
             + "".join(f"<br>Left out — {html.escape(why)}" for why in plan.left_out))
         self.table.setRowCount(len(plan.requests))
         for r, p in enumerate(plan.requests):
@@ -143,7 +219,9 @@ class BatchDialog(QDialog):
             return
         covered = plan.ids("planned") + plan.ids("answerable")
         left = plan.ids("uncovered")
-        question = (f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}) and answer "
+        la = plan.look_ahead
+        question = (f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
+                    + (f"; the first {la.measurements} look ahead for the queue" if la else "") + ") and answer "
                     f"{', '.join(covered) or 'no request'} from them? The system cost becomes "
                     f"{plan.system_cost_after:.4g} of {plan.total_budget:g}."
                     + (f" {', '.join(left)} stay pending." if left else "") + " This cannot be undone.")
@@ -158,6 +236,8 @@ class BatchDialog(QDialog):
                 return release_batch(sibling, plan, progress=state.progress, cancelled=state.cancelled)
 
         self.release_button.setEnabled(False)
+        self.look_ahead.setEnabled(False)  # the plan being released is the one shown
+        self.share.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.summary.setText("Releasing the batch…")
         before = len(self.session.ledger())

@@ -292,6 +292,15 @@ class ProjectSession(QObject):
         finally:
             self._changed()
 
+    @property
+    def look_ahead(self) -> float | None:
+        """The batch plans' look-ahead share (None: off)."""
+        return self.project.look_ahead
+
+    def set_look_ahead(self, share: float | None) -> None:
+        """Store the batch plans' look-ahead share (None: off). Only batch plans read it: no view redraws."""
+        self.project.set_look_ahead(share)
+
     def reject(self, request_id: str, reason: str = "") -> LedgerEntry:
         try:
             return self.project.reject(request_id, reason)
