@@ -178,7 +178,7 @@ def _history_law(estimate: Estimate) -> _Stepped | _Smooth | _Laplace | _Spectra
         h = T / half
     n = _g.odd_fast_len(2 * half + 1)
     half = n // 2
-    mass, err = _g.fft_general(comp, h, n, 1e-9)
+    mass, err = _g.fft_general(comp, h, n, 1e-9, give_up=lambda e: e > 1e-6)
     if err > 1e-6:  # discrete terms next to a narrow continuous one: not resolved within the budget
         return _Spectral(comp, pruned)
     edges = h * (np.arange(-half, half + 2) - 0.5)

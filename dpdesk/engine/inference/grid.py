@@ -224,6 +224,16 @@ def phi(t: np.ndarray, comp: Components) -> np.ndarray:
     return np.where(v <= math.exp(_LOG_TINY) * 1.0000001, 0.0, v)
 
 
+def _even(f: Callable, t: np.ndarray, comp: Components) -> np.ndarray:
+    """``f(t, comp)`` for an even ``f`` on a grid ordered like ``fftfreq`` of odd length (``t[L−k] = −t[k]``):
+    the non-negative half is evaluated, the rest mirrored."""
+    L = t.size
+    if L % 2 == 0 or L < 3:
+        return f(t, comp)
+    half = f(t[: (L + 1) // 2], comp)
+    return np.concatenate([half, half[:0:-1]])
+
+
 def _laplace_bins_dtft(c1: float, h: float, w: np.ndarray) -> np.ndarray:
     """Exact DTFT at ``w`` of the bin masses of Laplace(c1) on bins ``[jh - h/2, jh + h/2]`` (all aliases)."""
     x = h / c1
@@ -260,7 +270,23 @@ def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from):
     return plain + tail, corr + tail
 
 
-def fft_general(comp, h, n_out, target, cancelled=None):
+def _alias_pair(tp, tm, need_p, need_m, rest, mirror=None):
+    """``φ_rest`` at the aliases ``tp`` (where ``need_p``) and ``tm`` (where ``need_m``), zero elsewhere.
+
+    With ``mirror`` (``tm[mirror[k]] = −tp[k]``), ``φ(tp)`` serves both: φ is even.
+    """
+    rp, rm = np.zeros(tp.size), np.zeros(tm.size)
+    if mirror is None:
+        rp[need_p], rm[need_m] = phi(tp[need_p], rest), phi(tm[need_m], rest)
+        return rp, rm
+    both = need_p | need_m[mirror]
+    rp[both] = phi(tp[both], rest)
+    rm[need_m] = rp[mirror][need_m]
+    rp[~need_p] = 0.0
+    return rp, rm
+
+
+def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
     """Bin masses of S on ``n_out`` bins of width ``h`` (centred on ``jh``) and a bound on their TV error.
 
     With at least one continuous component (largest scale ``c1``, the rest ``R``), the bin masses'
@@ -272,6 +298,12 @@ def fft_general(comp, h, n_out, target, cancelled=None):
     an ℓ1 bound on the error of the fine masses, hence of the aggregated ones) is within ``target``.
     Without continuous components (discrete noise, non-lattice coefficients) no rigorous bound is
     available; the returned figure is the size of the last aliases summed, an estimate.
+
+    ``give_up(err)``, when given, is asked with the error bound the masses would carry once the aliases
+    are known (with a continuous component): when it answers True, ``(None, err)`` is returned without
+    summing them, since the caller would discard masses that loose. ``φ`` is even and, ``L`` being odd,
+    the frequencies of aliases ``n`` and ``−n`` (and of ``w`` itself) are mirror images: each ``|t|`` is
+    evaluated once.
     """
     rest = Components(c=comp.c[:-1], a=comp.a, p=comp.p, q=comp.q) if comp.c.size else comp
     c1 = float(comp.c[-1]) if comp.c.size else None
@@ -288,7 +320,7 @@ def fft_general(comp, h, n_out, target, cancelled=None):
         w = 2 * np.pi * np.fft.fftfreq(L)
         if c1 is None:
             break
-        r0 = phi(w / hf, rest)
+        r0 = _even(phi, w / hf, rest)
         for N in (0, 1, 2, 4, 8, 16, 32):
             plain, corr = _alias_residual(w, hf, c1, bound_rest, r0, var_rest, N)
             err = math.sqrt(float(np.sum(np.minimum(plain, corr) ** 2)))
@@ -309,18 +341,21 @@ def fft_general(comp, h, n_out, target, cancelled=None):
                    for tn in ((w + 2 * np.pi * (N + 1)) / hf, (w - 2 * np.pi * (N + 1)) / hf))
         err = math.sqrt(float(np.sum(last**2))) * (N + 1)
     else:
+        if give_up is not None and give_up(err + 1e-16 * math.sqrt(L) * 4):
+            return None, err + 1e-16 * math.sqrt(L) * 4
         use_corr = corr < plain
         t0 = w / hf
         X = np.where(use_corr, _laplace_bins_dtft(c1, hf, w) * r0,
                      r0 / (1 + (c1 * t0) ** 2) * np.sinc(t0 * hf / (2 * np.pi)))
-        for n in [k for m in range(1, N + 1) for k in (m, -m)]:
+        mirror = (-np.arange(L)) % L if L % 2 else None  # index of -w (odd L: fftfreq is symmetric)
+        for m in range(1, N + 1):
             _check(cancelled)
-            tn = (w + 2 * np.pi * n) / hf
-            base = 1 / (1 + (c1 * tn) ** 2) * np.sinc(tn * hf / (2 * np.pi))
-            need = np.abs(base) > 1e-30
-            rn = np.zeros(L)
-            rn[need] = phi(tn[need], rest)
-            X += base * np.where(use_corr, rn - r0, rn)
+            tp, tm = (w + 2 * np.pi * m) / hf, (w - 2 * np.pi * m) / hf
+            bp = 1 / (1 + (c1 * tp) ** 2) * np.sinc(tp * hf / (2 * np.pi))
+            bm = 1 / (1 + (c1 * tm) ** 2) * np.sinc(tm * hf / (2 * np.pi))
+            rp, rm = _alias_pair(tp, tm, np.abs(bp) > 1e-30, np.abs(bm) > 1e-30, rest, mirror)
+            X += bp * np.where(use_corr, rp - r0, rp)
+            X += bm * np.where(use_corr, rm - r0, rm)
     fine = np.fft.fftshift(np.real(np.fft.ifft(X)))
     mass = fine.reshape(n_out, r).sum(axis=1)
     return np.clip(mass, 0.0, None), err + 1e-16 * math.sqrt(L) * 4

@@ -1,0 +1,59 @@
+"""The transform's shortcuts change no number: φ is evaluated once per |t|, and a give-up skips only masses
+the caller would discard (grid.fft_general; issue 19's planner checks hundreds of posteriors with it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpdesk.engine.inference import grid as G
+
+
+def _mixed(seed: int, n_cont: int, n_disc: int) -> G.Components:
+    rng = np.random.default_rng(seed)
+    A = np.concatenate([rng.uniform(0.01, 2.0, n_cont), rng.uniform(0.05, 1.5, n_disc)])
+    b = rng.uniform(0.5, 40.0, A.size)
+    return G.make_components(A, b, np.arange(A.size) >= n_cont)
+
+
+@pytest.mark.parametrize("seed,n_cont,n_disc", [(1, 3, 5), (2, 60, 40), (3, 120, 0), (4, 1, 70)])
+@pytest.mark.parametrize("L", [3, 375, 1125])
+def test_phi_on_a_symmetric_grid_is_its_mirrored_half(seed, n_cont, n_disc, L):
+    comp = _mixed(seed, n_cont, n_disc)
+    t = 2 * np.pi * np.fft.fftfreq(L) / 0.37
+    assert np.array_equal(G._even(G.phi, t, comp), G.phi(t, comp))
+
+
+@pytest.mark.parametrize("seed,n_cont,n_disc", [(5, 2, 6), (6, 60, 40)])
+def test_mirrored_aliases_equal_evaluating_each(seed, n_cont, n_disc):
+    comp = _mixed(seed, n_cont, n_disc)
+    L, hf, m = 1125, 0.21, 3
+    w = 2 * np.pi * np.fft.fftfreq(L)
+    tp, tm = (w + 2 * np.pi * m) / hf, (w - 2 * np.pi * m) / hf
+    rng = np.random.default_rng(seed)
+    need_p, need_m = rng.random(L) < 0.8, rng.random(L) < 0.8  # any masks, not only mirrored ones
+    mirror = (-np.arange(L)) % L
+    assert np.array_equal(tm[mirror], -tp)
+    got = G._alias_pair(tp, tm, need_p, need_m, comp, mirror)
+    want = G._alias_pair(tp, tm, need_p, need_m, comp)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert not got[0][~need_p].any() and not got[1][~need_m].any()
+
+
+@pytest.mark.parametrize("coef,h,n_out", [
+    ([1.0, 0.7314, 0.4231, 1e-2], 0.05, 1001),  # discrete terms beside a tiny continuous one: loose
+    ([1.0, 0.7314, 0.4231, 1e-2], 0.5, 201),
+    ([1.0, 0.7314, 0.4231, 2.0], 0.05, 1001),  # a wide continuous term: resolved
+])
+def test_give_up_skips_exactly_the_masses_a_caller_discards(coef, h, n_out):
+    comp = G.make_components(np.array(coef), np.array([3.0, 3.0, 5.0, 2.0]),
+                             np.array([True, True, True, False]))
+    mass, err = G.fft_general(comp, h, n_out, 1e-9)
+    for limit in (1e-6, err * (1 + 1e-12), err * (1 - 1e-12)):
+        asked = []
+        m2, e2 = G.fft_general(comp, h, n_out, 1e-9, give_up=lambda e: asked.append(e) or e > limit)
+        assert e2 == err and asked == [err]  # the bound it would return, asked before the aliases are summed
+        if err > limit:
+            assert m2 is None
+        else:
+            assert np.array_equal(m2, mass)
