@@ -57,3 +57,43 @@ def test_give_up_skips_exactly_the_masses_a_caller_discards(coef, h, n_out):
             assert m2 is None
         else:
             assert np.array_equal(m2, mass)
+
+
+def _reference_phi(t: np.ndarray, comp: G.Components) -> np.ndarray:
+    """φ by its definition, factor by factor, in extended precision (numpy's long double)."""
+    L = np.longdouble
+    t = t.astype(L)
+    ref = np.ones(t.size, dtype=L)
+    for a, p, q in zip(comp.a, comp.p, comp.q):
+        ref *= L(q) ** 2 / (L(q) ** 2 + 4 * L(p) * np.sin(L(a) * t / 2) ** 2)
+    for c in comp.c:
+        ref /= 1 + (L(c) * t) ** 2
+    return ref.astype(float)
+
+
+@pytest.mark.parametrize("seed,n_cont,n_disc,start,n", [
+    (7, 0, 56, 0, 20_000),     # many discrete terms, no decay (Selberg's nodes for a pure discrete sum)
+    (8, 54, 73, 1024, 7_000),  # continuous and discrete, a later stretch of nodes (j from 1024)
+    (9, 0, 3, 0, 5),           # a handful of nodes
+    (10, 2, 300, 7, 3_001),    # more terms than one group holds
+])
+def test_phi_at_the_nodes_matches_its_definition(seed, n_cont, n_disc, start, n):
+    comp = _mixed(seed, n_cont, n_disc)
+    period = 733.3
+    got = G.phi_nodes(start, start + n, period, comp)
+    t = 2.0 * np.pi * (np.arange(start, start + n) / period)
+    ref = _reference_phi(t, comp)
+    tiny = ref <= np.exp(-80.0) * 1.0000001
+    assert np.all(got[tiny] == 0.0)  # below e^-80: zero, as phi() gives
+    assert np.max(np.abs(got - np.where(tiny, 0.0, ref))) < 1e-13
+    assert np.max(np.abs(got - G.phi(t, comp))) < 1e-12  # the per-frequency evaluation, to its rounding
+
+
+def test_blocks_that_fall_below_the_cutoff_are_zero():
+    # wide discrete terms with unequal weights: φ stays below e^-80 away from its near-periods
+    comp = G.make_components(np.array([3.1, 2.7, 5.3, 4.4] * 10), np.full(40, 20.0), np.ones(40, bool))
+    got = G.phi_nodes(0, 50_000, 101.7, comp)
+    t = 2.0 * np.pi * (np.arange(50_000) / 101.7)
+    want = G.phi(t, comp)
+    assert (got == 0).mean() > 0.5 and np.array_equal(got == 0, want == 0)
+    assert np.max(np.abs(got - want)) < 1e-12

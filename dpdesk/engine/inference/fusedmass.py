@@ -128,8 +128,7 @@ class _Spectral:
         """``φ_H(2πj/P)`` for ``j < n``."""
         have = self._phi.get(period, np.ones(1))
         if n > have.size:
-            j = np.arange(have.size, n)
-            have = self._phi[period] = np.concatenate([have, _g.phi(2.0 * math.pi * j / period, self.comp)])
+            have = self._phi[period] = np.concatenate([have, _g.phi_nodes(have.size, n, period, self.comp)])
         return have[:n]
 
 

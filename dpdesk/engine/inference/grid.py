@@ -156,13 +156,20 @@ def common_step(a: np.ndarray) -> float | None:
 # ---------------------------------------------------------------- characteristic function
 
 
-def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None) -> np.ndarray:
+def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None,
+            steps: tuple[int, float] | None = None) -> np.ndarray:
     """``log φ(t)`` of ``S`` (real: S is symmetric), clipped at ``_LOG_TINY``.
 
     Continuous factors ``1/(1+c²t²)`` with ``|c t| < 0.5`` enter through prefix power sums
     ``Σ c^{2j}`` (the series of ``log1p``), so they cost O(m + L·J) instead of O(m·L); the rest are
     evaluated only where the running product is still above ``e^-80`` (each factor is ≤ 1, so any
     partial product bounds |φ|). ``skip`` marks frequencies already known to be negligible.
+
+    ``steps = (j0, dt)`` says that ``t`` is the progression ``(j0 + i)·dt``, ``i = 0, 1, …`` (``j0 ≥ 0``):
+    the discrete factors' ``sin((j0 + i)θ)`` then come from the angle-addition formula over blocks of
+    ``i`` (two products and a sum from tables of ``sin``/``cos`` at the block starts and offsets) instead of
+    a ``sin`` per frequency and term, the bulk of the work for a sum of many discrete terms; the angle
+    is then ``j·θ`` rounded once per term rather than per product (the two differ by rounding, ~1e-14).
     """
     t = np.abs(np.asarray(t, dtype=float))
     out = np.zeros(t.shape)
@@ -205,6 +212,9 @@ def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None) -> 
             x = np.where(rank[None, :] < n_large[sel][:, None], x, 0.0)
             out[sel] -= np.log1p(x * x).sum(axis=1)
     live &= out > _LOG_TINY
+    if steps is not None and comp.a.size:
+        _discrete_steps(out, live, comp, *steps)
+        return np.maximum(out, _LOG_TINY)
     lo, step = 0, 8
     while lo < comp.a.size:  # chunks grow: the first few terms already prune most frequencies
         sel = np.flatnonzero(live)
@@ -219,9 +229,58 @@ def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None) -> 
     return np.maximum(out, _LOG_TINY)
 
 
-def phi(t: np.ndarray, comp: Components) -> np.ndarray:
-    v = np.exp(log_phi(t, comp))
+_BLOCK = 1 << 18  # values per block of the progression kernel: its temporaries stay in cache
+
+
+def _discrete_steps(out: np.ndarray, live: np.ndarray, comp: Components, j0: int, dt: float) -> None:
+    """Adds the discrete factors' ``log φ`` at ``t_i = (j0 + i)·dt`` to ``out`` where ``live``.
+
+    ``sin((j0 + i)θ_k)`` with ``θ_k = a_k·dt/2`` comes from ``sin(x + y) = sin x cos y + cos x sin y`` with
+    ``i = B·u + v``: tables of ``O(√n)`` sines and cosines at the block starts and offsets, then two
+    products and a sum per value (no gathers: blocks of whole ``u`` rows broadcast against the offsets);
+    ``log φ_k = −log1p(4p/q² · sin²)`` (the same as ``2 log q − log(q² + 4p sin²)``). A block of
+    frequencies stops as soon as all of it is below ``e^-80`` (each factor is ≤ 1).
+    """
+    n, m = out.size, comp.a.size
+    theta = 0.5 * float(dt) * comp.a
+    B = math.isqrt(max(n - 1, 0)) + 1
+    U = -(-n // B)
+    starts = np.outer(j0 + B * np.arange(U), theta)
+    offsets = np.outer(np.arange(B), theta)
+    su, cu, sv, cv = np.sin(starts), np.cos(starts), np.sin(offsets)[None], np.cos(offsets)[None]
+    k = 4.0 * comp.p / (comp.q * comp.q)
+    rows = max(1, _BLOCK // (B * min(m, 64)))
+    for u0 in range(0, U, rows):
+        i0, i1 = u0 * B, min(n, (u0 + rows) * B)
+        here = live[i0:i1]
+        if not here.any():
+            continue
+        acc = out[i0:i1].copy()
+        lo, step = 0, 8
+        while lo < m:  # term groups grow: the widest terms come first and often settle the block
+            hi = min(m, lo + step)
+            x = (su[u0 : u0 + rows, None, lo:hi] * cv[:, :, lo:hi]
+                 + cu[u0 : u0 + rows, None, lo:hi] * sv[:, :, lo:hi]).reshape(-1, hi - lo)[: i1 - i0]
+            x *= x
+            x *= k[lo:hi]
+            acc -= np.log1p(x).sum(axis=1)
+            lo, step = hi, min(2 * step, 256)
+            if not np.any(acc[here] > _LOG_TINY):
+                break
+        out[i0:i1] = np.where(here, acc, out[i0:i1])
+
+
+def phi(t: np.ndarray, comp: Components, steps: tuple[int, float] | None = None) -> np.ndarray:
+    v = np.exp(log_phi(t, comp, steps=steps))
     return np.where(v <= math.exp(_LOG_TINY) * 1.0000001, 0.0, v)
+
+
+def phi_nodes(start: int, stop: int, period: float, comp: Components) -> np.ndarray:
+    """``φ(2πj/P)`` for ``j = start … stop − 1`` (``start ≥ 0``): the nodes of Selberg's brackets, an
+    arithmetic progression (see :func:`log_phi`'s ``steps``)."""
+    if stop <= start:
+        return np.zeros(0)
+    return phi(2.0 * math.pi * (np.arange(start, stop) / period), comp, steps=(start, 2.0 * math.pi / period))
 
 
 def _even(f: Callable, t: np.ndarray, comp: Components) -> np.ndarray:

@@ -122,8 +122,7 @@ class Bandlimited:
         if n > have:
             if self._cancelled is not None and self._cancelled():
                 raise Cancelled("posterior computation cancelled")
-            nu = np.arange(have, n) / self.period
-            self._phi = np.concatenate([self._phi, _g.phi(2.0 * math.pi * nu, self.comp)])
+            self._phi = np.concatenate([self._phi, _g.phi_nodes(have, n, self.period, self.comp)])
         return self._phi[:n]
 
     # -- one interval -----------------------------------------------------------------------------
