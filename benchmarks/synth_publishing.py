@@ -32,6 +32,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: loaded machines
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
@@ -83,18 +84,21 @@ def run(args: argparse.Namespace) -> dict:
     synth: dict[str, np.ndarray] = {}
     times: dict[str, dict] = {}
     # dpdesk: the seed's maximum entropy
+    res["load_before"] = list(os.getloadavg())
     t0 = time.perf_counter()
     fit = None if args.no_maxent else fit_marginals(SIZES, margs, table_size=n, tau=args.tau, particles=args.particles, seed=args.seed,
                         max_iter=args.max_iter, gtol=args.gtol, sweeps=args.sweeps, trust=0.5,
                         progress=lambda f: print(f"  max-ent {f * args.max_iter:.0f} {time.perf_counter() - t0:.0f} s", flush=True))
     t1 = time.perf_counter()
+    res["load_after_fit"] = list(os.getloadavg())
     if fit is not None:
         # with no sweeps the rows are the fit's last particles resampled (iterative scaling's weighted sample)
         me = "dpdesk max-ent" if args.sample_sweeps else "dpdesk max-ent (particles)"
         synth[me] = fit.sample(rows, rng, sweeps=args.sample_sweeps)
         times[me] = {"fit_s": t1 - t0, "sample_s": time.perf_counter() - t1,
                                    "iterations": fit.iterations, "converged": fit.converged, "bias_rms": fit.bias_rms,
-                                   "trace": fit.trace.tolist()}
+                                   "trace": fit.trace.tolist(), "z_trace": fit.z_trace.tolist(),
+                                   "check": dataclasses.asdict(fit.check)}
         print("max-ent", times[me], flush=True)
     # Private-PGM on a spanning tree of the same marginals (exact inference; synthetic data)
     tree = pub.spanning_tree(cons, len(SIZES))
@@ -320,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tau", type=float, default=0.002)
     ap.add_argument("--particles", type=int, default=None)
     ap.add_argument("--rows", type=int, default=None, help="synthetic rows (default n)")
-    ap.add_argument("--max-iter", type=int, default=12, help="max-ent rounds")
-    ap.add_argument("--sweeps", type=int, default=15, help="Gibbs sweeps per max-ent round")
+    ap.add_argument("--max-iter", type=int, default=40, help="max-ent rounds")
+    ap.add_argument("--sweeps", type=int, default=5, help="Gibbs sweeps per max-ent round")
     ap.add_argument("--sample-sweeps", type=int, default=5, help="Gibbs sweeps moving each synthetic row")
     ap.add_argument("--gtol", type=float, default=0.25, help="max-ent convergence: bias RMS in noise scales")
     ap.add_argument("--queries", type=int, default=None)
