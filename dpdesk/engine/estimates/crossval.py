@@ -27,7 +27,7 @@ from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.kernel import QueryStack, gram, universal
 from dpdesk.engine.estimates.shrinkage import ShrinkageModel, shrinkage_factors
 
-__all__ = ["CVCurve", "cross_validate"]
+__all__ = ["CVCurve", "NoiseFloorCurve", "cross_validate"]
 
 # Typical number of evaluations the refinement of the minimum takes (for progress only).
 _REFINE_EVALUATIONS = 12
@@ -39,8 +39,22 @@ def _ro(a: Any) -> np.ndarray:
     return a
 
 
+class NoiseFloorCurve:
+    """What a CV curve of MSE estimates (``mse``) with a noise floor (``floor_sd``) can and cannot say."""
+
+    @property
+    def rmse(self) -> np.ndarray:
+        """``√MSE`` where the estimate is positive, else 0 (the curve is still what the data say)."""
+        return np.sqrt(np.maximum(self.mse, 0.0))
+
+    @property
+    def resolution(self) -> float:
+        """The smallest RMSE the estimate can tell from zero: ``√(2·floor_sd)``."""
+        return math.sqrt(2.0 * self.floor_sd)
+
+
 @dataclass(frozen=True)
-class CVCurve:
+class CVCurve(NoiseFloorCurve):
     """k-fold cross-validation estimate of the mean squared error against τ (module docstring).
 
     Attributes
@@ -63,16 +77,6 @@ class CVCurve:
     best_tau: float
     best_mse: float
     best_se: float
-
-    @property
-    def rmse(self) -> np.ndarray:
-        """``√MSE`` where the estimate is positive, else 0 (the curve is still what the data say)."""
-        return np.sqrt(np.maximum(self.mse, 0.0))
-
-    @property
-    def resolution(self) -> float:
-        """The smallest RMSE the estimate can tell from zero: ``√(2·floor_sd)``."""
-        return math.sqrt(2.0 * self.floor_sd)
 
     def summary(self) -> str:
         """One line for the curator: the estimated RMSE at the chosen τ and what it means."""

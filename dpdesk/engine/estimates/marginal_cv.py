@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.estimates.crossval import NoiseFloorCurve
 from dpdesk.engine.estimates.marginals import Marginal, fit_marginals
 
 __all__ = ["MarginalCV", "cross_validate_marginals"]
@@ -47,7 +48,7 @@ def _ro(a) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class MarginalCV:
+class MarginalCV(NoiseFloorCurve):
     """k-fold cross-validation of τ over whole held-out marginals (module docstring).
 
     Attributes
@@ -84,16 +85,6 @@ class MarginalCV:
     best_mse: float
     best_se: float
     seconds_per_fit: float
-
-    @property
-    def rmse(self) -> np.ndarray:
-        """``√MSE`` where the estimate is positive, else 0."""
-        return np.sqrt(np.maximum(self.mse, 0.0))
-
-    @property
-    def resolution(self) -> float:
-        """The smallest RMSE the estimate can tell from zero: ``√(2·floor_sd)``."""
-        return math.sqrt(2.0 * self.floor_sd)
 
     def summary(self) -> str:
         """One line: the chosen τ and the estimated RMSE per held-out cell there."""
