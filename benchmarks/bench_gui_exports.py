@@ -8,7 +8,10 @@ event loop cannot run it) and the wall time until the work is done:
 
 - *CSV*: *Export CSV…* until the ledger CSV is written;
 - *HTML*: *Export HTML report…* until the report (with its ``verify``) is written;
-- *close*: *Close project* until the project is closed and its ledger-view cache written.
+- *close*: *Close project* until the project is closed and its ledger-view cache written;
+
+and first, for comparison, the idle event loop's longest gap over 5 s under the same load, and the time the
+report's plots take to draw on the GUI thread (``AuditPage.report_images``, part of the HTML export's stall).
 
 The file choosers are answered with paths in a scratch folder; message boxes are recorded, not shown.
 The original project is never opened: each run works on a copy.
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gui_open import DEFAULT, ERRORS, Heartbeat, _audit_shown, _quiet_dialogs, _settled, _wait  # noqa: E402
 
 LIMIT = 1800.0  # seconds any one step may take before the run gives up on it
+IDLE = 5.0  # seconds of idle event loop measured first
 
 
 def _exporting(win) -> bool:
@@ -68,6 +72,13 @@ def run_once(project: Path, skip: set[str]) -> dict[str, float]:
         _wait(app, lambda: _audit_shown(win), LIMIT)
         out["opened"] = time.perf_counter() - t0
         beat = Heartbeat()
+        beat.start()  # the idle event loop under the same load: what a stall is compared with
+        _wait(app, lambda: False, IDLE)
+        out["idle_stall"] = beat.stop()
+        if hasattr(win.audit, "report_images"):  # the report's plots, drawn on the GUI thread
+            t1 = time.perf_counter()
+            win.audit.report_images()
+            out["images"] = time.perf_counter() - t1
         for name, button, target in (("csv", win.audit.csv_btn, "ledger.csv"), ("html", win.audit.html_btn, "report.html")):
             if name in skip:
                 continue
@@ -108,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.1f}", flush=True)
     for i in range(args.repeat):
         r = run_once(args.project, set(args.skip))
-        parts = [f"opened and drawn in {r['opened']:.1f} s"]
+        parts = [f"opened and drawn in {r['opened']:.1f} s", f"idle event loop's longest gap {r['idle_stall'] * 1000:.0f} ms"]
+        if "images" in r:
+            parts.append(f"the report's plots {r['images'] * 1000:.0f} ms on the GUI thread")
         for name in ("csv", "html"):
             if name in r:
                 parts.append(f"{name.upper()} {r[f'{name}_mb']:.0f} MB in {r[name]:.1f} s, longest GUI stall "
