@@ -19,16 +19,17 @@ import numpy as np
 from dpdesk.engine.budget.accounting import preview
 from dpdesk.engine.errors import Cancelled
 from dpdesk.store.atomic import write_atomically
-from dpdesk.store.report import build_html, write_csv
+from dpdesk.store.report import html_parts, write_csv
 from dpdesk.store.requesters import accounts, requester_of
 from dpdesk.store.verify import VerifyReport
 
-__all__ = ["export_csv", "export_report", "report_html"]
+__all__ = ["export_csv", "export_report", "report_html", "report_parts"]
 
 Progress = Callable[[float], None] | None
 Cancel = Callable[[], bool] | None
 VERIFY_SHARE = 0.85  # of the report's progress bar: the integrity check is nearly all of its time
 _CELL_CHUNK = 4096
+_PART_STEP = 256  # pieces of the report written between progress reports and cancel checks
 
 
 def _part(progress: Progress, start: float, width: float) -> Progress:
@@ -56,6 +57,14 @@ def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress
 
     ``images``: title → PNG bytes (the app draws them on its GUI thread before the rest runs elsewhere).
     """
+    parts, verdict = report_parts(project, images, progress=progress, cancelled=cancelled)
+    return "".join(parts), verdict
+
+
+def report_parts(project: Any, images: Mapping[str, bytes], *, progress: Progress = None,
+                 cancelled: Cancel = None) -> tuple[list[str], VerifyReport]:
+    """:func:`report_html`'s text in pieces (``report.html_parts``), so it is written without being built
+    whole: one 268 MB string, and its encoding, would hold the interpreter for seconds at a time."""
     verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
     view, schema = project.view(), project.schema
     costs = view.cell_costs
@@ -70,7 +79,7 @@ def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress
         if rest is not None:
             rest(0.5 * min(len(touched), i + _CELL_CHUNK) / len(touched))
     entries, reqs = list(view.entries), project.requests()
-    text = build_html(name=str(project.name), path=str(project.path), total_budget=budget.total,
+    parts = html_parts(name=str(project.name), path=str(project.path), total_budget=budget.total,
                       remaining=budget.remaining, system_cost=budget.system_cost, entries=entries, cell_rows=cell_rows,
                       verify=verdict, images=dict(images), charges=view.largest_charges(),
                       delta_cap=project.delta_cap, delta_spent=view.delta_spent, requesters=requester_of(reqs),
@@ -78,12 +87,25 @@ def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress
                       claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()])
     if progress is not None:
         progress(1.0)
-    return text, verdict
+    return parts, verdict
 
 
 def export_report(project: Any, out: str | os.PathLike[str], images: Mapping[str, bytes], *,
                   progress: Progress = None, cancelled: Cancel = None) -> VerifyReport:
     """Write :func:`report_html` of ``project`` to ``out``; returns the integrity check it states."""
-    text, verdict = report_html(project, images, progress=progress, cancelled=cancelled)
-    write_atomically(out, lambda tmp: tmp.write_text(text, encoding="utf-8"), cancelled)
+    parts, verdict = report_parts(project, images, progress=_part(progress, 0.0, 0.95), cancelled=cancelled)
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
+            for i, part in enumerate(parts):
+                if i % _PART_STEP == 0:
+                    if cancelled is not None and cancelled():
+                        raise Cancelled("report cancelled")
+                    if progress is not None:
+                        progress(0.95 + 0.05 * i / len(parts))
+                f.write(part)
+
+    write_atomically(out, write, cancelled)
+    if progress is not None:
+        progress(1.0)
     return verdict

@@ -12,6 +12,7 @@ import csv
 import html
 import io
 import json
+import secrets
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence, TextIO
 
@@ -119,8 +120,23 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
     ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
     merged with ``WatchedClaim.to_json()``)."""
+    return "".join(html_parts(name=name, path=path, total_budget=total_budget, remaining=remaining,
+                              system_cost=system_cost, entries=entries, cell_rows=cell_rows, verify=verify,
+                              images=images, charges=charges, delta_cap=delta_cap, delta_spent=delta_spent,
+                              requesters=requesters, accounts=accounts, claims=claims))
+
+
+def html_parts(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
+               entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
+               images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
+               delta_spent: float = 0.0, requesters: Mapping[str, str] | None = None,
+               accounts: Sequence[Any] = (), claims: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
+    ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole."""
     requesters = requesters or {}
     esc = html.escape
+    token = secrets.token_hex(8)  # marks where the long tables go in the page (no text given can hold it)
+    _ROWS, _CELLS = f"\x00rows-{token}\x00", f"\x00cells-{token}\x00"
     rows = []
     for e in entries:
         p = e.payload
@@ -132,7 +148,7 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
                     f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
                     f"<td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
                     f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")
-    cells = "".join(f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows)
+    cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows]
     people = "".join(f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
                      f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>" for a in accounts)
     watched = _claims_html(entries, claims)
@@ -146,7 +162,7 @@ def build_html(*, name: str, path: str, total_budget: float, remaining: float, s
             "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
             f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>" if entries else
             "<p>Ledger head: the ledger is empty.</p>")
-    return f"""<!DOCTYPE html>
+    page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; color: #222; }}
@@ -167,7 +183,7 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <h2>Plots</h2>{figs}
 <h2>Ledger</h2>
 <table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>requester</th><th>released</th><th>α spent</th>
-<th>query / reason</th><th>hash</th></tr>{''.join(rows)}</table>
+<th>query / reason</th><th>hash</th></tr>{_ROWS}</table>
 <h2>Watched claims</h2>
 {watched}
 <h2>By requester</h2>
@@ -175,9 +191,12 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{people}</table>
 <h2>Per-cell privacy costs</h2>
 <p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
-<table><tr><th>cell</th><th>cost</th></tr>{cells}</table>
+<table><tr><th>cell</th><th>cost</th></tr>{_CELLS}</table>
 </body></html>
 """
+    head, rest = page.split(_ROWS, 1)
+    middle, tail = rest.split(_CELLS, 1)
+    return [head, *rows, middle, *cells, tail]
 
 
 def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) -> str:
