@@ -116,3 +116,21 @@ def test_quitting_finishes_the_cache(qtbot, settings, dialogs, monkeypatch, proj
     win.close()
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
     assert spy.threads == [False] and view_cache.cache_path(project_path).exists() and _lock_free(project_path)
+
+
+def test_reopening_the_project_while_its_cache_is_written_skips_the_cache(qtbot, settings, dialogs, monkeypatch,
+                                                                          project_path):
+    from dpdesk.store import view_cache
+
+    spy = SaveSpy(monkeypatch, hold=True)
+    win = _open(qtbot, settings, project_path)
+    win.close_project()
+    qtbot.waitUntil(spy.reached.is_set, timeout=20000)
+    threading.Timer(0.3, spy.go.set).start()  # the worker goes on while the window waits for it to stop
+    assert win.open_project(str(project_path))  # the file is free again: its cache write was skipped
+    assert not win.closing.is_running() and win.session is not None and not dialogs.errors
+    assert not view_cache.cache_path(project_path).exists()
+    wait_assessed(qtbot, win)
+    win.close()  # quitting writes the cache this time (nothing holds the worker any more)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
+    assert view_cache.cache_path(project_path).exists()
