@@ -48,6 +48,7 @@ _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted requ
 _EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
 _MARGIN = 1.3  # requests whose searched need is within this factor of the scale are checked exactly too
 _LOWER_TRY = 60  # batches up to this size also try the exact check a little below the search's scale
+_TOP_UP = (1.001, 1.01, 1.05)  # successive raises of a borderline one-by-one row's α (see _top_up)
 
 
 def _kappa(delta: float) -> float:
@@ -253,13 +254,15 @@ def plan_batch(
     seq_rows: list[Measurement] = []
     seq_ok: list[bool] = []
     seq_margin: list[float] = []  # how far each cleared its (ε, δ) at its turn: the closest are checked first
-    for r in pending:
+    seq_row_of: dict[int, int] = {}  # pending index -> its own measurement in seq_rows
+    for k, r in enumerate(pending):
         a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases,
                    decision_only=True)
         seq_ok.append(a.decision != "reject")
         seq_margin.append(_margin(a))
         if a.decision == "spend":
             m = Measurement(r.query, float(a.spend_alpha), a.noise.name)
+            seq_row_of[k] = len(seq_rows)
             seq_rows.append(m)
             seq_hist.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
             seq_costs = seq_costs + m.charge.dense(seq_costs.size)
@@ -311,8 +314,17 @@ def plan_batch(
         if top is None or not _beats(top[0], top[1], obo_bound, obo_cost):
             # one by one may still win (a tie goes to it): it keeps at least `need` requests or loses
             need = top[0] + (1 if obo_cost > top[1] else 0) if top is not None else 0
-            obo_conf, complete = checker.checked(seq_hist, pending, seq_ok, order=np.argsort(seq_margin),
+            order = np.argsort(seq_margin)
+            obo_conf, complete = checker.checked(seq_hist, pending, seq_ok, order=order,
                                                  allowed_misses=obo_bound - need)
+            short = [k for k in _misses(obo_conf, seq_ok, order, None if complete else obo_bound - need)
+                     if k in seq_row_of]
+            if short:  # borderline fused answers: their own rows raised a little until the final history meets them
+                seq_rows, obo_conf, asked = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending, checker,
+                                                    costs0, total)
+                complete = complete or asked  # the top-up's checks ask every request
+                seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))
+                obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
             if complete:
                 check_beating(sum(c is not None for c in obo_conf), obo_cost)
             else:
@@ -361,6 +373,50 @@ def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings
     t = min(max(float(need[target].max()), t_floor), t_lim)
     # the search's κ overstates the need by up to ~13 %: the exact check also asks those just beyond
     return s, t, target, float(np.max(-room + t * s.profile)), t_lim, need <= t * _MARGIN
+
+
+def _misses(conf: Sequence, ok: Sequence[bool], order: Sequence[int], allowed: int | None) -> list[int]:
+    """The requests asked (``ok``) in ``order`` that the check found short; with ``allowed`` the check
+    stopped at its ``allowed + 1``-th miss and the requests after it were not asked."""
+    out = []
+    for k in order:
+        if ok[k] and conf[k] is None:
+            out.append(int(k))
+            if allowed is not None and len(out) > allowed:
+                break
+    return out
+
+
+def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool], short: Sequence[int],
+            conf: list, pending: Sequence[Request], checker: Checker, costs0: np.ndarray,
+            total: float) -> tuple[list[Measurement], list, bool]:
+    """One by one's rows with the rows of the requests ``short`` (met at their turn, not by the final
+    history) raised a little until the final history meets them.
+
+    Today's rules answer a request at its turn, fused with history at the smallest α whose fused
+    posterior reaches ``1 − δ``. A batch answers from the final history's exact posterior, which can land
+    a hair below ``1 − δ`` for such a borderline answer (another computation of nearly the same law).
+    Without a top-up the one-by-one candidate would lose those requests and the planner would pick a
+    dearer strategy to answer them, a cost the rest of the queue carries. Each short request's own row is
+    raised by the steps :data:`_TOP_UP` (≈ 6 % at most in all), the whole final history checked again
+    after each, while the per-cell costs stay within the hard ``total``; what is still short stays
+    unanswered. Returns the rows, the confidences and whether they were all asked (some step was taken).
+    """
+    rows, asked = list(rows), False
+    for step in _TOP_UP:
+        raised = list(rows)
+        for k in short:
+            m = rows[row_of[k]]
+            raised[row_of[k]] = Measurement(m.query, m.alpha * step, m.family)
+        after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
+        if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
+            break
+        rows, asked = raised, True
+        conf = checker.confidences(checker.history_with(rows), pending, ok)
+        short = [k for k, c in enumerate(conf) if ok[k] and c is None and k in row_of]
+        if not short:
+            break
+    return rows, conf, asked
 
 
 def _margin(a: Any) -> float:
