@@ -69,10 +69,9 @@ def analysis(means, workloads, k) -> list[str]:
                    "What is left there has three causes. (1) Requests whose accuracy a strategy serving the whole "
                    "workload cannot give at the total: a strategy shares each cell's budget across many "
                    "queries, so it answers each less precisely than a fresh answer spending the whole total on "
-                   "that one query. (2) The look-ahead's candidates: on ranges it picks the product of range "
-                   "trees, whose even weights put each cell in up to 16 rows, where the marginals of the attributes "
-                   "the requests vary over would meet far more (table above). HDMM would optimise the weights. "
-                   "(3) Cells first touched late are planned from fewer requests.")
+                   "that one query. (2) The look-ahead's strategies are evenly weighted and chosen from the "
+                   "first batches' requests; HDMM would optimise the weights for the workload. (3) Cells first "
+                   "touched late are planned from fewer requests.")
     out.append("")
     out.append(
         "What moved the ratio is looking ahead. Planning each batch alone buys, for 20 requests, exactly what "

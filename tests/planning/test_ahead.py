@@ -68,3 +68,46 @@ def test_without_a_share_or_unspent_cells_it_is_the_plain_plan():
     assert [m.alpha for m in plan.measurements] == [m.alpha for m in plain.measurements]
     full = np.full(N, 0.5)
     assert ahead_strategies([r.query for r in batch], full) == []
+
+
+def _box(shape, rng):
+    """A random range over one or both of the ordered axes 0 and 2, the others summed."""
+    from dpdesk.engine.queries.query import Query, Term
+
+    factors = [np.ones(n) for n in shape]
+    for d in rng.choice([0, 2], size=int(rng.integers(1, 3)), replace=False):
+        lo = int(rng.integers(0, shape[d]))
+        hi = int(rng.integers(lo, shape[d])) + 1
+        factors[d] = np.zeros(shape[d])
+        factors[d][lo:hi] = 1.0
+    return Query(shape, terms=(Term(1.0, tuple(factors)),))
+
+
+def test_marginals_look_ahead_serves_a_range_workload_and_every_answer_passes_the_exact_check():
+    from dpdesk.engine.answering.workflow import Request
+
+    shape = (8, 4, 6)
+    rng = np.random.default_rng(4)
+    reqs = [Request(f"q{i}", _box(shape, rng), float(rng.uniform(20, 100)) / 2, 0.2) for i in range(30)]
+    seen, batch = reqs[:20], reqs[20:]
+    strategies = {s.name: s for s in ahead_strategies([r.query for r in seen + batch], np.zeros(192))}
+    marg = strategies["ahead: marginals"]
+    # one row per position of each varying set of axes: {0}, {2} and {0, 2} (axis 1 is always summed)
+    assert len(marg) == 8 + 6 + 48
+    assert np.allclose(marg.profile, 1.0)  # evenly weighted: every cell in one row of each marginal
+    plan = plan_ahead(History(shape), batch, Settings(1.0), seen=seen, share=1.0)
+    assert plan.strategy.startswith("ahead: marginals"), plan.strategy
+    assert plan.cell_costs_after.max() <= 1.0 * (1 + 1e-9)
+    released = History(shape)
+    for m in plan.measurements:
+        released.append(HistoryRow(m.query, m.alpha, 10.0 * m.query.sensitivity, m.family))
+    answered = 0
+    for p in plan.requests:
+        if p.status != "uncovered":
+            assert assess(released, p.request, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer"
+            answered += 1
+    assert answered >= plan_batch(History(shape), batch, Settings(1.0)).answered
+    # the queue's next requests of the same kind are met from history for free
+    later = [Request(f"n{i}", _box(shape, rng), float(rng.uniform(20, 100)) / 2, 0.2) for i in range(20)]
+    free = sum(assess(released, r, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer" for r in later)
+    assert free >= 10

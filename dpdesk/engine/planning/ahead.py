@@ -14,7 +14,11 @@ still unspent are kept, so the strategy goes where no row has been bought yet:
 * ``ahead: product`` — HDMM's product form. It is the Kronecker product, over the attributes, of a
   binary range tree spanning the whole axis (ordered attributes some request varies over), the total
   and every value (p-Identity with one extra row: unordered attributes that vary), or the total (the
-  attributes no request varies over).
+  attributes no request varies over);
+* ``ahead: marginals`` — HDMM's marginals: for each set of attributes some request varies over, the
+  marginal table on them over their whole axes (each a Kronecker product of identities and totals),
+  evenly weighted. A range over one or two ordered attributes is a sum of cells of one marginal, so
+  a cell's budget is shared by a handful of rows instead of the product's sixteen or so.
 
 :func:`plan_ahead` measures the best of them (the one under which the search meets the most seen
 requests) at ``share`` of the room its cells have left. That is a share of a finite total: with no
@@ -68,18 +72,35 @@ def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: 
         out.append(Strategy.build("ahead: identity", rows, np.ones(len(rows))))
     in_support = np.zeros(fresh.size, dtype=bool)
     in_support[support] = True
+
+    def usable(per_axis) -> list[Query]:
+        """The Kronecker product's rows that meet the workload and whose every cell is unspent."""
+        return [r for r in product_rows(shape, per_axis)
+                if in_support[r.sparse()[0]].any() and fresh[r.sparse()[0]].all()]
+
     # the whole of every varying axis (not only the positions seen): the look-ahead serves what comes next
     vary = frozenset(d for d in frozenset().union(*varying) if shape[d] > 1)
     per_axis = kronecker_axes(shape, vary, ordered, [range(n) for n in shape])
     if math.prod(len(p) for p in per_axis) <= 20 * row_limit:
-        rows = []
-        for r in product_rows(shape, per_axis):
-            idx = r.sparse()[0]
-            if in_support[idx].any() and fresh[idx].all():
-                rows.append(r)
+        rows = usable(per_axis)
         if 0 < len(rows) <= row_limit:
             out.append(Strategy.build("ahead: product", rows, np.ones(len(rows))))
+    # HDMM's marginals: for each set of attributes some request varies over, the product of the identity on
+    # each of them (the whole axis) and the total on the others; a request is the sum of one marginal's rows
+    subsets = sorted({frozenset(d for d in v if shape[d] > 1) for v in varying} - {frozenset()},
+                     key=lambda a: (len(a), sorted(a)))
+    if subsets and sum(math.prod(shape[d] for d in a) for a in subsets) <= 20 * row_limit:
+        rows = [r for a in subsets for r in usable([[_unit(shape[d], p) for p in range(shape[d])] if d in a
+                                                    else [np.ones(shape[d])] for d in range(len(shape))])]
+        if 0 < len(rows) <= row_limit:
+            out.append(Strategy.build("ahead: marginals", rows, np.ones(len(rows))))
     return out
+
+
+def _unit(size: int, position: int) -> np.ndarray:
+    v = np.zeros(size)
+    v[position] = 1.0
+    return v
 
 
 def _best(strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndarray, share: float, cap: float):
