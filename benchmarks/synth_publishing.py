@@ -368,7 +368,7 @@ def _cv(run: dict | None) -> list[str]:
         "own interaction is not implied by the others, so a marginal the model was not given is predicted only to "
         f"≈ {math.sqrt(max(cv['best_mse'], 0)):.0f} counts RMS per cell (the release's noise sd is "
         f"{run['b'] * math.sqrt(2):.0f}) — the population CV measures is pairs the history has not released. The "
-        "small box shrinks toward independence and costs; the curve is flat from a box of ~14 nats up (the seed's "
+        "small box shrinks toward independence and costs (the true error agrees); the curve is flat from a box of ~14 nats up (the seed's "
         "exact-fit limit), where the published fit's τ lies. The fits ran a fixed number of rounds (none passed its "
         "convergence test in that budget): the curve is the solver's at that budget.",
         "",
