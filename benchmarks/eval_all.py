@@ -83,6 +83,9 @@ def main(argv=None) -> int:
     ap.add_argument("--spread", type=int, default=0,
                     help="with --batch: replay the paper's unbounded stream 0 (dpdesk batch) under N more noise draws")
     ap.add_argument("--tune", action="store_true", help="with --batch: rerun the look-ahead share choice on the tuning streams")
+    ap.add_argument("--replay-ranges", type=int, default=None,
+                    help="with --batch and --from-json: replay dpdesk batch on this held-out ranges stream under "
+                         "--spread N (default 10) fresh noise draws (calibration judged by its own spread)")
     ap.add_argument("--rerun-batch", default="",
                     help="with --batch and --from-json: rerun only dpdesk batch on these settings (comma list of eq37, "
                          "ranges, bounded, unbounded); every other result is read from the saved run")

@@ -120,7 +120,7 @@ def main(args) -> int:
     if ds is None:
         raise SystemExit("the demo table (resources/demo) is needed for the batch evaluation")
     _DS["demo"] = ds
-    if getattr(args, "rerun_batch", ""):
+    if getattr(args, "rerun_batch", "") or getattr(args, "replay_ranges", None) is not None:
         return rerun(args, k, out_dir, ds, t_start)
     if args.from_json is not None:  # rewrite the section from a saved run (same streams, no re-simulation)
         saved = json.loads(args.from_json.read_text(encoding="utf-8"))
@@ -201,10 +201,21 @@ def rerun(args, k: int, out_dir: Path, ds, t_start: float) -> int:
                                     repeats=args.spread, share=B.SHARE, total=P.SETTINGS["unbounded"][1],
                                     initial=init)
         fresh["paper_eq37"] = (spread or {}).get("paper_eq37")  # the paper system's replays: its code did not change
+        fresh["ranges"] = (spread or {}).get("ranges")
         spread = fresh
+    if getattr(args, "replay_ranges", None) is not None:  # one held-out ranges stream under dpdesk batch, replayed
+        from evaluation import batch_spread
+
+        rep = args.replay_ranges
+        if rep not in HELD_OUT:
+            raise SystemExit(f"--replay-ranges: stream {rep} is not held out ({', '.join(map(str, HELD_OUT))})")
+        t0 = time.perf_counter()
+        sp = batch_spread.spread(ds, B.stream("ranges", ds, rep, k), seed=1000 * rep + B.SYSTEMS.index("dpdesk batch"),
+                                 repeats=args.spread or 10, share=B.SHARE)
+        spread = dict(spread or {}, ranges=dict(sp, stream=rep, seconds=time.perf_counter() - t0))
     seconds = time.perf_counter() - t_start
-    reruns = saved.get("reruns", []) + [{"settings": sorted(which), "seconds": seconds, "jobs": args.jobs,
-                                         "keys": rerun_keys}]
+    reruns = saved.get("reruns", []) + ([{"settings": sorted(which), "seconds": seconds, "jobs": args.jobs,
+                                          "keys": rerun_keys}] if which else [])
     (out_dir / "batch_starved.json").write_text(json.dumps(
         {"k": k, "seconds": saved["seconds"], "jobs": saved["jobs"], "spread": spread, "reruns": reruns,
          "results": {json.dumps(list(key)): vars(o) for key, (o, _) in results.items()}}, indent=1), encoding="utf-8")
@@ -239,7 +250,7 @@ def _calibration(rows) -> str:
 
 
 def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) -> str:
-    from evaluation.batch_text import analysis, intro, paper_spread_text, paper_text, spread_text
+    from evaluation.batch_text import analysis, intro, paper_spread_text, paper_text, ranges_spread_text, spread_text
 
     reps = sorted({r for (kind, _w, r, _s) in results if kind == "starved"})
     lines = intro(B, k, quick, seconds, jobs, reps, TUNING, LOOKED_AT, TUNED)
@@ -307,6 +318,7 @@ def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) 
     lines += paper_text(results, P, _calibration)
     lines += spread_text(spread)
     lines += paper_spread_text((spread or {}).get("paper_eq37"))
+    lines += ranges_spread_text((spread or {}).get("ranges"))
     plan_t = [t for (kind, _w, _r, s), (o, _) in results.items() if kind == "starved" and s == "dpdesk batch"
               for t in o.plan_seconds]
     if plan_t:

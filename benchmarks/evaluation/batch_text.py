@@ -199,3 +199,18 @@ def paper_spread_text(sp) -> list[str]:
             f"E[H] − C = {m - c:+.1f} ± {se:.1f}, and the stream's own H lies {(h - m) / sd:+.1f} sd from the mean: "
             f"{verdict}. A few hundredths per answer on one stream (such as −0.024) are within this spread. The "
             "z values of the table are not evidence either way; the replays are.\n"]
+
+
+def ranges_spread_text(sp) -> list[str]:
+    """dpdesk batch on one held-out ranges stream, replayed: its hits against its claims at its own spread."""
+    if not sp:
+        return []
+    h, c, m, sd, n = sp["hits"], sp["claimed"], sp["mean"], sp["sd"], int(sp["repeats"])
+    se = sd / n ** 0.5
+    verdict = ("within the spread: no sign of miscalibration" if abs(m - c) <= 3 * se and abs(h - m) <= 3 * max(sd, 1e-12)
+               else "**outside the spread: a real miscalibration to look into**")
+    return [f"dpdesk batch on `ranges`, held-out stream {sp['stream']} (`--from-json docs/batch_starved.json "
+            f"--replay-ranges {sp['stream']} --spread {n}`), replayed the same way: {sp['answered']} answers, "
+            f"H = {h} against C = {c:.1f}. Under {n} fresh noise draws the hits averaged {m:.1f} (sd {sd:.1f} per "
+            f"draw; replays checked against the run to within {sp['mismatch']:.1g}): E[H] − C = {m - c:+.1f} ± "
+            f"{se:.1f}, and the stream's own H lies {(h - m) / max(sd, 1e-12):+.1f} sd from the mean: {verdict}.\n"]
