@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDialog, QHBoxLayou
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.planning.ahead import SHARE
 from dpdesk.gui import dialogs
+from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.tasks import TaskRunner
 
@@ -94,6 +95,8 @@ class BatchDialog(QDialog):
         self.share.setSuffix(" % of unspent cells' room")
         self.share.setValue(int(round(100 * (share if share is not None else SHARE))))
         self.share.setEnabled(share is not None)
+        self.look_ahead.setToolTip(tip("look_ahead", "batch"))
+        self.share.setToolTip(tip("look_ahead"))
         self.look_ahead_words = QLabel(LOOK_AHEAD_WORDS)
         self.look_ahead_words.setWordWrap(True)
         self._replan = QTimer(self)  # the spin box steps: plan once it rests

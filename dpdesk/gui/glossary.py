@@ -82,6 +82,15 @@ TERMS: dict[str, tuple[str, str]] = {
                  "An answer computed from earlier releases only: it costs no budget (post-processing)."),
     "fresh": ("fresh answer",
               "A new noisy answer drawn from the data: it spends α on every cell the query touches."),
+    "batch": ("batch plan",
+              "Several pending requests planned together: a few noisy measurements chosen for all of them, "
+              "released first, then each request answered from history. It answers at least as many as one by "
+              "one would; every request is checked with the exact posterior before anything is spent."),
+    "look_ahead": ("look-ahead",
+                   "A batch plan's first measurements, on cells nobody has paid for yet: one strategy for all "
+                   "the queue's requests (answered and pending), spending a chosen share of those cells' budget "
+                   "at once so that later requests on them are answered from history for free. Built from the "
+                   "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on."),
 }
 # the posterior methods explain themselves in the engine's registry (the one table of methods)
 TERMS.update({name: (f"posterior method {name}", what) for name, what in POSTERIOR_METHODS.items()})
