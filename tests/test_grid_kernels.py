@@ -97,3 +97,56 @@ def test_blocks_that_fall_below_the_cutoff_are_zero():
     want = G.phi(t, comp)
     assert (got == 0).mean() > 0.5 and np.array_equal(got == 0, want == 0)
     assert np.max(np.abs(got - want)) < 1e-12
+
+
+@pytest.mark.parametrize("seed,n_cont", [(11, 60), (12, 400)])
+def test_series_of_many_small_continuous_terms_matches_their_logs(seed, n_cont):
+    # more than 48 continuous terms: the small ones (|c t| < 1/2) enter through the power-sum series
+    comp = _mixed(seed, n_cont, 0)
+    comp = G.make_components(np.concatenate([comp.c * np.geomspace(1e-9, 1.0, n_cont)]), np.ones(n_cont),
+                             np.zeros(n_cont, bool))  # scales over nine decades
+    t = np.concatenate([np.geomspace(1e-3, 1e9, 4000), [0.0]]) / comp.c[-1]
+    L = np.longdouble
+    ref = -np.log1p((comp.c.astype(L)[None, :] * t.astype(L)[:, None]) ** 2).sum(axis=1).astype(float)
+    got = G.log_phi(t, comp)
+    live = ref > -80.0
+    assert np.all(got[~live] == -80.0)
+    assert np.max(np.abs(got[live] - ref[live]) / np.maximum(1.0, np.abs(ref[live]))) < 1e-13
+
+
+def test_alias_bound_on_a_mirrored_half_is_the_same_bound():
+    comp = _mixed(13, 40, 20)
+    rest = G.Components(comp.c[:-1], comp.a, comp.p, comp.q)
+    L, hf = 3375, 0.37
+    w = 2 * np.pi * np.fft.fftfreq(L)
+    r0 = G.phi(w / hf, rest)
+    top = rest.c[-8:]
+
+    def bound_rest(tau):
+        return float(np.prod(1.0 / (1.0 + (top * tau) ** 2)))
+
+    for n_from in (0, 4):
+        got = G._alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
+        want = G._alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from, mirrored=False)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_odd_fast_len_is_the_least_odd_5_smooth_number_at_or_above():
+    def smooth(k):
+        for f in (3, 5):
+            while k % f == 0:
+                k //= f
+        return k == 1
+
+    for n in list(range(0, 2000)) + [140_000, 281_251, 421_875, 421_876]:
+        want = next(k for k in range(max(n, 1) | 1, 10 * n + 3, 2) if smooth(k))
+        assert G.odd_fast_len(n) == want
+
+
+@pytest.mark.parametrize("x", [1e-6, 0.01, 0.7, 5.0, 60.0])
+def test_laplace_bin_transform_in_real_arithmetic(x):
+    # the DTFT of Laplace(1)'s bin masses of width x, against its complex closed form
+    w = 2 * np.pi * np.fft.fftfreq(2001)
+    coef = -np.exp(-x / 2) * np.expm1(-x)
+    want = -np.expm1(-x / 2) + coef * np.real(np.exp(1j * w) / -np.expm1(-x + 1j * w))
+    assert np.max(np.abs(G._laplace_bins_dtft(1.0, x, w) - want)) < 1e-15

@@ -2,61 +2,31 @@
 
 This module owns the arithmetic that turns a noise mixture ``S = Σ_k A_k N_k`` (independent continuous
 or discrete Laplace ``N_k``) into probability masses on a grid of bins centred on ``j·h``: the tail bound
-that sizes the grid, the characteristic-function evaluation (with a cumulant series for the many small
-components), the ``fft`` method with its rigorous aliasing bound, the exact lattice transform, the
+that sizes the grid, the ``fft`` method with its rigorous aliasing bound, the exact lattice transform, the
 literal paper Algorithm 2 (``direct``) and Algorithm 1 (``mc``). Everything here works on offsets from
-the centre; :mod:`dpdesk.engine.inference.posterior` validates input and wraps the result. Private to the engine.
+the centre; :mod:`dpdesk.engine.inference.posterior` validates input and wraps the result. The
+characteristic function itself is :mod:`~dpdesk.engine.inference.charfn`'s. Private to the engine.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.inference.charfn import (  # noqa: F401  (re-exported: the kernels' callers read them here)
+    Components,
+    _even,
+    log_phi,
+    make_components,
+    phi,
+    phi_nodes,
+)
 
-_SERIES_X = 0.5  # |c t| below this uses the power-sum series of log1p(x²)
-_SERIES_TERMS = 28  # 0.25**28 / 28 < 1e-18
-_LOG_TINY = -80.0  # |φ| below e^-80 is treated as zero
 LATTICE_MAX_POINTS = 2**20 + 1
 OUTPUT_POINTS = 2000
-
-
-@dataclass(frozen=True)
-class Components:
-    """The non-zero noise terms: continuous scales ``c`` and discrete ``(a = |A|, p = exp(-1/b))``.
-
-    ``q = 1 − p`` is kept separately (from ``expm1``) so that very wide discrete noise, where ``p``
-    rounds to 1, still has an exact variance, characteristic function and tail bound.
-    """
-
-    c: np.ndarray  # continuous scales |A_k| b_k, sorted ascending
-    a: np.ndarray  # discrete |A_k|, sorted by descending variance
-    p: np.ndarray  # discrete exp(-1/b_k)
-    q: np.ndarray  # discrete 1 - exp(-1/b_k)
-
-    @property
-    def variance(self) -> float:
-        return float(np.sum(2.0 * self.c**2) + np.sum(self.a**2 * 2.0 * self.p / self.q**2))
-
-    @property
-    def max_scale(self) -> float:
-        disc = self.a / -np.log1p(-self.q) if self.a.size else np.zeros(0)
-        return float(max(np.max(self.c, initial=0.0), np.max(disc, initial=0.0)))
-
-
-def make_components(coefficients: np.ndarray, scales: np.ndarray, discrete: np.ndarray) -> Components:
-    keep = coefficients != 0
-    A, b, d = np.abs(coefficients[keep]), scales[keep], discrete[keep]
-    c = np.sort(A[~d] * b[~d])
-    a, bd = A[d], b[d]
-    p = np.exp(-1.0 / bd)
-    q = -np.expm1(-1.0 / bd)
-    order = np.argsort(-(a**2) * p / q**2, kind="stable")
-    return Components(c=c, a=a[order], p=p[order], q=q[order])
 
 
 def _fftconvolve(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -122,16 +92,18 @@ def nice_spacing(raw: float) -> float:
 
 
 def odd_fast_len(n: int) -> int:
-    """The smallest odd 5-smooth integer ≥ n (odd keeps the grid symmetric about 0)."""
-    n = max(n, 1) | 1
+    """The smallest odd 5-smooth integer ≥ n (odd keeps the grid symmetric about 0): the least ``3^i 5^k``
+    at or above it (they are sparse: listing them beats testing every odd number)."""
+    n = max(n, 1)
+    best, p5 = None, 1
     while True:
-        m = n
-        for f in (3, 5):
-            while m % f == 0:
-                m //= f
-        if m == 1:
-            return n
-        n += 2
+        p = p5
+        while p < n:
+            p *= 3
+        best = p if best is None else min(best, p)
+        if p5 >= n:
+            return best
+        p5 *= 5
 
 
 def lattice_step(comp: Components) -> float | None:
@@ -153,166 +125,36 @@ def common_step(a: np.ndarray) -> float | None:
     return None
 
 
-# ---------------------------------------------------------------- characteristic function
-
-
-def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None,
-            steps: tuple[int, float] | None = None) -> np.ndarray:
-    """``log φ(t)`` of ``S`` (real: S is symmetric), clipped at ``_LOG_TINY``.
-
-    Continuous factors ``1/(1+c²t²)`` with ``|c t| < 0.5`` enter through prefix power sums
-    ``Σ c^{2j}`` (the series of ``log1p``), so they cost O(m + L·J) instead of O(m·L); the rest are
-    evaluated only where the running product is still above ``e^-80`` (each factor is ≤ 1, so any
-    partial product bounds |φ|). ``skip`` marks frequencies already known to be negligible.
-
-    ``steps = (j0, dt)`` says that ``t`` is the progression ``(j0 + i)·dt``, ``i = 0, 1, …`` (``j0 ≥ 0``):
-    the discrete factors' ``sin((j0 + i)θ)`` then come from the angle-addition formula over blocks of
-    ``i`` (two products and a sum from tables of ``sin``/``cos`` at the block starts and offsets) instead of
-    a ``sin`` per frequency and term, the bulk of the work for a sum of many discrete terms; the angle
-    is then ``j·θ`` rounded once per term rather than per product (the two differ by rounding, ~1e-14).
-    """
-    t = np.abs(np.asarray(t, dtype=float))
-    out = np.zeros(t.shape)
-    live = np.ones(t.shape, bool) if skip is None else ~skip
-    c = comp.c
-    if 0 < c.size <= 48:  # few terms: evaluating each is cheaper than the series
-        for ck in c:
-            out -= np.log1p((ck * t) ** 2)
-    elif c.size:
-        # scaled by the largest scale so that no power overflows: (c/cmax)^(2j) * (t cmax)^(2j)
-        cmax = float(c[-1])
-        c2 = (c / cmax) ** 2
-        powers = np.cumsum(c2[None, :] ** np.arange(1, _SERIES_TERMS + 1)[:, None], axis=1)
-        powers = np.concatenate([np.zeros((_SERIES_TERMS, 1)), powers], axis=1)
-        with np.errstate(divide="ignore"):
-            n_small = np.searchsorted(c, _SERIES_X / t, side="left")
-            logx = np.log((t * cmax) ** 2)
-            logp = np.log(powers)
-        series = np.zeros(t.shape)
-        has = n_small > 0
-        for j in range(_SERIES_TERMS):
-            sign = -1.0 if j % 2 == 0 else 1.0
-            series[has] += sign / (j + 1) * np.exp((j + 1) * logx[has] + logp[j, n_small[has]])
-        out += series
-        live &= out > _LOG_TINY
-        # the large components at each live frequency: a suffix of the sorted scales
-        n_large = c.size - n_small
-        idx = np.flatnonzero(live & (n_large > 0))
-        order = idx[np.argsort(n_large[idx])]
-        chunk = 256
-        for lo in range(0, c.size, chunk):
-            # frequencies with more than `lo` large components still need components c[-lo-chunk:-lo]
-            sel = order[n_large[order] > lo]
-            sel = sel[out[sel] > _LOG_TINY]
-            if not sel.size:
-                break
-            cc = c[c.size - min(c.size, lo + chunk) : c.size - lo]
-            x = np.outer(t[sel], cc)
-            rank = np.arange(cc.size)[::-1] + lo  # position counted from the largest
-            x = np.where(rank[None, :] < n_large[sel][:, None], x, 0.0)
-            out[sel] -= np.log1p(x * x).sum(axis=1)
-    live &= out > _LOG_TINY
-    if steps is not None and comp.a.size:
-        _discrete_steps(out, live, comp, *steps)
-        return np.maximum(out, _LOG_TINY)
-    lo, step = 0, 8
-    while lo < comp.a.size:  # chunks grow: the first few terms already prune most frequencies
-        sel = np.flatnonzero(live)
-        if not sel.size:
-            break
-        a, p, q = comp.a[lo : lo + step], comp.p[lo : lo + step], comp.q[lo : lo + step]
-        lo, step = lo + step, min(2 * step, 256)
-        # φ = (1−p)² / (1 − 2p cos x + p²) = q² / (q² + 4p sin²(x/2)): no cancellation when p → 1
-        sin2 = np.sin(0.5 * np.outer(t[sel], a)) ** 2
-        out[sel] += (2 * np.log(q) - np.log(q * q + 4 * p * sin2)).sum(axis=1)
-        live[sel] = out[sel] > _LOG_TINY
-    return np.maximum(out, _LOG_TINY)
-
-
-_BLOCK = 1 << 18  # values per block of the progression kernel: its temporaries stay in cache
-
-
-def _discrete_steps(out: np.ndarray, live: np.ndarray, comp: Components, j0: int, dt: float) -> None:
-    """Adds the discrete factors' ``log φ`` at ``t_i = (j0 + i)·dt`` to ``out`` where ``live``.
-
-    ``sin((j0 + i)θ_k)`` with ``θ_k = a_k·dt/2`` comes from ``sin(x + y) = sin x cos y + cos x sin y`` with
-    ``i = B·u + v``: tables of ``O(√n)`` sines and cosines at the block starts and offsets, then two
-    products and a sum per value (no gathers: blocks of whole ``u`` rows broadcast against the offsets);
-    ``log φ_k = −log1p(4p/q² · sin²)`` (the same as ``2 log q − log(q² + 4p sin²)``). A block of
-    frequencies stops as soon as all of it is below ``e^-80`` (each factor is ≤ 1).
-    """
-    n, m = out.size, comp.a.size
-    theta = 0.5 * float(dt) * comp.a
-    B = math.isqrt(max(n - 1, 0)) + 1
-    U = -(-n // B)
-    starts = np.outer(j0 + B * np.arange(U), theta)
-    offsets = np.outer(np.arange(B), theta)
-    su, cu, sv, cv = np.sin(starts), np.cos(starts), np.sin(offsets)[None], np.cos(offsets)[None]
-    k = 4.0 * comp.p / (comp.q * comp.q)
-    rows = max(1, _BLOCK // (B * min(m, 64)))
-    for u0 in range(0, U, rows):
-        i0, i1 = u0 * B, min(n, (u0 + rows) * B)
-        here = live[i0:i1]
-        if not here.any():
-            continue
-        acc = out[i0:i1].copy()
-        lo, step = 0, 8
-        while lo < m:  # term groups grow: the widest terms come first and often settle the block
-            hi = min(m, lo + step)
-            x = (su[u0 : u0 + rows, None, lo:hi] * cv[:, :, lo:hi]
-                 + cu[u0 : u0 + rows, None, lo:hi] * sv[:, :, lo:hi]).reshape(-1, hi - lo)[: i1 - i0]
-            x *= x
-            x *= k[lo:hi]
-            acc -= np.log1p(x).sum(axis=1)
-            lo, step = hi, min(2 * step, 256)
-            if not np.any(acc[here] > _LOG_TINY):
-                break
-        out[i0:i1] = np.where(here, acc, out[i0:i1])
-
-
-def phi(t: np.ndarray, comp: Components, steps: tuple[int, float] | None = None) -> np.ndarray:
-    v = np.exp(log_phi(t, comp, steps=steps))
-    return np.where(v <= math.exp(_LOG_TINY) * 1.0000001, 0.0, v)
-
-
-def phi_nodes(start: int, stop: int, period: float, comp: Components) -> np.ndarray:
-    """``φ(2πj/P)`` for ``j = start … stop − 1`` (``start ≥ 0``): the nodes of Selberg's brackets, an
-    arithmetic progression (see :func:`log_phi`'s ``steps``)."""
-    if stop <= start:
-        return np.zeros(0)
-    return phi(2.0 * math.pi * (np.arange(start, stop) / period), comp, steps=(start, 2.0 * math.pi / period))
-
-
-def _even(f: Callable, t: np.ndarray, comp: Components) -> np.ndarray:
-    """``f(t, comp)`` for an even ``f`` on a grid ordered like ``fftfreq`` of odd length (``t[L−k] = −t[k]``):
-    the non-negative half is evaluated, the rest mirrored."""
-    L = t.size
-    if L % 2 == 0 or L < 3:
-        return f(t, comp)
-    half = f(t[: (L + 1) // 2], comp)
-    return np.concatenate([half, half[:0:-1]])
-
-
 def _laplace_bins_dtft(c1: float, h: float, w: np.ndarray) -> np.ndarray:
     """Exact DTFT at ``w`` of the bin masses of Laplace(c1) on bins ``[jh - h/2, jh + h/2]`` (all aliases)."""
     x = h / c1
     # 2 sinh(x/2)·e^{-x} written as -e^{-x/2}·expm1(-x): no overflow when c1 ≪ h
     coef = -math.exp(-x / 2) * math.expm1(-x)
-    return -np.expm1(-x / 2) + coef * np.real(np.exp(1j * w) / -np.expm1(-x + 1j * w))
+    # Re e^{iw}/(1 − e^{−x} e^{iw}) = (cos w − e^{−x}) / (1 − 2e^{−x} cos w + e^{−2x}), in real arithmetic and
+    # written with 1 − e^{−x} = −expm1(−x) and 1 − cos w = 2 sin²(w/2): no cancellation near w = 0
+    d = -math.expm1(-x)
+    s2 = 2.0 * np.sin(w / 2) ** 2
+    return -np.expm1(-x / 2) + coef * (d - s2) / (d * d + 2.0 * math.exp(-x) * s2)
 
 
 # ---------------------------------------------------------------- fft, general (non-lattice) case
 
 
-def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from):
+def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from, mirrored=True):
     """Per-frequency bound on ``Σ_{|n|>n_from} |φ1(t_n) sinc_n| · d_n`` for both spectral variants.
 
     ``d_n`` is ``|R(t_n)|`` for the plain sum and ``|R(t_n) − R(t_0)|`` for the Laplace-corrected one,
     with ``|R(t)| ≤ bound_rest(|t|)`` (monotone) and ``|R(t_n) − R(t_0)| ≤ var_rest (t_n² + t_0²)/2``.
     Blocks of n double in length, so the sum costs O(L log n_max).
     """
+    L = w.size
+    if mirrored and L % 2 and L >= 3:  # every quantity is even in w (fftfreq order, odd L): mirror a half
+        half = (L + 1) // 2
+        plain, corr = _alias_residual(w[:half], hf, c1, bound_rest, r0[:half], var_rest, n_from, False)
+        return np.concatenate([plain, plain[:0:-1]]), np.concatenate([corr, corr[:0:-1]])
     s = np.abs(np.sin(w / 2))
     t0 = np.abs(w) / hf
+    t0sq, abs_r0, top_r0 = t0**2, np.abs(r0), float(np.max(np.abs(r0)))
     plain = np.zeros(w.shape)
     corr = np.zeros(w.shape)
     na = n_from + 1
@@ -323,23 +165,34 @@ def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from):
         weight = 2 * (nb - na + 1) / (1 + (c1 * tau) ** 2) * s / ((na - 0.5) * math.pi)
         br = bound_rest(tau)
         plain += weight * br
-        corr += weight * np.minimum(br + np.abs(r0), var_rest * (tmax**2 + t0**2) / 2)
+        if var_rest * tmax**2 / 2 >= br + top_r0:  # the variance bound is the larger everywhere
+            corr += weight * (br + abs_r0)
+        else:
+            corr += weight * np.minimum(br + abs_r0, var_rest * (tmax**2 + t0sq) / 2)
         na = nb + 1
     tail = 2 * s * (hf / (c1 * math.pi)) ** 2 / (4 * math.pi) / (2 * (na - 1.5) ** 2) * 2
     return plain + tail, corr + tail
 
 
-def _alias_pair(tp, tm, need_p, need_m, rest, mirror=None):
+def _alias_pair(tp, tm, need_p, need_m, rest, mirror=None, steps=None):
     """``φ_rest`` at the aliases ``tp`` (where ``need_p``) and ``tm`` (where ``need_m``), zero elsewhere.
 
-    With ``mirror`` (``tm[mirror[k]] = −tp[k]``), ``φ(tp)`` serves both: φ is even.
+    With ``mirror`` (``tm[mirror[k]] = −tp[k]``), ``φ(tp)`` serves both: φ is even. With ``steps = (m L,
+    dt)`` too, ``tp`` is ``(m L + k)·dt`` for ``k`` in ``fftfreq`` order (``|k| ≤ (L − 1)/2``): a progression
+    once its negative half is put first, evaluated whole (see :func:`log_phi`).
     """
     rp, rm = np.zeros(tp.size), np.zeros(tm.size)
     if mirror is None:
         rp[need_p], rm[need_m] = phi(tp[need_p], rest), phi(tm[need_m], rest)
         return rp, rm
     both = need_p | need_m[mirror]
-    rp[both] = phi(tp[both], rest)
+    if steps is not None and both.mean() > 0.5:
+        half = (tp.size + 1) // 2
+        low = tp.size - half  # entries of k < 0, stored after the non-negative ones
+        ph = phi(np.concatenate([tp[half:], tp[:half]]), rest, steps=(steps[0] - low, steps[1]))
+        rp[:half], rp[half:] = ph[low:], ph[:low]
+    else:
+        rp[both] = phi(tp[both], rest)
     rm[need_m] = rp[mirror][need_m]
     rp[~need_p] = 0.0
     return rp, rm
@@ -379,7 +232,7 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
         w = 2 * np.pi * np.fft.fftfreq(L)
         if c1 is None:
             break
-        r0 = _even(phi, w / hf, rest)
+        r0 = _even(phi, w / hf, rest, 2 * np.pi / (L * hf))
         for N in (0, 1, 2, 4, 8, 16, 32):
             plain, corr = _alias_residual(w, hf, c1, bound_rest, r0, var_rest, N)
             err = math.sqrt(float(np.sum(np.minimum(plain, corr) ** 2)))
@@ -412,7 +265,8 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
             tp, tm = (w + 2 * np.pi * m) / hf, (w - 2 * np.pi * m) / hf
             bp = 1 / (1 + (c1 * tp) ** 2) * np.sinc(tp * hf / (2 * np.pi))
             bm = 1 / (1 + (c1 * tm) ** 2) * np.sinc(tm * hf / (2 * np.pi))
-            rp, rm = _alias_pair(tp, tm, np.abs(bp) > 1e-30, np.abs(bm) > 1e-30, rest, mirror)
+            rp, rm = _alias_pair(tp, tm, np.abs(bp) > 1e-30, np.abs(bm) > 1e-30, rest, mirror,
+                                 None if mirror is None else (m * L, 2 * np.pi / (L * hf)))
             X += bp * np.where(use_corr, rp - r0, rp)
             X += bm * np.where(use_corr, rm - r0, rm)
     fine = np.fft.fftshift(np.real(np.fft.ifft(X)))
