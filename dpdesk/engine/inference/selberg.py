@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -77,18 +78,32 @@ def selberg_weights(j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, 1.0 - s
 
 
+@lru_cache(maxsize=12)
+def _weights_upto(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`selberg_weights` at ``j = 1 … n − 1`` (read-only; node counts are powers of two times 1024)."""
+    a, b = selberg_weights(np.arange(1, n), n)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
+
+
 def central_sums(ph: np.ndarray, j: np.ndarray, n: int, period: float, w: float,
-                 c: float = 0.0, weights: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
+                 c: float = 0.0, weights: tuple[np.ndarray, np.ndarray] | None = None,
+                 trig: tuple[np.ndarray, ...] | None = None) -> tuple[float, float]:
     """``(lower, half-gap)`` for ``Pr(|S − c| ≤ w)`` from ``φ`` at ``2πj/P`` (``ph``), bandwidth ``n/P``.
 
     ``j`` may stop short of ``n`` where ``φ`` is known to be below ``e^-80`` (see :func:`decay_cutoff`);
-    ``weights`` are :func:`selberg_weights` of ``j`` and ``n`` when the caller keeps them.
+    ``weights`` are :func:`selberg_weights` of ``j`` and ``n`` when the caller keeps them, ``trig`` the
+    sines and cosines ``(sin(x w), cos(x w), cos(x c))`` at ``x = 2πj/P`` likewise.
     """
     a, b = weights if weights is not None else selberg_weights(j, n)
-    x = 2.0 * math.pi * j / period
-    cc = ph * np.cos(x * c) if c else ph
-    est = 2.0 * w / period + (2.0 / n) * float(np.dot(a * np.sin(x * w), cc))
-    gap = 1.0 / n + (2.0 / n) * float(np.dot(b * np.cos(x * w), cc)) + _CUT_ERROR
+    if trig is None:
+        x = 2.0 * math.pi * j / period
+        trig = (np.sin(x * w), np.cos(x * w), np.cos(x * c) if c else None)
+    sin_w, cos_w, cos_c = trig
+    cc = ph * cos_c if c else ph
+    est = 2.0 * w / period + (2.0 / n) * float(np.dot(a * sin_w, cc))
+    gap = 1.0 / n + (2.0 / n) * float(np.dot(b * cos_w, cc)) + _CUT_ERROR
     return est - gap - TAIL, gap
 
 
@@ -110,6 +125,8 @@ class Bandlimited:
             raise ValueError(f"period ({self.period}) must be at least 2T ({2 * self.T})")
         self._phi = np.ones(1)  # φ at ν_0 = 0
         self._cancelled = cancelled
+        self._trig: dict[tuple[float, float], tuple[np.ndarray, ...]] = {}  # per (c, w): sin, cos at the nodes
+        self._asked: dict[tuple[float, float, float, int, int], tuple[float, float]] = {}
         cut = decay_cutoff(comp)  # samples beyond this index are below e^-80
         self.jcut = math.ceil(cut * self.period / (2 * math.pi)) + 1 if math.isfinite(cut) else None
 
@@ -136,21 +153,40 @@ class Bandlimited:
         if abs(c) + w > self.period - self.T:  # cannot happen after clipping with P ≥ 2T
             raise ValueError("interval outside the periodisation's reach")
         ph = self.phi(n)[1:]
-        lower, gap = central_sums(ph, np.arange(1, ph.size + 1), n, self.period, w, c)
+        lower, gap = central_sums(ph, np.arange(1, ph.size + 1), n, self.period, w, c,
+                                  weights=tuple(v[: ph.size] for v in _weights_upto(n)),
+                                  trig=self._trig_at(c, w, ph.size))
         upper = lower + 2 * gap + self.tail + (self.tail if clipped else 0.0)
         return max(lower, 0.0), min(upper, 1.0)
+
+    def _trig_at(self, c: float, w: float, size: int) -> tuple[np.ndarray, ...]:
+        """``sin(x_j w)``, ``cos(x_j w)`` and ``cos(x_j c)`` at ``x_j = 2πj/P``, ``j = 1 … size`` (kept and
+        extended: the doubling node counts of one interval share their first nodes)."""
+        have = self._trig.get((c, w))
+        done = 0 if have is None else have[0].size
+        if done < size:
+            x = 2.0 * math.pi * np.arange(done + 1, size + 1) / self.period
+            more = (np.sin(x * w), np.cos(x * w), np.cos(x * c) if c else None)
+            have = self._trig[(c, w)] = more if have is None else tuple(
+                None if v is None else np.concatenate([v, m]) for v, m in zip(have, more))
+        return tuple(None if v is None else v[:size] for v in have)
 
     def interval_to(self, low: float, high: float, target: float = TARGET, n0: int = FIRST_NODES,
                     max_nodes: int = MAX_NODES) -> tuple[float, float]:
         """:meth:`interval` with nodes doubled from ``n0`` until ``(upper − lower)/2 ≤ target``.
 
         The node counts tried depend only on the inputs, so the same question always gets the same
-        answer (decisions made in one place and re-checked in another agree).
+        answer (decisions made in one place and re-checked in another agree); it is kept, so asking it
+        again costs nothing.
         """
+        key = (low, high, target, n0, max_nodes)
+        if key in self._asked:
+            return self._asked[key]
         n = n0
         while True:
             lower, upper = self.interval(low, high, n)
             if (upper - lower) / 2 <= target or 2 * n > max_nodes:
+                self._asked[key] = (lower, upper)
                 return lower, upper
             n *= 2
 
