@@ -169,8 +169,8 @@ def _discrete_steps(out: np.ndarray, live: np.ndarray, comp: Components, j0: int
     offsets = np.outer(theta, np.arange(B))
     su, cu, sv, cv = np.sin(starts), np.cos(starts), np.sin(offsets)[:, None, :], np.cos(offsets)[:, None, :]
     k = (4.0 * comp.p / (comp.q * comp.q))[:, None, None]
-    rows = max(1, _BLOCK // B)
-    x, y = np.empty((m, rows, B)), np.empty((m, rows, B))
+    rows = min(U, max(1, _BLOCK // B))
+    x, y = np.empty((min(m, 256), rows, B)), np.empty((min(m, 256), rows, B))  # one group's temporaries
     for u0 in range(0, U, rows):
         r = min(rows, U - u0)
         i0, i1 = u0 * B, min(n, (u0 + r) * B)
@@ -182,7 +182,7 @@ def _discrete_steps(out: np.ndarray, live: np.ndarray, comp: Components, j0: int
         lo, step = 0, _FIRST
         while lo < m:  # term groups grow: the widest terms come first and often settle the block
             hi = min(m, lo + step)
-            xa, ya = x[lo:hi, :r], y[lo:hi, :r]
+            xa, ya = x[: hi - lo, :r], y[: hi - lo, :r]
             np.multiply(su[lo:hi, u0 : u0 + r, None], cv[lo:hi], out=xa)
             np.multiply(cu[lo:hi, u0 : u0 + r, None], sv[lo:hi], out=ya)
             xa += ya
