@@ -5,16 +5,24 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_batch.py            # 200 requests, writes docs/performance.md's section
     .venv/bin/python benchmarks/bench_batch.py --requests 50 --no-write
     .venv/bin/python benchmarks/bench_batch.py --repeat 3   # median of three runs per case
+    .venv/bin/python benchmarks/bench_batch.py --signature --no-write   # one digest per plan, to compare checkouts
 
 The requests are boxes over the demo cube (ranges on the ordered attributes, label subsets on the others,
 2ε ~ U[1, 100], δ = 0.2 — `benchmarks/evaluation/batch_eval.py` `boxes_stream`), planned against an empty
 history and against a history of 100 released boxes, with total budget 1 (the starved setting) and 10.
 Planning reads no data; the time is all search and exact checks (the engine's posterior per request).
+Each run's processor time is reported beside its wall-clock time: on a shared machine the wall clock
+counts the other jobs' turns, the processor time (one thread) is close to what a quiet machine's wall
+clock shows. ``--signature`` prints a digest of each plan (strategy, answered count, system cost to 6
+digits, every request's status and confidence to 9 digits): run each checkout's copy of the script (it
+imports the ``dpdesk`` beside it, not the one the venv installed) to see that a change of the engine's
+speed left the plans alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -25,6 +33,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # threaded BLAS under a shar
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the dpdesk of this checkout, not the venv's
 
 from evaluation import batch_eval as B  # noqa: E402
 from evaluation import data as D  # noqa: E402
@@ -38,11 +47,21 @@ from dpdesk.engine.planning import plan_batch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def signature(plan) -> str:  # type: ignore[no-untyped-def]
+    """A digest of what a plan decides: strategy, answered count, system cost (6 digits), each request's
+    status and confidence (9 digits)."""
+    text = repr((plan.strategy, plan.answered, f"{plan.system_cost_after:.6g}",
+                 tuple((p.id, p.status, None if p.confidence is None else f"{p.confidence:.9g}")
+                       for p in plan.requests)))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; the median is reported")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--signature", action="store_true", help="print a digest of each plan")
     args = ap.parse_args(argv)
     ds = D.demo()
     shape = ds.cube.schema.shape
@@ -57,27 +76,32 @@ def main(argv=None) -> int:
     loads = [os.getloadavg()[0]]
     for hist_name, hist in (("empty", History(shape)), ("100 released boxes", released)):
         for total in (1.0, 10.0):
-            times = []
+            times, cpus = [], []
             for _ in range(max(1, args.repeat)):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
                 times.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
                 loads.append(os.getloadavg()[0])
             secs = float(np.median(times))
-            rows.append((hist_name, total, secs, plan, times))
+            rows.append((hist_name, total, secs, plan, times, float(np.median(cpus))))
             obo = plan.one_by_one
-            print(f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}) — "
-                  f"{plan.strategy}, answers {plan.answered} (one by one {'' if obo.checked else '≤ '}{obo.answered}), "
-                  f"system cost {plan.system_cost_after:.3g}", flush=True)
+            print(f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}; "
+                  f"processor {float(np.median(cpus)):.2f} s) — {plan.strategy}, answers {plan.answered} "
+                  f"(one by one {'' if obo.checked else '≤ '}{obo.answered}), system cost {plan.system_cost_after:.3g}"
+                  + (f" — plan {signature(plan)}" if args.signature else ""), flush=True)
     load = float(np.median(loads))
-    table = ["| history | total | seconds (median) | runs | strategy | answered | one by one | system cost after |",
-             "|---|---|---|---|---|---|---|---|"]
-    for hist_name, total, secs, plan, times in rows:
+    table = ["| history | total | seconds (median) | runs | processor s (median) | strategy | answered | one by one "
+             "| system cost after |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for hist_name, total, secs, plan, times, cpu in rows:
         obo = plan.one_by_one
-        table.append(f"| {hist_name} | {total:g} | {secs:.2f} | {', '.join(f'{t:.2f}' for t in times)} | "
+        table.append(f"| {hist_name} | {total:g} | {secs:.2f} | {', '.join(f'{t:.2f}' for t in times)} | {cpu:.2f} | "
                      f"{plan.strategy} | {plan.answered} | {'' if obo.checked else '≤ '}{obo.answered} | "
                      f"{plan.system_cost_after:.3g} |")
     worst = max(r[2] for r in rows)
+    worst_cpu = max(r[5] for r in rows)
+    met = worst < 5 and args.requests >= 200
     md = f"""## Performance: batch plans of the pending requests (issue 19)
 
 Reproduce: `.venv/bin/python benchmarks/bench_batch.py` ({args.requests} pending box requests over the demo cube, 720
@@ -86,14 +110,20 @@ cells; planned against an empty history and against 100 released boxes, total bu
 
 {chr(10).join(table)}
 
-Target: a batch of 200 pending requests plans in under 5 s — **{'met' if worst < 5 and args.requests >= 200 else 'not met'}** (slowest case {worst:.2f} s).
+Target: a batch of 200 pending requests plans in under 5 s — by the wall clock of this run **{'met' if met else 'not met'}**
+(slowest case {worst:.2f} s{"" if met or load <= 1.5 else ", with the other jobs' turns counted"}); the largest processor time of a case
+is {worst_cpu:.2f} s{" (what a quiet machine's wall clock approaches: under 5 s)" if worst_cpu < 5 and not met else ""}. Old against new,
+measured alternately: section batch-plan-kernel.
 Where the time goes: the engine's exact posteriors. Answering the batch one by one under today's rules
 (each request's assessment on the growing history: its posterior, and the fusion search where history
 estimates it) and the exact check of the chosen strategy (every request's posterior on the would-be
-history) are nearly all of it; the search (an SVD per strategy) is a small part. One by one's final
-history is checked only while it could still win — its requests closest to their (ε, δ) first, stopping
-as soon as it cannot — and the checks read decisions only (no credible interval, no drawing of a
-posterior read from brackets). ≤ N in the table: one by one was not checked; N requests answered at
+history) are nearly all of it; the search (an SVD per strategy) is a small part. The posteriors' own
+kernel is the characteristic function of sums of ~50–720 discrete-Laplace terms with non-lattice
+weights (plus the history's continuous ones) on alias grids and Selberg's nodes, which are arithmetic
+progressions: their sines come from the angle-addition formula (`inference/charfn.py`). One by one's
+final history is checked only while it could still win — its requests closest to their (ε, δ) first,
+stopping as soon as it cannot — and the checks read decisions only (no credible interval, no drawing of
+a posterior read from brackets). ≤ N in the table: one by one was not checked; N requests answered at
 their turn bound what its final history answers.
 """
     if not args.no_write:
