@@ -18,20 +18,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import os
     from pathlib import Path
 
+    from dpdesk.store.atomic import write_atomically
     from dpdesk.store.project import Project
 
     with Project.open(args.path, "r") as p:
         obj = p.export_history()
     out = Path(args.history)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_atomically(out, lambda tmp: tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8"))
     print(f"wrote {len(obj['rows'])} released answer(s) to {out}")
     return 0

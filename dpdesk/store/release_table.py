@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dpdesk.engine.partition.release import TABLE_FORMS, PartitionRelease, structured_release
+from dpdesk.store.atomic import write_atomically
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import thaw
 from dpdesk.store.view import LedgerView
@@ -48,17 +49,15 @@ def write_table(release: PartitionRelease, out: str | os.PathLike[str], form: st
     if not path.parent.is_dir():
         raise StoreError(f"{path}: folder {path.parent} does not exist")
     table = release.table(form)  # type: ignore[arg-type]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+
+    def write(tmp: Path) -> None:
         if suffix == ".csv":
             table.to_csv(tmp, index=False)
-        else:
-            try:
-                table.to_parquet(tmp, index=False)
-            except ImportError:
-                raise StoreError("writing Parquet needs pyarrow (install dpdesk's 'sources' extra), or write .csv") from None
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+            return
+        try:
+            table.to_parquet(tmp, index=False)
+        except ImportError:
+            raise StoreError("writing Parquet needs pyarrow (install dpdesk's 'sources' extra), or write .csv") from None
+
+    write_atomically(path, write)
     return table
