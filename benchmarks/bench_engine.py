@@ -255,20 +255,23 @@ def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | Non
     cores = str(os.cpu_count() or 2)
     threads = {"OPENBLAS_NUM_THREADS": cores, "OMP_NUM_THREADS": cores}
     runs = repeat if uncached_runs is None else uncached_runs
-    pinned_runs, threaded_runs = [], []
-    for _ in range(runs):
-        pinned_runs.append(_spawn(cmd, off))
-        threaded_runs.append(_spawn(cmd, dict(off, **threads)))
+
+    def paired(env: dict[str, str], n: int) -> tuple[list, list]:
+        """n runs with the CLI's own single-threaded BLAS and n with BLAS on every core, alternating."""
+        pinned, threaded = [], []
+        for _ in range(n):
+            pinned.append(_spawn(cmd, env))
+            threaded.append(_spawn(cmd, dict(env, **threads)))
+        return pinned, threaded
+
+    pinned_runs, threaded_runs = paired(off, runs)
     print(f"  no cache: {_medians(pinned_runs)}", flush=True)
     print(f"  no cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
     cache.unlink(missing_ok=True)
     wall, cpu = _spawn(cmd, on)
     print(f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
           f"wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
-    pinned_runs, threaded_runs = [], []
-    for _ in range(repeat):
-        pinned_runs.append(_spawn(cmd, on))
-        threaded_runs.append(_spawn(cmd, dict(on, **threads)))
+    pinned_runs, threaded_runs = paired(on, repeat)
     print(f"  with cache: {_medians(pinned_runs)}", flush=True)
     print(f"  with cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
     print(f"  with cache and --cell-costs (every cell's cost in the JSON): "
