@@ -322,7 +322,7 @@ def plan_batch(
             if short:  # borderline fused answers: their own rows raised a little until the final history meets them
                 seq_rows, obo_conf, asked = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending, checker,
                                                     costs0, total)
-                complete = complete or asked  # the top-up's checks ask every request
+                complete = complete or asked  # the top-up's last check asks every request
                 seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))
                 obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
             if complete:
@@ -397,12 +397,21 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
     posterior reaches ``1 − δ``. A batch answers from the final history's exact posterior, which can land
     a hair below ``1 − δ`` for such a borderline answer (another computation of nearly the same law).
     Without a top-up the one-by-one candidate would lose those requests and the planner would pick a
-    dearer strategy to answer them, a cost the rest of the queue carries. Each short request's own row is
-    raised by the steps :data:`_TOP_UP` (≈ 6 % at most in all), the whole final history checked again
-    after each, while the per-cell costs stay within the hard ``total``; what is still short stays
-    unanswered. Returns the rows, the confidences and whether they were all asked (some step was taken).
+    dearer strategy to answer them, a cost the rest of the queue carries. The rows of the requests found
+    short are raised by the steps :data:`_TOP_UP` (≈ 6 % at most in all) while the per-cell costs stay
+    within the hard ``total``; what is still short stays unanswered.
+
+    After each raise the requests not yet known to be met are checked again: a raise only lowers some
+    rows' noise, so a request a check of the history before it (``conf``, then each step's) found met is
+    taken to stay met — the first raise's check asks every request the first check did not reach (it
+    stops early), which names the borderline rows it did not. The rows returned are then checked in full,
+    every request asked (those the last step asked on the same rows keep its answers): the confidences
+    returned are always those of the rows returned. Returns the rows, the confidences and whether they
+    were all asked (some step was taken).
     """
     rows, asked = list(rows), False
+    met = [c is not None for c in conf]
+    hist, last = None, [False] * len(pending)
     for step in _TOP_UP:
         raised = list(rows)
         for k in short:
@@ -412,11 +421,18 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
         if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
             break
         rows, asked = raised, True
-        conf = checker.confidences(checker.history_with(rows), pending, ok)
-        short = [k for k, c in enumerate(conf) if ok[k] and c is None and k in row_of]
+        hist, last = checker.history_with(rows), [bool(ok[k]) and not met[k] for k in range(len(pending))]
+        conf = checker.confidences(hist, pending, last)
+        for k in np.flatnonzero(last):
+            met[k] = conf[k] is not None
+        short = [k for k, c in enumerate(conf) if last[k] and c is None and k in row_of]
         if not short:
             break
-    return rows, conf, asked
+    if not asked:
+        return rows, conf, False
+    assert hist is not None
+    rest = checker.confidences(hist, pending, [bool(ok[k]) and not last[k] for k in range(len(pending))])
+    return rows, [conf[k] if last[k] else rest[k] for k in range(len(pending))], True
 
 
 def _margin(a: Any) -> float:

@@ -1,0 +1,89 @@
+"""One by one's top-up re-asks only the requests not yet known to be met, and ends on a full check.
+
+The reference is the top-up that checks the whole would-be history after every raise. Four count requests
+over four cells get one row each, short of what meets them by 3 %, 0.5 % and 0.05 % (the fourth is met
+with room to spare), and a fifth request (cells 0 + 1) is answered from the others' rows. The first check
+found only the first request short (it stops early), so the first raise's check must name the other
+two; the second and third raises then re-ask only the requests still short. The rows raised, their α's
+and every confidence must be those of the reference, with fewer requests asked; also when the total
+stops the raises before the last step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpdesk.engine.answering.request import Request
+from dpdesk.engine.inference.history import History
+from dpdesk.engine.planning import checks, planner
+from dpdesk.engine.planning.checks import Checker
+from dpdesk.engine.planning.plan import Measurement
+from dpdesk.engine.queries.query import query_from_vector
+
+SHAPE = (4,)
+EPS, DELTA = 10.0, 0.2
+SHORT_BY = (0.97, 0.995, 0.9995, 1.2)  # each row's α against what meets its request: short, short, short, met
+WIDER = (1, 1, 1, 2)  # the fourth request asks twice the ±ε (its row stays cheap next to the total below)
+
+
+def _case():
+    cells = [query_from_vector(np.eye(4)[j], SHAPE) for j in range(4)]
+    pending = [Request(f"c{j}", q, EPS * w, DELTA) for j, (q, w) in enumerate(zip(cells, WIDER))]
+    pending.append(Request("c0+c1", query_from_vector([1, 1, 0, 0], SHAPE), 3 * EPS, DELTA))
+    need = math.log(1 / DELTA) / EPS  # Laplace, sensitivity 1: Pr(|N| ≤ ε) = 1 − e^{−εα}
+    rows = [Measurement(q, need * f / w, "laplace") for q, f, w in zip(cells, SHORT_BY, WIDER)]
+    row_of = {j: j for j in range(4)}
+    return pending, rows, row_of
+
+
+def _reference(rows, row_of, ok, short, conf, pending, checker, costs0, total):
+    """The top-up as first written: the whole would-be history checked after every raise."""
+    rows = list(rows)
+    for step in planner._TOP_UP:
+        raised = list(rows)
+        for k in short:
+            m = rows[row_of[k]]
+            raised[row_of[k]] = Measurement(m.query, m.alpha * step, m.family)
+        after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
+        if after.max() > total * (1 - 1e-9):
+            break
+        rows = raised
+        conf = checker.confidences(checker.history_with(rows), pending, ok)
+        short = [k for k, c in enumerate(conf) if ok[k] and c is None and k in row_of]
+        if not short:
+            break
+    return rows, conf
+
+
+@pytest.mark.parametrize("total", [1e9, "before the third raise"])
+def test_the_top_up_raises_and_confirms_what_checking_everything_after_each_raise_does(total, monkeypatch):
+    pending, rows, row_of = _case()
+    need = math.log(1 / DELTA) / EPS
+    if total == "before the third raise":  # the others' ×1.01 fit, the first row's ×1.05 would pass it
+        total = need * 1.02
+    checker = Checker(History(SHAPE), "fft", (), None)
+    ok = [True] * len(pending)
+    first = [None] * len(pending)  # the first check asked the first request only, found it short and stopped
+    costs0 = np.zeros(4)
+    asked = []
+    infer = checks.infer
+    monkeypatch.setattr(checks, "infer", lambda h, r, **kw: (asked.append(r.id), infer(h, r, **kw))[1])
+
+    ref_rows, ref_conf = _reference(rows, row_of, ok, [0], first, pending, checker, costs0, total)
+    n_ref = len(asked)
+    asked.clear()
+    new_rows, new_conf, complete = planner._top_up(rows, row_of, ok, [0], first, pending, checker, costs0, total)
+
+    assert complete
+    assert [m.alpha for m in new_rows] == [m.alpha for m in ref_rows]
+    assert new_conf == ref_conf  # every request asked on the rows returned, the same numbers
+    assert [m.alpha / r.alpha for m, r in zip(new_rows, rows)] == pytest.approx(
+        [1.001 * 1.01 * (1.05 if total > 1 else 1.0), 1.01, 1.01, 1.0])
+    assert (new_conf[0] is not None) == (total > 1)  # the first row needs the third raise
+    assert all(c is not None for c in new_conf[1:])
+    # fewer posteriors; with the third raise refused, the last step's re-ask and the final check together
+    # ask what one full check does
+    assert len(asked) < n_ref if total > 1 else len(asked) == n_ref, (asked, n_ref)
