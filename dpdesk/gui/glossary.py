@@ -90,7 +90,9 @@ TERMS: dict[str, tuple[str, str]] = {
                    "A batch plan's first measurements, on cells nobody has paid for yet: one strategy for all "
                    "the queue's requests (answered and pending), spending a chosen share of those cells' budget "
                    "at once so that later requests on them are answered from history for free. Built from the "
-                   "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on."),
+                   "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on. "
+                   "It is kept when it serves the queue at least as well as the batch planned alone, so it may "
+                   "answer a few fewer of this batch in exchange for more of the queue's requests later."),
 }
 # the posterior methods explain themselves in the engine's registry (the one table of methods)
 TERMS.update({name: (f"posterior method {name}", what) for name, what in POSTERIOR_METHODS.items()})

@@ -111,3 +111,37 @@ def test_marginals_look_ahead_serves_a_range_workload_and_every_answer_passes_th
     later = [Request(f"n{i}", _box(shape, rng), float(rng.uniform(20, 100)) / 2, 0.2) for i in range(20)]
     free = sum(assess(released, r, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer" for r in later)
     assert free >= 10
+
+
+def test_the_look_ahead_is_judged_for_the_queue_not_only_for_its_batch():
+    from dpdesk.engine.answering.workflow import Request
+    from dpdesk.engine.planning.ahead import queue_score
+
+    settings = Settings(1.0)
+    seen = _batch(41, 24, eps2=(20, 60))
+    # two strict requests over wide ranges: only a fresh answer at most of their cells' budget meets them
+    strict = [Request("s0", _range(0, 16), 2.0, 0.2), Request("s1", _range(0, 12), 2.2, 0.2)]
+    batch = _batch(42, 6, eps2=(20, 60)) + strict
+    plain = plan_batch(History((N,)), batch, settings)
+    first_only = plan_ahead(History((N,)), batch, settings, seen=seen, share=1.0, future=0.0)
+    queued = plan_ahead(History((N,)), batch, settings, seen=seen, share=1.0, future=1.0)
+    # judged by the batch alone the plain plan wins (it answers one strict request more)
+    assert first_only.look_ahead is None and first_only.answered == plain.answered
+    assert queued.look_ahead is not None and queued.answered < plain.answered
+    # the plain plan's rows are the batch's own queries: they count for the batch only
+    workload = seen + batch
+    assert queue_score(plain, batch, workload) == plain.answered
+    assert queue_score(queued, batch, workload) > queue_score(plain, batch, workload)
+    names = [c.name for c in queued.candidates]
+    assert len(names) == len(set(names)), names
+    # what it is for: the queue's next requests of the same kind are answered from history for free
+    after = queued.cell_costs_after
+    assert after.max() <= 1.0 * (1 + 1e-9)
+    released = _released(History((N,)), queued, seed=3)
+    for p in queued.requests:
+        if p.status != "uncovered":
+            assert assess(released, p.request, settings, cell_costs=after).decision == "infer", p.id
+    nxt = _batch(43, 20, eps2=(20, 60))
+    free_queued = _answered_next(History((N,)), queued, nxt, settings)
+    free_plain = _answered_next(History((N,)), plain, nxt, settings)
+    assert free_queued >= free_plain + 10, (free_queued, free_plain)

@@ -24,8 +24,22 @@ still unspent are kept, so the strategy goes where no row has been bought yet:
 requests) at ``share`` of the room its cells have left. That is a share of a finite total: with no
 effective total, leave the look-ahead off. It then plans the batch with
 :func:`~dpdesk.engine.planning.planner.plan_batch` on the would-be history, so every request still
-passes the exact-posterior check. The look-ahead is kept only when the batch answers at least as many
-requests as the plain plan. Everything is computed from public inputs.
+passes the exact-posterior check.
+
+Whether the look-ahead is kept is judged for the queue, not for the batch alone
+(:func:`queue_score`). A plan's score is the batch's requests it answers plus ``future`` times the
+number of the queue's workload (the seen requests and the batch: the public sample of what the queue
+asks) that its rows would meet *without having been bought for them*. Rows whose query is a batch
+request's own (fresh answers, jointly weighted requests, top-ups) are left out of that count: a fresh
+answer to one range says little about the next range, and counting it would credit a plan with the
+requests it was fitted to. A strategy's rows (identity, marginals, trees) are not any one request's,
+so they count for every workload request they meet. This is a leave-one-out estimate of how many of
+the next requests like these the history will serve; with ``future`` = 1 it stands for as many more
+requests to come as the queue has shown so far. The look-ahead is kept when its score is at least the
+plain plan's; ``future`` = 0 judges the batch alone. Both counts use the search's reckoning
+(:func:`~dpdesk.engine.planning.planner.needed_scales`, the rows alone); every answer a plan reports
+still passes the exact check. Everything is computed from public inputs: the requests' queries and
+(ε, δ), the history's queries and budgets, the per-cell costs — never the data nor requests not seen.
 """
 
 from __future__ import annotations
@@ -47,11 +61,14 @@ from dpdesk.engine.planning.planner import needed_scales, plan_batch
 from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["ahead_strategies", "plan_ahead", "SHARE"]
+__all__ = ["ahead_strategies", "plan_ahead", "queue_score", "FUTURE", "SHARE"]
 
 # the share of the room left on its cells that a look-ahead strategy spends (chosen on tuning streams;
 # docs/evaluation.md section batch-starved)
 SHARE = 1.0
+# the weight of the queue's workload against the batch when judging a look-ahead (:func:`queue_score`;
+# chosen on tuning streams, docs/evaluation.md section batch-starved)
+FUTURE = 1.0
 
 
 def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: Sequence[bool] | None = None,
@@ -118,6 +135,26 @@ def _best(strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndar
     return best
 
 
+def _serves(measurements: Sequence[Measurement], own: set, workload: Sequence[Request]) -> int:
+    """How many of ``workload`` the ``measurements`` not bought for a request of their own would meet (the
+    search's reckoning: these rows alone, at their α's)."""
+    rows = [m for m in measurements if m.query not in own]
+    if not rows or not workload:
+        return 0
+    s = Strategy.build("rows", [m.query for m in rows], [m.alpha for m in rows])
+    # Strategy.build scales the α's so the largest per-cell charge is 1: the rows' own α's are t = 1/scale
+    t = rows[0].alpha / float(s.weights[0]) * (1 + 1e-9)
+    return int(np.sum(needed_scales(s, workload) <= t))
+
+
+def queue_score(plan: BatchPlan, requests: Sequence[Request], workload: Sequence[Request],
+                future: float = FUTURE) -> float:
+    """A plan's worth for the queue: requests of the batch it answers plus ``future`` × the workload
+    requests its rows meet without having been bought for them (module docstring)."""
+    own = {r.query for r in requests}
+    return plan.answered + (future * _serves(plan.measurements, own, workload) if future > 0 else 0.0)
+
+
 def plan_ahead(
     history: History,
     requests: Sequence[Request],
@@ -125,6 +162,7 @@ def plan_ahead(
     *,
     seen: Sequence[Request] = (),
     share: float = SHARE,
+    future: float = FUTURE,
     cell_costs: np.ndarray | None = None,
     family: Any = None,
     ordered: Sequence[bool] | None = None,
@@ -142,13 +180,16 @@ def plan_ahead(
     share
         Fraction of the room left on the strategy's cells that the look-ahead spends (0: none). A spend
         policy's cap limits it further.
+    future
+        Weight of the queue's workload against the batch when judging the look-ahead
+        (:func:`queue_score`); 0 keeps it only when the batch answers at least as many as the plain plan.
 
     Returns
     -------
     BatchPlan
         The look-ahead rows followed by the batch's own. Every request reported covered passes the
         exact-posterior check on the history after all of them. Without a useful look-ahead (no unspent
-        cells, or fewer requests covered) this is the plain plan.
+        cells, or a lower :func:`queue_score` than the plain plan's) this is the plain plan.
     """
     t0 = time.perf_counter()
     settings = settings if isinstance(settings, Settings) else Settings(settings)
@@ -174,7 +215,8 @@ def plan_ahead(
     costs1 = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
     inner = plan_batch(after, requests, settings, cell_costs=costs1,
                        progress=lambda f: step(0.4 + 0.6 * f), **common)
-    if inner.answered < plain.answered:
+    kept = replace(inner, measurements=tuple(rows) + inner.measurements)
+    if queue_score(kept, requests, workload, future) < queue_score(plain, requests, workload, future):
         return plain
     alone = {p.id: p.alone for p in plain.requests}
     final = after
@@ -191,6 +233,8 @@ def plan_ahead(
         out.append(replace(p, alone=alone[p.id]))
     return replace(inner, strategy=f"{s.name} + {inner.strategy}", measurements=tuple(rows) + inner.measurements,
                    requests=tuple(out), system_cost=plain.system_cost, one_by_one=plain.one_by_one,
-                   candidates=plain.candidates + inner.candidates, elapsed_ms=(time.perf_counter() - t0) * 1000.0,
+                   # the inner plan's candidates were tried on top of the look-ahead: named so, not repeated
+                   candidates=plain.candidates + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),
+                   elapsed_ms=(time.perf_counter() - t0) * 1000.0,
                    look_ahead=LookAhead(s.name, float(share), len(rows), len(seen), int(np.count_nonzero(costs1 > costs0)),
                                         float(costs1.max())))
