@@ -17,10 +17,14 @@ released on the same path. A request the plan did not cover stays pending.
 a strategy for the queue's workload — the batch and the project's other count requests, answered or
 pending (:func:`queue_workload`: their queries and (ε, δ), public inputs; nothing read from the data) —
 spending that share of those cells' room, then plans the batch on top. Every request is still checked
-with the engine's exact posterior, and the look-ahead is kept only when the batch answers no fewer.
+with the engine's exact posterior, and the look-ahead is kept when it serves the queue at least as well
+as the plain plan (:func:`~dpdesk.engine.planning.ahead.queue_score`: the batch's answers plus the
+workload requests its rows meet without having been bought for them).
 Its measurements come first in the plan (``plan.look_ahead`` says how many, what they cost and on how
 many cells), so the preview (alone vs in batch, the total, the heatmap) shows them before anything is
-spent, and they are screened and released like every other measurement.
+spent, and they are screened and released like every other measurement. Each look-ahead entry's
+payload says so: ``batch.look_ahead = {"share": s}`` (absent on the batch's own measurements and in
+ledgers written before it; the hash chain covers it like the rest of the payload).
 
 Watched claims (:mod:`dpdesk.store.watch`) are checked before anything is spent: :func:`claim_screen`
 walks the plan's measurements in the order they will be released, each through the gate the release
@@ -168,6 +172,12 @@ def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray
                    system_cost_after=float(after.max()))
 
 
+def _share_of(plan: BatchPlan, k: int) -> float | None:
+    """The look-ahead's share when measurement ``k`` of ``plan`` is one of its look-ahead rows, else None."""
+    la = plan.look_ahead
+    return la.share if la is not None and k < la.measurements else None
+
+
 def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tuple[int, str, str]]:
     """``(index, claim id, why)`` of each measurement of ``plan`` a watched claim would decline when the plan
     is released in order from ``state`` (empty: none, or no claims watched).
@@ -184,7 +194,7 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     shape = project.schema.shape
     out: list[tuple[int, str, str]] = []
     for k, m in enumerate(plan.measurements):
-        mp = MeasurementPlan(m, plan.basis, plan.strategy, k, len(plan.measurements))
+        mp = MeasurementPlan(m, plan.basis, plan.strategy, k, len(plan.measurements), look_ahead=_share_of(plan, k))
         # the rows as the recorded entry will give them back (the gate after the draw reads those)
         payload = json.loads(canonical_json({**mp.record(), "answer": 0.0, "values": [0.0]}))
         rows = [(r.query, r.alpha, r.family) for r in mp.mechanism.contribution(payload, shape).rows]
@@ -230,7 +240,7 @@ def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = 
         if cancelled is not None and cancelled():
             break  # what is recorded stays recorded; the rest is not spent
         mp = MeasurementPlan(m, project.basis(), plan.strategy, k, len(plan.measurements), ids,
-                             text=describe_query(m.query, project.schema))
+                             text=describe_query(m.query, project.schema), look_ahead=_share_of(plan, k))
         measured.append(project.release(mp, sampler))
         report((k + 1) / steps)
     answers: list[Release] = []

@@ -110,6 +110,9 @@ def test_a_look_ahead_plan_is_released_in_order_and_serves_the_rest_of_the_queue
         assert [e.kind for e in entries] == ["measurement"] * n + ["inferred"] * 2
         assert all(e.payload["sampler"].startswith("opendp") for e in entries[:n])
         assert all(e.payload["batch"]["strategy"] == plan.strategy for e in entries[:n])
+        # the audit sees which measurements were the look-ahead, and at what share
+        assert [e.payload["batch"].get("look_ahead") for e in entries[:n]] == \
+            [{"share": 1.0}] * la.measurements + [None] * (n - la.measurements)
         assert [e.request_id for e in entries[n:]] == ["q1", "q2"] and done.left_pending == ()
         view = p.view()
         assert view.system_cost <= 1.0 * (1 + 1e-9)

@@ -32,6 +32,7 @@ class MeasurementPlan:
     count: int = 1
     requests: tuple[str, ...] = field(default=())  # the batch's requests this plan is for
     text: str | None = None  # the query in words (the schema's labels), for the ledger and the report
+    look_ahead: float | None = None  # the share, when this measurement is the plan's look-ahead for the queue
     request_id: None = None
     releasable: bool = True
     needs_data: bool = True
@@ -54,7 +55,9 @@ class MeasurementPlan:
         return {"query": m.query.to_json(), "query_text": self.text or m.query.text, "sensitivity": m.query.sensitivity,
                 "alpha": m.alpha, "family": m.family,
                 "batch": {"strategy": self.strategy, "index": self.index, "count": self.count,
-                          "requests": list(self.requests)}}
+                          "requests": list(self.requests),
+                          # an audit sees which rows served the queue's workload, and at what share of the room
+                          **({} if self.look_ahead is None else {"look_ahead": {"share": self.look_ahead}})}}
 
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
         """The noisy count (never shown before it is recorded) and the sampler's name."""
