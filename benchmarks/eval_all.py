@@ -5,6 +5,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/eval_all.py            # full: docs/evaluation.md, docs/figures/*.png
     .venv/bin/python benchmarks/eval_all.py --quick    # pipeline check: small sizes, into a temp dir
     .venv/bin/python benchmarks/eval_all.py --batch    # only the budget-starved batch evaluation (issue 19)
+    .venv/bin/python benchmarks/eval_all.py --batch --tune    # the look-ahead's queue weight, ranges tuning streams
 
 Options: ``--out DIR`` (where evaluation.md and figures/ go), ``--jobs N`` (worker processes, default 2),
 ``--reps R`` (repetitions of each system run), ``--requests K``.
@@ -82,10 +83,13 @@ def main(argv=None) -> int:
     ap.add_argument("--systems", default="", help="with --batch: 'all' adds batch planning without look-ahead")
     ap.add_argument("--spread", type=int, default=0,
                     help="with --batch: replay the paper's unbounded stream 0 (dpdesk batch) under N more noise draws")
-    ap.add_argument("--tune", action="store_true", help="with --batch: rerun the look-ahead share choice on the tuning streams")
-    ap.add_argument("--replay-ranges", type=int, default=None,
-                    help="with --batch and --from-json: replay dpdesk batch on this held-out ranges stream under "
-                         "--spread N (default 10) fresh noise draws (calibration judged by its own spread)")
+    ap.add_argument("--tune", action="store_true", help="with --batch: rerun the choice of the look-ahead's queue weight on the tuning streams")
+    ap.add_argument("--replay-ranges", default=None,
+                    help="with --batch and --from-json: replay dpdesk batch on these held-out ranges streams (comma "
+                         "list) under --spread N (default 10) fresh noise draws (calibration judged by its own spread)")
+    ap.add_argument("--held-out-ranges", action="store_true",
+                    help="with --batch and --from-json: run every system on the new held-out ranges streams "
+                         "(evaluation.batch_report.HELD_OUT_RANGES) and add them to the saved run")
     ap.add_argument("--rerun-batch", default="",
                     help="with --batch and --from-json: rerun only dpdesk batch on these settings (comma list of eq37, "
                          "ranges, bounded, unbounded); every other result is read from the saved run")

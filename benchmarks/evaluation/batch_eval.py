@@ -11,8 +11,10 @@ Laplace, the paper's mechanism) from its own seeded sampler:
   (:func:`dpdesk.engine.planning.ahead.plan_ahead`): where the queue's requests so far touch cells
   nobody has paid for, a strategy for that whole workload is measured first at the share
   :data:`~dpdesk.engine.planning.ahead.SHARE` of their room (chosen on tuning streams, never on the
-  headline's); then the batch's own plan; every covered request answered from history, the rest
-  rejected;
+  headline's), kept when it serves the queue at least as well as the plain plan
+  (:func:`~dpdesk.engine.planning.ahead.queue_score` with the weight
+  :data:`~dpdesk.engine.planning.ahead.FUTURE`, also chosen on tuning streams); then the batch's own
+  plan; every covered request answered from history, the rest rejected;
 * ``batch, no look-ahead`` (:data:`PLAIN`, not in the default run: it doubles the time) — each batch
   planned alone (:func:`dpdesk.engine.planning.plan_batch`).
 
@@ -35,7 +37,7 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
-from dpdesk.engine.planning.ahead import SHARE, plan_ahead
+from dpdesk.engine.planning.ahead import FUTURE, SHARE, plan_ahead
 from dpdesk.engine.queries.query import Query, Term
 
 from evaluation.data import Dataset, RequestSpec, request_stream
@@ -152,7 +154,7 @@ def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, polic
 
 
 def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, seed: int, share: float = 0.0,
-              total: float = TOTAL, initial=(), log: list | None = None) -> Outcome:
+              future: float = FUTURE, total: float = TOTAL, initial=(), log: list | None = None) -> Outcome:
     """One stream under batch plans; ``log`` (if given) receives, per batch, the measurements released and
     the answered requests with their claims — the decisions, which no noise draw changes."""
     import time
@@ -166,7 +168,7 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
         t0 = time.perf_counter()
         if share > 0:  # the queue's earlier requests are public: the look-ahead plans for them too
             seen = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(specs[:lo])]
-            plan = plan_ahead(hist, reqs, settings, seen=seen, share=share, cell_costs=costs, family=FAMILY,
+            plan = plan_ahead(hist, reqs, settings, seen=seen, share=share, future=future, cell_costs=costs, family=FAMILY,
                               ordered=ordered)
         else:
             plan = plan_batch(hist, reqs, settings, cell_costs=costs, family=FAMILY, ordered=ordered)

@@ -25,6 +25,14 @@ WORKLOADS = ("eq37", "ranges")
 TUNING = (0,)            # the look-ahead's share was chosen on these streams
 LOOKED_AT = (1, 2, 3)    # the previous headline's streams, seen before the look-ahead was written
 HELD_OUT = (4, 5, 6)     # the headline: never run before the share was fixed
+# the weight of the queue's workload (ahead.FUTURE) was chosen on these ranges streams, among FUTURES
+# (0: the look-ahead judged by its first batch alone, the rule streams 4–6 were run with)
+# (0: the look-ahead judged by its first batch alone, the rule streams 4–6 were run with). On 0–3 both
+# rules keep every look-ahead, so 4–6 (looked at: their diagnosis led to the rule) are tuning streams too.
+FUTURE_TUNING = (0, 1, 2, 3, 4, 5, 6)
+FUTURES = (0.0, 0.5, 1.0)
+# the ranges headline of the queue-judged look-ahead: new streams, fixed before any of them was run
+HELD_OUT_RANGES = (7, 8, 9, 10, 11, 12)
 PAPER_REPS = (0,)
 PAPER_DATA = ("demo",)
 # what the tuning streams gave (answered by dpdesk batch on repetition 0 per share; measured once,
@@ -120,7 +128,8 @@ def main(args) -> int:
     if ds is None:
         raise SystemExit("the demo table (resources/demo) is needed for the batch evaluation")
     _DS["demo"] = ds
-    if getattr(args, "rerun_batch", "") or getattr(args, "replay_ranges", None) is not None:
+    if (getattr(args, "rerun_batch", "") or getattr(args, "replay_ranges", None) is not None
+            or getattr(args, "held_out_ranges", False)):
         return rerun(args, k, out_dir, ds, t_start)
     if args.from_json is not None:  # rewrite the section from a saved run (same streams, no re-simulation)
         saved = json.loads(args.from_json.read_text(encoding="utf-8"))
@@ -132,9 +141,10 @@ def main(args) -> int:
         return 0
     if getattr(args, "tune", False):
         return tune(args, k)
-    reps = HELD_OUT[:1] if args.quick else HELD_OUT
+    heads = {"eq37": HELD_OUT, "ranges": HELD_OUT_RANGES}
     systems = B.SYSTEMS + ((B.PLAIN,) if getattr(args, "systems", "") == "all" else ())
-    tasks = [("starved", w, r, s, k) for w in WORKLOADS for r in reps for s in systems]
+    tasks = [("starved", w, r, s, k) for w in WORKLOADS for r in (heads[w][:1] if args.quick else heads[w])
+             for s in systems]
     preps = PAPER_REPS[:1] if args.quick else PAPER_REPS
     tasks += [("paper", f"{d}/{st}", r, s, k) for d in PAPER_DATA for st in P.SETTINGS for r in preps
               for s in P.PAPER_SYSTEMS]
@@ -166,6 +176,14 @@ def main(args) -> int:
     return 0
 
 
+def headline(results, w: str) -> list[int]:
+    """The held-out streams of workload ``w`` in ``results``: for ``ranges`` the new ones
+    (:data:`HELD_OUT_RANGES`) once they have been run, else :data:`HELD_OUT`."""
+    have = {r for (kind, name, r, _s) in results if kind == "starved" and name == w}
+    new = [r for r in HELD_OUT_RANGES if r in have] if w == "ranges" else []
+    return new or [r for r in HELD_OUT if r in have]
+
+
 def _batch_key(kind: str, name: str) -> str:
     return name if kind == "starved" else name.split("/")[1]
 
@@ -179,12 +197,17 @@ def rerun(args, k: int, out_dir: Path, ds, t_start: float) -> int:
     saved = json.loads(args.from_json.read_text(encoding="utf-8"))
     if saved["k"] != k:
         raise SystemExit(f"the saved run has {saved['k']} requests per stream, not {k}")
-    which = {w.strip() for w in args.rerun_batch.split(",") if w.strip()}
+    which = {w.strip() for w in (args.rerun_batch or "").split(",") if w.strip()}
     unknown = which - set(WORKLOADS) - set(P.SETTINGS)
     if unknown:
         raise SystemExit(f"--rerun-batch: unknown setting(s) {sorted(unknown)}")
     results = {tuple(json.loads(key)): (B.Outcome(**v), 0.0) for key, v in saved["results"].items()}
     tasks = [key + (k,) for key in results if key[3] == "dpdesk batch" and _batch_key(key[0], key[1]) in which]
+    if getattr(args, "held_out_ranges", False):  # every system on the new held-out ranges streams
+        tasks += [("starved", "ranges", r, s, k) for r in HELD_OUT_RANGES for s in B.SYSTEMS
+                  if ("starved", "ranges", r, s) not in results]
+        which.add("ranges (new held-out streams)")
+    tasks.sort(key=lambda t: "batch" not in t[3])
     rerun_keys = [list(t[:4]) for t in tasks]
     with mp.get_context("fork").Pool(args.jobs) as pool:
         for key, o, secs in pool.imap_unordered(_task, tasks):
@@ -203,19 +226,29 @@ def rerun(args, k: int, out_dir: Path, ds, t_start: float) -> int:
         fresh["paper_eq37"] = (spread or {}).get("paper_eq37")  # the paper system's replays: its code did not change
         fresh["ranges"] = (spread or {}).get("ranges")
         spread = fresh
-    if getattr(args, "replay_ranges", None) is not None:  # one held-out ranges stream under dpdesk batch, replayed
+    if getattr(args, "replay_ranges", None) is not None:  # held-out ranges streams under dpdesk batch, replayed
         from evaluation import batch_spread
 
-        rep = args.replay_ranges
-        if rep not in HELD_OUT:
-            raise SystemExit(f"--replay-ranges: stream {rep} is not held out ({', '.join(map(str, HELD_OUT))})")
-        t0 = time.perf_counter()
-        sp = batch_spread.spread(ds, B.stream("ranges", ds, rep, k), seed=1000 * rep + B.SYSTEMS.index("dpdesk batch"),
-                                 repeats=args.spread or 10, share=B.SHARE)
-        spread = dict(spread or {}, ranges=dict(sp, stream=rep, seconds=time.perf_counter() - t0))
+        reps = [int(r) for r in str(args.replay_ranges).split(",") if r.strip()]
+        bad = [r for r in reps if r not in HELD_OUT + HELD_OUT_RANGES]
+        if bad:
+            raise SystemExit(f"--replay-ranges: stream(s) {bad} are not held out "
+                             f"({', '.join(map(str, HELD_OUT + HELD_OUT_RANGES))})")
+        replays = []
+        for rep in reps:
+            t0 = time.perf_counter()
+            sp = batch_spread.spread(ds, B.stream("ranges", ds, rep, k),
+                                     seed=1000 * rep + B.SYSTEMS.index("dpdesk batch"), repeats=args.spread or 10,
+                                     share=B.SHARE)
+            replays.append(dict(sp, stream=rep, seconds=time.perf_counter() - t0))
+            print(f"  replayed ranges stream {rep}: H {sp['hits']}, C {sp['claimed']:.1f}, replays "
+                  f"{sp['mean']:.1f} ± {sp['sd']:.1f}", flush=True)
+        spread = dict(spread or {}, ranges=replays[0] if len(replays) == 1 else replays)
     seconds = time.perf_counter() - t_start
+    cmd = "--from-json docs/batch_starved.json" + (f" --rerun-batch {args.rerun_batch}" if args.rerun_batch else "") \
+        + (" --held-out-ranges" if getattr(args, "held_out_ranges", False) else "")
     reruns = saved.get("reruns", []) + ([{"settings": sorted(which), "seconds": seconds, "jobs": args.jobs,
-                                          "keys": rerun_keys}] if which else [])
+                                          "keys": rerun_keys, "command": cmd}] if which else [])
     (out_dir / "batch_starved.json").write_text(json.dumps(
         {"k": k, "seconds": saved["seconds"], "jobs": saved["jobs"], "spread": spread, "reruns": reruns,
          "results": {json.dumps(list(key)): vars(o) for key, (o, _) in results.items()}}, indent=1), encoding="utf-8")
@@ -226,17 +259,28 @@ def rerun(args, k: int, out_dir: Path, ds, t_start: float) -> int:
 
 
 def _tune_task(args):
-    workload, rep, share, k = args
+    workload, rep, share, future, k = args
     ds = _DS["demo"]
-    return args, B.run_batch(ds, B.stream(workload, ds, rep, k), batch=20, cap=1.0, seed=1000 * rep + 2, share=share)
+    t0 = time.perf_counter()
+    out = B.run_batch(ds, B.stream(workload, ds, rep, k), batch=20, cap=1.0, seed=1000 * rep + 2, share=share,
+                      future=future)
+    return args, out, time.perf_counter() - t0
 
 
 def tune(args, k: int) -> int:
-    """dpdesk batch on the tuning streams for each candidate share (prints; the choice is :data:`TUNED`)."""
-    tasks = [(w, r, share, k) for w in WORKLOADS for r in TUNING for share in TUNED[w]]
+    """dpdesk batch on the ``ranges`` tuning streams :data:`FUTURE_TUNING` for each candidate weight of the
+    queue's workload :data:`FUTURES` (the share stays :data:`~dpdesk.engine.planning.ahead.SHARE`); prints,
+    and saves the runs to ``batch_tune.json`` beside the section. The choice is
+    :data:`~dpdesk.engine.planning.ahead.FUTURE`."""
+    tasks = [("ranges", r, B.SHARE, f, k) for r in FUTURE_TUNING for f in FUTURES]
+    runs = []
     with mp.get_context("fork").Pool(args.jobs) as pool:
-        for (w, r, share, _k), o in pool.imap_unordered(_tune_task, tasks):
-            print(f"  {w} stream {r} share {share:g}: answered {o.answered}, H {o.hits}, C {o.claimed:.1f}", flush=True)
+        for (w, r, share, future, _k), o, secs in pool.imap_unordered(_tune_task, tasks):
+            print(f"  {w} stream {r} share {share:g} future {future:g}: answered {o.answered}, H {o.hits}, "
+                  f"C {o.claimed:.1f}, cost {o.system_cost:.4f}, {secs:.0f}s", flush=True)
+            runs.append({"workload": w, "stream": r, "share": share, "future": future, "seconds": secs, **vars(o)})
+    out_dir = args.out or Path(__file__).resolve().parents[2] / "docs"
+    (out_dir / "batch_tune.json").write_text(json.dumps({"k": k, "runs": runs}, indent=1), encoding="utf-8")
     return 0
 
 
@@ -250,20 +294,31 @@ def _calibration(rows) -> str:
 
 
 def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) -> str:
-    from evaluation.batch_text import analysis, intro, paper_spread_text, paper_text, ranges_spread_text, spread_text
+    from dpdesk.engine.planning.ahead import FUTURE
+    from evaluation.batch_text import (analysis, future_tuning_text, intro, paper_spread_text, paper_text,
+                                       ranges_spread_text, spread_text)
 
-    reps = sorted({r for (kind, _w, r, _s) in results if kind == "starved"})
-    lines = intro(B, k, quick, seconds, jobs, reps, TUNING, LOOKED_AT, TUNED)
+    reps_of = {w: headline(results, w) for w in WORKLOADS}
+    lines = intro(B, k, quick, seconds, jobs, reps_of, TUNING, LOOKED_AT, TUNED)
+    tune_path = Path(__file__).resolve().parents[2] / "docs" / "batch_tune.json"
+    if not quick and tune_path.exists():
+        lines += future_tuning_text(json.loads(tune_path.read_text(encoding="utf-8")), FUTURE, FUTURE_TUNING,
+                                    reps_of["ranges"])
     for r in reruns or ():
-        lines.append(f"Rerun after a planner change: dpdesk batch on {', '.join(r['settings'])} "
-                     f"(`--from-json docs/batch_starved.json --rerun-batch {','.join(r['settings'])}`, {r['jobs']} "
-                     f"workers, {r['seconds']:.0f} s); every other result in this section is from the full run "
-                     "(the one-by-one systems do not use the planner).\n")
+        cmd = r.get("command") or f"--from-json docs/batch_starved.json --rerun-batch {','.join(r['settings'])}"
+        batch_on = [x for x in r["settings"] if "held-out" not in x]
+        new = len(batch_on) < len(r["settings"])
+        what = (f"dpdesk batch on {', '.join(batch_on)}" if batch_on else "") + \
+            ("; every system on the new held-out `ranges` streams" if new else "")
+        lines.append(f"Rerun after a planner change: {what.lstrip('; ')} (`{cmd}`, {r['jobs']} workers, "
+                     f"{r['seconds']:.0f} s); every other result in this section is from the full run (the "
+                     "one-by-one systems do not use the planner).\n")
     lines.append("| workload | system | answered per stream | mean | vs paper (ratio of means; per stream) | hits H | "
                  "claimed C | H − C per stream (mean ± se) | ᾱ |")
     lines.append("|---|---|---|---:|---|---:|---:|---|---:|")
     means = {}
     for w in WORKLOADS:
+        reps = reps_of[w]
         base = [results[("starved", w, r, "paper inference")][0].answered for r in reps
                 if ("starved", w, r, "paper inference") in results]
         for s in B.SYSTEMS + (B.PLAIN,):
@@ -289,8 +344,10 @@ def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) 
         lines.append("| workload | stream | paper | 2 × paper | any DP (bound) | fresh at the total | reference | "
                      "dpdesk batch | measured ratio | largest possible ratio |")
         lines.append("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+        aggregate = []
         for w in WORKLOADS:
-            for r in reps:
+            tot = [0, 0, 0]
+            for r in reps_of[w]:
                 if ("starved", w, r, "paper inference") not in results:
                     continue
                 p = results[("starved", w, r, "paper inference")][0].answered
@@ -300,7 +357,22 @@ def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) 
                 lines.append(f"| {w} | {r} | {p} | {2 * p} | {any_dp} | {alone} | {n} ({name}) | "
                              f"{b.answered if b else '—'} | {f'×{b.answered / max(p, 1):.2f}' if b else '—'} | "
                              f"×{any_dp / max(p, 1):.2f} |")
+                tot = [tot[0] + p, tot[1] + any_dp, tot[2] + (b.answered if b else 0)]
+            if tot[0]:
+                aggregate.append(f"`{w}` (streams {', '.join(map(str, reps_of[w]))}): any mechanism within the "
+                                 f"total answers at most {tot[1]} against the paper's {tot[0]}, ×{tot[1] / tot[0]:.2f} "
+                                 f"in aggregate; dpdesk batch ×{tot[2] / tot[0]:.2f}")
         lines.append("")
+        if reps_of["ranges"] != [r for r in HELD_OUT if ("starved", "ranges", r, "paper inference") in results]:
+            old = [r for r in HELD_OUT if ("starved", "ranges", r, "paper inference") in results]
+            paper_old = sum(results[("starved", "ranges", r, "paper inference")][0].answered for r in old)
+            bound_old = sum(bounds(ds, "ranges", r, k)[0] for r in old)
+            if paper_old:
+                aggregate.append(f"on the previous `ranges` headline (streams {', '.join(map(str, old))}) the "
+                                 f"bound is {bound_old} against {paper_old}, ×{bound_old / paper_old:.2f}")
+        if aggregate:
+            lines.append("Over the held-out streams together (sums, i.e. the ratio of means): " + "; ".join(aggregate)
+                         + ". Where the aggregate bound is below ×2, 2× overall is impossible for any system.\n")
         lines.append("What the look-ahead could buy instead: each strategy family built from the *first batch's* 20 "
                      "requests only, measured at the whole budget, and how many of the stream's requests it would "
                      "meet (the search's conservative reckoning). The look-ahead chooses among `ahead: identity`, "
@@ -310,11 +382,11 @@ def render(results, k, quick, seconds, jobs, ds=None, spread=None, reruns=None) 
         lines.append("| workload | stream | " + " | ".join(FAMILIES) + " |")
         lines.append("|---|---:|" + "---:|" * len(FAMILIES))
         for w in WORKLOADS:
-            for r in reps:
+            for r in reps_of[w]:
                 got = first_batch(ds, w, r, k)
                 lines.append(f"| {w} | {r} | " + " | ".join(str(got.get(f, "—")) for f in FAMILIES) + " |")
         lines.append("")
-    lines += analysis(means, WORKLOADS, k)
+    lines += analysis(means, WORKLOADS, k, reps_of)
     lines += paper_text(results, P, _calibration)
     lines += spread_text(spread)
     lines += paper_spread_text((spread or {}).get("paper_eq37"))
