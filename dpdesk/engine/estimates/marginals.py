@@ -44,10 +44,12 @@ import scipy.sparse as sp
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.features import Clique, CliqueModel
+from dpdesk.engine.estimates.fitcheck import FitCheck, check_fit
 from dpdesk.engine.estimates.kernel import check_prior
 from dpdesk.engine.estimates.maxent import _systematic, draw_rows
 
-__all__ = ["Marginal", "MarginalFit", "consistent_marginals", "fit_marginals", "marginal_model"]
+__all__ = ["FitCheck", "Marginal", "MarginalFit", "consistent_marginals", "fit_marginals", "marginal_model",
+           "nonnegative_marginals"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,6 +136,44 @@ def consistent_marginals(shape: Sequence[int], marginals: Sequence[Marginal],
     return out
 
 
+def nonnegative_marginals(shape: Sequence[int], marginals: Sequence[Marginal], total: float | None = None, *,
+                          tol: float = 1e-6, max_iter: int = 10_000) -> list[np.ndarray]:
+    """The consistent **non-negative** marginals nearest the release, one table per input.
+
+    The weighted least-squares projection of :func:`consistent_marginals` can leave cells negative (at
+    §5.2's scale, 2 885 of 29 570); clipping them to 0 breaks consistency again (marginals sharing an
+    attribute then disagree on its 1-way counts), and no distribution fits inconsistent targets: on
+    §5.2 the clipped targets lie 0.23 noise scales RMS from the nearest consistent non-negative set,
+    a misfit no fit can remove. This is the projection, in the same norm ``Σ_A ‖·‖²/σ_A²``, onto the
+    intersection of the consistent set (total kept if given) and the non-negative orthant, by
+    **Dykstra's alternating projections** (the consistent projection, then clipping, with Dykstra's
+    corrections so that the limit is the nearest point, not just a point of the intersection). The true
+    table's marginals lie in that convex set, so the result is no farther from them, in that norm, than
+    :func:`consistent_marginals`' — never a loss of accuracy.
+
+    Stops when the consistent iterate's most negative cell and its distance to the clipped one are below
+    ``tol`` counts; returns the clipped (non-negative) iterate.
+    """
+    x = consistent_marginals(shape, marginals, total)
+    if min(float(t.min()) for t in x) >= 0.0:
+        return x
+    variances = [mg.variance for mg in marginals]
+    fix_k = [np.zeros_like(t) for t in x]  # Dykstra's correction for the orthant
+    fix_c = [np.zeros_like(t) for t in x]  # and for the consistent set
+    z = x
+    for _ in range(int(max_iter)):
+        z = [np.clip(a + b, 0.0, None) for a, b in zip(x, fix_k)]
+        fix_k = [a + b - c for a, b, c in zip(x, fix_k, z)]
+        moved = [a + b for a, b in zip(z, fix_c)]
+        x = consistent_marginals(shape, [Marginal(mg.axes, t, v) for mg, t, v in zip(marginals, moved, variances)],
+                                 total)
+        fix_c = [a - b for a, b in zip(moved, x)]
+        gap = max(float(np.abs(a - b).max()) for a, b in zip(x, z))
+        if gap <= tol and min(float(t.min()) for t in x) >= -tol:
+            break
+    else:
+        raise DpdeskError(f"non-negative projection: no convergence in {max_iter} rounds (gap {gap:.3g} counts)")
+    return [np.clip(t, 0.0, None) for t in x]
 
 
 def marginal_model(shape: Sequence[int], marginals: Sequence[Marginal],
@@ -159,11 +199,13 @@ class MarginalFit:
     """The maximum-entropy fit to released marginals (:func:`fit_marginals`), with its convergence record.
 
     ``theta[k]`` is the log-potential table of marginal k (the seed's weights ``w_i`` of its cells,
-    ``|w_i| ≤ τ·n/s_i``); ``targets`` the consistent answers it fits and ``expected`` the model's
-    ``n·p[cell]`` estimated from the final particles (both flattened in the marginals' order).
-    ``bias_rms`` is the root of the mean squared misfit to the (non-negative part of the) targets beyond
-    Monte Carlo error, in noise scales, and ``check`` the last round's full statistics; the convergence
-    test uses both (see :func:`fit_marginals`).
+    ``|w_i| ≤ τ·n/s_i``): the Polyak–Ruppert average of the last ``averaged`` iterates. ``targets`` are
+    the consistent non-negative answers it fits and ``expected`` the model's ``n·p[cell]`` estimated from
+    ``particles``, fresh chains under ``theta`` (both flattened in the marginals' order). ``check`` is
+    the convergence test on those chains and ``bias_rms`` its RMS misfit beyond Monte Carlo error in
+    noise scales; ``tests`` has one row (round, bias_rms, bias_upper) per test of an average.
+    ``trace``/``z_trace`` are the in-loop statistics of each round's iterate on the persistent chains
+    (a progress record, not the test: see :func:`fit_marginals`).
     """
 
     shape: tuple[int, ...]
@@ -176,10 +218,12 @@ class MarginalFit:
     iterations: int
     converged: bool
     bias_rms: float
-    trace: np.ndarray  # bias_rms after every iteration
+    trace: np.ndarray  # in-loop bias_rms of each round's iterate
     model: CliqueModel
-    check: "FitCheck"  # the last round's statistics
-    z_trace: np.ndarray  # check.z_rms after every iteration
+    check: FitCheck  # the test of the returned θ on fresh chains
+    z_trace: np.ndarray  # in-loop z_rms after every round
+    tests: np.ndarray  # (round, bias_rms, bias_upper) of every test of an average, in order
+    averaged: int  # iterates averaged into theta
 
     def sample(self, rows: int, rng: np.random.Generator, *, sweeps: int = 5,
                progress: Callable[[float], None] | None = None,
@@ -206,8 +250,9 @@ def fit_marginals(
     sweeps: int = 3,
     burn: int = 8,
     plateau: float = 0.8,
-    decay: float = 1.0,
+    decay: float = 0.6,
     confirm: int = 30,
+    confirm_every: int = 8,
     trust: float = 1.0,
     start: str = "bethe",
     theta0: Sequence[np.ndarray] | None = None,
@@ -221,60 +266,64 @@ def fit_marginals(
     of reach (a complete pairwise graph over the attributes has one junction-tree clique: the whole
     domain), so expectations come from **Gibbs sampling**, as in the seed, but with a convergence test.
 
-    **Solver** (a Robbins–Monro stochastic approximation of iterative scaling). θ starts
-    (``start="bethe"``) from each marginal's pointwise mutual information with the 1-way targets as
-    margins, or (``"independent"``) from the 1-way targets alone. A round: ``sweeps`` exact systematic-scan
-    Gibbs sweeps of ``particles`` persistent chains under θ_r; the convergence test below on their counts
-    ``μ̂``; then one pass over the marginals, one at a time, of the linearised scaling step
+    **Targets.** With ``consistent`` (default) the fit's targets ``a`` are :func:`nonnegative_marginals`
+    (table size ``n`` kept): consistent, so one distribution can meet them all, and non-negative, so
+    a distribution can meet each cell. (Clipping the plain projection's negative cells instead leaves
+    targets no distribution meets: on §5.2 a floor of 0.23 noise scales RMS under every fit's misfit.)
 
-        θ_k += clip(η_r·(a_k⁺ − μ̂_k^w)/(a_k⁺ + κ), ±trust),  then into the box,
+    **Solver** (a Robbins–Monro stochastic approximation of iterative scaling, with Polyak–Ruppert
+    averaging). θ starts (``start="bethe"``) from each marginal's pointwise mutual information with the
+    1-way targets as margins, or (``"independent"``) from the 1-way targets alone. A round: ``sweeps``
+    exact systematic-scan Gibbs sweeps of ``particles`` persistent chains under the iterate θ_r; then one
+    pass over the marginals, one at a time, of the linearised scaling step
+
+        θ_k += clip(η_r·(a_k − μ̂_k^w)/(a_k + κ), ±trust),  then into the box,
 
     where ``μ̂_k^w`` are the particles' counts under importance weights ``exp(Σ Δθ)`` of the updates made
     so far in the pass (so overlapping marginals do not each move the components they share) and
     ``κ = n/particles`` (one particle's weight); the particles are then resampled by those weights. The
-    step is the Newton step of the dual in a cell's own coordinate (its curvature is ≈ the cell's count)
-    and, unlike the log-ratio of iterative proportional fitting, it is **unbiased in counts**: its
-    expectation vanishes exactly where ``E_θ[μ̂] = a⁺``. (The log-ratio's Jensen bias raises every
-    sparsely sampled cell each round; on the §5.2 release at 50 000 particles, θ from log-ratio scaling
-    left the largest cells ~10 % short — as much in chains restarted from the prior as in the persistent
-    ones, so not a sampling artefact — a plateau of ≈ 9 noise scales no number of rounds removed.) ``η_r = 1`` while the test statistic
-    keeps falling (by a factor ``plateau`` per round, for at most ``burn`` rounds), then ``(k + 1)^−decay``
-    in the k-th round after (``decay = 1``): θ_r becomes an average of the full-step proposals and its Monte Carlo
-    error falls like ``1/k`` in variance.
+    step is the Newton step of the dual in a cell's own coordinate and it is **unbiased in counts**: its
+    expectation vanishes exactly where ``E_θ[μ̂] = a``. (The log-ratio of iterative proportional fitting
+    is not: its Jensen bias raises every sparsely sampled cell each round; on §5.2 it left the largest
+    cells ~10 % short.) ``η_r = 1`` while the in-loop misfit keeps falling (by a factor ``plateau`` per
+    round, for at most ``burn`` rounds), then ``η = (j + 1)^−decay`` in the j-th round after. The
+    returned θ is the **average of the iterates over the latter half of that decaying phase**
+    (Polyak–Ruppert): with ``0.5 < decay < 1`` the steps stay large enough to move along the slowly
+    contracting directions of the sequential pass (a ``1/j`` step stalls there: on §5.2 its iterate sat
+    at an RMS misfit of ≈ 0.55 noise scales from round 15 to 40, and averaging it did not help), and the
+    average removes the Monte Carlo jitter the larger steps leave in the last iterate (on §5.2 at
+    ``decay = 0.6``: last iterate 0.58–0.64, average ≤ 0.2).
 
-    **Convergence test** (each round, on the particles swept under θ_r; when it passes, again on
-    ``particles`` fresh chains drawn from the prior and swept ``confirm`` times under θ_r — independent
-    of the sample θ_r was fitted to, whose memory in the persistent chains flatters the statistic — and
-    only that second pass counts). With
-    ``d_i = μ̂_i − a_i⁺`` and ``v_i = a_i⁺(n − a_i⁺)/M`` the binomial variance of a count from
-    ``M`` particles, over the ``m`` released cells not held on the box with their misfit pointing
-    outward:
+    **Convergence test**, on the average θ̄ only, and only on chains independent of everything it was
+    fitted to: ``particles`` fresh chains drawn from the prior and swept ``confirm`` times under θ̄ (the
+    persistent chains are resampled copies of one another and remember the samples θ was fitted to:
+    their counts vary more than independent draws). It runs once the decaying phase has
+    ``2·confirm_every`` rounds and then every ``confirm_every`` rounds. With ``d_i = μ̂_i − a_i`` and
+    ``v_i = a_i(n − a_i)/M`` the binomial variance of a count from ``M`` particles, over the ``m``
+    released cells not held on the box with their misfit pointing outward:
 
     - ``B = mean_i(d_i² − v_i)/s²``, the mean squared misfit beyond Monte Carlo error in noise scales²
       (``bias_rms = √max(B, 0)``); its standard error at zero misfit is ``√(2Σv_i²)/(m s²)``
       (``check.bias_se``), dominated by the largest cells;
     - ``Z = mean_i(d_i² − v_i)/v_i`` over the ``m_z`` of them where at least one particle is expected
-      (``a_i⁺ ≥ κ``), the same in units of each cell's own Monte Carlo variance (the z-scores' mean
-      excess over 1); at zero misfit its mean is 0 and its standard error at most ``√(3/m_z)``
-      (``var((X − λ)²)/λ² = 2 + 1/λ`` for Poisson counts of ``λ ≥ 1`` particles; ≈ 0.01 on §5.2's
-      29 570 cells); reported in noise scales as ``z_rms = √(max(Z, 0)·mean v)/s`` and its one-sided
-      97.7 % upper bound ``z_upper`` from ``Z + 2√(3/m_z)``.
+      (``a_i ≥ κ``), the same in units of each cell's own Monte Carlo variance; at zero misfit its mean
+      is 0 and its standard error at most ``√(3/m_z)`` (``var((X − λ)²)/λ² = 2 + 1/λ`` for Poisson
+      counts of ``λ ≥ 1`` particles); reported in noise scales as ``z_rms`` and its one-sided 97.7 %
+      upper bound ``z_upper`` from ``Z + 2√(3/m_z)``.
 
     Converged when ``B + 2·bias_se ≤ gtol²`` (``check.bias_upper ≤ gtol``): with 97.7 % confidence the
-    RMS misfit beyond Monte Carlo error is at most ``gtol`` noise scales. The bound needs ``2·bias_se``
-    below ``gtol²``: with too few particles the test cannot pass; a fit whose RMS misfit exceeds ``gtol``
-    passes in any one round with probability below 2.3 %. (At ``gtol = 0.5`` the fit adds on average at
-    most ``s²/4`` to a cell's squared error, an eighth of the release's own noise variance ``2s²``.) ``Z`` is reported, not tested: it
-    weighs small cells by their small Monte Carlo variance, so it asks far more of them in counts than
-    ``gtol`` noise scales. Where the test passes, the expected counts match the targets to ``gtol``
-    noise scales, and cells held on the box push outward: the box-constrained dual's
-    optimality conditions, i.e. the seed's solution, to that tolerance. ``max_iter`` rounds without it:
-    ``converged`` is False (reported, never hidden). ``a⁺`` is the target's non-negative part: a
-    distribution cannot give a cell a negative count, so a negative consistent value is fitted as 0
-    (its weight goes to the box). Scaling is meant for a box that binds only on such cells (large τ,
-    the seed's limit of an exact fit); where it binds on positive cells the test may fail — use
-    :func:`~.maxent.fit_maxent` there. On return ``particles`` are the last round's swept particles
-    when converged (resampled ones otherwise).
+    RMS misfit of θ̄ beyond Monte Carlo error is at most ``gtol`` noise scales. The bound needs
+    ``2·bias_se`` below ``gtol²``: with too few particles the test cannot pass. Each test is a 2.3 %
+    test; a fit whose RMS misfit exceeds ``gtol`` and is tested ``k`` times passes with probability below
+    ``k·2.3 %`` (``confirmations`` lists every test). (At ``gtol = 0.5`` the fit adds on average at most
+    ``s²/4`` to a cell's squared error, an eighth of the release's own noise variance ``2s²``.) ``Z`` is
+    reported, not tested: it weighs small cells by their small Monte Carlo variance. Where the test
+    passes, the expected counts match the targets to ``gtol`` noise scales and cells held on the box push
+    outward: the box-constrained dual's optimality conditions, i.e. the seed's solution, to that
+    tolerance. ``max_iter`` rounds without it: ``converged`` is False (reported, never hidden) and the
+    average is tested once more so that ``check`` describes the θ returned. ``a`` is the target's
+    non-negative part (only ``consistent=False`` has negative targets). On return ``particles`` are the
+    fresh chains of the last test, under the returned θ.
 
     Parameters
     ----------
@@ -287,13 +336,13 @@ def fit_marginals(
     tau : float
         The seed's trade-off in noise-scale units: ``|θ_i| ≤ τ·n/s_i``.
     consistent : bool
-        Fit :func:`consistent_marginals` (with ``n`` kept) instead of the raw noisy tables.
+        Fit :func:`nonnegative_marginals` (with ``n`` kept) instead of the raw noisy tables.
     decay : float
-        The step's decay exponent after the plateau (1: the Robbins–Monro ``1/k``; 0.5 < decay ≤ 1).
-    confirm : int
-        Gibbs sweeps of the fresh chains that confirm a passing test.
+        The step's decay exponent after the plateau (0.5 < decay ≤ 1; 1 is the plain ``1/j``).
+    confirm, confirm_every : int
+        Gibbs sweeps of the fresh chains of a test, and the rounds between tests.
     burn, plateau : int, float
-        Full steps (η = 1) last at most ``burn`` rounds, and end early at the first round whose
+        Full steps (η = 1) last at most ``burn`` rounds, and end early at the first round whose in-loop
         ``bias_rms`` exceeds ``plateau`` times the best so far.
     trust : float
         The most a cell's θ moves in one round (nats).
@@ -311,49 +360,44 @@ def fit_marginals(
         raise DpdeskError("maximum entropy: no marginals to fit")
     if not 0.5 < decay <= 1.0:
         raise DpdeskError(f"decay ({decay!r}) must be in (0.5, 1]: the steps must sum to infinity, their squares not")
-    if not (isinstance(confirm, (int, np.integer)) and confirm >= 1):
-        raise DpdeskError(f"confirm ({confirm!r}) must be a positive number of sweeps")
+    for name, value in (("confirm", confirm), ("confirm_every", confirm_every)):
+        if not (isinstance(value, (int, np.integer)) and value >= 1):
+            raise DpdeskError(f"{name} ({value!r}) must be a positive integer")
     if start not in ("bethe", "independent"):
         raise DpdeskError(f"start ({start!r}) must be 'bethe' or 'independent'")
     _check(shape, marginals)
     n = float(table_size)
-    tables = consistent_marginals(shape, marginals, n) if consistent else [mg.table for mg in marginals]
+    tables = nonnegative_marginals(shape, marginals, n) if consistent else [mg.table for mg in marginals]
     model = marginal_model(shape, marginals, prior)
     rng = np.random.default_rng(seed)
     parts = model.sample_prior(rng, int(particles))
     kappa = n / particles
     plus = [np.clip(t, 0.0, None) for t in tables]
-    log_target = [np.log(t + kappa) for t in plus]
     scale2 = [mg.variance / 2.0 for mg in marginals]
     bound = [tau * n / math.sqrt(v) for v in scale2]
-    holders = [sum(a in mg.axes for mg in marginals) for a in range(len(shape))]
-    # each attribute's 1-way target, read from one marginal holding it (consistent tables agree)
-    one_target = {}
-    for a in range(len(shape)):
-        for mg, t in zip(marginals, plus):
-            if a in mg.axes:
-                one_target[a] = np.log(t.sum(axis=tuple(k for k, b in enumerate(mg.axes) if b != a)) + kappa)
-                break
-    # start from the Bethe-style guess: each marginal's pointwise mutual information, and the 1-way
-    # targets in place of the prior's margins (shared out over the marginals holding each attribute)
-    theta = []
-    for mg, lt in zip(marginals, log_target):
-        th = lt.copy() if start == "bethe" else np.zeros(mg.table.shape)
-        for pos, a in enumerate(mg.axes):
-            view = tuple(-1 if q == pos else 1 for q in range(len(mg.axes)))
-            if start == "bethe":
-                th = th - one_target[a].reshape(view)
-            th = th + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
-        theta.append(np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)]) if np.isfinite(th).all()
-                     else np.zeros(mg.table.shape))
+    theta = _start(shape, marginals, model, plus, kappa, bound, start)
     if theta0 is not None:
         if len(theta0) != len(marginals):
             raise DpdeskError(f"theta0: {len(theta0)} tables for {len(marginals)} marginals")
         theta = [np.clip(np.asarray(t, dtype=np.float64).reshape(mg.table.shape), -bd, bd)
                  for t, mg, bd in zip(theta0, marginals, bound)]
+
+    def test(th: list[np.ndarray]) -> tuple[FitCheck, np.ndarray]:
+        # fresh chains from the prior, independent of every sample θ was fitted to
+        fresh = model.sample_prior(rng, int(particles))
+        flat_th = [t.reshape(-1) for t in th]
+        for _ in range(confirm):
+            model.sweep(fresh, flat_th, rng)
+        hs = [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
+              for k, mg in zip(model.codes(fresh), marginals)]
+        return check_fit(hs, plus, scale2, th, bound, n, particles), fresh
+
     trace: list[float] = []
     checks: list[FitCheck] = []
+    tests: list[tuple[int, float, float]] = []
+    iterates: list[list[np.ndarray]] = []  # θ_r of every round of the decaying phase
     converged, it, best, decay_from = False, 0, math.inf, None
+    last: tuple[FitCheck, np.ndarray, list[np.ndarray]] | None = None
     for it in range(1, int(max_iter) + 1):
         if cancelled is not None and cancelled():
             raise Cancelled()
@@ -363,28 +407,27 @@ def fit_marginals(
         codes = model.codes(parts)
         hists = [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
                  for k, mg in zip(codes, marginals)]
-        check = _check_fit(hists, plus, scale2, theta, bound, n, particles)
+        check = check_fit(hists, plus, scale2, theta, bound, n, particles)
         bias = check.bias_rms
         trace.append(bias)
         checks.append(check)
         if progress is not None:
             progress(it / max_iter)
-        if check.passes(gtol):
-            # confirm on chains independent of the particles θ_r was fitted to (persistent chains keep
-            # some memory of them, which flatters the statistic): fresh from the prior, ``confirm`` sweeps
-            fresh = model.sample_prior(rng, int(particles))
-            for _ in range(confirm):
-                model.sweep(fresh, flat, rng)
-            fcodes = model.codes(fresh)
-            check = _check_fit([np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
-                                for k, mg in zip(fcodes, marginals)], plus, scale2, theta, bound, n, particles)
-            trace[-1], checks[-1] = check.bias_rms, check
-            if check.passes(gtol):
-                converged, parts = True, fresh
-                break
         if decay_from is None and (it > burn or bias > plateau * best):
-            decay_from = it  # the full step no longer gains: average from here (Robbins–Monro, step 1/k)
+            decay_from = it  # the full step no longer gains: decaying steps and averaging from here
         best = min(best, bias)
+        last = None
+        if decay_from is not None:
+            iterates.append([t.copy() for t in theta])
+            done = len(iterates)
+            if done >= 2 * confirm_every and done % confirm_every == 0:
+                avg = _tail_average(iterates)
+                fresh_check, fresh = test(avg)
+                tests.append((it, fresh_check.bias_rms, fresh_check.bias_upper))
+                last = (fresh_check, fresh, avg)
+                if fresh_check.passes(gtol):
+                    converged = True
+                    break
         eta = 1.0 if decay_from is None else (it - decay_from + 2.0) ** -decay
         # one sequential pass of linearised scaling, one marginal at a time on the importance-weighted
         # particles (each update reweights them by exp(Δθ), so overlapping marginals do not double-count
@@ -403,58 +446,49 @@ def fit_marginals(
         # the next round's particles: resampled by weight, then moved by Gibbs sweeps under the new θ
         w = np.exp(logw - logw.max())
         parts = parts[_systematic(w / w.sum(), parts.shape[0], rng)]
+    if last is None:  # the returned θ (the average, or the iterate if no decaying phase ran) is tested once
+        final = _tail_average(iterates) if iterates else theta
+        fresh_check, fresh = test(final)
+        tests.append((it, fresh_check.bias_rms, fresh_check.bias_upper))
+        last = (fresh_check, fresh, final)
+    final_check, parts, theta = last
     codes = model.codes(parts)
     expected = np.concatenate([np.bincount(k, minlength=mg.table.size) * kappa for k, mg in zip(codes, marginals)])
     return MarginalFit(
         shape=shape, tau=float(tau), table_size=n, theta=tuple(_ro(t) for t in theta),
         targets=_ro(np.concatenate([t.reshape(-1) for t in tables])), expected=_ro(expected), particles=_ro(parts),
-        iterations=it, converged=converged, bias_rms=trace[-1], trace=_ro(np.array(trace)), model=model,
-        check=checks[-1], z_trace=_ro(np.array([c.z_rms for c in checks])),
+        iterations=it, converged=converged, bias_rms=final_check.bias_rms, trace=_ro(np.array(trace)), model=model,
+        check=final_check, z_trace=_ro(np.array([c.z_rms for c in checks])), tests=_ro(np.array(tests)),
+        averaged=len(iterates) - len(iterates) // 2,
     )
 
 
-@dataclass(frozen=True)
-class FitCheck:
-    """One round's convergence statistics (:func:`fit_marginals`, its docstring), noise-scale units."""
-
-    bias_ms: float  # B: the mean squared misfit beyond Monte Carlo error (noise scales²; can be < 0)
-    bias_rms: float  # √max(B, 0)
-    bias_se: float  # the standard error of B (noise scales²) at zero misfit
-    z_excess: float  # Z: the mean squared misfit beyond Monte Carlo error, in units of it
-    z_rms: float  # √(max(Z, 0)·v̄)/s̄: Z turned back into noise scales
-    z_upper: float  # the same from Z + 2√(2/m): a one-sided 97.7 % upper bound
-    cells: int
-
-    @property
-    def bias_upper(self) -> float:
-        """``√max(B + 2·se_B, 0)``: a one-sided 97.7 % upper bound on the RMS misfit (noise scales)."""
-        return math.sqrt(max(self.bias_ms + 2 * self.bias_se, 0.0))
-
-    def passes(self, gtol: float) -> bool:
-        return self.bias_upper <= gtol
+def _tail_average(iterates: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Polyak–Ruppert: the mean of the latter half of the iterates, table by table."""
+    tail = iterates[len(iterates) // 2:]
+    return [np.mean([th[k] for th in tail], axis=0) for k in range(len(tail[0]))]
 
 
-def _check_fit(hists, targets, scale2, theta, bound, n: float, particles: int) -> FitCheck:
-    """The convergence statistics of :func:`fit_marginals` (its docstring), from unweighted particle counts."""
-    b_num = b_var = z_num = v_sum = s_sum = 0.0
-    count = z_count = 0
-    kappa = n / particles
-    for h, t, s2, th, bd in zip(hists, targets, scale2, theta, bound):
-        # a cell held on the box with its misfit pointing outward meets the dual's optimality condition
-        free = ~(((th >= bd) & (h < t)) | ((th <= -bd) & (h > t)))
-        v = (t * np.maximum(n - t, 0.0) / particles)[free]  # a particle count's binomial variance at the target
-        excess = ((h - t) ** 2)[free] - v
-        b_num += float(excess.sum()) / s2
-        b_var += 2.0 * float(np.sum(v * v)) / (s2 * s2)
-        seen = t[free] >= kappa  # z-scores where at least one particle is expected
-        z_num += float(np.sum(excess[seen] / v[seen]))
-        z_count += int(seen.sum())
-        v_sum += float(v[seen].sum())
-        s_sum += s2 * int(seen.sum())
-        count += int(free.sum())
-    m, mz = max(count, 1), max(z_count, 1)
-    z = z_num / mz
-    unit = v_sum / max(s_sum, 1e-300)  # mean v / mean s²: one unit of Z in noise scales²
-    return FitCheck(bias_ms=b_num / m, bias_rms=math.sqrt(max(b_num / m, 0.0)), bias_se=math.sqrt(b_var) / m, z_excess=z,
-                    z_rms=math.sqrt(max(z, 0.0) * unit), z_upper=math.sqrt(max(z + 2 * math.sqrt(3 / mz), 0.0) * unit),
-                    cells=count)
+def _start(shape, marginals, model, plus, kappa, bound, start) -> list[np.ndarray]:
+    """The starting θ: the Bethe-style guess (each marginal's pointwise mutual information) or independence."""
+    log_target = [np.log(t + kappa) for t in plus]
+    holders = [sum(a in mg.axes for mg in marginals) for a in range(len(shape))]
+    # each attribute's 1-way target, read from one marginal holding it (consistent tables agree)
+    one_target = {}
+    for a in range(len(shape)):
+        for mg, t in zip(marginals, plus):
+            if a in mg.axes:
+                one_target[a] = np.log(t.sum(axis=tuple(k for k, b in enumerate(mg.axes) if b != a)) + kappa)
+                break
+    # the 1-way targets in place of the prior's margins, shared out over the marginals holding each attribute
+    theta = []
+    for mg, lt in zip(marginals, log_target):
+        th = lt.copy() if start == "bethe" else np.zeros(mg.table.shape)
+        for pos, a in enumerate(mg.axes):
+            view = tuple(-1 if q == pos else 1 for q in range(len(mg.axes)))
+            if start == "bethe":
+                th = th - one_target[a].reshape(view)
+            th = th + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
+        theta.append(np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)]) if np.isfinite(th).all()
+                     else np.zeros(mg.table.shape))
+    return theta
