@@ -39,6 +39,10 @@ B = 36.0
 PAIRS = tuple(itertools.combinations(range(len(SIZES)), 2))
 
 
+# the fit_marginals solver this run used (synth_publishing.py says when a saved CV run predates it)
+SOLVER = "non-negative targets, steps j^-0.6, averaged"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--release", type=Path, default=None, help="the noisy marginals (.npz): read if it exists, else drawn and saved")
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     true_mse = np.mean((pred - truth) ** 2 - pred * (n - pred) / args.particles, axis=1)
     out = {"cv": cv.to_json(), "true_mse": true_mse.tolist(), "wall_s": wall, "n": n, "b": B,
            "particles": args.particles, "k": args.k, "max_iter": args.max_iter, "sweeps": args.sweeps,
-           "load_before": load0, "load_after": list(os.getloadavg()), "summary": cv.summary()}
+           "load_before": load0, "load_after": list(os.getloadavg()), "summary": cv.summary(),
+           "solver": SOLVER}
     args.json.write_text(json.dumps(out, indent=1))
     print(cv.summary())
     print("mse", np.round(cv.mse), "se", np.round(cv.se), "true", np.round(true_mse), f"wall {wall:.0f} s")
