@@ -82,10 +82,13 @@ def look_ahead_text(plan, share: float | None) -> str | None:  # type: ignore[no
         if share is None:
             return None
         return (f"look-ahead (share {share:.0%}): not used — no cell the queue's requests touch is unspent, or "
-                "the batch alone answers more")
+                "the batch alone serves the queue better")
+    fewer = (f"; it answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}, to "
+             "serve the queue's later requests" if la.alone_answered is not None and plan.answered < la.alone_answered
+             else "")
     return (f"look-ahead: {la.strategy} — the first {la.measurements} measurement(s), on {la.cells} cell(s) nobody "
             f"had paid for, built from the batch and {la.seen} other queued request(s), spending {la.share:.0%} of "
-            f"their room: system cost {plan.system_cost:.6g} → {la.system_cost_after:.6g} from it alone")
+            f"their room: system cost {plan.system_cost:.6g} → {la.system_cost_after:.6g} from it alone{fewer}")
 
 
 def _ids(args: argparse.Namespace) -> list[str] | None:

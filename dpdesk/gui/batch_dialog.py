@@ -50,10 +50,13 @@ def look_ahead_summary(plan: Any, share: float | None) -> str:
     la = plan.look_ahead
     if la is None:
         return "" if share is None else (f"Look-ahead ({share:.0%}) not used: no cell the queue touches is unspent, "
-                                         "or the batch alone answers more.")
+                                         "or the batch alone serves the queue better.")
+    fewer = (f" It answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}: it "
+             "serves the queue's later requests instead (plan without it to answer more now)."
+             if la.alone_answered is not None and plan.answered < la.alone_answered else "")
     return (f"Look-ahead ({html.escape(la.strategy)}): the first {la.measurements} measurement(s), on {la.cells} "
             f"cell(s) nobody had paid for, for this batch and {la.seen} other queued request(s) — {la.share:.0%} "
-            f"of their room, system cost {plan.system_cost:.4g} → {la.system_cost_after:.4g} from it alone.")
+            f"of their room, system cost {plan.system_cost:.4g} → {la.system_cost_after:.4g} from it alone.{fewer}")
 
 
 def batch_share(plan: Any) -> float:

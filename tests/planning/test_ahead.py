@@ -134,6 +134,14 @@ def test_the_look_ahead_is_judged_for_the_queue_not_only_for_its_batch():
     assert queue_score(queued, batch, workload) > queue_score(plain, batch, workload)
     names = [c.name for c in queued.candidates]
     assert len(names) == len(set(names)), names
+    # the curator is told what the batch alone would have answered (CLI line; the dialog says the same)
+    from dpdesk.commands.batch import look_ahead_text
+
+    assert queued.look_ahead.alone_answered == plain.answered
+    line = look_ahead_text(queued, 1.0)
+    assert f"answers {queued.answered} of this batch where the batch alone answers {plain.answered}" in line
+    assert "where the batch alone" not in look_ahead_text(plan_ahead(History((N,)), batch, settings, seen=seen,
+                                                                     share=1.0, future=0.0), 1.0)
     # what it is for: the queue's next requests of the same kind are answered from history for free
     after = queued.cell_costs_after
     assert after.max() <= 1.0 * (1 + 1e-9)

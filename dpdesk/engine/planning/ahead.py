@@ -237,4 +237,4 @@ def plan_ahead(
                    candidates=plain.candidates + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),
                    elapsed_ms=(time.perf_counter() - t0) * 1000.0,
                    look_ahead=LookAhead(s.name, float(share), len(rows), len(seen), int(np.count_nonzero(costs1 > costs0)),
-                                        float(costs1.max())))
+                                        float(costs1.max()), plain.answered))

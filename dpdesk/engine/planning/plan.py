@@ -88,6 +88,8 @@ class LookAhead:
     The plan's first ``measurements`` measurements are the look-ahead strategy ``strategy``, built from
     the batch and ``seen`` earlier requests of the queue and spending ``share`` of the room left on
     ``cells`` cells nobody had paid for; ``system_cost_after`` is the system cost after it alone.
+    ``alone_answered``: how many of the batch the batch planned alone would answer — the look-ahead is
+    judged for the queue, so its plan may answer fewer of this batch (None: not known).
     """
 
     strategy: str
@@ -96,10 +98,12 @@ class LookAhead:
     seen: int
     cells: int
     system_cost_after: float
+    alone_answered: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "share": self.share, "measurements": self.measurements,
-                "seen": self.seen, "cells": self.cells, "system_cost_after": self.system_cost_after}
+                "seen": self.seen, "cells": self.cells, "system_cost_after": self.system_cost_after,
+                "alone_answered": self.alone_answered}
 
 
 @dataclass(frozen=True, eq=False)
