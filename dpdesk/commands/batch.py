@@ -125,7 +125,9 @@ def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyp
         lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}")
     lines.append("in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
                  "separable); alone: the rise answering that request alone now would cause")
-    lines.append(f"candidates: " + ", ".join(f"{c.name} {c.answered} at {c.system_cost_after:.4g}" for c in plan.candidates))
+    cands = ", ".join(f"{c.name} {'' if c.checked else 'at most '}{c.answered} at {c.system_cost_after:.4g}"
+                      for c in plan.candidates)
+    lines.append(f"candidates: {cands}")
     lines.extend(f"left out: {why}" for why in plan.left_out)
     return "\n".join(lines)
 

@@ -319,13 +319,21 @@ def plan_batch(
                                                  allowed_misses=obo_bound - need)
             short = [k for k in _misses(obo_conf, seq_ok, order, None if complete else obo_bound - need)
                      if k in seq_row_of]
+            bound = None  # set when one by one's topped-up rows are left unchecked: what they answer at most
             if short:  # borderline fused answers: their own rows raised a little until the final history meets them
-                seq_rows, obo_conf, asked = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending, checker,
-                                                    costs0, total)
-                complete = complete or asked  # the top-up's last check asks every request
+                seq_rows, obo_conf, last, hist = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending,
+                                                         checker, costs0, total)
                 seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))
                 obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
-            if complete:
+                if hist is not None:
+                    # the last raise's check asked its requests of these very rows: its misses are misses
+                    bound = obo_bound - sum(1 for k in np.flatnonzero(last) if obo_conf[k] is None)
+                    if not (top is not None and len(tried) >= exact and _beats(top[0], top[1], bound, obo_cost)):
+                        # one by one may still win, or its count decides which strategies are checked next
+                        obo_conf, complete, bound = _confirm(obo_conf, last, hist, seq_ok, pending, checker), True, None
+            if bound is not None:  # a checked strategy beats even that bound: the full check could not change the plan
+                obo_bound, obo_conf = bound, None
+            elif complete:
                 check_beating(sum(c is not None for c in obo_conf), obo_cost)
             else:
                 obo_bound, obo_conf = need - 1, None
@@ -389,7 +397,7 @@ def _misses(conf: Sequence, ok: Sequence[bool], order: Sequence[int], allowed: i
 
 def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool], short: Sequence[int],
             conf: list, pending: Sequence[Request], checker: Checker, costs0: np.ndarray,
-            total: float) -> tuple[list[Measurement], list, bool]:
+            total: float) -> tuple[list[Measurement], list, list[bool] | None, History | None]:
     """One by one's rows with the rows of the requests ``short`` (met at their turn, not by the final
     history) raised a little until the final history meets them.
 
@@ -404,14 +412,14 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
     After each raise the requests not yet known to be met are checked again: a raise only lowers some
     rows' noise, so a request a check of the history before it (``conf``, then each step's) found met is
     taken to stay met — the first raise's check asks every request the first check did not reach (it
-    stops early), which names the borderline rows it did not. The rows returned are then checked in full,
-    every request asked (those the last step asked on the same rows keep its answers): the confidences
-    returned are always those of the rows returned. Returns the rows, the confidences and whether they
-    were all asked (some step was taken).
+    stops early), which names the borderline rows it did not. Returns the rows, the confidences, which
+    requests the last step asked of the rows returned (their misses are misses of those rows) and the
+    history of those rows; ``None`` for both when no step was taken (the rows are returned unchanged).
+    The other requests are only taken to be met: :func:`_confirm` asks them.
     """
-    rows, asked = list(rows), False
+    rows = list(rows)
     met = [c is not None for c in conf]
-    hist, last = None, [False] * len(pending)
+    hist, last = None, None
     for step in _TOP_UP:
         raised = list(rows)
         for k in short:
@@ -420,7 +428,7 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
         after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
         if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
             break
-        rows, asked = raised, True
+        rows = raised
         hist, last = checker.history_with(rows), [bool(ok[k]) and not met[k] for k in range(len(pending))]
         conf = checker.confidences(hist, pending, last)
         for k in np.flatnonzero(last):
@@ -428,11 +436,16 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
         short = [k for k, c in enumerate(conf) if last[k] and c is None and k in row_of]
         if not short:
             break
-    if not asked:
-        return rows, conf, False
-    assert hist is not None
+    return rows, conf, last, hist
+
+
+def _confirm(conf: list, last: Sequence[bool], hist: History, ok: Sequence[bool], pending: Sequence[Request],
+             checker: Checker) -> list:
+    """The top-up's rows checked in full: every request not refused at its turn (``ok``) asked of ``hist``,
+    those the last step asked (``last``) keeping its answers on the same rows. The confidences returned
+    are then those of the rows, not an assumption."""
     rest = checker.confidences(hist, pending, [bool(ok[k]) and not last[k] for k in range(len(pending))])
-    return rows, [conf[k] if last[k] else rest[k] for k in range(len(pending))], True
+    return [conf[k] if last[k] else rest[k] for k in range(len(pending))]
 
 
 def _margin(a: Any) -> float:
