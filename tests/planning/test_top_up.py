@@ -6,22 +6,32 @@ with room to spare), and a fifth request (cells 0 + 1) is answered from the othe
 found only the first request short (it stops early), so the first raise's check must name the other
 two; the second and third raises then re-ask only the requests still short. The rows raised, their α's
 and every confidence must be those of the reference, with fewer requests asked; also when the total
-stops the raises before the last step.
+stops the raises before the last step. When a checked strategy beats even what one by one's topped-up rows
+could answer, those rows are not checked in full: the plan must be the one the full check gives.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from dpdesk.engine.answering.request import Request
+from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.planning import checks, planner
 from dpdesk.engine.planning.checks import Checker
 from dpdesk.engine.planning.plan import Measurement
 from dpdesk.engine.queries.query import query_from_vector
+from dpdesk.engine.schema import Schema
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from evaluation.batch_eval import boxes_stream  # noqa: E402
 
 SHAPE = (4,)
 EPS, DELTA = 10.0, 0.2
@@ -90,3 +100,33 @@ def test_the_top_up_raises_and_confirms_what_checking_everything_after_each_rais
     # fewer posteriors; with the third raise refused, the last step's re-ask and the final check together
     # ask what one full check does
     assert len(asked) < n_ref if total > 1 else len(asked) == n_ref, (asked, n_ref)
+
+
+def test_one_by_one_left_as_a_bound_after_the_top_up_changes_no_plan(monkeypatch):
+    # 30 of bench_batch.py's box requests over the demo cube (total 10, empty history): one by one's
+    # top-up leaves one request short, and the jointly weighted requests answer all 30. The reference
+    # checks one by one's topped-up rows in full (as before): the plan must be the same to the bit, and
+    # one by one's count a bound ("at most") that is the exact count here, asked with fewer posteriors.
+    schema = Schema.from_dict(json.loads((ROOT / "resources" / "demo" / "adult.schema.json").read_text()))
+    specs = boxes_stream(SimpleNamespace(cube=SimpleNamespace(schema=schema)), 140, np.random.default_rng(190))
+    reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)][110:]
+    ordered = [a.kind == "numeric" for a in schema.attributes]
+    asked = []
+    infer = checks.infer
+    monkeypatch.setattr(checks, "infer", lambda h, r, **kw: (asked.append(r.id), infer(h, r, **kw))[1])
+
+    def plan():
+        asked.clear()
+        return planner.plan_batch(History(schema.shape), reqs, Settings(10.0), ordered=ordered), len(asked)
+
+    new, n_new = plan()
+    monkeypatch.setattr(planner, "_settled", lambda *a: False)
+    ref, n_ref = plan()
+    assert ref.one_by_one.checked and not new.one_by_one.checked
+    assert new.strategy == ref.strategy != "one by one" and new.answered == ref.answered == len(reqs)
+    assert new.measurements == ref.measurements and new.requests == ref.requests
+    assert new.system_cost_after == ref.system_cost_after
+    assert new.one_by_one.answered == ref.one_by_one.answered < len(reqs)
+    assert new.one_by_one.system_cost_after == ref.one_by_one.system_cost_after
+    assert new.candidates[1:] == ref.candidates[1:]
+    assert n_new < n_ref

@@ -328,8 +328,7 @@ def plan_batch(
                 if hist is not None:
                     # the last raise's check asked its requests of these very rows: its misses are misses
                     bound = obo_bound - sum(1 for k in np.flatnonzero(last) if obo_conf[k] is None)
-                    if not (top is not None and len(tried) >= exact and _beats(top[0], top[1], bound, obo_cost)):
-                        # one by one may still win, or its count decides which strategies are checked next
+                    if not _settled(top, bound, obo_cost, len(tried) >= exact):
                         obo_conf, complete, bound = _confirm(obo_conf, last, hist, seq_ok, pending, checker), True, None
             if bound is not None:  # a checked strategy beats even that bound: the full check could not change the plan
                 obo_bound, obo_conf = bound, None
@@ -446,6 +445,13 @@ def _confirm(conf: list, last: Sequence[bool], hist: History, ok: Sequence[bool]
     are then those of the rows, not an assumption."""
     rest = checker.confidences(hist, pending, [bool(ok[k]) and not last[k] for k in range(len(pending))])
     return [conf[k] if last[k] else rest[k] for k in range(len(pending))]
+
+
+def _settled(top: tuple | None, bound: int, cost: float, all_tried: bool) -> bool:
+    """Whether one by one's exact count can no longer change the plan: the best checked strategy ``top``
+    (answered, system cost) beats even the ``bound`` on it (at one by one's ``cost``), and no strategy is
+    left to check (``all_tried``; otherwise that count decides which ones are checked next)."""
+    return top is not None and all_tried and _beats(top[0], top[1], bound, cost)
 
 
 def _margin(a: Any) -> float:
