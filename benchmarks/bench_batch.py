@@ -6,6 +6,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_batch.py --requests 50 --no-write
     .venv/bin/python benchmarks/bench_batch.py --repeat 3   # median of three runs per case
     .venv/bin/python benchmarks/bench_batch.py --signature --no-write   # one digest per plan, to compare checkouts
+    .venv/bin/python benchmarks/bench_batch.py --threads 1,2 --repeat 4  # the exact checks on 1 and 2 threads, alternated
 
 The requests are boxes over the demo cube (ranges on the ordered attributes, label subsets on the others,
 2ε ~ U[1, 100], δ = 0.2 — `benchmarks/evaluation/batch_eval.py` `boxes_stream`), planned against an empty
@@ -16,7 +17,8 @@ counts the other jobs' turns, the processor time (one thread) is close to what a
 clock shows. ``--signature`` prints a digest of each plan (strategy, answered count, system cost to 6
 digits, every request's status and confidence to 9 digits): run each checkout's copy of the script (it
 imports the ``dpdesk`` beside it, not the one the venv installed) to see that a change of the engine's
-speed left the plans alone.
+speed left the plans alone. ``--threads`` sets ``DPDESK_THREADS`` (how many requests an exact check asks at
+once, :func:`dpdesk.engine.planning.checks.threads`); several counts are alternated run by run in each case.
 """
 
 from __future__ import annotations
@@ -56,40 +58,77 @@ def signature(plan) -> str:  # type: ignore[no-untyped-def]
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+def cases(n_requests: int):  # type: ignore[no-untyped-def]
+    """The benchmark's requests and its four cases ``(history name, history, total)``, and the axes' order."""
+    ds = D.demo()
+    shape = ds.cube.schema.shape
+    ordered = [a.kind == "numeric" for a in ds.cube.schema.attributes]
+    rng = np.random.default_rng(190)
+    specs = B.boxes_stream(ds, n_requests, rng)
+    reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)]
+    released = History(shape)
+    for s in B.boxes_stream(ds, 100, np.random.default_rng(191)):
+        released.append(HistoryRow(s.query, 0.002, true_answer(s.query, ds.cube) + rng.laplace(0, 500), "laplace"))
+    out = [(h_name, h, total) for h_name, h in (("empty", History(shape)), ("100 released boxes", released))
+           for total in (1.0, 10.0)]
+    return reqs, out, ordered
+
+
+def compare_threads(widths: list[str], repeat: int, n_requests: int) -> None:
+    """Each case planned ``repeat`` times per thread count, the counts alternated run by run (the order
+    turned each round, so a change of the machine's load falls on all of them): medians of the wall clock
+    and of the processor time (all threads), the load average, and whether every count gives the same plan."""
+    reqs, all_cases, ordered = cases(n_requests)
+    for hist_name, hist, total in all_cases:
+        got: dict[str, list[tuple[float, float, float, str]]] = {w: [] for w in widths}
+        for k in range(repeat):
+            for w in widths[k % len(widths):] + widths[:k % len(widths)]:
+                os.environ["DPDESK_THREADS"] = w
+                load = os.getloadavg()[0]
+                t0, c0 = time.perf_counter(), time.process_time()
+                plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
+                got[w].append((time.perf_counter() - t0, time.process_time() - c0, load, signature(plan)))
+        same = len({r[3] for runs in got.values() for r in runs}) == 1
+        print(f"{hist_name:>20} total {total:g}: " + "; ".join(
+            f"threads {w} wall {float(np.median([r[0] for r in runs])):.2f} s, processor "
+            f"{float(np.median([r[1] for r in runs])):.2f} s" for w, runs in got.items())
+            + f" (load {float(np.median([r[2] for runs in got.values() for r in runs])):.1f}; "
+            + ("the same plan" if same else "PLANS DIFFER") + ")", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; the median is reported")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--signature", action="store_true", help="print a digest of each plan")
+    ap.add_argument("--threads", default="",
+                    help="DPDESK_THREADS for the exact checks: one count, or several (comma-separated) alternated "
+                         "run by run in each case, each count's medians printed and the plans compared (not written)")
     args = ap.parse_args(argv)
-    ds = D.demo()
-    shape = ds.cube.schema.shape
-    ordered = [a.kind == "numeric" for a in ds.cube.schema.attributes]
-    rng = np.random.default_rng(190)
-    specs = B.boxes_stream(ds, args.requests, rng)
-    reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)]
-    released = History(shape)
-    for s in B.boxes_stream(ds, 100, np.random.default_rng(191)):
-        released.append(HistoryRow(s.query, 0.002, true_answer(s.query, ds.cube) + rng.laplace(0, 500), "laplace"))
+    widths = [w.strip() for w in args.threads.split(",") if w.strip()] or [os.environ.get("DPDESK_THREADS", "1")]
+    if len(widths) > 1:
+        compare_threads(widths, max(1, args.repeat), args.requests)
+        return 0
+    os.environ["DPDESK_THREADS"] = widths[0]
+    reqs, all_cases, ordered = cases(args.requests)
     rows = []
     loads = [os.getloadavg()[0]]
-    for hist_name, hist in (("empty", History(shape)), ("100 released boxes", released)):
-        for total in (1.0, 10.0):
-            times, cpus = [], []
-            for _ in range(max(1, args.repeat)):
-                t0, c0 = time.perf_counter(), time.process_time()
-                plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
-                times.append(time.perf_counter() - t0)
-                cpus.append(time.process_time() - c0)
-                loads.append(os.getloadavg()[0])
-            secs = float(np.median(times))
-            rows.append((hist_name, total, secs, plan, times, float(np.median(cpus))))
-            obo = plan.one_by_one
-            print(f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}; "
-                  f"processor {float(np.median(cpus)):.2f} s) — {plan.strategy}, answers {plan.answered} "
-                  f"(one by one {'' if obo.checked else '≤ '}{obo.answered}), system cost {plan.system_cost_after:.3g}"
-                  + (f" — plan {signature(plan)}" if args.signature else ""), flush=True)
+    for hist_name, hist, total in all_cases:
+        times, cpus = [], []
+        for _ in range(max(1, args.repeat)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
+            times.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+            loads.append(os.getloadavg()[0])
+        secs = float(np.median(times))
+        rows.append((hist_name, total, secs, plan, times, float(np.median(cpus))))
+        obo = plan.one_by_one
+        print(f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}; "
+              f"processor {float(np.median(cpus)):.2f} s) — {plan.strategy}, answers {plan.answered} "
+              f"(one by one {'' if obo.checked else '≤ '}{obo.answered}), system cost {plan.system_cost_after:.3g}"
+              + (f" — plan {signature(plan)}" if args.signature else ""), flush=True)
     load = float(np.median(loads))
     table = ["| history | total | seconds (median) | runs | processor s (median) | strategy | answered | one by one "
              "| system cost after |",
