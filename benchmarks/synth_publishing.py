@@ -262,8 +262,9 @@ DISCUSSION = [
     "after round at η ≈ 0.15 (decay 0.6): slowly contracting directions of the sequential pass, which a 1/j step "
     "sums only like log j. Fixes, each measured on fresh chains (40 / 80 sweeps): consistent non-negative targets "
     "alone (1/j, last iterate) B = 0.09 (one measurement); with decay 0.6 the last iterate jitters (B = 0.41 / 0.34) "
-    "and the average of rounds 20–40 gives B = 0.040 / −0.030 (upper bound 0.36 / 0.25). So: (c) in the form of "
-    "inconsistent clipped targets, and (b) with (a) once the steps are large enough to move; not (d). The solver "
+    "and the average of rounds 20–40 gives B = 0.040 / −0.030 (upper bound 0.36 / 0.25). So the main cause is (c) "
+    "in the form of inconsistent clipped targets (B 0.27–0.50 → 0.09 at the same schedule); (b) with (a) — larger "
+    "steps, averaged — lowered it further (single measurements, each with a standard error of ≈ 0.045); not (d). The solver "
     "now fits `nonnegative_marginals` (the projection onto consistent non-negative marginals, no farther from the "
     "true ones than the plain projection), decays its step as j^−0.6, returns the average of the decaying phase's "
     "latter half and tests only that average, on fresh chains, every 8 rounds (`fit_marginals` docstring).",
