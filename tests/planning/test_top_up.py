@@ -130,3 +130,34 @@ def test_one_by_one_left_as_a_bound_after_the_top_up_changes_no_plan(monkeypatch
     assert new.one_by_one.system_cost_after == ref.one_by_one.system_cost_after
     assert new.candidates[1:] == ref.candidates[1:]
     assert n_new < n_ref
+
+
+def test_a_short_row_its_own_raises_do_not_meet_settles_one_by_one_without_asking_the_rest(monkeypatch):
+    # 40 of bench_batch.py's box requests (total 10, empty history): one by one's first check stops at a
+    # fused answer that stays short through every raise of its own row, and one by one cannot afford a
+    # miss. The probe bounds one by one after asking that request alone; the reference (no probe) asks the
+    # rest of one by one's history after each raise. The plan must be the same to the bit.
+    schema = Schema.from_dict(json.loads((ROOT / "resources" / "demo" / "adult.schema.json").read_text()))
+    specs = boxes_stream(SimpleNamespace(cube=SimpleNamespace(schema=schema)), 150, np.random.default_rng(190))
+    reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)][110:]
+    ordered = [a.kind == "numeric" for a in schema.attributes]
+    asked, probed = [], []
+    infer, probe = checks.infer, planner._probe
+    monkeypatch.setattr(checks, "infer", lambda h, r, **kw: (asked.append(r.id), infer(h, r, **kw))[1])
+    monkeypatch.setattr(planner, "_probe", lambda *a: (probed.append(probe(*a)), probed[-1])[1])
+
+    def plan():
+        asked.clear()
+        return planner.plan_batch(History(schema.shape), reqs, Settings(10.0), ordered=ordered), len(asked)
+
+    new, n_new = plan()
+    assert [p[1] for p in probed] == [1]  # one short request stayed short: one by one was settled there
+    monkeypatch.setattr(planner, "_probe", lambda *a: None)
+    ref, n_ref = plan()
+    assert not new.one_by_one.checked and not ref.one_by_one.checked
+    assert new.strategy == ref.strategy != "one by one" and new.answered == ref.answered == len(reqs)
+    assert new.measurements == ref.measurements and new.requests == ref.requests
+    assert new.system_cost_after == ref.system_cost_after
+    assert new.one_by_one.answered == ref.one_by_one.answered == len(reqs) - 1
+    assert new.candidates[1:] == ref.candidates[1:]
+    assert n_new < n_ref

@@ -320,6 +320,18 @@ def plan_batch(
             short = [k for k in _misses(obo_conf, seq_ok, order, None if complete else obo_bound - need)
                      if k in seq_row_of]
             bound = None  # set when one by one's topped-up rows are left unchecked: what they answer at most
+            if short and not complete:
+                # more short than one by one can afford: if raising their own rows does not meet enough of
+                # them, one by one has lost whatever the rest of its history answers
+                probe = _probe(seq_rows, seq_row_of, short, pending, checker, costs0, total)
+                if probe is not None:
+                    p_cost = float((costs0 + sum((m.charge.dense(costs0.size) for m in probe[0]),
+                                                 np.zeros_like(costs0))).max())
+                    p_bound = obo_bound - probe[1]
+                    if _settled(top, p_bound, p_cost, len(tried) >= exact):
+                        seq_rows, obo_cost, bound, short = probe[0], p_cost, p_bound, []
+                        seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows),
+                                                 np.zeros_like(costs0))
             if short:  # borderline fused answers: their own rows raised a little until the final history meets them
                 seq_rows, obo_conf, last, hist = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending,
                                                          checker, costs0, total)
@@ -436,6 +448,31 @@ def _top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool],
         if not short:
             break
     return rows, conf, last, hist
+
+
+def _probe(rows: list[Measurement], row_of: dict[int, int], short: Sequence[int], pending: Sequence[Request],
+           checker: Checker, costs0: np.ndarray, total: float) -> tuple[list[Measurement], int] | None:
+    """The rows of the requests ``short`` raised by every step of :data:`_TOP_UP` (only they asked after
+    each) and how many of them are still short; None when no step fits within the hard ``total``.
+
+    One by one's first check stops at the first miss it cannot afford. When the raises that :func:`_top_up`
+    would give those requests' own rows do not meet them, one by one's count is bounded without asking
+    the rest of its history (a raise of other rows is not counted on to meet them)."""
+    rows, left, taken = list(rows), list(short), False
+    for step in _TOP_UP:
+        raised = list(rows)
+        for k in left:
+            m = rows[row_of[k]]
+            raised[row_of[k]] = Measurement(m.query, m.alpha * step, m.family)
+        after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
+        if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
+            break
+        rows, taken = raised, True
+        conf = checker.confidences(checker.history_with(rows), pending, [k in left for k in range(len(pending))])
+        left = [k for k in left if conf[k] is None]
+        if not left:
+            break
+    return (rows, len(left)) if taken else None
 
 
 def _confirm(conf: list, last: Sequence[bool], hist: History, ok: Sequence[bool], pending: Sequence[Request],
