@@ -165,7 +165,10 @@ stopping as soon as it cannot — and the checks read decisions only (no credibl
 a posterior read from brackets). Where that check finds borderline fused answers short, their rows are
 topped up (×1.001, ×1.01, ×1.05 while the total allows): after each raise only the requests not yet
 known to be met are asked again, and the rows kept are checked in full once — unless a checked strategy
-already beats what they could answer (the last raise's misses taken off). ≤ N in the table: one by one was not
+already beats what they could answer (the last raise's misses taken off). When the first check stops at
+more short answers than one by one can afford, their own rows are raised first and only they are asked:
+if some stay short and that leaves one by one beaten, the rest of its history is not asked at all
+(section batch-plan-probe). ≤ N in the table: one by one was not
 checked in full; N bounds what its final history answers.
 """
     if not args.no_write:
