@@ -17,7 +17,7 @@ import numpy as np
 
 from dpdesk.engine.answering.workflow import Request, Settings, answerable, assess, infer
 from dpdesk.engine.inference.history import History, HistoryRow
-from dpdesk.engine.planning import planner
+from dpdesk.engine.planning import planner, topup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from evaluation.data import request_stream  # noqa: E402
@@ -77,7 +77,7 @@ def test_two_batches_end_no_dearer_than_one_by_one(monkeypatch):
     assert second.strategy == "one by one"
     assert second.system_cost_after <= obo * (1 + 1e-3)
     # without the top-up (the previous planner) the second batch's plan ends clearly dearer
-    monkeypatch.setattr(planner, "_TOP_UP", ())
+    monkeypatch.setattr(topup, "TOP_UP", ())
     before = planner.plan_batch(h1, reqs[20:], settings, cell_costs=first.cell_costs_after, family="laplace")
     assert before.strategy != "one by one"
     assert before.system_cost_after > obo * 1.02

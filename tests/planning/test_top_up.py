@@ -23,7 +23,7 @@ import pytest
 
 from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.inference.history import History
-from dpdesk.engine.planning import checks, planner
+from dpdesk.engine.planning import checks, planner, topup
 from dpdesk.engine.planning.checks import Checker
 from dpdesk.engine.planning.plan import Measurement
 from dpdesk.engine.queries.query import query_from_vector
@@ -52,7 +52,7 @@ def _case():
 def _reference(rows, row_of, ok, short, conf, pending, checker, costs0, total):
     """The top-up as first written: the whole would-be history checked after every raise."""
     rows = list(rows)
-    for step in planner._TOP_UP:
+    for step in topup.TOP_UP:
         raised = list(rows)
         for k in short:
             m = rows[row_of[k]]
