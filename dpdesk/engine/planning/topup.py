@@ -64,12 +64,8 @@ def top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool], 
     met = [c is not None for c in conf]
     hist, last = None, None
     for step in TOP_UP:
-        raised = list(rows)
-        for k in short:
-            m = rows[row_of[k]]
-            raised[row_of[k]] = Measurement(m.query, m.alpha * step, m.family)
-        after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
-        if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
+        raised = _raised(rows, [row_of[k] for k in short], step, costs0, total)
+        if raised is None:
             break
         rows = raised
         hist, last = checker.history_with(rows), [bool(ok[k]) and not met[k] for k in range(len(pending))]
@@ -92,12 +88,8 @@ def probe(rows: list[Measurement], row_of: dict[int, int], short: Sequence[int],
     the rest of its history (a raise of other rows is not counted on to meet them)."""
     rows, left, taken = list(rows), list(short), False
     for step in TOP_UP:
-        raised = list(rows)
-        for k in left:
-            m = rows[row_of[k]]
-            raised[row_of[k]] = Measurement(m.query, m.alpha * step, m.family)
-        after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
-        if after.size and after.max() > total * (1 - 1e-9):  # never past the hard total
+        raised = _raised(rows, [row_of[k] for k in left], step, costs0, total)
+        if raised is None:
             break
         rows, taken = raised, True
         conf = checker.confidences(checker.history_with(rows), pending, [k in left for k in range(len(pending))])
@@ -105,6 +97,17 @@ def probe(rows: list[Measurement], row_of: dict[int, int], short: Sequence[int],
         if not left:
             break
     return (rows, len(left)) if taken else None
+
+
+def _raised(rows: list[Measurement], which: Sequence[int], step: float, costs0: np.ndarray,
+            total: float) -> list[Measurement] | None:
+    """``rows`` with the rows ``which`` raised by ``step``; None when that would pass the hard ``total``."""
+    raised = list(rows)
+    for i in which:
+        m = rows[i]
+        raised[i] = Measurement(m.query, m.alpha * step, m.family)
+    after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
+    return None if after.size and after.max() > total * (1 - 1e-9) else raised
 
 
 def confirm(conf: list, last: Sequence[bool], hist: History, ok: Sequence[bool], pending: Sequence[Request],
