@@ -50,7 +50,7 @@ from dpdesk.engine.answering.request import Request
 from dpdesk.engine.planning import BatchPlan, plan_batch
 from dpdesk.engine.planning.ahead import plan_ahead
 from dpdesk.engine.planning.checks import without
-from dpdesk.engine.planning.plan import LookAhead
+from dpdesk.engine.planning.plan import LookAhead, costs_after
 from dpdesk.engine.planning.release import MeasurementPlan
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.store import view as view_module
@@ -167,7 +167,7 @@ def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray
     kept = [m for k, m in enumerate(plan.measurements[:la.measurements]) if k not in set(drop)]
     if not kept:
         return None
-    after = costs0 + sum((m.charge.dense(costs0.size) for m in kept), np.zeros_like(costs0))
+    after = costs_after(costs0, kept)
     return replace(la, measurements=len(kept), cells=int(np.count_nonzero(after > costs0)),
                    system_cost_after=float(after.max()))
 

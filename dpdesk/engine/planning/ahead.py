@@ -56,7 +56,7 @@ from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
-from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, PlannedRequest
+from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, PlannedRequest, costs_after
 from dpdesk.engine.planning.planner import needed_scales, plan_batch
 from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
@@ -212,7 +212,7 @@ def plan_ahead(
     after = History(history.shape, rows=list(history.rows))
     for m in rows:  # values are not known (nor needed): no decision reads a released value
         after.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
-    costs1 = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+    costs1 = costs_after(costs0, rows)
     inner = plan_batch(after, requests, settings, cell_costs=costs1,
                        progress=lambda f: step(0.4 + 0.6 * f), **common)
     kept = replace(inner, measurements=tuple(rows) + inner.measurements)
@@ -231,7 +231,7 @@ def plan_ahead(
             conf = inf.confidence_at_eps - inf.error_bound if answerable(inf, p.request) else None
             p = replace(p, status="planned", confidence=conf, reason=f"answerable from history after the plan ({s.name})")
         out.append(replace(p, alone=alone[p.id]))
-    return replace(inner, strategy=f"{s.name} + {inner.strategy}", measurements=tuple(rows) + inner.measurements,
+    return replace(kept, strategy=f"{s.name} + {inner.strategy}",
                    requests=tuple(out), system_cost=plain.system_cost, one_by_one=plain.one_by_one,
                    # the inner plan's candidates were tried on top of the look-ahead: named so, not repeated
                    candidates=plain.candidates + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),

@@ -6,6 +6,7 @@ the per-cell costs and the curator's settings — never from the data.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "STATUSES"]
+__all__ = ["BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "STATUSES", "costs_after"]
 
 # answerable: history already meets (ε, δ); planned: answerable once the plan is released;
 # uncovered: the budget (or the spend policy) does not cover it in this plan
@@ -37,6 +38,11 @@ class Measurement:
     def charge(self) -> Charge:
         """Its per-cell charge ``α|Q_j|/S`` (paper Thm 5.4)."""
         return noise_family(self.family).charge_for(self.query, self.alpha)
+
+
+def costs_after(costs0: np.ndarray, rows: Sequence[Measurement]) -> np.ndarray:
+    """The per-cell costs ``costs0`` plus every measurement's charge (Thm 5.4, per cell)."""
+    return costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
 
 
 @dataclass(frozen=True)

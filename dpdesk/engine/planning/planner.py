@@ -38,7 +38,7 @@ from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.planning.checks import FREE_LIMIT, Checker, uncovered
-from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest
+from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest, costs_after
 from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
 from dpdesk.engine.planning.topup import beats as _beats
 from dpdesk.engine.planning.topup import confirm as _confirm
@@ -279,7 +279,7 @@ def plan_batch(
     report(0.5)
 
     def score(rows, conf):
-        after = costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+        after = costs_after(costs0, rows)
         return sum(c is not None for c in conf), (float(after.max()) if after.size else 0.0), after
 
     checked: list[tuple[tuple[int, float, np.ndarray], str, list[Measurement], list]] = []
@@ -330,17 +330,14 @@ def plan_batch(
                 # them, one by one has lost whatever the rest of its history answers
                 probe = _probe(seq_rows, seq_row_of, short, pending, checker, costs0, total)
                 if probe is not None:
-                    p_cost = float((costs0 + sum((m.charge.dense(costs0.size) for m in probe[0]),
-                                                 np.zeros_like(costs0))).max())
-                    p_bound = obo_bound - probe[1]
+                    p_costs = costs_after(costs0, probe[0])
+                    p_cost, p_bound = float(p_costs.max()), obo_bound - probe[1]
                     if _settled(top, p_bound, p_cost, len(tried) >= exact):
-                        seq_rows, obo_cost, bound, short = probe[0], p_cost, p_bound, []
-                        seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows),
-                                                 np.zeros_like(costs0))
+                        seq_rows, seq_costs, obo_cost, bound, short = probe[0], p_costs, p_cost, p_bound, []
             if short:  # borderline fused answers: their own rows raised a little until the final history meets them
                 seq_rows, obo_conf, last, hist = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending,
                                                          checker, costs0, total)
-                seq_costs = costs0 + sum((m.charge.dense(costs0.size) for m in seq_rows), np.zeros_like(costs0))
+                seq_costs = costs_after(costs0, seq_rows)
                 obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
                 if hist is not None:
                     # the last raise's check asked its requests of these very rows: its misses are misses

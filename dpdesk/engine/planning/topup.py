@@ -16,7 +16,7 @@ import numpy as np
 from dpdesk.engine.answering.request import Request
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.planning.checks import Checker
-from dpdesk.engine.planning.plan import Measurement
+from dpdesk.engine.planning.plan import Measurement, costs_after
 
 TOP_UP = (1.001, 1.01, 1.05)  # successive raises of a borderline one-by-one row's α (see top_up)
 
@@ -106,7 +106,7 @@ def _raised(rows: list[Measurement], which: Sequence[int], step: float, costs0: 
     for i in which:
         m = rows[i]
         raised[i] = Measurement(m.query, m.alpha * step, m.family)
-    after = costs0 + sum((m.charge.dense(costs0.size) for m in raised), np.zeros_like(costs0))
+    after = costs_after(costs0, raised)
     return None if after.size and after.max() > total * (1 - 1e-9) else raised
 
 
