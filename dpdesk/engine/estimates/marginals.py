@@ -316,7 +316,7 @@ def fit_marginals(
     RMS misfit of θ̄ beyond Monte Carlo error is at most ``gtol`` noise scales. The bound needs
     ``2·bias_se`` below ``gtol²``: with too few particles the test cannot pass. Each test is a 2.3 %
     test; a fit whose RMS misfit exceeds ``gtol`` and is tested ``k`` times passes with probability below
-    ``k·2.3 %`` (``confirmations`` lists every test). (At ``gtol = 0.5`` the fit adds on average at most
+    ``k·2.3 %`` (``tests`` lists every test). (At ``gtol = 0.5`` the fit adds on average at most
     ``s²/4`` to a cell's squared error, an eighth of the release's own noise variance ``2s²``.) ``Z`` is
     reported, not tested: it weighs small cells by their small Monte Carlo variance. Where the test
     passes, the expected counts match the targets to ``gtol`` noise scales and cells held on the box push
@@ -383,22 +383,21 @@ def fit_marginals(
         theta = [np.clip(np.asarray(t, dtype=np.float64).reshape(mg.table.shape), -bd, bd)
                  for t, mg, bd in zip(theta0, marginals, bound)]
 
-    def test(th: list[np.ndarray]) -> tuple[FitCheck, np.ndarray]:
+    def test(th: list[np.ndarray]) -> tuple[FitCheck, np.ndarray, list[np.ndarray]]:
         # fresh chains from the prior, independent of every sample θ was fitted to
         fresh = model.sample_prior(rng, int(particles))
         flat_th = [t.reshape(-1) for t in th]
         for _ in range(confirm):
             model.sweep(fresh, flat_th, rng)
-        hs = [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
-              for k, mg in zip(model.codes(fresh), marginals)]
-        return check_fit(hs, plus, scale2, th, bound, n, particles), fresh
+        hs = _counts(model.codes(fresh), marginals, kappa)
+        return check_fit(hs, plus, scale2, th, bound, n, particles), fresh, hs
 
     trace: list[float] = []
     checks: list[FitCheck] = []
     tests: list[tuple[int, float, float]] = []
     iterates: list[list[np.ndarray]] = []  # θ_r of every round of the decaying phase
     converged, it, best, decay_from = False, 0, math.inf, None
-    last: tuple[FitCheck, np.ndarray, list[np.ndarray]] | None = None
+    last: tuple[FitCheck, np.ndarray, list[np.ndarray], list[np.ndarray]] | None = None
     for it in range(1, int(max_iter) + 1):
         if cancelled is not None and cancelled():
             raise Cancelled()
@@ -406,8 +405,7 @@ def fit_marginals(
         for _ in range(sweeps):
             model.sweep(parts, flat, rng)
         codes = model.codes(parts)
-        hists = [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
-                 for k, mg in zip(codes, marginals)]
+        hists = _counts(codes, marginals, kappa)
         check = check_fit(hists, plus, scale2, theta, bound, n, particles)
         bias = check.bias_rms
         trace.append(bias)
@@ -423,9 +421,9 @@ def fit_marginals(
             done = len(iterates)
             if done >= 2 * confirm_every and done % confirm_every == 0:
                 avg = _tail_average(iterates)
-                fresh_check, fresh = test(avg)
+                fresh_check, fresh, counts = test(avg)
                 tests.append((it, fresh_check.bias_rms, fresh_check.bias_upper))
-                last = (fresh_check, fresh, avg)
+                last = (fresh_check, fresh, avg, counts)
                 if fresh_check.passes(gtol):
                     converged = True
                     break
@@ -449,12 +447,11 @@ def fit_marginals(
         parts = parts[_systematic(w / w.sum(), parts.shape[0], rng)]
     if last is None:  # the returned θ (the average, or the iterate if no decaying phase ran) is tested once
         final = _tail_average(iterates) if iterates else theta
-        fresh_check, fresh = test(final)
+        fresh_check, fresh, counts = test(final)
         tests.append((it, fresh_check.bias_rms, fresh_check.bias_upper))
-        last = (fresh_check, fresh, final)
-    final_check, parts, theta = last
-    codes = model.codes(parts)
-    expected = np.concatenate([np.bincount(k, minlength=mg.table.size) * kappa for k, mg in zip(codes, marginals)])
+        last = (fresh_check, fresh, final, counts)
+    final_check, parts, theta, counts = last
+    expected = np.concatenate([h.reshape(-1) for h in counts])
     return MarginalFit(
         shape=shape, tau=float(tau), table_size=n, theta=tuple(_ro(t) for t in theta),
         targets=_ro(np.concatenate([t.reshape(-1) for t in tables])), expected=_ro(expected), particles=_ro(parts),
@@ -462,6 +459,11 @@ def fit_marginals(
         check=final_check, z_trace=_ro(np.array([c.z_rms for c in checks])), tests=_ro(np.array(tests)),
         averaged=len(iterates) - len(iterates) // 2,
     )
+
+
+def _counts(codes: Sequence[np.ndarray], marginals: Sequence[Marginal], kappa: float) -> list[np.ndarray]:
+    """Each marginal's table of particle counts, one particle weighing ``kappa`` rows."""
+    return [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa for k, mg in zip(codes, marginals)]
 
 
 def _tail_average(iterates: list[list[np.ndarray]]) -> list[np.ndarray]:
