@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: all venv sysdeps test test-fast run bench clean
+.PHONY: all venv sysdeps lint test test-fast run bench clean
 
 all: test
 
@@ -20,7 +20,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: sysdeps venv
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: sysdeps venv lint
 	$(BIN)/python -m pytest
 
 test-fast: venv

@@ -32,19 +32,19 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # threaded BLAS under a shared machine's load is slower
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the dpdesk of this checkout, not the venv's
 
-from evaluation import batch_eval as B  # noqa: E402
-from evaluation import data as D  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation import batch_eval as B
+from evaluation import data as D
+from evaluation.sections import write_section
 
-from dpdesk.engine.answering.fresh import true_answer  # noqa: E402
-from dpdesk.engine.answering.workflow import Request, Settings  # noqa: E402
-from dpdesk.engine.inference.history import History, HistoryRow  # noqa: E402
-from dpdesk.engine.planning import plan_batch  # noqa: E402
+from dpdesk.engine.answering.fresh import true_answer
+from dpdesk.engine.answering.workflow import Request, Settings
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.planning import plan_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,9 +52,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def signature(plan) -> str:  # type: ignore[no-untyped-def]
     """A digest of what a plan decides: strategy, answered count, system cost (6 digits), each request's
     status and confidence (9 digits)."""
-    text = repr((plan.strategy, plan.answered, f"{plan.system_cost_after:.6g}",
-                 tuple((p.id, p.status, None if p.confidence is None else f"{p.confidence:.9g}")
-                       for p in plan.requests)))
+    text = repr(
+        (
+            plan.strategy,
+            plan.answered,
+            f"{plan.system_cost_after:.6g}",
+            tuple(
+                (p.id, p.status, None if p.confidence is None else f"{p.confidence:.9g}")
+                for p in plan.requests
+            ),
+        )
+    )
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
@@ -68,9 +76,14 @@ def cases(n_requests: int):  # type: ignore[no-untyped-def]
     reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)]
     released = History(shape)
     for s in B.boxes_stream(ds, 100, np.random.default_rng(191)):
-        released.append(HistoryRow(s.query, 0.002, true_answer(s.query, ds.cube) + rng.laplace(0, 500), "laplace"))
-    out = [(h_name, h, total) for h_name, h in (("empty", History(shape)), ("100 released boxes", released))
-           for total in (1.0, 10.0)]
+        released.append(
+            HistoryRow(s.query, 0.002, true_answer(s.query, ds.cube) + rng.laplace(0, 500), "laplace")
+        )
+    out = [
+        (h_name, h, total)
+        for h_name, h in (("empty", History(shape)), ("100 released boxes", released))
+        for total in (1.0, 10.0)
+    ]
     return reqs, out, ordered
 
 
@@ -82,18 +95,25 @@ def compare_threads(widths: list[str], repeat: int, n_requests: int) -> None:
     for hist_name, hist, total in all_cases:
         got: dict[str, list[tuple[float, float, float, str]]] = {w: [] for w in widths}
         for k in range(repeat):
-            for w in widths[k % len(widths):] + widths[:k % len(widths)]:
+            for w in widths[k % len(widths) :] + widths[: k % len(widths)]:
                 os.environ["DPDESK_THREADS"] = w
                 load = os.getloadavg()[0]
                 t0, c0 = time.perf_counter(), time.process_time()
                 plan = plan_batch(hist, reqs, Settings(total), ordered=ordered)
                 got[w].append((time.perf_counter() - t0, time.process_time() - c0, load, signature(plan)))
         same = len({r[3] for runs in got.values() for r in runs}) == 1
-        print(f"{hist_name:>20} total {total:g}: " + "; ".join(
-            f"threads {w} wall {float(np.median([r[0] for r in runs])):.2f} s, processor "
-            f"{float(np.median([r[1] for r in runs])):.2f} s" for w, runs in got.items())
+        print(
+            f"{hist_name:>20} total {total:g}: "
+            + "; ".join(
+                f"threads {w} wall {float(np.median([r[0] for r in runs])):.2f} s, processor "
+                f"{float(np.median([r[1] for r in runs])):.2f} s"
+                for w, runs in got.items()
+            )
             + f" (load {float(np.median([r[2] for runs in got.values() for r in runs])):.1f}; "
-            + ("the same plan" if same else "PLANS DIFFER") + ")", flush=True)
+            + ("the same plan" if same else "PLANS DIFFER")
+            + ")",
+            flush=True,
+        )
 
 
 def main(argv=None) -> int:
@@ -102,11 +122,16 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; the median is reported")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--signature", action="store_true", help="print a digest of each plan")
-    ap.add_argument("--threads", default="",
-                    help="DPDESK_THREADS for the exact checks: one count, or several (comma-separated) alternated "
-                         "run by run in each case, each count's medians printed and the plans compared (not written)")
+    ap.add_argument(
+        "--threads",
+        default="",
+        help="DPDESK_THREADS for the exact checks: one count, or several (comma-separated) alternated "
+        "run by run in each case, each count's medians printed and the plans compared (not written)",
+    )
     args = ap.parse_args(argv)
-    widths = [w.strip() for w in args.threads.split(",") if w.strip()] or [os.environ.get("DPDESK_THREADS", "1")]
+    widths = [w.strip() for w in args.threads.split(",") if w.strip()] or [
+        os.environ.get("DPDESK_THREADS", "1")
+    ]
     if len(widths) > 1:
         compare_threads(widths, max(1, args.repeat), args.requests)
         return 0
@@ -125,19 +150,26 @@ def main(argv=None) -> int:
         secs = float(np.median(times))
         rows.append((hist_name, total, secs, plan, times, float(np.median(cpus))))
         obo = plan.one_by_one
-        print(f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}; "
-              f"processor {float(np.median(cpus)):.2f} s) — {plan.strategy}, answers {plan.answered} "
-              f"(one by one {'' if obo.checked else '≤ '}{obo.answered}), system cost {plan.system_cost_after:.3g}"
-              + (f" — plan {signature(plan)}" if args.signature else ""), flush=True)
+        print(
+            f"{hist_name:>20} total {total:g}: {secs:.2f} s (runs {', '.join(f'{t:.2f}' for t in times)}; "
+            f"processor {float(np.median(cpus)):.2f} s) — {plan.strategy}, answers {plan.answered} "
+            f"(one by one {'' if obo.checked else '≤ '}{obo.answered}), system cost {plan.system_cost_after:.3g}"
+            + (f" — plan {signature(plan)}" if args.signature else ""),
+            flush=True,
+        )
     load = float(np.median(loads))
-    table = ["| history | total | seconds (median) | runs | processor s (median) | strategy | answered | one by one "
-             "| system cost after |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    table = [
+        "| history | total | seconds (median) | runs | processor s (median) | strategy | answered | one by one "
+        "| system cost after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for hist_name, total, secs, plan, times, cpu in rows:
         obo = plan.one_by_one
-        table.append(f"| {hist_name} | {total:g} | {secs:.2f} | {', '.join(f'{t:.2f}' for t in times)} | {cpu:.2f} | "
-                     f"{plan.strategy} | {plan.answered} | {'' if obo.checked else '≤ '}{obo.answered} | "
-                     f"{plan.system_cost_after:.3g} |")
+        table.append(
+            f"| {hist_name} | {total:g} | {secs:.2f} | {', '.join(f'{t:.2f}' for t in times)} | {cpu:.2f} | "
+            f"{plan.strategy} | {plan.answered} | {'' if obo.checked else '≤ '}{obo.answered} | "
+            f"{plan.system_cost_after:.3g} |"
+        )
     worst = max(r[2] for r in rows)
     worst_cpu = max(r[5] for r in rows)
     met = worst < 5 and args.requests >= 200
@@ -149,7 +181,7 @@ cells; planned against an empty history and against 100 released boxes, total bu
 
 {chr(10).join(table)}
 
-Target: a batch of 200 pending requests plans in under 5 s — by the wall clock of this run **{'met' if met else 'not met'}**
+Target: a batch of 200 pending requests plans in under 5 s — by the wall clock of this run **{"met" if met else "not met"}**
 (slowest case {worst:.2f} s{"" if met or load <= 1.5 else ", with the other jobs' turns counted"}); the largest processor time of a case
 is {worst_cpu:.2f} s{" (what a quiet machine's wall clock approaches: under 5 s)" if worst_cpu < 5 and not met else ""}. Old against new,
 measured alternately: sections batch-plan-kernel, batch-plan-top-up and batch-plan-bound.

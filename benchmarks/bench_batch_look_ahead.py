@@ -28,13 +28,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI sets it
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import write_section
 
-from dpdesk.appdata.demo import create_demo_project  # noqa: E402
-from dpdesk.engine.answering.workflow import assess  # noqa: E402
-from dpdesk.engine.inference.history import History, HistoryRow  # noqa: E402
-from dpdesk.store import Project  # noqa: E402
-from dpdesk.store.batch import plan_pending  # noqa: E402
+from dpdesk.appdata.demo import create_demo_project
+from dpdesk.engine.answering.workflow import assess
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.store import Project
+from dpdesk.store.batch import plan_pending
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARES = (None, 0.5, 1.0)
@@ -47,8 +47,11 @@ def free_after(project, plan, others) -> int:
     for m in plan.measurements:
         after.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
     settings = project.answering_settings()
-    return sum(assess(after, r.to_request(), settings, cell_costs=plan.cell_costs_after,
-                      decision_only=True).decision == "infer" for r in others)
+    return sum(
+        assess(after, r.to_request(), settings, cell_costs=plan.cell_costs_after, decision_only=True).decision
+        == "infer"
+        for r in others
+    )
 
 
 def main(argv=None) -> int:
@@ -73,10 +76,13 @@ def main(argv=None) -> int:
                     la = plan.look_ahead
                     free = free_after(p, plan, others) if others else None
                     rows.append((name, share, statistics.median(times), times, plan, la, free))
-                    print(f"{name:16} share {share!s:5} {statistics.median(times):7.2f} s  {plan.strategy}  "
-                          f"answers {plan.answered}/{len(plan.requests)}  cost → {plan.system_cost_after:.4g}"
-                          f"{'' if la is None else f'  (look-ahead alone {la.system_cost_after:.4g})'}"
-                          f"{'' if free is None else f'  free after: {free}/{len(others)}'}", flush=True)
+                    print(
+                        f"{name:16} share {share!s:5} {statistics.median(times):7.2f} s  {plan.strategy}  "
+                        f"answers {plan.answered}/{len(plan.requests)}  cost → {plan.system_cost_after:.4g}"
+                        f"{'' if la is None else f'  (look-ahead alone {la.system_cost_after:.4g})'}"
+                        f"{'' if free is None else f'  free after: {free}/{len(others)}'}",
+                        flush=True,
+                    )
     md = [
         "## Batch plans with the look-ahead, through the product (issue 19)",
         "",
@@ -90,10 +96,12 @@ def main(argv=None) -> int:
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, share, med, times, plan, la, free in rows:
-        md.append(f"| {name} | {'off' if share is None else f'{share:g}'} | {med:.2f} | {plan.strategy} | "
-                  f"{plan.answered}/{len(plan.requests)} | {plan.system_cost_after:.4g} | "
-                  f"{'—' if la is None else f'{la.system_cost_after:.4g} ({la.measurements} rows)'} | "
-                  f"{'—' if free is None else f'{free}/32'} |")
+        md.append(
+            f"| {name} | {'off' if share is None else f'{share:g}'} | {med:.2f} | {plan.strategy} | "
+            f"{plan.answered}/{len(plan.requests)} | {plan.system_cost_after:.4g} | "
+            f"{'—' if la is None else f'{la.system_cost_after:.4g} ({la.measurements} rows)'} | "
+            f"{'—' if free is None else f'{free}/32'} |"
+        )
     md += [
         "",
         "*Free after*: the queue's other pending requests history answers for free once the plan is released "
@@ -109,12 +117,14 @@ def main(argv=None) -> int:
     whole = {share: plan for name, share, _m, _t, plan, _la, _f in rows if name == "all 37 pending"}
     off, full = whole.get(None), whole.get(1.0)
     if off is not None and full is not None and full.look_ahead is not None and full.answered < off.answered:
-        md[-1] += (f" Planning the whole queue at once at share 1, the look-ahead is kept although it answers "
-                   f"{full.answered} of {len(full.requests)} at system cost {full.system_cost_after:.3g} where the "
-                   f"batch alone answers {off.answered} at {off.system_cost_after:.3g}: the rule reads the batch as "
-                   "a sample of requests still to come (as many again as it has shown), which rows measured for "
-                   "the workload serve for free and fresh answers to each request do not. A curator who knows "
-                   "the queue is complete plans it with the look-ahead off.")
+        md[-1] += (
+            f" Planning the whole queue at once at share 1, the look-ahead is kept although it answers "
+            f"{full.answered} of {len(full.requests)} at system cost {full.system_cost_after:.3g} where the "
+            f"batch alone answers {off.answered} at {off.system_cost_after:.3g}: the rule reads the batch as "
+            "a sample of requests still to come (as many again as it has shown), which rows measured for "
+            "the workload serve for free and fresh answers to each request do not. A curator who knows "
+            "the queue is complete plans it with the look-ahead off."
+        )
     if not args.no_write:
         write_section(ROOT / "docs" / "performance.md", "batch-look-ahead", "\n".join(md))
     return 0

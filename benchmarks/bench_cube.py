@@ -37,8 +37,12 @@ SCHEMA = {
     "attributes": [
         {"name": "age", "column": "age", "kind": "numeric", "edges": [17, 25, 35, 45, 55, 65, 91]},
         {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
-        {"name": "education", "column": "education", "kind": "categorical",
-         "values": ["Dropout", "HS-grad", "Some-college", "Bachelors", "Masters", "Doctorate"]},
+        {
+            "name": "education",
+            "column": "education",
+            "kind": "categorical",
+            "values": ["Dropout", "HS-grad", "Some-college", "Bachelors", "Masters", "Doctorate"],
+        },
         {"name": "hours", "column": "hours_per_week", "kind": "numeric", "edges": [1, 20, 35, 41, 50, 99]},
     ]
 }
@@ -118,7 +122,7 @@ def make_big(directory: str, target_bytes: int = 2 * GiB) -> str:
 
 
 def child(case: str, path: str) -> None:
-    import duckdb  # noqa: F401  (every child imports the same modules before timing)
+    import duckdb
     import pandas as pd
 
     from dpdesk.engine.cube import build_cube
@@ -143,7 +147,11 @@ def child(case: str, path: str) -> None:
         cube = open_source(path).build_cube(schema)
         total = cube.total + cube.out_of_domain
     elif case == "pandas":
-        df = pd.read_parquet(path, columns=COLUMNS) if path.endswith(".parquet") else pd.read_csv(path, usecols=COLUMNS)
+        df = (
+            pd.read_parquet(path, columns=COLUMNS)
+            if path.endswith(".parquet")
+            else pd.read_csv(path, usecols=COLUMNS)
+        )
         cube = build_cube(df, schema)
         total = cube.total + cube.out_of_domain
     elif case in ("spark-bare", "dpdesk-spark"):
@@ -152,7 +160,11 @@ def child(case: str, path: str) -> None:
     else:
         raise SystemExit(f"unknown case {case}")
     wall = time.perf_counter() - t0
-    print(json.dumps({"case": case, "wall_s": wall, "peak_mb": peak_rss_mb(), "imports_mb": base, "rows": total}))
+    print(
+        json.dumps(
+            {"case": case, "wall_s": wall, "peak_mb": peak_rss_mb(), "imports_mb": base, "rows": total}
+        )
+    )
 
 
 def _pid_peak_mb(pid: int) -> float:
@@ -184,12 +196,25 @@ def spark_child(case: str, path: str, schema) -> None:  # type: ignore[no-untype
         total = once()
         walls.append(time.perf_counter() - t)
     jvm = _pid_peak_mb(spark.sparkContext._gateway.proc.pid)
-    print(json.dumps({"case": case, "wall_s": walls[1], "cold_s": walls[0], "start_s": start, "rows": total,
-                      "peak_mb": peak_rss_mb(), "jvm_peak_mb": jvm}))
+    print(
+        json.dumps(
+            {
+                "case": case,
+                "wall_s": walls[1],
+                "cold_s": walls[0],
+                "start_s": start,
+                "rows": total,
+                "peak_mb": peak_rss_mb(),
+                "jvm_peak_mb": jvm,
+            }
+        )
+    )
     spark.stop()
 
 
-def measure(case: str, path: str, *, prefix: list[str] | None = None, env: dict[str, str] | None = None) -> dict:
+def measure(
+    case: str, path: str, *, prefix: list[str] | None = None, env: dict[str, str] | None = None
+) -> dict:
     cmd = [*(prefix or []), sys.executable, os.path.abspath(__file__), "--child", case, path]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if r.returncode != 0:
@@ -234,10 +259,14 @@ def summarise(case: str, runs: list[dict]) -> dict:
 
 def spark_section(parquet: str, repeat: int, directory: str, other_rows: list[int]) -> None:
     """The Spark column: dpdesk's Spark source against Spark's own GROUP BY on the same Parquet."""
-    print(f"\n# Spark local[2] on the same Parquet ({os.path.getsize(parquet) / 1e6:.0f} MB); median of {repeat} "
-          "fresh processes per path, interleaved; warm = the statement's second run in the same JVM")
-    print("| path | warm (median) | vs Spark's own GROUP BY | cold (1st statement) | session start | "
-          "driver JVM peak RSS | Python peak RSS | warm runs |")
+    print(
+        f"\n# Spark local[2] on the same Parquet ({os.path.getsize(parquet) / 1e6:.0f} MB); median of {repeat} "
+        "fresh processes per path, interleaved; warm = the statement's second run in the same JVM"
+    )
+    print(
+        "| path | warm (median) | vs Spark's own GROUP BY | cold (1st statement) | session start | "
+        "driver JVM peak RSS | Python peak RSS | warm runs |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     results = interleaved(["spark-bare", "dpdesk-spark"], parquet, repeat)
     bare = results[0]
@@ -246,8 +275,11 @@ def spark_section(parquet: str, repeat: int, directory: str, other_rows: list[in
             print(f"| {r['case']} | failed: {r['error']} | | | | | | |", flush=True)
             continue
         ratio = r["wall_s"] / bare["wall_s"] if "wall_s" in bare else float("nan")
-        print(f"| {r['case']} | {r['wall_s']:.2f} s | {ratio:.2f}× | {r['cold_s']:.2f} s | {r['start_s']:.1f} s | "
-              f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB | {', '.join(map(str, r['all_wall_s']))} |", flush=True)
+        print(
+            f"| {r['case']} | {r['wall_s']:.2f} s | {ratio:.2f}× | {r['cold_s']:.2f} s | {r['start_s']:.1f} s | "
+            f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB | {', '.join(map(str, r['all_wall_s']))} |",
+            flush=True,
+        )
     if other_rows:
         print("\n# dpdesk's Spark source on other table sizes (one fresh process each)")
         print("| rows | Parquet | warm | cold | driver JVM peak RSS | Python peak RSS |")
@@ -258,8 +290,11 @@ def spark_section(parquet: str, repeat: int, directory: str, other_rows: list[in
             if "error" in r:
                 print(f"| {n:,} | | failed: {r['error']} | | | |", flush=True)
                 continue
-            print(f"| {n:,} | {os.path.getsize(path) / 1e6:.0f} MB | {r['wall_s']:.2f} s | {r['cold_s']:.2f} s | "
-                  f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB |", flush=True)
+            print(
+                f"| {n:,} | {os.path.getsize(path) / 1e6:.0f} MB | {r['wall_s']:.2f} s | {r['cold_s']:.2f} s | "
+                f"{r['jvm_peak_mb']:.0f} MB | {r['peak_mb']:.0f} MB |",
+                flush=True,
+            )
 
 
 def table_rows(label: str, results: list[dict], bare: dict) -> list[str]:
@@ -269,8 +304,10 @@ def table_rows(label: str, results: list[dict], bare: dict) -> list[str]:
             out.append(f"| {label} | {r['case']} | failed: {r['error']} | | | |")
             continue
         ratio = r["wall_s"] / bare["wall_s"] if "wall_s" in bare else float("nan")
-        out.append(f"| {label} | {r['case']} | {r['wall_s']:.2f} s | {ratio:.2f}× | {r['peak_mb']:.0f} MB | "
-                   f"{', '.join(map(str, r.get('all_wall_s', [])))} |")
+        out.append(
+            f"| {label} | {r['case']} | {r['wall_s']:.2f} s | {ratio:.2f}× | {r['peak_mb']:.0f} MB | "
+            f"{', '.join(map(str, r.get('all_wall_s', [])))} |"
+        )
     return out
 
 
@@ -278,11 +315,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-cube"),
-                    help="where the generated files are cached")
+    ap.add_argument(
+        "--dir",
+        default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-cube"),
+        help="where the generated files are cached",
+    )
     ap.add_argument("--big", action="store_true", help="also the ~2 GB Parquet file under a 1 GiB cap")
     ap.add_argument("--big-only", action="store_true", help="only the capped ~2 GB run")
-    ap.add_argument("--spark", action="store_true", help="add the Spark column (local[2]; needs dpdesk[spark])")
+    ap.add_argument(
+        "--spark", action="store_true", help="add the Spark column (local[2]; needs dpdesk[spark])"
+    )
     ap.add_argument("--spark-only", action="store_true", help="only the Spark column")
     ap.add_argument("--spark-rows", default="", help="comma-separated table sizes for the Spark scaling rows")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
@@ -300,8 +342,10 @@ def main() -> None:
             return
     if not args.big_only:
         csv, parquet = make_data(args.dir, args.rows)
-        print(f"# {args.rows:,} rows × 4 attributes; CSV {os.path.getsize(csv) / 1e6:.0f} MB, "
-              f"Parquet {os.path.getsize(parquet) / 1e6:.0f} MB; median of {args.repeat} fresh processes per path, interleaved")
+        print(
+            f"# {args.rows:,} rows × 4 attributes; CSV {os.path.getsize(csv) / 1e6:.0f} MB, "
+            f"Parquet {os.path.getsize(parquet) / 1e6:.0f} MB; median of {args.repeat} fresh processes per path, interleaved"
+        )
         imports = median_runs("imports", parquet, args.repeat)
         print(f"# resident memory after imports (every child's floor): {imports['peak_mb']:.0f} MB")
         print("| file | path | wall (median) | vs bare DuckDB | peak RSS | runs |")
@@ -313,7 +357,9 @@ def main() -> None:
     if args.big or args.big_only:
         big = make_big(args.dir)
         cap = ["prlimit", f"--as={GiB}", "--"]
-        print(f"\n# {os.path.getsize(big) / 1e9:.2f} GB Parquet under prlimit --as={GiB} (1 GiB address space)")
+        print(
+            f"\n# {os.path.getsize(big) / 1e9:.2f} GB Parquet under prlimit --as={GiB} (1 GiB address space)"
+        )
         print("| path | environment | wall | peak RSS | result |")
         print("|---|---|---|---|---|")
         for case in ("dpdesk-duckdb", "bare", "pandas"):
@@ -323,8 +369,11 @@ def main() -> None:
                 if "error" in r:
                     print(f"| {case} | {shown} | | | failed: {r['error']} |", flush=True)
                 else:
-                    print(f"| {case} | {shown} | {r['wall_s']:.1f} s | {r['peak_mb']:.0f} MB | "
-                          f"{r['rows']:,} rows |", flush=True)
+                    print(
+                        f"| {case} | {shown} | {r['wall_s']:.1f} s | {r['peak_mb']:.0f} MB | "
+                        f"{r['rows']:,} rows |",
+                        flush=True,
+                    )
         if shutil.which("prlimit") is None:
             print("# prlimit not found: the capped runs above could not apply the cap")
 

@@ -43,10 +43,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.inference.posterior import posterior
 from dpdesk.engine.queries.query import Query, Term
-from dpdesk.engine.answering.workflow import Request, assess
 
 SHAPES = {64: (4, 4, 2, 2), 4096: (8, 8, 8, 8), 65536: (16, 16, 16, 16), 1048576: (32, 32, 32, 32)}
 
@@ -93,7 +93,9 @@ def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
             for i in range(repeat):
                 picks = rng.choice(m, size=3, replace=False)
                 terms = tuple(t for j in picks for t in h.rows[int(j)].query.terms)
-                reqs.append(Request(str(i), Query(shape, terms=terms), eps=float(rng.uniform(50, 400)), delta=0.05))
+                reqs.append(
+                    Request(str(i), Query(shape, terms=terms), eps=float(rng.uniform(50, 400)), delta=0.05)
+                )
             # warm-up: the first estimate builds the chosen factorisation from the rows (incremental after)
             assess(h, reqs[0], 1e6)
             setup = time.perf_counter() - t0
@@ -128,13 +130,26 @@ def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
                         diffs.append(abs(lc - c))
                 lit_med = statistics.median(lt) * 1000
                 acc = max(diffs) if diffs else None
-            rows.append(dict(n=n, m=m, form=form, median_ms=med, setup_s=setup, literal_ms=lit_med, max_conf_diff=acc,
-                             estimable=sum(c is not None for c in confs)))
+            rows.append(
+                dict(
+                    n=n,
+                    m=m,
+                    form=form,
+                    median_ms=med,
+                    setup_s=setup,
+                    literal_ms=lit_med,
+                    max_conf_diff=acc,
+                    estimable=sum(c is not None for c in confs),
+                )
+            )
             lit = f"{lit_med:10.1f}" if lit_med is not None else "         —"
             ratio = f"{lit_med / med:7.1f}×" if lit_med is not None else "       —"
-            print(f"n={n:>8} m={m:>5} {form:>6}  assess {med:8.2f} ms   literal {lit} ms  {ratio}   "
-                  f"setup {setup:6.1f} s  estimable {rows[-1]['estimable']}/{repeat}"
-                  + (f"  |Δconf| ≤ {acc:.1e}" if acc is not None else ""), flush=True)
+            print(
+                f"n={n:>8} m={m:>5} {form:>6}  assess {med:8.2f} ms   literal {lit} ms  {ratio}   "
+                f"setup {setup:6.1f} s  estimable {rows[-1]['estimable']}/{repeat}"
+                + (f"  |Δconf| ≤ {acc:.1e}" if acc is not None else ""),
+                flush=True,
+            )
     return rows
 
 
@@ -153,12 +168,16 @@ def spend_run(h: History, reqs: list[Request], n: int, m: int, setup: float) -> 
         times.append(time.perf_counter() - t)
         fused += a.spend_alpha < a.fresh_alpha
         decisions[a.decision] = decisions.get(a.decision, 0) + 1
-    print(f"n={n:>8} m={m:>5} spend decisions: assess median {statistics.median(times) * 1000:8.2f} ms "
-          f"(max {max(times) * 1000:.1f} ms)  {decisions}  fused below Thm 5.3 {fused}/{len(asked)}  "
-          f"setup {setup:6.1f} s", flush=True)
+    print(
+        f"n={n:>8} m={m:>5} spend decisions: assess median {statistics.median(times) * 1000:8.2f} ms "
+        f"(max {max(times) * 1000:.1f} ms)  {decisions}  fused below Thm 5.3 {fused}/{len(asked)}  "
+        f"setup {setup:6.1f} s",
+        flush=True,
+    )
 
 
 # --- the issue's batch on the command line ------------------------------------------------------------
+
 
 def timed_runs(cmd: list[str], repeat: int) -> tuple[list[float], subprocess.CompletedProcess]:
     """Wall times of ``repeat`` fresh processes running ``cmd`` (spawn to exit), and the last one's result."""
@@ -180,15 +199,24 @@ def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
     rng = np.random.default_rng(12)
     h = History((cells,))
     for i in range(cells):
-        h.append(HistoryRow(Query((cells,), indices=np.array([i]), values=np.array([1.0])), 0.1,
-                            float(rng.integers(20, 200)), "laplace"))
+        h.append(
+            HistoryRow(
+                Query((cells,), indices=np.array([i]), values=np.array([1.0])),
+                0.1,
+                float(rng.integers(20, 200)),
+                "laplace",
+            )
+        )
     hist = os.path.join(directory, "batch-history.json")
     with open(hist, "w", encoding="utf-8") as fh:
         json.dump(h.to_json(total_budget=1e6), fh)
     queries = os.path.join(directory, "batch-queries.jsonl")
     with open(queries, "w", encoding="utf-8") as fh:
         for i in range(cells):
-            fh.write(json.dumps({"id": f"r{i}", "query": {"indices": [i], "values": [1]}, "eps": 12, "delta": 0.2}) + "\n")
+            fh.write(
+                json.dumps({"id": f"r{i}", "query": {"indices": [i], "values": [1]}, "eps": 12, "delta": 0.2})
+                + "\n"
+            )
     cmd = [sys.executable, "-m", "dpdesk", "assess", "--history", hist, "--queries", queries, "--json"]
     walls, r = timed_runs(cmd, repeat)
     out = [json.loads(line) for line in r.stdout.splitlines()]
@@ -198,11 +226,14 @@ def batch_cli(directory: str, repeat: int, cells: int = 100) -> None:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import dpdesk.cli"], check=True)
     start = time.perf_counter() - t
-    print(f"batch: {len(out)} requests {decisions}: median {statistics.median(walls):.2f} s "
-          f"(runs {', '.join(f'{w:.2f}' for w in walls)}; start + imports {start:.2f} s)")
+    print(
+        f"batch: {len(out)} requests {decisions}: median {statistics.median(walls):.2f} s "
+        f"(runs {', '.join(f'{w:.2f}' for w in walls)}; start + imports {start:.2f} s)"
+    )
 
 
 # --- the command line on a long project ---------------------------------------------------------------
+
 
 def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall time from spawning ``cmd`` to its JSON, and the CPU time (user + system) the process used:
@@ -222,20 +253,21 @@ def _spawn(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def _medians(runs: list[tuple[float, float]]) -> str:
     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
-    return (f"wall median {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
-            f"CPU median {statistics.median(cpus):.2f} s (runs {', '.join(f'{c:.2f}' for c in cpus)})")
+    return (
+        f"wall median {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}), "
+        f"CPU median {statistics.median(cpus):.2f} s (runs {', '.join(f'{c:.2f}' for c in cpus)})"
+    )
 
 
 def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | None = None) -> None:
     """Process start to JSON, without the view cache (every run replays the ledger), for the run that
     writes it, and with it; with threaded BLAS; then where the cached run's time goes inside one process."""
-    from long_project import make_long_project
-
-    from dpdesk.store import view_cache
-
     import compileall
 
+    from long_project import make_long_project
+
     import dpdesk
+    from dpdesk.store import view_cache
 
     t = time.perf_counter()
     path, rid = make_long_project(directory, entries)
@@ -248,8 +280,11 @@ def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | Non
     base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     off, on = dict(base, DPDESK_VIEW_CACHE="off"), dict(base, DPDESK_VIEW_CACHE="on")
     size = os.path.getsize(path) / 1e6
-    print(f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project; generated or found in {made:.0f} s), "
-          f"`dpdesk assess P --request {rid} --json`; load average {os.getloadavg()[0]:.1f} at start:", flush=True)
+    print(
+        f"cold CLI, {entries} entries over 32⁴ cells ({size:.0f} MB project; generated or found in {made:.0f} s), "
+        f"`dpdesk assess P --request {rid} --json`; load average {os.getloadavg()[0]:.1f} at start:",
+        flush=True,
+    )
     # interleaved, so that both see the same load: the CLI's own single-threaded BLAS, and BLAS with as
     # many threads as cores (what numpy does when OPENBLAS_NUM_THREADS is not set before it is imported)
     cores = str(os.cpu_count() or 2)
@@ -269,30 +304,44 @@ def cold_cli(directory: str, entries: int, repeat: int, uncached_runs: int | Non
     print(f"  no cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
     cache.unlink(missing_ok=True)
     wall, cpu = _spawn(cmd, on)
-    print(f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
-          f"wall {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
+    print(
+        f"  first run with the cache on (replays, then writes {cache.stat().st_size / 1e6:.0f} MB): "
+        f"wall {wall:.2f} s, CPU {cpu:.2f} s",
+        flush=True,
+    )
     pinned_runs, threaded_runs = paired(on, repeat)
     print(f"  with cache: {_medians(pinned_runs)}", flush=True)
     print(f"  with cache, BLAS on {cores} threads: {_medians(threaded_runs)}", flush=True)
-    print(f"  with cache and --cell-costs (every cell's cost in the JSON): "
-          f"{_medians([_spawn(cmd + ['--cell-costs'], on) for _ in range(max(1, repeat // 2))])}", flush=True)
-    start = [sys.executable, "-c",
-             "import dpdesk.cli, dpdesk.store.project, dpdesk.engine.answering.workflow, json; print(json.dumps(1))"]
+    print(
+        f"  with cache and --cell-costs (every cell's cost in the JSON): "
+        f"{_medians([_spawn(cmd + ['--cell-costs'], on) for _ in range(max(1, repeat // 2))])}",
+        flush=True,
+    )
+    start = [
+        sys.executable,
+        "-c",
+        "import dpdesk.cli, dpdesk.store.project, dpdesk.engine.answering.workflow, json; print(json.dumps(1))",
+    ]
     print(f"  of which interpreter start + imports: {_medians([_spawn(start, on) for _ in range(repeat)])}")
-    code = ("import json, resource, sys, time\n"
-            "c = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))\n"
-            "t0 = c()\n"
-            "from dpdesk.commands.assess import assessment_json\n"
-            "from dpdesk.store import Project\n"
-            "t1 = c()\n"
-            "with Project.open(sys.argv[1]) as p:\n"
-            "    v = p.view(); t2 = c()\n"
-            "    a = p.assess(sys.argv[2]); t3 = c()\n"
-            "    text = json.dumps(assessment_json(a, None)); t4 = c()\n"
-            "print(f'  in one process (CPU s): imports {t1 - t0:.2f}, view from the cache {t2 - t1:.2f} '\n"
-            "      f'(restored: {v.restored_from_cache}), assess {t3 - t2:.2f}, JSON {t4 - t3:.3f} ({len(text) / 1e3:.0f} kB)')\n")
-    print(subprocess.run([sys.executable, "-c", code, path, rid], capture_output=True, text=True, env=on,
-                         check=True).stdout.rstrip())
+    code = (
+        "import json, resource, sys, time\n"
+        "c = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))\n"
+        "t0 = c()\n"
+        "from dpdesk.commands.assess import assessment_json\n"
+        "from dpdesk.store import Project\n"
+        "t1 = c()\n"
+        "with Project.open(sys.argv[1]) as p:\n"
+        "    v = p.view(); t2 = c()\n"
+        "    a = p.assess(sys.argv[2]); t3 = c()\n"
+        "    text = json.dumps(assessment_json(a, None)); t4 = c()\n"
+        "print(f'  in one process (CPU s): imports {t1 - t0:.2f}, view from the cache {t2 - t1:.2f} '\n"
+        "      f'(restored: {v.restored_from_cache}), assess {t3 - t2:.2f}, JSON {t4 - t3:.3f} ({len(text) / 1e3:.0f} kB)')\n"
+    )
+    print(
+        subprocess.run(
+            [sys.executable, "-c", code, path, rid], capture_output=True, text=True, env=on, check=True
+        ).stdout.rstrip()
+    )
 
 
 def main(argv=None) -> int:
@@ -302,14 +351,27 @@ def main(argv=None) -> int:
     ap.add_argument("--literal-limit", type=float, default=4096 * 5000)
     ap.add_argument("--n", type=int, nargs="+", default=list(SHAPES), choices=list(SHAPES), help="cube sizes")
     ap.add_argument("--m", type=int, nargs="+", default=[100, 2000, 5000], help="history lengths")
-    ap.add_argument("--spend", action="store_true", help="time requests that need a fresh answer (fusion search)")
-    ap.add_argument("--batch", action="store_true", help="time `dpdesk assess --queries` on the issue's batch")
-    ap.add_argument("--cold-cli", action="store_true", help="time `dpdesk assess --json` on a long project instead")
+    ap.add_argument(
+        "--spend", action="store_true", help="time requests that need a fresh answer (fusion search)"
+    )
+    ap.add_argument(
+        "--batch", action="store_true", help="time `dpdesk assess --queries` on the issue's batch"
+    )
+    ap.add_argument(
+        "--cold-cli", action="store_true", help="time `dpdesk assess --json` on a long project instead"
+    )
     ap.add_argument("--entries", type=int, default=5000, help="ledger entries of the --cold-cli project")
-    ap.add_argument("--uncached-runs", type=int, default=None,
-                    help="--cold-cli runs without the cache (default: --repeat; each replays the whole ledger)")
-    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
-                    help="where the --cold-cli project is cached")
+    ap.add_argument(
+        "--uncached-runs",
+        type=int,
+        default=None,
+        help="--cold-cli runs without the cache (default: --repeat; each replays the whole ledger)",
+    )
+    ap.add_argument(
+        "--dir",
+        default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
+        help="where the --cold-cli project is cached",
+    )
     args = ap.parse_args(argv)
     if args.cold_cli:
         cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)), args.uncached_runs)

@@ -28,13 +28,13 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: multithreaded BLAS under load
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from benchmarks.estimates.ipums_like import SIZES  # noqa: E402
-from benchmarks.estimates.workloads import counting_queries, range_queries  # noqa: E402
-from dpdesk.engine.estimates.crossval import cross_validate  # noqa: E402
-from dpdesk.engine.estimates.released import Released  # noqa: E402
-from dpdesk.engine.estimates.shrinkage import ShrinkageModel  # noqa: E402
+from benchmarks.estimates.ipums_like import SIZES
+from benchmarks.estimates.workloads import counting_queries, range_queries
+from dpdesk.engine.estimates.crossval import cross_validate
+from dpdesk.engine.estimates.released import Released
+from dpdesk.engine.estimates.shrinkage import ShrinkageModel
 
 
 def run(kind: str, m: int, refit: bool = False, repeat: int = 1, seed: int = 3) -> dict:
@@ -58,7 +58,11 @@ def run(kind: str, m: int, refit: bool = False, repeat: int = 1, seed: int = 3) 
         t = time.perf_counter()
         cross_validate(model, k=5, refine=False)
         grids.append(time.perf_counter() - t)
-    out["cv_s"], out["cv_grid_s"], out["best_tau"] = statistics.median(cvs), statistics.median(grids), cv.best_tau
+    out["cv_s"], out["cv_grid_s"], out["best_tau"] = (
+        statistics.median(cvs),
+        statistics.median(grids),
+        cv.best_tau,
+    )
     out["cv_runs_s"] = cvs
     if refit:
         t = time.perf_counter()
@@ -76,10 +80,12 @@ def main() -> None:
     args = ap.parse_args()
     load = os.getloadavg()[0]
     r = run(args.kind, args.m, args.refit, max(1, args.repeat))
-    line = (f"{r['kind']} m={r['m']} (rank {r['rank']}): fit (inner products + eigh) {r['fit_s']:.1f} s, one estimate "
-            f"{1000 * r['one_estimate_s']:.1f} ms (median of 20), 5-fold CV {r['cv_s']:.1f} s (best τ {r['best_tau']:.3g}; "
-            f"its 25-point grid alone {r['cv_grid_s']:.1f} s; medians of {len(r['cv_runs_s'])}: "
-            f"{', '.join(f'{v:.1f}' for v in r['cv_runs_s'])} s); load average {load:.0f} → {os.getloadavg()[0]:.0f}")
+    line = (
+        f"{r['kind']} m={r['m']} (rank {r['rank']}): fit (inner products + eigh) {r['fit_s']:.1f} s, one estimate "
+        f"{1000 * r['one_estimate_s']:.1f} ms (median of 20), 5-fold CV {r['cv_s']:.1f} s (best τ {r['best_tau']:.3g}; "
+        f"its 25-point grid alone {r['cv_grid_s']:.1f} s; medians of {len(r['cv_runs_s'])}: "
+        f"{', '.join(f'{v:.1f}' for v in r['cv_runs_s'])} s); load average {load:.0f} → {os.getloadavg()[0]:.0f}"
+    )
     if "refit_grid_s" in r:
         line += f", the same grid by refitting every fold {r['refit_grid_s']:.1f} s"
     print(line)

@@ -33,7 +33,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_gui_open import DEFAULT, ERRORS, Heartbeat, _audit_shown, _quiet_dialogs, _settled, _wait  # noqa: E402
+from bench_gui_open import DEFAULT, ERRORS, Heartbeat, _audit_shown, _quiet_dialogs, _settled, _wait
 
 LIMIT = 1800.0  # seconds any one step may take before the run gives up on it
 IDLE = 5.0  # seconds of idle event loop measured first
@@ -79,7 +79,10 @@ def run_once(project: Path, skip: set[str]) -> dict[str, float]:
             t1 = time.perf_counter()
             win.audit.report_images()
             out["images"] = time.perf_counter() - t1
-        for name, button, target in (("csv", win.audit.csv_btn, "ledger.csv"), ("html", win.audit.html_btn, "report.html")):
+        for name, button, target in (
+            ("csv", win.audit.csv_btn, "ledger.csv"),
+            ("html", win.audit.html_btn, "report.html"),
+        ):
             if name in skip:
                 continue
             file = Path(tmp) / target
@@ -108,26 +111,40 @@ def run_once(project: Path, skip: set[str]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--project", type=Path, default=DEFAULT, help="the long project (copied first, without its cache)")
+    ap.add_argument(
+        "--project", type=Path, default=DEFAULT, help="the long project (copied first, without its cache)"
+    )
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--skip", action="append", default=[], choices=("csv", "html"), help="an export not to time")
+    ap.add_argument(
+        "--skip", action="append", default=[], choices=("csv", "html"), help="an export not to time"
+    )
     args = ap.parse_args(argv)
     if not args.project.exists():
         print(f"no project at {args.project}: generate one with benchmarks/long_project.py", file=sys.stderr)
         return 2
-    print(f"{args.project} ({args.project.stat().st_size / 1e6:.0f} MB), no cache; load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"{args.project} ({args.project.stat().st_size / 1e6:.0f} MB), no cache; load average "
+        f"{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     for i in range(args.repeat):
         r = run_once(args.project, set(args.skip))
-        parts = [f"opened and drawn in {r['opened']:.1f} s", f"idle event loop's longest gap {r['idle_stall'] * 1000:.0f} ms"]
+        parts = [
+            f"opened and drawn in {r['opened']:.1f} s",
+            f"idle event loop's longest gap {r['idle_stall'] * 1000:.0f} ms",
+        ]
         if "images" in r:
             parts.append(f"the report's plots {r['images'] * 1000:.0f} ms on the GUI thread")
         for name in ("csv", "html"):
             if name in r:
-                parts.append(f"{name.upper()} {r[f'{name}_mb']:.0f} MB in {r[name]:.1f} s, longest GUI stall "
-                             f"{r[f'{name}_stall'] * 1000:.0f} ms")
-        parts.append(f"close {r['close']:.1f} s (cache {r['cache_mb']:.0f} MB), longest GUI stall "
-                     f"{r['close_stall'] * 1000:.0f} ms")
+                parts.append(
+                    f"{name.upper()} {r[f'{name}_mb']:.0f} MB in {r[name]:.1f} s, longest GUI stall "
+                    f"{r[f'{name}_stall'] * 1000:.0f} ms"
+                )
+        parts.append(
+            f"close {r['close']:.1f} s (cache {r['cache_mb']:.0f} MB), longest GUI stall "
+            f"{r['close_stall'] * 1000:.0f} ms"
+        )
         print(f"  run {i + 1}: " + "; ".join(parts) + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
     for e in sorted(set(ERRORS)):
         print(f"  (message shown meanwhile: {e})")

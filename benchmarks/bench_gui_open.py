@@ -87,7 +87,12 @@ def _settled(win) -> bool:
     from dpdesk.gui.tasks import TaskRunner
 
     page = win.requests
-    if page is None or page.answer.assessment is None or page.model.rowCount() == 0 or win.session.runner.is_running():
+    if (
+        page is None
+        or page.answer.assessment is None
+        or page.model.rowCount() == 0
+        or win.session.runner.is_running()
+    ):
         return False
     return not any(r.is_running() for r in page.findChildren(TaskRunner))
 
@@ -149,16 +154,33 @@ def open_once(project: Path, cache: bool, request: str | None, profile: bool = F
         stall = beat.stop()
         a = win.requests.answer.assessment
         nan = float("nan")
-        out = {"open_call": opened, "first": first or nan, "settled": settled or nan, "stall": stall,
-               "shown": a.request_id if a is not None else "?", "decision": getattr(a, "decision", "?"),
-               "chosen": nan, "chosen_stall": nan}
+        out = {
+            "open_call": opened,
+            "first": first or nan,
+            "settled": settled or nan,
+            "stall": stall,
+            "shown": a.request_id if a is not None else "?",
+            "decision": getattr(a, "decision", "?"),
+            "chosen": nan,
+            "chosen_stall": nan,
+        }
         # then another request chosen in the queue (e.g. one history estimates: a BLUE and a posterior)
         if request is not None and request != out["shown"]:
             panel = win.requests.answer
             beat.start()
             win.requests.select_request(request)
-            out["chosen"] = _wait(app, lambda: panel.assessment is not None and panel.assessment.request_id == request
-                                  and not panel.runner.is_running(), 300) or nan
+            out["chosen"] = (
+                _wait(
+                    app,
+                    lambda: (
+                        panel.assessment is not None
+                        and panel.assessment.request_id == request
+                        and not panel.runner.is_running()
+                    ),
+                    300,
+                )
+                or nan
+            )
             out["chosen_stall"] = beat.stop()
             out["chosen_decision"] = getattr(panel.assessment, "decision", "?")
         # then the Audit page, which reads its table when first shown
@@ -184,33 +206,50 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--project", type=Path, default=DEFAULT, help="the long project to open (copied first)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-cache", action="store_true", help="open without its ledger-view cache (replays the ledger)")
-    ap.add_argument("--request", default="target", help="a request to select after opening and time (default: target)")
-    ap.add_argument("--profile", action="store_true", help="print the GUI thread's profile of one more opening")
+    ap.add_argument(
+        "--no-cache", action="store_true", help="open without its ledger-view cache (replays the ledger)"
+    )
+    ap.add_argument(
+        "--request", default="target", help="a request to select after opening and time (default: target)"
+    )
+    ap.add_argument(
+        "--profile", action="store_true", help="print the GUI thread's profile of one more opening"
+    )
     args = ap.parse_args(argv)
     if not args.project.exists():
-        print(f"no project at {args.project}: generate one with benchmarks/bench_engine.py --cold-cli", file=sys.stderr)
+        print(
+            f"no project at {args.project}: generate one with benchmarks/bench_engine.py --cold-cli",
+            file=sys.stderr,
+        )
         return 2
     cache = not args.no_cache
-    print(f"{args.project} ({args.project.stat().st_size / 1e6:.0f} MB), cache {'on' if cache else 'off'}; "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"{args.project} ({args.project.stat().st_size / 1e6:.0f} MB), cache {'on' if cache else 'off'}; "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     runs = []
     for i in range(args.repeat):
         r = open_once(args.project, cache, args.request)
         runs.append(r)
-        print(f"  run {i + 1}: open_project returned {r['open_call'] * 1000:.0f} ms, first assessment "
-              f"{r['first'] * 1000:.0f} ms ({r['shown']}: {r['decision']}), settled {r['settled'] * 1000:.0f} ms, "
-              f"longest GUI stall {r['stall'] * 1000:.0f} ms; {args.request} chosen: assessed in "
-              f"{r['chosen'] * 1000:.0f} ms ({r.get('chosen_decision', '-')}), longest stall "
-              f"{r['chosen_stall'] * 1000:.0f} ms; Audit page ({r['entries']} entries) {r['audit']:.1f} s, "
-              f"longest stall {r['audit_stall'] * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"  run {i + 1}: open_project returned {r['open_call'] * 1000:.0f} ms, first assessment "
+            f"{r['first'] * 1000:.0f} ms ({r['shown']}: {r['decision']}), settled {r['settled'] * 1000:.0f} ms, "
+            f"longest GUI stall {r['stall'] * 1000:.0f} ms; {args.request} chosen: assessed in "
+            f"{r['chosen'] * 1000:.0f} ms ({r.get('chosen_decision', '-')}), longest stall "
+            f"{r['chosen_stall'] * 1000:.0f} ms; Audit page ({r['entries']} entries) {r['audit']:.1f} s, "
+            f"longest stall {r['audit_stall'] * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     keys = ("open_call", "first", "settled", "stall", "chosen", "chosen_stall", "audit", "audit_stall")
     med = {k: statistics.median(r[k] for r in runs) for k in keys}
-    print(f"median of {len(runs)}: first assessment {med['first'] * 1000:.0f} ms, settled {med['settled'] * 1000:.0f} ms, "
-          f"longest GUI stall {med['stall'] * 1000:.0f} ms (open_project call {med['open_call'] * 1000:.0f} ms); "
-          f"{args.request} {med['chosen'] * 1000:.0f} ms (stall {med['chosen_stall'] * 1000:.0f} ms); "
-          f"Audit page {med['audit']:.1f} s, longest stall {med['audit_stall'] * 1000:.0f} ms; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"median of {len(runs)}: first assessment {med['first'] * 1000:.0f} ms, settled {med['settled'] * 1000:.0f} ms, "
+        f"longest GUI stall {med['stall'] * 1000:.0f} ms (open_project call {med['open_call'] * 1000:.0f} ms); "
+        f"{args.request} {med['chosen'] * 1000:.0f} ms (stall {med['chosen_stall'] * 1000:.0f} ms); "
+        f"Audit page {med['audit']:.1f} s, longest stall {med['audit_stall'] * 1000:.0f} ms; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for e in sorted(set(ERRORS)):
         print(f"  (message shown meanwhile: {e})")
     if args.profile:

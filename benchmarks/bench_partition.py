@@ -25,20 +25,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import write_section
 
-from dpdesk.engine.mechanisms.noise import SeededSampler  # noqa: E402
-from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
-from dpdesk.engine.partition.guarantee import preview  # noqa: E402
-from dpdesk.engine.partition.plan import cells_plan, tree_plan  # noqa: E402
-from dpdesk.engine.partition.release import draw_release  # noqa: E402
-from dpdesk.engine.schema import Schema  # noqa: E402
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+from dpdesk.engine.partition.guarantee import preview
+from dpdesk.engine.partition.plan import cells_plan, tree_plan
+from dpdesk.engine.partition.release import draw_release
+from dpdesk.engine.schema import Schema
 
 
 def schema(leaves: int, others: int) -> Schema:
     attrs = [{"name": "age", "column": "age", "kind": "numeric", "edges": list(range(leaves + 1))}]
-    attrs += [{"name": f"c{i}", "column": f"c{i}", "kind": "categorical", "values": [f"v{j}" for j in range(10)]}
-              for i in range(others)]
+    attrs += [
+        {"name": f"c{i}", "column": f"c{i}", "kind": "categorical", "values": [f"v{j}" for j in range(10)]}
+        for i in range(others)
+    ]
     return Schema.from_dict({"attributes": attrs})
 
 
@@ -59,18 +61,34 @@ def main(argv=None) -> int:
     counts = np.random.default_rng(0).poisson(1.0, s.shape)
     load0 = os.getloadavg()[0]
     rows = []
-    for label, make in (("tree, b = 2, crossed", lambda: tree_plan(s, "age", 2)),
-                        ("tree, b = 4, crossed", lambda: tree_plan(s, "age", 4)),
-                        ("every cell", lambda: cells_plan(s))):
+    for label, make in (
+        ("tree, b = 2, crossed", lambda: tree_plan(s, "age", 2)),
+        ("tree, b = 4, crossed", lambda: tree_plan(s, "age", 4)),
+        ("every cell", lambda: cells_plan(s)),
+    ):
         plan, t_build = timed(make)
         pv, t_plan = timed(lambda: preview(plan, alpha=1.0, delta=0.05, total_budget=2.0), repeat=3)
         target = pv.guarantees[0].halfwidth
         pv2, t_target = timed(lambda: preview(plan, accuracy=target, delta=0.05, total_budget=2.0))
         _, t_seeded = timed(lambda: draw_release(plan, 1.0, counts, SeededSampler(0), allow_insecure=True))
         rel, t_pub = timed(lambda: draw_release(plan, 1.0, counts, OpenDPSampler()))
-        rows.append((label, plan.n_rows, t_build + t_plan, t_target, t_pub, t_seeded, pv.guarantees[0].halfwidth, pv2.alpha))
-        print(f"{label}: {plan.n_rows:,} counts; plan {t_build + t_plan:.2f} s; plan for ±{target:.0f} {t_target:.2f} s "
-              f"(α = {pv2.alpha:.4f}); publish (OpenDP) {t_pub:.2f} s; publish (numpy, simulation) {t_seeded:.2f} s", flush=True)
+        rows.append(
+            (
+                label,
+                plan.n_rows,
+                t_build + t_plan,
+                t_target,
+                t_pub,
+                t_seeded,
+                pv.guarantees[0].halfwidth,
+                pv2.alpha,
+            )
+        )
+        print(
+            f"{label}: {plan.n_rows:,} counts; plan {t_build + t_plan:.2f} s; plan for ±{target:.0f} {t_target:.2f} s "
+            f"(α = {pv2.alpha:.4f}); publish (OpenDP) {t_pub:.2f} s; publish (numpy, simulation) {t_seeded:.2f} s",
+            flush=True,
+        )
     load1 = os.getloadavg()[0]
     md = [
         "## Performance: one-shot partition releases over 10⁶ cells",
@@ -83,15 +101,20 @@ def main(argv=None) -> int:
         "in chunks of 2¹⁸, two at a time (the ledger write of the release path comes on top). Targets: plan < 2 s, publish < 10 s.",
         "",
         f"Machine: 2 cores; load average {load0:.1f} at the start and {load1:.1f} at the end"
-        + (" (other engineers' jobs shared the machine: absolute times are inflated)." if max(load0, load1) > 2 else
-           " (a quiet machine; under a load average of ~10 the same run took 2.2 s to plan and 86 s to publish "
-           "the binary tree, drawing on one thread)."),
+        + (
+            " (other engineers' jobs shared the machine: absolute times are inflated)."
+            if max(load0, load1) > 2
+            else " (a quiet machine; under a load average of ~10 the same run took 2.2 s to plan and 86 s to publish "
+            "the binary tree, drawing on one thread)."
+        ),
         "",
         "| plan | counts | plan | plan for a target | publish (OpenDP) | publish (numpy sampler, simulation only) |",
         "|---|---|---|---|---|---|",
     ]
     for label, n_rows, t_plan, t_target, t_pub, t_seeded, _, _ in rows:
-        md.append(f"| {label} | {n_rows:,} | {t_plan:.2f} s | {t_target:.2f} s | {t_pub:.1f} s | {t_seeded:.2f} s |")
+        md.append(
+            f"| {label} | {n_rows:,} | {t_plan:.2f} s | {t_target:.2f} s | {t_pub:.1f} s | {t_seeded:.2f} s |"
+        )
     md += [
         "",
         "Publishing is bound by OpenDP's exact discrete-Laplace sampler (≈ 6 µs per count on an idle core, several "
@@ -101,7 +124,11 @@ def main(argv=None) -> int:
         "and the exact error law is computed from the few distinct coefficient magnitudes.",
     ]
     if not args.quick:
-        write_section(Path(__file__).resolve().parents[1] / "docs" / "performance.md", "partition-release", "\n".join(md))
+        write_section(
+            Path(__file__).resolve().parents[1] / "docs" / "performance.md",
+            "partition-release",
+            "\n".join(md),
+        )
         print("wrote section 'partition-release' of docs/performance.md")
     return 0
 

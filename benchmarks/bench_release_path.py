@@ -27,32 +27,44 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import write_section
 
-from dpdesk.engine.mechanisms.noise import SeededSampler  # noqa: E402
-from dpdesk.engine.partition.guarantee import preview  # noqa: E402
-from dpdesk.engine.partition.plan import tree_plan  # noqa: E402
-from dpdesk.engine.partition.release_plan import PartitionReleasePlan  # noqa: E402
-from dpdesk.store import Project  # noqa: E402
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.partition.guarantee import preview
+from dpdesk.engine.partition.plan import tree_plan
+from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+from dpdesk.store import Project
 
 
 def _table(folder: Path, leaves: int, others: int) -> tuple[Path, dict]:
     """bench_partition's cube as a 20 000-row CSV table, and its declared schema."""
     attrs = [{"name": "age", "column": "age", "kind": "numeric", "edges": list(range(leaves + 1))}]
-    attrs += [{"name": f"c{i}", "column": f"c{i}", "kind": "categorical", "values": [f"v{j}" for j in range(10)]}
-              for i in range(others)]
+    attrs += [
+        {"name": f"c{i}", "column": f"c{i}", "kind": "categorical", "values": [f"v{j}" for j in range(10)]}
+        for i in range(others)
+    ]
     rng = np.random.default_rng(0)
     table = folder / "table.csv"
     with open(table, "w", encoding="utf-8") as f:
         f.write(",".join(["age", *(f"c{i}" for i in range(others))]) + "\n")
         for _ in range(20000):
-            f.write(f"{rng.uniform(0, leaves):.3f}," + ",".join(f"v{rng.integers(10)}" for _ in range(others)) + "\n")
+            f.write(
+                f"{rng.uniform(0, leaves):.3f},"
+                + ",".join(f"v{rng.integers(10)}" for _ in range(others))
+                + "\n"
+            )
     return table, {"attributes": attrs}
 
 
 def _project(path: Path, table: Path, schema: dict, *, test_project: bool) -> Path:
-    Project.create(path, name="bench", schema=schema, source_location=str(table), total_budget=10.0,
-                   test_project=test_project).close()
+    Project.create(
+        path,
+        name="bench",
+        schema=schema,
+        source_location=str(table),
+        total_budget=10.0,
+        test_project=test_project,
+    ).close()
     return path
 
 
@@ -87,15 +99,21 @@ def main(argv=None) -> int:
             with Project.open(end_to_end, "w") as p2:
                 p2.cube()
                 t0 = time.perf_counter()
-                pv2 = preview(tree_plan(p2.schema, "age", 2), alpha=1.0, total_budget=10.0,
-                              cell_costs=p2.view().cell_costs)
+                pv2 = preview(
+                    tree_plan(p2.schema, "age", 2),
+                    alpha=1.0,
+                    total_budget=10.0,
+                    cell_costs=p2.view().cell_costs,
+                )
                 p2.release(PartitionReleasePlan(pv2, p2.basis()))
                 t_publish = time.perf_counter() - t0
         size_mb = path.stat().st_size / 1e6
     load1 = os.getloadavg()[0]
-    print(f"{plan.n_rows:,} counts over {p.schema.n_cells:,} cells: release {t_release:.2f} s, view {t_view:.2f} s, "
-          f"verify {t_verify:.2f} s, file {size_mb:.1f} MB"
-          + (f", end to end with OpenDP {t_publish:.2f} s" if t_publish is not None else ""))
+    print(
+        f"{plan.n_rows:,} counts over {p.schema.n_cells:,} cells: release {t_release:.2f} s, view {t_view:.2f} s, "
+        f"verify {t_verify:.2f} s, file {size_mb:.1f} MB"
+        + (f", end to end with OpenDP {t_publish:.2f} s" if t_publish is not None else "")
+    )
     md = [
         "## Performance: the store's release path for a large release",
         "",
@@ -108,7 +126,9 @@ def main(argv=None) -> int:
         "the History, over `HISTORY_ROW_LIMIT`); *verify* = `verify --extends` from the raw file.",
         "",
         f"Machine: 2 cores; load average {load0:.1f} at the start and {load1:.1f} at the end"
-        + (" (other jobs shared the machine: absolute times are inflated)." if max(load0, load1) > 2 else "."),
+        + (
+            " (other jobs shared the machine: absolute times are inflated)." if max(load0, load1) > 2 else "."
+        ),
         "",
         "| counts | record (release path) | ledger view | verify | project file | publish end to end (plan, OpenDP draw, record) |",
         "|---|---|---|---|---|---|",
@@ -119,7 +139,9 @@ def main(argv=None) -> int:
         "number; before that change the same run measured 6.9 s to record, 2.4 s for the view and 7.0 s to verify.",
     ]
     if not args.quick:
-        write_section(Path(__file__).resolve().parents[1] / "docs" / "performance.md", "release-path", "\n".join(md))
+        write_section(
+            Path(__file__).resolve().parents[1] / "docs" / "performance.md", "release-path", "\n".join(md)
+        )
         print("wrote section 'release-path' of docs/performance.md")
     return 0
 

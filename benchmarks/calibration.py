@@ -23,7 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from evaluation.calibration import (  # noqa: E402
-    SETTINGS, STREAM, from_json, markdown, run, section_name, summary, to_json,
+    SETTINGS,
+    STREAM,
+    from_json,
+    markdown,
+    run,
+    section_name,
+    summary,
+    to_json,
 )
 from evaluation.sections import write_section  # noqa: E402
 
@@ -31,10 +38,19 @@ from evaluation.sections import write_section  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--projects", type=int, default=200, help="repetitions per setting (default 200)")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "evaluation.md", help="Markdown file to update")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "docs" / "evaluation.md", help="Markdown file to update"
+    )
     ap.add_argument("--save", type=Path, help="also write the raw results (every answer) to this JSON file")
-    ap.add_argument("--requests", type=int, default=len(STREAM), help=f"the stream's first N requests (default all {len(STREAM)})")
-    ap.add_argument("--from-json", type=Path, help="rewrite the section from results saved with --save (no run)")
+    ap.add_argument(
+        "--requests",
+        type=int,
+        default=len(STREAM),
+        help=f"the stream's first N requests (default all {len(STREAM)})",
+    )
+    ap.add_argument(
+        "--from-json", type=Path, help="rewrite the section from results saved with --save (no run)"
+    )
     args = ap.parse_args(argv)
     if args.projects < 2:
         ap.error(f"--projects ({args.projects}) must be at least 2: the error is measured from repetitions")
@@ -46,13 +62,22 @@ def main(argv: list[str] | None = None) -> int:
         results, start = {}, time.perf_counter()
         for name in SETTINGS:
             t0 = time.perf_counter()
-            results[name] = run(name, args.projects, stream=STREAM[:args.requests])
+            results[name] = run(name, args.projects, stream=STREAM[: args.requests])
             s = summary(results[name])
-            print(f"{name:>7}: {s.answers} answers, coverage {s.coverage:.4f} vs claim {s.claim:.4f}, H − C per "
-                  f"project {s.mean_diff:+.3f} ± {s.se:.3f} ({time.perf_counter() - t0:.0f} s)", flush=True)
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        meta = {"requests": args.requests, "seconds": time.perf_counter() - start, "date": time.strftime("%Y-%m-%d"),
-                "commit": commit or "unknown"}
+            print(
+                f"{name:>7}: {s.answers} answers, coverage {s.coverage:.4f} vs claim {s.claim:.4f}, H − C per "
+                f"project {s.mean_diff:+.3f} ± {s.se:.3f} ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        meta = {
+            "requests": args.requests,
+            "seconds": time.perf_counter() - start,
+            "date": time.strftime("%Y-%m-%d"),
+            "commit": commit or "unknown",
+        }
         if args.save is not None:
             args.save.write_text(to_json(results, meta), encoding="utf-8")
     projects = len(next(iter(results.values())))

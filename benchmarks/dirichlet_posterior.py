@@ -28,7 +28,6 @@ from dirichlet_baselines import LocalSensitivityExponential, NotesSmoothExponent
 from evaluation.sections import write_section  # noqa: E402
 
 from dpdesk.engine.dirichlet.accuracy import (  # noqa: E402
-    expected_bound,
     expected_hellinger,
     expected_hellinger_noisy_size,
 )
@@ -40,8 +39,8 @@ from dpdesk.engine.dirichlet.mechanisms import (  # noqa: E402
     LaplaceCounts,
     discrete_laplace_pmf,
 )
-from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 from dpdesk.engine.dirichlet.smooth import local_bound, smooth_bound  # noqa: E402
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 
 EPS, DELTA = 0.8, 5e-4  # the notes' §4.3 settings
 SIZE_SHARE = 0.25  # share of the budget spent on the noisy size when no size is public
@@ -67,7 +66,9 @@ def notes_laplace_expected(prior: np.ndarray, counts: np.ndarray, eps: float, sa
     n = int(counts.sum())
     k = prior.size
     noisy = np.clip(counts[: k - 1] + np.floor(rng.laplace(0, 2 / eps, size=(samples, k - 1))), 0, n)
-    scale = np.where(noisy.sum(axis=1, keepdims=True) > n, n / np.maximum(noisy.sum(axis=1, keepdims=True), 1), 1)
+    scale = np.where(
+        noisy.sum(axis=1, keepdims=True) > n, n / np.maximum(noisy.sum(axis=1, keepdims=True), 1), 1
+    )
     noisy = noisy * scale  # keep the first k-1 within n so the last stays non-negative
     params = np.concatenate([noisy, n - noisy.sum(axis=1, keepdims=True)], axis=1) + prior
     return float(hellinger(prior + counts, params).mean())
@@ -158,7 +159,9 @@ def table_341() -> str:
 # --- accuracy against n, k, data variance and prior ---------------------------------------------------
 
 
-def mechanisms(prior: np.ndarray, counts: np.ndarray, *, noisy: bool = True, notes: bool = True) -> dict[str, float]:
+def mechanisms(
+    prior: np.ndarray, counts: np.ndarray, *, noisy: bool = True, notes: bool = True
+) -> dict[str, float]:
     """Exact E[H] of each mechanism at these counts, budget (0.8, 5e-4); size n declared public."""
     n = int(counts.sum())
     cs = CandidateSet.for_size(prior, n)
@@ -187,7 +190,9 @@ def _table(header: str, rows: list[tuple[str, dict[str, float]]]) -> str:
     lines = [f"| {header} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for label, vals in rows:
         best = min(v for k, v in vals.items() if not k.endswith("*"))
-        cells = [(f"**{v:.3f}**" if v == best and not k.endswith("*") else f"{v:.3f}") for k, v in vals.items()]
+        cells = [
+            (f"**{v:.3f}**" if v == best and not k.endswith("*") else f"{v:.3f}") for k, v in vals.items()
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -234,16 +239,18 @@ def notes_section_42() -> str:
         p = np.array(prior)
         rows.append((f"prior {prior}, n = {n}", mechanisms(p, uniform_counts(n, p.size), noisy=False)))
     b, d = rows[0][1], rows[2][1]
-    return "\n".join([
-        _table("setting", rows),
-        "",
-        "The notes found their smooth mechanism close to the local-sensitivity one, both slightly better "
-        f"than their Laplace. With their calibration that holds for Beta(7,4) (n = 300: {b[NOTES_SS]:.3f}, "
-        f"{b['local*']:.3f}, {b[NOTES_LAP]:.3f}) but not for DL(7,4,5) (n = 100: {d[NOTES_SS]:.3f}, "
-        f"{d['local*']:.3f}, {d[NOTES_LAP]:.3f}). dpdesk's Laplace, with noise of scale 1/ε on every count, "
-        f"beats all of them ({b['laplace']:.3f} and {d['laplace']:.3f}), and the private smooth mechanism "
-        f"of Theorem 4.1 ({b['smooth']:.3f} and {d['smooth']:.3f}) pays for its guarantee.",
-    ])
+    return "\n".join(
+        [
+            _table("setting", rows),
+            "",
+            "The notes found their smooth mechanism close to the local-sensitivity one, both slightly better "
+            f"than their Laplace. With their calibration that holds for Beta(7,4) (n = 300: {b[NOTES_SS]:.3f}, "
+            f"{b['local*']:.3f}, {b[NOTES_LAP]:.3f}) but not for DL(7,4,5) (n = 100: {d[NOTES_SS]:.3f}, "
+            f"{d['local*']:.3f}, {d[NOTES_LAP]:.3f}). dpdesk's Laplace, with noise of scale 1/ε on every count, "
+            f"beats all of them ({b['laplace']:.3f} and {d['laplace']:.3f}), and the private smooth mechanism "
+            f"of Theorem 4.1 ({b['smooth']:.3f} and {d['smooth']:.3f}) pays for its guarantee.",
+        ]
+    )
 
 
 def versus_variance(n: int) -> tuple[str, list[tuple[str, dict[str, float]]]]:
@@ -251,7 +258,9 @@ def versus_variance(n: int) -> tuple[str, list[tuple[str, dict[str, float]]]]:
     rows = []
     for share in (0.5, 0.65, 0.8, 0.9, 1.0):
         c1 = int(round(share * n))
-        rows.append((f"({c1}, {n - c1})", mechanisms(prior, np.array([c1, n - c1]), noisy=False, notes=False)))
+        rows.append(
+            (f"({c1}, {n - c1})", mechanisms(prior, np.array([c1, n - c1]), noisy=False, notes=False))
+        )
     return _table(f"counts (n = {n})", rows), rows
 
 
@@ -270,7 +279,10 @@ def versus_prior_and_variance() -> str:
     for a in (1, 5, 20):
         for counts in ((10, 10), (18, 2)):
             rows.append(
-                (f"prior {a}·(1,1), counts {counts}", mechanisms(np.full(2, float(a)), np.array(counts), noisy=False, notes=False))
+                (
+                    f"prior {a}·(1,1), counts {counts}",
+                    mechanisms(np.full(2, float(a)), np.array(counts), noisy=False, notes=False),
+                )
             )
     return _table("setting", rows)
 
@@ -302,9 +314,17 @@ def privacy_summary() -> str:
                     q = [m_.probabilities(y) for m_ in mechs]
                     worst_g = max(worst_g, float(np.abs(np.log(p[0] / q[0])).max()))
                     e = math.exp(EPS)
-                    worst_s = max(worst_s, float(np.maximum(0, p[1] - e * q[1]).sum()), float(np.maximum(0, q[1] - e * p[1]).sum()))
+                    worst_s = max(
+                        worst_s,
+                        float(np.maximum(0, p[1] - e * q[1]).sum()),
+                        float(np.maximum(0, q[1] - e * p[1]).sum()),
+                    )
                     worst_l = max(worst_l, float(np.abs(np.log(p[2] / q[2])).max()))
-                    worst_n = max(worst_n, float(np.maximum(0, p[3] - e * q[3]).sum()), float(np.maximum(0, q[3] - e * p[3]).sum()))
+                    worst_n = max(
+                        worst_n,
+                        float(np.maximum(0, p[3] - e * q[3]).sum()),
+                        float(np.maximum(0, q[3] - e * p[3]).sum()),
+                    )
     leak = LocalSensitivityExponential(CandidateSet(np.array([1e-4, 3.0]), 150, 150), 0.5)
     px, py = leak.probabilities(np.array([1, 150])), leak.probabilities(np.array([2, 150]))
     ratio = float(np.abs(np.log(px / py)).max())
@@ -354,7 +374,9 @@ def speed() -> str:
 
 def build(quick: bool = False) -> str:
     t0 = time.perf_counter()
-    beta_sizes = [2, 4, 8, 12, 16, 30] if quick else [1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 30, 50, 100, 200, 500, 1000]
+    beta_sizes = (
+        [2, 4, 8, 12, 16, 30] if quick else [1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 30, 50, 100, 200, 500, 1000]
+    )
     dl_sizes = [3, 6, 15] if quick else [3, 6, 9, 12, 15, 18, 21, 30, 60]
     beta_table, beta_rows = versus_n(2, beta_sizes)
     dl_table, dl_rows = versus_n(3, dl_sizes)

@@ -14,8 +14,8 @@ Options: ``--out DIR`` (where evaluation.md and figures/ go), ``--jobs N`` (work
 from __future__ import annotations
 
 import argparse
-import re
 import multiprocessing as mp
+import re
 import sys
 import tempfile
 import time
@@ -25,11 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation import data as D  # noqa: E402
-from evaluation import report as R  # noqa: E402
-from evaluation import systems as S  # noqa: E402
-from evaluation import timing as T  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation import data as D
+from evaluation import report as R
+from evaluation import systems as S
+from evaluation import timing as T
+from evaluation.sections import write_section
 
 DELTA = 0.2
 SETTINGS = {
@@ -64,7 +64,15 @@ def _task(args):
     init = S.tree_rows(min(tree_leaves, ds.n), ds.cube.schema.shape, tree_alpha) if tree_alpha else []
     fixed = float(np.median([S.fresh_alpha(s.query.sensitivity, s.eps, s.delta, S.FAMILY) for s in stream]))
     t0 = time.perf_counter()
-    tr = S.run_system(system, ds, stream, total=total, initial=init, seed=1000 * rep + SYSTEM_SEED[system], fixed_alpha=fixed)
+    tr = S.run_system(
+        system,
+        ds,
+        stream,
+        total=total,
+        initial=init,
+        seed=1000 * rep + SYSTEM_SEED[system],
+        fixed_alpha=fixed,
+    )
     return (ds_name, setting, system), tr, time.perf_counter() - t0
 
 
@@ -78,39 +86,77 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--requests", type=int, default=None)
-    ap.add_argument("--batch", action="store_true", help="only the budget-starved batch evaluation (its own section)")
-    ap.add_argument("--from-json", type=Path, default=None, help="with --batch: rewrite the section from a saved run")
-    ap.add_argument("--systems", default="", help="with --batch: 'all' adds batch planning without look-ahead")
-    ap.add_argument("--spread", type=int, default=0,
-                    help="with --batch: replay the paper's unbounded stream 0 (dpdesk batch) under N more noise draws")
-    ap.add_argument("--tune", action="store_true", help="with --batch: rerun the choice of the look-ahead's queue weight on the tuning streams")
-    ap.add_argument("--replay-ranges", default=None,
-                    help="with --batch and --from-json: replay dpdesk batch on these held-out ranges streams (comma "
-                         "list) under --spread N (default 10) fresh noise draws (calibration judged by its own spread)")
-    ap.add_argument("--held-out-ranges", action="store_true",
-                    help="with --batch and --from-json: run every system on the new held-out ranges streams "
-                         "(evaluation.batch_report.HELD_OUT_RANGES) and add them to the saved run")
-    ap.add_argument("--rerun-batch", default="",
-                    help="with --batch and --from-json: rerun only dpdesk batch on these settings (comma list of eq37, "
-                         "ranges, bounded, unbounded); every other result is read from the saved run")
+    ap.add_argument(
+        "--batch", action="store_true", help="only the budget-starved batch evaluation (its own section)"
+    )
+    ap.add_argument(
+        "--from-json", type=Path, default=None, help="with --batch: rewrite the section from a saved run"
+    )
+    ap.add_argument(
+        "--systems", default="", help="with --batch: 'all' adds batch planning without look-ahead"
+    )
+    ap.add_argument(
+        "--spread",
+        type=int,
+        default=0,
+        help="with --batch: replay the paper's unbounded stream 0 (dpdesk batch) under N more noise draws",
+    )
+    ap.add_argument(
+        "--tune",
+        action="store_true",
+        help="with --batch: rerun the choice of the look-ahead's queue weight on the tuning streams",
+    )
+    ap.add_argument(
+        "--replay-ranges",
+        default=None,
+        help="with --batch and --from-json: replay dpdesk batch on these held-out ranges streams (comma "
+        "list) under --spread N (default 10) fresh noise draws (calibration judged by its own spread)",
+    )
+    ap.add_argument(
+        "--held-out-ranges",
+        action="store_true",
+        help="with --batch and --from-json: run every system on the new held-out ranges streams "
+        "(evaluation.batch_report.HELD_OUT_RANGES) and add them to the saved run",
+    )
+    ap.add_argument(
+        "--rerun-batch",
+        default="",
+        help="with --batch and --from-json: rerun only dpdesk batch on these settings (comma list of eq37, "
+        "ranges, bounded, unbounded); every other result is read from the saved run",
+    )
     args = ap.parse_args(argv)
     if args.batch:
         from evaluation import batch_report
 
         return batch_report.main(args)
     t_start = time.perf_counter()
-    out = args.out or (Path(tempfile.mkdtemp(prefix="dpdesk-eval-")) if args.quick else Path(__file__).resolve().parents[1] / "docs")
+    out = args.out or (
+        Path(tempfile.mkdtemp(prefix="dpdesk-eval-"))
+        if args.quick
+        else Path(__file__).resolve().parents[1] / "docs"
+    )
     figs = out / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     k = args.requests or (120 if args.quick else 1000)
-    reps = {"bounded": args.reps or (2 if args.quick else 5), "unbounded": args.reps or (2 if args.quick else 3)}
+    reps = {
+        "bounded": args.reps or (2 if args.quick else 5),
+        "unbounded": args.reps or (2 if args.quick else 3),
+    }
     tree_leaves = 32 if args.quick else 256
     _DATA.update(_datasets(args.quick))
     names = list(_DATA)
 
-    tasks = [(ds, st, rep, sysname, k, tree_leaves) for st in SETTINGS for ds in names for rep in range(reps[st])
-             for sysname in S.SYSTEMS if st == "bounded" or sysname not in S.BOUNDED_ONLY]
-    tasks.sort(key=lambda t: (t[3] not in ("OLS", "dpdesk") and "bounds" not in t[3], t[1] != "unbounded"))  # long first
+    tasks = [
+        (ds, st, rep, sysname, k, tree_leaves)
+        for st in SETTINGS
+        for ds in names
+        for rep in range(reps[st])
+        for sysname in S.SYSTEMS
+        if st == "bounded" or sysname not in S.BOUNDED_ONLY
+    ]
+    tasks.sort(
+        key=lambda t: (t[3] not in ("OLS", "dpdesk") and "bounds" not in t[3], t[1] != "unbounded")
+    )  # long first
     results: dict = {}
     run_time: dict = {}
     ctx = mp.get_context("fork")
@@ -136,15 +182,31 @@ def main(argv=None) -> int:
     R.blue_figure(figs / "eval_blue.png", vs_m, vs_n)
     R.posterior_figure(figs / "eval_posterior.png", post)
     total_time = time.perf_counter() - t_start
-    md = render(args.quick, k, reps, tree_leaves, names, tables, summaries, vs_m, vs_n, post, t_sys, t_timing, total_time,
-                args.jobs)
+    md = render(
+        args.quick,
+        k,
+        reps,
+        tree_leaves,
+        names,
+        tables,
+        summaries,
+        vs_m,
+        vs_n,
+        post,
+        t_sys,
+        t_timing,
+        total_time,
+        args.jobs,
+    )
     # one section of the shared page, its headings one level down under the page's title
     write_section(out / "evaluation.md", "paper-xiao-xiong", re.sub(r"^(#+) ", r"#\1 ", md, flags=re.M))
     print(f"wrote {out / 'evaluation.md'} and {figs} in {total_time:.0f}s")
     return 0
 
 
-def render(quick, k, reps, tree_leaves, names, tables, summaries, vs_m, vs_n, post, t_sys, t_timing, total, jobs):
+def render(
+    quick, k, reps, tree_leaves, names, tables, summaries, vs_m, vs_n, post, t_sys, t_timing, total, jobs
+):
     ds_lines = "\n".join(f"- `{n}`: {_DATA[n].description}; total {_DATA[n].total} records" for n in names)
     b_cols = ["m", "n", "paper", "build", "estimate", "max_diff_A"]
     p_cols = ["pc_unit", "direct", "mc", "fft", "direct_err", "mc_err", "fft_err"]
@@ -156,7 +218,7 @@ this run took {total:.0f} s: {t_sys:.0f} s for the systems, {t_timing:.0f} s for
 `--quick` for a pipeline check into a temporary directory. Every number below was measured by that
 command; nothing is copied from the paper.
 
-{R.headline(summaries['bounded'], names, DELTA)}
+{R.headline(summaries["bounded"], names, DELTA)}
 
 ## Data and requests (paper §6.4)
 
@@ -168,8 +230,8 @@ bundled demo table:
 
 Requests follow Eq. 37–38: cell `j` has weight `10^-floor((j−1)/10)` (normalised), each request draws
 `n_t ~ U{{1..10}}` cells with replacement, and its coefficient on a cell is the number of draws (so
-sensitivities are 1–10). δ = {DELTA}. {k} requests per run; {reps['bounded']} repetitions (bounded) and
-{reps['unbounded']} (unbounded), each with a new request stream and new noise. Noise is continuous
+sensitivities are 1–10). δ = {DELTA}. {k} requests per run; {reps["bounded"]} repetitions (bounded) and
+{reps["unbounded"]} (unbounded), each with a new request stream and new noise. Noise is continuous
 Laplace for every system (the paper's mechanism), drawn by the engine's seeded simulation sampler.
 
 - **Bounded setting**: total budget 1, empty history, 2ε ~ U[1, 1000].
@@ -209,17 +271,17 @@ repetitions with its binomial standard deviation.
 
 ![bounded](figures/eval_bounded.png)
 
-{tables['bounded']}
+{tables["bounded"]}
 
-{R.ratio_lines('bounded', summaries['bounded'], names)}
+{R.ratio_lines("bounded", summaries["bounded"], names)}
 
 ## Unbounded setting
 
 ![unbounded](figures/eval_unbounded.png)
 
-{tables['unbounded']}
+{tables["unbounded"]}
 
-{R.ratio_lines('unbounded', summaries['unbounded'], names)}
+{R.ratio_lines("unbounded", summaries["unbounded"], names)}
 
 ## §6.2 BLUE running time
 
@@ -245,19 +307,19 @@ adaptive grid):
 
 Versus m (n = 100):
 
-{R.md_table([dict(m=r['m'], beta=r['beta'], **{c: r.get(c) for c in p_cols}) for r in post['vs_m']], ['m', 'beta'] + p_cols)}
+{R.md_table([dict(m=r["m"], beta=r["beta"], **{c: r.get(c) for c in p_cols}) for r in post["vs_m"]], ["m", "beta"] + p_cols)}
 
 Versus n (m = 500):
 
-{R.md_table([dict(n=r['n'], beta=r['beta'], **{c: r.get(c) for c in p_cols}) for r in post['vs_n']], ['n', 'beta'] + p_cols)}
+{R.md_table([dict(n=r["n"], beta=r["beta"], **{c: r.get(c) for c in p_cols}) for r in post["vs_n"]], ["n", "beta"] + p_cols)}
 
 Versus β (m = 1000, n = 100, α scaled):
 
-{R.md_table(post['vs_beta'], ['beta', 'pc_unit', 'direct', 'fft', 'direct_err', 'fft_err'])}
+{R.md_table(post["vs_beta"], ["beta", "pc_unit", "direct", "fft", "direct_err", "fft_err"])}
 
 MC versus sample size:
 
-{R.md_table(post['vs_samples'], ['samples', 'mc', 'fft', 'mc_err', 'fft_err'])}
+{R.md_table(post["vs_samples"], ["samples", "mc", "fft", "mc_err", "fft_err"])}
 {NOTES}
 """
 

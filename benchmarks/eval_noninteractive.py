@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation import nonint_experiments as X  # noqa: E402
-from evaluation import nonint_figures as F  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation import nonint_experiments as X
+from evaluation import nonint_figures as F
+from evaluation.sections import write_section
 
 SECTION = "noninteractive-release"
 ALPHAS = [1, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005]
@@ -38,9 +38,13 @@ def run(quick: bool) -> dict:
     data = X.census_like(n, seed=0)
     income = data.sum(axis=0)
     res: dict = {"n": n, "quick": quick}
-    res["1d"] = X.interval_1d(income, [0.05] if quick else ALPHAS, 5 if quick else 100, 200 if quick else 1000, DELTA, seed=10)
+    res["1d"] = X.interval_1d(
+        income, [0.05] if quick else ALPHAS, 5 if quick else 100, 200 if quick else 1000, DELTA, seed=10
+    )
     res["2d"] = X.interval_2d(data, 0.05, 10**4 if quick else 10**6, DELTA, seed=20)
-    res["parity"] = X.parity(10**4 if quick else 10**5, (0, 0, 0, 0, 0, 1, 1), 0.01, seed=30, runs=50 if quick else 1000)
+    res["parity"] = X.parity(
+        10**4 if quick else 10**5, (0, 0, 0, 0, 0, 1, 1), 0.01, seed=30, runs=50 if quick else 1000
+    )
     res["max"] = X.max_compare([1000, 10000], [0.05, 1.0, 10.0], 5, seed=40)
     res["privacy"] = X.seed_privacy(20, 2, 0.1, 2 if quick else 3, 20 if quick else 300, 80, seed=50)
     res["stream"] = X.stream(income, 0.05, DELTA, 40 if quick else 300, 10 if quick else 200, seed=60)
@@ -101,12 +105,18 @@ def markdown(res: dict, figs: str) -> str:
         row = r1["rows"][al]
         paper = F.PAPER_TABLE2.get(al, (float("nan"), float("nan")))
         s = 1e6 / n
-        out.append(f"| {al} | {_f(row['mean_abs'] * s)} | {_f(row['max_abs'] * s)} | {_f(row['mean_signed'] * s)} | "
-                   f"{paper[0]} | {paper[1]} | {row['coverage']:.4f} |")
+        out.append(
+            f"| {al} | {_f(row['mean_abs'] * s)} | {_f(row['max_abs'] * s)} | {_f(row['mean_signed'] * s)} | "
+            f"{paper[0]} | {paper[1]} | {row['coverage']:.4f} |"
+        )
     ratio = a["mean_abs"] * 1e6 / n / F.PAPER_TABLE2[0.05][0]
     signed = abs(a["mean_signed"]) * 1e6 / n
     mx = a["max_abs"] * 1e6 / n / F.PAPER_TABLE2[0.05][1]
-    ratios = [r1["rows"][al]["mean_abs"] * 1e6 / n / F.PAPER_TABLE2[al][0] for al in r1["rows"] if al in F.PAPER_TABLE2]
+    ratios = [
+        r1["rows"][al]["mean_abs"] * 1e6 / n / F.PAPER_TABLE2[al][0]
+        for al in r1["rows"]
+        if al in F.PAPER_TABLE2
+    ]
     out += [
         "",
         f"![Table 2]({figs}/nonint_table2.png)",
@@ -116,8 +126,11 @@ def markdown(res: dict, figs: str) -> str:
         f"{max(mx, 1 / mx):.1f}. A uniformly random interval covers a third of the 100 cells on average, so its error "
         "is a sum of ~34 discrete-Laplace(20) noises (sd ≈ 165, mean |error| ≈ 125): 12 records cannot be a mean "
         f"|error| of this mechanism. The mean *signed* error here is {signed:.3g} ×10⁻⁶ in magnitude, "
-        + ("the same order as the seed's figure: it may have averaged signed errors." if 0.33 < signed / 12 < 3
-           else "which does not explain the seed's figure either."),
+        + (
+            "the same order as the seed's figure: it may have averaged signed errors."
+            if 0.33 < signed / 12 < 3
+            else "which does not explain the seed's figure either."
+        ),
         "",
         "### 2-D rectangles (§8.1.2: age × income, 8 000 cells, α = 0.05)",
         "",
@@ -126,8 +139,10 @@ def markdown(res: dict, figs: str) -> str:
     ]
     for name, label in (("cells", "every cell (the seed's)"), ("tree", "tree over income (b = 2) × age")):
         row = r2[name]
-        out.append(f"| {label} | {row['rows']:,} | {row['mean_abs']:.0f} | {_f(row['mean_abs'] * 1e6 / r2['n'])} | "
-                   f"{row['max_abs']:.0f} | ±{row['worst_halfwidth']:.0f} |")
+        out.append(
+            f"| {label} | {row['rows']:,} | {row['mean_abs']:.0f} | {_f(row['mean_abs'] * 1e6 / r2['n'])} | "
+            f"{row['max_abs']:.0f} | ±{row['worst_halfwidth']:.0f} |"
+        )
     out += [
         "",
         f"![2-D release]({figs}/nonint_2d.png)",
@@ -164,7 +179,9 @@ def markdown(res: dict, figs: str) -> str:
         for al in (0.05, 1.0, 10.0):
             for name, label in (("seed", "seed §4.1.2"), ("rnm", "report-noisy-max")):
                 v = rm[size][(name, al)]
-                out.append(f"| {size} | {al} | {label} | {v['window']:.4f} | {v['exact']:.4f} | {v['above']:.4f} | {v['mae']:.1f} |")
+                out.append(
+                    f"| {size} | {al} | {label} | {v['window']:.4f} | {v['exact']:.4f} | {v['above']:.4f} | {v['mae']:.1f} |"
+                )
     pr = res["privacy"]
     out += [
         "",
@@ -205,8 +222,10 @@ def markdown(res: dict, figs: str) -> str:
     ]
     for name in ("cells", "tree"):
         v = rs[name]
-        out.append(f"| {name} | {v['rows']} | {v['requests']} × {v['reps']} releases | {v['inferred']:.3f} | {v['predicted']:.3f} | "
-                   f"{v['agree']:.3f} | {v['coverage']:.4f} | {v['claimed']:.4f} | {v['assess_ms']:.0f} ms |")
+        out.append(
+            f"| {name} | {v['rows']} | {v['requests']} × {v['reps']} releases | {v['inferred']:.3f} | {v['predicted']:.3f} | "
+            f"{v['agree']:.3f} | {v['coverage']:.4f} | {v['claimed']:.4f} | {v['assess_ms']:.0f} ms |"
+        )
     out += [
         "",
         "Coverage meets the claimed confidence (≥ 0.95; above it because ε ≥ the half-width for inferred requests). "
@@ -240,7 +259,9 @@ def main(argv=None) -> int:
     F.figure_parity(figs / "nonint_parity.png", res["parity"])
     F.figure_max(figs / "nonint_max.png", res["max"], 0.05, 5)
     write_section(out / "evaluation.md", SECTION, markdown(res, "figures"))
-    print(f"wrote section {SECTION!r} of {out / 'evaluation.md'} and {figs}/nonint_*.png in {res['seconds']:.0f} s")
+    print(
+        f"wrote section {SECTION!r} of {out / 'evaluation.md'} and {figs}/nonint_*.png in {res['seconds']:.0f} s"
+    )
     return 0
 
 

@@ -32,8 +32,9 @@ import numpy as np
 
 SHAPE = (32, 32, 32, 32)
 ATTRIBUTES = ("a", "b", "c", "d")
-LONG_SCHEMA = {"attributes": [{"name": n, "column": n, "kind": "numeric", "edges": list(range(33))}
-                              for n in ATTRIBUTES]}
+LONG_SCHEMA = {
+    "attributes": [{"name": n, "column": n, "kind": "numeric", "edges": list(range(33))} for n in ATTRIBUTES]
+}
 TARGET = "target"
 
 
@@ -75,8 +76,14 @@ def make_long_project(directory: str, entries: int, *, quiet: bool = False) -> t
     table = _table(directory)
     tmp = path + ".tmp"
     if not os.path.exists(tmp):
-        Project.create(tmp, name=f"{entries} releases", schema=LONG_SCHEMA, source_location=table,
-                       total_budget=1e9, test_project=True).close()
+        Project.create(
+            tmp,
+            name=f"{entries} releases",
+            schema=LONG_SCHEMA,
+            source_location=table,
+            total_budget=1e9,
+            test_project=True,
+        ).close()
     rng = np.random.default_rng(entries)
     texts = [box_text(rng)[0] for _ in range(entries)]  # the same boxes on a resumed run
     accuracy = rng.uniform(20, 200, size=entries)
@@ -104,8 +111,11 @@ def make_long_project(directory: str, entries: int, *, quiet: bool = False) -> t
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=5000, help="fresh releases in the ledger (default 5000)")
-    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
-                    help="where the project (long-N.dpdesk) and its table are kept")
+    ap.add_argument(
+        "--dir",
+        default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
+        help="where the project (long-N.dpdesk) and its table are kept",
+    )
     args = ap.parse_args(argv)
     t = time.perf_counter()
     path, rid = make_long_project(args.dir, args.entries)

@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import eval_all as E  # noqa: E402
-from evaluation import systems as S  # noqa: E402
+import eval_all as E
+from evaluation import systems as S
 
 FLOORS = (0.0, 0.05, 0.1, 0.2)
 CAPS = (0.25, 0.5, 1.0)
@@ -39,8 +39,9 @@ def _task(args):
         system, policy, seed = "paper inference", None, E.SYSTEM_SEED["paper inference"]
     else:
         system, policy, seed = "dpdesk", S.SpendPolicy(floor=floor, cap=cap), E.SYSTEM_SEED["dpdesk + pacing"]
-    tr = S.run_system(system, ds, stream, total=total, initial=[], seed=1000 * rep + seed, fixed_alpha=0.0,
-                      policy=policy)
+    tr = S.run_system(
+        system, ds, stream, total=total, initial=[], seed=1000 * rep + seed, fixed_alpha=0.0, policy=policy
+    )
     return args, int(tr.answered.sum()), int(tr.covered.sum())
 
 
@@ -48,22 +49,31 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "pacing_grid.md")
+    ap.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "pacing_grid.md"
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     E._DATA.update(E._datasets(False))
     names = list(E._DATA)
     tasks = [(n, r, None, None) for n in names for r in range(args.reps)]
-    tasks += [(n, r, f, c) for n in names for r in range(args.reps) for f, c in itertools.product(FLOORS, CAPS)]
+    tasks += [
+        (n, r, f, c) for n in names for r in range(args.reps) for f, c in itertools.product(FLOORS, CAPS)
+    ]
     res = {}
     with mp.get_context("fork").Pool(args.jobs) as pool:
         for key, answered, covered in pool.imap_unordered(_task, tasks):
             res[key] = (answered, covered)
-    lines = ["| floor | cap | answered / paper (mean) | min–max over runs | lowest R_i |", "|---|---|---|---|---|"]
+    lines = [
+        "| floor | cap | answered / paper (mean) | min–max over runs | lowest R_i |",
+        "|---|---|---|---|---|",
+    ]
     for f, c in itertools.product(FLOORS, CAPS):
         ratios = [res[(n, r, f, c)][0] / res[(n, r, None, None)][0] for n in names for r in range(args.reps)]
         ri = min(res[(n, r, f, c)][1] / res[(n, r, f, c)][0] for n in names for r in range(args.reps))
-        lines.append(f"| {f:g} | {c:g} | {np.mean(ratios):.3f} | {min(ratios):.3f}–{max(ratios):.3f} | {ri:.3f} |")
+        lines.append(
+            f"| {f:g} | {c:g} | {np.mean(ratios):.3f} | {min(ratios):.3f}–{max(ratios):.3f} | {ri:.3f} |"
+        )
     table = "\n".join(lines)
     print(table)
     args.out.write_text(
@@ -73,7 +83,8 @@ def main(argv=None) -> int:
         f"requests), repetitions 0–{args.reps - 1} of the datasets {', '.join(names)}: dpdesk (fusion) with "
         "`SpendPolicy(floor, cap)` against the paper's inference system on the same request streams. "
         "floor 0 and cap 1 is plain dpdesk. The ratio is of answered requests; R_i is the lowest of any run "
-        "(1 − δ = 0.8).\n\n" + table + "\n")
+        "(1 − δ = 0.8).\n\n" + table + "\n"
+    )
     return 0
 
 

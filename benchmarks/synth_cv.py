@@ -16,24 +16,25 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: loaded machines
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from estimates.ipums_like import SIZES, marginal, table  # noqa: E402
+
 from dpdesk.engine.estimates.marginal_cv import cross_validate_marginals  # noqa: E402
 from dpdesk.engine.estimates.marginals import Marginal  # noqa: E402
 from dpdesk.engine.mechanisms.laplace import LAPLACE  # noqa: E402
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
-from estimates.ipums_like import SIZES, marginal, table  # noqa: E402
 
 B = 36.0
 PAIRS = tuple(itertools.combinations(range(len(SIZES)), 2))
@@ -45,7 +46,12 @@ SOLVER = "non-negative targets, steps j^-0.6, averaged"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--release", type=Path, default=None, help="the noisy marginals (.npz): read if it exists, else drawn and saved")
+    ap.add_argument(
+        "--release",
+        type=Path,
+        default=None,
+        help="the noisy marginals (.npz): read if it exists, else drawn and saved",
+    )
     ap.add_argument("--taus", type=str, default="1e-4,1e-3,1e-2")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--particles", type=int, default=50_000)
@@ -73,18 +79,39 @@ def main(argv: list[str] | None = None) -> int:
     load0 = list(os.getloadavg())
     t0 = time.perf_counter()
     cv = cross_validate_marginals(
-        SIZES, margs, table_size=n, taus=taus, k=args.k, seed=args.seed, particles=args.particles,
-        max_iter=args.max_iter, sweeps=args.sweeps, gtol=args.gtol, trust=0.5,
-        progress=lambda f: print(f"  cv {f:.0%} {time.perf_counter() - t0:.0f} s", flush=True))
+        SIZES,
+        margs,
+        table_size=n,
+        taus=taus,
+        k=args.k,
+        seed=args.seed,
+        particles=args.particles,
+        max_iter=args.max_iter,
+        sweeps=args.sweeps,
+        gtol=args.gtol,
+        trust=0.5,
+        progress=lambda f: print(f"  cv {f:.0%} {time.perf_counter() - t0:.0f} s", flush=True),
+    )
     wall = time.perf_counter() - t0
     # the true held-out error (benchmark only: the true table is known here, never in the product)
     truth = np.concatenate([marginal(codes, p).reshape(-1) for p in PAIRS])
     pred = np.asarray(cv.predicted)
     true_mse = np.mean((pred - truth) ** 2 - pred * (n - pred) / args.particles, axis=1)
-    out = {"cv": cv.to_json(), "true_mse": true_mse.tolist(), "wall_s": wall, "n": n, "b": B,
-           "particles": args.particles, "k": args.k, "max_iter": args.max_iter, "sweeps": args.sweeps,
-           "load_before": load0, "load_after": list(os.getloadavg()), "summary": cv.summary(),
-           "solver": SOLVER}
+    out = {
+        "cv": cv.to_json(),
+        "true_mse": true_mse.tolist(),
+        "wall_s": wall,
+        "n": n,
+        "b": B,
+        "particles": args.particles,
+        "k": args.k,
+        "max_iter": args.max_iter,
+        "sweeps": args.sweeps,
+        "load_before": load0,
+        "load_after": list(os.getloadavg()),
+        "summary": cv.summary(),
+        "solver": SOLVER,
+    }
     args.json.write_text(json.dumps(out, indent=1))
     print(cv.summary())
     print("mse", np.round(cv.mse), "se", np.round(cv.se), "true", np.round(true_mse), f"wall {wall:.0f} s")

@@ -31,36 +31,47 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see tests/conftest.py: loaded machines
 
-import argparse  # noqa: E402
-import dataclasses  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import dataclasses
+import itertools
+import json
+import math
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals  # noqa: E402
-from dpdesk.engine.mechanisms.laplace import LAPLACE  # noqa: E402
-from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 from estimates import publishing as pub  # noqa: E402
 from estimates.ipums_like import NAMES, SIZES, marginal, table  # noqa: E402
 from evaluation.sections import write_section  # noqa: E402
 from synth_cv import SOLVER  # noqa: E402
+
+from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals  # noqa: E402
+from dpdesk.engine.mechanisms.laplace import LAPLACE  # noqa: E402
+from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 
 B = 36.0  # the seed's scale: d(d − 1)/2 cells per row, ε = 1
 PAIRS = tuple(itertools.combinations(range(len(SIZES)), 2))
 
 
 def run(args: argparse.Namespace) -> dict:
-    res: dict = {"quick": args.quick, "b": B, "tau": args.tau, "particles": args.particles, "seed": args.seed,
-                 "gtol": args.gtol, "max_iter": args.max_iter, "mbi_iters": args.mbi_iters, "sweeps": args.sweeps, "sample_sweeps": args.sample_sweeps}
+    res: dict = {
+        "quick": args.quick,
+        "b": B,
+        "tau": args.tau,
+        "particles": args.particles,
+        "seed": args.seed,
+        "gtol": args.gtol,
+        "max_iter": args.max_iter,
+        "mbi_iters": args.mbi_iters,
+        "sweeps": args.sweeps,
+        "sample_sweeps": args.sample_sweeps,
+    }
     codes = table()
     n = float(codes.shape[0])
     rows = args.rows or int(n)
@@ -73,7 +84,10 @@ def run(args: argparse.Namespace) -> dict:
         noisy = {p: saved[f"{p[0]}-{p[1]}"] for p in PAIRS}
     else:
         sampler = OpenDPSampler()
-        noisy = {p: truth[p] + sampler.draw_vector(LAPLACE, B, truth[p].size).reshape(truth[p].shape) for p in PAIRS}
+        noisy = {
+            p: truth[p] + sampler.draw_vector(LAPLACE, B, truth[p].size).reshape(truth[p].shape)
+            for p in PAIRS
+        }
         if args.release:
             np.savez(args.release, **{f"{p[0]}-{p[1]}": v for p, v in noisy.items()})
     res["release_s"] = time.perf_counter() - t0
@@ -87,35 +101,68 @@ def run(args: argparse.Namespace) -> dict:
     # dpdesk: the seed's maximum entropy
     res["load_before"] = list(os.getloadavg())
     t0 = time.perf_counter()
-    fit = None if args.no_maxent else fit_marginals(SIZES, margs, table_size=n, tau=args.tau, particles=args.particles, seed=args.seed,
-                        max_iter=args.max_iter, gtol=args.gtol, sweeps=args.sweeps, trust=0.5,
-                        progress=lambda f: print(f"  max-ent {f * args.max_iter:.0f} {time.perf_counter() - t0:.0f} s", flush=True))
+    fit = (
+        None
+        if args.no_maxent
+        else fit_marginals(
+            SIZES,
+            margs,
+            table_size=n,
+            tau=args.tau,
+            particles=args.particles,
+            seed=args.seed,
+            max_iter=args.max_iter,
+            gtol=args.gtol,
+            sweeps=args.sweeps,
+            trust=0.5,
+            progress=lambda f: print(
+                f"  max-ent {f * args.max_iter:.0f} {time.perf_counter() - t0:.0f} s", flush=True
+            ),
+        )
+    )
     t1 = time.perf_counter()
     res["load_after_fit"] = list(os.getloadavg())
     if fit is not None:
         # with no sweeps the rows are the fit's last particles resampled (iterative scaling's weighted sample)
         me = "dpdesk max-ent" if args.sample_sweeps else "dpdesk max-ent (particles)"
         synth[me] = fit.sample(rows, rng, sweeps=args.sample_sweeps)
-        times[me] = {"fit_s": t1 - t0, "sample_s": time.perf_counter() - t1,
-                                   "iterations": fit.iterations, "converged": fit.converged, "bias_rms": fit.bias_rms,
-                                   "trace": fit.trace.tolist(), "z_trace": fit.z_trace.tolist(),
-                                   "check": dataclasses.asdict(fit.check), "tests": fit.tests.tolist(),
-                                   "averaged": fit.averaged}
+        times[me] = {
+            "fit_s": t1 - t0,
+            "sample_s": time.perf_counter() - t1,
+            "iterations": fit.iterations,
+            "converged": fit.converged,
+            "bias_rms": fit.bias_rms,
+            "trace": fit.trace.tolist(),
+            "z_trace": fit.z_trace.tolist(),
+            "check": dataclasses.asdict(fit.check),
+            "tests": fit.tests.tolist(),
+            "averaged": fit.averaged,
+        }
         print("max-ent", times[me], flush=True)
     # Private-PGM on a spanning tree of the same marginals (exact inference; synthetic data)
     tree = pub.spanning_tree(cons, len(SIZES))
     res["tree"] = [[NAMES[i], NAMES[j]] for i, j in tree]
     sd = math.sqrt(LAPLACE.variance(B))
     if not args.no_mbi:
-        synth["mbi tree"], times["mbi tree"] = pub.mbi_tree(noisy, tree, NAMES, SIZES, n, sd, rows, args.mbi_iters, args.seed)
+        synth["mbi tree"], times["mbi tree"] = pub.mbi_tree(
+            noisy, tree, NAMES, SIZES, n, sd, rows, args.mbi_iters, args.seed
+        )
         print("mbi tree", times["mbi tree"], flush=True)
         rg, times["mbi region graph"] = pub.mbi_region_graph(noisy, NAMES, SIZES, n, sd, args.mbi_iters)
         print("mbi region graph", times["mbi region graph"], flush=True)
     # baselines
     t0 = time.perf_counter()
-    one_way = [np.clip(next(c for p, c in cons.items() if d in p).sum(axis=1 - next(p for p in cons if d in p).index(d)), 0, None)
-               for d in range(len(SIZES))]
-    synth["independent"] = np.stack([rng.choice(k, size=rows, p=w / w.sum()) for k, w in zip(SIZES, one_way)], axis=1)
+    one_way = [
+        np.clip(
+            next(c for p, c in cons.items() if d in p).sum(axis=1 - next(p for p in cons if d in p).index(d)),
+            0,
+            None,
+        )
+        for d in range(len(SIZES))
+    ]
+    synth["independent"] = np.stack(
+        [rng.choice(k, size=rows, p=w / w.sum()) for k, w in zip(SIZES, one_way)], axis=1
+    )
     times["independent"] = {"fit_s": time.perf_counter() - t0}
     synth["bootstrap (floor)"] = codes[rng.integers(0, codes.shape[0], rows)]
     # measurements
@@ -144,14 +191,31 @@ def run(args: argparse.Namespace) -> dict:
 def _summary(m: dict) -> tuple[float, float, float | None, float | None]:
     v2 = np.array(list(m["l1_2way"].values()))
     v3 = None if m["l1_3way"] is None else float(np.median(m["l1_3way"]))
-    return float(np.median(v2)), float(v2.max()), v3, (None if m["l1_3way"] is None else float(np.max(m["l1_3way"])))
+    return (
+        float(np.median(v2)),
+        float(v2.max()),
+        v3,
+        (None if m["l1_3way"] is None else float(np.max(m["l1_3way"]))),
+    )
 
 
 def render(res: dict) -> str:
     meth = res["methods"]
-    order = [k for k in ("dpdesk max-ent", "dpdesk max-ent (particles)", "mbi tree", "mbi region graph", "released, projected", "released, raw",
-                         "independent", "bootstrap (floor)") if k in meth]
-    fmt = lambda x: "—" if x is None else f"{x:.3f}"  # noqa: E731
+    order = [
+        k
+        for k in (
+            "dpdesk max-ent",
+            "dpdesk max-ent (particles)",
+            "mbi tree",
+            "mbi region graph",
+            "released, projected",
+            "released, raw",
+            "independent",
+            "bootstrap (floor)",
+        )
+        if k in meth
+    ]
+    fmt = lambda x: "—" if x is None else f"{x:.3f}"
     lines = [
         "## Data publishing from all 2-way marginals: dpdesk's max-entropy table vs Private-PGM (seed §5.2)",
         "",
@@ -172,11 +236,31 @@ def render(res: dict) -> str:
         med2, max2, med3, max3 = _summary(m)
         rm = {int(a): b for a, b in m["range_rmse"].items()}
         t = m.get("fit_s")
-        tt = "—" if t is None else f"{t:.0f} s fit" + (f" + {m['sample_s']:.0f} s sample" if m.get("sample_s") else "")
-        lines.append(f"| {k} | {fmt(med2)} ({fmt(max2)}) | {fmt(med3)} ({fmt(max3)}) | "
-                     + " | ".join(f"{rm[q]:.0f}" if q in rm else "—" for q in (1, 2, 3, 4)) + f" | {tt} |")
-    lines += ["", *_compare(res), "", *_findings(res), "", *_pair_matrix(res, "dpdesk max-ent", "mbi tree"), "", *_notes(res), "",
-              *_cv(res.get("cv_run")), *DISCUSSION[:-2], *_not_done(res), *DISCUSSION[-2:]]
+        tt = (
+            "—"
+            if t is None
+            else f"{t:.0f} s fit" + (f" + {m['sample_s']:.0f} s sample" if m.get("sample_s") else "")
+        )
+        lines.append(
+            f"| {k} | {fmt(med2)} ({fmt(max2)}) | {fmt(med3)} ({fmt(max3)}) | "
+            + " | ".join(f"{rm[q]:.0f}" if q in rm else "—" for q in (1, 2, 3, 4))
+            + f" | {tt} |"
+        )
+    lines += [
+        "",
+        *_compare(res),
+        "",
+        *_findings(res),
+        "",
+        *_pair_matrix(res, "dpdesk max-ent", "mbi tree"),
+        "",
+        *_notes(res),
+        "",
+        *_cv(res.get("cv_run")),
+        *DISCUSSION[:-2],
+        *_not_done(res),
+        *DISCUSSION[-2:],
+    ]
     return "\n".join(lines)
 
 
@@ -186,8 +270,12 @@ def _compare(res: dict) -> list[str]:
     me = meth.get("dpdesk max-ent")
     if me is None:
         return []
-    out = ["Ratios dpdesk max-ent / competitor (below 1: dpdesk's table is more accurate):", "",
-           "| competitor | 2-way L1 median | 3-way L1 median | range k=1 | k=2 | k=3 | k=4 |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "Ratios dpdesk max-ent / competitor (below 1: dpdesk's table is more accurate):",
+        "",
+        "| competitor | 2-way L1 median | 3-way L1 median | range k=1 | k=2 | k=3 | k=4 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     a2, _, a3, _ = _summary(me)
     for k in ("mbi tree", "mbi region graph", "independent", "bootstrap (floor)"):
         if k not in meth:
@@ -291,27 +379,45 @@ def _findings(res: dict) -> list[str]:
     theirs = {int(q): v for q, v in tree["range_rmse"].items()}
     wins = [q for q in (1, 2, 3, 4) if mine[q] < theirs[q]]
     rg = meth.get("mbi region graph")
-    proj = {int(q): v for q, v in meth["released, projected"]["range_rmse"].items()} if "released, projected" in meth else None
+    proj = (
+        {int(q): v for q, v in meth["released, projected"]["range_rmse"].items()}
+        if "released, projected" in meth
+        else None
+    )
     in_tree = {"-".join(str(NAMES.index(x)) for x in sorted(e, key=NAMES.index)) for e in res["tree"]}
-    gaps = sorted(((tree["l1_2way"][k] - me["l1_2way"][k], k) for k in me["l1_2way"] if k not in in_tree), reverse=True)
+    gaps = sorted(
+        ((tree["l1_2way"][k] - me["l1_2way"][k], k) for k in me["l1_2way"] if k not in in_tree), reverse=True
+    )
     gap = "–".join(NAMES[int(x)] for x in gaps[0][1].split("-"))
     big = {str(NAMES.index(a)) for a in ("age", "birthplace", "occupation", "salary")}
-    by_size = [k for k, v in meth.items()
-               if all(set(p.split("-")) <= big for p in sorted(v["l1_2way"], key=lambda p: -v["l1_2way"][p])[:6])]
+    by_size = [
+        k
+        for k, v in meth.items()
+        if all(set(p.split("-")) <= big for p in sorted(v["l1_2way"], key=lambda p: -v["l1_2way"][p])[:6])
+    ]
     out = [
         f"**Who wins.** Against Private-PGM's tree, dpdesk's max-ent table is {'better' if a3 < b3 else 'worse'} on "
         f"3-way joints (median L1 {a3:.3f} vs {b3:.3f}, ×{a3 / b3:.2f}) and {'better' if a2 < b2 else 'worse'} on "
         f"2-way joints ({a2:.3f} vs {b2:.3f}, ×{a2 / b2:.2f}); on k-D ranges it wins for k = "
-        f"{', '.join(map(str, wins)) or 'none'} (RMSE ×" + ", ×".join(f"{mine[q] / theirs[q]:.2f}" for q in (1, 2, 3, 4))
+        f"{', '.join(map(str, wins)) or 'none'} (RMSE ×"
+        + ", ×".join(f"{mine[q] / theirs[q]:.2f}" for q in (1, 2, 3, 4))
         + " for k = 1..4). Why: the tree keeps 8 of the 36 measured pairs, so a pair off the tree is only implied "
         f"through it (largest such gap: {gap}, {tree['l1_2way'][gaps[0][1]]:.3f} vs {me['l1_2way'][gaps[0][1]]:.3f}) "
         "and three-way structure follows the tree's paths; the max-ent model holds all 36."
-        + (f" Where it trails the projected marginals themselves (k = 1 ranges: RMSE {mine[1]:.0f} vs "
-           f"{proj[1]:.0f}; an N-row table's sampling floor is {meth['bootstrap (floor)']['range_rmse']['1']:.0f}) is the fit's remaining misfit and Monte Carlo error in the largest cells, which "
-           "dominate 1-way statistics and wide ranges (the solver line below)." if proj and mine[1] > proj[1] else "")
-        + (f" Private-PGM's region graph, fed all 36 pairs, gives pseudo-marginals only (no table): 2-way median L1 "
-           f"{_summary(rg)[0]:.3f} (dpdesk's table ×{a2 / _summary(rg)[0]:.2f} of it), range RMSE k = 1, 2 "
-           f"{rg['range_rmse']['1']:.0f}, {rg['range_rmse']['2']:.0f}." if rg else ""),
+        + (
+            f" Where it trails the projected marginals themselves (k = 1 ranges: RMSE {mine[1]:.0f} vs "
+            f"{proj[1]:.0f}; an N-row table's sampling floor is {meth['bootstrap (floor)']['range_rmse']['1']:.0f}) is the fit's remaining misfit and Monte Carlo error in the largest cells, which "
+            "dominate 1-way statistics and wide ranges (the solver line below)."
+            if proj and mine[1] > proj[1]
+            else ""
+        )
+        + (
+            f" Private-PGM's region graph, fed all 36 pairs, gives pseudo-marginals only (no table): 2-way median L1 "
+            f"{_summary(rg)[0]:.3f} (dpdesk's table ×{a2 / _summary(rg)[0]:.2f} of it), range RMSE k = 1, 2 "
+            f"{rg['range_rmse']['1']:.0f}, {rg['range_rmse']['2']:.0f}."
+            if rg
+            else ""
+        ),
         "",
         "**The seed's shapes.** Fig. 6a: errors grow with the attributes' domain sizes — here the 6 pairs among age (79), "
         f"birth-place (51), occupation (50) and salary (50) are the 6 largest errors for {', '.join(repr(k) for k in by_size)}; the others' "
@@ -327,8 +433,12 @@ def _pair_matrix(res: dict, upper: str, lower: str) -> list[str]:
     meth = res["methods"]
     if upper not in meth or lower not in meth:
         return []
-    out = [f"2-way L1 error per pair (Fig. 6a layout): above the diagonal {upper}, below it {lower}.", "",
-           "| | " + " | ".join(NAMES) + " |", "|---" * (len(NAMES) + 1) + "|"]
+    out = [
+        f"2-way L1 error per pair (Fig. 6a layout): above the diagonal {upper}, below it {lower}.",
+        "",
+        "| | " + " | ".join(NAMES) + " |",
+        "|---" * (len(NAMES) + 1) + "|",
+    ]
     for i, a in enumerate(NAMES):
         cells = []
         for j in range(len(NAMES)):
@@ -345,17 +455,28 @@ def _not_done(res: dict) -> list[str]:
     """What this run did not reach, read off its own record."""
     me = res["methods"].get("dpdesk max-ent", {})
     cv = res.get("cv_run")
-    fit = (f"The max-ent fit passed its convergence test (upper bound ≤ {res.get('gtol')} noise scales) in "
-           f"{me.get('iterations')} rounds." if me.get("converged") else
-           f"The max-ent fit did not pass its convergence test (upper bound ≤ {res.get('gtol')} noise scales) in "
-           f"{me.get('iterations')} rounds: its table is the solver's state then (the solver line above gives how far).")
-    scale = ("" if not cv else
-             f" τ was cross-validated with {cv['particles']} particles and at most {cv['max_iter']} rounds per fit"
-             + (" (smaller than the published fit: a full-scale CV is k × grid fits of this size, beyond this run's time)"
-                if cv["particles"] < res["particles"] else "")
-             + f"; the table above uses τ = {res['tau']}.")
-    return [f"- **Not run / not reached.** {fit}{scale} The randomized-response baselines (not a dpdesk release "
-            "kind; the issue asks for Private-PGM). Private-PGM with exact inference on all pairs (intractable, above)."]
+    fit = (
+        f"The max-ent fit passed its convergence test (upper bound ≤ {res.get('gtol')} noise scales) in "
+        f"{me.get('iterations')} rounds."
+        if me.get("converged")
+        else f"The max-ent fit did not pass its convergence test (upper bound ≤ {res.get('gtol')} noise scales) in "
+        f"{me.get('iterations')} rounds: its table is the solver's state then (the solver line above gives how far)."
+    )
+    scale = (
+        ""
+        if not cv
+        else f" τ was cross-validated with {cv['particles']} particles and at most {cv['max_iter']} rounds per fit"
+        + (
+            " (smaller than the published fit: a full-scale CV is k × grid fits of this size, beyond this run's time)"
+            if cv["particles"] < res["particles"]
+            else ""
+        )
+        + f"; the table above uses τ = {res['tau']}."
+    )
+    return [
+        f"- **Not run / not reached.** {fit}{scale} The randomized-response baselines (not a dpdesk release "
+        "kind; the issue asks for Private-PGM). Private-PGM with exact inference on all pairs (intractable, above)."
+    ]
 
 
 def _cv(run: dict | None) -> list[str]:
@@ -369,8 +490,12 @@ def _cv(run: dict | None) -> list[str]:
     diff = fold - fold[best]
     k = fold.shape[1]
     dse = diff.std(axis=1, ddof=1) / math.sqrt(k) if k > 1 else np.zeros(len(diff))
-    rows = [f"| {t:g} | {t * run['n'] / run['b']:.1f} | {m:.0f} ± {s:.0f} | {d.mean():+.0f} ± {e:.0f} | {tm:.0f} | {sum(c)}/{len(c)} |"
-            for t, m, s, d, e, tm, c in zip(cv["taus"], cv["mse"], cv["se"], diff, dse, run["true_mse"], cv["converged"])]
+    rows = [
+        f"| {t:g} | {t * run['n'] / run['b']:.1f} | {m:.0f} ± {s:.0f} | {d.mean():+.0f} ± {e:.0f} | {tm:.0f} | {sum(c)}/{len(c)} |"
+        for t, m, s, d, e, tm, c in zip(
+            cv["taus"], cv["mse"], cv["se"], diff, dse, run["true_mse"], cv["converged"]
+        )
+    ]
     per_fold = cv["seconds_per_fit"] * len(cv["taus"])
     return [
         f"**Choosing τ by cross-validation** (`marginal_cv.cross_validate_marginals`, {run['k']}-fold over whole "
@@ -398,9 +523,13 @@ def _cv(run: dict | None) -> list[str]:
         "small box shrinks toward independence and costs (the true error agrees); the curve is flat from a box of ~14 nats up (the seed's "
         "exact-fit limit), where the published fit's τ lies. The fits ran a fixed number of rounds (none passed its "
         "convergence test in that budget): the curve is the solver's at that budget."
-        + ("" if run.get("solver") == SOLVER else " This CV run predates the present solver (it fitted the clipped "
-           "projection with 1/j steps and returned the last iterate) and was not rerun with it (time): its τ curve is "
-           "the old solver's."),
+        + (
+            ""
+            if run.get("solver") == SOLVER
+            else " This CV run predates the present solver (it fitted the clipped "
+            "projection with 1/j steps and returned the last iterate) and was not rerun with it (time): its τ curve is "
+            "the old solver's."
+        ),
         "",
     ]
 
@@ -411,57 +540,87 @@ def _notes(res: dict) -> list[str]:
     chk = me.get("check") or {}
     load = ""
     if res.get("load_before"):
-        load = (f" Load average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in res['load_before'])} before the fit, "
-                f"{'/'.join(f'{x:.1f}' for x in res.get('load_after_fit', []))} after.")
+        load = (
+            f" Load average (1/5/15 min) {'/'.join(f'{x:.1f}' for x in res['load_before'])} before the fit, "
+            f"{'/'.join(f'{x:.1f}' for x in res.get('load_after_fit', []))} after."
+        )
     tests = me.get("tests") or []
-    out = [f"Max-ent solver (`fit_marginals`: Gibbs particles, linearised scaling of the consistent non-negative targets, "
-           f"steps decaying as j^−0.6 after the full-step plateau, θ averaged over the latter half of them): {me.get('iterations')} rounds of {res.get('sweeps')} Gibbs sweeps over "
-           f"{res['particles']} particles, converged = {me.get('converged')} (test: the 97.7 % upper bound on the RMS misfit "
-           f"beyond Monte Carlo error ≤ {res.get('gtol')} noise scales, of the averaged θ on {res['particles']} fresh chains "
-           "from the prior). Tests (round: RMS misfit, upper bound): "
-           + ", ".join(f"{int(r)}: {b:.2f}, {u:.2f}" for r, b, u in tests)
-           + f". The returned θ averages {me.get('averaged')} iterates; its test: RMS misfit beyond Monte Carlo error "
-           f"{me.get('bias_rms', float('nan')):.2f} noise scales (standard error of its square "
-           f"{chk.get('bias_se', float('nan')):.3f}; upper bound "
-           f"{math.sqrt(max(chk.get('bias_ms', 0.0) + 2 * chk.get('bias_se', 0.0), 0.0)):.2f}), z-weighted "
-           f"{chk.get('z_rms', float('nan')):.2f} (upper bound {chk.get('z_upper', float('nan')):.2f}). "
-           "In-loop trace of each round's iterate on the persistent chains (a progress record, not the test) "
-           + ", ".join(f"{x:.2f}" for x in me.get("trace", []))
-           + "." + load]
+    out = [
+        f"Max-ent solver (`fit_marginals`: Gibbs particles, linearised scaling of the consistent non-negative targets, "
+        f"steps decaying as j^−0.6 after the full-step plateau, θ averaged over the latter half of them): {me.get('iterations')} rounds of {res.get('sweeps')} Gibbs sweeps over "
+        f"{res['particles']} particles, converged = {me.get('converged')} (test: the 97.7 % upper bound on the RMS misfit "
+        f"beyond Monte Carlo error ≤ {res.get('gtol')} noise scales, of the averaged θ on {res['particles']} fresh chains "
+        "from the prior). Tests (round: RMS misfit, upper bound): "
+        + ", ".join(f"{int(r)}: {b:.2f}, {u:.2f}" for r, b, u in tests)
+        + f". The returned θ averages {me.get('averaged')} iterates; its test: RMS misfit beyond Monte Carlo error "
+        f"{me.get('bias_rms', float('nan')):.2f} noise scales (standard error of its square "
+        f"{chk.get('bias_se', float('nan')):.3f}; upper bound "
+        f"{math.sqrt(max(chk.get('bias_ms', 0.0) + 2 * chk.get('bias_se', 0.0), 0.0)):.2f}), z-weighted "
+        f"{chk.get('z_rms', float('nan')):.2f} (upper bound {chk.get('z_upper', float('nan')):.2f}). "
+        "In-loop trace of each round's iterate on the persistent chains (a progress record, not the test) "
+        + ", ".join(f"{x:.2f}" for x in me.get("trace", []))
+        + "."
+        + load
+    ]
     if "mbi tree" in meth:
-        out.append("Private-PGM spanning tree (chosen by the projected marginals' mutual information, post-processing): "
-                   + ", ".join("–".join(e) for e in res["tree"]) + ".")
+        out.append(
+            "Private-PGM spanning tree (chosen by the projected marginals' mutual information, post-processing): "
+            + ", ".join("–".join(e) for e in res["tree"])
+            + "."
+        )
     if len(res.get("merged_from", [])) > 1:
-        out.append("Rows merged from separate runs on one saved release (`--release`): the max-ent rows from the first, "
-                   "the others from the rest where the first has none (their times are from those runs).")
-    out.append(f"Released cells whose consistent value is negative: {res['negative_cells']} of {res['cells']}. "
-               f"Release {res['release_s']:.1f} s (OpenDP), structured projection {res['project_s'] * 1000:.0f} ms.")
+        out.append(
+            "Rows merged from separate runs on one saved release (`--release`): the max-ent rows from the first, "
+            "the others from the rest where the first has none (their times are from those runs)."
+        )
+    out.append(
+        f"Released cells whose consistent value is negative: {res['negative_cells']} of {res['cells']}. "
+        f"Release {res['release_s']:.1f} s (OpenDP), structured projection {res['project_s'] * 1000:.0f} ms."
+    )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller settings: fewer particles, rows, queries, iterations")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller settings: fewer particles, rows, queries, iterations"
+    )
     ap.add_argument("--tau", type=float, default=0.002)
     ap.add_argument("--particles", type=int, default=None)
     ap.add_argument("--rows", type=int, default=None, help="synthetic rows (default n)")
     ap.add_argument("--max-iter", type=int, default=40, help="max-ent rounds")
     ap.add_argument("--sweeps", type=int, default=5, help="Gibbs sweeps per max-ent round")
     ap.add_argument("--sample-sweeps", type=int, default=5, help="Gibbs sweeps moving each synthetic row")
-    ap.add_argument("--gtol", type=float, default=0.5, help="max-ent convergence: upper bound on the RMS misfit, noise scales")
+    ap.add_argument(
+        "--gtol",
+        type=float,
+        default=0.5,
+        help="max-ent convergence: upper bound on the RMS misfit, noise scales",
+    )
     ap.add_argument("--queries", type=int, default=None)
     ap.add_argument("--triples", type=int, default=None)
     ap.add_argument("--mbi-iters", type=int, default=None)
     ap.add_argument("--no-mbi", action="store_true")
     ap.add_argument("--no-maxent", action="store_true")
-    ap.add_argument("--release", type=Path, default=None,
-                    help="a .npz of the noisy marginals: read if it exists, else drawn and saved (split runs share it)")
+    ap.add_argument(
+        "--release",
+        type=Path,
+        default=None,
+        help="a .npz of the noisy marginals: read if it exists, else drawn and saved (split runs share it)",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="also save the raw results here")
-    ap.add_argument("--from-json", type=Path, nargs="+", default=None,
-                    help="render saved runs instead of running (methods of later files are merged into the first)")
+    ap.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="render saved runs instead of running (methods of later files are merged into the first)",
+    )
     ap.add_argument("--no-write", action="store_true", help="print, do not rewrite docs/evaluation.md")
-    ap.add_argument("--cv-json", type=Path, default=None, help="a saved benchmarks/synth_cv.py run to include")
+    ap.add_argument(
+        "--cv-json", type=Path, default=None, help="a saved benchmarks/synth_cv.py run to include"
+    )
     args = ap.parse_args(argv)
     q = args.quick
     args.particles = args.particles or (50_000 if q else 200_000)

@@ -26,13 +26,25 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import sys  # noqa: E402
-from typing import Sequence  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 
 from dpdesk import __version__  # noqa: E402
 from dpdesk.engine.errors import DpdeskError  # noqa: E402
 
 # Subcommand modules in dpdesk.commands, in the order they appear in --help.
-COMMAND_MODULES = ("assess", "project", "requests", "watch", "answer", "release", "batch", "synth", "verify", "export", "cube")
+COMMAND_MODULES = (
+    "assess",
+    "project",
+    "requests",
+    "watch",
+    "answer",
+    "release",
+    "batch",
+    "synth",
+    "verify",
+    "export",
+    "cube",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,9 +65,12 @@ def build_parser(*, window_help: bool = False) -> _Parser:
     The window's options are parsed by :mod:`dpdesk.gui.launch` (``main`` hands them over before this
     parser runs); here they are only listed, so that ``dpdesk --help`` shows everything ``dpdesk`` does.
     """
-    parser = _Parser(prog="dpdesk", usage=USAGE if window_help else None,
-                     description="Answer counting queries under differential privacy. "
-                                 "Without a COMMAND, dpdesk opens its window.")
+    parser = _Parser(
+        prog="dpdesk",
+        usage=USAGE if window_help else None,
+        description="Answer counting queries under differential privacy. "
+        "Without a COMMAND, dpdesk opens its window.",
+    )
     parser.add_argument("--version", action="version", version=f"dpdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
@@ -63,14 +78,21 @@ def build_parser(*, window_help: bool = False) -> _Parser:
     parser.command_names = frozenset(sub.choices)
     if window_help:
         group = parser.add_argument_group("the window (without a COMMAND)")
-        group.add_argument("project", metavar="PROJECT", nargs="?",
-                           help="a project file (*.dpdesk) to open, as a double-click in the file manager does")
+        group.add_argument(
+            "project",
+            metavar="PROJECT",
+            nargs="?",
+            help="a project file (*.dpdesk) to open, as a double-click in the file manager does",
+        )
         from dpdesk.gui.launch import add_window_arguments  # argparse only: no Qt imported
 
         add_window_arguments(group)
-        group.add_argument("--self-test", action="store_true",
-                           help="check this installation end to end on a throwaway demo project (offscreen) "
-                                "and exit 0 if it works; --verbose shows each step")
+        group.add_argument(
+            "--self-test",
+            action="store_true",
+            help="check this installation end to end on a throwaway demo project (offscreen) "
+            "and exit 0 if it works; --verbose shows each step",
+        )
     return parser
 
 
@@ -113,8 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(open_window(argv))
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.split(".")[0] in ("PySide6", "pyqtgraph"):
-                return fail(f"the window needs {exc.name.split('.')[0]}, which is not installed "
-                            "(pip install 'dpdesk[gui]'); the commands work without it (dpdesk --help)")
+                return fail(
+                    f"the window needs {exc.name.split('.')[0]}, which is not installed "
+                    "(pip install 'dpdesk[gui]'); the commands work without it (dpdesk --help)"
+                )
             raise
     if argv and argv[0] in ("-h", "--help"):
         build_parser(window_help=True).print_help()

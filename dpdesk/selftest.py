@@ -28,10 +28,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 # The self-test's own requests: the first needs a fresh answer on an empty history, the second asks the
 # same question with a looser requirement, so it is answerable from that history alone (cost 0).
@@ -113,15 +114,21 @@ def step_project(run: Run) -> None:
     demo: Path = run.facts["demo"]
     schema = json.loads((demo / "adult.schema.json").read_text(encoding="utf-8"))
     run.project = Project.create(
-        run.workdir / "self-test.dpdesk", name="dpdesk self-test", schema=schema,
-        source_location=str(demo / "adult.parquet"), total_budget=TOTAL_BUDGET, test_project=True,
+        run.workdir / "self-test.dpdesk",
+        name="dpdesk self-test",
+        schema=schema,
+        source_location=str(demo / "adult.parquet"),
+        total_budget=TOTAL_BUDGET,
+        test_project=True,
     )  # binding the source builds the cube and fingerprints the table
 
 
 def step_cube(run: Run) -> None:
     cube = run.project.cube()
-    _check(tuple(cube.counts.shape) == tuple(run.project.schema.shape),
-           f"cube shape {cube.counts.shape} differs from the schema's {run.project.schema.shape}")
+    _check(
+        tuple(cube.counts.shape) == tuple(run.project.schema.shape),
+        f"cube shape {cube.counts.shape} differs from the schema's {run.project.schema.shape}",
+    )
     _check(cube.total > 0, "the demo cube is empty")
     run.facts["rows"] = int(cube.total) + int(cube.out_of_domain)
     run.facts["cells"] = int(run.project.schema.n_cells)
@@ -132,16 +139,23 @@ def step_requests(run: Run) -> None:
     queued = p.import_requests(run.facts["demo"] / "requests.json")
     _check(len(queued) > 0, "the demo request queue is empty")
     p.add_request(FRESH_QUERY, FRESH_EPS, FRESH_DELTA, requester="self-test", request_id="self-test-fresh")
-    p.add_request(FRESH_QUERY, INFERRED_EPS, INFERRED_DELTA, requester="self-test", request_id="self-test-inferred")
+    p.add_request(
+        FRESH_QUERY, INFERRED_EPS, INFERRED_DELTA, requester="self-test", request_id="self-test-inferred"
+    )
     run.facts["queued"] = len(p.requests())
 
 
 def step_fresh(run: Run) -> None:
     p = run.project
     a = p.assess("self-test-fresh")
-    _check(a.decision == "spend", f"expected a fresh answer on an empty history, the decision was {a.decision!r}: {a.reason}")
+    _check(
+        a.decision == "spend",
+        f"expected a fresh answer on an empty history, the decision was {a.decision!r}: {a.reason}",
+    )
     release = p.answer("self-test-fresh", expect="spend")  # the project's default sampler: OpenDP's
-    _check(release.kind == "fresh" and release.alpha > 0, f"expected a charged fresh release, got {release.kind}")
+    _check(
+        release.kind == "fresh" and release.alpha > 0, f"expected a charged fresh release, got {release.kind}"
+    )
     sampler = release.entry.payload.get("sampler", "")
     _check(str(sampler).startswith("opendp"), f"the fresh answer was drawn by {sampler!r}, not OpenDP")
     run.facts["alpha"] = release.alpha
@@ -151,9 +165,15 @@ def step_fresh(run: Run) -> None:
 def step_inferred(run: Run) -> None:
     p = run.project
     a = p.assess("self-test-inferred")
-    _check(a.decision == "infer", f"expected an answer inferred from history, the decision was {a.decision!r}: {a.reason}")
+    _check(
+        a.decision == "infer",
+        f"expected an answer inferred from history, the decision was {a.decision!r}: {a.reason}",
+    )
     release = p.answer("self-test-inferred", expect="infer")
-    _check(release.kind == "inferred" and release.alpha == 0, f"expected a free inferred release, got {release.kind}")
+    _check(
+        release.kind == "inferred" and release.alpha == 0,
+        f"expected a free inferred release, got {release.kind}",
+    )
 
 
 def step_ledger(run: Run) -> None:
@@ -165,8 +185,10 @@ def step_ledger(run: Run) -> None:
     with Project.open(path, "r") as p:  # what was committed, as an auditor would read it
         report = p.verify()
     _check(report.ok, "ledger verification failed: " + "; ".join(report.problems))
-    _check((report.fresh, report.inferred) == (1, 1),
-           f"expected 1 fresh and 1 inferred entry, the ledger has {report.fresh} and {report.inferred}")
+    _check(
+        (report.fresh, report.inferred) == (1, 1),
+        f"expected 1 fresh and 1 inferred entry, the ledger has {report.fresh} and {report.inferred}",
+    )
     run.facts["entries"] = report.entries
     run.facts["project_path"] = path
 
@@ -182,15 +204,20 @@ def step_fonts(run: Run) -> None:
     dialogs.show_error = lambda parent, title, message, detail="": errors.append(f"{title}: {message}")
     run._keep.append(application())
     families = QFontDatabase.families()
-    _check(len(families) > 0, "Qt found no font families: text would render as empty boxes "
-           "(install fontconfig and a font, e.g. Debian's libfontconfig1 and fonts-dejavu-core)")
+    _check(
+        len(families) > 0,
+        "Qt found no font families: text would render as empty boxes "
+        "(install fontconfig and a font, e.g. Debian's libfontconfig1 and fonts-dejavu-core)",
+    )
     run.facts["fonts"] = len(families)
 
 
 def _non_blank(image: Any) -> int:
     """How many distinct colours a grid of samples of ``image`` shows (a blank window shows one)."""
     w, h = image.width(), image.height()
-    return len({image.pixel(x, y) for x in range(0, w, max(1, w // 64)) for y in range(0, h, max(1, h // 64))})
+    return len(
+        {image.pixel(x, y) for x in range(0, w, max(1, w // 64)) for y in range(0, h, max(1, h // 64))}
+    )
 
 
 def step_window(run: Run) -> None:
@@ -206,18 +233,28 @@ def step_window(run: Run) -> None:
     try:
         win.resize(1280, 800)
         win.show()
-        _check(win.open_project(str(run.facts["project_path"])), "the main window could not open the project: "
-               + "; ".join(run.facts["dialog_errors"]))
+        _check(
+            win.open_project(str(run.facts["project_path"])),
+            "the main window could not open the project: " + "; ".join(run.facts["dialog_errors"]),
+        )
         assert win.requests is not None
         win.requests.select_request("self-test-inferred")
-        _check(wait_until(lambda: win.requests.answer.assessment is not None, timeout=60),
-               "the answer panel showed no assessment within 60 s")
+        _check(
+            wait_until(lambda: win.requests.answer.assessment is not None, timeout=60),
+            "the answer panel showed no assessment within 60 s",
+        )
         wait_until(lambda: False, 0.2)  # let the plots repaint once
         image = win.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
         _check(not image.isNull() and image.width() > 0, "the main window rendered no image")
         colours = _non_blank(image)
-        _check(colours >= 8, f"the main window rendered blank ({colours} colour(s) in {image.width()}×{image.height()})")
-        _check(not run.facts["dialog_errors"], "the main window reported: " + "; ".join(run.facts["dialog_errors"]))
+        _check(
+            colours >= 8,
+            f"the main window rendered blank ({colours} colour(s) in {image.width()}×{image.height()})",
+        )
+        _check(
+            not run.facts["dialog_errors"],
+            "the main window reported: " + "; ".join(run.facts["dialog_errors"]),
+        )
         run.facts["window"] = f"{image.width()}×{image.height()}"
     finally:
         win.close()  # shuts background tasks down and closes the project
@@ -260,8 +297,11 @@ def startup_probe() -> int:
     """
     t_module = time.perf_counter()
     with _scratch() as workdir:
-        if not os.environ.get("QT_QPA_PLATFORM") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-                                                          or sys.platform in ("win32", "darwin")):
+        if not os.environ.get("QT_QPA_PLATFORM") and not (
+            os.environ.get("DISPLAY")
+            or os.environ.get("WAYLAND_DISPLAY")
+            or sys.platform in ("win32", "darwin")
+        ):
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
         step_platform(Run(workdir))
         from PySide6.QtCore import QEvent, QObject, QTimer
@@ -274,7 +314,7 @@ def startup_probe() -> int:
         result: dict[str, float] = {}
 
         class FirstPaint(QObject):
-            def eventFilter(self, obj: Any, event: Any) -> bool:  # noqa: N802 (Qt's name)
+            def eventFilter(self, obj: Any, event: Any) -> bool:
                 if event.type() == QEvent.Type.Paint and "paint" not in result:
                     result["paint"] = time.perf_counter()
                     QTimer.singleShot(0, app.quit)
@@ -294,8 +334,10 @@ def startup_probe() -> int:
         since_module = result["paint"] - t_module
         if since_start is not None:
             elapsed = since_start - (time.perf_counter() - result["paint"])
-            _out(f"dpdesk startup-probe: first paint {elapsed:.3f} s after process start "
-                 f"({since_module:.3f} s after dpdesk.selftest was imported)")
+            _out(
+                f"dpdesk startup-probe: first paint {elapsed:.3f} s after process start "
+                f"({since_module:.3f} s after dpdesk.selftest was imported)"
+            )
         else:
             _out(f"dpdesk startup-probe: first paint {since_module:.3f} s after dpdesk.selftest was imported")
         return 0
@@ -332,7 +374,7 @@ def run_self_test(verbose: bool = False) -> int:
                 s0 = time.perf_counter()
                 try:
                     step(run)
-                except BaseException as exc:  # noqa: BLE001 — every failure becomes the step's failure
+                except BaseException as exc:
                     if isinstance(exc, KeyboardInterrupt):
                         raise
                     _out(f"dpdesk self-test FAILED at step '{name}': {type(exc).__name__}: {exc}", err=True)

@@ -44,8 +44,14 @@ def one_run(exe: Path) -> tuple[float, float | None]:
     if not env.get("QT_QPA_PLATFORM"):
         env["QT_QPA_PLATFORM"] = "offscreen"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(exe), "--startup-probe"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd="/")
+    proc = subprocess.Popen(
+        [str(exe), "--startup-probe"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd="/",
+    )
     assert proc.stdout is not None
     outside = None
     inside = None
@@ -57,7 +63,9 @@ def one_run(exe: Path) -> tuple[float, float | None]:
             break
     _, err = proc.communicate(timeout=60)
     if outside is None or proc.returncode != 0:
-        raise SystemExit(f"measure_startup: {exe} --startup-probe failed (exit {proc.returncode}):\n{err[-3000:]}")
+        raise SystemExit(
+            f"measure_startup: {exe} --startup-probe failed (exit {proc.returncode}):\n{err[-3000:]}"
+        )
     return outside, inside
 
 
@@ -71,19 +79,29 @@ def main() -> int:
     if not exe.exists():
         raise SystemExit(f"measure_startup: {exe} not found (run packaging/build.sh bundle)")
     if args.cold:
-        print("page cache dropped before run 1" if drop_caches() else "could not drop the page cache (not root, "
-              "or not allowed here): run 1 is as cold as this machine's cache leaves it")
+        print(
+            "page cache dropped before run 1"
+            if drop_caches()
+            else "could not drop the page cache (not root, "
+            "or not allowed here): run 1 is as cold as this machine's cache leaves it"
+        )
     runs = [one_run(exe) for _ in range(args.runs)]
     outside = [r[0] for r in runs]
-    print(f"start-up to first paint, {args.runs} runs of {exe} --startup-probe "
-          f"(QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM') or 'offscreen'}):")
+    print(
+        f"start-up to first paint, {args.runs} runs of {exe} --startup-probe "
+        f"(QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM') or 'offscreen'}):"
+    )
     for i, (o, inside) in enumerate(runs, 1):
-        print(f"  run {i}: {o:.3f} s from spawn to the first-paint line"
-              + (f" (probe: {inside:.3f} s after process start)" if inside is not None else ""))
+        print(
+            f"  run {i}: {o:.3f} s from spawn to the first-paint line"
+            + (f" (probe: {inside:.3f} s after process start)" if inside is not None else "")
+        )
     print(f"  median {statistics.median(outside):.3f} s, min {min(outside):.3f} s, max {max(outside):.3f} s")
     bundle = exe.parent
-    print(f"bundle {bundle}: {folder_size(bundle) / 2**20:.0f} MiB in "
-          f"{sum(1 for p in bundle.rglob('*') if p.is_file()):,} files")
+    print(
+        f"bundle {bundle}: {folder_size(bundle) / 2**20:.0f} MiB in "
+        f"{sum(1 for p in bundle.rglob('*') if p.is_file()):,} files"
+    )
     for deb in sorted((REPO / "packaging" / "out").glob("dpdesk_*.deb")):
         print(f"{deb.name}: {deb.stat().st_size / 2**20:.0f} MiB")
     return 0

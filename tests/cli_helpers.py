@@ -11,9 +11,9 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,9 @@ def _environment(env: dict[str, str] | None, cwd: Path | None) -> Iterator[None]
         sys.stdin = saved_stdin
 
 
-def run_dpdesk(*args: object, input: str | None = None, env: dict[str, str] | None = None,
-               cwd: Path | None = None) -> Ran:
+def run_dpdesk(
+    *args: object, input: str | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Ran:
     """``dpdesk ARGS`` through :func:`dpdesk.cli.main`; ``input`` is what stdin holds (else nothing)."""
     from dpdesk.cli import main
 

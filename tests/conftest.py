@@ -17,7 +17,7 @@ if not os.environ.get("XDG_RUNTIME_DIR"):
 
 # Property tests are reproducible: the same examples on every machine and every run (CI starts from a
 # clean clone with no example database), so a green run here is a green run there.
-from hypothesis import settings  # noqa: E402
+from hypothesis import settings
 
 settings.register_profile("dpdesk", derandomize=True, database=None, deadline=None)
 settings.load_profile("dpdesk")

@@ -15,24 +15,26 @@ import math
 
 import numpy as np
 import pytest
+from stats_helpers import random_box, within_binomial
 
+from dpdesk.engine.answering.fresh import true_answer
+from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.fresh import true_answer
-from dpdesk.engine.answering.workflow import Request, assess
-from stats_helpers import random_box, within_binomial
 
 pytestmark = pytest.mark.calibration
 
 SCHEMA = Schema.from_dict(
-    {"attributes": [
-        {"name": "a", "column": "a", "kind": "categorical", "values": ["p", "q", "r", "s"]},
-        {"name": "b", "column": "b", "kind": "numeric", "edges": [0, 10, 20, 40, 80]},
-    ]}
+    {
+        "attributes": [
+            {"name": "a", "column": "a", "kind": "categorical", "values": ["p", "q", "r", "s"]},
+            {"name": "b", "column": "b", "kind": "numeric", "edges": [0, 10, 20, 40, 80]},
+        ]
+    }
 )
 COUNTS = np.array([[5, 40, 12, 0], [80, 33, 2, 19], [7, 7, 150, 61], [0, 1, 3, 26]])
 CUBE = Cube(SCHEMA, COUNTS)
@@ -44,7 +46,9 @@ def _noise(rng, family, scales, size):
     if family == "laplace":
         return rng.laplace(0.0, scales, size=(size, len(scales)))
     p = -np.expm1(-1.0 / scales)
-    return (rng.geometric(p, size=(size, len(scales))) - rng.geometric(p, size=(size, len(scales)))).astype(float)
+    return (rng.geometric(p, size=(size, len(scales))) - rng.geometric(p, size=(size, len(scales)))).astype(
+        float
+    )
 
 
 def _simulate(rng, family, structures, draws_per_structure, delta):
@@ -65,7 +69,10 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
         coefs = rng.integers(-1, 2, size=len(rows))
         coefs[0] = 1
         try:
-            target = Query(SCHEMA.shape, terms=tuple(Term(c * t.weight, t.factors) for c, r in zip(coefs, rows) if c for t in r.terms))
+            target = Query(
+                SCHEMA.shape,
+                terms=tuple(Term(c * t.weight, t.factors) for c, r in zip(coefs, rows) if c for t in r.terms),
+            )
         except QueryError:  # the combination cancelled out to the zero query
             continue
         made += 1
@@ -83,7 +90,9 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
         w = a.interval[1] - a.estimate.estimate
         errors = np.concatenate([[A @ first], _noise(rng, family, scales, draws_per_structure - 1) @ A])
         for err in errors:
-            out.append((a.interval_confidence, abs(err) <= w, a.confidence_at_eps, abs(err) <= eps, a.decision))
+            out.append(
+                (a.interval_confidence, abs(err) <= w, a.confidence_at_eps, abs(err) <= eps, a.decision)
+            )
     return out
 
 

@@ -40,17 +40,20 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from evaluation.calibration import SETTINGS, STREAM, run, summary  # noqa: E402
+from evaluation.calibration import SETTINGS, STREAM, run, summary
 
 TEST_STREAM = STREAM[:9]
 
 pytestmark = pytest.mark.calibration
 
 PROJECTS = 30
-K = 5.0        # standard errors below: claims that do not hold
+K = 5.0  # standard errors below: claims that do not hold
 K_ABOVE = 8.0  # and above: claims far too modest (the skew makes this side noisier, see above)
-KINDS = {"flat": {"inferred", "fused", "fresh"}, "bounds": {"inferred", "fused", "fresh"},
-         "pacing": {"inferred", "fresh"}}  # pacing's first fused answer is request 10
+KINDS = {
+    "flat": {"inferred", "fused", "fresh"},
+    "bounds": {"inferred", "fused", "fresh"},
+    "pacing": {"inferred", "fresh"},
+}  # pacing's first fused answer is request 10
 TAIL = 1e-5  # per request and side
 # the projects are real SQLite files; on a RAM disk, where there is one, their fsyncs cost nothing
 RAM_DISK = Path("/dev/shm")
@@ -63,29 +66,43 @@ def project_folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_released_answers_cover_as_often_as_claimed(name, tmp_path):
     setting = SETTINGS[name]
-    results = run(setting, PROJECTS, folder=project_folder(tmp_path), stream=TEST_STREAM)  # a temporary folder there, removed after
+    results = run(
+        setting, PROJECTS, folder=project_folder(tmp_path), stream=TEST_STREAM
+    )  # a temporary folder there, removed after
 
-    decided = {tuple((a.request, a.kind, round(a.claim, 12)) for a in r.answers) + (r.rejected,) for r in results}
+    decided = {
+        tuple((a.request, a.kind, round(a.claim, 12)) for a in r.answers) + (r.rejected,) for r in results
+    }
     assert len(decided) == 1, f"{name}: projects decided or claimed differently: {decided}"
-    assert min(r.smallest_scale for r in results) >= 2.0, "integer noise below scale 2 is issue 12 item 1's regime"
+    assert min(r.smallest_scale for r in results) >= 2.0, (
+        "integer noise below scale 2 is issue 12 item 1's regime"
+    )
 
     for i, (text, eps, delta) in enumerate(TEST_STREAM):
         got = [a for r in results for a in r.answers if a.request == i]
         if not got:
             continue
         a = got[0]
-        assert a.claim >= a.promise - a.bound - 1e-12, f"{name}: {text} ±{eps} claims {a.claim} < 1 − δ = {a.promise}"
+        assert a.claim >= a.promise - a.bound - 1e-12, (
+            f"{name}: {text} ±{eps} claims {a.claim} < 1 − δ = {a.promise}"
+        )
         hits, p = sum(x.hit for x in got), a.claim
         below = stats.binom.cdf(hits, len(got), max(p - a.bound, 0.0))
-        assert below >= TAIL, f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {below:.1e})"
+        assert below >= TAIL, (
+            f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {below:.1e})"
+        )
         if not setting.one_sided:
             above = stats.binom.sf(hits - 1, len(got), min(p + a.bound, 1.0))
-            assert above >= TAIL, f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {above:.1e})"
+            assert above >= TAIL, (
+                f"{name}: {text} ±{eps} held {hits} of {len(got)} times, claimed {p:.4f} (tail {above:.1e})"
+            )
 
     s = summary(results)
     se = max(s.se, 1.0 / PROJECTS)  # a mean of R integer hit counts moves in steps of 1/R
-    report = (f"{name}: hits {s.hits} vs claimed {s.claimed:.2f} over {s.answers} answers; "
-              f"H − C per project {s.mean_diff:+.3f} ± {se:.3f}")
+    report = (
+        f"{name}: hits {s.hits} vs claimed {s.claimed:.2f} over {s.answers} answers; "
+        f"H − C per project {s.mean_diff:+.3f} ± {se:.3f}"
+    )
     assert s.mean_diff >= -(K * se + s.bound), report
     if not setting.one_sided:
         assert s.mean_diff <= K_ABOVE * se + s.bound, report

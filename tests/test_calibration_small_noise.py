@@ -36,13 +36,13 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from evaluation.small_noise import EXAMPLE_TOL, EXAMPLE_TRUTH, LATER, run  # noqa: E402
+from evaluation.small_noise import EXAMPLE_TOL, EXAMPLE_TRUTH, LATER, run
 
 pytestmark = pytest.mark.calibration
 
 PROJECTS, BLOCKS = 4, 40
-TAIL = 1e-5      # per request and side
-K = 4.4          # two-sided normal tail of 1e-5
+TAIL = 1e-5  # per request and side
+K = 4.4  # two-sided normal tail of 1e-5
 RAM_DISK = Path("/dev/shm")
 
 
@@ -55,17 +55,23 @@ def test_small_integer_noise_claims_hold(tmp_path):
     assert not any(r.fused for r in results), "the history rows must be plain fresh answers"
     assert max(r.largest_scale for r in results) <= 1.5, "the test must stay in issue 12 item 1's regime"
 
-    decided = {(r.decisions, tuple(round(c, 12) for c in r.claims), r.example[0], round(r.example[1], 12))
-               for r in results}
+    decided = {
+        (r.decisions, tuple(round(c, 12) for c in r.claims), r.example[0], round(r.example[1], 12))
+        for r in results
+    }
     assert len(decided) == 1, f"blocks decided or claimed differently: {decided}"
 
     decision, claim = results[0].example
-    assert abs(claim - EXAMPLE_TRUTH) <= EXAMPLE_TOL, f"the issue's example claims {claim:.4f}, exact is {EXAMPLE_TRUTH}"
+    assert abs(claim - EXAMPLE_TRUTH) <= EXAMPLE_TOL, (
+        f"the issue's example claims {claim:.4f}, exact is {EXAMPLE_TRUTH}"
+    )
     assert decision != "infer", f"the issue's example was inferred at {claim:.4f} < 0.92"
 
     first = results[0]
     for i, (text, eps, delta) in enumerate(LATER):
-        assert first.decisions[i] == "infer", f"{text} ±{eps} was not inferred ({first.decisions[i]}, {first.claims[i]:.4f})"
+        assert first.decisions[i] == "infer", (
+            f"{text} ±{eps} was not inferred ({first.decisions[i]}, {first.claims[i]:.4f})"
+        )
         p, bound = first.claims[i], first.bounds[i]
         assert p >= first.promises[i] - bound - 1e-12, f"{text} ±{eps} claims {p:.4f} < 1 − δ"
         hits = sum(r.hits[i] for r in results)

@@ -13,7 +13,9 @@ from dpdesk.engine.queries.query import Query, Term, query_from_vector
 def _product(rng, shape, terms=1):
     out = []
     for _ in range(terms):
-        factors = tuple(rng.integers(-2, 3, size=k).astype(float) * rng.choice([1.0, 0.5, 1.7]) for k in shape)
+        factors = tuple(
+            rng.integers(-2, 3, size=k).astype(float) * rng.choice([1.0, 0.5, 1.7]) for k in shape
+        )
         factors = tuple(f if np.any(f) else np.eye(len(f))[0] for f in factors)
         out.append(Term(float(rng.choice([-2.0, 1.0, 3.0])), factors))
     return Query(shape, terms=tuple(out))

@@ -215,7 +215,9 @@ def test_counts_are_read_only_int64():
 
 def test_domains_are_not_read_off_the_data():
     # A category present in the data but not declared is out of domain; declared but absent is a 0 cell.
-    schema = Schema.from_dict({"attributes": [{"name": "c", "kind": "categorical", "values": ["a", "b", "rare"]}]})
+    schema = Schema.from_dict(
+        {"attributes": [{"name": "c", "kind": "categorical", "values": ["a", "b", "rare"]}]}
+    )
     cube = build_cube(pd.DataFrame({"c": ["a", "a", "zzz", "b"]}), schema)
     assert cube.flat.tolist() == [2, 1, 0]
     assert cube.out_of_domain == 1

@@ -34,8 +34,15 @@ def test_quick_evaluation_writes_its_section_and_figures(tmp_path):
     assert E.main(["--quick", "--out", str(tmp_path)]) == 0
     md = (tmp_path / "evaluation.md").read_text()
     assert "<!-- section: noninteractive-release -->" in md and "Mode: **QUICK" in md
-    for heading in ("### 1-D intervals", "### Influence of α (Table 2)", "### 2-D rectangles", "### Parity",
-                    "### Max", "### Requests answered from a release", "### Where the seed's numbers"):
+    for heading in (
+        "### 1-D intervals",
+        "### Influence of α (Table 2)",
+        "### 2-D rectangles",
+        "### Parity",
+        "### Max",
+        "### Requests answered from a release",
+        "### Where the seed's numbers",
+    ):
         assert heading in md
     for fig in ("nonint_1d.png", "nonint_table2.png", "nonint_2d.png", "nonint_parity.png", "nonint_max.png"):
         png = tmp_path / "figures" / fig

@@ -46,6 +46,7 @@ def test_the_assessment_reports_the_method_that_ran():
 
 # -- item 1: exact posteriors of discrete sums off one lattice --------------------------------------
 
+
 def _enumerate(coefficients, scales, reach=60):
     """Every atom of Σ A_k K_k over |K_k| ≤ reach, with its mass (independent of the engine)."""
     values, weights = np.zeros(1), np.ones(1)
@@ -87,7 +88,9 @@ def test_atom_posteriors_match_enumeration_everywhere():
         assert post.method == "atoms"
         values, weights = _enumerate(coef, scales)
         for lo, hi in ((-1.0, 1.0), (-0.3, 2.2), (0.0, 0.0), (-3.7, -0.1)):
-            assert post.prob_between(5.0 + lo, 5.0 + hi) == pytest.approx(_exact_mass(values, weights, lo, hi), abs=1e-9)
+            assert post.prob_between(5.0 + lo, 5.0 + hi) == pytest.approx(
+                _exact_mass(values, weights, lo, hi), abs=1e-9
+            )
         for delta in (0.05, 0.2, 0.5):
             ci = post.interval(delta)
             held = _exact_mass(values, weights, ci.low - 5.0, ci.high - 5.0)

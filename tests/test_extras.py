@@ -28,18 +28,35 @@ def paths(tmp_path):  # type: ignore[no-untyped-def]
     return {"schema": str(schema), "xlsx": str(book), "csv": str(csv)}
 
 
-@pytest.mark.parametrize("hidden, args, expected", [
-    (["psycopg"], ["postgresql://me@127.0.0.1:1/db", "--table", "t"],
-     "a PostgreSQL source needs the optional package 'psycopg': install it with pip install 'dpdesk[postgresql]'"),
-    (["openpyxl"], ["{xlsx}"],
-     "an Excel workbook needs the optional package 'openpyxl': install it with pip install 'dpdesk[excel]'"),
-    (["pyspark", "pyspark.sql"], ["{csv}", "--spark", "local[2]"],
-     "a Spark source needs the optional package 'pyspark': install it with pip install 'dpdesk[spark]'"),
-    (["duckdb"], ["{csv}"],
-     "reading CSV and Parquet files needs the Python package 'duckdb', which every install of dpdesk brings; "
-     "reinstall dpdesk"),
-])
-def test_missing_package_is_one_line_naming_the_extra(hidden, args, expected, paths, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "hidden, args, expected",
+    [
+        (
+            ["psycopg"],
+            ["postgresql://me@127.0.0.1:1/db", "--table", "t"],
+            "a PostgreSQL source needs the optional package 'psycopg': install it with pip install 'dpdesk[postgresql]'",
+        ),
+        (
+            ["openpyxl"],
+            ["{xlsx}"],
+            "an Excel workbook needs the optional package 'openpyxl': install it with pip install 'dpdesk[excel]'",
+        ),
+        (
+            ["pyspark", "pyspark.sql"],
+            ["{csv}", "--spark", "local[2]"],
+            "a Spark source needs the optional package 'pyspark': install it with pip install 'dpdesk[spark]'",
+        ),
+        (
+            ["duckdb"],
+            ["{csv}"],
+            "reading CSV and Parquet files needs the Python package 'duckdb', which every install of dpdesk brings; "
+            "reinstall dpdesk",
+        ),
+    ],
+)
+def test_missing_package_is_one_line_naming_the_extra(
+    hidden, args, expected, paths, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     for name in hidden:
         monkeypatch.setitem(sys.modules, name, None)
     argv = ["cube", *[a.format(**paths) for a in args], "--schema", paths["schema"]]
@@ -61,7 +78,9 @@ def test_default_install_declares_the_whole_app() -> None:
     from pathlib import Path
 
     meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
-    required = {d.split(">")[0].split("<")[0].split("[")[0].strip().lower() for d in meta["project"]["dependencies"]}
+    required = {
+        d.split(">")[0].split("<")[0].split("[")[0].strip().lower() for d in meta["project"]["dependencies"]
+    }
     assert {"pyside6-essentials", "pyqtgraph", "duckdb", "opendp"} <= required
     extras = meta["project"]["optional-dependencies"]
     assert extras["postgresql"][0].startswith("psycopg") and extras["excel"][0].startswith("openpyxl")

@@ -33,7 +33,12 @@ def _issue():
     from dpdesk.engine.queries.query import query_from_vector
 
     h = History((3,))
-    for q, alpha, y in (([1, 0, 0], 1.24, 10.0), ([0, 1, 0], 2.55, 10.0), ([1, 1, 1], 2.69, 30.0), ([0, 0, 1], 1.0, 10.0)):
+    for q, alpha, y in (
+        ([1, 0, 0], 1.24, 10.0),
+        ([0, 1, 0], 2.55, 10.0),
+        ([1, 1, 1], 2.69, 30.0),
+        ([0, 0, 1], 1.0, 10.0),
+    ):
         h.append(HistoryRow(query_from_vector(q, (3,)), alpha, y, "discrete_laplace"))
     est = h.estimate(query_from_vector([1, 1, 0], (3,)))
     return list(est.coefficients), list(est.noise_scales)
@@ -79,7 +84,9 @@ def _weight(est, sens, family, alpha):
 def test_continuous_history_with_a_discrete_fresh_term(alpha, mixed):
     # H = 0.7·Laplace(10) (closed form), or that plus a discrete-Laplace(2) row (smooth, interpolated):
     # Pr(|S| ≤ ε) = Σ_k p_k Σ_j Pr(K = j) Pr(0.7 L ∈ window_k − j), Laplace distribution functions only
-    coef, scales, fams = ([0.7, 1.0], [10.0, 2.0], ["laplace", "discrete_laplace"]) if mixed else ([0.7], [10.0], ["laplace"])
+    coef, scales, fams = (
+        ([0.7, 1.0], [10.0, 2.0], ["laplace", "discrete_laplace"]) if mixed else ([0.7], [10.0], ["laplace"])
+    )
     est, eps = _estimate(coef, scales, fams), 6.0
     mass = fused_mass(est, 1.0, "discrete_laplace", eps)
     assert isinstance(mass.law, _Smooth if mixed else _Laplace)
@@ -119,7 +126,11 @@ def test_stepped_history_with_a_continuous_fresh_term():
     for alpha in (0.2, 1.0):
         t = _weight(est, 1.0, "laplace", alpha)
         c = t / alpha
-        exact = float(np.dot(weights, _laplace_cdf(eps - (1 - t) * values, c) - _laplace_cdf(-eps - (1 - t) * values, c)))
+        exact = float(
+            np.dot(
+                weights, _laplace_cdf(eps - (1 - t) * values, c) - _laplace_cdf(-eps - (1 - t) * values, c)
+            )
+        )
         lower, upper = mass.bounds(alpha)
         assert lower <= exact <= upper and upper - lower < 1e-8
 
@@ -136,8 +147,12 @@ def test_selberg_brackets_of_the_fused_sum_hold_the_exact_mass():
             t = _weight(est, 1.0, family, alpha)
             if family == "laplace":
                 c = t / alpha
-                exact = float(np.dot(weights, _laplace_cdf(eps - (1 - t) * values, c)
-                                     - _laplace_cdf(-eps - (1 - t) * values, c)))
+                exact = float(
+                    np.dot(
+                        weights,
+                        _laplace_cdf(eps - (1 - t) * values, c) - _laplace_cdf(-eps - (1 - t) * values, c),
+                    )
+                )
             else:
                 k, pk = _dlap(1.0 / alpha, _reach(1.0 / alpha))
                 s = ((1 - t) * values[:, None] + t * k[None, :]).ravel()

@@ -10,31 +10,32 @@ fails a check with probability < 1e-4), and require it to be at least ``1 − δ
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from stats_helpers import random_box, within_binomial
 
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.budget.accounting import fresh_alpha
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.inference.fusion import fuse, fused_confidence, fusion_weight, plan_fusion
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import meets
-from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.fresh import release_fresh, true_answer
-from dpdesk.engine.answering.workflow import Request, Settings, assess
-from stats_helpers import random_box, within_binomial
 
 SCHEMA = Schema.from_dict(
-    {"attributes": [
-        {"name": "a", "column": "a", "kind": "categorical", "values": ["p", "q", "r"]},
-        {"name": "b", "column": "b", "kind": "numeric", "edges": [0, 10, 20, 40]},
-    ]}
+    {
+        "attributes": [
+            {"name": "a", "column": "a", "kind": "categorical", "values": ["p", "q", "r"]},
+            {"name": "b", "column": "b", "kind": "numeric", "edges": [0, 10, 20, 40]},
+        ]
+    }
 )
 COUNTS = np.array([[5, 40, 12], [80, 0, 2], [7, 150, 61]])
 CUBE = Cube(SCHEMA, COUNTS)
@@ -48,8 +49,10 @@ def _structure(rng):
         coefs = rng.integers(-1, 2, size=len(rows))
         coefs[0] = 1
         try:
-            target = Query(SCHEMA.shape, terms=tuple(
-                Term(c * t.weight, t.factors) for c, r in zip(coefs, rows) if c for t in r.terms))
+            target = Query(
+                SCHEMA.shape,
+                terms=tuple(Term(c * t.weight, t.factors) for c, r in zip(coefs, rows) if c for t in r.terms),
+            )
         except QueryError:
             continue
         return rows, alphas, target
@@ -58,7 +61,9 @@ def _structure(rng):
 def _history(rows, alphas, family, sampler) -> History:
     h = History(SCHEMA.shape)
     for q, a in zip(rows, alphas):
-        h.append(HistoryRow(q, float(a), true_answer(q, CUBE) + sampler.draw(family, q.sensitivity / a), family))
+        h.append(
+            HistoryRow(q, float(a), true_answer(q, CUBE) + sampler.draw(family, q.sensitivity / a), family)
+        )
     return h
 
 
@@ -148,7 +153,9 @@ def test_assess_charges_the_fused_alpha_and_says_so():
     expected_after = float(np.max(h.cell_costs + a.spend_alpha * np.abs(target.dense()) / target.sensitivity))
     assert a.budget.system_cost_after == pytest.approx(expected_after)
     j = a.to_json()
-    assert j["spend_alpha"] == a.spend_alpha and j["fusion_weight"] == a.fusion_weight and j["prior"] == "flat"
+    assert (
+        j["spend_alpha"] == a.spend_alpha and j["fusion_weight"] == a.fusion_weight and j["prior"] == "flat"
+    )
     paper = assess(h, req, Settings(100.0, fusion=False))
     assert paper.spend_alpha == paper.fresh_alpha == a.fresh_alpha and paper.fusion_weight is None
     assert "instead of" not in paper.reason
@@ -161,7 +168,9 @@ def test_fused_alpha_depends_only_on_public_quantities():
     eps = 0.7 * _history(rows, alphas, "laplace", SeededSampler(0)).estimate(target).std
     seen = set()
     for s in range(3):
-        a = assess(_history(rows, alphas, "laplace", SeededSampler(100 + s)), Request("r", target, eps, 0.1), 100.0)
+        a = assess(
+            _history(rows, alphas, "laplace", SeededSampler(100 + s)), Request("r", target, eps, 0.1), 100.0
+        )
         seen.add((a.decision, a.spend_alpha, a.fusion_weight))
     assert len(seen) == 1
 

@@ -40,14 +40,18 @@ def test_mirrored_aliases_equal_evaluating_each(seed, n_cont, n_disc):
     assert not got[0][~need_p].any() and not got[1][~need_m].any()
 
 
-@pytest.mark.parametrize("coef,h,n_out", [
-    ([1.0, 0.7314, 0.4231, 1e-2], 0.05, 1001),  # discrete terms beside a tiny continuous one: loose
-    ([1.0, 0.7314, 0.4231, 1e-2], 0.5, 201),
-    ([1.0, 0.7314, 0.4231, 2.0], 0.05, 1001),  # a wide continuous term: resolved
-])
+@pytest.mark.parametrize(
+    "coef,h,n_out",
+    [
+        ([1.0, 0.7314, 0.4231, 1e-2], 0.05, 1001),  # discrete terms beside a tiny continuous one: loose
+        ([1.0, 0.7314, 0.4231, 1e-2], 0.5, 201),
+        ([1.0, 0.7314, 0.4231, 2.0], 0.05, 1001),  # a wide continuous term: resolved
+    ],
+)
 def test_give_up_skips_exactly_the_masses_a_caller_discards(coef, h, n_out):
-    comp = G.make_components(np.array(coef), np.array([3.0, 3.0, 5.0, 2.0]),
-                             np.array([True, True, True, False]))
+    comp = G.make_components(
+        np.array(coef), np.array([3.0, 3.0, 5.0, 2.0]), np.array([True, True, True, False])
+    )
     mass, err = G.fft_general(comp, h, n_out, 1e-9)
     for limit in (1e-6, err * (1 + 1e-12), err * (1 - 1e-12)):
         asked = []
@@ -71,12 +75,15 @@ def _reference_phi(t: np.ndarray, comp: G.Components) -> np.ndarray:
     return ref.astype(float)
 
 
-@pytest.mark.parametrize("seed,n_cont,n_disc,start,n", [
-    (7, 0, 56, 0, 20_000),     # many discrete terms, no decay (Selberg's nodes for a pure discrete sum)
-    (8, 54, 73, 1024, 7_000),  # continuous and discrete, a later stretch of nodes (j from 1024)
-    (9, 0, 3, 0, 5),           # a handful of nodes
-    (10, 2, 300, 7, 3_001),    # more terms than one group holds
-])
+@pytest.mark.parametrize(
+    "seed,n_cont,n_disc,start,n",
+    [
+        (7, 0, 56, 0, 20_000),  # many discrete terms, no decay (Selberg's nodes for a pure discrete sum)
+        (8, 54, 73, 1024, 7_000),  # continuous and discrete, a later stretch of nodes (j from 1024)
+        (9, 0, 3, 0, 5),  # a handful of nodes
+        (10, 2, 300, 7, 3_001),  # more terms than one group holds
+    ],
+)
 def test_phi_at_the_nodes_matches_its_definition(seed, n_cont, n_disc, start, n):
     comp = _mixed(seed, n_cont, n_disc)
     period = 733.3
@@ -103,8 +110,9 @@ def test_blocks_that_fall_below_the_cutoff_are_zero():
 def test_series_of_many_small_continuous_terms_matches_their_logs(seed, n_cont):
     # more than 48 continuous terms: the small ones (|c t| < 1/2) enter through the power-sum series
     comp = _mixed(seed, n_cont, 0)
-    comp = G.make_components(np.concatenate([comp.c * np.geomspace(1e-9, 1.0, n_cont)]), np.ones(n_cont),
-                             np.zeros(n_cont, bool))  # scales over nine decades
+    comp = G.make_components(
+        np.concatenate([comp.c * np.geomspace(1e-9, 1.0, n_cont)]), np.ones(n_cont), np.zeros(n_cont, bool)
+    )  # scales over nine decades
     t = np.concatenate([np.geomspace(1e-3, 1e9, 4000), [0.0]]) / comp.c[-1]
     L = np.longdouble
     ref = -np.log1p((comp.c.astype(L)[None, :] * t.astype(L)[:, None]) ** 2).sum(axis=1).astype(float)
@@ -127,7 +135,9 @@ def test_alias_bound_on_a_mirrored_half_is_the_same_bound():
 
     for n_from in (0, 4):
         got = G._alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
-        want = G._alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from, mirrored=False)
+        want = G._alias_residual(
+            w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from, mirrored=False
+        )
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
@@ -138,7 +148,7 @@ def test_odd_fast_len_is_the_least_odd_5_smooth_number_at_or_above():
                 k //= f
         return k == 1
 
-    for n in list(range(0, 2000)) + [140_000, 281_251, 421_875, 421_876]:
+    for n in list(range(2000)) + [140_000, 281_251, 421_875, 421_876]:
         want = next(k for k in range(max(n, 1) | 1, 10 * n + 3, 2) if smooth(k))
         assert G.odd_fast_len(n) == want
 

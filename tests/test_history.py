@@ -9,13 +9,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stats_helpers import random_box
 
 from dpdesk.engine.errors import HistoryError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.queries.query import Query, query_from_vector
-from stats_helpers import random_box
 
-PAPER_H = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 1], [2, 1, 0, 0], [0, 0, 2, -1], [0, -1, 0, 1]]
+PAPER_H = [
+    [1, 1, 0, 0],
+    [0, 0, 1, 1],
+    [0, 0, 0, 1],
+    [0, 0, 1, 0],
+    [0, 1, 0, 1],
+    [2, 1, 0, 0],
+    [0, 0, 2, -1],
+    [0, -1, 0, 1],
+]
 PAPER_ALPHA = [0.05, 0.1, 0.05, 0.1, 0.1, 0.05, 0.05, 0.1]
 PAPER_Y = [30.8, 30.3, 46.9, 20.2, 30.4, 68.9, 38.9, 9.5]
 
@@ -46,7 +55,9 @@ def test_paper_worked_example(form):
     est = h.estimate(query_from_vector([1, 0, 1, 0], (4,)), form=form)
     assert est.estimable
     assert round(est.estimate, 1) == 42.0
-    np.testing.assert_array_equal(np.round(est.coefficients, 2), [0.48, 0.36, -0.03, 0.50, -0.50, 0.26, 0.07, 0.24])
+    np.testing.assert_array_equal(
+        np.round(est.coefficients, 2), [0.48, 0.36, -0.03, 0.50, -0.50, 0.26, 0.07, 0.24]
+    )
     np.testing.assert_allclose(h.cell_costs, [0.1, 0.275, 0.25, 0.375], atol=1e-12)
     assert h.system_cost == pytest.approx(0.375)
 
@@ -124,13 +135,15 @@ def test_primal_and_dual_agree_with_the_dense_reference(n, m, rank_deficient, in
         q = query_from_vector(Q, (n,))
         p, d = h.estimate(q, form="primal"), h.estimate(q, form="dual")
         inside = np.linalg.norm(Q - Q @ np.linalg.pinv(H) @ H) <= 1e-7 * np.linalg.norm(Q)
-        assert p.estimable == d.estimable == inside or rank == n and p.estimable and d.estimable
+        assert p.estimable == d.estimable == inside or (rank == n and p.estimable and d.estimable)
         if p.estimable:
             A_ref, theta_ref, var_ref = reference_blue(H, alpha, y, variances, Q)
             scale = np.abs(A_ref).sum() * np.abs(y).max() + 1e-12
             assert abs(p.estimate - d.estimate) <= 1e-9 * scale
             assert abs(p.estimate - theta_ref) <= 1e-8 * scale
-            np.testing.assert_allclose(p.coefficients, d.coefficients, rtol=1e-9, atol=1e-9 * np.abs(A_ref).max())
+            np.testing.assert_allclose(
+                p.coefficients, d.coefficients, rtol=1e-9, atol=1e-9 * np.abs(A_ref).max()
+            )
             np.testing.assert_allclose(p.coefficients, A_ref, rtol=1e-7, atol=1e-8 * np.abs(A_ref).max())
             assert p.variance == pytest.approx(var_ref, rel=1e-7)
             assert d.variance == pytest.approx(p.variance, rel=1e-9)
@@ -138,8 +151,10 @@ def test_primal_and_dual_agree_with_the_dense_reference(n, m, rank_deficient, in
 
 @pytest.mark.parametrize("form", ["primal", "dual"])
 @pytest.mark.parametrize("block", [1, 3, 7, 128])
-@pytest.mark.parametrize("n,m,rank_deficient,integer", [(12, 40, True, True), (12, 40, False, False),
-                                                         (64, 300, True, True), (30, 200, True, False)])
+@pytest.mark.parametrize(
+    "n,m,rank_deficient,integer",
+    [(12, 40, True, True), (12, 40, False, False), (64, 300, True, True), (30, 200, True, False)],
+)
 def test_blocked_build_matches_the_reference(monkeypatch, form, block, n, m, rank_deficient, integer):
     """A factorisation built from a stored history, whole blocks of rows at a time, gives the BLUE the
     row-by-row build and the dense reference give."""
@@ -167,7 +182,9 @@ def test_blocked_build_matches_the_reference(monkeypatch, form, block, n, m, ran
         assert b.estimable and g.estimable
         assert abs(b.estimate - theta_ref) <= 1e-8 * scale and abs(b.estimate - g.estimate) <= 1e-9 * scale
         np.testing.assert_allclose(b.coefficients, A_ref, rtol=1e-7, atol=1e-8 * np.abs(A_ref).max())
-        assert b.variance == pytest.approx(var_ref, rel=1e-7) and b.variance == pytest.approx(g.variance, rel=1e-9)
+        assert b.variance == pytest.approx(var_ref, rel=1e-7) and b.variance == pytest.approx(
+            g.variance, rel=1e-9
+        )
     assert stored._spaces[form].rank == grown._spaces[form].rank == np.linalg.matrix_rank(H)
 
 
@@ -183,7 +200,9 @@ def test_incremental_factorisation_matches_reference_at_every_step():
         for form in ("primal", "dual"):
             est = h.estimate(q, form=form)
             if i >= 2:
-                A_ref, theta_ref, _ = reference_blue(H[: i + 1], alpha[: i + 1], y[: i + 1], [r.variance for r in h.rows], Q)
+                A_ref, theta_ref, _ = reference_blue(
+                    H[: i + 1], alpha[: i + 1], y[: i + 1], [r.variance for r in h.rows], Q
+                )
                 assert est.estimable
                 assert est.estimate == pytest.approx(theta_ref, rel=1e-9, abs=1e-9)
 
@@ -219,7 +238,15 @@ def test_discrete_noise_rows_are_weighted_by_their_true_variance():
 
 def test_history_json_errors_name_the_row():
     with pytest.raises(HistoryError, match=r"rows\[1\]\.alpha"):
-        History.from_json({"cells": 2, "rows": [{"query": [1, 0], "alpha": 0.1, "answer": 1}, {"query": [1, 0], "alpha": -1, "answer": 1}]})
+        History.from_json(
+            {
+                "cells": 2,
+                "rows": [
+                    {"query": [1, 0], "alpha": 0.1, "answer": 1},
+                    {"query": [1, 0], "alpha": -1, "answer": 1},
+                ],
+            }
+        )
     with pytest.raises(HistoryError, match=r"rows\[0\]\.query.*3 coefficients"):
         History.from_json({"cells": 2, "rows": [{"query": [1, 0, 1], "alpha": 0.1, "answer": 1}]})
     with pytest.raises(HistoryError, match="cells"):
@@ -246,8 +273,15 @@ def test_sparse_target_dots_against_product_rows_match_inner_products():
     shape = (7, 5, 6)
     stack, rows = _ProductStack(shape), []
     for _ in range(300):
-        q = Query(shape, terms=(Term(float(rng.integers(1, 4)), tuple(rng.integers(0, 2, k).astype(float) + (np.arange(k) == 0)
-                                                                 for k in shape)),))
+        q = Query(
+            shape,
+            terms=(
+                Term(
+                    float(rng.integers(1, 4)),
+                    tuple(rng.integers(0, 2, k).astype(float) + (np.arange(k) == 0) for k in shape),
+                ),
+            ),
+        )
         stack.add(q)
         rows.append(q)
     dense = sum(r.dense() for r in rows[:3])

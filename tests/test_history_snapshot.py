@@ -35,8 +35,14 @@ def rows(rng: np.random.Generator, m: int) -> list[HistoryRow]:
             q = out[i - 2].query
         else:
             q = box(rng)
-        out.append(HistoryRow(q, float(rng.uniform(0.05, 0.5)), float(rng.normal(100, 10)),
-                              "laplace" if i % 3 else "discrete_laplace"))
+        out.append(
+            HistoryRow(
+                q,
+                float(rng.uniform(0.05, 0.5)),
+                float(rng.normal(100, 10)),
+                "laplace" if i % 3 else "discrete_laplace",
+            )
+        )
     return out
 
 
@@ -89,18 +95,31 @@ def test_factor_consistent_catches_an_edited_factor() -> None:
     meta, arrays = history_arrays(h)
     L = np.array(arrays["space.dual.gram.L"])
     ids = arrays["space.dual.ids"]
-    norms = np.array([h._w.view[i] ** 2 * float(h.rows[i].query.dense() @ h.rows[i].query.dense()) for i in ids])
+    norms = np.array(
+        [h._w.view[i] ** 2 * float(h.rows[i].query.dense() @ h.rows[i].query.dense()) for i in ids]
+    )
     assert factor_consistent(L, norms)
     L[len(L) // 2, 1] += 0.01
     assert not factor_consistent(L, norms)
 
 
-@pytest.mark.parametrize("form, factor", [("dual", "space.dual.gram.L"), ("dual", "space.dual.coords.L"),
-                                          ("primal", "space.primal.coords.L"), ("primal", "space.primal.U")])
-def test_history_factors_consistent_holds_for_built_factors_and_catches_an_edited_one(form: str, factor: str) -> None:
+@pytest.mark.parametrize(
+    "form, factor",
+    [
+        ("dual", "space.dual.gram.L"),
+        ("dual", "space.dual.coords.L"),
+        ("primal", "space.primal.coords.L"),
+        ("primal", "space.primal.U"),
+    ],
+)
+def test_history_factors_consistent_holds_for_built_factors_and_catches_an_edited_one(
+    form: str, factor: str
+) -> None:
     # the public check the view cache runs on a History read back from storage (store/view_cache.py)
     rng = np.random.default_rng(11)
-    h = History(SHAPE, rows(rng, 40))  # sparse rows and exact repeats among them: coords factors not the identity
+    h = History(
+        SHAPE, rows(rng, 40)
+    )  # sparse rows and exact repeats among them: coords factors not the identity
     h.estimate(box(rng), form)
     assert h.factors_consistent()
     meta, arrays = history_arrays(h)

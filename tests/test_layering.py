@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_import_contracts_hold(capsys):
     code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     out = capsys.readouterr().out
-    assert code == 0, "import contracts broken (see docs/architecture.md):\n" + out[out.find("Broken contracts"):]
+    assert code == 0, (
+        "import contracts broken (see docs/architecture.md):\n" + out[out.find("Broken contracts") :]
+    )
 
 
 def test_importing_the_engine_loads_neither_qt_nor_sqlite():

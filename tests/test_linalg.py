@@ -125,7 +125,9 @@ def test_rows_appended_after_the_copy_are_solved_as_a_block(monkeypatch):
         b = rng.normal(size=(r + 1, 2))  # two right-hand sides at once
         x = chol.solve(b)
         np.testing.assert_allclose(M[: r + 1, : r + 1] @ x, b, rtol=1e-7, atol=1e-7)
-        np.testing.assert_allclose(L[: r + 1, : r + 1] @ chol.solve_lower(b[:, 0]), b[:, 0], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            L[: r + 1, : r + 1] @ chol.solve_lower(b[:, 0]), b[:, 0], rtol=1e-9, atol=1e-9
+        )
         copies.append(chol._solver.shape[0])
     assert len(set(copies)) < 40  # not a copy per appended row
     assert sum(c < r + 1 for r, c in enumerate(copies)) > 80  # most solves met a block of appended rows

@@ -12,7 +12,14 @@ from dpdesk.engine.inference import grid
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.mechanisms.registry import (
-    MECHANISMS, NOISE_FAMILIES, POSTERIOR_METHODS, check_method, family_for, kinds, mechanism, noise_family,
+    MECHANISMS,
+    NOISE_FAMILIES,
+    POSTERIOR_METHODS,
+    check_method,
+    family_for,
+    kinds,
+    mechanism,
+    noise_family,
 )
 from dpdesk.engine.queries.query import query_from_json, query_from_vector
 
@@ -31,7 +38,9 @@ def test_opendp_measurement_states_the_alpha_the_mechanism_charges(fam):
         assert meas.map(d_in) == pytest.approx(alpha, rel=1e-9)
         assert fam.privacy_loss(sensitivity, scale) == pytest.approx(alpha, rel=1e-15)
         q = query_from_vector([sensitivity, -1, 0], (3,))
-        np.testing.assert_allclose(fam.charge_for(q, alpha).dense(3), [alpha, alpha / sensitivity, 0.0], rtol=1e-15)
+        np.testing.assert_allclose(
+            fam.charge_for(q, alpha).dense(3), [alpha, alpha / sensitivity, 0.0], rtol=1e-15
+        )
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
@@ -58,13 +67,23 @@ def test_variance_and_characteristic_function_match_the_posterior_kernels(fam):
 def test_registry_is_the_one_table():
     assert [f.name for f in NOISE_FAMILIES] == ["discrete_laplace", "laplace"]
     assert noise_family("laplace") is LAPLACE and noise_family(DISCRETE_LAPLACE) is DISCRETE_LAPLACE
-    assert mechanism("inference").kind == "inferred" and set(kinds()) == {"fresh", "inferred", "posterior", "partition", "selection",
-                                                                                  "estimate", "synthetic", "measurement"}
+    assert mechanism("inference").kind == "inferred" and set(kinds()) == {
+        "fresh",
+        "inferred",
+        "posterior",
+        "partition",
+        "selection",
+        "estimate",
+        "synthetic",
+        "measurement",
+    }
     assert all(MECHANISMS[name].name == name for name in MECHANISMS)
     assert family_for(query_from_vector([1, 2, 0], (3,))) is DISCRETE_LAPLACE
     assert family_for(query_from_vector([0.5, 2, 0], (3,))) is LAPLACE
     assert list(POSTERIOR_METHODS)[0] == check_method("fft")
-    with pytest.raises(DpdeskError, match=r"noise family \('gaussian'\) must be one of discrete_laplace, laplace"):
+    with pytest.raises(
+        DpdeskError, match=r"noise family \('gaussian'\) must be one of discrete_laplace, laplace"
+    ):
         noise_family("gaussian")
     with pytest.raises(DpdeskError, match="method .*'exact'.* must be one of fft, direct, mc"):
         check_method("exact")

@@ -15,7 +15,9 @@ from dpdesk.engine.schema import Schema
 
 @pytest.fixture
 def bits() -> Schema:
-    attrs = [{"name": f"b{i}", "column": f"b{i}", "kind": "categorical", "values": [0, 1]} for i in range(1, 5)]
+    attrs = [
+        {"name": f"b{i}", "column": f"b{i}", "kind": "categorical", "values": [0, 1]} for i in range(1, 5)
+    ]
     attrs.append({"name": "colour", "column": "colour", "kind": "categorical", "values": ["r", "g", "b"]})
     return Schema.from_dict({"attributes": attrs})
 
@@ -27,15 +29,18 @@ def test_coefficients_are_the_xor_of_the_chosen_bits(bits):
         assert dense[idx] == (idx[0] ^ idx[2] ^ idx[3])
     assert q.sensitivity == 1.0 and len(q.terms) == 2
     assert parse_query("parity(b1, b3, b4)", bits) == q
-    assert parse_query("count(b2=\"1\") + parity(b1)", bits).dense().max() == 2.0
+    assert parse_query('count(b2="1") + parity(b1)', bits).dense().max() == 2.0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("parity(colour)", "two-label attributes; 'colour' has 3 labels"),
-    ("parity(b1, b9)", "unknown attribute 'b9'"),
-    ("parity(b1, b1)", "twice"),
-    ("parity()", "expected an attribute name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("parity(colour)", "two-label attributes; 'colour' has 3 labels"),
+        ("parity(b1, b9)", "unknown attribute 'b9'"),
+        ("parity(b1, b1)", "twice"),
+        ("parity()", "expected an attribute name"),
+    ],
+)
 def test_bad_parity_fails_with_one_line(bits, text, message):
     with pytest.raises(QueryError) as e:
         parse_query(text, bits)

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stats_helpers import within_binomial
 
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.budget.accounting import fresh_alpha, preview
-from dpdesk.engine.mechanisms.laplace import LAPLACE
+from dpdesk.engine.budget.policy import SpendPolicy, headroom
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.fusion import fuse, fused_confidence
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.budget.policy import SpendPolicy, headroom
 from dpdesk.engine.queries.query import query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.fresh import release_fresh, true_answer
-from dpdesk.engine.answering.workflow import Request, Settings, assess
-from stats_helpers import within_binomial
 
 N = 12
-SCHEMA = Schema.from_dict({"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]})
+SCHEMA = Schema.from_dict(
+    {"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]}
+)
 CUBE = Cube(SCHEMA, np.random.default_rng(0).integers(0, 60, N))
 
 
@@ -55,8 +57,9 @@ def test_a_spent_cell_leaves_no_headroom():
     assert headroom(_q(np.eye(N)[3] + np.eye(N)[4]), costs, 1.0) == (0.0, 3)
 
 
-@pytest.mark.parametrize("kw", [dict(floor=-0.1), dict(floor=1.5), dict(cap=0.0), dict(cap=float("nan")),
-                                dict(floor=0.6, cap=0.5)])
+@pytest.mark.parametrize(
+    "kw", [dict(floor=-0.1), dict(floor=1.5), dict(cap=0.0), dict(cap=float("nan")), dict(floor=0.6, cap=0.5)]
+)
 def test_policy_fractions_are_checked(kw):
     with pytest.raises(DpdeskError, match="spend policy"):
         SpendPolicy(**kw)
@@ -68,7 +71,11 @@ def test_a_neutral_policy_changes_nothing():
     sampler = SeededSampler(2)
     for _ in range(15):
         q = _random_query(rng)
-        h.append(HistoryRow(q, 0.05, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / 0.05), "laplace"))
+        h.append(
+            HistoryRow(
+                q, 0.05, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / 0.05), "laplace"
+            )
+        )
     for i in range(40):
         req = Request(str(i), _random_query(rng), eps=float(rng.uniform(2, 200)), delta=0.2)
         a = assess(h, req, 1.0, family="laplace")
@@ -85,7 +92,13 @@ def test_the_cap_declines_a_request_that_would_drain_its_cells():
     h = History((N,))
     plain = assess(h, Request("r", q, eps, 0.2), 1.0, family="laplace")
     assert plain.decision == "spend"
-    a = assess(h, Request("r", q, eps, 0.2), Settings(1.0, policy=SpendPolicy(cap=0.25)), family="laplace", schema=SCHEMA)
+    a = assess(
+        h,
+        Request("r", q, eps, 0.2),
+        Settings(1.0, policy=SpendPolicy(cap=0.25)),
+        family="laplace",
+        schema=SCHEMA,
+    )
     assert a.decision == "reject" and a.cost == 0.0
     assert a.reason.startswith("declined by the spend policy") and "25%" in a.reason
     # both cells have the same room: both are named, not one picked among equals
@@ -110,7 +123,9 @@ def test_the_floor_raises_alpha_and_the_release_uses_it():
     assert a.spend_alpha == pytest.approx(0.1 * room) and a.needed_alpha == pytest.approx(need)
     assert a.needed_alpha < a.spend_alpha
     assert "spend policy" in a.reason and "at least 10%" in a.reason
-    assert a.budget.cell_costs_after == pytest.approx(costs_before + LAPLACE.charge_for(q, a.spend_alpha).dense(N))
+    assert a.budget.cell_costs_after == pytest.approx(
+        costs_before + LAPLACE.charge_for(q, a.spend_alpha).dense(N)
+    )
     fresh = release_fresh(a, CUBE, SeededSampler(3), allow_insecure=True)
     assert fresh.alpha == a.spend_alpha and fresh.history_row().alpha == a.spend_alpha
     # the floor never takes α past the headroom
@@ -122,7 +137,12 @@ def test_inferred_answers_ignore_the_policy():
     q = _q(np.eye(N)[2])
     h = History((N,))
     h.append(HistoryRow(q, 0.5, 10.0, "laplace"))
-    a = assess(h, Request("r", q, eps=50.0, delta=0.2), Settings(1.0, policy=SpendPolicy(floor=0.5, cap=0.5)), family="laplace")
+    a = assess(
+        h,
+        Request("r", q, eps=50.0, delta=0.2),
+        Settings(1.0, policy=SpendPolicy(floor=0.5, cap=0.5)),
+        family="laplace",
+    )
     assert a.decision == "infer" and a.cost == 0.0 and a.headroom is None
 
 
@@ -146,15 +166,23 @@ def test_paced_fused_releases_are_calibrated():
         if not est.estimable:
             continue
         eps = float(rng.uniform(0.3, 0.9)) * est.std
-        a = assess(h, Request("r", target, eps, delta), Settings(1.0, policy=SpendPolicy(floor=0.05)), family="laplace")
+        a = assess(
+            h,
+            Request("r", target, eps, delta),
+            Settings(1.0, policy=SpendPolicy(floor=0.05)),
+            family="laplace",
+        )
         if a.decision != "spend" or not a.fused or not a.spend_alpha > a.needed_alpha:
             continue
         cases += 1
         assert a.fused_confidence == pytest.approx(
-            fused_confidence(est, a.spend_alpha, target.sensitivity, "laplace", eps))
+            fused_confidence(est, a.spend_alpha, target.sensitivity, "laplace", eps)
+        )
         A, theta = np.asarray(est.coefficients), true_answer(target, CUBE)
         for _ in range(60):
-            y = truths + np.array([sampler.draw("laplace", q.sensitivity / al) for q, al in zip(rows, alphas)])
+            y = truths + np.array(
+                [sampler.draw("laplace", q.sensitivity / al) for q, al in zip(rows, alphas)]
+            )
             y_new = theta + sampler.draw("laplace", target.sensitivity / a.spend_alpha)
             hits.append(abs(fuse(float(A @ y), y_new, a.fusion_weight) - theta) <= eps)
             claimed.append(a.fused_confidence)
@@ -195,7 +223,9 @@ def test_every_paced_fresh_answer_still_meets_the_requirement(delta):
         for _ in range(int(rng.integers(1, 8))):
             q = _random_query(rng)
             a = float(rng.uniform(0.01, 0.1))
-            h.append(HistoryRow(q, a, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / a), "laplace"))
+            h.append(
+                HistoryRow(q, a, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / a), "laplace")
+            )
         target = _random_query(rng)
         est = h.estimate(target)
         eps = float(rng.uniform(0.2, 1.0)) * (est.std if est.estimable else 30.0)
@@ -205,7 +235,9 @@ def test_every_paced_fresh_answer_still_meets_the_requirement(delta):
             continue
         checked += 1
         if a.fused:
-            assert fused_confidence(est, a.spend_alpha, target.sensitivity, "laplace", eps) >= 1 - delta - 1e-9
+            assert (
+                fused_confidence(est, a.spend_alpha, target.sensitivity, "laplace", eps) >= 1 - delta - 1e-9
+            )
         else:
             assert a.spend_alpha >= a.fresh_alpha * (1 - 1e-12)
     assert checked >= 20

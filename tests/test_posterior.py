@@ -135,8 +135,9 @@ def test_direct_matches_closed_form_within_its_bound(scales):
 
 @pytest.mark.parametrize("scales", [[1.0, 0.3], [40.0, 25.0, 3.0]])
 def test_mc_matches_closed_form_within_monte_carlo_error(scales):
-    post = posterior(0.0, np.ones(len(scales)), scales, method="mc", samples=200_000,
-                     rng=np.random.default_rng(1))
+    post = posterior(
+        0.0, np.ones(len(scales)), scales, method="mc", samples=200_000, rng=np.random.default_rng(1)
+    )
     # error_bound is twice the Dvoretzky–Kiefer–Wolfowitz radius at risk 1e-3: every bin edge's
     # cumulative mass lies within half of it of the exact CDF (fails with probability ≤ 1e-3)
     edges = post.grid - post.center + post.spacing / 2
@@ -146,8 +147,9 @@ def test_mc_matches_closed_form_within_monte_carlo_error(scales):
 
 def test_mc_sample_size_follows_corollary_4_1_with_floor():
     calls = []
-    post = posterior(0.0, [1.0], [1.0], method="mc", gamma=0.5, rng=np.random.default_rng(2),
-                     progress=calls.append)
+    post = posterior(
+        0.0, [1.0], [1.0], method="mc", gamma=0.5, rng=np.random.default_rng(2), progress=calls.append
+    )
     # with γ = 0.5 the bound |u|/γ² max(u)(1-max(u)) is far below the 10⁴ floor
     assert post.method == "mc" and calls[-1] == 1.0
     counts = post.mass * 10_000  # exactly the floor of 10⁴ samples were histogrammed
@@ -195,7 +197,11 @@ def test_lattice_step_for_common_fractional_coefficients():
 @pytest.mark.parametrize(
     "A,b,fams",
     [
-        ([0.48, 0.36, -0.03, 0.5, -0.5, 0.26, 0.07, 0.24], [20, 10, 20, 10, 10, 40, 40, 10], "discrete_laplace"),
+        (
+            [0.48, 0.36, -0.03, 0.5, -0.5, 0.26, 0.07, 0.24],
+            [20, 10, 20, 10, 10, 40, 40, 10],
+            "discrete_laplace",
+        ),
         ([0.3, -0.7], [5.0, 2.0], "discrete_laplace"),
         ([math.sqrt(2) / 3, -math.pi / 5, math.e / 7], [6.0, 3.0, 9.0], "discrete_laplace"),
         ([1.0, 0.37], [4.0, 3.0], ["laplace", "discrete_laplace"]),
@@ -247,8 +253,7 @@ def test_single_laplace_interval_matches_theorem_5_3():
         assert ci.confidence >= 1 - delta
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(scales=distinct_scales(4), delta=st.floats(1e-4, 0.5), discrete=st.booleans())
 def test_interval_holds_one_minus_delta_and_is_narrowest(scales, delta, discrete):
     fam = "discrete_laplace" if discrete else "laplace"
@@ -304,8 +309,9 @@ def test_posterior_is_frozen_and_read_only():
 @pytest.mark.parametrize("method", ["mc", "direct", "fft"])
 def test_cancel_raises_cancelled(method):
     with pytest.raises(Cancelled):
-        posterior(0.0, np.ones(40), np.linspace(1, 5, 40), method=method, samples=100_000,
-                  cancelled=lambda: True)
+        posterior(
+            0.0, np.ones(40), np.linspace(1, 5, 40), method=method, samples=100_000, cancelled=lambda: True
+        )
 
 
 def test_progress_is_reported_for_direct():
@@ -349,7 +355,8 @@ def test_the_reference_density_integrates_to_one_matches_one_laplace_and_its_cdf
     np.testing.assert_allclose(closed_form_density(z[:5], [2.0]), np.exp(-np.abs(z[:5]) / 2) / 4)
     inside = (z >= -5 - 1e-9) & (z <= 7 + 1e-9)  # the grid holds both ends
     assert oracle_cdf(7.0, [3.0, 1.0, 0.5]) - oracle_cdf(-5.0, [3.0, 1.0, 0.5]) == pytest.approx(
-        np.trapezoid(dens[inside], z[inside]), abs=1e-6)
+        np.trapezoid(dens[inside], z[inside]), abs=1e-6
+    )
 
 
 def test_many_components_run_and_keep_the_exact_std():

@@ -49,8 +49,14 @@ def test_bounds_change_what_is_released_not_the_decision_nor_the_budget():
     for _ in range(20):
         h = History((3,))
         for row in ([1, 0, 0], [1, 1, 0], [0, 1, 1]):
-            h.append(HistoryRow(query_from_vector(row, (3,)), float(rng.uniform(0.05, 0.5)), float(rng.normal(5, 20)),
-                                "discrete_laplace"))
+            h.append(
+                HistoryRow(
+                    query_from_vector(row, (3,)),
+                    float(rng.uniform(0.05, 0.5)),
+                    float(rng.normal(5, 20)),
+                    "discrete_laplace",
+                )
+            )
         req = Request("r", q, eps=float(rng.uniform(3, 40)), delta=float(rng.uniform(0.02, 0.4)))
         flat, bounded = assess(h, req, 10.0), assess(h, req, Settings(10.0, prior=BoundedPrior(30)))
         assert bounded.decision == flat.decision
@@ -64,6 +70,7 @@ def test_bounds_change_what_is_released_not_the_decision_nor_the_budget():
 
 # -- coverage at fixed truths ---------------------------------------------------------------------
 
+
 def _discrete(rng, scale, size):
     p = -math.expm1(-1.0 / scale)
     return rng.geometric(p, size) - rng.geometric(p, size)
@@ -72,14 +79,32 @@ def _discrete(rng, scale, size):
 # (rows as (coefficients, α, family), request (coefficients, ε, δ), table size N, cells, truths, quick truths)
 SETTINGS = {
     # issue 12 item 3: one release of noise scale 10, a request ±12 at 80 %, N = 1000
-    "one-release": ([([1.0], 0.1, "discrete_laplace")], ([1.0], 12.0, 0.2), 1000, 1,
-                    [0, 1, 2, 3, 5, 10, 25, 30, 50, 990, 999, 1000], [0, 2, 25, 1000]),
+    "one-release": (
+        [([1.0], 0.1, "discrete_laplace")],
+        ([1.0], 12.0, 0.2),
+        1000,
+        1,
+        [0, 1, 2, 3, 5, 10, 25, 30, 50, 990, 999, 1000],
+        [0, 2, 25, 1000],
+    ),
     # two releases of the same count: the flat window ±14 holds ≈ 0.87, so the engine infers
-    "two-releases": ([([1.0], 0.1, "discrete_laplace"), ([1.0], 0.1, "discrete_laplace")], ([1.0], 14.0, 0.15), 40,
-                     1, [0, 1, 2, 3, 5, 10, 20, 30, 37, 39, 40], [0, 3, 20, 40]),
+    "two-releases": (
+        [([1.0], 0.1, "discrete_laplace"), ([1.0], 0.1, "discrete_laplace")],
+        ([1.0], 14.0, 0.15),
+        40,
+        1,
+        [0, 1, 2, 3, 5, 10, 20, 30, 37, 39, 40],
+        [0, 3, 20, 40],
+    ),
     # continuous noise, a count estimated from three overlapping releases, a small table (both bounds bite)
-    "overlapping": ([([1.0, 0.0], 0.3, "laplace"), ([1.0, 1.0], 0.4, "laplace"), ([0.0, 1.0], 0.35, "laplace")],
-                    ([1.0, 0.0], 5.0, 0.2), 12, 2, [0, 1, 2, 3, 6, 9, 11, 12], [0, 2, 12]),
+    "overlapping": (
+        [([1.0, 0.0], 0.3, "laplace"), ([1.0, 1.0], 0.4, "laplace"), ([0.0, 1.0], 0.35, "laplace")],
+        ([1.0, 0.0], 5.0, 0.2),
+        12,
+        2,
+        [0, 1, 2, 3, 6, 9, 11, 12],
+        [0, 2, 12],
+    ),
 }
 
 
@@ -97,7 +122,11 @@ def _coverage_at(setting, truth, draws, rng):
         for coef, alpha, fam in rows:
             q = query_from_vector(coef, shape)
             scale = q.sensitivity / alpha
-            noise = float(_discrete(rng, scale, 1)[0]) if fam == "discrete_laplace" else float(rng.laplace(0, scale))
+            noise = (
+                float(_discrete(rng, scale, 1)[0])
+                if fam == "discrete_laplace"
+                else float(rng.laplace(0, scale))
+            )
             h.append(HistoryRow(q, alpha, float(np.dot(coef, x)) + noise, fam))
         a = assess(h, Request("r", target, eps=eps, delta=delta), Settings(100.0, prior=prior, fusion=False))
         lo, hi = a.interval  # the 1−δ credible interval, trimmed to the bounds
@@ -115,7 +144,9 @@ def _coverage_at(setting, truth, draws, rng):
 def _check(name, n, hits, claims):
     p = float(np.mean(claims))
     sd = math.sqrt(max(p * (1 - p), 1e-3) / n)
-    assert hits / n >= p - 4 * sd, f"{name}: covered {hits}/{n} = {hits / n:.3f}, claimed {p:.3f} (sd {sd:.3f})"
+    assert hits / n >= p - 4 * sd, (
+        f"{name}: covered {hits}/{n} = {hits / n:.3f}, claimed {p:.3f} (sd {sd:.3f})"
+    )
 
 
 def _coverage_check(setting, truths, draws):

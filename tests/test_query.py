@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dpdesk.engine.errors import DpdeskError, QueryError
+from dpdesk.engine.queries.algebra import inner
 from dpdesk.engine.queries.query import (
     Query,
     Term,
@@ -22,7 +23,6 @@ from dpdesk.engine.queries.query import (
     query_from_json,
     query_from_vector,
 )
-from dpdesk.engine.queries.algebra import inner
 from dpdesk.engine.queries.text import format_terms, parse_query
 from dpdesk.engine.schema import Schema
 
@@ -40,7 +40,11 @@ THREE = Schema.from_dict(
         "attributes": [
             {"name": "a", "kind": "categorical", "values": ["a0", "a1"]},
             {"name": "b", "kind": "categorical", "values": ["b0", "b1", "b2"]},
-            {"name": "ville", "kind": "categorical", "values": ["Zürich", "東京", 'say "hi"', "it's", "2020"]},
+            {
+                "name": "ville",
+                "kind": "categorical",
+                "values": ["Zürich", "東京", 'say "hi"', "it's", "2020"],
+            },
         ]
     }
 )
@@ -66,7 +70,7 @@ THREE = Schema.from_dict(
         ('count(age="0-30") + count(age="0-30")', [2, 2, 0, 0]),
         ('count(income=">50K", age="0-30") - count(age="0-30", income=">50K") + count()', [1, 1, 1, 1]),
         ('+count(age=".5") ' if False else 'count(age="30-150")+ -count(income=">50K")', [0, -1, 1, 0]),
-        ('.5*count()', [0.5] * 4),
+        (".5*count()", [0.5] * 4),
         ('2*3*count(age="0-30")', [6, 6, 0, 0]),
     ],
 )
@@ -89,7 +93,9 @@ def test_quoting_escapes_unicode_and_unquoted_labels():
     d[:, 1, :2] = 1
     assert np.array_equal(q.dense(), d.reshape(-1))
     # numeric-looking labels can be written bare
-    assert np.array_equal(parse_query("count(ville=2020)", THREE).dense(), parse_query('count(ville="2020")', THREE).dense())
+    assert np.array_equal(
+        parse_query("count(ville=2020)", THREE).dense(), parse_query('count(ville="2020")', THREE).dense()
+    )
     # attribute names can be quoted
     assert np.array_equal(parse_query('count("a"="a0")', THREE).dense(), count(THREE, a="a0").dense())
 
@@ -121,17 +127,26 @@ def test_text_round_trip_through_describe():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('count(age="0-30", income=">50K"', "query: at column 32: expected ',' or ')' but found end of query"),
+        (
+            'count(age="0-30", income=">50K"',
+            "query: at column 32: expected ',' or ')' but found end of query",
+        ),
         ('count(age="0-30" income=">50K")', "query: at column 18: expected ',' or ')' but found 'income'"),
         ('(count(age="0-30"), 2)', "query: at column 19: expected ')' but found ','"),
         ('count(age="0-30",)', "query: at column 18: expected an attribute name but found ')'"),
         ('count(agee="0-30")', "query: at column 7: unknown attribute 'agee' (attributes: 'age', 'income')"),
-        ('count(age="0-31")', "query: at column 11: attribute 'age' has no label '0-31' (labels: '0-30', '30-150')"),
+        (
+            'count(age="0-31")',
+            "query: at column 11: attribute 'age' has no label '0-31' (labels: '0-30', '30-150')",
+        ),
         ('count(age=["0-30", "x"])', "query: at column 20: attribute 'age' has no label 'x'"),
         ("count(age=[])", "query: at column 11: empty label list for attribute 'age'"),
-        ('count(age="0-30", age="30-150")', "query: at column 19: attribute 'age' appears twice in one count(...)"),
+        (
+            'count(age="0-30", age="30-150")',
+            "query: at column 19: attribute 'age' appears twice in one count(...)",
+        ),
         ('count(age="0-30"', "query: at column 17: expected ',' or ')' but found end of query"),
-        ('count(age="0-30)', "query: at column 11: unterminated string (no closing \")"),
+        ('count(age="0-30)', 'query: at column 11: unterminated string (no closing ")'),
         ("count(age='0-30\\", "query: at column 11: unterminated string (no closing ')"),
         ('count(age="0-30") % 2', "query: at column 19: unexpected character '%'"),
         ("1e999 * count()", "query: at column 1: weight inf is not a finite number"),
@@ -140,14 +155,20 @@ def test_text_round_trip_through_describe():
         ("count() + 1", "query: at column 11: a constant term does not change a query"),
         ("3", "query: at column 1: the query is a constant"),
         ("cnt(age='0-30')", "query: at column 1: expected count(...), a number or '(' but found 'cnt'"),
-        ("count(age='0-30') count()", "query: at column 19: expected '+', '-', '*' or end of query but found 'count'"),
+        (
+            "count(age='0-30') count()",
+            "query: at column 19: expected '+', '-', '*' or end of query but found 'count'",
+        ),
         ("count(age=)", "query: at column 11: expected a label for 'age' (a quoted string) but found ')'"),
         ("count(age)", "query: at column 10: expected '=' but found ')'"),
         ("count", "query: at column 6: expected '(' but found end of query"),
         ("", "query: empty text"),
         ("   ", "query: empty text"),
         ('count(age="0-30") - count(age="0-30")', "query: all coefficients are zero"),
-        ('count(age=["0-30","30-150"]) - count(age="0-30") - count(age="30-150")', "query: all coefficients are zero"),
+        (
+            'count(age=["0-30","30-150"]) - count(age="0-30") - count(age="30-150")',
+            "query: all coefficients are zero",
+        ),
         ("0 * count()", "query: all coefficients are zero"),
     ],
 )
@@ -198,7 +219,10 @@ def test_query_from_json_dense_and_sparse():
     assert s.to_json() == {"indices": [0, 3], "values": [2.5, -1]}
     assert isinstance(s.to_json()["values"][1], int)
     # zero coefficients in a sparse object are harmless and dropped
-    assert query_from_json({"indices": [0, 1], "values": [0, 3]}, 4).to_json() == {"indices": [1], "values": [3]}
+    assert query_from_json({"indices": [0, 1], "values": [0, 3]}, 4).to_json() == {
+        "indices": [1],
+        "values": [3],
+    }
 
 
 @pytest.mark.parametrize(
@@ -250,7 +274,11 @@ def test_query_from_vector():
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
-@given(vec=hnp.arrays(np.float64, st.integers(1, 30), elements=st.sampled_from([0.0, 1.0, -2.0, 0.25, 3e5, -7.5])))
+@given(
+    vec=hnp.arrays(
+        np.float64, st.integers(1, 30), elements=st.sampled_from([0.0, 1.0, -2.0, 0.25, 3e5, -7.5])
+    )
+)
 def test_json_round_trip(vec):
     if not np.any(vec):
         return
@@ -274,10 +302,17 @@ def test_pickle_and_copy_keep_arrays_read_only():
     import copy
     import pickle
 
-    for q in (parse_query('2*count(income=">50K") - count(age="0-30")', PAPER), query_from_json([0, 1, 0, 2], 4)):
+    for q in (
+        parse_query('2*count(income=">50K") - count(age="0-30")', PAPER),
+        query_from_json([0, 1, 0, 2], 4),
+    ):
         for again in (pickle.loads(pickle.dumps(q)), copy.deepcopy(q)):
             assert again == q and again.text == q.text and again.shape == q.shape
-            arrays = [again.indices, again.values] if again.terms is None else [f for t in again.terms for f in t.factors]
+            arrays = (
+                [again.indices, again.values]
+                if again.terms is None
+                else [f for t in again.terms for f in t.factors]
+            )
             assert all(not a.flags.writeable for a in arrays)
 
 
@@ -329,7 +364,10 @@ def test_sparse_sensitivity_and_integrality():
 
 
 def test_rounding_residue_cancels():
-    q = parse_query('0.1*count(age="0-30") + 0.2*count(age="0-30", income=">50K") - 0.3*count(age="0-30", income=">50K")', PAPER)
+    q = parse_query(
+        '0.1*count(age="0-30") + 0.2*count(age="0-30", income=">50K") - 0.3*count(age="0-30", income=">50K")',
+        PAPER,
+    )
     assert q.dense().tolist() == [0.1, 0, 0, 0]
     assert q.sparse()[0].tolist() == [0]
 
@@ -423,7 +461,9 @@ def test_inner_with_a_row_given_over_the_flat_shape():
     rng = np.random.default_rng(3)
     shape = (3, 4, 2)
     q = _random_product_query(rng, shape)
-    flat = query_from_vector(rng.integers(-2, 3, math.prod(shape)) + (np.arange(24) == 0), (math.prod(shape),))
+    flat = query_from_vector(
+        rng.integers(-2, 3, math.prod(shape)) + (np.arange(24) == 0), (math.prod(shape),)
+    )
     assert inner(q, flat) == pytest.approx(float(np.dot(q.dense(), flat.dense())), rel=1e-12)
     assert inner(flat, q) == pytest.approx(float(np.dot(q.dense(), flat.dense())), rel=1e-12)
 
@@ -453,7 +493,9 @@ def test_inner_never_materialises_cells_for_product_queries(monkeypatch):
     monkeypatch.setattr(Query, "dense", no_dense)
     got = [inner(q, r) for r in rows]
     # a box's inner product with a box is the product of the overlaps of their ranges
-    expected = [math.prod(float(np.dot(f, g)) for f, g in zip(q.terms[0].factors, r.terms[0].factors)) for r in rows]
+    expected = [
+        math.prod(float(np.dot(f, g)) for f, g in zip(q.terms[0].factors, r.terms[0].factors)) for r in rows
+    ]
     assert got == expected
 
 
@@ -477,7 +519,9 @@ def test_product_form_recovers_boxes_exactly_and_leaves_other_queries_alone() ->
     shape = (4, 3, 5)
     box = np.zeros(shape)
     box[1:3, [0, 2], 4] = 2.0  # one weight on a Cartesian set of cells (not contiguous on axis 1)
-    q = query_from_json(Query(shape, indices=np.flatnonzero(box), values=box[box != 0]).to_json(), box.size, shape)
+    q = query_from_json(
+        Query(shape, indices=np.flatnonzero(box), values=box[box != 0]).to_json(), box.size, shape
+    )
     assert q.terms is None
     p = product_form(q)
     assert p.terms is not None and len(p.terms) == 1 and p.terms[0].weight == 2.0

@@ -13,7 +13,10 @@ def test_float_noise_of_an_inferred_estimate_is_shown_as_the_count():
     assert format_value(59950.999999999985, True) == "59951"
     assert format_interval(59830.999999999985, 60070.999999999985, True) == "[59831, 60071]"
     assert format_interval(14353.000000000064, 14653.000000000064, True) == "[14353, 14653]"
-    assert format_value(790.652, True) == "791" and format_interval(740.652, 840.652, True, 790.652) == "[741, 840]"
+    assert (
+        format_value(790.652, True) == "791"
+        and format_interval(740.652, 840.652, True, 790.652) == "[741, 840]"
+    )
 
 
 def test_a_query_that_is_not_a_count_keeps_six_digits():

@@ -33,6 +33,14 @@ def test_kept_samples_and_weights_change_no_sum():
         j = np.arange(1, ph.size + 1)
         for c, w in ((0.0, 6.0), (1.5, 4.0)):
             plain = S.central_sums(ph, j, n, bl.period, w, c)
-            kept = S.central_sums(ph, j, n, bl.period, w, c, weights=tuple(v[: ph.size] for v in S._weights_upto(n)),
-                                  trig=bl._trig_at(c, w, ph.size))
+            kept = S.central_sums(
+                ph,
+                j,
+                n,
+                bl.period,
+                w,
+                c,
+                weights=tuple(v[: ph.size] for v in S._weights_upto(n)),
+                trig=bl._trig_at(c, w, ph.size),
+            )
             assert plain == kept

@@ -19,32 +19,49 @@ from dpdesk.engine.schema import Schema
 
 @pytest.fixture
 def schema() -> Schema:
-    return Schema.from_dict({"attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 20, 40, 60, 80]},
-        {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
-        {"name": "education", "column": "education", "kind": "categorical", "values": ["HS", "BA", "MA"]},
-    ]})
+    return Schema.from_dict(
+        {
+            "attributes": [
+                {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 20, 40, 60, 80]},
+                {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
+                {
+                    "name": "education",
+                    "column": "education",
+                    "kind": "categorical",
+                    "values": ["HS", "BA", "MA"],
+                },
+            ]
+        }
+    )
 
 
 def test_text_forms(schema):
     q = parse_selection("max(age)", schema)
     assert (q.kind, q.attribute, q.conditions, q.monotonic) == ("max", "age", (), False)
     q = parse_selection('argmax(education | sex="Female")', schema)
-    assert (q.kind, q.attribute, q.conditions, q.monotonic) == ("argmax", "education", (("sex", ("Female",)),), True)
+    assert (q.kind, q.attribute, q.conditions, q.monotonic) == (
+        "argmax",
+        "education",
+        (("sex", ("Female",)),),
+        True,
+    )
     q = parse_selection('max( age | education=["BA", "MA"], sex="Male" )', schema)
     assert q.conditions == (("sex", ("Male",)), ("education", ("BA", "MA")))
     assert is_selection_text(" argmax(sex)") and not is_selection_text('count(sex="Male")')
 
 
-@pytest.mark.parametrize("text, message", [
-    ("max(height)", "unknown attribute 'height'"),
-    ("max(sex)", "max needs an ordered (numeric) attribute; 'sex' is categorical"),
-    ('argmax(sex | sex="Male")', "both the one asked about and a condition"),
-    ('argmax(sex | age="5")', "has no label '5'"),
-    ("argmax(sex", "expected '|' or ')'"),
-    ("max(age) + 1", "expected end of query"),
-    ("", "empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("max(height)", "unknown attribute 'height'"),
+        ("max(sex)", "max needs an ordered (numeric) attribute; 'sex' is categorical"),
+        ('argmax(sex | sex="Male")', "both the one asked about and a condition"),
+        ('argmax(sex | age="5")', "has no label '5'"),
+        ("argmax(sex", "expected '|' or ')'"),
+        ("max(age) + 1", "expected end of query"),
+        ("", "empty"),
+    ],
+)
 def test_bad_text_fails_with_one_line(schema, text, message):
     with pytest.raises(QueryError) as e:
         parse_selection(text, schema)
@@ -75,8 +92,13 @@ def test_exact_probabilities_against_a_closed_form():
     u = np.array([3.0, 0.0, 2.5, 2.9, -1.0, 3.0])
     s = 1.3
     from scipy.integrate import quad
+
     for i in range(u.size):
-        f = lambda t, i=i: math.exp(-(t - u[i]) / s) / s * np.prod([1 - math.exp(-(t - u[j]) / s) for j in range(u.size) if j != i])
+        f = lambda t, i=i: (
+            math.exp(-(t - u[i]) / s)
+            / s
+            * np.prod([1 - math.exp(-(t - u[j]) / s) for j in range(u.size) if j != i])
+        )
         ref = quad(f, u.max(), u.max() + 60 * s, epsabs=1e-13, limit=200)[0]
         assert noisy_max_probabilities(u, s)[i] == pytest.approx(ref, abs=1e-10)
 
@@ -150,7 +172,10 @@ def test_release_refuses_an_insecure_sampler(schema):
     with pytest.raises(BudgetError, match="not secure"):
         m.release(counts, schema, SeededSampler(0))
     r = m.release(counts, schema, SeededSampler(0), allow_insecure=True)
-    assert r.label in schema.attribute("age").labels and r.to_json()["mechanism"] == "report_noisy_max_exponential"
+    assert (
+        r.label in schema.attribute("age").labels
+        and r.to_json()["mechanism"] == "report_noisy_max_exponential"
+    )
 
 
 def test_selection_on_the_release_path(schema):
@@ -167,7 +192,11 @@ def test_selection_on_the_release_path(schema):
     plan = plan_selection(q, schema, accuracy=10.0, delta=0.1, total_budget=1.0, cell_costs=costs)
     assert isinstance(plan, ReleasePlan) and plan.releasable and "at most 10 records" in plan.reason
     counts = np.random.default_rng(1).integers(0, 5, schema.shape)
-    payload = json.loads(json.dumps({**plan.record(), **plan.draw(Cube(schema, counts), SeededSampler(2), allow_insecure=True)}))
+    payload = json.loads(
+        json.dumps(
+            {**plan.record(), **plan.draw(Cube(schema, counts), SeededSampler(2), allow_insecure=True)}
+        )
+    )
     assert MECHANISMS["report_noisy_max"] is REPORT_NOISY_MAX and "selection" in kinds()
     c = REPORT_NOISY_MAX.contribution(payload, schema.shape)
     expected = ReportNoisyMax(q, plan.rnm.alpha).cell_charges(schema)

@@ -8,21 +8,27 @@ import math
 import numpy as np
 import pytest
 
+from dpdesk.engine.answering.fresh import release_fresh, true_answer
+from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.budget.accounting import fresh_alpha, preview
-from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import count, query_from_vector
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.fresh import release_fresh, true_answer
-from dpdesk.engine.answering.workflow import Request, assess
 
 SCHEMA = Schema.from_dict(
     {
         "attributes": [
-            {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
+            {
+                "name": "age",
+                "column": "age",
+                "kind": "numeric",
+                "edges": [0, 30, 150],
+                "labels": ["0-30", "30-150"],
+            },
             {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
         ]
     }
@@ -59,8 +65,16 @@ def test_thm53_alpha_can_be_too_small_for_discrete_noise():
     assert _discrete_miss(a, 1, 1.99) > 0.5
 
 
-@pytest.mark.parametrize("bad", [dict(eps=0, delta=0.1), dict(eps=-1, delta=0.1), dict(eps=1, delta=0),
-                                 dict(eps=1, delta=1), dict(eps=float("nan"), delta=0.1)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(eps=0, delta=0.1),
+        dict(eps=-1, delta=0.1),
+        dict(eps=1, delta=0),
+        dict(eps=1, delta=1),
+        dict(eps=float("nan"), delta=0.1),
+    ],
+)
 def test_bad_requirements_are_refused(bad):
     with pytest.raises(BudgetError):
         fresh_alpha(1.0, bad["eps"], bad["delta"])
@@ -97,7 +111,9 @@ def test_a_refusal_names_every_cell_that_would_overspend_never_one_among_equals(
     h = History(SCHEMA.shape)
     wide = Request("r1", count(SCHEMA, income=">50K"), eps=0.5, delta=0.01)  # both >50K cells tie
     a = assess(h, wide, 1.0, schema=SCHEMA)
-    assert a.decision == "reject" and 'in all 2 cells of count(income=">50K") (' in a.reason  # tied: no "most in"
+    assert (
+        a.decision == "reject" and 'in all 2 cells of count(income=">50K") (' in a.reason
+    )  # tied: no "most in"
     # spent on one cell, a request over two cells overflows that one only: it alone is named
     young = count(SCHEMA, age="0-30", income="<=50K")
     h.append(HistoryRow(young, 0.9, 12.0, "discrete_laplace"))
@@ -169,7 +185,16 @@ def test_interval_probability_and_method_validation():
 
 
 def test_methods_agree_on_the_paper_example():
-    H = [[1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 1], [2, 1, 0, 0], [0, 0, 2, -1], [0, -1, 0, 1]]
+    H = [
+        [1, 1, 0, 0],
+        [0, 0, 1, 1],
+        [0, 0, 0, 1],
+        [0, 0, 1, 0],
+        [0, 1, 0, 1],
+        [2, 1, 0, 0],
+        [0, 0, 2, -1],
+        [0, -1, 0, 1],
+    ]
     alpha = [0.05, 0.1, 0.05, 0.1, 0.1, 0.05, 0.05, 0.1]
     y = [30.8, 30.3, 46.9, 20.2, 30.4, 68.9, 38.9, 9.5]
     h = History((4,), [HistoryRow(query_from_vector(q, (4,)), a, v) for q, a, v in zip(H, alpha, y)])

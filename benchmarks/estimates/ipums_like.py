@@ -44,7 +44,11 @@ def generate(rows: int = ROWS, seed: int = 20121) -> np.ndarray:
     """The table as an ``rows × 9`` int32 array of codes (deterministic for a seed)."""
     rng = np.random.default_rng(seed)
     comp = rng.choice(3, size=rows, p=[0.35, 0.45, 0.20])
-    age = np.where(comp == 0, rng.normal(27, 6, rows), np.where(comp == 1, rng.normal(45, 10, rows), rng.normal(70, 9, rows)))
+    age = np.where(
+        comp == 0,
+        rng.normal(27, 6, rows),
+        np.where(comp == 1, rng.normal(45, 10, rows), rng.normal(70, 9, rows)),
+    )
     age = np.clip(np.rint(age), 16, 94).astype(np.int64) - 16
     gender = (rng.random(rows) < 0.49).astype(np.int64)
     birth_w = 1.0 / np.arange(1, 52) ** 0.9
@@ -54,30 +58,60 @@ def generate(rows: int = ROWS, seed: int = 20121) -> np.ndarray:
     race_shift = rng.normal(0, 0.8, (4, 9))
     race = _categorical(rng, _softmax(np.log(race_base)[None, :] + race_shift[region]))
     a = age + 16
-    edu_mean = 9.5 + 2.0 * np.exp(-((a - 35) / 25.0) ** 2) - 0.02 * np.maximum(a - 60, 0) + np.array(
-        [0.5, -0.8, -1.5, 1.2, -1.0, -0.5, 0.0, 0.3, -0.2])[race]
+    edu_mean = (
+        9.5
+        + 2.0 * np.exp(-(((a - 35) / 25.0) ** 2))
+        - 0.02 * np.maximum(a - 60, 0)
+        + np.array([0.5, -0.8, -1.5, 1.2, -1.0, -0.5, 0.0, 0.3, -0.2])[race]
+    )
     education = np.clip(np.rint(rng.normal(edu_mean, 2.6)), 1, 17).astype(np.int64) - 1
     # marital: never, married, divorced, separated, widowed, spouse absent
     young = 1.0 / (1.0 + np.exp((a - 28) / 4.0))
     old = 1.0 / (1.0 + np.exp(-(a - 72) / 6.0))
-    mar_logit = np.stack([
-        3.0 * young, 1.5 - young + 0.2 * gender, 0.3 + 0.01 * a, -1.0 + 0.0 * a,
-        -3.0 + 4.0 * old + 0.8 * (gender == 1), -2.0 + 0.0 * a], axis=1)
+    mar_logit = np.stack(
+        [
+            3.0 * young,
+            1.5 - young + 0.2 * gender,
+            0.3 + 0.01 * a,
+            -1.0 + 0.0 * a,
+            -3.0 + 4.0 * old + 0.8 * (gender == 1),
+            -2.0 + 0.0 * a,
+        ],
+        axis=1,
+    )
     marital = _categorical(rng, _softmax(mar_logit))
     retired = a >= rng.normal(65, 4, rows)
     # work-class: not in work, private, self-employed, self-employed inc., federal, state, local
-    wc_logit = np.stack([
-        -1.0 + 4.0 * retired + 1.0 * (a < 20), 1.8 + 0.0 * a, -0.8 + 0.02 * a, -1.8 + 0.08 * education,
-        -2.2 + 0.05 * education, -1.8 + 0.05 * education, -1.5 + 0.06 * education], axis=1)
+    wc_logit = np.stack(
+        [
+            -1.0 + 4.0 * retired + 1.0 * (a < 20),
+            1.8 + 0.0 * a,
+            -0.8 + 0.02 * a,
+            -1.8 + 0.08 * education,
+            -2.2 + 0.05 * education,
+            -1.8 + 0.05 * education,
+            -1.5 + 0.06 * education,
+        ],
+        axis=1,
+    )
     workclass = _categorical(rng, _softmax(wc_logit))
     group_edu = np.linspace(-1.0, 1.0, 10)
     group_gender = rng.normal(0, 0.9, 10)
-    grp_logit = (group_edu[None, :] * (education[:, None] - 8) / 3.0 + group_gender[None, :] * (2 * gender[:, None] - 1))
+    grp_logit = group_edu[None, :] * (education[:, None] - 8) / 3.0 + group_gender[None, :] * (
+        2 * gender[:, None] - 1
+    )
     group = _categorical(rng, _softmax(grp_logit))
     occupation = group * 5 + rng.choice(5, size=rows, p=[0.35, 0.25, 0.2, 0.12, 0.08])
-    log_wage = (9.6 + 0.09 * education + 0.06 * (a - 16) - 0.0009 * (a - 16) ** 2 - 0.25 * gender
-                + 0.12 * group_edu[group] + np.array([0, 0, 0.1, 0.4, 0.2, 0.1, 0.05])[workclass]
-                + rng.normal(0, 0.55, rows))
+    log_wage = (
+        9.6
+        + 0.09 * education
+        + 0.06 * (a - 16)
+        - 0.0009 * (a - 16) ** 2
+        - 0.25 * gender
+        + 0.12 * group_edu[group]
+        + np.array([0, 0, 0.1, 0.4, 0.2, 0.1, 0.05])[workclass]
+        + rng.normal(0, 0.55, rows)
+    )
     wage = np.exp(log_wage)
     salary = np.clip((wage / 2500.0).astype(np.int64), 0, 49)
     salary = np.where((workclass == 0) & (rng.random(rows) < 0.85), 0, salary)

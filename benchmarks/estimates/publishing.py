@@ -31,7 +31,9 @@ def l1_error(p: np.ndarray, truth: np.ndarray) -> float:
     return float(np.abs(p / p.sum() - truth / truth.sum()).sum())
 
 
-def range_queries(rng: np.random.Generator, k: int, count: int, sizes: tuple[int, ...]) -> list[dict[int, tuple[int, int]]]:
+def range_queries(
+    rng: np.random.Generator, k: int, count: int, sizes: tuple[int, ...]
+) -> list[dict[int, tuple[int, int]]]:
     out = []
     for _ in range(count):
         axes = sorted(rng.choice(len(sizes), size=k, replace=False).tolist())
@@ -109,14 +111,24 @@ def _measurements(mbi, names, pairs, noisy, sd):
     return [mbi.LinearMeasurement(noisy[p].reshape(-1), tuple(names[a] for a in p), stddev=sd) for p in pairs]
 
 
-def mbi_tree(noisy: dict[tuple[int, int], np.ndarray], tree, names, sizes, n: float, sd: float, rows: int,
-             iters: int, seed: int) -> tuple[np.ndarray, dict]:
+def mbi_tree(
+    noisy: dict[tuple[int, int], np.ndarray],
+    tree,
+    names,
+    sizes,
+    n: float,
+    sd: float,
+    rows: int,
+    iters: int,
+    seed: int,
+) -> tuple[np.ndarray, dict]:
     """mbi's exact mirror descent on the tree's measurements, then its synthetic data (``rows`` rows)."""
     mbi = _mbi()
     domain = mbi.Domain(list(names), list(sizes))
     t0 = time.perf_counter()
-    model = mbi.estimation.MirrorDescent().estimate(domain, _measurements(mbi, names, tree, noisy, sd),
-                                                   known_total=n, iters=iters)
+    model = mbi.estimation.MirrorDescent().estimate(
+        domain, _measurements(mbi, names, tree, noisy, sd), known_total=n, iters=iters
+    )
     t1 = time.perf_counter()
     np.random.seed(seed)  # mbi's sampler draws from numpy's global generator
     data = model.synthetic_data(rows, method="sample")
@@ -126,8 +138,9 @@ def mbi_tree(noisy: dict[tuple[int, int], np.ndarray], tree, names, sizes, n: fl
     return codes, {"fit_s": t1 - t0, "sample_s": t2 - t1}
 
 
-def mbi_region_graph(noisy: dict[tuple[int, int], np.ndarray], names, sizes, n: float, sd: float,
-                     iters: int) -> tuple[dict[tuple[int, int], np.ndarray], dict]:
+def mbi_region_graph(
+    noisy: dict[tuple[int, int], np.ndarray], names, sizes, n: float, sd: float, iters: int
+) -> tuple[dict[tuple[int, int], np.ndarray], dict]:
     """mbi's mirror descent with convex generalised belief propagation over all pairs: pseudo-marginals."""
     mbi = _mbi()
     from mbi import approximate_oracles, marginal_loss

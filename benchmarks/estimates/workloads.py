@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import itertools
+
 import numpy as np
 
 from dpdesk.engine.estimates.kernel import LocalQuery
@@ -28,7 +29,7 @@ def range_queries(rng: np.random.Generator, m: int, sizes: tuple[int, ...]) -> l
         for d in (i, j):
             lo, hi = np.sort(rng.integers(0, sizes[d], 2))
             f = np.zeros(sizes[d])
-            f[lo:hi + 1] = 1.0
+            f[lo : hi + 1] = 1.0
             factors[d] = f
         out.append(Query(tuple(sizes), terms=(Term(1.0, tuple(factors)),)))
     return out

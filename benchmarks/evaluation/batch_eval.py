@@ -39,7 +39,6 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
 from dpdesk.engine.planning.ahead import FUTURE, SHARE, plan_ahead
 from dpdesk.engine.queries.query import Query, Term
-
 from evaluation.data import Dataset, RequestSpec, request_stream
 
 TOTAL, DELTA, EPS2 = 1.0, 0.2, (1.0, 100.0)
@@ -102,7 +101,11 @@ def boxes_stream(ds: Dataset, k: int, rng: np.random.Generator) -> list[RequestS
                     if not f.any():
                         f[int(rng.integers(0, shape[d]))] = 1.0
             factors.append(f)
-        out.append(RequestSpec(Query(shape, terms=(Term(1.0, tuple(factors)),)), float(rng.uniform(*EPS2)) / 2.0, DELTA))
+        out.append(
+            RequestSpec(
+                Query(shape, terms=(Term(1.0, tuple(factors)),)), float(rng.uniform(*EPS2)) / 2.0, DELTA
+            )
+        )
     return out
 
 
@@ -129,8 +132,16 @@ def _start(ds: Dataset, initial, seed: int) -> tuple[History, np.ndarray]:
     return hist, costs
 
 
-def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, policy: SpendPolicy | None, seed: int,
-                   total: float = TOTAL, initial=()) -> Outcome:
+def run_one_by_one(
+    ds: Dataset,
+    specs: list[RequestSpec],
+    *,
+    fusion: bool,
+    policy: SpendPolicy | None,
+    seed: int,
+    total: float = TOTAL,
+    initial=(),
+) -> Outcome:
     out = Outcome()
     (hist, costs), sampler = _start(ds, initial, seed), SeededSampler(seed)
     settings = Settings(total, policy=policy, fusion=fusion)
@@ -153,8 +164,19 @@ def run_one_by_one(ds: Dataset, specs: list[RequestSpec], *, fusion: bool, polic
     return out
 
 
-def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, seed: int, share: float = 0.0,
-              future: float = FUTURE, total: float = TOTAL, initial=(), log: list | None = None) -> Outcome:
+def run_batch(
+    ds: Dataset,
+    specs: list[RequestSpec],
+    *,
+    batch: int,
+    cap: float,
+    seed: int,
+    share: float = 0.0,
+    future: float = FUTURE,
+    total: float = TOTAL,
+    initial=(),
+    log: list | None = None,
+) -> Outcome:
     """One stream under batch plans; ``log`` (if given) receives, per batch, the measurements released and
     the answered requests with their claims — the decisions, which no noise draw changes."""
     import time
@@ -164,12 +186,21 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
     settings = Settings(total, policy=None if cap >= 1 else SpendPolicy(floor=0.0, cap=cap))
     ordered = [a.kind == "numeric" for a in ds.cube.schema.attributes]
     for lo in range(0, len(specs), batch):
-        reqs = [Request(str(lo + i), s.query, s.eps, s.delta) for i, s in enumerate(specs[lo:lo + batch])]
+        reqs = [Request(str(lo + i), s.query, s.eps, s.delta) for i, s in enumerate(specs[lo : lo + batch])]
         t0 = time.perf_counter()
         if share > 0:  # the queue's earlier requests are public: the look-ahead plans for them too
             seen = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(specs[:lo])]
-            plan = plan_ahead(hist, reqs, settings, seen=seen, share=share, future=future, cell_costs=costs, family=FAMILY,
-                              ordered=ordered)
+            plan = plan_ahead(
+                hist,
+                reqs,
+                settings,
+                seen=seen,
+                share=share,
+                future=future,
+                cell_costs=costs,
+                family=FAMILY,
+                ordered=ordered,
+            )
         else:
             plan = plan_batch(hist, reqs, settings, cell_costs=costs, family=FAMILY, ordered=ordered)
         out.plan_seconds.append(time.perf_counter() - t0)
@@ -196,10 +227,20 @@ def run_batch(ds: Dataset, specs: list[RequestSpec], *, batch: int, cap: float, 
     return out
 
 
-def run(system: str, ds: Dataset, specs: list[RequestSpec], *, seed: int, batch: int = 20, cap: float = 1.0,
-        share: float = SHARE) -> Outcome:
+def run(
+    system: str,
+    ds: Dataset,
+    specs: list[RequestSpec],
+    *,
+    seed: int,
+    batch: int = 20,
+    cap: float = 1.0,
+    share: float = SHARE,
+) -> Outcome:
     if system == "paper inference":
         return run_one_by_one(ds, specs, fusion=False, policy=None, seed=seed)
     if system == "dpdesk today":
         return run_one_by_one(ds, specs, fusion=True, policy=PACING, seed=seed)
-    return run_batch(ds, specs, batch=batch, cap=cap, seed=seed, share=share if system == "dpdesk batch" else 0.0)
+    return run_batch(
+        ds, specs, batch=batch, cap=cap, seed=seed, share=share if system == "dpdesk batch" else 0.0
+    )

@@ -34,5 +34,6 @@ def run(system: str, ds: D.Dataset, setting: str, rep: int, k: int, share: float
     seed = 1000 * rep + PAPER_SYSTEMS.index(system)
     if system == "dpdesk batch":
         return B.run_batch(ds, specs, batch=20, cap=1.0, seed=seed, share=share, total=total, initial=initial)
-    return B.run_one_by_one(ds, specs, fusion=system != "paper inference", policy=None, seed=seed, total=total,
-                            initial=initial)
+    return B.run_one_by_one(
+        ds, specs, fusion=system != "paper inference", policy=None, seed=seed, total=total, initial=initial
+    )

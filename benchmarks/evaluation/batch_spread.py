@@ -15,7 +15,6 @@ import numpy as np
 from dpdesk.engine.answering.fresh import true_answer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.noise import SeededSampler
-
 from evaluation import batch_eval as B
 
 
@@ -24,7 +23,9 @@ def replay(ds, log, initial, seed: int) -> tuple[int, float]:
     logged noise when ``seed`` is the run's own: a check that the replay is the release)."""
     hist, init, sampler = History(ds.cube.schema.shape), SeededSampler(seed + 7919), SeededSampler(seed)
     for q, a in initial:
-        hist.append(HistoryRow(q, a, true_answer(q, ds.cube) + init.draw(B.FAMILY, q.sensitivity / a), B.FAMILY))
+        hist.append(
+            HistoryRow(q, a, true_answer(q, ds.cube) + init.draw(B.FAMILY, q.sensitivity / a), B.FAMILY)
+        )
     hits, mismatch = 0, 0.0
     for rows, answered in log:
         for m in rows:
@@ -40,12 +41,22 @@ def replay(ds, log, initial, seed: int) -> tuple[int, float]:
 def spread(ds, specs, *, seed: int, repeats: int, share: float, total: float = B.TOTAL, initial=()) -> dict:
     """Run the stream once (logging its decisions), then replay it under ``repeats`` other noise seeds."""
     log: list = []
-    out = B.run_batch(ds, specs, batch=20, cap=1.0, seed=seed, share=share, total=total, initial=initial, log=log)
+    out = B.run_batch(
+        ds, specs, batch=20, cap=1.0, seed=seed, share=share, total=total, initial=initial, log=log
+    )
     own, mismatch = replay(ds, log, initial, seed)
     hits = np.array([replay(ds, log, initial, seed + 100_003 * (r + 1))[0] for r in range(repeats)], float)
-    return {"repeats": repeats, "answered": out.answered, "hits": out.hits, "claimed": out.claimed, "replayed_own": own,
-            "mismatch": mismatch, "replay_hits": hits.tolist(), "mean": float(hits.mean()),
-            "sd": float(hits.std(ddof=1))}
+    return {
+        "repeats": repeats,
+        "answered": out.answered,
+        "hits": out.hits,
+        "claimed": out.claimed,
+        "replayed_own": own,
+        "mismatch": mismatch,
+        "replay_hits": hits.tolist(),
+        "mean": float(hits.mean()),
+        "sd": float(hits.std(ddof=1)),
+    }
 
 
 def spread_one_by_one(ds, specs, *, seed: int, repeats: int) -> dict:
@@ -58,7 +69,9 @@ def spread_one_by_one(ds, specs, *, seed: int, repeats: int) -> dict:
     settings = Settings(B.TOTAL, policy=None, fusion=False)
     log, hits, claimed = [], 0, 0.0
     for i, s in enumerate(specs):
-        a = assess(hist, Request(str(i), s.query, s.eps, s.delta), settings, family=B.FAMILY, cell_costs=costs)
+        a = assess(
+            hist, Request(str(i), s.query, s.eps, s.delta), settings, family=B.FAMILY, cell_costs=costs
+        )
         if a.decision == "infer":
             released, claim, row = a.release_estimate, float(a.confidence_at_eps), None
         elif a.decision == "spend":
@@ -88,5 +101,14 @@ def spread_one_by_one(ds, specs, *, seed: int, repeats: int) -> dict:
 
     own, mismatch = replay(seed)
     reps = np.array([replay(seed + 100_003 * (r + 1))[0] for r in range(repeats)], float)
-    return {"repeats": repeats, "answered": len(log), "hits": hits, "claimed": claimed, "replayed_own": own,
-            "mismatch": mismatch, "replay_hits": reps.tolist(), "mean": float(reps.mean()), "sd": float(reps.std(ddof=1))}
+    return {
+        "repeats": repeats,
+        "answered": len(log),
+        "hits": hits,
+        "claimed": claimed,
+        "replayed_own": own,
+        "mismatch": mismatch,
+        "replay_hits": reps.tolist(),
+        "mean": float(reps.mean()),
+        "sd": float(reps.std(ddof=1)),
+    }

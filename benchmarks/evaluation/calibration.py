@@ -39,14 +39,27 @@ from typing import Any
 
 SCHEMA = {
     "attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 20, 40, 60, 80],
-         "labels": ["0-20", "20-40", "40-60", "60-80"]},
+        {
+            "name": "age",
+            "column": "age",
+            "kind": "numeric",
+            "edges": [0, 20, 40, 60, 80],
+            "labels": ["0-20", "20-40", "40-60", "60-80"],
+        },
         {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
     ]
 }
 # small counts on purpose: several cells hold 0, 1 or 2 records, so known bounds trim released windows
-COUNTS = {("0-20", "F"): 0, ("0-20", "M"): 1, ("20-40", "F"): 2, ("20-40", "M"): 5,
-          ("40-60", "F"): 30, ("40-60", "M"): 27, ("60-80", "F"): 3, ("60-80", "M"): 0}
+COUNTS = {
+    ("0-20", "F"): 0,
+    ("0-20", "M"): 1,
+    ("20-40", "F"): 2,
+    ("20-40", "M"): 5,
+    ("40-60", "F"): 30,
+    ("40-60", "M"): 27,
+    ("60-80", "F"): 3,
+    ("60-80", "M"): 0,
+}
 AGES = {"0-20": 10, "20-40": 30, "40-60": 50, "60-80": 70}
 TABLE_SIZE = 70  # the declared public bound on the records (68 here)
 TOTAL_BUDGET = 3.0
@@ -77,16 +90,21 @@ class Setting:
 
     name: str
     label: str
-    table_size: float | None = None   # known bounds: the declared table size (None: the flat prior)
+    table_size: float | None = None  # known bounds: the declared table size (None: the flat prior)
     policy: tuple[float, float] | None = None  # pacing: SpendPolicy(floor, cap) (None: greedy)
     one_sided: bool = False  # known bounds can only add coverage: E H ≥ E C
 
 
-SETTINGS: dict[str, Setting] = {s.name: s for s in (
-    Setting("flat", "flat prior, greedy"),
-    Setting("bounds", f"known bounds (table size {TABLE_SIZE}), greedy", table_size=TABLE_SIZE, one_sided=True),
-    Setting("pacing", "flat prior, pacing (floor 0.15, cap 0.5)", policy=(0.15, 0.5)),
-)}
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting("flat", "flat prior, greedy"),
+        Setting(
+            "bounds", f"known bounds (table size {TABLE_SIZE}), greedy", table_size=TABLE_SIZE, one_sided=True
+        ),
+        Setting("pacing", "flat prior, pacing (floor 0.15, cap 0.5)", policy=(0.15, 0.5)),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -94,11 +112,11 @@ class Answer:
     """One released answer: how it was made, the confidence claimed for its interval, and the outcome."""
 
     request: int  # position in the stream
-    kind: str     # "inferred", "fused" or "fresh"
+    kind: str  # "inferred", "fused" or "fresh"
     claim: float  # the claimed probability that the released interval holds the truth
     bound: float  # the stated error bound of that claim (0 for the closed form)
     promise: float  # 1 − δ, what the requester was promised
-    hit: bool     # the released interval holds the true count
+    hit: bool  # the released interval holds the true count
 
 
 @dataclass(frozen=True)
@@ -107,7 +125,7 @@ class ProjectResult:
 
     answers: tuple[Answer, ...]
     rejected: int
-    smallest_scale: float           # of its integer (discrete-Laplace) noise: the one that matters below
+    smallest_scale: float  # of its integer (discrete-Laplace) noise: the one that matters below
     smallest_continuous_scale: float
     seconds: float
 
@@ -149,8 +167,14 @@ def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> Pro
     t0 = time.perf_counter()
     answers: list[Answer] = []
     rejected, smallest = 0, {"discrete_laplace": math.inf, "laplace": math.inf}
-    with Project.create(path, name="calibration", schema=SCHEMA, source_location=str(table), source_table="people",
-                        total_budget=TOTAL_BUDGET) as p:
+    with Project.create(
+        path,
+        name="calibration",
+        schema=SCHEMA,
+        source_location=str(table),
+        source_table="people",
+        total_budget=TOTAL_BUDGET,
+    ) as p:
         if setting.table_size is not None:
             p.set_prior(BoundedPrior(setting.table_size))
         if setting.policy is not None:
@@ -175,12 +199,14 @@ def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> Pro
                 else:
                     kind, claim, bound = "fresh", fresh_claim(a.family, scale, eps), 0.0
             answers.append(Answer(i, kind, claim, bound, 1.0 - delta, _holds(release.interval, truth)))
-    return ProjectResult(tuple(answers), rejected, smallest["discrete_laplace"], smallest["laplace"],
-                         time.perf_counter() - t0)
+    return ProjectResult(
+        tuple(answers), rejected, smallest["discrete_laplace"], smallest["laplace"], time.perf_counter() - t0
+    )
 
 
-def run(setting: Setting | str, repetitions: int, folder: Path | None = None, stream=STREAM,
-        progress: Any = None) -> list[ProjectResult]:
+def run(
+    setting: Setting | str, repetitions: int, folder: Path | None = None, stream=STREAM, progress: Any = None
+) -> list[ProjectResult]:
     """``repetitions`` independent projects of one setting, each with its own OpenDP noise."""
     setting = SETTINGS[setting] if isinstance(setting, str) else setting
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
@@ -203,9 +229,9 @@ class Summary:
     hits: int
     claimed: float
     promised: float
-    bound: float      # summed stated error bounds of the claims, per project (largest)
+    bound: float  # summed stated error bounds of the claims, per project (largest)
     mean_diff: float  # mean over projects of H − C
-    se: float         # standard error of that mean, from the repetitions
+    se: float  # standard error of that mean, from the repetitions
 
     @property
     def coverage(self) -> float:
@@ -226,13 +252,24 @@ def summary(results: list[ProjectResult], kinds: tuple[str, ...] = ("inferred", 
     diffs = [sum(a.hit for a in ans) - sum(a.claim for a in ans) for ans in per]
     se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else math.inf
     flat = [a for ans in per for a in ans]
-    return Summary(len(results), len(flat), sum(a.hit for a in flat), sum(a.claim for a in flat),
-                   sum(a.promise for a in flat), max((sum(a.bound for a in ans) for ans in per), default=0.0),
-                   statistics.fmean(diffs) if diffs else 0.0, se)
+    return Summary(
+        len(results),
+        len(flat),
+        sum(a.hit for a in flat),
+        sum(a.claim for a in flat),
+        sum(a.promise for a in flat),
+        max((sum(a.bound for a in ans) for ans in per), default=0.0),
+        statistics.fmean(diffs) if diffs else 0.0,
+        se,
+    )
 
 
-SUBSETS = (("all answers", ("inferred", "fused", "fresh")), ("from history", ("inferred",)),
-           ("fused fresh", ("fused",)), ("unfused fresh", ("fresh",)))
+SUBSETS = (
+    ("all answers", ("inferred", "fused", "fresh")),
+    ("from history", ("inferred",)),
+    ("fused fresh", ("fused",)),
+    ("unfused fresh", ("fresh",)),
+)
 
 
 def per_request(results: dict[str, list[ProjectResult]], stream=STREAM) -> list[str]:
@@ -243,9 +280,15 @@ def per_request(results: dict[str, list[ProjectResult]], stream=STREAM) -> list[
     binomial error of one row is honest, unlike that of a project's sum.
     """
     names = list(results)
-    head = "| # | request | " + " | ".join(f"{SETTINGS[n].name}: answer, claim, hit rate" for n in names) + " |"
-    lines = ["Per request (± one binomial standard error of the hit rate):", "", head,
-             "|---:|---|" + "---|" * len(names)]
+    head = (
+        "| # | request | " + " | ".join(f"{SETTINGS[n].name}: answer, claim, hit rate" for n in names) + " |"
+    )
+    lines = [
+        "Per request (± one binomial standard error of the hit rate):",
+        "",
+        head,
+        "|---:|---|" + "---|" * len(names),
+    ]
     same = True
     for i, (text, eps, delta) in enumerate(stream):
         cells = []
@@ -261,7 +304,10 @@ def per_request(results: dict[str, list[ProjectResult]], stream=STREAM) -> list[
             cells.append(f"{got[0].kind}, {p:.4f}, {rate:.3f} ± {math.sqrt(p * (1 - p) / len(got)):.3f}")
         lines.append(f"| {i + 1} | `{text}` ±{eps:g} at {1 - delta:g} | " + " | ".join(cells) + " |")
     if not same:
-        lines += ["", "(Some requests were decided or claimed differently across projects; the claim shown is the mean.)"]
+        lines += [
+            "",
+            "(Some requests were decided or claimed differently across projects; the claim shown is the mean.)",
+        ]
     return lines
 
 
@@ -276,9 +322,12 @@ def markdown(results: dict[str, list[ProjectResult]], meta: dict[str, Any], comm
     ``meta`` says how it was measured: ``requests`` (first N of :data:`STREAM`), ``seconds``, ``date``,
     ``commit`` (the engine's).
     """
-    stream = STREAM[:meta["requests"]]
-    which = (f"the same stream of {len(STREAM)} requests" if len(stream) == len(STREAM)
-             else f"the first {len(stream)} of the stream's {len(STREAM)} requests")
+    stream = STREAM[: meta["requests"]]
+    which = (
+        f"the same stream of {len(STREAM)} requests"
+        if len(stream) == len(STREAM)
+        else f"the first {len(stream)} of the stream's {len(STREAM)} requests"
+    )
     rows, notes = [], []
     for name, res in results.items():
         setting = SETTINGS[name]
@@ -286,72 +335,83 @@ def markdown(results: dict[str, list[ProjectResult]], meta: dict[str, Any], comm
             s = summary(res, kinds)
             if s.answers == 0:
                 continue
-            rows.append(f"| {setting.label} | {label} | {s.answers} | {s.hits} | {s.claimed:.1f} | {s.promised:.1f} | "
-                        f"{s.coverage:.4f} | {s.claim:.4f} | {s.mean_diff:+.3f} ± {s.se:.3f} | {s.z:+.2f} |")
-        notes.append(f"{setting.label}: {len(res)} projects, {sum(r.rejected for r in res) / len(res):.1f} rejections "
-                     f"per project, smallest noise scale S/α {min(r.smallest_scale for r in res):.2f} (integer noise), "
-                     f"{min(r.smallest_continuous_scale for r in res):.2f} (continuous), "
-                     f"{statistics.fmean(r.seconds for r in res):.2f} s per project")
-    return "\n".join([
-        "## Calibration end to end (real projects, OpenDP noise)" if len(stream) == len(STREAM) else
-        f"## Calibration end to end, requests 1–{len(stream)} (the test's stream), after issue 12 items 1 and 7",
-        "",
-        f"Each repetition is a real project file over a small SQLite table with known counts (68 records, "
-        f"several cells hold 0, 1 or 2 of them), answering {which} with "
-        "OpenDP's secure sampler through `Project.release`: assess, then release exactly that assessment — "
-        "fresh, fused with history, or from history — or reject. Every released answer claims a confidence "
-        "for its interval: from history `confidence_at_eps` (the mass of θ̂ ± ε), fused `fused_confidence`, "
-        "unfused fresh `Pr(|N| ≤ ε)` at the α actually spent (closed form). These claims are computed from "
-        "public inputs only and are coverage probabilities at the project's fixed table, so the expected "
-        "hits H equal the summed claims C under the flat prior and pacing, and are at least C with known "
-        "bounds (a window trimmed to [0, N] holds the truth whenever the untrimmed one does, and a window "
-        "that misses [0, N] entirely becomes its nearest bound, which can only add hits). Answers of one project share its history's "
-        "noise, so H is not binomial: the error below is measured from the repetitions — the mean of "
-        "H − C per project ± its standard error (sd over √projects), and z = mean / se. *promised* is "
-        "Σ (1 − δ), what the requesters were promised.",
-        "",
-        "| setting | answers counted | answers | hits H | claimed C | promised | coverage | mean claim | "
-        "H − C per project | z |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *rows,
-        "",
-        *[f"- {n}" for n in notes],
-        "",
-        *per_request(results, stream),
-        "",
-        "Scope: every integer (discrete-Laplace) noise scale S/α here is at least 2 (continuous Laplace "
-        "scales go lower under pacing; that path is sound). Discrete-Laplace rows at scales below about 1.5 "
-        "whose BLUE weights are not on one lattice are the regime of issue 12 item 1 (main claimed 0.9326 "
-        "where the truth is 0.9137 until exact posteriors landed in f53ffd7); these runs do not cover it, "
-        "tests/test_calibration_small_noise.py does (same marker, about 10 s): the issue's four-row history in "
-        "160 independent blocks of real projects (benchmarks/evaluation/small_noise.py, OpenDP noise through "
-        "`Project.release`, every history row discrete Laplace at S/α ≤ 1.5), then six borderline requests "
-        "the engine infers; the issue's example must claim 0.9137 ± 0.003 and not be inferred, and hits must "
-        "match claims request by request (binomial) and in sum (H − C within ±4.4 standard errors measured "
-        "from the blocks). On the engine before f53ffd7 the example claimed 0.9327 and was inferred, which "
-        "fails the test; that engine's other claims there were off by at most 0.064 per answer (too modest), "
-        "about +0.2 hits per block against a standard error near 0.1 at 160 blocks: the hit count alone "
-        "does not resolve errors that small.",
-        "",
-        "tests/test_calibration_projects.py runs the first 9 requests (on today's engine requests 10, 12 and "
-        "14 cost about a second each: a fusion search and Selberg brackets), 30 projects per setting, under "
-        "`make test`: every project must make the same decisions with the same claims (public inputs only), "
-        "every claim must meet 1 − δ, each request's hits must be a plausible Binomial(30, claim), and the "
-        "mean of H − C must lie within [−5, +8] standard errors measured from the repetitions. It catches a "
-        "deficit of about 1.5–2 hits per project (of 9 answers); the figures here are the measurement.",
-        "",
-        f"Measured {meta['date']} on the engine at commit {meta['commit']}, in {meta['seconds'] / 60:.0f} min on "
-        f"the shared 2-core machine. Regenerate: `{command}`",
-    ])
+            rows.append(
+                f"| {setting.label} | {label} | {s.answers} | {s.hits} | {s.claimed:.1f} | {s.promised:.1f} | "
+                f"{s.coverage:.4f} | {s.claim:.4f} | {s.mean_diff:+.3f} ± {s.se:.3f} | {s.z:+.2f} |"
+            )
+        notes.append(
+            f"{setting.label}: {len(res)} projects, {sum(r.rejected for r in res) / len(res):.1f} rejections "
+            f"per project, smallest noise scale S/α {min(r.smallest_scale for r in res):.2f} (integer noise), "
+            f"{min(r.smallest_continuous_scale for r in res):.2f} (continuous), "
+            f"{statistics.fmean(r.seconds for r in res):.2f} s per project"
+        )
+    return "\n".join(
+        [
+            "## Calibration end to end (real projects, OpenDP noise)"
+            if len(stream) == len(STREAM)
+            else f"## Calibration end to end, requests 1–{len(stream)} (the test's stream), after issue 12 items 1 and 7",
+            "",
+            f"Each repetition is a real project file over a small SQLite table with known counts (68 records, "
+            f"several cells hold 0, 1 or 2 of them), answering {which} with "
+            "OpenDP's secure sampler through `Project.release`: assess, then release exactly that assessment — "
+            "fresh, fused with history, or from history — or reject. Every released answer claims a confidence "
+            "for its interval: from history `confidence_at_eps` (the mass of θ̂ ± ε), fused `fused_confidence`, "
+            "unfused fresh `Pr(|N| ≤ ε)` at the α actually spent (closed form). These claims are computed from "
+            "public inputs only and are coverage probabilities at the project's fixed table, so the expected "
+            "hits H equal the summed claims C under the flat prior and pacing, and are at least C with known "
+            "bounds (a window trimmed to [0, N] holds the truth whenever the untrimmed one does, and a window "
+            "that misses [0, N] entirely becomes its nearest bound, which can only add hits). Answers of one project share its history's "
+            "noise, so H is not binomial: the error below is measured from the repetitions — the mean of "
+            "H − C per project ± its standard error (sd over √projects), and z = mean / se. *promised* is "
+            "Σ (1 − δ), what the requesters were promised.",
+            "",
+            "| setting | answers counted | answers | hits H | claimed C | promised | coverage | mean claim | "
+            "H − C per project | z |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            *[f"- {n}" for n in notes],
+            "",
+            *per_request(results, stream),
+            "",
+            "Scope: every integer (discrete-Laplace) noise scale S/α here is at least 2 (continuous Laplace "
+            "scales go lower under pacing; that path is sound). Discrete-Laplace rows at scales below about 1.5 "
+            "whose BLUE weights are not on one lattice are the regime of issue 12 item 1 (main claimed 0.9326 "
+            "where the truth is 0.9137 until exact posteriors landed in f53ffd7); these runs do not cover it, "
+            "tests/test_calibration_small_noise.py does (same marker, about 10 s): the issue's four-row history in "
+            "160 independent blocks of real projects (benchmarks/evaluation/small_noise.py, OpenDP noise through "
+            "`Project.release`, every history row discrete Laplace at S/α ≤ 1.5), then six borderline requests "
+            "the engine infers; the issue's example must claim 0.9137 ± 0.003 and not be inferred, and hits must "
+            "match claims request by request (binomial) and in sum (H − C within ±4.4 standard errors measured "
+            "from the blocks). On the engine before f53ffd7 the example claimed 0.9327 and was inferred, which "
+            "fails the test; that engine's other claims there were off by at most 0.064 per answer (too modest), "
+            "about +0.2 hits per block against a standard error near 0.1 at 160 blocks: the hit count alone "
+            "does not resolve errors that small.",
+            "",
+            "tests/test_calibration_projects.py runs the first 9 requests (on today's engine requests 10, 12 and "
+            "14 cost about a second each: a fusion search and Selberg brackets), 30 projects per setting, under "
+            "`make test`: every project must make the same decisions with the same claims (public inputs only), "
+            "every claim must meet 1 − δ, each request's hits must be a plausible Binomial(30, claim), and the "
+            "mean of H − C must lie within [−5, +8] standard errors measured from the repetitions. It catches a "
+            "deficit of about 1.5–2 hits per project (of 9 answers); the figures here are the measurement.",
+            "",
+            f"Measured {meta['date']} on the engine at commit {meta['commit']}, in {meta['seconds'] / 60:.0f} min on "
+            f"the shared 2-core machine. Regenerate: `{command}`",
+        ]
+    )
 
 
 def to_json(results: dict[str, list[ProjectResult]], meta: dict[str, Any]) -> str:
     """The raw results (every answer of every project) and ``meta``, to rewrite the section without a rerun."""
-    return json.dumps({**meta, "results": {k: [dataclasses.asdict(r) for r in v] for k, v in results.items()}})
+    return json.dumps(
+        {**meta, "results": {k: [dataclasses.asdict(r) for r in v] for k, v in results.items()}}
+    )
 
 
 def from_json(text: str) -> tuple[dict[str, list[ProjectResult]], dict[str, Any]]:
     data = json.loads(text)
-    results = {k: [ProjectResult(**{**r, "answers": tuple(Answer(**a) for a in r["answers"])}) for r in v]
-               for k, v in data.pop("results").items()}
+    results = {
+        k: [ProjectResult(**{**r, "answers": tuple(Answer(**a) for a in r["answers"])}) for r in v]
+        for k, v in data.pop("results").items()
+    }
     return results, data

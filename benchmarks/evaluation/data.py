@@ -53,16 +53,20 @@ class Dataset:
 
 def _flat_schema(n: int) -> Schema:
     # one numeric attribute with unit bins [j, j+1): cell j is "j"
-    return Schema.from_dict({"attributes": [
-        {"name": "cell", "column": "cell", "kind": "numeric", "edges": list(range(n + 1))}]})
+    return Schema.from_dict(
+        {"attributes": [{"name": "cell", "column": "cell", "kind": "numeric", "edges": list(range(n + 1))}]}
+    )
 
 
 def trace_like(n: int = 65536, seed: int = 1) -> Dataset:
     rng = np.random.default_rng(seed)
     x = (rng.random(n) < 0.3) * np.floor(rng.lognormal(1.5, 1.6, n))
     counts = x.astype(np.int64)
-    return Dataset("trace", Cube(_flat_schema(n), counts),
-                   f"trace-like: {n} cells, 70% zero, lognormal(1.5, 1.6) counts elsewhere")
+    return Dataset(
+        "trace",
+        Cube(_flat_schema(n), counts),
+        f"trace-like: {n} cells, 70% zero, lognormal(1.5, 1.6) counts elsewhere",
+    )
 
 
 def search_like(n: int = 32768, seed: int = 2) -> Dataset:
@@ -75,8 +79,11 @@ def search_like(n: int = 32768, seed: int = 2) -> Dataset:
         z[t] = rho * z[t - 1] + eta[t]
     lam = np.exp(2.0 + z + 0.5 * np.sin(2 * np.pi * np.arange(n) / 168))
     counts = rng.poisson(lam).astype(np.int64)
-    return Dataset("search", Cube(_flat_schema(n), counts),
-                   f"search-log-like: {n} cells, Poisson of an AR(1) log-intensity with a 168-unit period")
+    return Dataset(
+        "search",
+        Cube(_flat_schema(n), counts),
+        f"search-log-like: {n} cells, Poisson of an AR(1) log-intensity with a 168-unit period",
+    )
 
 
 def demo() -> Dataset | None:
@@ -89,7 +96,9 @@ def demo() -> Dataset | None:
 
     schema = Schema.from_dict(json.loads(schema_file.read_text()))
     cube = build_cube(pd.read_parquet(parquet), schema)
-    return Dataset("demo", cube, f"demo table (adult-like, {len(pd.read_parquet(parquet))} rows): {schema.n_cells} cells")
+    return Dataset(
+        "demo", cube, f"demo table (adult-like, {len(pd.read_parquet(parquet))} rows): {schema.n_cells} cells"
+    )
 
 
 def cell_weights(n: int) -> np.ndarray:
@@ -106,8 +115,14 @@ class RequestSpec:
     delta: float
 
 
-def request_stream(n: int, shape: tuple[int, ...], count: int, eps2_range: tuple[float, float], delta: float,
-                   rng: np.random.Generator) -> list[RequestSpec]:
+def request_stream(
+    n: int,
+    shape: tuple[int, ...],
+    count: int,
+    eps2_range: tuple[float, float],
+    delta: float,
+    rng: np.random.Generator,
+) -> list[RequestSpec]:
     """Paper Eq. 37–38 queries with ``2ε ~ U[eps2_range]``."""
     p = cell_weights(n)
     # only cells with non-negligible weight can be drawn; sample among the first 200 (weight beyond < 1e-19)

@@ -40,9 +40,20 @@ from . import seed_max as SM
 
 
 def numeric_schema(sizes: dict[str, int]) -> Schema:
-    return Schema.from_dict({"attributes": [
-        {"name": name, "column": name, "kind": "numeric", "edges": list(range(k + 1)),
-         "labels": [str(i + 1) for i in range(k)]} for name, k in sizes.items()]})
+    return Schema.from_dict(
+        {
+            "attributes": [
+                {
+                    "name": name,
+                    "column": name,
+                    "kind": "numeric",
+                    "edges": list(range(k + 1)),
+                    "labels": [str(i + 1) for i in range(k)],
+                }
+                for name, k in sizes.items()
+            ]
+        }
+    )
 
 
 def census_like(n: int, seed: int = 0) -> np.ndarray:
@@ -80,7 +91,9 @@ def interval_1d(counts: np.ndarray, alphas, versions: int, queries: int, delta: 
     rows = {}
     for alpha in alphas:
         scale = 1.0 / alpha
-        widths = np.array([GroupedPosterior([1.0], [L], scale).halfwidth(delta)[0] for L in range(1, beta + 1)])
+        widths = np.array(
+            [GroupedPosterior([1.0], [L], scale).halfwidth(delta)[0] for L in range(1, beta + 1)]
+        )
         errs, errs_seed, cover = [], [], []
         first = None
         for v in range(versions):
@@ -97,16 +110,24 @@ def interval_1d(counts: np.ndarray, alphas, versions: int, queries: int, delta: 
             cover.append(np.abs(e) <= widths[hi - lo])
         e, es = np.concatenate(errs), np.concatenate(errs_seed)
         rows[alpha] = dict(
-            mean_abs=float(np.mean(np.abs(e))), max_abs=float(np.max(np.abs(e))), mean_signed=float(np.mean(e)),
-            mean_abs_seed=float(np.mean(np.abs(es))), max_abs_seed=float(np.max(np.abs(es))),
-            coverage=float(np.mean(np.concatenate(cover))), worst_halfwidth=float(widths[-1]),
+            mean_abs=float(np.mean(np.abs(e))),
+            max_abs=float(np.max(np.abs(e))),
+            mean_signed=float(np.mean(e)),
+            mean_abs_seed=float(np.mean(np.abs(es))),
+            max_abs_seed=float(np.max(np.abs(es))),
+            coverage=float(np.mean(np.concatenate(cover))),
+            worst_halfwidth=float(widths[-1]),
             simultaneous=simultaneous_bound(plan, alpha, delta).halfwidth,
-            seed_bound=beta * math.log(beta / delta) / alpha, released=first, errors=e[:queries * 10],
+            seed_bound=beta * math.log(beta / delta) / alpha,
+            released=first,
+            errors=e[: queries * 10],
         )
     return dict(n=n, beta=beta, rows=rows, counts=counts, versions=versions, queries=queries)
 
 
-def interval_2d(counts: np.ndarray, alpha: float, queries: int, delta: float, seed: int, blowup: int = 200) -> dict:
+def interval_2d(
+    counts: np.ndarray, alpha: float, queries: int, delta: float, seed: int, blowup: int = 200
+) -> dict:
     """§8.1.2: 2-D cell release (80 × 100), uniformly random rectangles; and an interval tree for comparison."""
     schema = numeric_schema({"age": counts.shape[0], "income": counts.shape[1]})
     n = int(counts.sum())
@@ -121,7 +142,10 @@ def interval_2d(counts: np.ndarray, alpha: float, queries: int, delta: float, se
 
     truth = rect_sums(counts.astype(float))
     out = dict(n=n, cells=int(counts.size), alpha=alpha, blowup=blowup, counts=counts)
-    for name, plan in (("cells", cells_plan(schema)), ("tree", tree_plan(schema, "income", 2, cross=["age"]))):
+    for name, plan in (
+        ("cells", cells_plan(schema)),
+        ("tree", tree_plan(schema, "income", 2, cross=["age"])),
+    ):
         t0 = time.perf_counter()
         rel = draw_release(plan, alpha, counts, SeededSampler(seed + 1), allow_insecure=True)
         t_rel = time.perf_counter() - t0
@@ -130,17 +154,34 @@ def interval_2d(counts: np.ndarray, alpha: float, queries: int, delta: float, se
         full = Query(schema.shape, terms=(Term(1.0, (np.ones(counts.shape[0]), np.ones(counts.shape[1]))),))
         u, m = query_terms(rel.solver, full)
         worst = GroupedPosterior(u, m, rel.scale).halfwidth(delta)[0]
-        out[name] = dict(mean_abs=float(np.mean(np.abs(e))), max_abs=float(np.max(np.abs(e))), released=xhat,
-                         worst_halfwidth=worst, seconds=t_rel, rows=plan.n_rows, errors=e)
+        out[name] = dict(
+            mean_abs=float(np.mean(np.abs(e))),
+            max_abs=float(np.max(np.abs(e))),
+            released=xhat,
+            worst_halfwidth=worst,
+            seconds=t_rel,
+            rows=plan.n_rows,
+            errors=e,
+        )
     # the seed's run: every cell ×200 (n = 2·10⁸), same α per *record*; each person is 200 records
-    big = draw_release(cells_plan(schema), alpha, counts * blowup, SeededSampler(seed + 2), allow_insecure=True)
+    big = draw_release(
+        cells_plan(schema), alpha, counts * blowup, SeededSampler(seed + 2), allow_insecure=True
+    )
     e_big = rect_sums(big.values[0].astype(float)) - blowup * truth
     out["blowup_mean_abs_fraction"] = float(np.mean(np.abs(e_big))) / (n * blowup)
     out["seed_bound_n"] = counts.size * math.log(counts.size / delta) / (alpha * 0.01)
     return out
 
 
-def parity(n: int, hidden: tuple[int, ...], alpha: float, seed: int, runs: int = 1000, samples: int = 32, delta: float = 0.05) -> dict:
+def parity(
+    n: int,
+    hidden: tuple[int, ...],
+    alpha: float,
+    seed: int,
+    runs: int = 1000,
+    samples: int = 32,
+    delta: float = 0.05,
+) -> dict:
     """§8.2: uniform bits, the last the parity of the hidden vector's bits; a cell release; learning."""
     rng = np.random.default_rng(seed)
     d = len(hidden) + 1
@@ -148,8 +189,14 @@ def parity(n: int, hidden: tuple[int, ...], alpha: float, seed: int, runs: int =
     label = (x @ np.array(hidden)) % 2
     idx = np.ravel_multi_index(tuple(np.column_stack([x, label]).T), (2,) * d)
     counts = np.bincount(idx, minlength=2**d).reshape((2,) * d)
-    schema = Schema.from_dict({"attributes": [{"name": f"b{i + 1}", "column": f"b{i + 1}", "kind": "categorical",
-                                               "values": [0, 1]} for i in range(d)]})
+    schema = Schema.from_dict(
+        {
+            "attributes": [
+                {"name": f"b{i + 1}", "column": f"b{i + 1}", "kind": "categorical", "values": [0, 1]}
+                for i in range(d)
+            ]
+        }
+    )
     rel = draw_release(cells_plan(schema), alpha, counts, SeededSampler(seed + 1), allow_insecure=True)
     y = rel.values[0].reshape(-1).astype(float)
     clipped = np.maximum(y, 0)
@@ -192,9 +239,20 @@ def parity(n: int, hidden: tuple[int, ...], alpha: float, seed: int, runs: int =
     true_v = tuple(hidden)
     wrong_low = min(lo for v, (_, lo, _) in est.items() if v != true_v)
     best = min(est, key=lambda v: est[v][0])
-    return dict(n=n, d=d, hidden=true_v, alpha=alpha, eta=eta, learned=learned, released=y, counts=counts.reshape(-1),
-                theory=0.5 + 0.5 * (1 - 2 * eta) ** (d - 2), parity_true=est[true_v], parity_wrong_low=wrong_low,
-                parity_best=best)
+    return dict(
+        n=n,
+        d=d,
+        hidden=true_v,
+        alpha=alpha,
+        eta=eta,
+        learned=learned,
+        released=y,
+        counts=counts.reshape(-1),
+        theory=0.5 + 0.5 * (1 - 2 * eta) ** (d - 2),
+        parity_true=est[true_v],
+        parity_wrong_low=wrong_low,
+        parity_best=best,
+    )
 
 
 def _gauss_counts(n: int, seed: int, beta: int = 100, mean: float = 50.0, var: float = 20.0) -> np.ndarray:
@@ -210,25 +268,34 @@ def max_compare(sizes, alphas, eps: int, seed: int) -> dict:
         c = _gauss_counts(n, seed + n)
         top = int(np.flatnonzero(c)[-1])
         window = np.zeros(c.size, bool)
-        window[max(0, top - eps + 1): top + 1] = True
+        window[max(0, top - eps + 1) : top + 1] = True
         vals = np.arange(c.size)
         row = {"counts": c, "max": top + 1}
         for alpha in alphas:
             ps = SM.seed_max_from_counts(c, eps, alpha, "data")
             pr = noisy_max_probabilities(utilities_from_label_counts("max", c), 2.0 / alpha)
             for name, p in (("seed", ps), ("rnm", pr)):
-                row[(name, alpha)] = dict(p=p, window=float(p[window].sum()), exact=float(p[top]),
-                                          above=float(p[top + 1:].sum()), mae=float(p @ np.abs(vals - top)))
+                row[(name, alpha)] = dict(
+                    p=p,
+                    window=float(p[window].sum()),
+                    exact=float(p[top]),
+                    above=float(p[top + 1 :].sum()),
+                    mae=float(p @ np.abs(vals - top)),
+                )
         out[n] = row
     return out
 
 
-def seed_privacy(beta: int, eps: int, alpha: float, max_records: int, random_count: int, random_max: int, seed: int) -> dict:
+def seed_privacy(
+    beta: int, eps: int, alpha: float, max_records: int, random_count: int, random_max: int, seed: int
+) -> dict:
     """Exact output probabilities of the seed's mechanism on neighbouring tables: the worst log-ratio."""
     out = {}
     for anchor in ("data", "domain"):
         small = SM.worst_log_ratio(SM.all_small_tables(beta, max_records), beta, eps, alpha, anchor)
-        rand = SM.worst_log_ratio(SM.random_tables(beta, random_count, random_max, seed), beta, eps, alpha, anchor)
+        rand = SM.worst_log_ratio(
+            SM.random_tables(beta, random_count, random_max, seed), beta, eps, alpha, anchor
+        )
         out[anchor] = dict(small=small, random=rand)
     return out
 
@@ -252,7 +319,7 @@ def stream(counts: np.ndarray, alpha: float, delta: float, requests: int, reps: 
         qs, eps, claim, pred = [], [], [], []
         for a, b in zip(lo, hi):
             f = np.zeros(beta)
-            f[a:b + 1] = 1.0
+            f[a : b + 1] = 1.0
             q = Query(schema.shape, terms=(Term(1.0, (f,)),))
             u, m = query_terms(rel0.solver, q)
             post = GroupedPosterior(u, m, rel0.scale)
@@ -262,8 +329,10 @@ def stream(counts: np.ndarray, alpha: float, delta: float, requests: int, reps: 
             claim.append(post.prob_within(e)[0])
             pred.append(claim[-1] >= 1 - delta)
         t0 = time.perf_counter()
-        dec = [assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision
-               for i, (q, e) in enumerate(zip(qs, eps))]
+        dec = [
+            assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision
+            for i, (q, e) in enumerate(zip(qs, eps))
+        ]
         t_assess = (time.perf_counter() - t0) / len(qs)
         infer = np.array([d == "infer" for d in dec])
         pred = np.array(pred)
@@ -276,8 +345,16 @@ def stream(counts: np.ndarray, alpha: float, delta: float, requests: int, reps: 
             hits.append(np.abs(est - truth)[infer] <= np.array(eps)[infer])
         hits = np.concatenate(hits) if infer.any() else np.zeros(0)
         claimed = float(np.mean(np.array(claim)[infer])) if infer.any() else float("nan")
-        out[name] = dict(requests=requests, reps=reps, inferred=float(infer.mean()), predicted=float(pred.mean()),
-                         agree=float(np.mean(infer == pred)), coverage=float(hits.mean()) if hits.size else float("nan"),
-                         coverage_sd=math.sqrt(max(claimed * (1 - claimed), 1e-6) / max(hits.size, 1)),
-                         claimed=claimed, assess_ms=1000 * t_assess, rows=plan.n_rows)
+        out[name] = dict(
+            requests=requests,
+            reps=reps,
+            inferred=float(infer.mean()),
+            predicted=float(pred.mean()),
+            agree=float(np.mean(infer == pred)),
+            coverage=float(hits.mean()) if hits.size else float("nan"),
+            coverage_sd=math.sqrt(max(claimed * (1 - claimed), 1e-6) / max(hits.size, 1)),
+            claimed=claimed,
+            assess_ms=1000 * t_assess,
+            rows=plan.n_rows,
+        )
     return out

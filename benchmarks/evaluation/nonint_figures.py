@@ -7,12 +7,19 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 # the seed's Table 2 (average and max error, ×10⁻⁶ of n = 10⁶) for comparison
-PAPER_TABLE2 = {1: (0.69, 34.92), 0.5: (1.3, 88.7), 0.1: (5.8, 453.7), 0.05: (12, 623.9), 0.02: (31, 1724),
-                0.01: (63.5, 4284), 0.005: (120, 9107)}
+PAPER_TABLE2 = {
+    1: (0.69, 34.92),
+    0.5: (1.3, 88.7),
+    0.1: (5.8, 453.7),
+    0.05: (12, 623.9),
+    0.02: (31, 1724),
+    0.01: (63.5, 4284),
+    0.005: (120, 9107),
+}
 
 
 def figure_1d(path: Path, r: dict, alpha: float, eps_counts: float) -> None:
@@ -28,8 +35,11 @@ def figure_1d(path: Path, r: dict, alpha: float, eps_counts: float) -> None:
     for v, lab, c in ((row["worst_halfwidth"], "per query, widest interval (95%)", "#2ca02c"),):
         ax[1].axvline(v, color=c, ls="--", label=lab)
         ax[1].axvline(-v, color=c, ls="--")
-    ax[1].set(xlabel="error of a random interval query (records)", ylabel="density",
-              title=f"errors (simultaneous bound ±{row['simultaneous']:.0f}: off scale)")
+    ax[1].set(
+        xlabel="error of a random interval query (records)",
+        ylabel="density",
+        title=f"errors (simultaneous bound ±{row['simultaneous']:.0f}: off scale)",
+    )
     ax[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -45,8 +55,17 @@ def figure_table2(path: Path, r: dict) -> None:
     ax.loglog(alphas, ours, "o-", color="#1f77b4", label="dpdesk: mean |error|")
     ax.loglog(alphas, ours_max, "s-", color="#1f77b4", alpha=0.5, label="dpdesk: max |error|")
     pa = [a for a in alphas if a in PAPER_TABLE2]
-    ax.loglog(pa, [PAPER_TABLE2[a][0] for a in pa], "o--", color="#d62728", label="seed Table 2: average error")
-    ax.loglog(pa, [PAPER_TABLE2[a][1] for a in pa], "s--", color="#d62728", alpha=0.5, label="seed Table 2: max error")
+    ax.loglog(
+        pa, [PAPER_TABLE2[a][0] for a in pa], "o--", color="#d62728", label="seed Table 2: average error"
+    )
+    ax.loglog(
+        pa,
+        [PAPER_TABLE2[a][1] for a in pa],
+        "s--",
+        color="#d62728",
+        alpha=0.5,
+        label="seed Table 2: max error",
+    )
     ax.set(xlabel="α", ylabel="error (×10⁻⁶ of n = 10⁶)", title="1-D intervals: error against α")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -57,8 +76,11 @@ def figure_table2(path: Path, r: dict) -> None:
 def figure_2d(path: Path, r: dict) -> None:
     fig, ax = plt.subplots(1, 4, figsize=(15, 3.6))
     vmax = float(r["counts"].max())
-    for a, img, title in ((ax[0], r["counts"], "original (private)"), (ax[1], r["cells"]["released"], "released cells"),
-                          (ax[2], r["tree"]["released"], "tree over income × age (BLUE)")):
+    for a, img, title in (
+        (ax[0], r["counts"], "original (private)"),
+        (ax[1], r["cells"]["released"], "released cells"),
+        (ax[2], r["tree"]["released"], "tree over income × age (BLUE)"),
+    ):
         im = a.imshow(img, aspect="auto", origin="lower", vmin=-vmax * 0.1, vmax=vmax, cmap="viridis")
         a.set(xlabel="income", ylabel="age", title=title)
     fig.colorbar(im, ax=ax[2])
@@ -95,7 +117,9 @@ def figure_max(path: Path, r: dict, alpha: float, eps: int) -> None:
     for i, n in enumerate(sizes):
         row = r[n]
         x = np.arange(1, row["counts"].size + 1)
-        for k, (name, title) in enumerate((("seed", "seed §4.1.2 (not private)"), ("rnm", "report-noisy-max (dpdesk)"))):
+        for k, (name, title) in enumerate(
+            (("seed", "seed §4.1.2 (not private)"), ("rnm", "report-noisy-max (dpdesk)"))
+        ):
             p = row[(name, alpha)]["p"]
             a = ax[i][k]
             a.bar(x, p, width=1.0, color="#1f77b4")
@@ -103,9 +127,14 @@ def figure_max(path: Path, r: dict, alpha: float, eps: int) -> None:
             a2.step(x, row["counts"], where="mid", color="#999999", lw=0.8)
             a2.set_yticks([])
             a.axvspan(row["max"] - eps + 0.5, row["max"] + 0.5, color="#2ca02c", alpha=0.25)
-            a.set(title=f"{title}, n = {n}: Pr(window) = {row[(name, alpha)]['window']:.3f}", xlabel="output value",
-                  ylabel="output probability")
-    fig.suptitle(f"max over 1..100 at α = {alpha}; grey: the private data; green: [max − {eps - 1}, max]", fontsize=10)
+            a.set(
+                title=f"{title}, n = {n}: Pr(window) = {row[(name, alpha)]['window']:.3f}",
+                xlabel="output value",
+                ylabel="output probability",
+            )
+    fig.suptitle(
+        f"max over 1..100 at α = {alpha}; grey: the private data; green: [max − {eps - 1}, max]", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

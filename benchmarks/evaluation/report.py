@@ -8,12 +8,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from .systems import INFERENCE, SYSTEMS  # noqa: E402
+from .systems import INFERENCE, SYSTEMS
 
-COLORS = dict(zip(SYSTEMS, ["#999999", "#1f77b4", "#9467bd", "#ff7f0e", "#2ca02c", "#d62728", "#17becf", "#8c564b"]))
+COLORS = dict(
+    zip(SYSTEMS, ["#999999", "#1f77b4", "#9467bd", "#ff7f0e", "#2ca02c", "#d62728", "#17becf", "#8c564b"])
+)
 
 
 def curves(trace, checkpoints):
@@ -28,14 +30,24 @@ def curves(trace, checkpoints):
     return {k: np.array(v, dtype=float) for k, v in out.items()}
 
 
-LABELS = {"cost": "system cost ᾱ", "Ra": "answering ratio R_a", "E": "relative error E", "Ri": "reliability R_i",
-          "Ra_zoom": "R_a, inference systems"}
+LABELS = {
+    "cost": "system cost ᾱ",
+    "Ra": "answering ratio R_a",
+    "E": "relative error E",
+    "Ri": "reliability R_i",
+    "Ra_zoom": "R_a, inference systems",
+}
 
 
 def system_figure(path: Path, setting: str, results, checkpoints, datasets, delta):
     metrics = ["Ra", "Ra_zoom", "E", "Ri", "cost"] if setting == "bounded" else ["cost", "E", "Ri"]
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(4.2 * len(datasets), 2.6 * len(metrics)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(datasets),
+        figsize=(4.2 * len(datasets), 2.6 * len(metrics)),
+        squeeze=False,
+        sharex=True,
+    )
     for c, ds in enumerate(datasets):
         for r, met in enumerate(metrics):
             ax = axes[r][c]
@@ -46,8 +58,17 @@ def system_figure(path: Path, setting: str, results, checkpoints, datasets, delt
                 cs = np.array([curves(t, checkpoints)[met.removesuffix("_zoom")] for t in traces])
                 mean = np.nanmean(cs, axis=0)
                 err = np.nanstd(cs, axis=0, ddof=1) if len(traces) > 1 else None
-                ax.errorbar(checkpoints, mean, yerr=err, label=sysname, color=COLORS[sysname], capsize=2, lw=1.2,
-                            marker=".", ms=3)
+                ax.errorbar(
+                    checkpoints,
+                    mean,
+                    yerr=err,
+                    label=sysname,
+                    color=COLORS[sysname],
+                    capsize=2,
+                    lw=1.2,
+                    marker=".",
+                    ms=3,
+                )
             if met == "Ri":
                 ax.axhline(1 - delta, color="k", ls=":", lw=0.8)
             if r == 0:
@@ -65,8 +86,10 @@ def system_figure(path: Path, setting: str, results, checkpoints, datasets, delt
 
 def final_table(setting, results, datasets, delta):
     """Markdown table of the final metrics, mean ± sd over repetitions, and pooled R_i with its binomial sd."""
-    lines = ["| data | system | ᾱ | R_a | answered | inferred | E | R_i (pooled ± binomial sd) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| data | system | ᾱ | R_a | answered | inferred | E | R_i (pooled ± binomial sd) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     summary = {}
     for ds in datasets:
         for sysname in SYSTEMS:
@@ -82,12 +105,24 @@ def final_table(setting, results, datasets, delta):
             tot = int(n_ans.sum())
             ri = hits / tot if tot else float("nan")
             sd = math.sqrt(ri * (1 - ri) / tot) if tot else float("nan")
-            summary[(ds, sysname)] = dict(cost=cost.mean(), ra=ra.mean(), answered=n_ans.mean(), ri=ri, ri_sd=sd,
-                                          per_rep=n_ans.astype(float),
-                                          e=e.mean(), reps=len(traces), ok=ri >= 1 - delta - 2 * sd)
-            pm = lambda a, f="{:.3f}": f"{f.format(a.mean())} ± {f.format(a.std(ddof=1) if len(a) > 1 else 0.0)}"  # noqa: E731
-            lines.append(f"| {ds} | {sysname} | {pm(cost)} | {pm(ra)} | {pm(n_ans, '{:.0f}')} | {pm(n_inf, '{:.0f}')} | "
-                         f"{pm(e)} | {ri:.3f} ± {sd:.3f} |")
+            summary[(ds, sysname)] = dict(
+                cost=cost.mean(),
+                ra=ra.mean(),
+                answered=n_ans.mean(),
+                ri=ri,
+                ri_sd=sd,
+                per_rep=n_ans.astype(float),
+                e=e.mean(),
+                reps=len(traces),
+                ok=ri >= 1 - delta - 2 * sd,
+            )
+            pm = lambda a, f="{:.3f}": (
+                f"{f.format(a.mean())} ± {f.format(a.std(ddof=1) if len(a) > 1 else 0.0)}"
+            )
+            lines.append(
+                f"| {ds} | {sysname} | {pm(cost)} | {pm(ra)} | {pm(n_ans, '{:.0f}')} | {pm(n_inf, '{:.0f}')} | "
+                f"{pm(e)} | {ri:.3f} ± {sd:.3f} |"
+            )
     return "\n".join(lines), summary
 
 
@@ -102,6 +137,7 @@ def _paired(summary, ds, a, b):
 
 def headline(summary, datasets, delta):
     """One sentence: the bounded-setting result of dpdesk's improved system against the paper's."""
+
     def span(sysname, versus):
         rs = [_paired(summary, ds, sysname, versus) for ds in datasets]
         return min(r[0] for r in rs), max(r[0] for r in rs), min(r[1] for r in rs)
@@ -111,22 +147,26 @@ def headline(summary, datasets, delta):
     flo, fhi, _ = span("dpdesk", "paper inference")
     plo, phi, _ = span("dpdesk + pacing + bounds", "paper inference")
     ri = [summary[(ds, "dpdesk + pacing")]["ri"] for ds in datasets if (ds, "dpdesk + pacing") in summary]
-    return (f"**Bounded setting, in short:** dpdesk + pacing answered ×{lo:.3f}–×{hi:.3f} as many requests as the "
-            f"paper's inference system across the datasets (lowest single repetition ×{worst:.3f}) and "
-            f"×{blo:.2f}–×{bhi:.2f} as many as the improved baseline, at R_i {min(ri):.3f}–{max(ri):.3f} "
-            f"(1 − δ = {1 - delta:g}). Fusion alone gives ×{flo:.3f}–×{fhi:.3f}; pacing with the bounds prior "
-            f"×{plo:.3f}–×{phi:.3f}.")
+    return (
+        f"**Bounded setting, in short:** dpdesk + pacing answered ×{lo:.3f}–×{hi:.3f} as many requests as the "
+        f"paper's inference system across the datasets (lowest single repetition ×{worst:.3f}) and "
+        f"×{blo:.2f}–×{bhi:.2f} as many as the improved baseline, at R_i {min(ri):.3f}–{max(ri):.3f} "
+        f"(1 − δ = {1 - delta:g}). Fusion alone gives ×{flo:.3f}–×{fhi:.3f}; pacing with the bounds prior "
+        f"×{plo:.3f}–×{phi:.3f}."
+    )
 
 
 def ratio_lines(setting, summary, datasets):
     out = []
     for ds in datasets:
-        g = lambda s, k: summary.get((ds, s), {}).get(k, float("nan"))  # noqa: E731
+        g = lambda s, k: summary.get((ds, s), {}).get(k, float("nan"))
         if setting == "bounded":
             parts = []
             for sysname in ("dpdesk", "dpdesk + bounds", "dpdesk + pacing", "dpdesk + pacing + bounds"):
                 r, lo, hi = _paired(summary, ds, sysname, "paper inference")
-                parts.append(f"{sysname} {g(sysname, 'answered'):.0f} (×{r:.3f}; per repetition {lo:.3f}–{hi:.3f})")
+                parts.append(
+                    f"{sysname} {g(sysname, 'answered'):.0f} (×{r:.3f}; per repetition {lo:.3f}–{hi:.3f})"
+                )
             best = "dpdesk + pacing"
             rb, _, _ = _paired(summary, ds, best, "improved baseline")
             out.append(
@@ -135,13 +175,15 @@ def ratio_lines(setting, summary, datasets):
                 + f". dpdesk + pacing vs the improved baseline ({g('improved baseline', 'answered'):.0f}): ×{rb:.2f}. "
                 f"R_i: dpdesk + pacing {g(best, 'ri'):.3f} ± {g(best, 'ri_sd'):.3f}, with bounds "
                 f"{g('dpdesk + pacing + bounds', 'ri'):.3f} ± {g('dpdesk + pacing + bounds', 'ri_sd'):.3f}, "
-                f"paper {g('paper inference', 'ri'):.3f}.")
+                f"paper {g('paper inference', 'ri'):.3f}."
+            )
         else:
             out.append(
                 f"- **{ds}**: final ᾱ dpdesk {g('dpdesk', 'cost'):.3f} vs paper inference "
                 f"{g('paper inference', 'cost'):.3f} (ratio {g('dpdesk', 'cost') / g('paper inference', 'cost'):.3f}), "
                 f"improved baseline {g('improved baseline', 'cost'):.3f}, baseline {g('baseline', 'cost'):.3f}; "
-                f"R_i dpdesk {g('dpdesk', 'ri'):.3f} ± {g('dpdesk', 'ri_sd'):.3f}.")
+                f"R_i dpdesk {g('dpdesk', 'ri'):.3f} ± {g('dpdesk', 'ri_sd'):.3f}."
+            )
     return "\n".join(out)
 
 
@@ -164,7 +206,12 @@ def blue_figure(path: Path, vs_m, vs_n):
 
 def posterior_figure(path: Path, res):
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.4))
-    names = {"pc_unit": "PC (paper, unit bins)", "direct": "direct (dpdesk grid)", "mc": "MC", "fft": "fft (dpdesk)"}
+    names = {
+        "pc_unit": "PC (paper, unit bins)",
+        "direct": "direct (dpdesk grid)",
+        "mc": "MC",
+        "fft": "fft (dpdesk)",
+    }
     for ax, key, x in ((axes[0][0], "vs_m", "m"), (axes[0][1], "vs_n", "n")):
         rows = res[key]
         for meth in ("pc_unit", "direct", "mc", "fft"):
@@ -209,6 +256,13 @@ def posterior_figure(path: Path, res):
 
 def md_table(rows, cols, fmt="{:.4g}"):
     head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
-    body = "\n".join("| " + " | ".join(fmt.format(r.get(c, float("nan"))) if isinstance(r.get(c), float) else str(r.get(c, ""))
-                                       for c in cols) + " |" for r in rows)
+    body = "\n".join(
+        "| "
+        + " | ".join(
+            fmt.format(r.get(c, float("nan"))) if isinstance(r.get(c), float) else str(r.get(c, ""))
+            for c in cols
+        )
+        + " |"
+        for r in rows
+    )
     return head + "\n" + body

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["write_section", "read_section"]
+__all__ = ["read_section", "write_section"]
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -26,7 +26,7 @@ def write_section(path: Path, name: str, markdown: str) -> None:
     block = f"{start}\n{markdown.strip()}\n{end}"
     i, j = text.find(start), text.find(end)
     if i >= 0 and j > i:
-        text = text[:i] + block + text[j + len(end):]
+        text = text[:i] + block + text[j + len(end) :]
     else:
         text = (text.rstrip() + "\n\n" if text.strip() else "") + block + "\n"
     path.write_text(text, encoding="utf-8")
@@ -39,4 +39,4 @@ def read_section(path: Path, name: str) -> str | None:
         return None
     text = path.read_text(encoding="utf-8")
     i, j = text.find(start), text.find(end)
-    return text[i + len(start):j].strip() if i >= 0 and j > i else None
+    return text[i + len(start) : j].strip() if i >= 0 and j > i else None

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable, Literal, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Literal
 
 import numpy as np
 
 Anchor = Literal["data", "domain"]
 
 
-def seed_max_distribution(records: Sequence[int], beta: int, eps: int, alpha: float, anchor: Anchor = "data") -> np.ndarray:
+def seed_max_distribution(
+    records: Sequence[int], beta: int, eps: int, alpha: float, anchor: Anchor = "data"
+) -> np.ndarray:
     """Output probabilities over values ``0..β−1`` of the seed's mechanism on ``records`` (value indices)."""
     p = np.full(beta, 1.0 / beta)
     if not len(records):
@@ -49,7 +52,9 @@ def seed_max_from_counts(counts: np.ndarray, eps: int, alpha: float, anchor: Anc
     return seed_max_distribution(records, counts.size, eps, alpha, anchor)
 
 
-def worst_log_ratio(tables: Iterable[Sequence[int]], beta: int, eps: int, alpha: float, anchor: Anchor) -> tuple[float, tuple]:
+def worst_log_ratio(
+    tables: Iterable[Sequence[int]], beta: int, eps: int, alpha: float, anchor: Anchor
+) -> tuple[float, tuple]:
     """Largest ``|log Pr[D](r) − log Pr[D + one record](r)|`` over the tables, added values and outputs."""
     worst: tuple[float, tuple] = (0.0, ())
     for d in tables:
@@ -78,7 +83,9 @@ def random_tables(beta: int, count: int, max_records: int, seed: int) -> list[li
         if kind == 0:
             t = rng.integers(0, beta, n)
         elif kind == 1:
-            t = np.clip(np.rint(rng.normal(rng.integers(0, beta), rng.uniform(0.5, beta / 4), n)), 0, beta - 1)
+            t = np.clip(
+                np.rint(rng.normal(rng.integers(0, beta), rng.uniform(0.5, beta / 4), n)), 0, beta - 1
+            )
         else:
             t = np.full(n, rng.integers(0, beta))
         out.append([int(v) for v in t])

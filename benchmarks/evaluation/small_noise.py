@@ -25,15 +25,15 @@ from pathlib import Path
 
 CELLS = ("x", "y", "z")
 PER_CELL = 10
-ALPHAS = (("cell=\"x\"", 1.24), ("cell=\"y\"", 2.55), ("cell=\"z\"", 1.0), ("", 2.69))  # the rows
+ALPHAS = (('cell="x"', 1.24), ('cell="y"', 2.55), ('cell="z"', 1.0), ("", 2.69))  # the rows
 # borderline requests (query on the block, ε, δ): each is inferred from the block's history
 LATER = (
-    ('count({b}, cell=["x","y"])', 1.6, 0.1),   # the query; at δ = 0.08 it must not be inferred
+    ('count({b}, cell=["x","y"])', 1.6, 0.1),  # the query; at δ = 0.08 it must not be inferred
     ('count({b}, cell="z")', 1.0, 0.3),
     ('count({b}, cell=["y","z"])', 1.0, 0.3),
     ('count({b}, cell="x") - count({b}, cell="y")', 1.0, 0.3),
     ('count({b}, cell="y")', 1.0, 0.06),
-    ('count({b})', 1.0, 0.05),
+    ("count({b})", 1.0, 0.05),
 )
 # the example: exact enumeration and a 4·10⁶-draw simulation give 0.9137 (± 0.003 allowed)
 EXAMPLE = ('count({b}, cell=["x","y"])', 1.6, 0.08)
@@ -59,8 +59,8 @@ class BlockResult:
     bounds: tuple[float, ...]
     promises: tuple[float, ...]
     hits: tuple[bool, ...]
-    example: tuple[str, float]   # the example: decision and claim
-    largest_scale: float         # of the block's fresh noise, S/α (discrete Laplace)
+    example: tuple[str, float]  # the example: decision and claim
+    largest_scale: float  # of the block's fresh noise, S/α (discrete Laplace)
     families: frozenset[str]
     fused: bool
 
@@ -71,19 +71,31 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
     from dpdesk.store import Project
 
     names = [f"b{i}" for i in range(blocks)]
-    schema = {"attributes": [{"name": "block", "column": "block", "kind": "categorical", "values": names},
-                             {"name": "cell", "column": "cell", "kind": "categorical", "values": list(CELLS)}]}
+    schema = {
+        "attributes": [
+            {"name": "block", "column": "block", "kind": "categorical", "values": names},
+            {"name": "cell", "column": "cell", "kind": "categorical", "values": list(CELLS)},
+        ]
+    }
     t0, out = time.perf_counter(), []
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         tmp = Path(tmp)
         con = sqlite3.connect(tmp / "blocks.sqlite")
         con.execute("CREATE TABLE t (block TEXT, cell TEXT)")
-        con.executemany("INSERT INTO t VALUES (?, ?)", [(b, c) for b in names for c in CELLS for _ in range(PER_CELL)])
+        con.executemany(
+            "INSERT INTO t VALUES (?, ?)", [(b, c) for b in names for c in CELLS for _ in range(PER_CELL)]
+        )
         con.commit()
         con.close()
         for j in range(projects):
-            with Project.create(tmp / f"p{j}.dpdesk", name="small noise", schema=schema,
-                                source_location=str(tmp / "blocks.sqlite"), source_table="t", total_budget=100.0) as p:
+            with Project.create(
+                tmp / f"p{j}.dpdesk",
+                name="small noise",
+                schema=schema,
+                source_location=str(tmp / "blocks.sqlite"),
+                source_table="t",
+                total_budget=100.0,
+            ) as p:
                 cube = p.cube()
                 for b in names:
                     scales, families, fused = [], set(), False
@@ -108,8 +120,15 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
                         lo, hi = release.interval
                         truth = true_answer(a.request.query, cube)
                         hit = lo - 1e-9 <= truth <= hi + 1e-9  # windows end on counts up to rounding
-                        rows.append((a.decision, float(a.confidence_at_eps), float(a.error_bound or 0.0),
-                                     1 - delta, hit))
+                        rows.append(
+                            (
+                                a.decision,
+                                float(a.confidence_at_eps),
+                                float(a.error_bound or 0.0),
+                                1 - delta,
+                                hit,
+                            )
+                        )
                     d, c, e, pr, h = zip(*rows)
                     out.append(BlockResult(d, c, e, pr, h, example, max(scales), frozenset(families), fused))
     return out, time.perf_counter() - t0

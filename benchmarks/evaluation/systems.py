@@ -28,20 +28,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpdesk.engine.budget.accounting import fresh_alpha
-from dpdesk.engine.mechanisms.laplace import LAPLACE
-from dpdesk.engine.inference.history import History, HistoryRow
-from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.engine.queries.query import Query
 from dpdesk.engine.answering.fresh import release_fresh, true_answer
 from dpdesk.engine.answering.workflow import Request, Settings, assess
-
+from dpdesk.engine.budget.accounting import fresh_alpha
+from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.mechanisms.laplace import LAPLACE
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.queries.query import Query
 from evaluation.data import Dataset, RequestSpec
 
-SYSTEMS = ("baseline", "improved baseline", "OLS", "paper inference", "dpdesk", "dpdesk + bounds", "dpdesk + pacing",
-           "dpdesk + pacing + bounds")
+SYSTEMS = (
+    "baseline",
+    "improved baseline",
+    "OLS",
+    "paper inference",
+    "dpdesk",
+    "dpdesk + bounds",
+    "dpdesk + pacing",
+    "dpdesk + pacing + bounds",
+)
 BOUNDED_ONLY = ("dpdesk + pacing", "dpdesk + pacing + bounds")
 # spend at least 10% of a query's headroom, decline a request needing more than half of it
 PACING = SpendPolicy(floor=0.1, cap=0.5)
@@ -88,10 +95,21 @@ def _ols_row(q: Query, answer: float) -> HistoryRow:
     return HistoryRow(q, q.sensitivity, answer, "laplace")
 
 
-def run_system(system: str, data: Dataset, stream: list[RequestSpec], *, total: float, initial: list[tuple[Query, float]],
-               seed: int, fixed_alpha: float, policy: SpendPolicy | None = None) -> Trace:
+def run_system(
+    system: str,
+    data: Dataset,
+    stream: list[RequestSpec],
+    *,
+    total: float,
+    initial: list[tuple[Query, float]],
+    seed: int,
+    fixed_alpha: float,
+    policy: SpendPolicy | None = None,
+) -> Trace:
     k = len(stream)
-    tr = Trace(np.zeros(k), np.zeros(k, bool), np.zeros(k, bool), np.full(k, np.nan), np.zeros(k, bool), np.zeros(k))
+    tr = Trace(
+        np.zeros(k), np.zeros(k, bool), np.zeros(k, bool), np.full(k, np.nan), np.zeros(k, bool), np.zeros(k)
+    )
     sampler = SeededSampler(seed)
     cube = data.cube
     shape = cube.schema.shape

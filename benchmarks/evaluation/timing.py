@@ -28,7 +28,7 @@ def _rows(rng, m, n, smax, density=0.3):
     H = rng.integers(0, smax + 1, size=(m, n)) * (rng.random((m, n)) < density)
     for i in np.flatnonzero(~H.any(axis=1)):
         H[i, rng.integers(n)] = 1
-    H[:, :] = H  # noqa: PLW0127
+    H[:, :] = H
     alpha = np.maximum(rng.uniform(0, 1, m), 0.01)
     return H.astype(float), alpha
 
@@ -113,7 +113,7 @@ def posterior_case(A, b, methods, gamma=0.01, samples=None, rng=None):
         if meth == "fft":
             fft_post = post
         out[meth + "_post"] = post
-    ref_grid = (fft_post or out.get("mc_post") or out.get("direct_post"))
+    ref_grid = fft_post or out.get("mc_post") or out.get("direct_post")
     if ref_grid is not None:
         r = _reference(A, b, ref_grid.grid, ref_grid.spacing)
         for meth in ("fft", "direct", "mc"):
@@ -126,15 +126,31 @@ def posterior_case(A, b, methods, gamma=0.01, samples=None, rng=None):
 def posterior_sweeps(quick: bool, rng):
     res = {}
     ms = [100, 200] if quick else [200, 400, 600, 800, 1000]
-    res["vs_m"] = [dict(m=m, **posterior_case(*_history_A(rng, m, 50 if quick else 100), ["pc_unit", "direct", "mc", "fft"],
-                                               rng=rng)) for m in ms]
+    res["vs_m"] = [
+        dict(
+            m=m,
+            **posterior_case(
+                *_history_A(rng, m, 50 if quick else 100), ["pc_unit", "direct", "mc", "fft"], rng=rng
+            ),
+        )
+        for m in ms
+    ]
     ns = [25, 50] if quick else [50, 100, 200, 300]
-    res["vs_n"] = [dict(n=n, **posterior_case(*_history_A(rng, 150 if quick else 500, n), ["pc_unit", "direct", "mc", "fft"],
-                                               rng=rng)) for n in ns]
+    res["vs_n"] = [
+        dict(
+            n=n,
+            **posterior_case(
+                *_history_A(rng, 150 if quick else 500, n), ["pc_unit", "direct", "mc", "fft"], rng=rng
+            ),
+        )
+        for n in ns
+    ]
     A, b = _history_A(rng, 150 if quick else 1000, 50 if quick else 100)
     scales = [1.0, 0.5] if quick else [2.0, 1.0, 0.5, 0.25, 0.125]
     res["vs_beta"] = [posterior_case(A, b / s, ["pc_unit", "direct", "fft"]) for s in scales]
     A, b = _history_A(rng, 100, 50 if quick else 100)
     sizes = [10**4, 2 * 10**4] if quick else [10**5, 2 * 10**5, 4 * 10**5, 7 * 10**5, 10**6]
-    res["vs_samples"] = [dict(samples=s, **posterior_case(A, b, ["mc", "fft"], samples=s, rng=rng)) for s in sizes]
+    res["vs_samples"] = [
+        dict(samples=s, **posterior_case(A, b, ["mc", "fft"], samples=s, rng=rng)) for s in sizes
+    ]
     return res

@@ -42,8 +42,14 @@ def create_demo_project(folder: Path | None = None, *, total_budget: float = DEM
     shutil.copyfile(resource("demo", DEMO_TABLE), table)
     schema = json.loads(resource("demo", "adult.schema.json").read_text(encoding="utf-8"))
     path = target / DEMO_FILE
-    with Project.create(path, name=DEMO_NAME, schema=schema, source_location=str(table),
-                        total_budget=total_budget, delta_cap=DEMO_DELTA_CAP) as project:
+    with Project.create(
+        path,
+        name=DEMO_NAME,
+        schema=schema,
+        source_location=str(table),
+        total_budget=total_budget,
+        delta_cap=DEMO_DELTA_CAP,
+    ) as project:
         project.import_requests(resource("demo", "requests.json"))
     return path
 
@@ -84,10 +90,14 @@ def is_untouched(path: Path) -> bool:
         with Project.open(path, "r") as project:
             bundled = read_request_file(resource("demo", "requests.json"), project.schema)
             same = (
-                project.name == DEMO_NAME and float(project.total_budget) == DEMO_BUDGET
+                project.name == DEMO_NAME
+                and float(project.total_budget) == DEMO_BUDGET
                 and project.delta_cap == DEMO_DELTA_CAP  # a copy made before the demo had one is not it
-                and project.source.location == str(table) and project.source.table is None
-                and not project.ledger() and project.spend_policy is None and project.prior is None
+                and project.source.location == str(table)
+                and project.source.table is None
+                and not project.ledger()
+                and project.spend_policy is None
+                and project.prior is None
                 and project.look_ahead is None
                 and [(r.id, r.requester, r.query_text, r.eps, r.delta, r.status) for r in project.requests()]
                 == [(r.id, r.requester, r.query_text, r.eps, r.delta, "pending") for r in bundled]

@@ -17,13 +17,22 @@ from dpdesk.commands.confirm import confirmed
 def register(subparsers: argparse._SubParsersAction) -> None:
     from dpdesk.engine.mechanisms.registry import method_names
 
-    a = subparsers.add_parser("answer", help="assess a request, then release its answer (recorded first)",
-                              description="Assess a queued request and release its answer per the decision.")
+    a = subparsers.add_parser(
+        "answer",
+        help="assess a request, then release its answer (recorded first)",
+        description="Assess a queued request and release its answer per the decision.",
+    )
     a.add_argument("path", metavar="PATH")
     which = a.add_mutually_exclusive_group(required=True)
-    which.add_argument("--request", metavar="ID", help="a queued request of any kind (count, max/argmax, posterior)")
-    which.add_argument("--query", metavar="TEXT", help="a posterior of proportions: 'posterior(attr | box; prior=…; budget=…)', "
-                                                       "or a zero-cost estimate: 'estimate(count(…))'")
+    which.add_argument(
+        "--request", metavar="ID", help="a queued request of any kind (count, max/argmax, posterior)"
+    )
+    which.add_argument(
+        "--query",
+        metavar="TEXT",
+        help="a posterior of proportions: 'posterior(attr | box; prior=…; budget=…)', "
+        "or a zero-cost estimate: 'estimate(count(…))'",
+    )
     a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     a.add_argument("--json", action="store_true", help="print one JSON object (assessment and release)")
     a.add_argument("--method", default=method_names()[0], choices=method_names(), help="posterior method")
@@ -52,8 +61,10 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
         return f"request {request_id!r} was already rejected (ledger entry {done.seq}); nothing was drawn"
     if "interval" not in done.payload:  # a release of another kind (max/argmax, posterior)
         return f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}); nothing new was drawn"
-    return (f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
-            f"{done.shown()} {done.shown_interval()}; nothing new was drawn")
+    return (
+        f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
+        f"{done.shown()} {done.shown_interval()}; nothing new was drawn"
+    )
 
 
 def run_answer(args: argparse.Namespace) -> int:
@@ -61,7 +72,6 @@ def run_answer(args: argparse.Namespace) -> int:
     import sys
 
     from dpdesk.commands.assess import assessment_json
-
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.store.checkpoints import checkpoint
     from dpdesk.store.project import Project
@@ -73,8 +83,10 @@ def run_answer(args: argparse.Namespace) -> int:
         if estimate.is_estimate(args.query):
             return estimate.run_release(args)
         if not is_posterior(args.query):
-            raise DpdeskError("--query takes a posterior of proportions, posterior(...); queue a count request "
-                              "with `dpdesk requests add` and answer it with --request")
+            raise DpdeskError(
+                "--query takes a posterior of proportions, posterior(...); queue a count request "
+                "with `dpdesk requests add` and answer it with --request"
+            )
         return run_release(args)
     with Project.open(args.path, "w") as p:
         req = p.request(args.request)
@@ -86,31 +98,52 @@ def run_answer(args: argparse.Namespace) -> int:
         a = p.assess(args.request, method=args.method)  # the project's settings; the writer lock keeps them
         out = sys.stderr if args.json else sys.stdout
         b = a.budget
-        print(f"request {req.id}: {req.describe()}  (±{req.eps:g} with probability ≥ {1 - req.delta:g})", file=out)
+        print(
+            f"request {req.id}: {req.describe()}  (±{req.eps:g} with probability ≥ {1 - req.delta:g})",
+            file=out,
+        )
         print(f"decision: {a.decision} — {a.reason}", file=out)
-        print(f"budget: system cost {b.system_cost:.6g} → "
-              f"{(b.system_cost_after if a.decision == 'spend' else b.system_cost):.6g} of {b.total:g}", file=out)
+        print(
+            f"budget: system cost {b.system_cost:.6g} → "
+            f"{(b.system_cost_after if a.decision == 'spend' else b.system_cost):.6g} of {b.total:g}",
+            file=out,
+        )
         if a.decision == "reject":
-            print(f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out)
+            print(
+                f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out
+            )
             if args.json:
                 print(json.dumps({"assessment": assessment_json(a, args), "release": None}))
             return 1
         if not args.yes:
-            what = "release the inferred answer (free)" if a.decision == "infer" else f"spend α = {a.spend_alpha:.6g}"
+            what = (
+                "release the inferred answer (free)"
+                if a.decision == "infer"
+                else f"spend α = {a.spend_alpha:.6g}"
+            )
             if not confirmed(what, "not answered (not confirmed)"):
                 return 1
-        release = p.release(a)  # exactly what was shown: the writer lock kept the ledger and settings as assessed
+        release = p.release(
+            a
+        )  # exactly what was shown: the writer lock kept the ledger and settings as assessed
         if args.json:
-            print(json.dumps({"assessment": assessment_json(a, args), "release": release.to_json()}), flush=True)
+            print(
+                json.dumps({"assessment": assessment_json(a, args), "release": release.to_json()}), flush=True
+            )
         else:
             cost = f"α = {release.alpha:.6g}, {release.family} noise" if release.kind == "fresh" else "free"
             if release.fusion_weight is not None:
                 cost += f", fused with history (weight {release.fusion_weight:.3g})"
             # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values
-            print(f"answer {req.id}: {release.entry.shown()}  {release.entry.shown_interval()}  ({release.kind}, {cost}; "
-                  f"ledger entry {release.entry.seq})", flush=True)
-            print(f"ledger head {release.witness} (the requester's witness: dpdesk verify {p.path} --extends HASH)",
-                  flush=True)
+            print(
+                f"answer {req.id}: {release.entry.shown()}  {release.entry.shown_interval()}  ({release.kind}, {cost}; "
+                f"ledger entry {release.entry.seq})",
+                flush=True,
+            )
+            print(
+                f"ledger head {release.witness} (the requester's witness: dpdesk verify {p.path} --extends HASH)",
+                flush=True,
+            )
         checkpoint("cli:printed")
     checkpoint("cli:closed")
     return 0
@@ -134,16 +167,20 @@ def answer_plan(p, req, args: argparse.Namespace) -> int:  # type: ignore[no-unt
         if args.json:
             print(json.dumps({"assessment": plan.to_json(), "release": None}))
         return 1
-    if not args.yes and not confirmed(f"release it, each cell of its box paying {cost_text(plan)}?",
-                                      "not answered (not confirmed)"):
+    if not args.yes and not confirmed(
+        f"release it, each cell of its box paying {cost_text(plan)}?", "not answered (not confirmed)"
+    ):
         return 1
     release = p.release(plan)  # exactly the plan shown; recorded (fsync'd) before it is returned
     if args.json:
         print(json.dumps({"assessment": plan.to_json(), "release": released_json(release)}), flush=True)
     else:
         print("\n".join(kind.outcome(release, plan)))
-        print(f"ledger entry {release.entry.seq}; ledger head {release.witness} (the requester's witness: "
-              f"dpdesk verify {p.path} --extends HASH)", flush=True)
+        print(
+            f"ledger entry {release.entry.seq}; ledger head {release.witness} (the requester's witness: "
+            f"dpdesk verify {p.path} --extends HASH)",
+            flush=True,
+        )
     checkpoint("cli:printed")
     return 0
 

@@ -33,13 +33,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("project", nargs="?", help="a .dpdesk project file (then use --request)")
     p.add_argument("--request", metavar="ID", help="request id in the project's queue")
     p.add_argument("--history", metavar="FILE", help="history JSON file (DESIGN §6 format)")
-    p.add_argument("--query", metavar="Q", help="query: JSON list, sparse JSON object, or text form (needs a schema)")
+    p.add_argument(
+        "--query", metavar="Q", help="query: JSON list, sparse JSON object, or text form (needs a schema)"
+    )
     p.add_argument("--eps", type=float, metavar="E", help="requested half-width ε > 0")
     p.add_argument("--delta", type=float, metavar="D", help="allowed miss probability δ in (0, 1)")
     p.add_argument("--queries", metavar="FILE", help="JSON lines, one request object per line")
-    p.add_argument("--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)")
+    p.add_argument(
+        "--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)"
+    )
     methods = method_names()
-    p.add_argument("--method", choices=methods, default=methods[0], help=f"posterior method (default {methods[0]})")
+    p.add_argument(
+        "--method", choices=methods, default=methods[0], help=f"posterior method (default {methods[0]})"
+    )
     p.add_argument("--interval", nargs=2, type=float, metavar=("L", "U"), help="also report Pr(L ≤ θ ≤ U)")
     add_pace_argument(p)
     add_table_size_argument(p)
@@ -61,32 +67,40 @@ CELL_COSTS_SHOWN = 65_536
 
 def add_cell_costs_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--cell-costs", action="store_true",
+        "--cell-costs",
+        action="store_true",
         help=f"with --json, list every cell's cost (cell_costs) even on a cube of more than {CELL_COSTS_SHOWN:,} "
-             "cells, where it is otherwise null and cell_costs_omitted gives the number of cells",
+        "cells, where it is otherwise null and cell_costs_omitted gives the number of cells",
     )
 
 
 def assessment_json(a: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The DESIGN §6 assessment object as ``--json`` prints it (see :data:`CELL_COSTS_SHOWN`)."""
-    return a.to_json(cell_costs=bool(getattr(args, "cell_costs", False)) or len(a.cell_costs) <= CELL_COSTS_SHOWN)
+    return a.to_json(
+        cell_costs=bool(getattr(args, "cell_costs", False)) or len(a.cell_costs) <= CELL_COSTS_SHOWN
+    )
 
 
 def add_pace_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--pace", nargs=2, type=float, metavar=("FLOOR", "CAP"),
+        "--pace",
+        nargs=2,
+        type=float,
+        metavar=("FLOOR", "CAP"),
         help="spend policy for a fixed budget: a fresh answer spends at least FLOOR of what its cells can "
-             "still pay, and a request needing more than CAP of it is declined (fractions, e.g. 0.1 0.5; "
-             "default: spend exactly what the request needs)",
+        "still pay, and a request needing more than CAP of it is declined (fractions, e.g. 0.1 0.5; "
+        "default: spend exactly what the request needs)",
     )
 
 
 def add_table_size_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--table-size", type=float, metavar="N",
+        "--table-size",
+        type=float,
+        metavar="N",
         help="a public upper bound on the number of records, declared by the curator (never read off the "
-             "data): released intervals are trimmed to the answers such a table allows (counts ≥ 0, ≤ N); "
-             "decisions and budgets do not change",
+        "data): released intervals are trimmed to the answers such a table allows (counts ≥ 0, ≤ N); "
+        "decisions and budgets do not change",
     )
 
 
@@ -133,11 +147,18 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
             q = query_from_input(obj["query"], n_cells, shape, schema, where)
             interval = obj.get("interval")
             if interval is not None and not (
-                isinstance(interval, list) and len(interval) == 2 and all(isinstance(v, (int, float)) for v in interval)
+                isinstance(interval, list)
+                and len(interval) == 2
+                and all(isinstance(v, (int, float)) for v in interval)
             ):
                 raise DpdeskError(f"{where}: interval must be [L, U]")
             try:
-                req = Request(str(obj.get("id", no)), q, _num(obj["eps"], where, "eps"), _num(obj["delta"], where, "delta"))
+                req = Request(
+                    str(obj.get("id", no)),
+                    q,
+                    _num(obj["eps"], where, "eps"),
+                    _num(obj["delta"], where, "delta"),
+                )
             except DpdeskError as exc:
                 raise DpdeskError(f"{where}: {exc}") from None
             out.append((req, tuple(interval) if interval else None))
@@ -165,39 +186,57 @@ def format_assessment(a: Any) -> str:
     lines = [f"request {r.id}: {q}   ε = {r.eps:g}, δ = {r.delta:g}"]
     est = a.estimate
     if est.estimable:
-        where = (f"{est.history_size} history rows, {est.form} form" if a.inference.source is None else
-                 f"from {a.inference.served_by}'s {est.history_size} counts")
+        where = (
+            f"{est.history_size} history rows, {est.form} form"
+            if a.inference.source is None
+            else f"from {a.inference.served_by}'s {est.history_size} counts"
+        )
         from dpdesk.engine.answering.rounding import format_interval, format_value
 
         counts = r.query.is_integer  # a count is shown as an integer, as its release would be
         lines.append(f"  estimate        {format_value(est.estimate, counts)}  (std {est.std:.4g}; {where})")
         lo, hi = a.interval
-        lines.append(f"  {100 * (1 - r.delta):g}% interval    {format_interval(lo, hi, counts)}  "
-                     f"(mass {a.interval_confidence:.6f})")
+        lines.append(
+            f"  {100 * (1 - r.delta):g}% interval    {format_interval(lo, hi, counts)}  "
+            f"(mass {a.interval_confidence:.6f})"
+        )
         lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
         asked = f", asked for {a.requested_method}" if a.method != a.requested_method else ""
         lines.append(f"  computed by     {a.method} (error ≤ {a.error_bound:.1e}{asked})")
         if a.interval_query is not None:
-            lines.append(f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}")
+            lines.append(
+                f"  Pr(θ in [{a.interval_query[0]:g}, {a.interval_query[1]:g}])  {a.interval_probability:.6f}"
+            )
         if a.prior != "flat":
             lo, hi = a.release_interval
-            lines.append(f"  prior           {a.prior} (known bounds; released window trimmed to "
-                         f"{format_interval(lo, hi, counts, a.release_estimate)})")
+            lines.append(
+                f"  prior           {a.prior} (known bounds; released window trimmed to "
+                f"{format_interval(lo, hi, counts, a.release_estimate)})"
+            )
     else:
         lines.append(f"  not estimable from the {est.history_size} released answers")
         if est.history_size and r.query.text:  # issue 17: offer the zero-cost (biased) estimate from them
-            lines.append(f"  zero-cost       a biased estimate from them, meeting no (ε, δ): "
-                         f"dpdesk assess PROJECT --query 'estimate({r.query.text})'")
+            lines.append(
+                f"  zero-cost       a biased estimate from them, meeting no (ε, δ): "
+                f"dpdesk assess PROJECT --query 'estimate({r.query.text})'"
+            )
     b = a.budget
     lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
-    fused = (f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
-             if a.spend_alpha < a.fresh_alpha else "")
+    fused = (
+        f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
+        if a.spend_alpha < a.fresh_alpha
+        else ""
+    )
     lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.noise.label} noise{fused})")
     if a.headroom is not None:
-        lines.append(f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
-                     f"its cells can still pay α = {a.headroom:.6g}")
+        lines.append(
+            f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
+            f"its cells can still pay α = {a.headroom:.6g}"
+        )
     after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
-    lines.append(f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})")
+    lines.append(
+        f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})"
+    )
     return "\n".join(lines)
 
 
@@ -207,7 +246,9 @@ def preview_queued(project: Any, args: argparse.Namespace) -> int:
     from dpdesk.store.request_kinds import kind_named
 
     req = project.request(args.request)
-    unused = [f"--{n.replace('_', '-')}" for n in ("interval", "pace", "table_size") if getattr(args, n, None)]
+    unused = [
+        f"--{n.replace('_', '-')}" for n in ("interval", "pace", "table_size") if getattr(args, n, None)
+    ]
     if unused:
         raise DpdeskError(f"{unused[0]} applies to count requests; {req.id} is a {req.kind} request")
     kind = kind_named(req.kind)
@@ -227,20 +268,27 @@ def claim_offer_text(offer, a, path: str) -> str:
     r = a.request
     lines = []
     if offer.eps is not None:
-        lines.append(f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes) "
-                     f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
-                     f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}")
+        lines.append(
+            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes) "
+            f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
+            f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}"
+        )
     if offer.free_delta is not None:
-        lines.append(f"  counter-offer   free from history: ±{r.eps:g} at {offer.free_confidence:.4g} confidence: "
-                     f"dpdesk requests edit {path} --request {r.id} --delta {offer.free_delta:g}")
-    return "\n".join(lines) or "  counter-offer   none: no fresh answer passes the claims and history does not estimate it"
+        lines.append(
+            f"  counter-offer   free from history: ±{r.eps:g} at {offer.free_confidence:.4g} confidence: "
+            f"dpdesk requests edit {path} --request {r.id} --delta {offer.free_delta:g}"
+        )
+    return (
+        "\n".join(lines)
+        or "  counter-offer   none: no fresh answer passes the claims and history does not estimate it"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpdesk.engine.answering.workflow import Settings, assess
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.inference.history import History
     from dpdesk.engine.schema import Schema
-    from dpdesk.engine.answering.workflow import Settings, assess
 
     if args.project is not None:
         from dpdesk.commands import estimate
@@ -251,8 +299,10 @@ def run(args: argparse.Namespace) -> int:
         if estimate.is_estimate(args.query) and not (args.history or args.queries or args.request):
             return estimate.run_preview(args)
         if args.history or args.query or args.queries:
-            raise DpdeskError("with a project file use --request ID or --query 'posterior(...)' "
-                              "(not --history/--queries, nor a count --query)")
+            raise DpdeskError(
+                "with a project file use --request ID or --query 'posterior(...)' "
+                "(not --history/--queries, nor a count --query)"
+            )
         if not args.request:
             raise DpdeskError("give --request ID to assess a request of the project")
         from dpdesk.store import Project
@@ -261,9 +311,14 @@ def run(args: argparse.Namespace) -> int:
             if project.request(args.request).kind != "count":
                 return preview_queued(project, args)
             # --pace / --table-size: what another policy or prior would do; default: the project's
-            what_if = {k: v for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
-                       if v is not None}
-            results = [project.assess(args.request, method=args.method, interval=interval_from_args(args), **what_if)]
+            what_if = {
+                k: v
+                for k, v in (("policy", policy_from_args(args)), ("prior", prior_from_args(args)))
+                if v is not None
+            }
+            results = [
+                project.assess(args.request, method=args.method, interval=interval_from_args(args), **what_if)
+            ]
             claims = project.claim_statuses(results[0])
             from dpdesk.store.watching import offer_within_claims
 
@@ -284,8 +339,10 @@ def run(args: argparse.Namespace) -> int:
         from dpdesk.commands.posterior import is_posterior
 
         if is_posterior(args.query):
-            raise DpdeskError("a posterior(...) request is priced against a project's ledger: "
-                              "dpdesk assess PROJECT --query 'posterior(...)'")
+            raise DpdeskError(
+                "a posterior(...) request is priced against a project's ledger: "
+                "dpdesk assess PROJECT --query 'posterior(...)'"
+            )
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
         from pathlib import Path

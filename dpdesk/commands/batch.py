@@ -21,23 +21,37 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("batch", help="plan and answer several pending requests from one release",
-                              description="Plan the pending requests together (matrix-mechanism strategies).")
+    p = subparsers.add_parser(
+        "batch",
+        help="plan and answer several pending requests from one release",
+        description="Plan the pending requests together (matrix-mechanism strategies).",
+    )
     sub = p.add_subparsers(dest="batch_command", metavar="ACTION", parser_class=type(p))
-    for name, text in (("plan", "show the batch plan (spends nothing)"),
-                       ("answer", "release the batch plan and answer the requests it covers")):
+    for name, text in (
+        ("plan", "show the batch plan (spends nothing)"),
+        ("answer", "release the batch plan and answer the requests it covers"),
+    ):
         a = sub.add_parser(name, help=text)
         a.add_argument("path", metavar="PATH")
         which = a.add_mutually_exclusive_group()
         which.add_argument("--requests", metavar="IDS", help="comma-separated request ids (in this order)")
         which.add_argument("--pending", action="store_true", help="every pending count request (default)")
         ahead = a.add_mutually_exclusive_group()
-        ahead.add_argument("--look-ahead", nargs="?", const=ON, type=share_argument, metavar="SHARE",
-                           help="first measure, on cells nobody has paid for, a strategy for the queue's requests "
-                                "(public inputs only), spending SHARE in (0, 1] of those cells' room (default: the "
-                                "project's share, else 1); the preview shows what it spends")
-        ahead.add_argument("--no-look-ahead", action="store_true",
-                           help="plan the batch alone (default: the project's setting, off unless set)")
+        ahead.add_argument(
+            "--look-ahead",
+            nargs="?",
+            const=ON,
+            type=share_argument,
+            metavar="SHARE",
+            help="first measure, on cells nobody has paid for, a strategy for the queue's requests "
+            "(public inputs only), spending SHARE in (0, 1] of those cells' room (default: the "
+            "project's share, else 1); the preview shows what it spends",
+        )
+        ahead.add_argument(
+            "--no-look-ahead",
+            action="store_true",
+            help="plan the batch alone (default: the project's setting, off unless set)",
+        )
         a.add_argument("--json", action="store_true", help="print one JSON object")
         if name == "answer":
             a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -52,7 +66,9 @@ def share_argument(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (give a share in (0, 1], e.g. 0.5)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number (give a share in (0, 1], e.g. 0.5)"
+        ) from None
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.store.answering import check_share
 
@@ -81,14 +97,21 @@ def look_ahead_text(plan, share: float | None) -> str | None:  # type: ignore[no
     if la is None:
         if share is None:
             return None
-        return (f"look-ahead (share {share:.0%}): not used — no cell the queue's requests touch is unspent, or "
-                "the batch alone serves the queue better")
-    fewer = (f"; it answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}, to "
-             "serve the queue's later requests" if la.alone_answered is not None and plan.answered < la.alone_answered
-             else "")
-    return (f"look-ahead: {la.strategy} — the first {la.measurements} measurement(s), on {la.cells} cell(s) nobody "
-            f"had paid for, built from the batch and {la.seen} other queued request(s), spending {la.share:.0%} of "
-            f"their room: system cost {plan.system_cost:.6g} → {la.system_cost_after:.6g} from it alone{fewer}")
+        return (
+            f"look-ahead (share {share:.0%}): not used — no cell the queue's requests touch is unspent, or "
+            "the batch alone serves the queue better"
+        )
+    fewer = (
+        f"; it answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}, to "
+        "serve the queue's later requests"
+        if la.alone_answered is not None and plan.answered < la.alone_answered
+        else ""
+    )
+    return (
+        f"look-ahead: {la.strategy} — the first {la.measurements} measurement(s), on {la.cells} cell(s) nobody "
+        f"had paid for, built from the batch and {la.seen} other queued request(s), spending {la.share:.0%} of "
+        f"their room: system cost {plan.system_cost:.6g} → {la.system_cost_after:.6g} from it alone{fewer}"
+    )
 
 
 def _ids(args: argparse.Namespace) -> list[str] | None:
@@ -105,13 +128,15 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
 def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyped-def]
     """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
     ahead = look_ahead_text(plan, share)
-    lines = [f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
-             f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
-             *([ahead] if ahead else []),
-             f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
-             f"{', watched claims aside' if plan.left_out else ''}) would answer "
-             f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
-             f"{plan.one_by_one.system_cost_after:.6g}"]
+    lines = [
+        f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
+        f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
+        *([ahead] if ahead else []),
+        f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
+        f"{', watched claims aside' if plan.left_out else ''}) would answer "
+        f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
+        f"{plan.one_by_one.system_cost_after:.6g}",
+    ]
     share = plan.increase / max(1, len(plan.ids("planned")))
     lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone':>10} {'in batch':>10}  status")
     for p in plan.requests:
@@ -122,11 +147,17 @@ def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyp
             offer = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
             free = "" if p.free_eps is None else f"; history gives ±{p.free_eps:.4g} free"
             note = f" ({offer}{free})"
-        lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}")
-    lines.append("in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
-                 "separable); alone: the rise answering that request alone now would cause")
-    cands = ", ".join(f"{c.name} {'' if c.checked else 'at most '}{c.answered} at {c.system_cost_after:.4g}"
-                      for c in plan.candidates)
+        lines.append(
+            f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}"
+        )
+    lines.append(
+        "in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
+        "separable); alone: the rise answering that request alone now would cause"
+    )
+    cands = ", ".join(
+        f"{c.name} {'' if c.checked else 'at most '}{c.answered} at {c.system_cost_after:.4g}"
+        for c in plan.candidates
+    )
     lines.append(f"candidates: {cands}")
     lines.extend(f"left out: {why}" for why in plan.left_out)
     return "\n".join(lines)
@@ -167,9 +198,12 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps({"plan": plan_json(plan, share), "release": None}))
             return 1
         la = plan.look_ahead
-        question = (f"release {len(plan.measurements)} measurement(s)"
-                    + (f" ({la.measurements} of them the look-ahead)" if la else "") + ", raising the system cost to "
-                    f"{plan.system_cost_after:.6g}, and answer {plan.answered} request(s)?")
+        question = (
+            f"release {len(plan.measurements)} measurement(s)"
+            + (f" ({la.measurements} of them the look-ahead)" if la else "")
+            + ", raising the system cost to "
+            f"{plan.system_cost_after:.6g}, and answer {plan.answered} request(s)?"
+        )
         if not args.yes and not confirmed(question):
             return 1
         try:

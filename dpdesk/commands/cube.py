@@ -17,22 +17,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ".sqlite/.db file (with --table), a postgresql:// URL (with --table), or, with --spark MASTER, a "
         "table in Spark's catalog or a Parquet/CSV/Delta path that Spark reads. The counts are private.",
     )
-    p.add_argument("source", metavar="SOURCE", help="file, glob (quote it), postgresql:// URL, or a Spark table/path")
+    p.add_argument(
+        "source", metavar="SOURCE", help="file, glob (quote it), postgresql:// URL, or a Spark table/path"
+    )
     p.add_argument("--schema", required=True, metavar="S", help="schema file (*.schema.json, DESIGN §6)")
     add_source_arguments(p)
-    p.add_argument("--json", action="store_true",
-                   help="print shape, total, out_of_domain, counts (flattened, C order), source and fingerprint as JSON")
-    p.add_argument("--show-sql", action="store_true",
-                   help="print the generated GROUP BY and its parameters instead of running it")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print shape, total, out_of_domain, counts (flattened, C order), source and fingerprint as JSON",
+    )
+    p.add_argument(
+        "--show-sql",
+        action="store_true",
+        help="print the generated GROUP BY and its parameters instead of running it",
+    )
     p.set_defaults(func=run)
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     """``--table`` and ``--spark``, shared by every command that names a data source."""
     p.add_argument("--table", metavar="T", help="table or view in a database; worksheet of a workbook")
-    p.add_argument("--spark", metavar="MASTER",
-                   help="count with Spark (needs dpdesk[spark]): local[*], local[N], spark://HOST:PORT, yarn or "
-                        "k8s://...; the source is then a table in Spark's catalog or a Parquet/CSV/Delta path")
+    p.add_argument(
+        "--spark",
+        metavar="MASTER",
+        help="count with Spark (needs dpdesk[spark]): local[*], local[N], spark://HOST:PORT, yarn or "
+        "k8s://...; the source is then a table in Spark's catalog or a Parquet/CSV/Delta path",
+    )
 
 
 def source_location(source: str, table: str | None, spark: str | None) -> tuple[str, str | None]:
@@ -66,14 +77,19 @@ def run(args: argparse.Namespace) -> int:
     cube = source.build_cube(schema)
     if args.json:
         fingerprint = source.fingerprint()
-        print(json.dumps({
-            "shape": list(schema.shape),
-            "total": cube.total,
-            "out_of_domain": cube.out_of_domain,
-            "counts": cube.flat.tolist(),
-            "source": source.describe(),
-            "fingerprint": fingerprint.to_dict(),
-        }, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "shape": list(schema.shape),
+                    "total": cube.total,
+                    "out_of_domain": cube.out_of_domain,
+                    "counts": cube.flat.tolist(),
+                    "source": source.describe(),
+                    "fingerprint": fingerprint.to_dict(),
+                },
+                ensure_ascii=False,
+            )
+        )
         return 0
     shape = " x ".join(str(s) for s in schema.shape)
     table = f", table {source.table}" if source.table else ""

@@ -32,9 +32,13 @@ def is_estimate(text: str | None) -> bool:
 
 
 def add_tau_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tau", type=float, metavar="T",
-                   help="estimate(...)/synth: the shrinkage trade-off τ (default: chosen by 5-fold cross-validation "
-                        "on the released answers; 'inf' for estimate gives the unbiased estimate where one exists)")
+    p.add_argument(
+        "--tau",
+        type=float,
+        metavar="T",
+        help="estimate(...)/synth: the shrinkage trade-off τ (default: chosen by 5-fold cross-validation "
+        "on the released answers; 'inf' for estimate gives the unbiased estimate where one exists)",
+    )
 
 
 def inner_query(text: str) -> str:
@@ -42,15 +46,21 @@ def inner_query(text: str) -> str:
 
     m = _HEAD.match(text)
     if m is None or not m.group(1).strip():
-        raise QueryError(f"estimate(...) takes one count query, e.g. estimate(count(age=\"20-30\")): got {text.strip()!r}")
+        raise QueryError(
+            f'estimate(...) takes one count query, e.g. estimate(count(age="20-30")): got {text.strip()!r}'
+        )
     return m.group(1)
 
 
 def plan_in_project(project: Any, args: argparse.Namespace) -> Any:
     from dpdesk.store.estimating import estimate_plan
 
-    return estimate_plan(project, inner_query(args.query), tau=getattr(args, "tau", None),
-                         table_size=getattr(args, "table_size", None))
+    return estimate_plan(
+        project,
+        inner_query(args.query),
+        tau=getattr(args, "tau", None),
+        table_size=getattr(args, "table_size", None),
+    )
 
 
 def run_preview(args: argparse.Namespace) -> int:
@@ -72,19 +82,28 @@ def run_release(args: argparse.Namespace) -> int:
     from dpdesk.store.checkpoints import checkpoint
     from dpdesk.store.project import Project
 
-    with Project.open(args.path, "w") as p:  # the writer lock keeps the ledger as previewed until it is recorded
+    with Project.open(
+        args.path, "w"
+    ) as p:  # the writer lock keeps the ledger as previewed until it is recorded
         plan = plan_in_project(p, args)
         out = sys.stderr if args.json else sys.stdout
         print("\n".join(plan.lines()), file=out)
-        if not args.yes and not confirmed("record this biased estimate (free) in the ledger?", "not recorded (not confirmed)"):
+        if not args.yes and not confirmed(
+            "record this biased estimate (free) in the ledger?", "not recorded (not confirmed)"
+        ):
             return 1
         release = p.release(plan)
         if args.json:
             print(json.dumps({"assessment": plan.to_json(), "release": release.to_json()}), flush=True)
         else:
             tau = "∞" if not math.isfinite(plan.tau) else f"{plan.tau:.4g}"
-            print(f"estimate of {plan.text}: {plan.value:.6g} (biased, τ = {tau}; free; ledger entry {release.entry.seq})")
-            print(f"ledger head {release.witness} (dpdesk verify {p.path} --extends HASH checks the ledger still "
-                  "holds it)", flush=True)
+            print(
+                f"estimate of {plan.text}: {plan.value:.6g} (biased, τ = {tau}; free; ledger entry {release.entry.seq})"
+            )
+            print(
+                f"ledger head {release.witness} (dpdesk verify {p.path} --extends HASH checks the ledger still "
+                "holds it)",
+                flush=True,
+            )
         checkpoint("cli:printed")
     return 0

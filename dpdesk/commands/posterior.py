@@ -31,9 +31,13 @@ def is_posterior(text: str | None) -> bool:
 
 
 def add_reference_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reference-size", type=int, metavar="M",
-                   help="posterior: compare each mechanism's expected accuracy at a public reference table of M "
-                        "records split as the prior (never the data)")
+    p.add_argument(
+        "--reference-size",
+        type=int,
+        metavar="M",
+        help="posterior: compare each mechanism's expected accuracy at a public reference table of M "
+        "records split as the prior (never the data)",
+    )
 
 
 def assess_in_project(project: Any, text: str, reference_size: int | None = None) -> Any:
@@ -57,8 +61,11 @@ def release_json(release: Any) -> dict[str, Any]:
 
     out = release.to_json()
     r = PosteriorRelease.from_payload(release.entry.payload)
-    out.update(parameters=r.parameters.tolist(), noisy_size=r.noisy_size,
-               noisy_counts=None if r.noisy_counts is None else list(r.noisy_counts))
+    out.update(
+        parameters=r.parameters.tolist(),
+        noisy_size=r.noisy_size,
+        noisy_counts=None if r.noisy_counts is None else list(r.noisy_counts),
+    )
     return out
 
 
@@ -90,8 +97,11 @@ def run_release(args: argparse.Namespace) -> int:
         else:
             posterior = PosteriorRelease.from_payload(release.entry.payload)
             print("\n".join(release_lines(posterior, plan.query)))
-            print(f"ledger entry {release.entry.seq}; ledger head {release.witness} (keep it: "
-                  f"dpdesk verify {p.path} --extends HASH checks the ledger still holds this release)", flush=True)
+            print(
+                f"ledger entry {release.entry.seq}; ledger head {release.witness} (keep it: "
+                f"dpdesk verify {p.path} --extends HASH checks the ledger still holds this release)",
+                flush=True,
+            )
         checkpoint("cli:printed")
     return 0
 

@@ -7,26 +7,46 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("project", help="create, describe or re-bind a project file (*.dpdesk)",
-                              description="Create, describe or re-bind a dpdesk project file.")
+    p = subparsers.add_parser(
+        "project",
+        help="create, describe or re-bind a project file (*.dpdesk)",
+        description="Create, describe or re-bind a dpdesk project file.",
+    )
     sub = p.add_subparsers(dest="project_command", metavar="ACTION", parser_class=type(p))
-    new = sub.add_parser("new", help="create a project bound to a data source",
-                         description="Create a project file bound to a data source. Nothing is written on error.")
+    new = sub.add_parser(
+        "new",
+        help="create a project bound to a data source",
+        description="Create a project file bound to a data source. Nothing is written on error.",
+    )
     new.add_argument("path", metavar="PATH", help="the project file to create (never overwritten)")
     new.add_argument("--schema", required=True, metavar="S", help="schema JSON file (DESIGN §6)")
-    new.add_argument("--source", required=True, metavar="TABLE",
-                     help="the data: a CSV/Parquet/Excel/SQLite file, a postgresql:// URL, or with --spark a "
-                          "Spark table or path")
+    new.add_argument(
+        "--source",
+        required=True,
+        metavar="TABLE",
+        help="the data: a CSV/Parquet/Excel/SQLite file, a postgresql:// URL, or with --spark a "
+        "Spark table or path",
+    )
     from dpdesk.commands.cube import add_source_arguments
 
     add_source_arguments(new)
-    new.add_argument("--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)")
-    new.add_argument("--delta-cap", type=float, default=0.0, metavar="D",
-                     help="the largest δ any cell may accumulate over (α, δ) releases, fixed for the project's life "
-                          "(default 0: pure α-DP releases only)")
+    new.add_argument(
+        "--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)"
+    )
+    new.add_argument(
+        "--delta-cap",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="the largest δ any cell may accumulate over (α, δ) releases, fixed for the project's life "
+        "(default 0: pure α-DP releases only)",
+    )
     new.add_argument("--name", metavar="N", help="project name (default: the file's stem)")
-    new.add_argument("--test-project", action="store_true",
-                     help="mark as a test project (allows the seeded, non-secure sampler; never for real data)")
+    new.add_argument(
+        "--test-project",
+        action="store_true",
+        help="mark as a test project (allows the seeded, non-secure sampler; never for real data)",
+    )
     info = sub.add_parser("info", help="describe a project (read-only)")
     info.add_argument("path", metavar="PATH")
     info.add_argument("--json", action="store_true", help="print one JSON object")
@@ -36,33 +56,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add_pace_argument(new)
     policy = sub.add_parser(
-        "policy", help="show or set the spend policy (budget pacing)",
+        "policy",
+        help="show or set the spend policy (budget pacing)",
         description="Show the project's spend policy, or set it: with --pace FLOOR CAP every fresh answer "
-                    "spends at least FLOOR of what its cells can still pay, and a request needing more than "
-                    "CAP of it is declined; --greedy spends exactly what each request needs (the default).")
+        "spends at least FLOOR of what its cells can still pay, and a request needing more than "
+        "CAP of it is declined; --greedy spends exactly what each request needs (the default).",
+    )
     policy.add_argument("path", metavar="PATH")
     add_pace_argument(policy)
-    policy.add_argument("--greedy", action="store_true", help="clear the policy: spend exactly what a request needs")
+    policy.add_argument(
+        "--greedy", action="store_true", help="clear the policy: spend exactly what a request needs"
+    )
     prior = sub.add_parser(
-        "prior", help="show or set the known-bounds prior (a declared table size)",
+        "prior",
+        help="show or set the known-bounds prior (a declared table size)",
         description="Show the project's prior, or declare a public upper bound N on the number of records: "
-                    "every count then lies in [0, N·max Q] and inferences use that bounded prior with "
-                    "highest-density intervals. --flat goes back to the flat prior (the default). N is "
-                    "declared by the curator (e.g. the population size), never read off the data.")
+        "every count then lies in [0, N·max Q] and inferences use that bounded prior with "
+        "highest-density intervals. --flat goes back to the flat prior (the default). N is "
+        "declared by the curator (e.g. the population size), never read off the data.",
+    )
     prior.add_argument("path", metavar="PATH")
     add_table_size_argument(prior)
     prior.add_argument("--flat", action="store_true", help="withdraw the declared table size: the flat prior")
     ahead = sub.add_parser(
-        "look-ahead", help="show or set the batch plans' look-ahead",
+        "look-ahead",
+        help="show or set the batch plans' look-ahead",
         description="Show the project's look-ahead, or set it: with --share S every batch plan (dpdesk batch, "
-                    "Plan batch… in the app) first measures, on cells nobody has paid for yet, a strategy for the "
-                    "queue's requests (their queries and (ε, δ): public inputs only), spending the share S of "
-                    "those cells' room at once, so that later requests on them are answered from history; --off "
-                    "plans each batch alone (the default).")
+        "Plan batch… in the app) first measures, on cells nobody has paid for yet, a strategy for the "
+        "queue's requests (their queries and (ε, δ): public inputs only), spending the share S of "
+        "those cells' room at once, so that later requests on them are answered from history; --off "
+        "plans each batch alone (the default).",
+    )
     ahead.add_argument("path", metavar="PATH")
     from dpdesk.commands.batch import share_argument
 
-    ahead.add_argument("--share", type=share_argument, metavar="S", help="fraction in (0, 1] of the unspent cells' room")
+    ahead.add_argument(
+        "--share", type=share_argument, metavar="S", help="fraction in (0, 1] of the unspent cells' room"
+    )
     ahead.add_argument("--off", action="store_true", help="plan each batch alone")
     p.set_defaults(func=run, _parser=p)
 
@@ -80,8 +110,15 @@ def run(args: argparse.Namespace) -> int:
     if action == "prior":
         return _prior(args)
     if action == "look-ahead":
-        return _answering_setting(args, "look_ahead", reset=args.off, given=args.share is not None,
-                                  value=lambda: args.share, options="--share S or --off", describe=describe_look_ahead)
+        return _answering_setting(
+            args,
+            "look_ahead",
+            reset=args.off,
+            given=args.share is not None,
+            value=lambda: args.share,
+            options="--share S or --off",
+            describe=describe_look_ahead,
+        )
     args._parser.print_help()
     return 2
 
@@ -100,15 +137,27 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.commands.cube import source_location
 
     location, table = source_location(args.source, args.table, args.spark)
-    with Project.create(args.path, name=name, schema=schema, source_location=location, source_table=table,
-                        total_budget=args.budget, test_project=args.test_project, delta_cap=args.delta_cap) as p:
+    with Project.create(
+        args.path,
+        name=name,
+        schema=schema,
+        source_location=location,
+        source_table=table,
+        total_budget=args.budget,
+        test_project=args.test_project,
+        delta_cap=args.delta_cap,
+    ) as p:
         if pace is not None:
             p.set_spend_policy(pace)
         src = p.source
-        print(f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
-              f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}")
-        print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
-              f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…")
+        print(
+            f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
+            f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}"
+        )
+        print(
+            f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
+            f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…"
+        )
         print(f"spend policy: {describe_policy(p.spend_policy)}")
     return 0
 
@@ -116,15 +165,19 @@ def _new(args: argparse.Namespace) -> int:
 def describe_policy(policy) -> str:
     if policy is None:
         return "greedy (each fresh answer spends exactly what its request needs)"
-    return (f"{policy.describe()}: a fresh answer spends at least {policy.floor:.0%} of what its cells can still "
-            f"pay; a request needing more than {policy.cap:.0%} of it is declined")
+    return (
+        f"{policy.describe()}: a fresh answer spends at least {policy.floor:.0%} of what its cells can still "
+        f"pay; a request needing more than {policy.cap:.0%} of it is declined"
+    )
 
 
 def describe_look_ahead(share) -> str:
     if share is None:
         return "off (each batch plan is made for the batch alone)"
-    return (f"on at share {share:g}: a batch plan first spends up to {share:.0%} of the room left on cells nobody has paid "
-            "for, measuring a strategy for the queue's requests")
+    return (
+        f"on at share {share:g}: a batch plan first spends up to {share:.0%} of the room left on cells nobody has paid "
+        "for, measuring a strategy for the queue's requests"
+    )
 
 
 def describe_prior(prior) -> str:
@@ -136,17 +189,29 @@ def describe_prior(prior) -> str:
 def _prior(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import prior_from_args
 
-    return _answering_setting(args, "prior", reset=args.flat, given=args.table_size is not None,
-                              value=lambda: prior_from_args(args), options="--table-size N or --flat",
-                              describe=describe_prior)
+    return _answering_setting(
+        args,
+        "prior",
+        reset=args.flat,
+        given=args.table_size is not None,
+        value=lambda: prior_from_args(args),
+        options="--table-size N or --flat",
+        describe=describe_prior,
+    )
 
 
 def _policy(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
 
-    return _answering_setting(args, "spend_policy", reset=args.greedy, given=args.pace is not None,
-                              value=lambda: policy_from_args(args), options="--pace FLOOR CAP or --greedy",
-                              describe=describe_policy)
+    return _answering_setting(
+        args,
+        "spend_policy",
+        reset=args.greedy,
+        given=args.pace is not None,
+        value=lambda: policy_from_args(args),
+        options="--pace FLOOR CAP or --greedy",
+        describe=describe_policy,
+    )
 
 
 def _answering_setting(args, name: str, *, reset: bool, given: bool, value, options: str, describe) -> int:
@@ -183,15 +248,26 @@ def _info(args: argparse.Namespace) -> int:
         counts = {s: len(p.requests(s)) for s in STATUSES}
         binding = p.binding_problem()
         info = {
-            "path": str(p.path), "name": p.name, "created": p.created, "neighbour_model": p.neighbour_model,
-            "total_budget": float(p.total_budget), "system_cost": view.system_cost,
-            "remaining": float(p.total_budget) - view.system_cost, "test_project": p.test_project,
-            "delta_cap": p.delta_cap, "delta_spent": view.delta_spent,
-            "cells": p.schema.n_cells, "attributes": list(p.schema.names),
+            "path": str(p.path),
+            "name": p.name,
+            "created": p.created,
+            "neighbour_model": p.neighbour_model,
+            "total_budget": float(p.total_budget),
+            "system_cost": view.system_cost,
+            "remaining": float(p.total_budget) - view.system_cost,
+            "test_project": p.test_project,
+            "delta_cap": p.delta_cap,
+            "delta_spent": view.delta_spent,
+            "cells": p.schema.n_cells,
+            "attributes": list(p.schema.names),
             "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
-            "requests": counts, "ledger_entries": len(entries), "fresh_answers": sum(e.kind == "fresh" for e in entries),
+            "requests": counts,
+            "ledger_entries": len(entries),
+            "fresh_answers": sum(e.kind == "fresh" for e in entries),
             "ledger_head": entries[-1].hash if entries else None,
-            "spend_policy": None if p.spend_policy is None else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
+            "spend_policy": None
+            if p.spend_policy is None
+            else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
             "declared_table_size": None if p.prior is None else p.prior.table_size,
             "look_ahead": p.look_ahead,
         }
@@ -203,15 +279,29 @@ def _info(args: argparse.Namespace) -> int:
     print(f"{info['name']} — {info['path']}{'  [TEST PROJECT]' if info['test_project'] else ''}")
     print(f"  created {info['created']}; neighbours: {info['neighbour_model']}")
     print(f"  cube: {info['cells']} cells over {', '.join(info['attributes'])}")
-    print(f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
-          f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}")
-    print(f"  δ: cap {info['delta_cap']:g}" + (f", largest per-cell δ spent {info['delta_spent']:.3g}" if info["delta_cap"]
-                                               else " (pure α-DP releases only)"))
+    print(
+        f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
+        f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}"
+    )
+    print(
+        f"  δ: cap {info['delta_cap']:g}"
+        + (
+            f", largest per-cell δ spent {info['delta_spent']:.3g}"
+            if info["delta_cap"]
+            else " (pure α-DP releases only)"
+        )
+    )
     s = info["source"]
-    print(f"  source: {s['location']}{f' table ' + s['table'] if s['table'] else ''} — {s['row_count']} rows, "
-          f"{s['out_of_domain']} out of domain; {s['status']}")
-    print(f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected")
-    print(f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}")
+    print(
+        f"  source: {s['location']}{' table ' + s['table'] if s['table'] else ''} — {s['row_count']} rows, "
+        f"{s['out_of_domain']} out of domain; {s['status']}"
+    )
+    print(
+        f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected"
+    )
+    print(
+        f"  ledger: {info['ledger_entries']} entries ({info['fresh_answers']} fresh), head {info['ledger_head'] or '-'}"
+    )
     print(f"  spend policy: {policy_text}")
     print(f"  prior: {prior_text}")
     print(f"  batch look-ahead: {ahead_text}")
@@ -228,6 +318,8 @@ def _rebind(args: argparse.Namespace) -> int:
             return 0
         entry = p.rebind()
         cur = entry.payload["current"]
-        print(f"rebound {p.path.name} to {cur['location']} ({cur['row_count']} rows, fingerprint "
-              f"{cur['fingerprint'][:16]}…): ledger entry {entry.seq}")
+        print(
+            f"rebound {p.path.name} to {cur['location']} ({cur['row_count']} rows, fingerprint "
+            f"{cur['fingerprint'][:16]}…): ledger entry {entry.seq}"
+        )
     return 0

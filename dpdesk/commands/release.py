@@ -25,8 +25,11 @@ from dpdesk.commands.confirm import confirmed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("release", help="one-shot releases of many counts (cells, marginals, interval trees)",
-                              description="Plan one-shot partition releases of a project (docs/releases.md).")
+    p = subparsers.add_parser(
+        "release",
+        help="one-shot releases of many counts (cells, marginals, interval trees)",
+        description="Plan one-shot partition releases of a project (docs/releases.md).",
+    )
     sub = p.add_subparsers(dest="release_command", metavar="ACTION", parser_class=type(p))
     plan = sub.add_parser("plan", help="price and preview a release (spends nothing)")
     plan.add_argument("path", metavar="PATH")
@@ -37,22 +40,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_plan_arguments(pub)
     pub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     pub.add_argument("--json", action="store_true", help="print one JSON object (preview and release)")
-    sel = sub.add_parser("select", help="release a private max(A | box) or argmax(A | box) (report-noisy-max)")
+    sel = sub.add_parser(
+        "select", help="release a private max(A | box) or argmax(A | box) (report-noisy-max)"
+    )
     sel.add_argument("path", metavar="PATH")
-    sel.add_argument("--query", required=True, metavar="TEXT", help="max(age), argmax(education | sex=\"Female\"), …")
+    sel.add_argument(
+        "--query", required=True, metavar="TEXT", help='max(age), argmax(education | sex="Female"), …'
+    )
     price = sel.add_mutually_exclusive_group(required=True)
     price.add_argument("--alpha", type=float, metavar="A", help="what every cell of the box pays (> 0)")
-    price.add_argument("--accuracy", type=float, metavar="T",
-                       help="the released label's count within T of the largest (argmax); at most T records above (max)")
-    sel.add_argument("--delta", type=float, default=0.05, metavar="D", help="the accuracy statement's δ (default 0.05)")
+    price.add_argument(
+        "--accuracy",
+        type=float,
+        metavar="T",
+        help="the released label's count within T of the largest (argmax); at most T records above (max)",
+    )
+    sel.add_argument(
+        "--delta", type=float, default=0.05, metavar="D", help="the accuracy statement's δ (default 0.05)"
+    )
     sel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     sel.add_argument("--json", action="store_true", help="print one JSON object (plan and release)")
     exp = sub.add_parser("export", help="write a recorded partition release as a count table")
     exp.add_argument("path", metavar="PATH")
-    exp.add_argument("--release", required=True, type=int, metavar="N", help="the release's ledger entry number")
+    exp.add_argument(
+        "--release", required=True, type=int, metavar="N", help="the release's ledger entry number"
+    )
     exp.add_argument("--out", required=True, metavar="FILE", help="the table to write (.csv or .parquet)")
-    exp.add_argument("--form", default="unclipped", choices=("unclipped", "seed"),
-                     help="unclipped: every count as released (for inference; default); seed: counts above 0 only")
+    exp.add_argument(
+        "--form",
+        default="unclipped",
+        choices=("unclipped", "seed"),
+        help="unclipped: every count as released (for inference; default); seed: counts above 0 only",
+    )
     p.set_defaults(func=run, _parser=p)
 
 
@@ -63,13 +82,19 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     kind.add_argument("--marginal", action="append", metavar="A,B", help="one marginal (repeatable)")
     kind.add_argument("--tree", metavar="ATTR", help="an interval tree over this ordered (numeric) attribute")
     p.add_argument("--branching", type=int, default=2, metavar="B", help="tree: labels per node (default 2)")
-    p.add_argument("--depth", type=int, metavar="D", help="tree: levels above single labels (default: up to one root)")
+    p.add_argument(
+        "--depth", type=int, metavar="D", help="tree: levels above single labels (default: up to one root)"
+    )
     cross = p.add_mutually_exclusive_group()
-    cross.add_argument("--cross", metavar="A,B", help="tree: cross only with these attributes (default: all others)")
+    cross.add_argument(
+        "--cross", metavar="A,B", help="tree: cross only with these attributes (default: all others)"
+    )
     cross.add_argument("--no-cross", action="store_true", help="tree: sum over the other attributes")
     price = p.add_mutually_exclusive_group(required=True)
     price.add_argument("--alpha", type=float, metavar="A", help="what every cell pays (> 0)")
-    price.add_argument("--accuracy", type=float, metavar="E", help="±E the plan's first query class must meet")
+    price.add_argument(
+        "--accuracy", type=float, metavar="E", help="±E the plan's first query class must meet"
+    )
     p.add_argument("--delta", type=float, default=0.05, metavar="D", help="the guarantees' δ (default 0.05)")
 
 
@@ -88,7 +113,9 @@ def plan_from_args(args: argparse.Namespace, schema):
         try:
             orders = [int(t) for t in _names(args.marginals)]
         except ValueError:
-            raise PlanError(f"--marginals ({args.marginals!r}) must be orders separated by commas, e.g. 1,2") from None
+            raise PlanError(
+                f"--marginals ({args.marginals!r}) must be orders separated by commas, e.g. 1,2"
+            ) from None
         return P.marginals_by_order(schema, orders)
     if args.marginal:
         return P.marginals_plan(schema, [_names(m) for m in args.marginal])
@@ -101,7 +128,8 @@ def preview_text(pv, schema) -> str:
     lines = [
         f"plan: {pv.plan.description}",
         f"cost: every cell pays α = {pv.alpha:.6g} ({pv.plan.coverage} count(s) per record at α = {pv.row_alpha:.6g} "
-        f"each; discrete Laplace noise of scale {pv.scale:.6g})" + (f", chosen for ±{pv.target:g}" if pv.target else ""),
+        f"each; discrete Laplace noise of scale {pv.scale:.6g})"
+        + (f", chosen for ±{pv.target:g}" if pv.target else ""),
         f"system cost: {b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g}, remaining after "
         f"{b.remaining_after:.6g}){'' if pv.fits else ' — DOES NOT FIT the total budget'}",
     ]
@@ -128,8 +156,14 @@ def _preview(p, args):  # type: ignore[no-untyped-def]
     from dpdesk.engine.partition.guarantee import preview
 
     plan = plan_from_args(args, p.schema)
-    return preview(plan, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
-                   total_budget=p.total_budget, cell_costs=p.view().cell_costs)
+    return preview(
+        plan,
+        alpha=args.alpha,
+        accuracy=args.accuracy,
+        delta=args.delta,
+        total_budget=p.total_budget,
+        cell_costs=p.view().cell_costs,
+    )
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -158,14 +192,22 @@ def run_publish(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"preview": pv.to_json(), "release": None}))
             return 1
-        if not args.yes and not confirmed(f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"):
+        if not args.yes and not confirmed(
+            f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"
+        ):
             return 1
         release = p.release(plan)  # drawn, then committed (fsync'd) before anything of it is shown
         seq = release.entry.seq
-        print(f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
-              f"{p.view().system_cost:.6g} of {p.total_budget:g}", file=out)
+        print(
+            f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
+            f"{p.view().system_cost:.6g} of {p.total_budget:g}",
+            file=out,
+        )
         print(f"export it: dpdesk release export {p.path} --release {seq} --out table.csv", file=out)
-        print(f"witness: {release.witness} (check with dpdesk verify {p.path} --extends {release.witness})", file=out)
+        print(
+            f"witness: {release.witness} (check with dpdesk verify {p.path} --extends {release.witness})",
+            file=out,
+        )
         if args.json:
             obj = release.to_json()
             obj.pop("values")  # the counts are in the ledger and the exported table, not on the terminal
@@ -183,8 +225,16 @@ def run_select(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     with Project.open(args.path, "w") as p:
         query = parse_selection(args.query, p.schema)
-        plan = plan_selection(query, p.schema, alpha=args.alpha, accuracy=args.accuracy, delta=args.delta,
-                              cell_costs=p.view().cell_costs, total_budget=p.total_budget, basis=p.basis())
+        plan = plan_selection(
+            query,
+            p.schema,
+            alpha=args.alpha,
+            accuracy=args.accuracy,
+            delta=args.delta,
+            cell_costs=p.view().cell_costs,
+            total_budget=p.total_budget,
+            basis=p.basis(),
+        )
         from dpdesk.store.request_kinds import selection_preview
 
         print("\n".join(selection_preview(plan)[:2]), file=out)  # the words a queued max/argmax shows too
@@ -193,7 +243,9 @@ def run_select(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"plan": plan.record(), "release": None}))
             return 1
-        if not args.yes and not confirmed(f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"):
+        if not args.yes and not confirmed(
+            f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"
+        ):
             return 1
         release = p.release(plan)  # drawn, then committed (fsync'd) before the label is shown
         label = release.entry.payload["label"]
@@ -210,5 +262,7 @@ def run_export(args: argparse.Namespace) -> int:
     with Project.open(args.path, "r") as p:
         release = partition_release(p.view(), args.release)
     table = write_table(release, args.out, args.form)
-    print(f"wrote {len(table)} {args.form} count(s) of release {args.release} ({release.plan.description}) to {args.out}")
+    print(
+        f"wrote {len(table)} {args.form} count(s) of release {args.release} ({release.plan.description}) to {args.out}"
+    )
     return 0

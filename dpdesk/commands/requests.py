@@ -8,18 +8,31 @@ from dpdesk.store import STATUSES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("requests", help="queue and list requests in a project",
-                              description="Queue and list data users' requests in a project file.")
+    p = subparsers.add_parser(
+        "requests",
+        help="queue and list requests in a project",
+        description="Queue and list data users' requests in a project file.",
+    )
     sub = p.add_subparsers(dest="requests_command", metavar="ACTION", parser_class=type(p))
     add = sub.add_parser("add", help="queue one request")
     add.add_argument("path", metavar="PATH")
-    add.add_argument("--query", required=True, metavar="Q",
-                     help='a count (\'count(age="0-30")\', or JSON coefficients), max(A | box), argmax(A | box), '
-                          'or posterior(A | box; prior=…)')
-    add.add_argument("--eps", metavar="E", help="count: half-width ε of the wanted interval (> 0); max/argmax: "
-                     "at most E records above / within E of the largest count; posterior: Hellinger distance")
+    add.add_argument(
+        "--query",
+        required=True,
+        metavar="Q",
+        help="a count ('count(age=\"0-30\")', or JSON coefficients), max(A | box), argmax(A | box), "
+        "or posterior(A | box; prior=…)",
+    )
+    add.add_argument(
+        "--eps",
+        metavar="E",
+        help="count: half-width ε of the wanted interval (> 0); max/argmax: "
+        "at most E records above / within E of the largest count; posterior: Hellinger distance",
+    )
     add.add_argument("--delta", metavar="D", help="allowed miss probability δ, in (0, 1)")
-    add.add_argument("--alpha", metavar="A", help="max/argmax, posterior: the per-cell budget α instead of an accuracy")
+    add.add_argument(
+        "--alpha", metavar="A", help="max/argmax, posterior: the per-cell budget α instead of an accuracy"
+    )
     add.add_argument("--requester", default="", metavar="NAME")
     add.add_argument("--id", metavar="ID", help="request id (default r<N>)")
     edit = sub.add_parser("edit", help="change a pending request's terms (an accepted counter-offer)")
@@ -28,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     edit.add_argument("--eps", metavar="E", help="the new ε (default: unchanged)")
     edit.add_argument("--delta", metavar="D", help="the new δ (default: unchanged)")
     edit.add_argument("--alpha", metavar="A", help="the new α of a max/argmax or posterior request")
-    imp = sub.add_parser("import", help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id])")
+    imp = sub.add_parser(
+        "import", help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id])"
+    )
     imp.add_argument("path", metavar="PATH")
     imp.add_argument("file", metavar="FILE")
     lst = sub.add_parser("list", help="list requests (read-only)")
@@ -50,9 +65,14 @@ def run(args: argparse.Namespace) -> int:
     if action == "edit":
         with Project.open(args.path, "w") as p:
             old = p.request(args.request)
-            r = p.edit_request(old.id, old.query_text or old.query.to_json(),
-                               old.eps if args.eps is None else args.eps, old.delta if args.delta is None else args.delta,
-                               old.requester, old.alpha if args.alpha is None else args.alpha)
+            r = p.edit_request(
+                old.id,
+                old.query_text or old.query.to_json(),
+                old.eps if args.eps is None else args.eps,
+                old.delta if args.delta is None else args.delta,
+                old.requester,
+                old.alpha if args.alpha is None else args.alpha,
+            )
             print(f"edited {r.id}: {r.describe()} ({r.kind}; {r.terms()})")
         return 0
     if action == "import":

@@ -22,18 +22,29 @@ from dpdesk.commands.confirm import confirmed
 def register(sub: argparse._SubParsersAction) -> None:
     from dpdesk.commands.estimate import add_tau_argument
 
-    p = sub.add_parser("synth", help="export a synthetic table drawn from the released answers (no budget spent)",
-                       description="Fit the maximum-entropy distribution to the project's released answers and "
-                                   "export synthetic rows; recorded in the ledger as a free post-processing export.")
+    p = sub.add_parser(
+        "synth",
+        help="export a synthetic table drawn from the released answers (no budget spent)",
+        description="Fit the maximum-entropy distribution to the project's released answers and "
+        "export synthetic rows; recorded in the ledger as a free post-processing export.",
+    )
     p.add_argument("path", metavar="PROJECT")
     p.add_argument("--rows", type=int, required=True, metavar="N", help="number of synthetic rows")
     p.add_argument("--out", required=True, metavar="FILE", help="the table to write: *.csv or *.parquet")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the fit and the draw (recorded; default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the fit and the draw (recorded; default 0)"
+    )
     add_tau_argument(p)
-    p.add_argument("--table-size", type=float, metavar="N",
-                   help="the public table size the answers are read against (default: the project's declared "
-                        "table size, else the released history's unbiased total)")
-    p.add_argument("--report", metavar="FILE", help="also write the fit report (CSV): released vs synthetic per row")
+    p.add_argument(
+        "--table-size",
+        type=float,
+        metavar="N",
+        help="the public table size the answers are read against (default: the project's declared "
+        "table size, else the released history's unbiased total)",
+    )
+    p.add_argument(
+        "--report", metavar="FILE", help="also write the fit report (CSV): released vs synthetic per row"
+    )
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -45,11 +56,15 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.store.project import Project
 
     out_path = check_table_path(args.out)
-    with Project.open(args.path, "w") as p:  # the writer lock keeps the ledger as previewed until it is recorded
+    with Project.open(
+        args.path, "w"
+    ) as p:  # the writer lock keeps the ledger as previewed until it is recorded
         plan = synthetic_plan(p, rows=args.rows, seed=args.seed, tau=args.tau, table_size=args.table_size)
         out = sys.stderr if args.json else sys.stdout
         print("\n".join(plan.lines()), file=out)
-        if not args.yes and not confirmed(f"record the export and write {out_path}?", "not exported (not confirmed)"):
+        if not args.yes and not confirmed(
+            f"record the export and write {out_path}?", "not exported (not confirmed)"
+        ):
             return 1
         release = p.release(plan)  # recorded (fsync'd) before the table is written
         written = write_rows(plan, p.schema, out_path)
@@ -57,9 +72,21 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             report = write_report(plan, args.report, lambda q: describe_query(q, p.schema))
         if args.json:
-            print(json.dumps({"plan": plan.to_json(), "release": release.to_json(), "out": str(written),
-                              "report": None if report is None else str(report)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "plan": plan.to_json(),
+                        "release": release.to_json(),
+                        "out": str(written),
+                        "report": None if report is None else str(report),
+                    }
+                ),
+                flush=True,
+            )
         else:
-            print(f"wrote {plan.rows:,} synthetic rows to {written}" + (f" and the fit report to {report}" if report else ""))
+            print(
+                f"wrote {plan.rows:,} synthetic rows to {written}"
+                + (f" and the fit report to {report}" if report else "")
+            )
             print(f"ledger entry {release.entry.seq} (synthetic, free); rows digest {plan.digest}")
     return 0

@@ -7,13 +7,19 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "verify", help="audit a project's ledger (read-only)",
+        "verify",
+        help="audit a project's ledger (read-only)",
         description="Check the ledger's hash chain and gap-free sequence, recompute the budget from it and "
-                    "check the total was never exceeded. Exit 0 only if all hold; 1 names the first bad entry.",
+        "check the total was never exceeded. Exit 0 only if all hold; 1 names the first bad entry.",
     )
     p.add_argument("path", metavar="PATH")
-    p.add_argument("--extends", action="append", default=[], metavar="HASH",
-                   help="also check that the ledger still contains this ledger head (a release's witness); repeatable")
+    p.add_argument(
+        "--extends",
+        action="append",
+        default=[],
+        metavar="HASH",
+        help="also check that the ledger still contains this ledger head (a release's witness); repeatable",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(func=run)
 
@@ -39,16 +45,20 @@ def run(args: argparse.Namespace) -> int:
 
     for h in args.extends:
         if not re.fullmatch(r"[0-9a-f]{64}", h):
-            raise DpdeskError(f"--extends {h!r}: a ledger head is 64 lowercase hex digits (a release's witness)")
+            raise DpdeskError(
+                f"--extends {h!r}: a ledger head is 64 lowercase hex digits (a release's witness)"
+            )
     with Project.open(args.path, "r") as p:
         report = p.verify(extends=args.extends)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     elif report.ok:
-        print(f"OK: {report.entries} ledger entries ({report.fresh} fresh, {report.inferred} inferred, "
-              f"{report.rejected} rejected, {report.rebinds} rebinds{_others(report)}); system cost "
-              f"{report.system_cost:.6g} of {report.total_budget:g}{_delta(report)}; head {report.head_hash or '-'}"
-              + (f"; still extends the {len(args.extends)} head(s) given" if args.extends else ""))
+        print(
+            f"OK: {report.entries} ledger entries ({report.fresh} fresh, {report.inferred} inferred, "
+            f"{report.rejected} rejected, {report.rebinds} rebinds{_others(report)}); system cost "
+            f"{report.system_cost:.6g} of {report.total_budget:g}{_delta(report)}; head {report.head_hash or '-'}"
+            + (f"; still extends the {len(args.extends)} head(s) given" if args.extends else "")
+        )
     else:
         where = f"first bad entry: {report.first_bad_seq}" if report.first_bad_seq is not None else "project"
         print(f"FAILED ({where}): {report.problems[0]}")

@@ -12,26 +12,41 @@ import argparse
 import json
 import math
 
-ADVICE = ("choose claims from public knowledge or policy, never by looking at the true counts: a claim "
-          "picked because a cell is small, and releases declined because of it, tell the world it is small")
+ADVICE = (
+    "choose claims from public knowledge or policy, never by looking at the true counts: a claim "
+    "picked because a cell is small, and releases declined because of it, tell the world it is small"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("watch", help="watch claims that releases must not make too certain",
-                              description="Watched claims: releases that would make one too certain are declined. "
-                                          + ADVICE[0].upper() + ADVICE[1:] + ".")
+    p = subparsers.add_parser(
+        "watch",
+        help="watch claims that releases must not make too certain",
+        description="Watched claims: releases that would make one too certain are declined. "
+        + ADVICE[0].upper()
+        + ADVICE[1:]
+        + ".",
+    )
     sub = p.add_subparsers(dest="watch_command", metavar="ACTION", parser_class=type(p))
     add = sub.add_parser("add", help="watch a claim L ≤ θ ≤ U (a ledger entry)")
     add.add_argument("path", metavar="PATH")
-    add.add_argument("--query", required=True, metavar="Q", help='θ: text form, e.g. \'count(age="65-90")\', or JSON')
+    add.add_argument(
+        "--query", required=True, metavar="Q", help="θ: text form, e.g. 'count(age=\"65-90\")', or JSON"
+    )
     side = add.add_mutually_exclusive_group(required=True)
     side.add_argument("--between", nargs=2, metavar=("L", "U"), help="the claim L ≤ θ ≤ U")
     side.add_argument("--at-most", metavar="U", help="the claim θ ≤ U (no lower end)")
     side.add_argument("--at-least", metavar="L", help="the claim θ ≥ L (no upper end)")
-    add.add_argument("--threshold", required=True, metavar="TAU", help="τ in (0, 1): Pr(claim) must not reach it")
-    add.add_argument("--risk", required=True, metavar="R",
-                     help="risk budget in (0, 1): the most probability, over all later releases, that Pr(claim) "
-                          "reaches τ at any true θ inside the claim")
+    add.add_argument(
+        "--threshold", required=True, metavar="TAU", help="τ in (0, 1): Pr(claim) must not reach it"
+    )
+    add.add_argument(
+        "--risk",
+        required=True,
+        metavar="R",
+        help="risk budget in (0, 1): the most probability, over all later releases, that Pr(claim) "
+        "reaches τ at any true θ inside the claim",
+    )
     add.add_argument("--name", default="", metavar="NAME", help="a label (default: the query's text)")
     lst = sub.add_parser("list", help="the watched claims, Pr(claim) now and risk left (read-only)")
     lst.add_argument("path", metavar="PATH")
@@ -51,7 +66,9 @@ def _number(text: str, option: str) -> float:
     except ValueError:
         raise DpdeskError(f"{option}: {text!r} is not a number") from None
     if not math.isfinite(value):
-        raise DpdeskError(f"{option}: {text!r} must be a finite number (use --at-most / --at-least for an open side)")
+        raise DpdeskError(
+            f"{option}: {text!r} must be a finite number (use --at-most / --at-least for an open side)"
+        )
     return value
 
 
@@ -67,8 +84,9 @@ def status_line(s) -> str:
     """One claim for a terminal: id, claim, Pr(C) now, risk left, and a plan's verdict if any."""
     c, r = s.watched.claim, s.reading
     now = f"Pr(C) = {r.probability:.4f}" if r.estimable else "Pr(C) not estimable (worst case)"
-    line = (f"{s.watched.id}\t{c.name}: {c.describe()}\t{now}\trisk left {s.watched.remaining:.4g} "
-            f"of {c.risk:g}")
+    line = (
+        f"{s.watched.id}\t{c.name}: {c.describe()}\t{now}\trisk left {s.watched.remaining:.4g} of {c.risk:g}"
+    )
     if s.check is not None:
         line += f"\t{s.verdict.upper()}"
         if s.check.touches:

@@ -7,8 +7,9 @@ Other sources (DuckDB, PostgreSQL) build the same :class:`Cube` in :mod:`dpdesk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -149,7 +150,9 @@ def build_cube(
                 f"(columns: {', '.join(map(repr, columns))})"
             )
         if matches > 1:
-            raise SchemaError(f"attribute '{a.name}': column {a.column!r} appears {matches} times in the table")
+            raise SchemaError(
+                f"attribute '{a.name}': column {a.column!r} appears {matches} times in the table"
+            )
 
     shape = schema.shape
     n_cells = schema.n_cells

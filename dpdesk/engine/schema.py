@@ -104,7 +104,7 @@ class Schema:
         return {"attributes": [a.to_dict() for a in self.attributes]}
 
     @classmethod
-    def from_dict(cls, obj: Any) -> "Schema":
+    def from_dict(cls, obj: Any) -> Schema:
         """Parse the DESIGN §6 schema object; errors name the offending member."""
         return parse_schema(obj)
 

@@ -19,8 +19,10 @@ from dpdesk import __version__
 from dpdesk.appdata.bundled import resource
 
 LICENCE = "MIT License"
-SUMMARY = ("Answers counting queries under differential privacy, infers what it can from answers already "
-           "released, and keeps a verifiable ledger of the privacy budget spent.")
+SUMMARY = (
+    "Answers counting queries under differential privacy, infers what it can from answers already "
+    "released, and keeps a verifiable ledger of the privacy budget spent."
+)
 
 
 def _installed(distribution: str) -> str:

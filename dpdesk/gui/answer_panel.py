@@ -14,13 +14,28 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QVBoxLayout, QWidget,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.gui import dialogs
 from dpdesk.gui.assessment_text import (
-    DECISION_STYLE, OUTCOME_STYLE, decided_plan_text, field_texts, outcome_text, status_text, unchanged_note,
+    DECISION_STYLE,
+    OUTCOME_STYLE,
+    decided_plan_text,
+    field_texts,
+    outcome_text,
+    status_text,
+    unchanged_note,
 )
 from dpdesk.gui.claims_panel import claim_notes, offer_options
 from dpdesk.gui.glossary import tip
@@ -36,8 +51,8 @@ BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "
 class AnswerPanel(QWidget):
     """Assessment display and actions for one request of a :class:`ProjectSession`."""
 
-    sigAssessed = Signal(object)   # the Assessment now shown (or None)
-    sigReleased = Signal(object)   # a store Release, after it was recorded
+    sigAssessed = Signal(object)  # the Assessment now shown (or None)
+    sigReleased = Signal(object)  # a store Release, after it was recorded
 
     def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -45,7 +60,9 @@ class AnswerPanel(QWidget):
         self.request_id: str | None = None
         self.assessment = None
         self.runner = TaskRunner(self)
-        self.release_runner = TaskRunner(self)  # never cancelled by a new assessment: a release runs to its end
+        self.release_runner = TaskRunner(
+            self
+        )  # never cancelled by a new assessment: a release runs to its end
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         self.title = QLabel("Select a request")
@@ -79,7 +96,9 @@ class AnswerPanel(QWidget):
         self.runner.sigFinished.connect(lambda: self._busy(False))
         # a confirmed release shows its progress (the first one scans the table) and has no Cancel
         self.release_runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.release_runner.sigStarted.connect(lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False)))
+        self.release_runner.sigStarted.connect(
+            lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False))
+        )
         self.release_runner.sigFinished.connect(lambda: self._busy(False))
         self.plot = PosteriorPlot()
         self.plot.setMinimumHeight(150)  # leaves the figures below in view on a laptop screen
@@ -92,7 +111,9 @@ class AnswerPanel(QWidget):
         dec.addWidget(self.decision)
         dec.addWidget(self.reason, 1)
         lay.addLayout(dec)
-        self.claims_note = QLabel("")  # what watched claims say of this request (hidden when none are watched)
+        self.claims_note = QLabel(
+            ""
+        )  # what watched claims say of this request (hidden when none are watched)
         self.claims_note.setObjectName("claimsNote")
         self.claims_note.setWordWrap(True)
         self.claims_note.setVisible(False)
@@ -100,7 +121,9 @@ class AnswerPanel(QWidget):
         self.claim_blocked = False
         self.claim_lines: list[str] = []
         self.claim_offer = None  # a blocked request's counter-offer (store.watching.offer_within_claims)
-        self._accepted: tuple | None = None  # (request id, decision, α cap) of an accepted claim counter-offer
+        self._accepted: tuple | None = (
+            None  # (request id, decision, α cap) of an accepted claim counter-offer
+        )
         self._claim_statuses: list | None = None  # computed beside the assessment on the worker
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
@@ -120,13 +143,16 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.body)
         form = QFormLayout()
         self.fields: dict[str, QLabel] = {}
-        for key, label, terms in (("estimate", "Estimate θ̂ (releasable)", ("inferred",)), ("prior", "Prior", ("bounds",)),
-                                  ("interval", "Credible interval", ("credible", "coverage", "delta")),
-                                  ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
-                                  ("method", "Computed by", ("error_bound", "exact")),
-                                  ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
-                                  ("cost", "System cost now → after", ("system_cost", "cell_cost")),
-                                  ("status", "Status", ())):
+        for key, label, terms in (
+            ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
+            ("prior", "Prior", ("bounds",)),
+            ("interval", "Credible interval", ("credible", "coverage", "delta")),
+            ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+            ("method", "Computed by", ("error_bound", "exact")),
+            ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
+            ("cost", "System cost now → after", ("system_cost", "cell_cost")),
+            ("status", "Status", ()),
+        ):
             self.fields[key] = QLabel("—")
             self.fields[key].setWordWrap(True)  # long reasons wrap instead of widening the window
             self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -140,18 +166,24 @@ class AnswerPanel(QWidget):
         self.reject_btn = QPushButton("Reject")
         # issue 17: where history cannot estimate the query, the menu's zero-cost (biased) estimate is offered here
         self.estimate_btn = QPushButton("Zero-cost estimate…")
-        self.estimate_btn.setToolTip("History does not determine this query: a biased estimate from the released "
-                                     "answers alone (free; it meets no (ε, δ))")
+        self.estimate_btn.setToolTip(
+            "History does not determine this query: a biased estimate from the released "
+            "answers alone (free; it meets no (ε, δ))"
+        )
         self.estimate_btn.clicked.connect(self._zero_cost_estimate)
         buttons.addWidget(self.estimate_btn)
         self.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
-        self.offer_btn.setToolTip("A watched claim blocks the fresh answer asked: release at the largest α that "
-                                  "passes (a wider ±ε) or from history for free, once the requester accepts")
+        self.offer_btn.setToolTip(
+            "A watched claim blocks the fresh answer asked: release at the largest α that "
+            "passes (a wider ±ε) or from history for free, once the requester accepts"
+        )
         self.offer_btn.clicked.connect(self.offer_within_claims)
         buttons.addWidget(self.offer_btn)
-        for btn, kind, slot in ((self.infer_btn, "infer", self.release_inferred),
-                                (self.spend_btn, "spend", self.spend_and_release),
-                                (self.reject_btn, "reject", self.reject)):
+        for btn, kind, slot in (
+            (self.infer_btn, "infer", self.release_inferred),
+            (self.spend_btn, "spend", self.spend_and_release),
+            (self.reject_btn, "reject", self.reject),
+        ):
             btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
             btn.clicked.connect(slot)
             buttons.addWidget(btn)
@@ -199,12 +231,17 @@ class AnswerPanel(QWidget):
         if req.kind != "count":
             self._refresh_plan(req)
             return
-        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe(self.session.schema)}   "
-                           f"(±ε = {req.eps:g}, δ = {req.delta:g})")
+        self.title.setText(
+            f"{req.id} · {req.requester or 'anonymous'} · {req.describe(self.session.schema)}   "
+            f"(±ε = {req.eps:g}, δ = {req.delta:g})"
+        )
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
-        self.runner.start(lambda st: run_assessment_with_claims(inputs, st.progress, st.cancelled), self._assessed,
-                          label=f"assessing {req.id}")
+        self.runner.start(
+            lambda st: run_assessment_with_claims(inputs, st.progress, st.cancelled),
+            self._assessed,
+            label=f"assessing {req.id}",
+        )
 
     def _assessed(self, result) -> None:
         a, self._claim_statuses = result  # the watched claims' checks came with it, from the worker
@@ -213,11 +250,15 @@ class AnswerPanel(QWidget):
         if accepted is None or accepted[0] != a.request_id:
             return
         _rid, decision, cap = accepted
-        if a.decision == decision and not (decision == "spend" and (self.claim_blocked or a.spend_alpha > cap)):
+        if a.decision == decision and not (
+            decision == "spend" and (self.claim_blocked or a.spend_alpha > cap)
+        ):
             self._release(a)  # confirmed when the curator chose the offer: exactly this assessment
         else:
-            self.result.setText(f"Counter-offer accepted ({self.session.request(a.request_id).terms()}) but not "
-                                f"released: assessed again, {a.reason}")
+            self.result.setText(
+                f"Counter-offer accepted ({self.session.request(a.request_id).terms()}) but not "
+                f"released: assessed again, {a.reason}"
+            )
 
     # -- a max/argmax or posterior request: its kind's plan -----------------------------------------
     def _show_kind(self, kind: str) -> None:
@@ -232,8 +273,10 @@ class AnswerPanel(QWidget):
             self.plan_view.clear()
 
     def _refresh_plan(self, req) -> None:
-        self.title.setText(f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
-                           f"({self.kind.label}; {req.terms()})")
+        self.title.setText(
+            f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
+            f"({self.kind.label}; {req.terms()})"
+        )
         entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
         if entry is not None:  # decided: what the ledger recorded, never a live plan
             self.runner.cancel()
@@ -243,8 +286,9 @@ class AnswerPanel(QWidget):
             self.reason.setText(decided_plan_text(entry))
             self.sigAssessed.emit(None)
             return
-        self.runner.start(self.session.plan_job(req.id), self.show_plan, self._plan_failed,
-                          label=f"planning {req.id}")
+        self.runner.start(
+            self.session.plan_job(req.id), self.show_plan, self._plan_failed, label=f"planning {req.id}"
+        )
 
     def show_plan(self, result) -> None:
         """A queued max/argmax or posterior request's plan (and a max/argmax's private output law)."""
@@ -270,8 +314,10 @@ class AnswerPanel(QWidget):
         self._badge(*DECISION_STYLE[a.decision])
         reason = a.reason
         if not a.estimable:
-            reason = ("Not estimable from history — the released answers do not determine this query, so there is "
-                      "no posterior yet. " + reason[:1].upper() + reason[1:])
+            reason = (
+                "Not estimable from history — the released answers do not determine this query, so there is "
+                "no posterior yet. " + reason[:1].upper() + reason[1:]
+            )
         self.reason.setText(reason)
         self.plot.set_assessment(a)
         for key, text in field_texts(a).items():
@@ -311,8 +357,10 @@ class AnswerPanel(QWidget):
 
     def _badge(self, text: str, colour: str) -> None:
         self.decision.setText(text)
-        self.decision.setStyleSheet(f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
-                                    " padding: 2px 6px; border-radius: 3px; }")
+        self.decision.setStyleSheet(
+            f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
+            " padding: 2px 6px; border-radius: 3px; }"
+        )
 
     def _set_buttons(self, a) -> None:
         pending = False
@@ -325,21 +373,28 @@ class AnswerPanel(QWidget):
             self.infer_btn.setVisible(False)
             self.spend_btn.setEnabled(pending and a.releasable)
             self.spend_btn.setText(f"Release ({cost_text(a)} per cell)" if a is not None else "Release")
-            self.reject_btn.setEnabled(self.request_id is not None and not self.release_runner.is_running()
-                                       and self.session.request(self.request_id).status == "pending")
+            self.reject_btn.setEnabled(
+                self.request_id is not None
+                and not self.release_runner.is_running()
+                and self.session.request(self.request_id).status == "pending"
+            )
             return
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
         self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
-        self.spend_btn.setText(f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release")
+        self.spend_btn.setText(
+            f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release"
+        )
         self.reject_btn.setEnabled(pending)
         offers = offer_options(self.claim_offer, a.request) if a is not None and self.claim_blocked else []
         self.offer_btn.setVisible(bool(offers))
         self.offer_btn.setEnabled(pending and bool(offers))
         if offers and offers[0][3] == "spend":
-            self.offer_btn.setText(f"Release at α = {self.claim_offer.alpha:.4g} (±{self.claim_offer.eps:g})…")
+            self.offer_btn.setText(
+                f"Release at α = {self.claim_offer.alpha:.4g} (±{self.claim_offer.eps:g})…"
+            )
         elif offers:
             self.offer_btn.setText("Release free from history…")
 
@@ -354,25 +409,35 @@ class AnswerPanel(QWidget):
         self._set_buttons(None)
         self._releasing = a
         self.result.setText(f"Releasing {a.request_id}…")
-        self.release_runner.start(self.session.release_job(a), self._released, self._release_failed,
-                                  label=f"releasing {a.request_id}")
+        self.release_runner.start(
+            self.session.release_job(a),
+            self._released,
+            self._release_failed,
+            label=f"releasing {a.request_id}",
+        )
 
     def _released(self, release) -> None:
         if self.kind is not None and release.kind == self.kind.name:
             self.plan_view.show_release(self.kind, self._releasing, release)
             self._shown_release = (release.request_id, release.entry.seq)
-            self.result.setText(f"Released for {release.request_id}: "
-                                f"{'; '.join(self.kind.outcome(release, self._releasing))}; ledger entry "
-                                f"#{release.entry.seq}\nReply: {release.reply()}")
+            self.result.setText(
+                f"Released for {release.request_id}: "
+                f"{'; '.join(self.kind.outcome(release, self._releasing))}; ledger entry "
+                f"#{release.entry.seq}\nReply: {release.reply()}"
+            )
             self.session.released()
             self.sigReleased.emit(release)
             return
-        kind = "fresh, α = %.4g" % release.alpha if release.kind == "fresh" else "inferred from history, cost 0"
-        self.result.setText(f"Released for {release.request_id}: {release.entry.shown()}, interval "
-                            f"{release.entry.shown_interval()} ({kind}); "
-                            f"ledger entry #{release.entry.seq}"
-                            f"{unchanged_note(self.assessment) if release.kind == 'fresh' else ''}"
-                            f"\nReply: {release.reply()}")
+        kind = (
+            f"fresh, α = {release.alpha:.4g}" if release.kind == "fresh" else "inferred from history, cost 0"
+        )
+        self.result.setText(
+            f"Released for {release.request_id}: {release.entry.shown()}, interval "
+            f"{release.entry.shown_interval()} ({kind}); "
+            f"ledger entry #{release.entry.seq}"
+            f"{unchanged_note(self.assessment) if release.kind == 'fresh' else ''}"
+            f"\nReply: {release.reply()}"
+        )
         self.session.released()
         self.sigReleased.emit(release)
 
@@ -399,25 +464,33 @@ class AnswerPanel(QWidget):
             from dpdesk.store.request_kinds import cost_text
 
             b = a.budget
-            if dialogs.confirm(self, f"Release {self.kind.label}",
-                               f"Release {a.request_id} ({self.kind.label})? Every cell of its box pays {cost_text(a)}."
-                               f"\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} (total {b.total:g})."
-                               "\n\nThis cannot be undone: the release is recorded in the ledger before it is shown."):
+            if dialogs.confirm(
+                self,
+                f"Release {self.kind.label}",
+                f"Release {a.request_id} ({self.kind.label})? Every cell of its box pays {cost_text(a)}."
+                f"\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} (total {b.total:g})."
+                "\n\nThis cannot be undone: the release is recorded in the ledger before it is shown.",
+            ):
                 self._release(a)
             return
         if a is None or a.decision != "spend" or not self.spend_btn.isEnabled():
             return
         b = a.budget
-        raised = (f" — the request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
-                  "so later requests can be answered from history" if a.needed_alpha is not None
-                  and a.spend_alpha > a.needed_alpha else "")
+        raised = (
+            f" — the request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
+            "so later requests can be answered from history"
+            if a.needed_alpha is not None and a.spend_alpha > a.needed_alpha
+            else ""
+        )
         ok = dialogs.confirm(
-            self, "Spend privacy budget",
+            self,
+            "Spend privacy budget",
             f"Release a fresh noisy answer to {a.request.id}?\n\n"
             f"It spends α = {a.spend_alpha:.6g}{raised}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
             f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
             "This cannot be undone: the answer is recorded in the ledger before it is shown."
-            + "".join(f"\n\n{line}" for line in self.claim_lines if not line.startswith("Watched claims")))
+            + "".join(f"\n\n{line}" for line in self.claim_lines if not line.startswith("Watched claims")),
+        )
         if not ok:
             return
         self._release(a)
@@ -431,10 +504,13 @@ class AnswerPanel(QWidget):
         offers = offer_options(self.claim_offer, a.request)
         b = a.budget
         i = dialogs.choose(
-            self, f"Counter-offer for {rid}",
+            self,
+            f"Counter-offer for {rid}",
             f"A watched claim blocks the fresh answer {rid} asks (±{a.request.eps:g} at δ = {a.request.delta:g}). "
             f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); it is released at "
-            "once and recorded in the ledger before it is shown — this cannot be undone:", [o[0] for o in offers])
+            "once and recorded in the ledger before it is shown — this cannot be undone:",
+            [o[0] for o in offers],
+        )
         if i is None:
             return
         _words, eps, delta, decision = offers[i]
@@ -442,7 +518,7 @@ class AnswerPanel(QWidget):
         self._accepted = (rid, decision, self.claim_offer.alpha * (1 + 1e-9))
         try:
             self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._accepted = None
             dialogs.report_exception(exc, parent=self)
             return
@@ -454,14 +530,18 @@ class AnswerPanel(QWidget):
         a = self.assessment
         refused = a is not None and (a.decision == "reject" if hasattr(a, "decision") else not a.releasable)
         offered = a.reason if refused else ""
-        reason = dialogs.ask_text(self, "Reject request",
-                                  f"Reject {self.request_id}? The refusal and this note (for the requester) are "
-                                  "recorded in the ledger:", offered)
+        reason = dialogs.ask_text(
+            self,
+            "Reject request",
+            f"Reject {self.request_id}? The refusal and this note (for the requester) are "
+            "recorded in the ledger:",
+            offered,
+        )
         if reason is None:
             return
         try:
             entry = self.session.reject(self.request_id, reason)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return
         self.result.setText(f"Rejected {self.request_id} (ledger entry #{entry.seq}); nothing was spent.")

@@ -15,8 +15,11 @@ DECISION_STYLE = {
     "reject": ("CANNOT ANSWER", "#a8321f"),
 }
 # an answered or rejected request shows what the ledger recorded, never a live decision
-OUTCOME_STYLE = {"fresh": ("ANSWERED — FRESH", "#4a4a4a"), "inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
-                 "rejected": ("REJECTED", "#7a7a7a")}
+OUTCOME_STYLE = {
+    "fresh": ("ANSWERED — FRESH", "#4a4a4a"),
+    "inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
+    "rejected": ("REJECTED", "#7a7a7a"),
+}
 
 
 def _num(x: float | None, digits: int = 6) -> str:
@@ -51,8 +54,10 @@ def unchanged_note(a) -> str:
     """Why a fresh spend leaves the remaining budget where it is (empty when it does not)."""
     if a is None or a.spend_alpha <= 0 or a.budget.system_cost_after > a.budget.system_cost:
         return ""
-    return (". The remaining budget does not change: this query's cells stay at or below the most-spent cell, "
-            "and the system cost is the largest per-cell cost (its own cells' costs do rise — see the heatmap)")
+    return (
+        ". The remaining budget does not change: this query's cells stay at or below the most-spent cell, "
+        "and the system cost is the largest per-cell cost (its own cells' costs do rise — see the heatmap)"
+    )
 
 
 def field_texts(a) -> dict[str, str]:
@@ -61,26 +66,41 @@ def field_texts(a) -> dict[str, str]:
     counts = a.request.query.is_integer  # a count: shown as an integer, as its release would be
     prior = "flat" if a.prior == "flat" else f"known bounds: {a.prior.removeprefix('bounded ')}"
     if a.prior != "flat" and a.release_interval is not None:
-        prior += (f"; an inferred answer releases {format_value(a.release_estimate, counts)} in "
-                  f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± ε trimmed to the bounds)")
+        prior += (
+            f"; an inferred answer releases {format_value(a.release_estimate, counts)} in "
+            f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± ε trimmed to the bounds)"
+        )
     alpha = a.spend_alpha
-    fused = f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
+    fused = (
+        f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
+    )
     if a.needed_alpha is not None and alpha > a.needed_alpha:
         fused = f", raised by the spend policy from the α = {a.needed_alpha:.6g} the request needs"
     b = a.budget
     return {
-        "estimate": ("not estimable from history" if est is None else
-                     f"{format_value(est, counts)}   (std {_num(a.estimate.std, 4)})"),
+        "estimate": (
+            "not estimable from history"
+            if est is None
+            else f"{format_value(est, counts)}   (std {_num(a.estimate.std, 4)})"
+        ),
         "prior": prior,
-        "interval": ("—" if a.interval is None else
-                     f"{format_interval(a.interval[0], a.interval[1], counts)} — confidence {a.interval_confidence:.6f}"
-                     f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})"),
-        "conf_eps": ("—" if a.confidence_at_eps is None else
-                     f"{a.confidence_at_eps:.6f}{_bound(a.error_bound)} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]"),
+        "interval": (
+            "—"
+            if a.interval is None
+            else f"{format_interval(a.interval[0], a.interval[1], counts)} — confidence {a.interval_confidence:.6f}"
+            f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})"
+        ),
+        "conf_eps": (
+            "—"
+            if a.confidence_at_eps is None
+            else f"{a.confidence_at_eps:.6f}{_bound(a.error_bound)} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]"
+        ),
         "method": method_text(a),
         "fresh": f"α = {alpha:.6g} ({a.noise.label} noise, sensitivity {a.sensitivity:g}{fused})",
-        "cost": (f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
-                 f"(total {b.total:g}, remaining after {_num(b.remaining_after)}){unchanged_note(a)}"),
+        "cost": (
+            f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
+            f"(total {b.total:g}, remaining after {_num(b.remaining_after)}){unchanged_note(a)}"
+        ),
     }
 
 
@@ -92,7 +112,9 @@ def status_text(req, entry) -> str:
         return req.status
     p = entry.payload
     if entry.kind == "fresh":
-        return f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.shown()} (ledger #{entry.seq})"
+        return (
+            f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.shown()} (ledger #{entry.seq})"
+        )
     if entry.kind == "inferred":
         return f"answered from history (free): released {entry.shown()} (ledger #{entry.seq})"
     return f"rejected (ledger #{entry.seq})"
@@ -111,8 +133,10 @@ def outcome_text(entry) -> str:
     within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
     cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
     value = "several values" if entry.released is None else entry.shown()
-    return (f"Released {value}{within} on {_when(entry)}, costing {cost}; {where}. "
-            "The plot shows what history says now.")
+    return (
+        f"Released {value}{within} on {_when(entry)}, costing {cost}; {where}. "
+        "The plot shows what history says now."
+    )
 
 
 def decided_plan_text(entry) -> str:

@@ -17,22 +17,33 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from dpdesk.gui.plots import pg
 from PySide6.QtCore import QBuffer, QIODevice, QSortFilterProxyModel, Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSplitter,
-    QTableView, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
+from dpdesk.engine.errors import Cancelled
 from dpdesk.gui import dialogs
 from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
-from dpdesk.engine.errors import Cancelled
+from dpdesk.gui.plots import pg
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.task_line import TaskLine
 from dpdesk.gui.tasks import TaskRunner
 from dpdesk.store import audit_export
-from dpdesk.store.requesters import accounts, requester_of
 from dpdesk.store.ledger import thaw
+from dpdesk.store.requesters import accounts, requester_of
 
 
 def choose_folder(parent: QWidget, title: str) -> str:
@@ -61,7 +72,9 @@ def _shortened(obj: dict) -> dict:
     values = thaw(payload.get("values", ()))
     flat = [v for g in values for v in (g if isinstance(g, list) else [g])]
     if len(flat) > DETAIL_VALUES:
-        payload["values"] = f"{len(flat):,} values: {', '.join(map(str, flat[:DETAIL_VALUES]))}, … (export the table)"
+        payload["values"] = (
+            f"{len(flat):,} values: {', '.join(map(str, flat[:DETAIL_VALUES]))}, … (export the table)"
+        )
         return {**obj, "payload": payload}
     return obj
 
@@ -99,13 +112,22 @@ def draw_cost_curve(plot: pg.PlotWidget, curve: list[tuple[int, float]], total: 
     plot.setLabel("left", "system cost (max over cells)")
     plot.showGrid(x=True, y=True, alpha=0.2)
     xs, ys = staircase(curve)
-    plot.addItem(pg.PlotDataItem(xs, ys, pen=pg.mkPen("#1f5fa8", width=2), fillLevel=0, brush=(31, 95, 168, 40)))
+    plot.addItem(
+        pg.PlotDataItem(xs, ys, pen=pg.mkPen("#1f5fa8", width=2), fillLevel=0, brush=(31, 95, 168, 40))
+    )
     last = int(curve[-1][0]) if curve else 1
     # ledger entries are whole numbers: integer ticks, about ten of them
     plot.getAxis("bottom").setTickSpacing(max(1, math.ceil(last / 10)), 1)
     plot.setXRange(0, max(last, 1) + 0.5, padding=0.02)
-    plot.addItem(pg.InfiniteLine(pos=total, angle=0, pen=pg.mkPen("#c0392b", width=1.5, style=Qt.PenStyle.DashLine),
-                                 label=f"total budget {total:g}", labelOpts={"position": 0.1, "color": "#c0392b"}))
+    plot.addItem(
+        pg.InfiniteLine(
+            pos=total,
+            angle=0,
+            pen=pg.mkPen("#c0392b", width=1.5, style=Qt.PenStyle.DashLine),
+            label=f"total budget {total:g}",
+            labelOpts={"position": 0.1, "color": "#c0392b"},
+        )
+    )
     plot.setYRange(0, total * 1.08)
 
 
@@ -127,8 +149,14 @@ def ledger_table(project: Any) -> LedgerTable:
     """The ledger table's rows, the requesters' accounts and the cost curve of ``project`` (a Project)."""
     view, reqs, schema = project.view(), project.requests(), project.schema
     entries = list(view.entries)
-    return LedgerTable(entries, ledger_rows(entries, schema, requester_of(reqs)),
-                       accounts(entries, reqs, describe=lambda r: r.describe(schema)), view.cost_curve())
+    return LedgerTable(
+        entries,
+        ledger_rows(entries, schema, requester_of(reqs)),
+        accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+        view.cost_curve(),
+    )
+
+
 REPORT_PLOT_SIZE = (960, 420)
 PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
 
@@ -139,7 +167,11 @@ def _shorten(obj: Any) -> Any:
         return {k: _shorten(v) for k, v in obj.items()}
     if isinstance(obj, list):
         items = [_shorten(v) for v in obj[:SHOWN_ITEMS]]
-        return items + [f"… {len(obj) - SHOWN_ITEMS} more ({len(obj)} in all)"] if len(obj) > SHOWN_ITEMS else items
+        return (
+            items + [f"… {len(obj) - SHOWN_ITEMS} more ({len(obj)} in all)"]
+            if len(obj) > SHOWN_ITEMS
+            else items
+        )
     return obj
 
 
@@ -162,17 +194,31 @@ class AuditPage(QWidget):
         self.html_btn = QPushButton("Export HTML report…")
         self.csv_btn = QPushButton("Export CSV…")
         self.table_btn = QPushButton("Export release table…")
-        self.table_btn.setToolTip("The selected partition release as the count table a data user downloads (CSV or Parquet)")
+        self.table_btn.setToolTip(
+            "The selected partition release as the count table a data user downloads (CSV or Parquet)"
+        )
         self.table_btn.setEnabled(False)
         self.synthetic_btn = QPushButton("Export synthetic table…")
-        self.synthetic_btn.setToolTip("A maximum-entropy synthetic table drawn from the released answers only "
-                                      "(free: post-processing, recorded in the ledger)")
+        self.synthetic_btn.setToolTip(
+            "A maximum-entropy synthetic table drawn from the released answers only "
+            "(free: post-processing, recorded in the ledger)"
+        )
         self.synthetic_dialog: Any = None
         self.letters_btn = QPushButton("Reply letters…")
-        self.letters_btn.setToolTip("Write one letter per requester (text and HTML): each query, the released value, "
-                                    "its interval and confidence, the ledger witness")
-        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn, self.table_btn,
-                  self.synthetic_btn, self.letters_btn):
+        self.letters_btn.setToolTip(
+            "Write one letter per requester (text and HTML): each query, the released value, "
+            "its interval and confidence, the ledger witness"
+        )
+        for w in (
+            self.search,
+            self.kind,
+            self.verify_btn,
+            self.html_btn,
+            self.csv_btn,
+            self.table_btn,
+            self.synthetic_btn,
+            self.letters_btn,
+        ):
             bar.addWidget(w)
         lay.addLayout(bar)
         # one line (and runner) per kind of work: an export never cancels the other, a check or the table read
@@ -235,7 +281,9 @@ class AuditPage(QWidget):
         self.table_btn.clicked.connect(self.export_release_table)
         self.synthetic_btn.clicked.connect(self.export_synthetic)
         self.letters_btn.clicked.connect(self.export_letters)
-        self.table.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)  # not every row of a long ledger
+        self.table.horizontalHeader().setResizeContentsPrecision(
+            RESIZE_ROWS
+        )  # not every row of a long ledger
         self.runner = TaskRunner(self)  # builds a large project's table off the GUI thread
         self._stale = False
         session.sigChanged.connect(self.reload)
@@ -261,21 +309,25 @@ class AuditPage(QWidget):
             return
         self._stale = False
         if s.large:
-            self.verdict.setText(f"Reading the ledger table ({plural(s.project.head()[0], 'entry', 'entries')})…")
+            self.verdict.setText(
+                f"Reading the ledger table ({plural(s.project.head()[0], 'entry', 'entries')})…"
+            )
         s.run(self.runner, ledger_table, self._show_table, label="reading the ledger table")
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._stale:
             self.reload()
 
-    def _show_table(self, t: "LedgerTable") -> None:
+    def _show_table(self, t: LedgerTable) -> None:
         if self.session.large:
             self.verdict.setText("")
         fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
         self.model.set_rows(t.rows, t.entries)
-        self.people_model.set_rows([(a.requester or "(anonymous)", a.answered, a.rejected, a.pending, a.alpha)
-                                    for a in t.accounts], t.accounts)
+        self.people_model.set_rows(
+            [(a.requester or "(anonymous)", a.answered, a.rejected, a.pending, a.alpha) for a in t.accounts],
+            t.accounts,
+        )
         if fit:
             self.people.resizeColumnsToContents()
             self.table.resizeColumnsToContents()
@@ -293,13 +345,17 @@ class AuditPage(QWidget):
         head = ""
         if "query" in entry.payload:
             head = f"query: {query_summary(entry.payload, self.session.schema)}\n"
-        if entry.released is not None:  # the figure shown everywhere; the recorded payload below keeps it exact
+        if (
+            entry.released is not None
+        ):  # the figure shown everywhere; the recorded payload below keeps it exact
             within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
             head += f"released (as shown): {entry.shown()}{within}\n"
         shown = _shorten(json.loads(json.dumps(_shortened(entry.to_json()), default=thaw)))
         body = json.dumps(shown, indent=2, ensure_ascii=False)
-        self.details.setPlainText(f"{head}(lists over {SHOWN_ITEMS} items shortened here; the CSV and the report "
-                                  f"hold them in full)\n{body}")
+        self.details.setPlainText(
+            f"{head}(lists over {SHOWN_ITEMS} items shortened here; the CSV and the report "
+            f"hold them in full)\n{body}"
+        )
 
     def verify(self):
         """Check the project's integrity here, on the GUI thread (quick on a short ledger; the button uses
@@ -318,8 +374,12 @@ class AuditPage(QWidget):
 
         self.verify_btn.setEnabled(False)
         self._say("")
-        self.verify_task.start(job, self._show_verdict, self._failed("The integrity check", self.verify_btn),
-                               label="checking the ledger's integrity")
+        self.verify_task.start(
+            job,
+            self._show_verdict,
+            self._failed("The integrity check", self.verify_btn),
+            label="checking the ledger's integrity",
+        )
 
     def _failed(self, what: str, button: QPushButton):
         def failed(exc: BaseException, trace: str) -> None:
@@ -329,6 +389,7 @@ class AuditPage(QWidget):
             else:
                 self._say(f"{what} failed; nothing was written.")
                 dialogs.report_exception(exc, trace, parent=self)
+
         return failed
 
     def _say(self, text: str) -> None:
@@ -342,8 +403,10 @@ class AuditPage(QWidget):
     def _show_verdict(self, report):
         self.verify_btn.setEnabled(True)
         if report.ok:
-            self.verdict.setText(f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
-                                 f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g}).")
+            self.verdict.setText(
+                f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
+                f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g})."
+            )
             self.verdict.setStyleSheet("color: #237a36; font-weight: bold;")
         else:
             self.verdict.setText("✗ Integrity check failed: " + "; ".join(report.problems))
@@ -362,8 +425,10 @@ class AuditPage(QWidget):
         big.resize(*REPORT_PLOT_SIZE)
         curve_png = widget_png(big)
         big.deleteLater()
-        images = {"System cost over the ledger": curve_png,
-                  "Per-cell privacy cost (max over the other attributes)": widget_png(heat.heatmap)}
+        images = {
+            "System cost over the ledger": curve_png,
+            "Per-cell privacy cost (max over the other attributes)": widget_png(heat.heatmap),
+        }
         heat.deleteLater()
         return images
 
@@ -375,15 +440,18 @@ class AuditPage(QWidget):
         """Write the audit report on a worker (its integrity check replays the ledger), with progress and Cancel."""
         if self.html_task.is_running():
             return
-        path = save_file_name(self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)")
+        path = save_file_name(
+            self, "Export audit report", f"{self.session.path.stem}-audit.html", "HTML (*.html)"
+        )
         if not path:
             return
         images, project = self.report_images(), self.session.project
 
         def job(state) -> Any:
             with project.sibling() as sibling:
-                return audit_export.export_report(sibling, path, images, progress=state.progress,
-                                                  cancelled=state.cancelled)
+                return audit_export.export_report(
+                    sibling, path, images, progress=state.progress, cancelled=state.cancelled
+                )
 
         def done(report) -> None:
             self.html_btn.setEnabled(True)
@@ -392,8 +460,12 @@ class AuditPage(QWidget):
 
         self.html_btn.setEnabled(False)
         self._say("")
-        self.html_task.start(job, done, self._failed("The report export", self.html_btn),
-                             label=f"writing the audit report (checking the ledger first) to {path}")
+        self.html_task.start(
+            job,
+            done,
+            self._failed("The report export", self.html_btn),
+            label=f"writing the audit report (checking the ledger first) to {path}",
+        )
 
     def export_release_table(self) -> None:
         """Write the selected partition release as a count table (unclipped: what inference must use)."""
@@ -402,16 +474,24 @@ class AuditPage(QWidget):
         entry = self.selected
         if entry is None or entry.kind != "partition":
             return
-        path = save_file_name(self, "Export release table", f"{self.session.path.stem}-release-{entry.seq}.csv",
-                              "CSV (*.csv);;Parquet (*.parquet)")
+        path = save_file_name(
+            self,
+            "Export release table",
+            f"{self.session.path.stem}-release-{entry.seq}.csv",
+            "CSV (*.csv);;Parquet (*.parquet)",
+        )
         if not path:
             return
         try:
             table = write_table(partition_release(self.session.view(), entry.seq), path)
-        except Exception as exc:  # noqa: BLE001 - shown to the curator, nothing written
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return
-        dialogs.show_info(self, "Release table exported", f"Wrote {len(table):,} noisy counts of release #{entry.seq} to {path}.")
+        dialogs.show_info(
+            self,
+            "Release table exported",
+            f"Wrote {len(table):,} noisy counts of release #{entry.seq} to {path}.",
+        )
 
     def export_synthetic(self) -> None:
         """Open the synthetic-table dialog (one at a time), priced on the ledger of the moment it previews."""
@@ -423,32 +503,46 @@ class AuditPage(QWidget):
             return
         s = self.session
         self.synthetic_dialog = SyntheticDialog(
-            s.schema, lambda: ledger_inputs(s.project)[0], default_path=str(s.path.with_name(f"{s.path.stem}-synthetic.csv")),
-            release_job=s.release_job, released=s.released,
-            choose_file=lambda *a: save_file_name(*a), parent=self)  # looked up when used: the hook tests replace
+            s.schema,
+            lambda: ledger_inputs(s.project)[0],
+            default_path=str(s.path.with_name(f"{s.path.stem}-synthetic.csv")),
+            release_job=s.release_job,
+            released=s.released,
+            choose_file=lambda *a: save_file_name(*a),
+            parent=self,
+        )  # looked up when used: the hook tests replace
         self.synthetic_dialog.show()
 
     def export_csv(self) -> None:
         """Write the ledger CSV on a worker, with progress and Cancel."""
         if self.csv_task.is_running():
             return
-        path = save_file_name(self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)")
+        path = save_file_name(
+            self, "Export ledger CSV", f"{self.session.path.stem}-ledger.csv", "CSV (*.csv)"
+        )
         if not path:
             return
         project = self.session.project
 
         def job(state) -> int:
             with project.sibling() as sibling:
-                return audit_export.export_csv(sibling, path, progress=state.progress, cancelled=state.cancelled)
+                return audit_export.export_csv(
+                    sibling, path, progress=state.progress, cancelled=state.cancelled
+                )
 
         def done(entries: int) -> None:
             self.csv_btn.setEnabled(True)
-            dialogs.show_info(self, "Ledger exported", f"Wrote {plural(entries, 'ledger entry', 'ledger entries')} to {path}.")
+            dialogs.show_info(
+                self,
+                "Ledger exported",
+                f"Wrote {plural(entries, 'ledger entry', 'ledger entries')} to {path}.",
+            )
 
         self.csv_btn.setEnabled(False)
         self._say("")
-        self.csv_task.start(job, done, self._failed("The CSV export", self.csv_btn),
-                            label=f"writing the ledger CSV to {path}")
+        self.csv_task.start(
+            job, done, self._failed("The CSV export", self.csv_btn), label=f"writing the ledger CSV to {path}"
+        )
 
     def export_letters(self) -> None:
         """One reply letter per requester who received something, as .txt and .html in a chosen folder."""
@@ -463,4 +557,6 @@ class AuditPage(QWidget):
             dialogs.report_exception(exc, parent=self)
             return
         people = len(written) // 2
-        dialogs.show_info(self, "Letters written", f"Wrote {plural(people, 'letter')} (text and HTML) to {folder}.")
+        dialogs.show_info(
+            self, "Letters written", f"Wrote {plural(people, 'letter')} (text and HTML) to {folder}."
+        )

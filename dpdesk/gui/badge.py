@@ -9,8 +9,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
-STYLE = ("QLabel { background: #c0392b; color: white; font-weight: bold; border-radius: 4px;"
-         " padding: 1px 6px; }")
+STYLE = (
+    "QLabel { background: #c0392b; color: white; font-weight: bold; border-radius: 4px; padding: 1px 6px; }"
+)
 
 
 class PrivateBadge(QLabel):
@@ -21,7 +22,9 @@ class PrivateBadge(QLabel):
         self.setObjectName("privateBadge")
         self.setStyleSheet(STYLE)
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setToolTip(f"{what[:1].upper()}{what[1:]} come from the raw data: for the curator only, never release them.")
+        self.setToolTip(
+            f"{what[:1].upper()}{what[1:]} come from the raw data: for the curator only, never release them."
+        )
         self.setSizePolicy(self.sizePolicy().horizontalPolicy(), self.sizePolicy().verticalPolicy())
         self.setMaximumHeight(22)
 

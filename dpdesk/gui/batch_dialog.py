@@ -21,12 +21,25 @@ cancelled); the summary says what the look-ahead alone costs and the table and h
 from __future__ import annotations
 
 import html
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDialog, QHBoxLayout, QLabel, QProgressBar,
-                               QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.planning.ahead import SHARE
@@ -42,21 +55,33 @@ LOOK_AHEAD_WORDS = (
     "measuring one strategy for all the queue's requests on them; later requests on those cells are then answered "
     "from history for free instead of each buying its own small answer. It is built from public inputs only — the "
     "queue's requests (answered and pending): their queries and (ε, δ) — never from the data. Remembered for this "
-    "project.")
+    "project."
+)
 
 
 def look_ahead_summary(plan: Any, share: float | None) -> str:
     """One sentence on the look-ahead of ``plan`` (planned at ``share``; None: off): what it costs alone."""
     la = plan.look_ahead
     if la is None:
-        return "" if share is None else (f"Look-ahead ({share:.0%}) not used: no cell the queue touches is unspent, "
-                                         "or the batch alone serves the queue better.")
-    fewer = (f" It answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}: it "
-             "serves the queue's later requests instead (plan without it to answer more now)."
-             if la.alone_answered is not None and plan.answered < la.alone_answered else "")
-    return (f"Look-ahead ({html.escape(la.strategy)}): the first {la.measurements} measurement(s), on {la.cells} "
-            f"cell(s) nobody had paid for, for this batch and {la.seen} other queued request(s) — {la.share:.0%} "
-            f"of their room, system cost {plan.system_cost:.4g} → {la.system_cost_after:.4g} from it alone.{fewer}")
+        return (
+            ""
+            if share is None
+            else (
+                f"Look-ahead ({share:.0%}) not used: no cell the queue touches is unspent, "
+                "or the batch alone serves the queue better."
+            )
+        )
+    fewer = (
+        f" It answers {plan.answered} of this batch where the batch alone answers {la.alone_answered}: it "
+        "serves the queue's later requests instead (plan without it to answer more now)."
+        if la.alone_answered is not None and plan.answered < la.alone_answered
+        else ""
+    )
+    return (
+        f"Look-ahead ({html.escape(la.strategy)}): the first {la.measurements} measurement(s), on {la.cells} "
+        f"cell(s) nobody had paid for, for this batch and {la.seen} other queued request(s) — {la.share:.0%} "
+        f"of their room, system cost {plan.system_cost:.4g} → {la.system_cost_after:.4g} from it alone.{fewer}"
+    )
 
 
 def batch_share(plan: Any) -> float:
@@ -79,8 +104,13 @@ def row_cells(plan: Any, p: Any) -> list[str]:
 class BatchDialog(QDialog):
     """Plan ``request_ids`` (None: every pending count request) of ``session``'s project, then release it."""
 
-    def __init__(self, session: Any, request_ids: Sequence[str] | None, method: str = "fft",
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        session: Any,
+        request_ids: Sequence[str] | None,
+        method: str = "fft",
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Plan batch")
         self.session, self.request_ids, self.method = session, request_ids, method
@@ -111,8 +141,10 @@ class BatchDialog(QDialog):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setToolTip("alone: the rise of the system cost answering that request alone now would cause; "
-                              "in batch: the plan's rise shared over the requests it covers")
+        self.table.setToolTip(
+            "alone: the rise of the system cost answering that request alone now would cause; "
+            "in batch: the plan's rise shared over the requests it covers"
+        )
         self.heatmap = HeatmapView()
         self.heatmap.setMinimumHeight(200)
         self.progress = QProgressBar()
@@ -151,8 +183,14 @@ class BatchDialog(QDialog):
         """The look-ahead share the controls say (None: off)."""
         if not self.look_ahead.isChecked():
             return None
-        stored = self.session.look_ahead  # a share set elsewhere (say 0.333) stays exact while the box shows it
-        return stored if stored is not None and round(100 * stored) == self.share.value() else self.share.value() / 100.0
+        stored = (
+            self.session.look_ahead
+        )  # a share set elsewhere (say 0.333) stays exact while the box shows it
+        return (
+            stored
+            if stored is not None and round(100 * stored) == self.share.value()
+            else self.share.value() / 100.0
+        )
 
     def _toggled(self, on: bool) -> None:
         self.share.setEnabled(on)
@@ -180,8 +218,14 @@ class BatchDialog(QDialog):
 
         def job(state: Any) -> Any:
             with project.sibling() as sibling:
-                return plan_pending(sibling, ids, method=method, look_ahead=share, progress=state.progress,
-                                    cancelled=state.cancelled)
+                return plan_pending(
+                    sibling,
+                    ids,
+                    method=method,
+                    look_ahead=share,
+                    progress=state.progress,
+                    cancelled=state.cancelled,
+                )
 
         self.cancel_button.setEnabled(True)
         self.runner.start(job, self._show, self._failed, label="planning the batch")
@@ -201,8 +245,13 @@ class BatchDialog(QDialog):
             f"{', watched claims aside' if plan.left_out else ''}: "
             f"{'' if one.checked else 'at most '}{one.answered}, system cost "
             f"{one.system_cost_after:.4g})."
-            + (f"<br>{look_ahead_summary(plan, self._planned_share)}" if self._planned_share is not None else "")
-            + "".join(f"<br>Left out — {html.escape(why)}" for why in plan.left_out))
+            + (
+                f"<br>{look_ahead_summary(plan, self._planned_share)}"
+                if self._planned_share is not None
+                else ""
+            )
+            + "".join(f"<br>Left out — {html.escape(why)}" for why in plan.left_out)
+        )
         self.table.setRowCount(len(plan.requests))
         for r, p in enumerate(plan.requests):
             for c, text in enumerate(row_cells(plan, p)):
@@ -210,7 +259,9 @@ class BatchDialog(QDialog):
                 item.setToolTip(text)  # the reasons are long: the whole line on hover
                 self.table.setItem(r, c, item)
         self.table.resizeColumnsToContents()
-        show_cell_costs(self.heatmap, self.session.schema, np.asarray(plan.cell_costs_after), plan.total_budget)
+        show_cell_costs(
+            self.heatmap, self.session.schema, np.asarray(plan.cell_costs_after), plan.total_budget
+        )
         self.release_button.setEnabled(self._releasable(plan))
 
     @staticmethod
@@ -226,11 +277,15 @@ class BatchDialog(QDialog):
         covered = plan.ids("planned") + plan.ids("answerable")
         left = plan.ids("uncovered")
         la = plan.look_ahead
-        question = (f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
-                    + (f"; the first {la.measurements} look ahead for the queue" if la else "") + ") and answer "
-                    f"{', '.join(covered) or 'no request'} from them? The system cost becomes "
-                    f"{plan.system_cost_after:.4g} of {plan.total_budget:g}."
-                    + (f" {', '.join(left)} stay pending." if left else "") + " This cannot be undone.")
+        question = (
+            f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
+            + (f"; the first {la.measurements} look ahead for the queue" if la else "")
+            + ") and answer "
+            f"{', '.join(covered) or 'no request'} from them? The system cost becomes "
+            f"{plan.system_cost_after:.4g} of {plan.total_budget:g}."
+            + (f" {', '.join(left)} stay pending." if left else "")
+            + " This cannot be undone."
+        )
         if not dialogs.confirm(self, "Release batch", question):
             return
         from dpdesk.store.batch import release_batch
@@ -254,9 +309,12 @@ class BatchDialog(QDialog):
         self.outcome = outcome
         self.session.released()
         names = ", ".join(r.request_id for r in outcome.answers) or "none"
-        dialogs.show_info(self, "Batch released",
-                          f"Recorded {len(outcome.measurements)} measurement(s) and answered {names}"
-                          + (f"; {', '.join(outcome.left_pending)} still pending." if outcome.left_pending else "."))
+        dialogs.show_info(
+            self,
+            "Batch released",
+            f"Recorded {len(outcome.measurements)} measurement(s) and answered {names}"
+            + (f"; {', '.join(outcome.left_pending)} still pending." if outcome.left_pending else "."),
+        )
         self.accept()
 
     def _release_failed(self, exc: BaseException, trace: str) -> None:
@@ -270,8 +328,14 @@ class BatchDialog(QDialog):
         what = "Cancelled" if isinstance(exc, Cancelled) else f"Stopped ({html.escape(str(exc))})"
         self.summary.setText(
             f"{what} after {recorded} of {len(plan.measurements)} measurement(s): "
-            + (f"the {recorded} recorded stay in the ledger (audited like every release); " if recorded else "")
-            + ("nothing else was spent" if recorded else "nothing was spent") + ", and the batch's requests stay pending.")
+            + (
+                f"the {recorded} recorded stay in the ledger (audited like every release); "
+                if recorded
+                else ""
+            )
+            + ("nothing else was spent" if recorded else "nothing was spent")
+            + ", and the batch's requests stay pending."
+        )
 
     def cancel(self) -> None:
         """Stop planning, or stop releasing before the next measurement (the job then says how far it got)."""
@@ -286,6 +350,6 @@ class BatchDialog(QDialog):
         self.runner.cancel()
         self.summary.setText("Planning cancelled; nothing was spent.")
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         super().done(result)

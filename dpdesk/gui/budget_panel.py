@@ -17,16 +17,23 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.glossary import tip
 from dpdesk.gui.gauge import BudgetGauge
+from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, project_2d
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
-
 
 SLICES_PER_ROW = 3
 HEATMAP_MIN_HEIGHT = 220
@@ -52,11 +59,15 @@ class BudgetPanel(QWidget):
         self.policy_btn.setToolTip(tip("pacing"))
         self.policy_btn.clicked.connect(self.edit_policy)
         self.publish_btn = QPushButton("Publish release…")
-        self.publish_btn.setToolTip("Publish one noisy release of many counts (every cell, marginals or an interval "
-                                    "tree) that later requests are answered from")
+        self.publish_btn.setToolTip(
+            "Publish one noisy release of many counts (every cell, marginals or an interval "
+            "tree) that later requests are answered from"
+        )
         self.publish_btn.clicked.connect(self.publish_release)
         self.select_btn = QPushButton("Max / argmax…")
-        self.select_btn.setToolTip("Release a private maximum value or most frequent label (report-noisy-max)")
+        self.select_btn.setToolTip(
+            "Release a private maximum value or most frequent label (report-noisy-max)"
+        )
         self.select_btn.clicked.connect(self.release_selection)
         self.release_runner = TaskRunner(self)
         pol.addWidget(self.policy_label, 1)
@@ -74,8 +85,10 @@ class BudgetPanel(QWidget):
         self.mode.addItem("max over the other attributes", "max")
         self.mode.addItem("fix the other attributes", "slice")
         self.preview = QCheckBox("Preview after the selected request")
-        self.preview.setToolTip("Show the costs as they would be after a fresh answer to the selected request; "
-                                "changed cells are outlined in red.")
+        self.preview.setToolTip(
+            "Show the costs as they would be after a fresh answer to the selected request; "
+            "changed cells are outlined in red."
+        )
         controls.addWidget(QLabel("rows"), 0, 0)
         controls.addWidget(self.row_attr, 0, 1)
         controls.addWidget(QLabel("columns"), 0, 2)
@@ -83,8 +96,10 @@ class BudgetPanel(QWidget):
         controls.addWidget(self.mode, 1, 0, 1, 2)
         controls.addWidget(self.preview, 1, 2, 1, 2)
         self.fit_scale = QCheckBox("Fit colours to the costs shown")
-        self.fit_scale.setToolTip("Colour scale from 0 to the largest cost shown (small spends become visible); "
-                                  "off: 0 to the total budget. Cells over the total budget are crossed either way.")
+        self.fit_scale.setToolTip(
+            "Colour scale from 0 to the largest cost shown (small spends become visible); "
+            "off: 0 to the total budget. Cells over the total budget are crossed either way."
+        )
         self.fit_scale.toggled.connect(lambda _b: self.redraw())
         controls.addWidget(self.fit_scale, 2, 0, 1, 4)
         lay.addLayout(controls)
@@ -141,7 +156,9 @@ class BudgetPanel(QWidget):
         from dpdesk.gui.release_dialog import PublishReleaseDialog
 
         basis = self.session.basis()  # the ledger head of the costs the preview is priced against
-        dlg = PublishReleaseDialog(self.session.schema, self.session.cell_costs(), self.session.total_budget, self)
+        dlg = PublishReleaseDialog(
+            self.session.schema, self.session.cell_costs(), self.session.total_budget, self
+        )
         dlg.sigPublish.connect(lambda pv: self._publish(PartitionReleasePlan(pv, basis)))
         dlg.open()
         return dlg
@@ -157,16 +174,23 @@ class BudgetPanel(QWidget):
     def _publish(self, plan) -> None:  # type: ignore[no-untyped-def]
         self.publish_btn.setEnabled(False)
         self.info.setText(f"Publishing {plan.preview.plan.description}…")
-        self.release_runner.start(self.session.release_job(plan), self._published, self._publish_failed,
-                                  label="publishing a release")
+        self.release_runner.start(
+            self.session.release_job(plan),
+            self._published,
+            self._publish_failed,
+            label="publishing a release",
+        )
 
     def _published(self, release) -> None:  # type: ignore[no-untyped-def]
         self.publish_btn.setEnabled(True)
         self.session.released()
-        dialogs.show_info(self, "Release published",
-                          f"Recorded as ledger entry #{release.entry.seq}: {len(release.values):,} noisy counts. "
-                          f"Export the table with: dpdesk release export {self.session.path} --release "
-                          f"{release.entry.seq} --out table.csv\nWitness: {release.witness}")
+        dialogs.show_info(
+            self,
+            "Release published",
+            f"Recorded as ledger entry #{release.entry.seq}: {len(release.values):,} noisy counts. "
+            f"Export the table with: dpdesk release export {self.session.path} --release "
+            f"{release.entry.seq} --out table.csv\nWitness: {release.witness}",
+        )
 
     def _publish_failed(self, exc: BaseException, trace: str) -> None:
         self.publish_btn.setEnabled(True)
@@ -214,18 +238,25 @@ class BudgetPanel(QWidget):
         top = float(mat.max()) if mat.size else 0.0
         vmax = top if self.fit_scale.isChecked() and top > 0 else budget.total
         over = mat > budget.total * (1 + 1e-12)
-        self.heatmap.set_matrix(mat, a_row.labels, a_col.labels, a_row.name, a_col.name, vmax, highlight, over)
+        self.heatmap.set_matrix(
+            mat, a_row.labels, a_col.labels, a_row.name, a_col.name, vmax, highlight, over
+        )
         what = "now"
         if after is not None:
             decision = getattr(self.assessment, "decision", "spend")  # a max/posterior plan always spends
-            what = ("after a fresh answer to the selected request (preview)" if decision == "spend" else
-                    f"if the selected request were answered fresh (preview; the engine's decision is "
-                    f"'{decision}', which costs 0)")
-        self.info.setText(f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
-                          f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
-                          f"of {budget.total:g}. "
-                          "Hover a cell for its labels, cost and the requests that spent it."
-                          + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else ""))
+            what = (
+                "after a fresh answer to the selected request (preview)"
+                if decision == "spend"
+                else f"if the selected request were answered fresh (preview; the engine's decision is "
+                f"'{decision}', which costs 0)"
+            )
+        self.info.setText(
+            f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
+            f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
+            f"of {budget.total:g}. "
+            "Hover a cell for its labels, cost and the requests that spent it."
+            + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else "")
+        )
 
     def cell_menu(self, r: int, c: int) -> QMenu:
         """The heatmap cell's menu: *Watch this cell…* (a claim about that cell's count)."""
@@ -250,7 +281,10 @@ class BudgetPanel(QWidget):
             lines.append(f"after the selected request: {float(after[cell]):.6g}")
         if self.session.view().entries_read:
             spent = self.session.spenders(cell)
-            lines.append("spent by: " + (", ".join(f"{rid} ({share:.4g})" for rid, share in spent) if spent else "nothing yet"))
+            lines.append(
+                "spent by: "
+                + (", ".join(f"{rid} ({share:.4g})" for rid, share in spent) if spent else "nothing yet")
+            )
         else:  # a long ledger restored from its cache: its entries are read when the Audit page opens
             lines.append("spent by: shown once the ledger is read (open the Audit page)")
         if self.mode.currentData() == "max" and len(schema.shape) > 2:

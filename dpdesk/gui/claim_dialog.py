@@ -8,17 +8,26 @@ from __future__ import annotations
 import math
 
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
 from dpdesk.store.watch import claim_payload
 
-ADVICE = ("Choose claims from public knowledge or policy (for example: groups of fewer than 5 people are "
-          "sensitive), never by looking at the true counts. A claim picked because a cell <i>is</i> small, "
-          "and releases declined because of it, tell the world the cell is small. dpdesk never suggests "
-          "claims from the data.")
+ADVICE = (
+    "Choose claims from public knowledge or policy (for example: groups of fewer than 5 people are "
+    "sensitive), never by looking at the true counts. A claim picked because a cell <i>is</i> small, "
+    "and releases declined because of it, tell the world the cell is small. dpdesk never suggests "
+    "claims from the data."
+)
 SIDES = ("between", "at most", "at least")
 
 
@@ -58,13 +67,20 @@ class ClaimDialog(QDialog):
         self.risk = QLineEdit("0.05")
         self.name = QLineEdit("")
         self.name.setPlaceholderText("(the query's text)")
-        for label, w, hint in (("Query θ", self.query, "the count (or linear query) the claim is about"),
-                               ("Claim", self.side, "L₀ ≤ θ ≤ U₀, or one open side"),
-                               ("L₀", self.low, "lower end of the claim"), ("U₀", self.high, "upper end of the claim"),
-                               ("Threshold τ", self.threshold, "Pr(claim) must not reach τ, in (0, 1)"),
-                               ("Risk budget", self.risk, "the most probability, over all later releases and at any "
-                                                          "true θ in the claim, that Pr(claim) reaches τ; in (0, 1)"),
-                               ("Name", self.name, "a label for lists and messages")):
+        for label, w, hint in (
+            ("Query θ", self.query, "the count (or linear query) the claim is about"),
+            ("Claim", self.side, "L₀ ≤ θ ≤ U₀, or one open side"),
+            ("L₀", self.low, "lower end of the claim"),
+            ("U₀", self.high, "upper end of the claim"),
+            ("Threshold τ", self.threshold, "Pr(claim) must not reach τ, in (0, 1)"),
+            (
+                "Risk budget",
+                self.risk,
+                "the most probability, over all later releases and at any "
+                "true θ in the claim, that Pr(claim) reaches τ; in (0, 1)",
+            ),
+            ("Name", self.name, "a label for lists and messages"),
+        ):
             w.setToolTip(hint)
             form.addRow(label, w)
         self.form = form
@@ -74,7 +90,9 @@ class ClaimDialog(QDialog):
         self.error.setStyleSheet("color: #a8321f;")
         self.error.setWordWrap(True)
         lay.addWidget(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Watch")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -96,7 +114,9 @@ class ClaimDialog(QDialog):
         query, name = self.query.text().strip(), self.name.text().strip()
         if not query:
             raise DpdeskError("query θ: type the query the claim is about")
-        claim_payload(self.schema, query, low, high, threshold, risk, name, where="claim")  # the store's checks
+        claim_payload(
+            self.schema, query, low, high, threshold, risk, name, where="claim"
+        )  # the store's checks
         return query, low, high, threshold, risk, name
 
     def accept(self) -> None:

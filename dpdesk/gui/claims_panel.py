@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.gui import claim_dialog, dialogs
@@ -28,10 +35,17 @@ def claim_rows(statuses) -> list[tuple]:
     for s in statuses:
         w, r = s.watched, s.reading
         now = "not estimable (worst case)" if not r.estimable else f"{r.probability:.4f}"
-        out.append((w.id, f"{w.claim.name}: {w.claim.describe()}", now, w.claim.threshold,
-                    f"{w.remaining:.4g} of {w.claim.risk:g}",
-                    ", ".join(f"#{seq} ({risk:.3g})" for seq, risk in w.touched) or "none",
-                    f"{s.odds_factor:.3g}"))
+        out.append(
+            (
+                w.id,
+                f"{w.claim.name}: {w.claim.describe()}",
+                now,
+                w.claim.threshold,
+                f"{w.remaining:.4g} of {w.claim.risk:g}",
+                ", ".join(f"#{seq} ({risk:.3g})" for seq, risk in w.touched) or "none",
+                f"{s.odds_factor:.3g}",
+            )
+        )
     return out
 
 
@@ -43,14 +57,21 @@ def claim_notes(statuses) -> tuple[list[str], bool, str]:
     for s in checked:
         w, c = s.watched, s.check
         if s.verdict == "declined":
-            best = (f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
-                    if s.largest_alpha is not None else "; no fresh answer passes")
-            lines.append(f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would make Pr(claim) "
-                         f"reach τ = {w.claim.threshold:g} with probability {c.risk:.3g}, over the risk left "
-                         f"({c.remaining:.3g}){best}. Answer from history only (inference), counter-offer, or reject.")
+            best = (
+                f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
+                if s.largest_alpha is not None
+                else "; no fresh answer passes"
+            )
+            lines.append(
+                f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would make Pr(claim) "
+                f"reach τ = {w.claim.threshold:g} with probability {c.risk:.3g}, over the risk left "
+                f"({c.remaining:.3g}){best}. Answer from history only (inference), counter-offer, or reject."
+            )
         elif s.verdict == "allowed":
-            lines.append(f"Touches watched claim {w.id} ({w.claim.name}): spends risk {c.risk:.3g} "
-                         f"of the {c.remaining:.3g} left.")
+            lines.append(
+                f"Touches watched claim {w.id} ({w.claim.name}): spends risk {c.risk:.3g} "
+                f"of the {c.remaining:.3g} left."
+            )
     if checked and not lines:
         lines.append(f"Watched claims: this request touches none of the {len(checked)}.")
     blocked = any(s.verdict == "declined" for s in checked)
@@ -65,12 +86,25 @@ def offer_options(offer, request) -> list[tuple[str, float, float, str]]:
     confidence where history estimates the query."""
     out = []
     if offer is not None and offer.eps is not None:
-        out.append((f"a fresh answer at α = {offer.alpha:.4g}, the largest that passes the claims: within "
-                    f"±{offer.eps:g} at δ = {offer.delta:g} (not the ±{request.eps:g} asked)",
-                    offer.eps, offer.delta, "spend"))
+        out.append(
+            (
+                f"a fresh answer at α = {offer.alpha:.4g}, the largest that passes the claims: within "
+                f"±{offer.eps:g} at δ = {offer.delta:g} (not the ±{request.eps:g} asked)",
+                offer.eps,
+                offer.delta,
+                "spend",
+            )
+        )
     if offer is not None and offer.free_delta is not None:
-        out.append((f"free from history (inference only): ±{request.eps:g} at {offer.free_confidence:.2%} "
-                    f"confidence (δ = {offer.free_delta:g}, spends nothing)", request.eps, offer.free_delta, "infer"))
+        out.append(
+            (
+                f"free from history (inference only): ±{request.eps:g} at {offer.free_confidence:.2%} "
+                f"confidence (δ = {offer.free_delta:g}, spends nothing)",
+                request.eps,
+                offer.free_delta,
+                "infer",
+            )
+        )
     return out
 
 
@@ -88,11 +122,15 @@ class ClaimsPanel(QWidget):
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         self.add_btn = QPushButton("Watch a claim…")
-        self.add_btn.setToolTip("Watch a claim releases must not make too certain (from public knowledge or "
-                                "policy, never from the true counts)")
+        self.add_btn.setToolTip(
+            "Watch a claim releases must not make too certain (from public knowledge or "
+            "policy, never from the true counts)"
+        )
         self.add_btn.clicked.connect(lambda: self.add_claim())
         self.remove_btn = QPushButton("Remove")
-        self.remove_btn.setToolTip("Stop watching the selected claim (recorded in the ledger; its history stays)")
+        self.remove_btn.setToolTip(
+            "Stop watching the selected claim (recorded in the ledger; its history stays)"
+        )
         self.remove_btn.clicked.connect(self.remove_claim)
         bar.addWidget(self.summary, 1)
         bar.addWidget(self.add_btn)
@@ -105,7 +143,9 @@ class ClaimsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
-        body = QHBoxLayout()  # the list and the selected claim's plot side by side: the panel is wide, not tall
+        body = (
+            QHBoxLayout()
+        )  # the list and the selected claim's plot side by side: the panel is wide, not tall
         body.addWidget(self.table, 5)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumSize(220, 120)
@@ -113,12 +153,17 @@ class ClaimsPanel(QWidget):
         self.plot.setLabel("left", "Pr(claim)")
         self.plot.setLabel("bottom", "ledger entry")
         self.plot.setYRange(0, 1, padding=0.05)
-        self.curve = self.plot.plot([], [], pen=pg.mkPen("#1f5fa8", width=2), symbol="o", symbolSize=5,
-                                    symbolBrush="#1f5fa8")
+        self.curve = self.plot.plot(
+            [], [], pen=pg.mkPen("#1f5fa8", width=2), symbol="o", symbolSize=5, symbolBrush="#1f5fa8"
+        )
         self.moved = pg.ScatterPlotItem(size=10, brush=pg.mkBrush("#d9822b"), pen=pg.mkPen("#7a3f00"))
         self.plot.addItem(self.moved)
-        self.tau_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#a8321f", style=Qt.PenStyle.DashLine),
-                                        label="τ", labelOpts={"position": 0.05, "color": "#a8321f"})
+        self.tau_line = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen("#a8321f", style=Qt.PenStyle.DashLine),
+            label="τ",
+            labelOpts={"position": 0.05, "color": "#a8321f"},
+        )
         self.plot.addItem(self.tau_line)
         body.addWidget(self.plot, 2)
         lay.addLayout(body, 1)
@@ -133,7 +178,9 @@ class ClaimsPanel(QWidget):
             self.runner.cancel()
             self._show(([], []))
             return
-        self.runner.start(self.session.claims_job(self.selected_id()), self._show, label="reading watched claims")
+        self.runner.start(
+            self.session.claims_job(self.selected_id()), self._show, label="reading watched claims"
+        )
 
     def _show(self, result) -> None:
         keep = self.selected_id()
@@ -143,8 +190,11 @@ class ClaimsPanel(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         n = len(self.statuses)
         over = sum(s.reading.over_threshold for s in self.statuses)
-        self.summary.setText("No claims are watched." if not n else
-                             f"{n} claim{'s' if n != 1 else ''} watched; {over} at or over τ (or not estimable).")
+        self.summary.setText(
+            "No claims are watched."
+            if not n
+            else f"{n} claim{'s' if n != 1 else ''} watched; {over} at or over τ (or not estimable)."
+        )
         ids = [s.watched.id for s in self.statuses]
         row = ids.index(keep) if keep in ids else (0 if ids else -1)
         if row >= 0:
@@ -164,7 +214,9 @@ class ClaimsPanel(QWidget):
             self.tau_line.setVisible(False)
             return
         w = self.statuses[row].watched
-        trace = self._trace if self._trace and self._trace[0][0] == w.added else self.session.claim_trace(w.id)
+        trace = (
+            self._trace if self._trace and self._trace[0][0] == w.added else self.session.claim_trace(w.id)
+        )
         xs = [seq for seq, p in trace if p is not None]
         ys = [p for _, p in trace if p is not None]
         self.curve.setData(xs, ys)
@@ -184,7 +236,7 @@ class ClaimsPanel(QWidget):
             return False
         try:
             self.session.watch(*dialog.claim)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return False
         return True
@@ -193,11 +245,14 @@ class ClaimsPanel(QWidget):
         cid = self.selected_id()
         if cid is None:
             return
-        if not dialogs.confirm(self, "Stop watching a claim",
-                               f"Stop watching claim {cid}? Later releases are no longer checked against it. "
-                               "The removal is recorded in the ledger and the claim's history stays there."):
+        if not dialogs.confirm(
+            self,
+            "Stop watching a claim",
+            f"Stop watching claim {cid}? Later releases are no longer checked against it. "
+            "The removal is recorded in the ledger and the claim's history stays there.",
+        ):
             return
         try:
             self.session.unwatch(cid)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)

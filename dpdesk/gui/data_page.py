@@ -12,12 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QProgressBar, QPushButton, QSplitter, QTableView,
-    QVBoxLayout, QWidget,
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
 )
-from PySide6.QtCore import Qt
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.gui import dialogs
@@ -28,10 +36,17 @@ from dpdesk.gui.schema_editor import SchemaEditor
 from dpdesk.gui.tasks import TaskRunner
 
 PREVIEW_ROWS = 5000
-STEPS = ("open a table", "tick the columns to use", "declare their domains", "review the schema",
-         "create the project (then its budget α)")
-NO_TABLE = ("No table open. CSV/TSV, Parquet, Excel and SQLite files, PostgreSQL tables and "
-            "Spark tables or lake paths are supported.")
+STEPS = (
+    "open a table",
+    "tick the columns to use",
+    "declare their domains",
+    "review the schema",
+    "create the project (then its budget α)",
+)
+NO_TABLE = (
+    "No table open. CSV/TSV, Parquet, Excel and SQLite files, PostgreSQL tables and "
+    "Spark tables or lake paths are supported."
+)
 
 
 def run_dialog(dialog: OpenTableDialog) -> bool:
@@ -41,7 +56,9 @@ def run_dialog(dialog: OpenTableDialog) -> bool:
 
 def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None:
     """Ask which table of a database to open (a hook tests replace)."""
-    name, ok = QInputDialog.getItem(parent, "Choose a table", f"Tables in {Path(location).name}:", names, 0, False)
+    name, ok = QInputDialog.getItem(
+        parent, "Choose a table", f"Tables in {Path(location).name}:", names, 0, False
+    )
     return name if ok else None
 
 
@@ -115,8 +132,10 @@ class DataPage(QWidget):
         self.create_btn = QPushButton("Create project from this table…")
         self.create_btn.clicked.connect(self.create_project)
         self.reviewed = QCheckBox("Schema reviewed: every domain is publicly known")
-        self.reviewed.setToolTip("Domains read off the data can disclose rare values. Tick once you have checked "
-                                 "every column's domain; any edit asks for a new review.")
+        self.reviewed.setToolTip(
+            "Domains read off the data can disclose rare values. Tick once you have checked "
+            "every column's domain; any edit asks for a new review."
+        )
         self.reviewed.toggled.connect(lambda _b: self._update_buttons())
         for w in (self.build_btn, self.progress, self.cancel_btn, self.reviewed, self.create_btn):
             row.addWidget(w)
@@ -137,7 +156,9 @@ class DataPage(QWidget):
         split.setSizes([260, 220, 220])
         lay.addWidget(split, 1)
         self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.runner.sigStarted.connect(lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%")))
+        self.runner.sigStarted.connect(
+            lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%"))
+        )
         self.runner.sigFinished.connect(lambda: self.cancel_btn.setEnabled(False))
         self._update_buttons()
 
@@ -200,7 +221,9 @@ class DataPage(QWidget):
             return src, cols, src.preview(PREVIEW_ROWS)
 
         self.location.setText(f"Opening {location}…")
-        self.runner.start(work, lambda out: self._opened(out, schema), self._open_failed, label="opening table")
+        self.runner.start(
+            work, lambda out: self._opened(out, schema), self._open_failed, label="opening table"
+        )
 
     def _open_failed(self, exc: BaseException, trace: str) -> None:
         self.location.setText("No table open.")
@@ -232,13 +255,17 @@ class DataPage(QWidget):
             return
         try:
             schema = self.editor.schema()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return
         source = self.source
         self.cube_info.setText("Building the cube…")
-        self.runner.start(lambda st: source.build_cube(schema, progress=st.progress, cancelled=st.cancelled),
-                          self._built, self._build_failed, label="building cube")
+        self.runner.start(
+            lambda st: source.build_cube(schema, progress=st.progress, cancelled=st.cancelled),
+            self._built,
+            self._build_failed,
+            label="building cube",
+        )
 
     def _build_failed(self, exc: BaseException, trace: str) -> None:
         self.cube_info.setText("The cube was not built.")
@@ -252,11 +279,18 @@ class DataPage(QWidget):
         self.cube_info.setText(
             f"Cube: {' × '.join(map(str, schema.shape))} = {schema.n_cells:,} cells · {cube.total:,} records "
             f"inside the declared domains · {cube.out_of_domain:,} out of domain (missing or undeclared values; "
-            "counted, never placed in a cell)")
+            "counted, never placed in a cell)"
+        )
         flat = cube.flat
         order = flat.argsort()[::-1][:200]
-        self.cube_model.set_frame(pd.DataFrame({"cell": [schema.describe_cell(int(i)) for i in order],
-                                                "count": [int(flat[i]) for i in order]}))
+        self.cube_model.set_frame(
+            pd.DataFrame(
+                {
+                    "cell": [schema.describe_cell(int(i)) for i in order],
+                    "count": [int(flat[i]) for i in order],
+                }
+            )
+        )
         self.cube_view.resizeColumnsToContents()
         self.cube_badge.show()
 
@@ -265,11 +299,14 @@ class DataPage(QWidget):
             return
         try:
             schema = self.editor.schema()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return
         if self.editor.data_derived and not dialogs.confirm(
-                self, "Data-derived schema", "The domains were suggested from the data. Create the project anyway?"):
+            self,
+            "Data-derived schema",
+            "The domains were suggested from the data. Create the project anyway?",
+        ):
             return
         answer = ask_new_project(self)
         if answer is None:
@@ -281,8 +318,15 @@ class DataPage(QWidget):
         def work(_state) -> str:
             from dpdesk.store.project import Project
 
-            with Project.create(path, name=name, schema=schema, source_location=src.location,
-                                source_table=src.table, total_budget=budget, delta_cap=delta_cap):
+            with Project.create(
+                path,
+                name=name,
+                schema=schema,
+                source_location=src.location,
+                source_table=src.table,
+                total_budget=budget,
+                delta_cap=delta_cap,
+            ):
                 pass
             return path
 
@@ -315,6 +359,10 @@ class DataPage(QWidget):
         self.create_btn.setEnabled(step == 5)
         self.open_btn.setEnabled(new)
         self.steps.setVisible(new)
-        self.steps.setText("New project: " + "  →  ".join(
-            f"<b>{i}. {name}</b>" if i == step else (f"✓ {name}" if i < step else f"{i}. {name}")
-            for i, name in enumerate(STEPS, start=1)))
+        self.steps.setText(
+            "New project: "
+            + "  →  ".join(
+                f"<b>{i}. {name}</b>" if i == step else (f"✓ {name}" if i < step else f"{i}. {name}")
+                for i, name in enumerate(STEPS, start=1)
+            )
+        )

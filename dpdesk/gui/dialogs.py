@@ -22,7 +22,9 @@ def _parent(parent: QWidget | None) -> QWidget | None:
 
 
 def show_error(parent: QWidget | None, title: str, message: str, detail: str = "") -> None:
-    box = QMessageBox(QMessageBox.Icon.Critical, title, message, QMessageBox.StandardButton.Ok, _parent(parent))
+    box = QMessageBox(
+        QMessageBox.Icon.Critical, title, message, QMessageBox.StandardButton.Ok, _parent(parent)
+    )
     if detail:
         box.setDetailedText(detail)
     box.exec()
@@ -34,8 +36,11 @@ def show_info(parent: QWidget | None, title: str, message: str) -> None:
 
 def confirm(parent: QWidget | None, title: str, message: str) -> bool:
     answer = QMessageBox.question(
-        _parent(parent), title, message,
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+        _parent(parent),
+        title,
+        message,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
     )
     return answer == QMessageBox.StandardButton.Yes
 
@@ -87,7 +92,7 @@ def _hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | Non
     sys.stderr.write(trace)
     try:
         report_exception(exc, trace)
-    except Exception:  # noqa: BLE001 - never let the hook itself crash the app
+    except Exception:
         pass
 
 

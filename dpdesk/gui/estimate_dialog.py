@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLineEdit, QProgressBar,
-                               QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.tasks import TaskRunner
@@ -39,9 +51,15 @@ class EstimateDialog(QDialog):
 
     sigRecord = Signal(object)  # the confirmed plan (when there is no release_job)
 
-    def __init__(self, inputs: Callable[[str], Any], *, text: str = "",
-                 release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
-                 released: Callable[[], None] | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        inputs: Callable[[str], Any],
+        *,
+        text: str = "",
+        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        released: Callable[[], None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Zero-cost estimate (biased)")
         self.resize(680, 620)
@@ -59,8 +77,10 @@ class EstimateDialog(QDialog):
         self.tau.setDecimals(3)
         self.tau.setRange(0.001, 1e12)
         self.tau.setValue(100.0)
-        self.tau.setToolTip("The shrinkage trade-off τ (not a privacy budget): large trusts the released answers, "
-                            "small the prior p0; ∞ is the unbiased estimate")
+        self.tau.setToolTip(
+            "The shrinkage trade-off τ (not a privacy budget): large trusts the released answers, "
+            "small the prior p0; ∞ is the unbiased estimate"
+        )
         row = QHBoxLayout()
         row.addWidget(self.by_cv)
         row.addWidget(self.tau)
@@ -79,7 +99,9 @@ class EstimateDialog(QDialog):
         self.cancel_button.setEnabled(False)
         self.record_button = QPushButton("Record…")
         self.record_button.setEnabled(False)
-        self.record_button.setToolTip("Record this estimate in the ledger (free: post-processing of released answers)")
+        self.record_button.setToolTip(
+            "Record this estimate in the ledger (free: post-processing of released answers)"
+        )
         buttons = QHBoxLayout()
         for b in (self.preview_button, self.cancel_button, self.record_button):
             buttons.addWidget(b)
@@ -113,31 +135,43 @@ class EstimateDialog(QDialog):
 
         try:
             inputs, query, unbiased = self.inputs(self.query.text())  # the ledger as it is now (GUI thread)
-        except Exception as exc:  # noqa: BLE001 - a bad query or no history yet, shown in place
+        except Exception as exc:
             self.result.setHtml(_red(dialogs.explain(exc)[1]))
             return
         tau = None if self.by_cv.isChecked() else self.tau.value()
-        self.result.setText("Cross-validating the shrinkage on the released answers…" if tau is None
-                            else "Computing the estimate…")
+        self.result.setText(
+            "Cross-validating the shrinkage on the released answers…"
+            if tau is None
+            else "Computing the estimate…"
+        )
         self.plot.clear()
         self.preview_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         text = self.query.text().strip()
-        self.runner.start(lambda st: plan_estimate(inputs, query, unbiased, text=text, tau=tau, progress=st.progress,
-                                                   cancelled=st.cancelled),
-                          self._show, self._failed, label="zero-cost estimate")
+        self.runner.start(
+            lambda st: plan_estimate(
+                inputs, query, unbiased, text=text, tau=tau, progress=st.progress, cancelled=st.cancelled
+            ),
+            self._show,
+            self._failed,
+            label="zero-cost estimate",
+        )
 
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.result.setHtml(_red(dialogs.explain(exc)[1]))
 
     def _show(self, plan: Any) -> None:
         self.plan = plan
-        lines = [f"<b>{html.escape(x)}</b>" if x.startswith("estimate ") else html.escape(x) for x in plan.lines()]
+        lines = [
+            f"<b>{html.escape(x)}</b>" if x.startswith("estimate ") else html.escape(x) for x in plan.lines()
+        ]
         self.result.setHtml("<br>".join(lines))
         cv = plan.cv
         if cv is not None:
             ok = np.isfinite(cv.taus) & np.isfinite(cv.mse)
-            self.plot.plot(cv.taus[ok], cv.rmse[ok], pen=pg.mkPen("#2c7fb8", width=2), symbol="o", symbolSize=5)
+            self.plot.plot(
+                cv.taus[ok], cv.rmse[ok], pen=pg.mkPen("#2c7fb8", width=2), symbol="o", symbolSize=5
+            )
             self.plot.addLine(y=cv.resolution, pen=pg.mkPen("#999999", style=pg.QtCore.Qt.PenStyle.DashLine))
             self.plot.addLine(x=math.log10(cv.best_tau), pen=pg.mkPen("#c0392b"))
         self.record_button.setEnabled(not self.record_runner.is_running())
@@ -145,14 +179,19 @@ class EstimateDialog(QDialog):
     def confirm_record(self) -> None:
         plan = self.plan
         if plan is None or not dialogs.confirm(
-                self, "Record estimate", f"Record the biased estimate {plan.value:.6g} of {plan.text} in the ledger? "
-                                         "It is free (post-processing) and meets no (ε, δ)."):
+            self,
+            "Record estimate",
+            f"Record the biased estimate {plan.value:.6g} of {plan.text} in the ledger? "
+            "It is free (post-processing) and meets no (ε, δ).",
+        ):
             return
         if self.release_job is None:
             self.sigRecord.emit(plan)
             return
         self.record_button.setEnabled(False)
-        self.record_runner.start(self.release_job(plan), self._recorded, self._record_failed, label="record estimate")
+        self.record_runner.start(
+            self.release_job(plan), self._recorded, self._record_failed, label="record estimate"
+        )
 
     def _recorded(self, release: Any) -> None:
         self.release = release
@@ -166,7 +205,7 @@ class EstimateDialog(QDialog):
         self.plan = None
         self.result.append(_red(dialogs.explain(exc)[1] + " — preview again"))
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         self.record_runner.shutdown()
         super().done(result)

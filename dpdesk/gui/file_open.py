@@ -8,7 +8,7 @@ call a project path on the command line makes. Other platforms never send it, so
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QFileOpenEvent
@@ -23,13 +23,15 @@ class FileOpenHandler(QObject):
         self.open_path = open_path
 
     @classmethod
-    def install(cls, app: QApplication, open_path: Callable[[str], object], owner: QObject) -> FileOpenHandler:
+    def install(
+        cls, app: QApplication, open_path: Callable[[str], object], owner: QObject
+    ) -> FileOpenHandler:
         """Filter ``app``'s events for as long as ``owner`` (the window that opens the files) lives."""
         handler = cls(open_path, owner)  # a deleted filter is removed from the application by Qt itself
         app.installEventFilter(handler)
         return handler
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() != QEvent.Type.FileOpen or not isinstance(event, QFileOpenEvent):
             return False
         path = event.file() or event.url().toLocalFile()

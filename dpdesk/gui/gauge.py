@@ -51,7 +51,9 @@ class BudgetGauge(QWidget):
         self.bar.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
         self.number.setText(f"{remaining:.4g} of {total:.4g}  (spent {system_cost:.4g})")
         self.number.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}")
-        self.setToolTip("Remaining = total budget − system cost (the most-spent cell), recomputed from the ledger.")
+        self.setToolTip(
+            "Remaining = total budget − system cost (the most-spent cell), recomputed from the ledger."
+        )
 
 
 if __name__ == "__main__":

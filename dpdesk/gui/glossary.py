@@ -17,82 +17,124 @@ from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 
 # term -> (short name shown in tooltips, explanation); the order is the Glossary's order
 TERMS: dict[str, tuple[str, str]] = {
-    "alpha": ("privacy budget α",
-              "How much privacy a release spends: a fresh answer with Laplace noise of scale b on a query of "
-              "sensitivity S costs α = S / b (α-differential privacy). Costs add up per cell."),
-    "total": ("total budget",
-              "The most α any one cell of the table may ever be charged in this project. Fixed when the "
-              "project is created."),
-    "eps": ("accuracy ±ε",
-            "The half-width a requester asks for: the released value should be within ±ε of the true count."),
-    "delta": ("δ (1 − confidence)",
-              "The chance the requester accepts that the true count lies outside ±ε; confidence is 1 − δ."),
-    "confidence": ("confidence at ±ε",
-                   "The probability that the window estimate ± ε holds the true count: the posterior's mass on "
-                   "it, which under the flat prior is its coverage at every fixed table. At least 1 − δ after "
-                   "the error bound means the request can be answered from history."),
-    "posterior": ("posterior",
-                  "The paper's name for the distribution dpdesk computes for a requested count. Under the flat "
-                  "prior (the default) it is the sampling distribution of the BLUE's error — a fixed weighted "
-                  "sum of the released answers' noise — placed around the estimate. Its shape depends on public "
-                  "quantities only (the queries and α of past releases), never on the table. (A “posterior of "
-                  "proportions” release is another thing: a Bayesian posterior of shares under a Dirichlet "
-                  "prior, released by its own mechanism.)"),
-    "credible": ("credible interval",
-                 "The narrowest interval holding at least 1 − δ of the posterior (paper Algorithm 3), widened "
-                 "by the error bound. Under the flat prior it is a confidence interval: it holds the true count "
-                 "with probability at least 1 − δ whatever the table is (see coverage)."),
-    "coverage": ("coverage",
-                 "How often an interval holds the true count over the noise of the releases, with the table "
-                 "held fixed. Under the flat prior every interval and confidence dpdesk shows is a coverage "
-                 "probability at every fixed table. That is stronger than a Bayesian credible interval, which holds its probability "
-                 "only on average over tables drawn from its prior. docs/evaluation.md (Calibration end to "
-                 "end) checks it on real projects."),
-    "blue": ("BLUE (estimate θ̂)",
-             "The best linear unbiased estimate of the requested count from every released noisy answer: a "
-             "weighted sum of them, so its error is the same weighted sum of their noise."),
-    "error_bound": ("error bound",
-                    "How far the computed probabilities can be from the true ones. fft and direct (and the exact "
-                    "atoms or Beurling–Selberg brackets they switch to for integer noise off one lattice) state "
-                    "a deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
-                    "Decisions subtract it: "
-                    "dpdesk infers only when confidence − bound ≥ 1 − δ."),
-    "exact": ("exact",
-              "dpdesk calls a number exact only when it is exact up to its stated error bound. A Monte Carlo "
-              "result is never called exact."),
-    "bounds": ("known bounds (table size)",
-               "A declared public table size N: every answer then lies within bounds that follow from N (for "
-               "a count, [0, N]), and released windows are trimmed to them. Decisions, costs and the coverage guarantee stay the flat prior's; "
-               "trimming can only add coverage."),
-    "cell_cost": ("per-cell cost",
-                  "The α charged so far to one cell of the table: the sum over every release whose query "
-                  "touches the cell (the paper's Theorem 5.4)."),
-    "system_cost": ("system cost",
-                    "The largest per-cell cost: the privacy the project has spent. Remaining budget = total − "
-                    "system cost, so a spend on cells other than the most-spent one leaves it unchanged."),
-    "remaining": ("remaining budget",
-                  "Total budget − system cost: what the most-spent cell can still be charged."),
-    "fusion": ("fusion",
-               "A fresh answer combined with what history already says (a weighted average): the requester "
-               "gets the more accurate fused value, so a cheaper α meets the request."),
-    "pacing": ("pacing (spend policy)",
-               "A rule for spending the total budget: each fresh answer spends at least a floor share of "
-               "what its cells can still pay, and at most a cap per request."),
-    "inferred": ("inferred answer",
-                 "An answer computed from earlier releases only: it costs no budget (post-processing)."),
-    "fresh": ("fresh answer",
-              "A new noisy answer drawn from the data: it spends α on every cell the query touches."),
-    "batch": ("batch plan",
-              "Several pending requests planned together: a few noisy measurements chosen for all of them, "
-              "released first, then each request answered from history. It answers at least as many as one by "
-              "one would; every request is checked with the exact posterior before anything is spent."),
-    "look_ahead": ("look-ahead",
-                   "A batch plan's first measurements, on cells nobody has paid for yet: one strategy for all "
-                   "the queue's requests (answered and pending), spending a chosen share of those cells' budget "
-                   "at once so that later requests on them are answered from history for free. Built from the "
-                   "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on. "
-                   "It is kept when it serves the queue at least as well as the batch planned alone, so it may "
-                   "answer a few fewer of this batch in exchange for more of the queue's requests later."),
+    "alpha": (
+        "privacy budget α",
+        "How much privacy a release spends: a fresh answer with Laplace noise of scale b on a query of "
+        "sensitivity S costs α = S / b (α-differential privacy). Costs add up per cell.",
+    ),
+    "total": (
+        "total budget",
+        "The most α any one cell of the table may ever be charged in this project. Fixed when the "
+        "project is created.",
+    ),
+    "eps": (
+        "accuracy ±ε",
+        "The half-width a requester asks for: the released value should be within ±ε of the true count.",
+    ),
+    "delta": (
+        "δ (1 − confidence)",
+        "The chance the requester accepts that the true count lies outside ±ε; confidence is 1 − δ.",
+    ),
+    "confidence": (
+        "confidence at ±ε",
+        "The probability that the window estimate ± ε holds the true count: the posterior's mass on "
+        "it, which under the flat prior is its coverage at every fixed table. At least 1 − δ after "
+        "the error bound means the request can be answered from history.",
+    ),
+    "posterior": (
+        "posterior",
+        "The paper's name for the distribution dpdesk computes for a requested count. Under the flat "
+        "prior (the default) it is the sampling distribution of the BLUE's error — a fixed weighted "
+        "sum of the released answers' noise — placed around the estimate. Its shape depends on public "
+        "quantities only (the queries and α of past releases), never on the table. (A “posterior of "
+        "proportions” release is another thing: a Bayesian posterior of shares under a Dirichlet "
+        "prior, released by its own mechanism.)",
+    ),
+    "credible": (
+        "credible interval",
+        "The narrowest interval holding at least 1 − δ of the posterior (paper Algorithm 3), widened "
+        "by the error bound. Under the flat prior it is a confidence interval: it holds the true count "
+        "with probability at least 1 − δ whatever the table is (see coverage).",
+    ),
+    "coverage": (
+        "coverage",
+        "How often an interval holds the true count over the noise of the releases, with the table "
+        "held fixed. Under the flat prior every interval and confidence dpdesk shows is a coverage "
+        "probability at every fixed table. That is stronger than a Bayesian credible interval, which holds its probability "
+        "only on average over tables drawn from its prior. docs/evaluation.md (Calibration end to "
+        "end) checks it on real projects.",
+    ),
+    "blue": (
+        "BLUE (estimate θ̂)",
+        "The best linear unbiased estimate of the requested count from every released noisy answer: a "
+        "weighted sum of them, so its error is the same weighted sum of their noise.",
+    ),
+    "error_bound": (
+        "error bound",
+        "How far the computed probabilities can be from the true ones. fft and direct (and the exact "
+        "atoms or Beurling–Selberg brackets they switch to for integer noise off one lattice) state "
+        "a deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
+        "Decisions subtract it: "
+        "dpdesk infers only when confidence − bound ≥ 1 − δ.",
+    ),
+    "exact": (
+        "exact",
+        "dpdesk calls a number exact only when it is exact up to its stated error bound. A Monte Carlo "
+        "result is never called exact.",
+    ),
+    "bounds": (
+        "known bounds (table size)",
+        "A declared public table size N: every answer then lies within bounds that follow from N (for "
+        "a count, [0, N]), and released windows are trimmed to them. Decisions, costs and the coverage guarantee stay the flat prior's; "
+        "trimming can only add coverage.",
+    ),
+    "cell_cost": (
+        "per-cell cost",
+        "The α charged so far to one cell of the table: the sum over every release whose query "
+        "touches the cell (the paper's Theorem 5.4).",
+    ),
+    "system_cost": (
+        "system cost",
+        "The largest per-cell cost: the privacy the project has spent. Remaining budget = total − "
+        "system cost, so a spend on cells other than the most-spent one leaves it unchanged.",
+    ),
+    "remaining": (
+        "remaining budget",
+        "Total budget − system cost: what the most-spent cell can still be charged.",
+    ),
+    "fusion": (
+        "fusion",
+        "A fresh answer combined with what history already says (a weighted average): the requester "
+        "gets the more accurate fused value, so a cheaper α meets the request.",
+    ),
+    "pacing": (
+        "pacing (spend policy)",
+        "A rule for spending the total budget: each fresh answer spends at least a floor share of "
+        "what its cells can still pay, and at most a cap per request.",
+    ),
+    "inferred": (
+        "inferred answer",
+        "An answer computed from earlier releases only: it costs no budget (post-processing).",
+    ),
+    "fresh": (
+        "fresh answer",
+        "A new noisy answer drawn from the data: it spends α on every cell the query touches.",
+    ),
+    "batch": (
+        "batch plan",
+        "Several pending requests planned together: a few noisy measurements chosen for all of them, "
+        "released first, then each request answered from history. It answers at least as many as one by "
+        "one would; every request is checked with the exact posterior before anything is spent.",
+    ),
+    "look_ahead": (
+        "look-ahead",
+        "A batch plan's first measurements, on cells nobody has paid for yet: one strategy for all "
+        "the queue's requests (answered and pending), spending a chosen share of those cells' budget "
+        "at once so that later requests on them are answered from history for free. Built from the "
+        "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on. "
+        "It is kept when it serves the queue at least as well as the batch planned alone, so it may "
+        "answer a few fewer of this batch in exchange for more of the queue's requests later.",
+    ),
 }
 # the posterior methods explain themselves in the engine's registry (the one table of methods)
 TERMS.update({name: (f"posterior method {name}", what) for name, what in POSTERIOR_METHODS.items()})
@@ -122,16 +164,23 @@ GUARANTEE = (
 def glossary_html() -> str:
     rows = "".join(f"<dt><b>{name}</b></dt><dd>{text}</dd>" for name, text in TERMS.values())
     promise = f"<h3>{GUARANTEE_TITLE}</h3>" + "".join(f"<p>{text}</p>" for text in GUARANTEE)
-    return ("<h2>Glossary</h2><p>dpdesk uses one vocabulary: the privacy <b>budget is α</b>; a request asks for "
-            "<b>accuracy ±ε</b> at <b>confidence 1 − δ</b>.</p>" + promise + "<dl>" + rows + "</dl>")
+    return (
+        "<h2>Glossary</h2><p>dpdesk uses one vocabulary: the privacy <b>budget is α</b>; a request asks for "
+        "<b>accuracy ±ε</b> at <b>confidence 1 − δ</b>.</p>" + promise + "<dl>" + rows + "</dl>"
+    )
 
 
 def glossary_markdown() -> str:
     """docs/glossary.md: the same vocabulary as the app's Glossary, word for word."""
-    lines = ["# Glossary", "",
-             "<!-- written from dpdesk/gui/glossary.py by tools/write_glossary.py; edit the terms there -->", "",
-             "dpdesk uses one vocabulary, in the app (Help ▸ Glossary, and every tooltip) and here: the privacy "
-             "**budget is α**; a request asks for **accuracy ±ε** at **confidence 1 − δ**.", ""]
+    lines = [
+        "# Glossary",
+        "",
+        "<!-- written from dpdesk/gui/glossary.py by tools/write_glossary.py; edit the terms there -->",
+        "",
+        "dpdesk uses one vocabulary, in the app (Help ▸ Glossary, and every tooltip) and here: the privacy "
+        "**budget is α**; a request asks for **accuracy ±ε** at **confidence 1 − δ**.",
+        "",
+    ]
     lines += [f"## {GUARANTEE_TITLE}", ""]
     for text in GUARANTEE:
         lines += [text, ""]

@@ -9,17 +9,20 @@ a tooltip. Colour levels run from 0 to the total budget so colours mean the same
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from dpdesk.gui.plots import pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from dpdesk.gui.plots import pg
 
-def project_2d(values: np.ndarray, shape: tuple[int, ...], row: int, col: int, mode: str,
-               fixed: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+
+def project_2d(
+    values: np.ndarray, shape: tuple[int, ...], row: int, col: int, mode: str, fixed: dict[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Matrix over (row, col) and, per displayed cell, the flat index of the cube cell it shows."""
     arr = np.asarray(values, dtype=float).reshape(shape)
     flat_ids = np.arange(arr.size).reshape(shape)
@@ -55,15 +58,21 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.plot.hideButtons()
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
-        self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get("viridis"),
-                                        label="privacy cost of cell", interactive=False)
+        self.colorbar = pg.ColorBarItem(
+            values=(0.0, 1.0),
+            colorMap=pg.colormap.get("viridis"),
+            label="privacy cost of cell",
+            interactive=False,
+        )
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
-        self.outline = pg.ScatterPlotItem(symbol="s", size=1, pxMode=False, brush=None,
-                                          pen=pg.mkPen("#ff3b30", width=3))
+        self.outline = pg.ScatterPlotItem(
+            symbol="s", size=1, pxMode=False, brush=None, pen=pg.mkPen("#ff3b30", width=3)
+        )
         self.plot.addItem(self.outline)
         # cells whose cost would pass the total budget: a cross, whatever the colour scale
-        self.over_marks = pg.ScatterPlotItem(symbol="x", size=0.6, pxMode=False, brush=pg.mkBrush("#ff2d95"),
-                                             pen=pg.mkPen("#ffffff", width=1))
+        self.over_marks = pg.ScatterPlotItem(
+            symbol="x", size=0.6, pxMode=False, brush=pg.mkBrush("#ff2d95"), pen=pg.mkPen("#ffffff", width=1)
+        )
         self.plot.addItem(self.over_marks)
         self.over = np.zeros((1, 1), dtype=bool)
         self.vmax = 1.0
@@ -73,9 +82,17 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         self.scene().sigMouseMoved.connect(self._mouse_moved)
         self.scene().sigMouseClicked.connect(self._clicked)
 
-    def set_matrix(self, matrix: np.ndarray, row_labels: Sequence[str], col_labels: Sequence[str],
-                   row_title: str, col_title: str, vmax: float, highlight: np.ndarray | None = None,
-                   over: np.ndarray | None = None) -> None:
+    def set_matrix(
+        self,
+        matrix: np.ndarray,
+        row_labels: Sequence[str],
+        col_labels: Sequence[str],
+        row_title: str,
+        col_title: str,
+        vmax: float,
+        highlight: np.ndarray | None = None,
+        over: np.ndarray | None = None,
+    ) -> None:
         self.matrix = np.asarray(matrix, dtype=float)
         self.vmax = float(vmax)
         self.image.setImage(self.matrix, autoLevels=False)

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def _ensure_platform(headless: bool) -> None:
@@ -24,10 +24,14 @@ def _ensure_platform(headless: bool) -> None:
 
 def add_window_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The window's own options (also listed by ``dpdesk --help``; argparse only, no Qt)."""
-    parser.add_argument("--demo", action="store_true",
-                        help="open the bundled demo project (a copy in your data folder)")
-    parser.add_argument("--screenshot", metavar="DIR",
-                        help="render each page of a demo project to DIR/*.png, offscreen, and exit")
+    parser.add_argument(
+        "--demo", action="store_true", help="open the bundled demo project (a copy in your data folder)"
+    )
+    parser.add_argument(
+        "--screenshot",
+        metavar="DIR",
+        help="render each page of a demo project to DIR/*.png, offscreen, and exit",
+    )
     parser.add_argument("--settings", metavar="INI", help="keep window settings in this INI file")
 
 
@@ -61,11 +65,15 @@ def open_window(args: argparse.Namespace):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    headless = bool(args.screenshot) or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-                                             or sys.platform in ("win32", "darwin"))
+    headless = bool(args.screenshot) or not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("win32", "darwin")
+    )
     if headless and not args.screenshot and not os.environ.get("QT_QPA_PLATFORM"):
-        print("dpdesk: no display found. Run under a desktop session, under Xvfb (xvfb-run dpdesk --demo), "
-              "or set QT_QPA_PLATFORM=offscreen to run without showing a window.", file=sys.stderr)
+        print(
+            "dpdesk: no display found. Run under a desktop session, under Xvfb (xvfb-run dpdesk --demo), "
+            "or set QT_QPA_PLATFORM=offscreen to run without showing a window.",
+            file=sys.stderr,
+        )
         return 2
     _ensure_platform(headless)
     if args.screenshot:

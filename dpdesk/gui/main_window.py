@@ -51,7 +51,9 @@ def _placeholder(text: str) -> QLabel:
 class MainWindow(QMainWindow):
     """dpdesk's window."""
 
-    def __init__(self, settings: QSettings, demo_folder: Path | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, settings: QSettings, demo_folder: Path | None = None, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.settings = settings
         self.demo_folder = demo_folder
@@ -81,7 +83,9 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.budget_label)
         # a closed project's cache is written on a pool of its own: other runners' shutdown does not wait for it
         self.closing = TaskLine("Skip", pool=QThreadPool(self))
-        self.closing.stop_btn.setToolTip("Close without writing the cache (the next opening replays the ledger)")
+        self.closing.stop_btn.setToolTip(
+            "Close without writing the cache (the next opening replays the ledger)"
+        )
         self.statusBar().addWidget(self.closing, 1)
         self._closing_session: ProjectSession | None = None
         self._quit_when_closed = False
@@ -149,8 +153,13 @@ class MainWindow(QMainWindow):
             return
         rid = self.requests.answer.request_id if self.requests is not None else None
         text = s.request(rid).describe(s.schema) if rid is not None else ""
-        self.estimate_dialog = EstimateDialog(lambda q: query_inputs(s.project, q), text=text,
-                                              release_job=s.release_job, released=s.released, parent=self)
+        self.estimate_dialog = EstimateDialog(
+            lambda q: query_inputs(s.project, q),
+            text=text,
+            release_job=s.release_job,
+            released=s.released,
+            parent=self,
+        )
         self.estimate_dialog.show()
 
     def export_synthetic(self) -> None:
@@ -162,7 +171,6 @@ class MainWindow(QMainWindow):
         from dpdesk.gui.about_dialog import show_about
 
         show_about(self)
-
 
     def edit_request(self) -> None:
         self._on_requests("edit_request")
@@ -185,7 +193,9 @@ class MainWindow(QMainWindow):
         GlossaryDialog(self).show()
 
     def choose_project(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", "dpdesk projects (*.dpdesk);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open project", "", "dpdesk projects (*.dpdesk);;All files (*)"
+        )
         if path:
             self.open_project(path)
 
@@ -200,7 +210,9 @@ class MainWindow(QMainWindow):
         def done(found: tuple[Path, bool]) -> None:
             path, reused = found
             self.start.demo_btn.setEnabled(True)
-            self.start.status.setText(f"Demo project {'reopened (still untouched)' if reused else 'created'} at {path}")
+            self.start.status.setText(
+                f"Demo project {'reopened (still untouched)' if reused else 'created'} at {path}"
+            )
             self.open_project(str(path))
 
         def failed(exc: BaseException, trace: str) -> None:
@@ -220,7 +232,7 @@ class MainWindow(QMainWindow):
         self.close_project()
         try:
             session = ProjectSession(path, self)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return False
         self.session = session
@@ -269,9 +281,13 @@ class MainWindow(QMainWindow):
         else:
             self._finish_closing()  # one cache write at a time (an earlier project's, if still under way, is skipped)
             self._closing_session = session
-            self.closing.start(job, lambda _written: self._closed(), lambda _exc, _trace: self._closed(),
-                               label=f"saving {session.name}'s ledger view cache (the next opening reads it "
-                                     "instead of replaying the ledger)")
+            self.closing.start(
+                job,
+                lambda _written: self._closed(),
+                lambda _exc, _trace: self._closed(),
+                label=f"saving {session.name}'s ledger view cache (the next opening reads it "
+                "instead of replaying the ledger)",
+            )
         self.budget_label.setText("")
         self.setWindowTitle("dpdesk")
         update_actions(self.menu_actions, False)
@@ -288,7 +304,9 @@ class MainWindow(QMainWindow):
         """Skip a cache write under way: stop its worker, wait for it, and close its project now."""
         if self._closing_session is None:
             return
-        self.closing.runner.shutdown(timeout_ms=120000)  # the worker stops at its next check (≈ 64 ledger rows)
+        self.closing.runner.shutdown(
+            timeout_ms=120000
+        )  # the worker stops at its next check (≈ 64 ledger rows)
         quit_after, self._quit_when_closed = self._quit_when_closed, False
         self._closed()
         self._quit_when_closed = quit_after
@@ -315,9 +333,11 @@ class MainWindow(QMainWindow):
 
     def _restore_layout(self) -> None:
         s = self.settings
-        for key, splitter in (("requests/splitter", self.requests.splitter if self.requests else None),
-                              ("requests/right", self.requests.right_splitter if self.requests else None),
-                              ("data/splitter", self.data.splitter)):
+        for key, splitter in (
+            ("requests/splitter", self.requests.splitter if self.requests else None),
+            ("requests/right", self.requests.right_splitter if self.requests else None),
+            ("data/splitter", self.data.splitter),
+        ):
             state = s.value(key)
             if splitter is not None and isinstance(state, QByteArray):
                 splitter.restoreState(state)
@@ -326,7 +346,9 @@ class MainWindow(QMainWindow):
             self.requests.answer.method.setCurrentText(str(method))
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.closing.is_running():  # asked again while the cache is written: skip it (the window closes then)
+        if (
+            self.closing.is_running()
+        ):  # asked again while the cache is written: skip it (the window closes then)
             if self._quit_when_closed:
                 self.closing.stop()
             self._quit_when_closed = True

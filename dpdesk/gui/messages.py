@@ -18,7 +18,7 @@ def quiet_offscreen() -> None:
     if _previous_handler is not None:
         return
 
-    def handler(mode, context, message):  # noqa: ANN001
+    def handler(mode, context, message):
         if "propagateSizeHints" in message:
             return
         if callable(_previous_handler):

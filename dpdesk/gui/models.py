@@ -8,7 +8,8 @@ nothing until scrolled.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
@@ -41,7 +42,9 @@ class DataFrameModel(QAbstractTableModel):
             return "" if v is None or (isinstance(v, float) and v != v) else str(v)
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if role != Qt.ItemDataRole.DisplayRole or self._df is None:
             return None
         if orientation == Qt.Orientation.Horizontal:
@@ -75,15 +78,23 @@ class RowsModel(QAbstractTableModel):
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         value = self._rows[index.row()][index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return value if isinstance(value, str) else ("" if value is None else f"{value:g}" if isinstance(value, float) else str(value))
+            return (
+                value
+                if isinstance(value, str)
+                else ("" if value is None else f"{value:g}" if isinstance(value, float) else str(value))
+            )
         if role == Qt.ItemDataRole.UserRole:  # sort key
             return value
         if role == Qt.ItemDataRole.ForegroundRole and self._headers[index.column()] in ("status", "kind"):
-            colour = STATUS_COLOURS.get(str(value)) or {"fresh": "#a8321f", "inferred": "#237a36"}.get(str(value))
+            colour = STATUS_COLOURS.get(str(value)) or {"fresh": "#a8321f", "inferred": "#237a36"}.get(
+                str(value)
+            )
             return QBrush(QColor(colour)) if colour else None
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self._headers[section]
         return None
@@ -95,8 +106,17 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 
 
 def request_rows(requests: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
-    return [(r.id, r.requester, r.describe(schema), r.eps if r.eps is not None else r.terms(),
-             "" if r.delta is None else r.delta, r.status) for r in requests]
+    return [
+        (
+            r.id,
+            r.requester,
+            r.describe(schema),
+            r.eps if r.eps is not None else r.terms(),
+            "" if r.delta is None else r.delta,
+            r.status,
+        )
+        for r in requests
+    ]
 
 
 REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
@@ -122,8 +142,9 @@ def query_summary(payload: Any, schema: Any) -> str:
     return json.dumps(raw, default=list)
 
 
-def ledger_rows(entries: Sequence[Any], schema: Any = None,
-                requesters: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+def ledger_rows(
+    entries: Sequence[Any], schema: Any = None, requesters: dict[str, str] | None = None
+) -> list[tuple[Any, ...]]:
     """Rows of the ledger table (``requesters``: request id → requester, joined from the queue)."""
     requesters = requesters or {}
     from dpdesk.engine.answering.rounding import shown_value
@@ -142,10 +163,25 @@ def ledger_rows(entries: Sequence[Any], schema: Any = None,
             summary = str(p.get("reason", "source data re-bound" if e.kind == "rebind" else ""))
         else:  # another release kind: its text form (or mechanism) and what it released
             values = p.get("values")
-            shown = ("" if not values or answer is not None or len(values) > 12
-                     else " → " + ", ".join(f"{float(v):.4g}" for v in values if isinstance(v, (int, float))))
+            shown = (
+                ""
+                if not values or answer is not None or len(values) > 12
+                else " → " + ", ".join(f"{float(v):.4g}" for v in values if isinstance(v, (int, float)))
+            )
             delta = float(dict(p.get("charge") or {}).get("delta", 0.0))
-            summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (f"  (δ = {delta:.3g})" if delta else "")
-        rows.append((e.seq, e.time[:19].replace("T", " "), e.kind, e.request_id or "",
-                     requesters.get(e.request_id or "", ""), answer, alpha, summary))
+            summary = f"{entry_summary(e) or p.get('mechanism', '')}{shown}" + (
+                f"  (δ = {delta:.3g})" if delta else ""
+            )
+        rows.append(
+            (
+                e.seq,
+                e.time[:19].replace("T", " "),
+                e.kind,
+                e.request_id or "",
+                requesters.get(e.request_id or "", ""),
+                answer,
+                alpha,
+                summary,
+            )
+        )
     return rows

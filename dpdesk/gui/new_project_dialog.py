@@ -8,7 +8,15 @@ until they hold, with the reason on one line.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
 
 from dpdesk.engine.budget.accounting import check_delta_cap
 from dpdesk.engine.errors import DpdeskError
@@ -27,14 +35,18 @@ class NewProjectDialog(QDialog):
         form.addRow("Total privacy budget α (the most α any cell may be charged)", self.budget)
         self.delta_cap = QLineEdit("0")
         self.delta_cap.setObjectName("deltaCap")
-        self.delta_cap.setToolTip("The most δ any cell may reach, summed over the (α, δ) releases that charge it "
-                                  "(e.g. a smooth-sensitivity posterior). 0: pure α-DP releases only. Fixed for "
-                                  "the project's life, like the total budget.")
+        self.delta_cap.setToolTip(
+            "The most δ any cell may reach, summed over the (α, δ) releases that charge it "
+            "(e.g. a smooth-sensitivity posterior). 0: pure α-DP releases only. Fixed for "
+            "the project's life, like the total budget."
+        )
         form.addRow("δ cap (0: pure α-DP only; e.g. 1e-6)", self.delta_cap)
         self.status = QLabel("")
         self.status.setStyleSheet("color: #a8321f;")
         form.addRow(self.status)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         form.addRow(self.buttons)

@@ -8,12 +8,22 @@ source, and a line says what is still missing.
 from __future__ import annotations
 
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTabWidget,
-    QVBoxLayout, QWidget,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
-TABLE_FILTERS = ("Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;"
-                 "All files (*)")
+TABLE_FILTERS = (
+    "Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;All files (*)"
+)
 LAKE_FILTERS = "Lake files (*.parquet *.pq *.csv *.tsv *.csv.gz);;All files (*)"
 DEFAULT_SPARK_MASTER = "local[*]"
 
@@ -45,10 +55,14 @@ class OpenTableDialog(QDialog):
         file_tab = QWidget()
         form = QFormLayout(file_tab)
         self.file_path = QLineEdit()
-        self.file_path.setPlaceholderText("a CSV/TSV, Parquet, Excel or SQLite file, or a glob such as parts/*.parquet")
+        self.file_path.setPlaceholderText(
+            "a CSV/TSV, Parquet, Excel or SQLite file, or a glob such as parts/*.parquet"
+        )
         form.addRow("File:", _browse_row(self.file_path, self._browse_file))
         self.file_table = QLineEdit()
-        self.file_table.setPlaceholderText("optional: a worksheet; SQLite asks when the file has several tables")
+        self.file_table.setPlaceholderText(
+            "optional: a worksheet; SQLite asks when the file has several tables"
+        )
         form.addRow("Table or sheet:", self.file_table)
         self.tabs.addTab(file_tab, "File")
 
@@ -60,7 +74,9 @@ class OpenTableDialog(QDialog):
         self.pg_table = QLineEdit()
         self.pg_table.setPlaceholderText("table or view, optionally schema.table")
         form.addRow("Table or view:", self.pg_table)
-        form.addRow(self._note("The server counts the rows; only cell counts come back. Needs dpdesk[postgresql]."))
+        form.addRow(
+            self._note("The server counts the rows; only cell counts come back. Needs dpdesk[postgresql].")
+        )
         self.tabs.addTab(pg_tab, "PostgreSQL")
 
         spark_tab = QWidget()
@@ -71,15 +87,20 @@ class OpenTableDialog(QDialog):
         self.spark_table = QLineEdit()
         self.spark_table.setPlaceholderText("catalog table (db.people) or a Parquet/CSV/Delta path")
         form.addRow("Table or path:", _browse_row(self.spark_table, self._browse_lake))
-        form.addRow(self._note(
-            "Spark runs the count where the data lives; only (cell, count) rows come back to this computer. "
-            "A Delta table is a folder with _delta_log (or write delta:PATH). Needs dpdesk[spark] and Java 17."))
+        form.addRow(
+            self._note(
+                "Spark runs the count where the data lives; only (cell, count) rows come back to this computer. "
+                "A Delta table is a folder with _delta_log (or write delta:PATH). Needs dpdesk[spark] and Java 17."
+            )
+        )
         self.tabs.addTab(spark_tab, "Spark")
 
         self.problem = QLabel("")
         self.problem.setStyleSheet("QLabel { color: #b00020; }")
         lay.addWidget(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         lay.addWidget(self.buttons)

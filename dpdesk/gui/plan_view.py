@@ -58,8 +58,12 @@ class PlanView(QWidget):
         if kind.name == "selection":
             self.charts.setCurrentWidget(self.selection)
             q = plan.rnm.query
-            self.selection.set_selection(q.candidates(schema), probabilities, plan.rnm.accuracy_text(schema, plan.delta),
-                                         title=f"Output probabilities of {q.text}")
+            self.selection.set_selection(
+                q.candidates(schema),
+                probabilities,
+                plan.rnm.accuracy_text(schema, plan.delta),
+                title=f"Output probabilities of {q.text}",
+            )
         else:
             from dpdesk.engine.dirichlet.alternatives import expected_release_series
 

@@ -43,10 +43,16 @@ class SpendPolicyDialog(SettingDialog):
         start = current or SUGGESTED
         self.floor = _percent_box(start.floor, 0.0)
         self.cap = _percent_box(start.cap, 0.1)
-        self.add_row("Each fresh answer spends at least", self.floor,
-                     "Every fresh answer spends at least this share of what its cells can still pay.")
-        self.add_row("Decline a request needing more than", self.cap,
-                     "A request needing more than this share of what its cells can still pay is declined.")
+        self.add_row(
+            "Each fresh answer spends at least",
+            self.floor,
+            "Every fresh answer spends at least this share of what its cells can still pay.",
+        )
+        self.add_row(
+            "Decline a request needing more than",
+            self.cap,
+            "A request needing more than this share of what its cells can still pay is declined.",
+        )
 
     def problem_text(self) -> str:
         if hasattr(self, "cap") and self.floor.value() > self.cap.value():
@@ -65,5 +71,7 @@ def describe(policy: SpendPolicy | None) -> str:
     """One line for the budget panel."""
     if policy is None:
         return "Spend policy: greedy — each fresh answer spends exactly what its request needs."
-    return (f"Spend policy: pacing — each fresh answer spends at least {policy.floor:.0%} of what its cells can "
-            f"still pay; requests needing more than {policy.cap:.0%} are declined.")
+    return (
+        f"Spend policy: pacing — each fresh answer spends at least {policy.floor:.0%} of what its cells can "
+        f"still pay; requests needing more than {policy.cap:.0%} are declined."
+    )

@@ -15,12 +15,26 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QTextBrowser,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
@@ -28,9 +42,11 @@ from dpdesk.gui.proportions_plot import ProportionsPlot
 from dpdesk.gui.release_buttons import release_buttons
 from dpdesk.gui.tasks import TaskRunner
 
-MECHANISMS = (("global", "Exponential mechanism, global sensitivity (α-DP)"),
-              ("smooth", "Exponential mechanism, smooth sensitivity ((α, δ)-DP)"),
-              ("laplace", "Laplace noise on every count, conjugate update (α-DP)"))
+MECHANISMS = (
+    ("global", "Exponential mechanism, global sensitivity (α-DP)"),
+    ("smooth", "Exponential mechanism, smooth sensitivity ((α, δ)-DP)"),
+    ("laplace", "Laplace noise on every count, conjugate update (α-DP)"),
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -51,9 +67,15 @@ class PosteriorDialog(QDialog):
     sigRelease = Signal(object)  # the confirmed PosteriorAssessment (when there is no release_job)
     sigReleased = Signal(object)  # the recorded release
 
-    def __init__(self, schema: Schema, ledger_inputs: Callable[[], dict[str, Any]], *,
-                 release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
-                 released: Callable[[], None] | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        ledger_inputs: Callable[[], dict[str, Any]],
+        *,
+        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        released: Callable[[], None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Posterior of proportions")
         self.schema, self.ledger_inputs = schema, ledger_inputs
@@ -69,7 +91,9 @@ class PosteriorDialog(QDialog):
         self.box = QLineEdit()
         self.box.setPlaceholderText('other attributes, e.g. age="65-90", sex=[F, M] (empty: the whole table)')
         self.prior = QLineEdit("1")
-        self.prior.setToolTip("one positive number for every category, or one per category separated by commas")
+        self.prior.setToolTip(
+            "one positive number for every category, or one per category separated by commas"
+        )
         self.mechanism = QComboBox()
         for _, label in MECHANISMS:
             self.mechanism.addItem(label)
@@ -83,7 +107,14 @@ class PosteriorDialog(QDialog):
         self.within = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=1.0, value=0.2, singleStep=0.05)
         self.failure = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=0.999, value=0.05, singleStep=0.01)
         price = QHBoxLayout()
-        for w in (self.by_budget, self.budget, self.by_target, self.within, QLabel("failure probability"), self.failure):
+        for w in (
+            self.by_budget,
+            self.budget,
+            self.by_target,
+            self.within,
+            QLabel("failure probability"),
+            self.failure,
+        ):
             price.addWidget(w)
         self.delta = QLineEdit("1e-6")
         self.size_public = QCheckBox("the box's total is public:")
@@ -94,8 +125,10 @@ class PosteriorDialog(QDialog):
         size.addStretch(1)
         self.reference = QSpinBox(minimum=0, maximum=10_000_000, value=100)
         self.reference.setSpecialValueText("none")
-        self.reference.setToolTip("compare the mechanisms' expected accuracy at a public table of this many records "
-                                  "split as the prior (never the data)")
+        self.reference.setToolTip(
+            "compare the mechanisms' expected accuracy at a public table of this many records "
+            "split as the prior (never the data)"
+        )
         form.addRow("Proportions of", self.attribute)
         form.addRow("Among", self.box)
         form.addRow("Prior", self.prior)
@@ -112,7 +145,8 @@ class PosteriorDialog(QDialog):
         self.result.setText("Preview to see the cost, the guarantee and the expected accuracy.")
         self.plot = ProportionsPlot()
         buttons, self.preview_button, self.release_button = release_buttons(
-            self, "Release…", self.run_preview, self.confirm_release)
+            self, "Release…", self.run_preview, self.confirm_release
+        )
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result, 1)
@@ -154,7 +188,10 @@ class PosteriorDialog(QDialog):
         head = name if _NAME.match(name) else '"' + name.replace('"', '\\"') + '"'
         box = self.box.text().strip()
         prior = self.prior.text().strip()
-        parts = [f"prior={prior if ',' not in prior else '[' + prior.strip('[]') + ']'}", f"mechanism={self.method}"]
+        parts = [
+            f"prior={prior if ',' not in prior else '[' + prior.strip('[]') + ']'}",
+            f"mechanism={self.method}",
+        ]
         if self.by_target.isChecked():
             parts += [f"within={self.within.value():g}", f"failure={self.failure.value():g}"]
         else:
@@ -181,8 +218,9 @@ class PosteriorDialog(QDialog):
             public["reference_size"] = self.reference.value()
         self.result.setText("Computing the preview…")
         self.preview_button.setEnabled(False)
-        self.runner.start(lambda state: assess_request(query, **public), self._show, self._failed,
-                          label="posterior preview")
+        self.runner.start(
+            lambda state: assess_request(query, **public), self._show, self._failed, label="posterior preview"
+        )
 
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.preview_button.setEnabled(True)
@@ -211,10 +249,16 @@ class PosteriorDialog(QDialog):
             return
         q = plan.query
         cost = f"α = {plan.alpha:.4g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
-        after = "" if plan.budget is None else f" The system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}."
-        question = (f"Release the posterior of the shares of {q.attribute} ({plan.mechanism.label})? Each of the box's "
-                    f"{int(q.box_query().support_size())} cells pays {cost}.{after} This cannot be undone: the release "
-                    "is recorded in the ledger before it is shown.")
+        after = (
+            ""
+            if plan.budget is None
+            else f" The system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}."
+        )
+        question = (
+            f"Release the posterior of the shares of {q.attribute} ({plan.mechanism.label})? Each of the box's "
+            f"{int(q.box_query().support_size())} cells pays {cost}.{after} This cannot be undone: the release "
+            "is recorded in the ledger before it is shown."
+        )
         if not dialogs.confirm(self, "Release posterior", question):
             return
         if self.release_job is None:
@@ -224,7 +268,9 @@ class PosteriorDialog(QDialog):
         self.preview_button.setEnabled(False)
         self.result.setText("Releasing…")
         self._releasing = plan
-        self.release_runner.start(self.release_job(plan), self._released, self._release_failed, label="posterior release")
+        self.release_runner.start(
+            self.release_job(plan), self._released, self._release_failed, label="posterior release"
+        )
 
     def _released(self, release: Any) -> None:
         from dpdesk.engine.dirichlet.plan import PosteriorRelease
@@ -234,7 +280,9 @@ class PosteriorDialog(QDialog):
         self.release, self.plan = release, None  # a new release needs a new preview (the ledger moved)
         q = self._releasing.query
         posterior = PosteriorRelease.from_payload(release.entry.payload)
-        lines = release_lines(posterior, q) + [f"ledger entry #{release.entry.seq}; ledger head {release.entry.hash}"]
+        lines = release_lines(posterior, q) + [
+            f"ledger entry #{release.entry.seq}; ledger head {release.entry.hash}"
+        ]
         self.result.setHtml("<br>".join(html.escape(t) for t in lines))
         from dpdesk.engine.dirichlet.alternatives import released_series
 
@@ -251,7 +299,7 @@ class PosteriorDialog(QDialog):
         self.result.setHtml(_red(f"Not released: {message}. Preview again."))
         self.plan = None
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         self.release_runner.shutdown()
         super().done(result)

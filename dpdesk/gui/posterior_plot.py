@@ -19,10 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from PySide6.QtWidgets import QWidget
+
 from dpdesk.engine.answering.rounding import format_value
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.gui.plots import pg
-from PySide6.QtWidgets import QWidget
 
 BAR_LIMIT = 160  # more grid points than this are drawn as steps; bins of a discrete posterior: about this many in view
 
@@ -81,7 +82,9 @@ class PosteriorPlot(pg.PlotWidget):
         self.setMinimumHeight(180)
         self.plotItem.setLabel("bottom", "true answer θ")
         self.plotItem.setLabel("left", "posterior mass")
-        self.plotItem.getAxis("left").enableAutoSIPrefix(False)  # masses are probabilities: 0.3, not 300 × 0.001
+        self.plotItem.getAxis("left").enableAutoSIPrefix(
+            False
+        )  # masses are probabilities: 0.3, not 300 × 0.001
         self.plotItem.showGrid(x=True, y=True, alpha=0.2)
         self.plotItem.addLegend(offset=(-10, 10))
         self.mode = "empty"  # "bars", "steps", "binned" (a discrete posterior summed into readable bins)
@@ -111,12 +114,18 @@ class PosteriorPlot(pg.PlotWidget):
         grid, mass = np.asarray(post.grid), np.asarray(post.mass)
         eps = a.request.eps
         if a.interval is not None:
-            ci = pg.LinearRegionItem(values=a.interval, movable=False, brush=pg.mkBrush(70, 130, 220, 60),
-                                     pen=pg.mkPen(70, 130, 220, 160))
+            ci = pg.LinearRegionItem(
+                values=a.interval,
+                movable=False,
+                brush=pg.mkBrush(70, 130, 220, 60),
+                pen=pg.mkPen(70, 130, 220, 160),
+            )
             ci.setZValue(-10)
             self.plotItem.addItem(ci)
-            self.plotItem.legend.addItem(pg.PlotDataItem(pen=pg.mkPen(70, 130, 220, 200, width=8)),
-                                         f"{100 * a.interval_confidence:.2f}% credible interval")
+            self.plotItem.legend.addItem(
+                pg.PlotDataItem(pen=pg.mkPen(70, 130, 220, 200, width=8)),
+                f"{100 * a.interval_confidence:.2f}% credible interval",
+            )
         counts = a.request.query.is_integer
         est = a.estimate.estimate
         half = max(eps, (a.interval[1] - a.interval[0]) / 2 if a.interval else 0.0, post.spacing)
@@ -126,8 +135,9 @@ class PosteriorPlot(pg.PlotWidget):
             self.mode = "binned"
             centres, sums, width = readable_bins(post, step, 5 * half)
             self.bin_width, mass = width, sums
-            self.plotItem.addItem(pg.BarGraphItem(x=centres, height=sums, width=width * 0.92, brush="#4a4a4a",
-                                                  pen=None))
+            self.plotItem.addItem(
+                pg.BarGraphItem(x=centres, height=sums, width=width * 0.92, brush="#4a4a4a", pen=None)
+            )
             self.plotItem.setLabel("left", f"posterior mass per bin of width {width:g}")
         elif len(grid) <= BAR_LIMIT:
             self.mode = "bars"
@@ -136,20 +146,37 @@ class PosteriorPlot(pg.PlotWidget):
         else:
             self.mode = "steps"
             edges = np.append(grid - post.spacing / 2, grid[-1] + post.spacing / 2)
-            self.plotItem.addItem(pg.PlotDataItem(edges, mass, stepMode="center", pen=pg.mkPen("#333", width=1.5),
-                                                  fillLevel=0, brush=(80, 80, 80, 60)))
-        line = pg.InfiniteLine(pos=est, angle=90, pen=pg.mkPen("#c0392b", width=2),
-                               label=f"estimate {format_value(est, counts)}",
-                               labelOpts={"position": 0.92, "color": "#c0392b"})
+            self.plotItem.addItem(
+                pg.PlotDataItem(
+                    edges,
+                    mass,
+                    stepMode="center",
+                    pen=pg.mkPen("#333", width=1.5),
+                    fillLevel=0,
+                    brush=(80, 80, 80, 60),
+                )
+            )
+        line = pg.InfiniteLine(
+            pos=est,
+            angle=90,
+            pen=pg.mkPen("#c0392b", width=2),
+            label=f"estimate {format_value(est, counts)}",
+            labelOpts={"position": 0.92, "color": "#c0392b"},
+        )
         self.plotItem.addItem(line)
         # the window an inferred answer releases: θ̂ ± ε, or under known bounds the 2ε window of most mass
         bounded = getattr(a, "prior", "flat") != "flat" and a.release_interval is not None
         window = tuple(a.release_interval) if bounded else (est - eps, est + eps)
         for x in window:
-            self.plotItem.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen("#e08a00", width=1.5,
-                                                                                  style=pg.QtCore.Qt.PenStyle.DashLine)))
-        self.plotItem.legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#e08a00", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
-                                     f"best 2ε window (known bounds), ε = {eps:g}" if bounded else f"requested ±ε = ±{eps:g}")
+            self.plotItem.addItem(
+                pg.InfiniteLine(
+                    pos=x, angle=90, pen=pg.mkPen("#e08a00", width=1.5, style=pg.QtCore.Qt.PenStyle.DashLine)
+                )
+            )
+        self.plotItem.legend.addItem(
+            pg.PlotDataItem(pen=pg.mkPen("#e08a00", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
+            f"best 2ε window (known bounds), ε = {eps:g}" if bounded else f"requested ±ε = ±{eps:g}",
+        )
         # show the interesting part: a few times the wider of ±ε and the credible interval
         lo, hi = max(grid[0], est - 2.5 * half), min(grid[-1], est + 2.5 * half)
         lo, hi = min(lo, window[0]), max(hi, window[1])
@@ -164,6 +191,13 @@ class PosteriorPlot(pg.PlotWidget):
         its masses are summed into bins. Continuous noise keeps its curve, and a posterior on the
         query's own lattice keeps one bar per point."""
         est = a.estimate
-        discrete = any(noise_family(f).lattice for f, c in zip(est.families, np.asarray(est.coefficients).ravel())
-                       if c != 0) if est.families and est.coefficients is not None else False
+        discrete = (
+            any(
+                noise_family(f).lattice
+                for f, c in zip(est.families, np.asarray(est.coefficients).ravel())
+                if c != 0
+            )
+            if est.families and est.coefficients is not None
+            else False
+        )
         return bool(discrete and len(post.grid) > 1 and (step == 0 or post.spacing < step * (1 - 1e-9)))

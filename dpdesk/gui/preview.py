@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
 def _answer(session: Any) -> Any:
@@ -60,8 +61,16 @@ def _data(session: Any) -> Any:
 
 # view name -> the widget showing it over an open ProjectSession (a sub-widget shows in its panel)
 VIEWS: dict[str, Callable[[Any], Any]] = {
-    "answer": _answer, "posterior": _answer, "budget": _budget, "heatmap": _budget, "requests": _requests,
-    "audit": _audit, "query": _query, "start": _start, "data": _data, "schema": _data,
+    "answer": _answer,
+    "posterior": _answer,
+    "budget": _budget,
+    "heatmap": _budget,
+    "requests": _requests,
+    "audit": _audit,
+    "query": _query,
+    "start": _start,
+    "data": _data,
+    "schema": _data,
 }
 
 

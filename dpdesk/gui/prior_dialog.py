@@ -30,8 +30,13 @@ class PriorDialog(SettingDialog):
     """Declare or withdraw a public table size; :meth:`prior` is the result (None for the flat prior)."""
 
     def __init__(self, current: BoundedPrior | None, parent: QWidget | None = None) -> None:
-        super().__init__("Known bounds", EXPLANATION, "Use known bounds (counts ≥ 0 and a public table size)",
-                         current is not None, parent)
+        super().__init__(
+            "Known bounds",
+            EXPLANATION,
+            "Use known bounds (counts ≥ 0 and a public table size)",
+            current is not None,
+            parent,
+        )
         self.table_size = QDoubleSpinBox()
         self.table_size.setDecimals(0)
         self.table_size.setRange(1.0, 1e15)

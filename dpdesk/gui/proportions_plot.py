@@ -8,7 +8,7 @@ bands; nothing here reads data or computes what the engine owns.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtWidgets import QWidget
@@ -37,8 +37,12 @@ class ProportionsPlot(pg.PlotWidget):
             self.plotItem.legend.clear()
         self.mode = "empty"
 
-    def set_series(self, labels: Sequence[str], series: Sequence[tuple[str, np.ndarray | DirichletMixture]],
-                   level: float = 0.95) -> None:
+    def set_series(
+        self,
+        labels: Sequence[str],
+        series: Sequence[tuple[str, np.ndarray | DirichletMixture]],
+        level: float = 0.95,
+    ) -> None:
         """Draw each ``(name, Dirichlet parameters or a mixture of them)``; two labels give Beta curves,
         more give bars (a mixture: its mean and the band of its marginal law)."""
         self.clear_plot()
@@ -78,13 +82,25 @@ class ProportionsPlot(pg.PlotWidget):
             bands = bands_of(params if isinstance(params, DirichletMixture) else np.asarray(params), level)
             x = np.arange(len(labels)) - 0.4 + width * (i + 0.5)
             colour = _COLOURS[i % len(_COLOURS)]
-            self.plotItem.addItem(pg.BarGraphItem(x=x, height=bands.mean, width=width * 0.9,
-                                                  brush=pg.mkBrush(colour), pen=None))
-            self.plotItem.addItem(pg.ErrorBarItem(x=x, y=bands.mean, top=bands.high - bands.mean,
-                                                  bottom=bands.mean - bands.low, beam=width * 0.4,
-                                                  pen=pg.mkPen("#222", width=1.2)))
-            self.plotItem.legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=1, brush=pg.mkBrush(colour)), name)
-        self.plotItem.setLabel("bottom", f"category (bar: mean proportion; whiskers: {100 * level:g}% credible band)")
+            self.plotItem.addItem(
+                pg.BarGraphItem(x=x, height=bands.mean, width=width * 0.9, brush=pg.mkBrush(colour), pen=None)
+            )
+            self.plotItem.addItem(
+                pg.ErrorBarItem(
+                    x=x,
+                    y=bands.mean,
+                    top=bands.high - bands.mean,
+                    bottom=bands.mean - bands.low,
+                    beam=width * 0.4,
+                    pen=pg.mkPen("#222", width=1.2),
+                )
+            )
+            self.plotItem.legend.addItem(
+                pg.BarGraphItem(x=[0], height=[0], width=1, brush=pg.mkBrush(colour)), name
+            )
+        self.plotItem.setLabel(
+            "bottom", f"category (bar: mean proportion; whiskers: {100 * level:g}% credible band)"
+        )
         self.plotItem.setLabel("left", "proportion")
         self.plotItem.getAxis("bottom").setTicks([[(i, str(lab)) for i, lab in enumerate(labels)]])
         self.plotItem.setXRange(-0.6, len(labels) - 0.4, padding=0)

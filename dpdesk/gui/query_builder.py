@@ -18,11 +18,24 @@ text form (or ticking labels) replaces it, and clearing the text keeps it again.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox,
-    QHBoxLayout, QLabel, QLineEdit, QScrollArea, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.engine.errors import DpdeskError
@@ -39,8 +52,13 @@ PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (poster
 class QueryBuilderDialog(QDialog):
     """New-request dialog over a schema."""
 
-    def __init__(self, schema: Schema, parent: QWidget | None = None,
-                 submit: Callable[[str, float, float, str], Any] | None = None, title: str = "New request") -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        parent: QWidget | None = None,
+        submit: Callable[[str, float, float, str], Any] | None = None,
+        title: str = "New request",
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         self.schema = schema
@@ -101,8 +119,10 @@ class QueryBuilderDialog(QDialog):
         self.delta.setToolTip(tip("delta"))
         self.price = QComboBox()
         self.price.addItems(PRICES)
-        self.price.setToolTip("max/argmax and posterior requests: by an accuracy target, by the α every cell of "
-                              "their box pays, or (posterior) by budget=… or within=…; failure=… in the text")
+        self.price.setToolTip(
+            "max/argmax and posterior requests: by an accuracy target, by the α every cell of "
+            "their box pays, or (posterior) by budget=… or within=…; failure=… in the text"
+        )
         self.alpha = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=0.1, singleStep=0.05)
         self.alpha.setToolTip(tip("alpha"))
         price = QHBoxLayout()
@@ -116,7 +136,9 @@ class QueryBuilderDialog(QDialog):
         self.requester = QLineEdit()
         form.addRow("requester", self.requester)
         lay.addLayout(form)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.submit_values)
         self.buttons.rejected.connect(self.reject)
         lay.addWidget(self.buttons)
@@ -140,8 +162,10 @@ class QueryBuilderDialog(QDialog):
         ok_btn = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         if self.kept is not None and not text.strip():
             q = self.query = self.kept
-            self.status.setText(f"✓ keeps the recorded query — sensitivity {q.sensitivity:g}, "
-                                f"{q.support_size()} of {q.n_cells} cells")
+            self.status.setText(
+                f"✓ keeps the recorded query — sensitivity {q.sensitivity:g}, "
+                f"{q.support_size()} of {q.n_cells} cells"
+            )
             self.status.setStyleSheet("color: #237a36;")
             ok_btn.setEnabled(True)
             return
@@ -165,8 +189,9 @@ class QueryBuilderDialog(QDialog):
         self.status.setStyleSheet("color: #237a36;" if self.query is not None else "color: #a8321f;")
         ok_btn.setEnabled(self.query is not None)
 
-    def set_values(self, text: str, eps: float | None, delta: float | None, requester: str,
-                   alpha: float | None = None) -> None:
+    def set_values(
+        self, text: str, eps: float | None, delta: float | None, requester: str, alpha: float | None = None
+    ) -> None:
         """Start from an existing request's values (editing a pending request)."""
         self.price.setCurrentIndex(1 if alpha is not None else 0 if eps is not None else 2)
         if eps is not None:
@@ -182,9 +207,11 @@ class QueryBuilderDialog(QDialog):
         """Edit a request whose query has no text form: keep ``query`` as recorded unless a text form is
         typed (or labels ticked) to replace it."""
         self.kept = query
-        self.kept_note.setText(f"Query as recorded (an index list with no text form): "
-                               f"{describe_query(query, self.schema)}. It is kept while the text below is "
-                               "empty; type a text form or tick labels to replace it.")
+        self.kept_note.setText(
+            f"Query as recorded (an index list with no text form): "
+            f"{describe_query(query, self.schema)}. It is kept while the text below is "
+            "empty; type a text form or tick labels to replace it."
+        )
         self.kept_note.setVisible(True)
         self.text.setPlaceholderText("empty: keep the recorded query")
         self.text.setText("")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton
 
 
 def release_buttons(
-    dialog: QDialog, release_text: str, on_preview: Callable[[], object], on_release: Callable[[], object],
+    dialog: QDialog,
+    release_text: str,
+    on_preview: Callable[[], object],
+    on_release: Callable[[], object],
 ) -> tuple[QHBoxLayout, QPushButton, QPushButton]:
     """``(row, preview, release)``: right-aligned, the release button off until a preview enables it."""
     preview, release, close = QPushButton("Preview"), QPushButton(release_text), QPushButton("Close")

@@ -15,9 +15,22 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDialog, QDoubleSpinBox, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox, QTextBrowser,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QSpinBox,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
@@ -33,10 +46,16 @@ class PublishReleaseDialog(QDialog):
 
     sigPublish = Signal(object)  # the confirmed PlanPreview
 
-    def __init__(self, schema: Schema, cell_costs: np.ndarray, total_budget: float, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, schema: Schema, cell_costs: np.ndarray, total_budget: float, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Publish release")
-        self.schema, self.cell_costs, self.total_budget = schema, np.asarray(cell_costs, float), float(total_budget)
+        self.schema, self.cell_costs, self.total_budget = (
+            schema,
+            np.asarray(cell_costs, float),
+            float(total_budget),
+        )
         self.preview_result: Any = None
         self.runner = TaskRunner(self)
         form = QFormLayout()
@@ -65,11 +84,20 @@ class PublishReleaseDialog(QDialog):
         group = QButtonGroup(self)
         group.addButton(self.by_alpha)
         group.addButton(self.by_accuracy)
-        self.alpha = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, self.total_budget))
+        self.alpha = QDoubleSpinBox(
+            decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, self.total_budget)
+        )
         self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=50.0)
         self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
         price = QHBoxLayout()
-        for w in (self.by_alpha, self.alpha, self.by_accuracy, self.accuracy, QLabel("at 1 − δ, δ ="), self.delta):
+        for w in (
+            self.by_alpha,
+            self.alpha,
+            self.by_accuracy,
+            self.accuracy,
+            QLabel("at 1 − δ, δ ="),
+            self.delta,
+        ):
             price.addWidget(w)
         form.addRow("Price", price)
         self.result = QTextBrowser()
@@ -78,7 +106,8 @@ class PublishReleaseDialog(QDialog):
         self.heatmap = HeatmapView()
         self.heatmap.setMinimumHeight(200)
         buttons, self.preview_button, self.publish_button = release_buttons(
-            self, "Publish…", self.run_preview, self.publish)
+            self, "Publish…", self.run_preview, self.publish
+        )
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result, 1)
@@ -116,12 +145,16 @@ class PublishReleaseDialog(QDialog):
             try:
                 orders = [int(t) for t in self.orders.text().split(",") if t.strip()]
             except ValueError:
-                raise PlanError(f"marginal orders ({self.orders.text()!r}) must be numbers separated by commas") from None
+                raise PlanError(
+                    f"marginal orders ({self.orders.text()!r}) must be numbers separated by commas"
+                ) from None
             return P.marginals_by_order(self.schema, orders)
         if not self.tree_attr.count():
             raise PlanError("tree: the cube has no ordered (numeric) attribute")
         depth = self.depth.value() or None
-        return P.tree_plan(self.schema, self.tree_attr.currentText(), self.branching.value(), depth, self.cross.isChecked())
+        return P.tree_plan(
+            self.schema, self.tree_attr.currentText(), self.branching.value(), depth, self.cross.isChecked()
+        )
 
     # -- preview and publish --------------------------------------------------------------------------
     def run_preview(self) -> None:
@@ -140,7 +173,9 @@ class PublishReleaseDialog(QDialog):
             kwargs["accuracy"] = self.accuracy.value()
         self.result.setText("Computing the preview…")
         self.preview_button.setEnabled(False)
-        self.runner.start(lambda state: preview(plan, **kwargs), self._show, self._failed, label="release preview")
+        self.runner.start(
+            lambda state: preview(plan, **kwargs), self._show, self._failed, label="release preview"
+        )
 
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.preview_button.setEnabled(True)
@@ -168,12 +203,14 @@ class PublishReleaseDialog(QDialog):
         pv = self.preview_result
         if pv is None or not pv.fits:
             return
-        question = (f"Publish {pv.plan.n_rows:,} noisy counts ({pv.plan.description})? Every cell pays α = {pv.alpha:.4g}; "
-                    f"the system cost becomes {pv.budget.system_cost_after:.4g} of {pv.budget.total:g}. This cannot be undone.")
+        question = (
+            f"Publish {pv.plan.n_rows:,} noisy counts ({pv.plan.description})? Every cell pays α = {pv.alpha:.4g}; "
+            f"the system cost becomes {pv.budget.system_cost_after:.4g} of {pv.budget.total:g}. This cannot be undone."
+        )
         if dialogs.confirm(self, "Publish release", question):
             self.sigPublish.emit(pv)
             self.accept()
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         super().done(result)

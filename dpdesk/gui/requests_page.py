@@ -15,8 +15,22 @@ from dataclasses import dataclass
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QAbstractItemView, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-    QPushButton, QScrollArea, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.gui import dialogs
@@ -52,7 +66,9 @@ def queue_rows(project, status: str) -> QueueRows:
     """The rows of the requests with ``status`` ("all": every one) of ``project`` (a :class:`Project`)."""
     reqs = project.requests()
     shown = [r for r in reqs if status in ("all", r.status)]
-    return QueueRows(request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs})
+    return QueueRows(
+        request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs}
+    )
 
 
 def _scrolling(panel: QWidget) -> QScrollArea:
@@ -86,16 +102,22 @@ class RequestsPage(QWidget):
         self.search.textChanged.connect(self._search)
         bar.addWidget(self.search, 1)
         self.import_btn = QPushButton("Import…")
-        self.import_btn.setToolTip("Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]")
+        self.import_btn.setToolTip(
+            "Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]"
+        )
         self.import_btn.clicked.connect(self.import_file)
         self.new_btn = QPushButton("New request…")
         self.new_btn.clicked.connect(self.new_request)
         self.posterior_btn = QPushButton("Posterior of proportions…")
-        self.posterior_btn.setToolTip("Release the Dirichlet (Beta) posterior of an attribute's shares in a box")
+        self.posterior_btn.setToolTip(
+            "Release the Dirichlet (Beta) posterior of an attribute's shares in a box"
+        )
         self.posterior_btn.clicked.connect(self.new_posterior)
         self.posterior_dialog = None
         self.edit_btn = QPushButton("Edit…")
-        self.edit_btn.setToolTip("Change the selected pending request (answered and rejected ones never change)")
+        self.edit_btn.setToolTip(
+            "Change the selected pending request (answered and rejected ones never change)"
+        )
         self.edit_btn.clicked.connect(self.edit_request)
         self.delete_btn = QPushButton("Delete")
         self.delete_btn.setToolTip("Remove the selected pending request from the queue")
@@ -103,15 +125,28 @@ class RequestsPage(QWidget):
         ll.addLayout(bar)
         actions = QGridLayout()  # rows of their own, three buttons each, so the queue stays narrow
         self.free_btn = QPushButton("Answer all free")
-        self.free_btn.setToolTip("Release every pending request that history answers at no cost (each is ledgered)")
+        self.free_btn.setToolTip(
+            "Release every pending request that history answers at no cost (each is ledgered)"
+        )
         self.free_btn.clicked.connect(self.answer_all_free)
         self.free_runner = TaskRunner(self)
         self.offer_btn = QPushButton("Counter-offer…")
-        self.offer_btn.setToolTip("Offer the narrowest ±ε the remaining budget allows, or the free answer history "
-                                  "gives at a lower confidence; accepting changes the request's terms")
+        self.offer_btn.setToolTip(
+            "Offer the narrowest ±ε the remaining budget allows, or the free answer history "
+            "gives at a lower confidence; accepting changes the request's terms"
+        )
         self.offer_btn.clicked.connect(self.counter_offer)
-        for i, w in enumerate((self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn, self.offer_btn,
-                               self.free_btn)):
+        for i, w in enumerate(
+            (
+                self.import_btn,
+                self.new_btn,
+                self.posterior_btn,
+                self.edit_btn,
+                self.delete_btn,
+                self.offer_btn,
+                self.free_btn,
+            )
+        ):
             actions.addWidget(w, *divmod(i, 3))
         ll.addLayout(actions)
         self.model = RowsModel(REQUEST_HEADERS, self)
@@ -166,10 +201,13 @@ class RequestsPage(QWidget):
         self.answer.sigAssessed.connect(self.budget.set_assessment)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
         session.sigChanged.connect(self.reload)
-        for keys, slot in (("Ctrl+Down", self.next_request), ("Ctrl+Up", self.previous_request),
-                           (SHORTCUTS["infer"], self.answer.release_inferred),
-                           (SHORTCUTS["spend"], self.answer.spend_and_release),
-                           (SHORTCUTS["reject"], self.answer.reject)):
+        for keys, slot in (
+            ("Ctrl+Down", self.next_request),
+            ("Ctrl+Up", self.previous_request),
+            (SHORTCUTS["infer"], self.answer.release_inferred),
+            (SHORTCUTS["spend"], self.answer.spend_and_release),
+            (SHORTCUTS["reject"], self.answer.reject),
+        ):
             sc = QShortcut(QKeySequence(keys), self)
             sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             sc.activated.connect(slot)
@@ -183,7 +221,9 @@ class RequestsPage(QWidget):
     def watch_cell(self, cell: int) -> bool:
         """The heatmap's "Watch this cell…": a claim about the count of that one cell."""
         schema = self.session.schema
-        terms = ", ".join(f"{name}={json.dumps(label)}" for name, label in zip(schema.names, schema.cell_labels(cell)))
+        terms = ", ".join(
+            f"{name}={json.dumps(label)}" for name, label in zip(schema.names, schema.cell_labels(cell))
+        )
         return self.watch_claim(f"count({terms})")
 
     def reload(self) -> None:
@@ -201,8 +241,12 @@ class RequestsPage(QWidget):
             if self.model.rowCount() == 0:
                 self.counts.setText("Reading the request queue…")
         wanted = self.filter.currentText()
-        self.session.run(self.rows_runner, lambda project: queue_rows(project, wanted),
-                         lambda rows: self._show_rows(rows, keep), label="reading the request queue")
+        self.session.run(
+            self.rows_runner,
+            lambda project: queue_rows(project, wanted),
+            lambda rows: self._show_rows(rows, keep),
+            label="reading the request queue",
+        )
 
     def _show_rows(self, rows: QueueRows, keep: str | None) -> None:
         fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
@@ -212,8 +256,10 @@ class RequestsPage(QWidget):
             self.table.resizeColumnsToContents()
             self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         n = {s: sum(st == s for st in rows.statuses.values()) for s in STATUSES}
-        self.counts.setText(f"{plural(len(rows.statuses), 'request')}: {n['pending']} pending, {n['answered']} "
-                            f"answered, {n['rejected']} rejected")
+        self.counts.setText(
+            f"{plural(len(rows.statuses), 'request')}: {n['pending']} pending, {n['answered']} "
+            f"answered, {n['rejected']} rejected"
+        )
         # a large project's answer panel was refreshed when the reload began
         self._reselect(self.answer.request_id if self.session.large else keep, refresh=not self.session.large)
 
@@ -241,7 +287,8 @@ class RequestsPage(QWidget):
     def select_row(self, row: int) -> None:
         index = self.proxy.index(row, 0)
         self.table.selectionModel().setCurrentIndex(
-            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+            index, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        )
         self.table.scrollTo(index)
         self._selected(row)
 
@@ -277,7 +324,7 @@ class RequestsPage(QWidget):
             return
         try:
             added = self.session.import_requests(path)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return
         dialogs.show_info(self, "Requests imported", f"Queued {plural(len(added), 'request')} from {path}.")
@@ -296,18 +343,27 @@ class RequestsPage(QWidget):
             self.posterior_dialog.raise_()
             return
         s = self.session
-        self.posterior_dialog = PosteriorDialog(s.schema, s.plan_inputs, release_job=s.release_job,
-                                                released=s.released, parent=self)
+        self.posterior_dialog = PosteriorDialog(
+            s.schema, s.plan_inputs, release_job=s.release_job, released=s.released, parent=self
+        )
         self.posterior_dialog.show()
 
     def edit_request(self) -> None:
         """Edit the selected pending request in the request dialog (validated in place by the store)."""
         rid = self.answer.request_id
-        if rid is None or self.session.request(rid).status != "pending" or self.answer.release_runner.is_running():
+        if (
+            rid is None
+            or self.session.request(rid).status != "pending"
+            or self.answer.release_runner.is_running()
+        ):
             return
         req = self.session.request(rid)
-        dlg = QueryBuilderDialog(self.session.schema, self, title=f"Edit request {rid}",
-                                 submit=lambda *values: self.session.edit_request(rid, *values))
+        dlg = QueryBuilderDialog(
+            self.session.schema,
+            self,
+            title=f"Edit request {rid}",
+            submit=lambda *values: self.session.edit_request(rid, *values),
+        )
         dlg.set_values(req.describe(self.session.schema), req.eps, req.delta, req.requester, req.alpha)
         if req.query_text is None and dlg.query is None:  # an index list the text form cannot say
             dlg.keep_query(req.query)  # kept as recorded unless the curator types a replacement
@@ -316,23 +372,33 @@ class RequestsPage(QWidget):
 
     def delete_request(self) -> None:
         rid = self.answer.request_id
-        if rid is None or self.session.request(rid).status != "pending" or self.answer.release_runner.is_running():
+        if (
+            rid is None
+            or self.session.request(rid).status != "pending"
+            or self.answer.release_runner.is_running()
+        ):
             return
-        if not dialogs.confirm(self, "Delete request", f"Delete pending request {rid}? It was never answered; "
-                                                      "it leaves the queue for good."):
+        if not dialogs.confirm(
+            self,
+            "Delete request",
+            f"Delete pending request {rid}? It was never answered; it leaves the queue for good.",
+        ):
             return
         try:
             self.session.delete_request(rid)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)
 
     def answer_all_free(self) -> None:
         """Release every pending request answerable from history, each as its own ledger entry."""
         if self.free_runner.is_running() or self.answer.release_runner.is_running():
             return
-        if not dialogs.confirm(self, "Answer all free requests",
-                               "Release every pending request that history already answers (cost 0)? Each is "
-                               "assessed now and recorded in the ledger; the others stay pending."):
+        if not dialogs.confirm(
+            self,
+            "Answer all free requests",
+            "Release every pending request that history already answers (cost 0)? Each is "
+            "assessed now and recorded in the ledger; the others stay pending.",
+        ):
             return
         self.free_btn.setEnabled(False)
 
@@ -342,17 +408,24 @@ class RequestsPage(QWidget):
             names = ", ".join(r.request_id for r in releases) or "none"
             left = len(self.session.project.requests("pending"))
             self.last_free = releases
-            dialogs.show_info(self, "Free requests answered",
-                              f"Released {plural(len(releases), 'free answer')} from history ({names}); "
-                              f"{plural(left, 'request')} still pending.")
+            dialogs.show_info(
+                self,
+                "Free requests answered",
+                f"Released {plural(len(releases), 'free answer')} from history ({names}); "
+                f"{plural(left, 'request')} still pending.",
+            )
 
         def failed(exc: BaseException, trace: str) -> None:
             self.free_btn.setEnabled(True)
             self.session.released()  # some may have been released before the failure: redraw from the ledger
             dialogs.report_exception(exc, trace, parent=self)
 
-        self.free_runner.start(self.session.answer_free_job(self.answer.method.currentText()), done, failed,
-                               label="answering free requests")
+        self.free_runner.start(
+            self.session.answer_free_job(self.answer.method.currentText()),
+            done,
+            failed,
+            label="answering free requests",
+        )
 
     def selected_ids(self) -> list[str]:
         """The selected requests' ids, in the order shown."""
@@ -365,10 +438,14 @@ class RequestsPage(QWidget):
 
         if self.answer.release_runner.is_running() or self.free_runner.is_running():
             return
-        ids = [rid for rid in self.selected_ids()
-               if (r := self.session.request(rid)).status == "pending" and r.kind == "count"]
-        self.batch_dialog = BatchDialog(self.session, ids if len(ids) >= 2 else None,
-                                        self.answer.method.currentText(), self)
+        ids = [
+            rid
+            for rid in self.selected_ids()
+            if (r := self.session.request(rid)).status == "pending" and r.kind == "count"
+        ]
+        self.batch_dialog = BatchDialog(
+            self.session, ids if len(ids) >= 2 else None, self.answer.method.currentText(), self
+        )
         self.batch_dialog.show()
 
     def counter_offer(self) -> None:
@@ -380,30 +457,46 @@ class RequestsPage(QWidget):
         if a is None or rid is None or a.request_id != rid or self.session.request(rid).status != "pending":
             return
         if not hasattr(a, "decision"):  # a max/argmax or posterior request: its price is its own to state
-            dialogs.show_info(self, "No counter-offer", f"{rid} is a {self.session.request(rid).kind} request: a "
-                                                        "counter-offer narrows a count's ±ε; reject it with a note instead.")
+            dialogs.show_info(
+                self,
+                "No counter-offer",
+                f"{rid} is a {self.session.request(rid).kind} request: a "
+                "counter-offer narrows a count's ±ε; reject it with a note instead.",
+            )
             return
         offer = counter_offer(a, self.session.total_budget)
         options, terms = [], []
         if offer.eps is not None:
-            options.append(f"a fresh answer within ±{offer.eps:g} at δ = {offer.delta:g} "
-                           f"(spends α = {offer.alpha:.4g}, what its cells have left)")
+            options.append(
+                f"a fresh answer within ±{offer.eps:g} at δ = {offer.delta:g} "
+                f"(spends α = {offer.alpha:.4g}, what its cells have left)"
+            )
             terms.append((offer.eps, offer.delta))
         if offer.free_delta is not None:
-            options.append(f"free from history: ±{a.request.eps:g} at {offer.free_confidence:.0%} confidence "
-                           f"(δ = {offer.free_delta:g}, spends nothing)")
+            options.append(
+                f"free from history: ±{a.request.eps:g} at {offer.free_confidence:.0%} confidence "
+                f"(δ = {offer.free_delta:g}, spends nothing)"
+            )
             terms.append((a.request.eps, offer.free_delta))
         if not options:
-            dialogs.show_info(self, "No counter-offer", f"{rid}: its cells have no budget left and history does "
-                                                        "not estimate it; nothing better can be offered.")
+            dialogs.show_info(
+                self,
+                "No counter-offer",
+                f"{rid}: its cells have no budget left and history does "
+                "not estimate it; nothing better can be offered.",
+            )
             return
         req = self.session.request(rid)
-        i = dialogs.choose(self, f"Counter-offer for {rid}",
-                           f"{rid} asks ±{req.eps:g} at δ = {req.delta:g}. The requester accepted:", options)
+        i = dialogs.choose(
+            self,
+            f"Counter-offer for {rid}",
+            f"{rid} asks ±{req.eps:g} at δ = {req.delta:g}. The requester accepted:",
+            options,
+        )
         if i is None:
             return
         eps, delta = terms[i]
         try:
             self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=self)

@@ -14,15 +14,32 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 from dpdesk.engine.errors import DpdeskError, SchemaError
 from dpdesk.engine.schema import Schema
 
-COLS = ("use", "column", "attribute", "kind", "domain (values or edges, comma-separated)", "labels (optional)")
-BANNER = ("⚠ DATA-DERIVED SCHEMA: these domains were read off the data. A category that appears only in the "
-          "data (a rare value) is itself a disclosure. Replace them with publicly known domains before answering.")
+COLS = (
+    "use",
+    "column",
+    "attribute",
+    "kind",
+    "domain (values or edges, comma-separated)",
+    "labels (optional)",
+)
+BANNER = (
+    "⚠ DATA-DERIVED SCHEMA: these domains were read off the data. A category that appears only in the "
+    "data (a rare value) is itself a disclosure. Replace them with publicly known domains before answering."
+)
 
 
 def _split(text: str) -> list[str]:
@@ -47,8 +64,10 @@ class SchemaEditor(QWidget):
         self.banner = QLabel(BANNER)
         self.banner.setObjectName("dataDerivedBanner")
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet("QLabel { background: #fff3cd; color: #7a4b00; border: 2px solid #e08a00;"
-                                  " padding: 6px; font-weight: bold; }")
+        self.banner.setStyleSheet(
+            "QLabel { background: #fff3cd; color: #7a4b00; border: 2px solid #e08a00;"
+            " padding: 6px; font-weight: bold; }"
+        )
         self.banner.hide()
         lay.addWidget(self.banner)
         bar = QHBoxLayout()
@@ -110,7 +129,9 @@ class SchemaEditor(QWidget):
                 return r
         raise KeyError(column)
 
-    def set_attribute(self, column: str, name: str, kind: str, domain: list[Any], labels: list[str] | None = None) -> None:
+    def set_attribute(
+        self, column: str, name: str, kind: str, domain: list[Any], labels: list[str] | None = None
+    ) -> None:
         r = self._row_of(column)
         self.table.blockSignals(True)
         self.table.item(r, 0).setCheckState(Qt.CheckState.Checked)
@@ -128,8 +149,13 @@ class SchemaEditor(QWidget):
             self.set_columns(sorted(known | set(missing)))
         for a in schema.attributes:
             domain = list(a.edges) if a.kind == "numeric" else list(a.values)
-            self.set_attribute(a.column, a.name, a.kind, [_number(str(v)) if a.kind == "numeric" else v for v in domain],
-                               list(a.labels))
+            self.set_attribute(
+                a.column,
+                a.name,
+                a.kind,
+                [_number(str(v)) if a.kind == "numeric" else v for v in domain],
+                list(a.labels),
+            )
         self.set_read_only(read_only)
         if read_only:
             self.status.setText("The project's schema is fixed (the ledger's genesis hash covers it).")
@@ -138,7 +164,11 @@ class SchemaEditor(QWidget):
         """Fill every checked (or, if none, every) column's domain from ``frame``; marks data-derived."""
         import pandas as pd
 
-        rows = [r for r in range(self.table.rowCount()) if self.table.item(r, 0).checkState() == Qt.CheckState.Checked]
+        rows = [
+            r
+            for r in range(self.table.rowCount())
+            if self.table.item(r, 0).checkState() == Qt.CheckState.Checked
+        ]
         rows = rows or list(range(self.table.rowCount()))
         for r in rows:
             col = self.table.item(r, 1).text()
@@ -159,7 +189,11 @@ class SchemaEditor(QWidget):
     @property
     def data_derived(self) -> bool:
         """True while some used column's domain is still the one read off the data."""
-        used = {r for r in range(self.table.rowCount()) if self.table.item(r, 0).checkState() == Qt.CheckState.Checked}
+        used = {
+            r
+            for r in range(self.table.rowCount())
+            if self.table.item(r, 0).checkState() == Qt.CheckState.Checked
+        }
         return bool(self.derived_rows & used)
 
     def set_data_derived(self, flag: bool) -> None:
@@ -183,14 +217,19 @@ class SchemaEditor(QWidget):
                 continue
             kind = self.table.cellWidget(r, 3).currentText()
             parts = _split(self.table.item(r, 4).text())
-            entry: dict[str, Any] = {"name": self.table.item(r, 2).text().strip(), "column": self.table.item(r, 1).text(),
-                                     "kind": kind}
+            entry: dict[str, Any] = {
+                "name": self.table.item(r, 2).text().strip(),
+                "column": self.table.item(r, 1).text(),
+                "kind": kind,
+            }
             if kind == "numeric":
                 try:
                     entry["edges"] = [_number(p) for p in parts]
                 except ValueError:
-                    raise SchemaError(f"column {entry['column']!r}: edges must be numbers, got "
-                                      f"{self.table.item(r, 4).text()!r}") from None
+                    raise SchemaError(
+                        f"column {entry['column']!r}: edges must be numbers, got "
+                        f"{self.table.item(r, 4).text()!r}"
+                    ) from None
             else:
                 entry["values"] = parts
             labels = _split(self.table.item(r, 5).text())
@@ -211,7 +250,9 @@ class SchemaEditor(QWidget):
                 i = int(m.group(1))
                 return f"column {attrs[i]['column']!r}" if i < len(attrs) else m.group(0)
 
-            message = re.sub(r"attributes\[(\d+)\]\.?", lambda m: column(m) + " ", str(exc)).replace("  ", " ")
+            message = re.sub(r"attributes\[(\d+)\]\.?", lambda m: column(m) + " ", str(exc)).replace(
+                "  ", " "
+            )
             if not attrs:
                 message = "no column is used yet: tick 'use' for at least one column"
             raise SchemaError(message) from None
@@ -223,7 +264,9 @@ class SchemaEditor(QWidget):
             self.status.setText(f"✗ {exc}")
             self.status.setStyleSheet("color: #a8321f;")
         else:
-            self.status.setText(f"✓ {len(s.attributes)} attributes, cube shape {' × '.join(map(str, s.shape))} = "
-                                f"{s.n_cells:,} cells")
+            self.status.setText(
+                f"✓ {len(s.attributes)} attributes, cube shape {' × '.join(map(str, s.shape))} = "
+                f"{s.n_cells:,} cells"
+            )
             self.status.setStyleSheet("color: #237a36;")
         self.sigEdited.emit()

@@ -15,7 +15,6 @@ from dpdesk.gui.app import application, settings_at
 from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.scripted import SCRIPTED, wait_until, work_through
 
-
 SIZES = {(1600, 1000): "", (1024, 700): "1024x700"}  # size -> sub-folder of the output folder
 
 
@@ -70,7 +69,9 @@ def _shoot(out: Path, settings_path: str | None, size: tuple[int, int]) -> None:
     win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
     win.requests.select_request("q37")
     win.requests.lower.setCurrentWidget(win.requests.claims)
-    wait_until(lambda: win.requests.answer.assessment is not None and not win.requests.claims.runner.is_running())
+    wait_until(
+        lambda: win.requests.answer.assessment is not None and not win.requests.claims.runner.is_running()
+    )
     grab("requests-claims")
     win.show_page("audit")
     win.audit.verify()

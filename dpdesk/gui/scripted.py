@@ -6,7 +6,7 @@ Tests use ``qtbot.waitUntil`` instead of :func:`wait_until`.
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 # The demo requests worked through before screenshots are taken, so that every page has something to show.
 SCRIPTED = ("q01", "q02", "q03", "q04", "q05", "q06", "q07", "q08", "q09", "q11", "q12", "q13", "q14", "q34")

@@ -8,7 +8,7 @@ below it and is what a requester may be told. After the release the drawn label 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -52,8 +52,14 @@ class SelectionChart(QWidget):
         self.labels: tuple[str, ...] = ()
         self.probabilities = np.zeros(0)
 
-    def set_selection(self, labels: Sequence[str], probabilities: np.ndarray, accuracy_text: str,
-                      title: str = "Output probabilities", released: int | None = None) -> None:
+    def set_selection(
+        self,
+        labels: Sequence[str],
+        probabilities: np.ndarray,
+        accuracy_text: str,
+        title: str = "Output probabilities",
+        released: int | None = None,
+    ) -> None:
         """Show ``probabilities`` (one per label), the public ``accuracy_text`` and the drawn label if any."""
         p = np.asarray(probabilities, dtype=float)
         if p.shape != (len(labels),):
@@ -78,8 +84,13 @@ class SelectionChart(QWidget):
             raise ValueError(f"released index {index} outside 0..{len(self.labels) - 1}")
         if self._drawn is not None:
             self.plot.removeItem(self._drawn)
-        self._drawn = pg.BarGraphItem(x=[index], height=[self.probabilities[index]], width=0.85, brush=None,
-                                      pen=pg.mkPen(_DRAWN, width=3))
+        self._drawn = pg.BarGraphItem(
+            x=[index],
+            height=[self.probabilities[index]],
+            width=0.85,
+            brush=None,
+            pen=pg.mkPen(_DRAWN, width=3),
+        )
         self.plot.addItem(self._drawn)
         self.title.setText(f"{self.title.text()} — released: {self.labels[index]}")
 

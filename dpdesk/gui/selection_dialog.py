@@ -14,8 +14,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QRadioButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QDialog,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.release_buttons import release_buttons
@@ -41,16 +51,27 @@ class SelectionDialog(QDialog):
         self.by_alpha = QRadioButton("per-cell budget α")
         self.by_accuracy = QRadioButton("accuracy target T")
         self.by_alpha.setChecked(True)
-        self.by_accuracy.setToolTip("argmax: the released label's count within T of the largest; "
-                                    "max: at most T records of the box above the released value")
+        self.by_accuracy.setToolTip(
+            "argmax: the released label's count within T of the largest; "
+            "max: at most T records of the box above the released value"
+        )
         group = QButtonGroup(self)
         group.addButton(self.by_alpha)
         group.addButton(self.by_accuracy)
-        self.alpha = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, session.total_budget))
+        self.alpha = QDoubleSpinBox(
+            decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, session.total_budget)
+        )
         self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=10.0)
         self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
         price = QHBoxLayout()
-        for w in (self.by_alpha, self.alpha, self.by_accuracy, self.accuracy, QLabel("at 1 − δ, δ ="), self.delta):
+        for w in (
+            self.by_alpha,
+            self.alpha,
+            self.by_accuracy,
+            self.accuracy,
+            QLabel("at 1 − δ, δ ="),
+            self.delta,
+        ):
             price.addWidget(w)
         form.addRow("Price", price)
         self.result = QLabel("Preview to see the cost, the public accuracy and the output probabilities.")
@@ -58,7 +79,8 @@ class SelectionDialog(QDialog):
         self.chart = SelectionChart()
         self.chart.setMinimumHeight(220)
         buttons, self.preview_button, self.release_button = release_buttons(
-            self, "Release…", self.run_preview, self.release)
+            self, "Release…", self.run_preview, self.release
+        )
         lay = QVBoxLayout(self)
         lay.addLayout(form)
         lay.addWidget(self.result)
@@ -86,9 +108,20 @@ class SelectionDialog(QDialog):
         schema = s.schema
         try:
             query = parse_selection(self.query.text(), schema)
-            price = {"alpha": self.alpha.value()} if self.by_alpha.isChecked() else {"accuracy": self.accuracy.value()}
-            plan = plan_selection(query, schema, delta=self.delta.value(), cell_costs=s.cell_costs(),
-                                  total_budget=s.total_budget, basis=s.basis(), **price)
+            price = (
+                {"alpha": self.alpha.value()}
+                if self.by_alpha.isChecked()
+                else {"accuracy": self.accuracy.value()}
+            )
+            plan = plan_selection(
+                query,
+                schema,
+                delta=self.delta.value(),
+                cell_costs=s.cell_costs(),
+                total_budget=s.total_budget,
+                basis=s.basis(),
+                **price,
+            )
         except DpdeskError as exc:
             self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
             return
@@ -108,11 +141,17 @@ class SelectionDialog(QDialog):
         schema = self.session.schema
         b = plan.budget
         fits = "" if plan.releasable else " <b style='color:#c0392b'>— does not fit the total budget</b>"
-        self.result.setText(f"<b>{plan.rnm.query.text}</b>: every cell of the box pays α = {plan.rnm.alpha:.4g}; "
-                            f"system cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}.")
+        self.result.setText(
+            f"<b>{plan.rnm.query.text}</b>: every cell of the box pays α = {plan.rnm.alpha:.4g}; "
+            f"system cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}."
+        )
         labels = plan.rnm.query.candidates(schema)
-        self.chart.set_selection(labels, probabilities, plan.rnm.accuracy_text(schema, plan.delta),
-                                 title=f"Output probabilities of {plan.rnm.query.text}")
+        self.chart.set_selection(
+            labels,
+            probabilities,
+            plan.rnm.accuracy_text(schema, plan.delta),
+            title=f"Output probabilities of {plan.rnm.query.text}",
+        )
         self.plan = plan
         self.release_button.setEnabled(plan.releasable)
 
@@ -125,23 +164,29 @@ class SelectionDialog(QDialog):
         plan = self.plan
         if plan is None or not plan.releasable:
             return
-        question = (f"Release one label for {plan.rnm.query.text}? Every cell of its box pays α = {plan.rnm.alpha:.4g}; "
-                    f"the system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}. "
-                    "This cannot be undone.")
+        question = (
+            f"Release one label for {plan.rnm.query.text}? Every cell of its box pays α = {plan.rnm.alpha:.4g}; "
+            f"the system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}. "
+            "This cannot be undone."
+        )
         if not dialogs.confirm(self, "Release max / argmax", question):
             return
         self.release_button.setEnabled(False)
         self.preview_button.setEnabled(False)
         self.result.setText("Releasing…")
-        self.runner.start(self.session.release_job(plan), self._released, self._release_failed, label="releasing a label")
+        self.runner.start(
+            self.session.release_job(plan), self._released, self._release_failed, label="releasing a label"
+        )
 
     def _released(self, release: Any) -> None:
         self.session.released()
         self.released = release
         p = release.entry.payload
         self.chart.mark_released(int(p["index"]))
-        self.result.setText(f"Released: <b>{p['label']}</b> (ledger entry #{release.entry.seq}; witness "
-                            f"{release.witness[:16]}…). Tell the requester the label and the public accuracy.")
+        self.result.setText(
+            f"Released: <b>{p['label']}</b> (ledger entry #{release.entry.seq}; witness "
+            f"{release.witness[:16]}…). Tell the requester the label and the public accuracy."
+        )
         self.plan = None
         self.preview_button.setEnabled(True)
 
@@ -149,8 +194,10 @@ class SelectionDialog(QDialog):
         self.session.released()  # the views redraw from the ledger as it is
         self.plan = None
         self.preview_button.setEnabled(True)
-        self.result.setText(f"<span style='color:#c0392b'>Not released: {dialogs.explain(exc)[1].split(chr(10))[0]}</span>")
+        self.result.setText(
+            f"<span style='color:#c0392b'>Not released: {dialogs.explain(exc)[1].split(chr(10))[0]}</span>"
+        )
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         super().done(result)

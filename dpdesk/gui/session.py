@@ -11,9 +11,10 @@ worker (:class:`AssessInputs`); a release runs on a worker through a sibling con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
@@ -54,11 +55,23 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Asses
     head and costs of the same moment.
     """
     with inputs.view.assessing() as s:  # one assessment at a time extends and reads the factorisation
-        return assess(s.history, inputs.request, inputs.settings, method=inputs.method, cell_costs=s.cell_costs,
-                      head=s.head, schema=inputs.schema, releases=s.releases, progress=progress, cancelled=cancelled)
+        return assess(
+            s.history,
+            inputs.request,
+            inputs.settings,
+            method=inputs.method,
+            cell_costs=s.cell_costs,
+            head=s.head,
+            schema=inputs.schema,
+            releases=s.releases,
+            progress=progress,
+            cancelled=cancelled,
+        )
 
 
-def run_assessment_with_claims(inputs: AssessInputs, progress=None, cancelled=None) -> tuple[Assessment, list]:
+def run_assessment_with_claims(
+    inputs: AssessInputs, progress=None, cancelled=None
+) -> tuple[Assessment, list]:
     """The assessment and every watched claim's check on it, both on the worker (public inputs only)."""
     a = run_assessment(inputs, progress, cancelled)
     prior = inputs.settings.prior
@@ -91,7 +104,9 @@ class ProjectSession(QObject):
         entries = self.project.head()[0]
         self.large = entries > LARGE_LEDGER or entries * self.project.schema.n_cells > LARGE_CELL_ENTRIES
         self.loaded = not self.large  # a small project's view is read when first asked for
-        self.first_pending: str | None = None  # of a large project, found while loading (the list comes later)
+        self.first_pending: str | None = (
+            None  # of a large project, found while loading (the list comes later)
+        )
         self.runner = TaskRunner(self)
 
     # -- loading a large project -----------------------------------------------------------------
@@ -114,7 +129,9 @@ class ProjectSession(QObject):
         self.first_pending, self.loaded = first_pending, True
         self._changed()
 
-    def run(self, runner: Any, work: Callable[[Project], Any], done: Callable[[Any], None], label: str = "") -> None:
+    def run(
+        self, runner: Any, work: Callable[[Project], Any], done: Callable[[Any], None], label: str = ""
+    ) -> None:
         """``done(work(project))``: inline on this project for a small one; for a large one ``work`` runs on
         ``runner`` (a :class:`~dpdesk.gui.tasks.TaskRunner`) with a sibling connection opened on the worker,
         and ``done`` on the GUI thread when it finishes (a newer call on the same runner supersedes it)."""
@@ -191,8 +208,13 @@ class ProjectSession(QObject):
         return self.project.basis()
 
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
-        return AssessInputs(self.view(), self.request(request_id).to_request(), self.project.answering_settings(),
-                            self.schema, method)
+        return AssessInputs(
+            self.view(),
+            self.request(request_id).to_request(),
+            self.project.answering_settings(),
+            self.schema,
+            method,
+        )
 
     @property
     def spend_policy(self) -> SpendPolicy | None:
@@ -239,10 +261,15 @@ class ProjectSession(QObject):
         """
         project = self.project
 
-        def job(state: Any = None) -> Release:  # a TaskState: the table scan reports to it and stops on cancel
+        def job(
+            state: Any = None,
+        ) -> Release:  # a TaskState: the table scan reports to it and stops on cancel
             with project.sibling() as sibling:
-                release = sibling.release(plan, progress=getattr(state, "progress", None),
-                                          cancelled=getattr(state, "cancelled", None))
+                release = sibling.release(
+                    plan,
+                    progress=getattr(state, "progress", None),
+                    cancelled=getattr(state, "cancelled", None),
+                )
                 sibling.view()  # the shared view takes the new entry here (a 2·10⁶-count release takes a while)
                 return release
 
@@ -312,15 +339,28 @@ class ProjectSession(QObject):
         self._changed()
         return out
 
-    def add_request(self, query: str, eps: float | None = None, delta: float | None = None, requester: str = "",
-                    alpha: float | None = None) -> StoredRequest:
+    def add_request(
+        self,
+        query: str,
+        eps: float | None = None,
+        delta: float | None = None,
+        requester: str = "",
+        alpha: float | None = None,
+    ) -> StoredRequest:
         """Queue a request of any kind (``alpha``: a max/argmax or posterior priced by its per-cell budget)."""
         out = self.project.add_request(query, eps, delta, requester, alpha=alpha)
         self._changed()
         return out
 
-    def edit_request(self, request_id: str, query: Any, eps: float | None, delta: float | None, requester: str = "",
-                     alpha: float | None = None) -> StoredRequest:
+    def edit_request(
+        self,
+        request_id: str,
+        query: Any,
+        eps: float | None,
+        delta: float | None,
+        requester: str = "",
+        alpha: float | None = None,
+    ) -> StoredRequest:
         out = self.project.edit_request(request_id, query, eps, delta, requester, alpha)
         self._changed()
         return out
@@ -354,8 +394,9 @@ class ProjectSession(QObject):
 
         return job
 
-    def watch(self, query: str, low: float | None, high: float | None, threshold: float, risk: float,
-              name: str = "") -> Any:
+    def watch(
+        self, query: str, low: float | None, high: float | None, threshold: float, risk: float, name: str = ""
+    ) -> Any:
         out = self.project.watch(query, low, high, threshold, risk, name)
         self._changed()
         return out
@@ -384,8 +425,9 @@ class ProjectSession(QObject):
 
         def job(state: Any = None) -> bool:
             with project.sibling() as sibling:
-                return sibling.save_view_cache(progress=getattr(state, "progress", None),
-                                               cancelled=getattr(state, "cancelled", None))
+                return sibling.save_view_cache(
+                    progress=getattr(state, "progress", None), cancelled=getattr(state, "cancelled", None)
+                )
 
         return job
 

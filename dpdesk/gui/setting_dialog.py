@@ -8,7 +8,8 @@ rows, say what is wrong in :meth:`SettingDialog.problem_text` and give the resul
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
@@ -24,10 +25,12 @@ class SettingDialog(QDialog):
             return
         try:
             store(dlg.value())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             dialogs.report_exception(exc, parent=parent)
 
-    def __init__(self, title: str, explanation: str, switch: str, on: bool, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, title: str, explanation: str, switch: str, on: bool, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle(title)
         lay = QVBoxLayout(self)
@@ -42,7 +45,9 @@ class SettingDialog(QDialog):
         self.problem = QLabel("")
         self.problem.setStyleSheet("QLabel { color: #b00020; }")
         lay.addWidget(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         lay.addWidget(self.buttons)

@@ -9,7 +9,15 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.appdata.bundled import resource
 
@@ -32,13 +40,18 @@ class StartPage(QWidget):
         head = QHBoxLayout()
         icon = QLabel()
         try:
-            icon.setPixmap(QPixmap(str(resource("icons", "dpdesk.png"))).scaledToHeight(
-                72, Qt.TransformationMode.SmoothTransformation))
+            icon.setPixmap(
+                QPixmap(str(resource("icons", "dpdesk.png"))).scaledToHeight(
+                    72, Qt.TransformationMode.SmoothTransformation
+                )
+            )
         except FileNotFoundError:
             pass
         head.addWidget(icon)
-        title = QLabel("<h1>dpdesk</h1><p>Answer counting queries under differential privacy, "
-                       "with inference from what you already released.</p>")
+        title = QLabel(
+            "<h1>dpdesk</h1><p>Answer counting queries under differential privacy, "
+            "with inference from what you already released.</p>"
+        )
         title.setWordWrap(True)
         head.addWidget(title, 1)
         col.addSpacing(30)
@@ -47,8 +60,10 @@ class StartPage(QWidget):
         self.new_btn = QPushButton("New project…")
         self.open_btn = QPushButton("Open project…")
         self.demo_btn = QPushButton("Open demo")
-        self.demo_btn.setToolTip("Copy the bundled census-like demo (60,000 rows, 37 requests) into a fresh project "
-                                 "in your data folder. The bundled files are never changed.")
+        self.demo_btn.setToolTip(
+            "Copy the bundled census-like demo (60,000 rows, 37 requests) into a fresh project "
+            "in your data folder. The bundled files are never changed."
+        )
         self.demo_btn.setStyleSheet("QPushButton { font-weight: bold; padding: 6px 14px; }")
         for b in (self.new_btn, self.open_btn, self.demo_btn):
             buttons.addWidget(b)
@@ -65,7 +80,9 @@ class StartPage(QWidget):
         self.new_btn.clicked.connect(self.sigNew)
         self.open_btn.clicked.connect(self.sigOpen)
         self.demo_btn.clicked.connect(self.sigDemo)
-        self.recent.itemActivated.connect(lambda item: self.sigOpenPath.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.recent.itemActivated.connect(
+            lambda item: self.sigOpenPath.emit(item.data(Qt.ItemDataRole.UserRole))
+        )
 
     def set_recent(self, paths: list[str]) -> None:
         self.recent.clear()

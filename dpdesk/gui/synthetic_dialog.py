@@ -13,11 +13,25 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QDialog, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLineEdit,
-                               QProgressBar, QPushButton, QSpinBox, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
@@ -40,17 +54,25 @@ class SyntheticDialog(QDialog):
     sigExport = Signal(object, str)  # the confirmed plan and path (when there is no release_job)
     sigExported = Signal(object)  # the recorded release, after the file was written
 
-    def __init__(self, schema: Schema, inputs: Callable[[], Any], *, default_path: str = "synthetic.csv",
-                 release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
-                 released: Callable[[], None] | None = None,
-                 choose_file: Callable[[QWidget, str, str, str], str] | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        inputs: Callable[[], Any],
+        *,
+        default_path: str = "synthetic.csv",
+        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        released: Callable[[], None] | None = None,
+        choose_file: Callable[[QWidget, str, str, str], str] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export synthetic table")
         self.resize(640, 520)
         self.schema, self.inputs = schema, inputs
         self.release_job, self.released_hook = release_job, released
-        self.choose_file = choose_file or (lambda w, title, default, filters:
-                                           QFileDialog.getSaveFileName(w, title, default, filters)[0])
+        self.choose_file = choose_file or (
+            lambda w, title, default, filters: QFileDialog.getSaveFileName(w, title, default, filters)[0]
+        )
         self.plan: Any = None  # the preview shown: exactly what Export… records
         self.release: Any = None
         self.runner = TaskRunner(self)
@@ -69,8 +91,10 @@ class SyntheticDialog(QDialog):
         self.tau.setDecimals(3)
         self.tau.setRange(0.001, 10.0)
         self.tau.setValue(0.1)
-        self.tau.setToolTip("The maximum-entropy trade-off τ (not a privacy budget): larger follows the released "
-                            "answers more closely, and their noise with them")
+        self.tau.setToolTip(
+            "The maximum-entropy trade-off τ (not a privacy budget): larger follows the released "
+            "answers more closely, and their noise with them"
+        )
         tau_row = QHBoxLayout()
         tau_row.addWidget(self.by_cv)
         tau_row.addWidget(self.tau)
@@ -83,8 +107,10 @@ class SyntheticDialog(QDialog):
         form.addRow("seed", self.seed)
         form.addRow("trade-off τ", tau_row)
         form.addRow("file (CSV or Parquet)", path_row)
-        self.with_report = QCheckBox("also write the fit report (CSV: released, fitted and synthetic value per "
-                                     "released answer) beside it")
+        self.with_report = QCheckBox(
+            "also write the fit report (CSV: released, fitted and synthetic value per "
+            "released answer) beside it"
+        )
         self.with_report.setChecked(True)
         form.addRow("", self.with_report)
         self.result = QTextBrowser()
@@ -121,7 +147,9 @@ class SyntheticDialog(QDialog):
         self.export_button.setEnabled(False)
 
     def _browse(self) -> None:
-        path = self.choose_file(self, "Export synthetic table", self.path.text(), "CSV (*.csv);;Parquet (*.parquet)")
+        path = self.choose_file(
+            self, "Export synthetic table", self.path.text(), "CSV (*.csv);;Parquet (*.parquet)"
+        )
         if path:
             self.path.setText(path)
 
@@ -135,7 +163,7 @@ class SyntheticDialog(QDialog):
 
         try:
             inputs = self.inputs()  # the ledger as it is now, read on the GUI thread
-        except Exception as exc:  # noqa: BLE001 - a DpdeskError (no history yet) or a store problem, shown in place
+        except Exception as exc:
             self.result.setHtml(_red(dialogs.explain(exc)[1]))
             return
         rows, seed = self.rows.value(), self.seed.value()
@@ -143,9 +171,14 @@ class SyntheticDialog(QDialog):
         self.result.setText("Fitting the maximum-entropy distribution to the released answers…")
         self.preview_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
-        self.runner.start(lambda st: plan_synthetic(inputs, rows=rows, seed=seed, tau=tau, progress=st.progress,
-                                                    cancelled=st.cancelled),
-                          self._show, self._failed, label="synthetic table")
+        self.runner.start(
+            lambda st: plan_synthetic(
+                inputs, rows=rows, seed=seed, tau=tau, progress=st.progress, cancelled=st.cancelled
+            ),
+            self._show,
+            self._failed,
+            label="synthetic table",
+        )
 
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.result.setHtml(_red(dialogs.explain(exc)[1]))
@@ -169,12 +202,15 @@ class SyntheticDialog(QDialog):
             return
         try:
             path = str(check_table_path(self.path.text().strip()))
-        except Exception as exc:  # noqa: BLE001 - a bad file name, shown in place
+        except Exception as exc:
             self.result.append(_red(dialogs.explain(exc)[1]))
             return
-        if not dialogs.confirm(self, "Export synthetic table",
-                               f"Record this export in the ledger (free: post-processing of released answers) and "
-                               f"write {plan.rows:,} synthetic rows to {path}?"):
+        if not dialogs.confirm(
+            self,
+            "Export synthetic table",
+            f"Record this export in the ledger (free: post-processing of released answers) and "
+            f"write {plan.rows:,} synthetic rows to {path}?",
+        ):
             return
         if self.release_job is None:
             self.sigExport.emit(plan, path)
@@ -191,7 +227,7 @@ class SyntheticDialog(QDialog):
                 write_rows(plan, schema, path)  # not cancelled half way: the entry says it was exported
                 if report is not None:
                     write_report(plan, report, lambda q: describe_query(q, schema))
-            except Exception as exc:  # noqa: BLE001 - recorded but not written: say so, the seed redraws it
+            except Exception as exc:
                 return release, path, dialogs.explain(exc)[1]
             return release, path, None
 
@@ -203,10 +239,16 @@ class SyntheticDialog(QDialog):
         self.release = release
         if problem is None:
             also = f" (fit report: {report_path(path)})" if self.with_report.isChecked() else ""
-            self.result.append(html.escape(f"Recorded as ledger entry #{release.entry.seq} and written to {path}{also}."))
+            self.result.append(
+                html.escape(f"Recorded as ledger entry #{release.entry.seq} and written to {path}{also}.")
+            )
         else:
-            self.result.append(_red(f"Recorded as ledger entry #{release.entry.seq}, but {path} could not be written "
-                                    f"({problem}); the same seed and τ give the same rows again"))
+            self.result.append(
+                _red(
+                    f"Recorded as ledger entry #{release.entry.seq}, but {path} could not be written "
+                    f"({problem}); the same seed and τ give the same rows again"
+                )
+            )
         if self.released_hook is not None:
             self.released_hook()
         self.sigExported.emit(release)
@@ -217,7 +259,7 @@ class SyntheticDialog(QDialog):
         self.plan = None  # the ledger may have moved: preview again
         self.result.append(_red(dialogs.explain(exc)[1] + " — preview again"))
 
-    def done(self, result: int) -> None:  # noqa: D401 - Qt override
+    def done(self, result: int) -> None:
         self.runner.shutdown()
         self.export_runner.shutdown()
         super().done(result)

@@ -9,7 +9,8 @@ whatever the task cleans up on the way out (a temporary file) is gone when the l
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QThreadPool, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
@@ -22,7 +23,9 @@ class TaskLine(QWidget):
 
     sigStopping = Signal()  # the stop button was pressed; the task's outcome is still to come
 
-    def __init__(self, stop_text: str = "Cancel", parent: QWidget | None = None, pool: QThreadPool | None = None) -> None:
+    def __init__(
+        self, stop_text: str = "Cancel", parent: QWidget | None = None, pool: QThreadPool | None = None
+    ) -> None:
         super().__init__(parent)
         self.runner = TaskRunner(self, pool)
         self.state: TaskState | None = None
@@ -43,8 +46,13 @@ class TaskLine(QWidget):
         self.stop_btn.clicked.connect(self.stop)
         self.setVisible(False)
 
-    def start(self, fn: Callable[[TaskState], Any], on_done: Callable[[Any], None] | None,
-              on_error: Callable[[BaseException, str], None] | None, label: str) -> TaskState:
+    def start(
+        self,
+        fn: Callable[[TaskState], Any],
+        on_done: Callable[[Any], None] | None,
+        on_error: Callable[[BaseException, str], None] | None,
+        label: str,
+    ) -> TaskState:
         """Run ``fn`` on a worker (see :meth:`TaskRunner.start`), showing ``label`` and its progress."""
         self.label.setText(label[:1].upper() + label[1:] + "…")
         self.bar.setValue(0)

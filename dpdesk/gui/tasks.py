@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal, Slot
 
@@ -63,7 +64,7 @@ class _Job(QRunnable):
     def run(self) -> None:
         try:
             out = _Outcome(self._state.task_id, True, self._fn(self._state))
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the GUI thread
+        except BaseException as exc:
             out = _Outcome(self._state.task_id, False, exc, traceback.format_exc())
         self._relay.sigOutcome.emit(out)
 
@@ -71,9 +72,9 @@ class _Job(QRunnable):
 class TaskRunner(QObject):
     """Runs one background function at a time for a view; see the module docstring."""
 
-    sigStarted = Signal(str)        # the task's label
-    sigProgress = Signal(float)     # 0..1, throttled
-    sigFinished = Signal()          # after on_done / on_error of the current task ran (or it was cancelled)
+    sigStarted = Signal(str)  # the task's label
+    sigProgress = Signal(float)  # 0..1, throttled
+    sigFinished = Signal()  # after on_done / on_error of the current task ran (or it was cancelled)
 
     _pool: QThreadPool | None = None
 
@@ -90,7 +91,10 @@ class TaskRunner(QObject):
         self._timer.timeout.connect(self._poll)
         self._next_id = 0
         self._state: TaskState | None = None
-        self._callbacks: tuple[Callable[[Any], None] | None, Callable[[BaseException, str], None] | None] = (None, None)
+        self._callbacks: tuple[Callable[[Any], None] | None, Callable[[BaseException, str], None] | None] = (
+            None,
+            None,
+        )
         self.label = ""
 
     @classmethod

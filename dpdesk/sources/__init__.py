@@ -10,10 +10,11 @@ when used; an engine from an extra that is not installed is a one-line SourceErr
 from __future__ import annotations
 
 import os
+
 from dpdesk.sources.base import Fingerprint, Source, SourceError
 from dpdesk.sources.pandas_source import DataFrameSource
 
-__all__ = ["Fingerprint", "Source", "SourceError", "open_source", "DataFrameSource", "is_sqlite_file"]
+__all__ = ["DataFrameSource", "Fingerprint", "Source", "SourceError", "is_sqlite_file", "open_source"]
 
 EXCEL_SUFFIXES = (".xlsx", ".xlsm", ".xls")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".db3")

@@ -12,8 +12,9 @@ from __future__ import annotations
 import abc
 import importlib
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -48,7 +49,12 @@ class Fingerprint:
     caveat: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"method": self.method, "digest": self.digest, "row_count": self.row_count, "caveat": self.caveat}
+        return {
+            "method": self.method,
+            "digest": self.digest,
+            "row_count": self.row_count,
+            "caveat": self.caveat,
+        }
 
 
 class Source(abc.ABC):
@@ -77,7 +83,7 @@ class Source(abc.ABC):
         """Identify the table's content (and row count) for the project file."""
 
     @abc.abstractmethod
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         """The first ``limit`` rows. Private: for the curator's eyes only."""
 
     def sql(self, schema: Schema) -> str:
@@ -116,10 +122,14 @@ def require_extra(module: str, extra: str | None, what: str) -> Any:
         missing = getattr(exc, "name", None) or top
         detail = "" if missing.split(".")[0] == top else f" (importing it failed: {one_line(exc)})"
         if extra is None:
-            raise SourceError(f"{what} needs the Python package {top!r}, which every install of dpdesk brings{detail}; "
-                              "reinstall dpdesk (pip install --force-reinstall dpdesk)") from None
-        raise SourceError(f"{what} needs the optional package {top!r}{detail}: install it with "
-                          f"pip install 'dpdesk[{extra}]'") from None
+            raise SourceError(
+                f"{what} needs the Python package {top!r}, which every install of dpdesk brings{detail}; "
+                "reinstall dpdesk (pip install --force-reinstall dpdesk)"
+            ) from None
+        raise SourceError(
+            f"{what} needs the optional package {top!r}{detail}: install it with "
+            f"pip install 'dpdesk[{extra}]'"
+        ) from None
 
 
 def check_cancelled(cancelled: CancelCheck, what: str = "cube build") -> None:
@@ -132,8 +142,14 @@ def report(progress: Progress, fraction: float) -> None:
         progress(min(1.0, max(0.0, float(fraction))))
 
 
-def run_in_worker(work: Callable[[], T], *, name: str, interrupt: Callable[[], object], cancelled: CancelCheck,
-                  poll: Callable[[], object] | None = None) -> T:
+def run_in_worker(
+    work: Callable[[], T],
+    *,
+    name: str,
+    interrupt: Callable[[], object],
+    cancelled: CancelCheck,
+    poll: Callable[[], object] | None = None,
+) -> T:
     """``work()`` in a daemon thread while this thread watches: once ``cancelled()`` turns True it calls
     ``interrupt()`` (the engine's own way to stop a statement), waits and raises Cancelled; between
     checks it calls ``poll()`` (progress). An exception raised by ``work`` is raised here."""
@@ -184,7 +200,9 @@ def column_kinds_checked(
             )
 
 
-def cube_from_cell_counts(schema: Schema, cells: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray) -> Cube:
+def cube_from_cell_counts(
+    schema: Schema, cells: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray
+) -> Cube:
     """Assemble a Cube from the (cell, count) rows a ``GROUP BY`` returned; cell -1 is out of domain."""
     cells = np.asarray(cells, dtype=np.int64).reshape(-1)
     counts = np.asarray(counts, dtype=np.int64).reshape(-1)

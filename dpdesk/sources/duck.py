@@ -13,7 +13,8 @@ import glob as globmod
 import os
 import re
 import tempfile
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import Cancelled
@@ -42,9 +43,30 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 COMPRESSION_SUFFIXES = (".gz", ".zst")
 DEFAULT_MEMORY_LIMIT = "512MB"
 
-_NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                  "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC", "INT", "INT1", "INT2",
-                  "INT4", "INT8", "FLOAT4", "FLOAT8")
+_NUMERIC_TYPES = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "UHUGEINT",
+    "FLOAT",
+    "DOUBLE",
+    "REAL",
+    "DECIMAL",
+    "NUMERIC",
+    "INT",
+    "INT1",
+    "INT2",
+    "INT4",
+    "INT8",
+    "FLOAT4",
+    "FLOAT8",
+)
 _TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")
 
 
@@ -138,7 +160,9 @@ class DuckDBSource(Source):
 
     kind = "duckdb"
 
-    def __init__(self, location: str, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None):
+    def __init__(
+        self, location: str, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None
+    ):
         self.location = location
         self.table = None
         self.memory_limit = memory_limit
@@ -208,7 +232,9 @@ class DuckDBSource(Source):
         what = "Parquet file" if self.format == "parquet" else "file"
         return SourceError(f"cannot read {what} {self.location}: {one_line(exc)}")
 
-    def _run(self, con: Any, sql: str, params: tuple[Any, ...], progress: Progress, cancelled: CancelCheck) -> Any:
+    def _run(
+        self, con: Any, sql: str, params: tuple[Any, ...], progress: Progress, cancelled: CancelCheck
+    ) -> Any:
         """Run one statement in a worker thread while this thread reports progress and watches cancel."""
         import duckdb
 
@@ -218,9 +244,13 @@ class DuckDBSource(Source):
                 report(progress, pct / 100.0)
 
         try:
-            return run_in_worker(lambda: con.execute(sql, list(params)).fetchnumpy(), name="dpdesk-duckdb",
-                                 interrupt=con.interrupt, cancelled=cancelled,
-                                 poll=poll if progress is not None else None)
+            return run_in_worker(
+                lambda: con.execute(sql, list(params)).fetchnumpy(),
+                name="dpdesk-duckdb",
+                interrupt=con.interrupt,
+                cancelled=cancelled,
+                poll=poll if progress is not None else None,
+            )
         except duckdb.InterruptException:
             raise Cancelled("cube build cancelled") from None
         except duckdb.Error as exc:
@@ -247,7 +277,9 @@ class DuckDBSource(Source):
         column_kinds_checked(schema, kinds, self.location, types)
         overrides = None
         if self.format != "parquet":
-            overrides = {a.column: ("VARCHAR" if a.kind == "categorical" else "DOUBLE") for a in schema.attributes}
+            overrides = {
+                a.column: ("VARCHAR" if a.kind == "categorical" else "DOUBLE") for a in schema.attributes
+            }
             kinds = dict(kinds)
             for a in schema.attributes:
                 kinds[a.column] = "text" if a.kind == "categorical" else "numeric"
@@ -282,7 +314,7 @@ class DuckDBSource(Source):
         report(progress, 1.0)
         return Fingerprint(method=method, digest=digest, row_count=int(out["n"][0]))
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         import duckdb
 
         with self._session() as con:

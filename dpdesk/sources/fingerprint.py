@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from dpdesk.sources.base import CancelCheck, Progress, check_cancelled, report
 
 CHUNK_BYTES = 1 << 20
 
 
-def _hash_file(path: str, done: int, total: int, progress: Progress, cancelled: CancelCheck) -> tuple[str, int]:
+def _hash_file(
+    path: str, done: int, total: int, progress: Progress, cancelled: CancelCheck
+) -> tuple[str, int]:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while True:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def series_kind(series: "pd.Series") -> str:
+def series_kind(series: pd.Series) -> str:
     """``"numeric"``, ``"text"`` or ``"other"``, in the sense of :func:`column_kinds_checked`.
 
     A column of mixed numbers and text (common in spreadsheets: a stray ``"n/a"``) counts as numeric;
@@ -57,7 +57,9 @@ def series_kind(series: "pd.Series") -> str:
     return "other"
 
 
-def _dataframe_cube(df: "pd.DataFrame", schema: Schema, where: str, progress: Progress, cancelled: CancelCheck) -> Cube:
+def _dataframe_cube(
+    df: pd.DataFrame, schema: Schema, where: str, progress: Progress, cancelled: CancelCheck
+) -> Cube:
     from dpdesk.engine.cube import build_cube
 
     kinds: dict[str, str] = {}
@@ -70,7 +72,7 @@ def _dataframe_cube(df: "pd.DataFrame", schema: Schema, where: str, progress: Pr
     return build_cube(df, schema, progress=progress, cancelled=cancelled)
 
 
-def _whole_numbers_as_integers(df: "pd.DataFrame") -> "pd.DataFrame":
+def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
     """Excel stores every number as a float, so a whole-number column with blanks comes back as float64
     (``1.0``). Give such columns a nullable integer dtype so their text form is ``"1"``, as in a CSV."""
     import numpy as np
@@ -91,7 +93,7 @@ class DataFrameSource(Source):
 
     kind = "pandas"
 
-    def __init__(self, df: "pd.DataFrame", name: str = "<DataFrame>"):
+    def __init__(self, df: pd.DataFrame, name: str = "<DataFrame>"):
         self.df = df
         self.location = name
         self.table = None
@@ -117,7 +119,7 @@ class DataFrameSource(Source):
             caveat="hash of the in-memory table's values as pandas holds them, not of a file",
         )
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         return self.df.head(limit)
 
 
@@ -136,7 +138,7 @@ class ExcelSource(Source):
         self.table = table
         self._df: Any = None
 
-    def frame(self) -> "pd.DataFrame":
+    def frame(self) -> pd.DataFrame:
         if self._df is None:
             import pandas as pd
 
@@ -145,7 +147,9 @@ class ExcelSource(Source):
             except (ValueError, KeyError, OSError, ImportError) as exc:
                 raise SourceError(f"cannot read Excel file {self.location}: {one_line(exc)}") from None
             except Exception as exc:  # openpyxl/zipfile raise their own types on damaged files
-                raise SourceError(f"cannot read Excel file {self.location}: {type(exc).__name__}: {one_line(exc)}") from None
+                raise SourceError(
+                    f"cannot read Excel file {self.location}: {type(exc).__name__}: {one_line(exc)}"
+                ) from None
             self._df = _whole_numbers_as_integers(df)
         return self._df
 
@@ -161,10 +165,12 @@ class ExcelSource(Source):
         return _dataframe_cube(df, schema, where, progress, cancelled)
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
-        method, digest = hash_files([self.location], progress=lambda f: report(progress, 0.9 * f), cancelled=cancelled)
+        method, digest = hash_files(
+            [self.location], progress=lambda f: report(progress, 0.9 * f), cancelled=cancelled
+        )
         rows = len(self.frame())
         report(progress, 1.0)
         return Fingerprint(method=method, digest=digest, row_count=rows)
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         return self.frame().head(limit)

@@ -65,7 +65,11 @@ def redact(url: str) -> str:
         user = userinfo.split(":", 1)[0]
         netloc = f"{user}@{host}" if user else host
     query = urllib.parse.urlencode(
-        [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if k.lower() != "password"]
+        [
+            (k, v)
+            for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+            if k.lower() != "password"
+        ]
     )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
@@ -98,11 +102,17 @@ class PostgresSource(Source):
         import psycopg
 
         try:
-            con = psycopg.connect(self._url, connect_timeout=CONNECT_TIMEOUT_S, cursor_factory=psycopg.RawCursor)
+            con = psycopg.connect(
+                self._url, connect_timeout=CONNECT_TIMEOUT_S, cursor_factory=psycopg.RawCursor
+            )
         except psycopg.OperationalError as exc:
             msg = one_line(exc)
             low = str(exc).lower()
-            if "password authentication failed" in low or "authentication failed" in low or "no password supplied" in low:
+            if (
+                "password authentication failed" in low
+                or "authentication failed" in low
+                or "no password supplied" in low
+            ):
                 who = f"user {self._user!r}" if self._user else "the login"
                 raise SourceError(f"PostgreSQL at {self._where} refused {who}: {msg}") from None
             raise SourceError(f"cannot connect to PostgreSQL at {self._where}: {msg}") from None
@@ -132,12 +142,15 @@ class PostgresSource(Source):
                 (kinds, schema_name, rel),
             ).fetchone()
         if row is None:
-            names = [r[0] for r in con.execute(
-                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.relkind = ANY($1) AND pg_table_is_visible(c.oid) "
-                "AND n.nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1 LIMIT 41",
-                (kinds,),
-            ).fetchall()]
+            names = [
+                r[0]
+                for r in con.execute(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE c.relkind = ANY($1) AND pg_table_is_visible(c.oid) "
+                    "AND n.nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1 LIMIT 41",
+                    (kinds,),
+                ).fetchall()
+            ]
             shown = ", ".join(map(repr, names[:40])) + (", ..." if len(names) > 40 else "")
             raise SourceError(
                 f"no table or view {self.table!r} in PostgreSQL {self.location} (tables: {shown or 'none'})"
@@ -146,12 +159,15 @@ class PostgresSource(Source):
         return int(oid), f"{sqlgen.quote_ident(nsp)}.{sqlgen.quote_ident(rel)}"
 
     def _columns(self, con: Any, oid: int) -> list[tuple[str, str, str]]:
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in con.execute(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory "
-            "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
-            "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            (oid,),
-        ).fetchall()]
+        return [
+            (str(r[0]), str(r[1]), str(r[2]))
+            for r in con.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), t.typcategory "
+                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                (oid,),
+            ).fetchall()
+        ]
 
     def _query(self, con: Any, schema: Schema) -> sqlgen.CubeQuery:
         oid, qualified = self._resolve(con)
@@ -171,13 +187,19 @@ class PostgresSource(Source):
         finally:
             con.close()
 
-    def _run(self, con: Any, sql: str, params: tuple[Any, ...], cancelled: CancelCheck) -> list[tuple[Any, ...]]:
+    def _run(
+        self, con: Any, sql: str, params: tuple[Any, ...], cancelled: CancelCheck
+    ) -> list[tuple[Any, ...]]:
         """Run one statement in a worker thread; cancel it on the server when ``cancelled()`` turns True."""
         import psycopg
 
         try:
-            return run_in_worker(lambda: con.execute(sql, params).fetchall(), name="dpdesk-postgres",
-                                 interrupt=con.cancel_safe, cancelled=cancelled)
+            return run_in_worker(
+                lambda: con.execute(sql, params).fetchall(),
+                name="dpdesk-postgres",
+                interrupt=con.cancel_safe,
+                cancelled=cancelled,
+            )
         except psycopg.errors.QueryCanceled:
             if cancelled is not None and cancelled():
                 raise Cancelled("cube build cancelled") from None
@@ -228,13 +250,17 @@ class PostgresSource(Source):
         h.update("\x1f".join(f"{n}:{t}" for n, t, _ in cols).encode())
         h.update(f"\x1e{count}\x1e{s1}\x1e{s2}".encode())
         report(progress, 1.0)
-        return Fingerprint(method="postgresql-checksum", digest=h.hexdigest(), row_count=int(count),
-                           caveat=FINGERPRINT_CAVEAT)
+        return Fingerprint(
+            method="postgresql-checksum",
+            digest=h.hexdigest(),
+            row_count=int(count),
+            caveat=FINGERPRINT_CAVEAT,
+        )
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         import pandas as pd
 
-        def go(con: Any) -> "pd.DataFrame":
+        def go(con: Any) -> pd.DataFrame:
             _, qualified = self._resolve(con)
             cur = con.execute(f"SELECT * FROM {qualified} LIMIT $1", (int(limit),))
             return pd.DataFrame(cur.fetchall(), columns=[d.name for d in cur.description])

@@ -26,8 +26,9 @@ import re
 import threading
 import uuid
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import Cancelled
@@ -86,7 +87,7 @@ def spark_location(master: str) -> str:
 
 def master_of(location: str) -> str:
     """The Spark master URL a ``spark://`` location names."""
-    rest = location[len(SCHEME):] if location.startswith(SCHEME) else location
+    rest = location[len(SCHEME) :] if location.startswith(SCHEME) else location
     if not rest:
         raise SourceError(f"{location}: no Spark master (try spark://local[*] or spark://HOST:7077)")
     if _LOCAL_MASTER.fullmatch(rest) or rest == "yarn" or re.match(r"(k8s|mesos)://", rest):
@@ -97,8 +98,12 @@ def master_of(location: str) -> str:
 def is_path(table: str) -> bool:
     """True if ``table`` names files for Spark to read rather than a table in its catalog."""
     low = table.lower()
-    return ("/" in table or "\\" in table or low.startswith(FORMAT_PREFIXES)
-            or low.endswith((".parquet", ".pq", ".csv", ".tsv", ".csv.gz", ".tsv.gz")))
+    return (
+        "/" in table
+        or "\\" in table
+        or low.startswith(FORMAT_PREFIXES)
+        or low.endswith((".parquet", ".pq", ".csv", ".tsv", ".csv.gz", ".tsv.gz"))
+    )
 
 
 def path_format(path: str) -> tuple[str, str]:
@@ -106,7 +111,7 @@ def path_format(path: str) -> tuple[str, str]:
     low = path.lower()
     for prefix in FORMAT_PREFIXES:
         if low.startswith(prefix):
-            return prefix[:-1], path[len(prefix):]
+            return prefix[:-1], path[len(prefix) :]
     stem = low[:-3] if low.endswith(".gz") else low
     if stem.endswith(".csv"):
         return "csv", path
@@ -125,12 +130,21 @@ def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Any:
     """
     require_extra("pyspark", "spark", "a Spark source")
     # PySpark warns about pandas 3 on every first use; dpdesk hands it no pandas objects.
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     from pyspark.sql import SparkSession
 
     settings = {**SESSION_CONF, **(conf or {})}
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        filter(None, [f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}", settings.get("spark.driver.extraJavaOptions")]))
+        filter(
+            None,
+            [
+                f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
+                settings.get("spark.driver.extraJavaOptions"),
+            ],
+        )
+    )
     if _LOCAL_MASTER.fullmatch(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # in-process Spark listens on loopback only
     with _SESSION_LOCK:
@@ -143,7 +157,9 @@ def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Any:
                 spark.stop()
                 spark = builder.getOrCreate()
         except Exception as exc:  # the JVM could not start, the master is unreachable, ...
-            hint = " (is Java 17 or later installed? JAVA_HOME names it)" if "JAVA_GATEWAY" in str(exc) else ""
+            hint = (
+                " (is Java 17 or later installed? JAVA_HOME names it)" if "JAVA_GATEWAY" in str(exc) else ""
+            )
             raise SourceError(f"cannot start Spark at {master}: {one_line(exc)}{hint}") from None
         spark.sparkContext.setLogLevel("ERROR")
         for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
@@ -213,8 +229,10 @@ class SparkSource(Source):
                 if not spark.catalog.tableExists(self.table):
                     names = [t.name for t in spark.catalog.listTables()][:41]
                     shown = ", ".join(map(repr, names[:40])) + (", ..." if len(names) > 40 else "")
-                    raise SourceError(f"no table or view {self.table!r} in Spark at {self.master} "
-                                      f"(tables: {shown or 'none'})")
+                    raise SourceError(
+                        f"no table or view {self.table!r} in Spark at {self.master} "
+                        f"(tables: {shown or 'none'})"
+                    )
                 return spark.table(self.table)
             reader = spark.read.format("csv" if self.format == "tsv" else self.format)
             if self.format in ("csv", "tsv"):  # every column as text; the cube query casts numbers
@@ -260,8 +278,9 @@ class SparkSource(Source):
             column_kinds_checked(schema, kinds, where, types)
         return sqlgen.cube_query(schema, kinds, from_clause, (), sqlgen.SPARK)
 
-    def _run(self, sql: str, params: tuple[Any, ...], what: str, progress: Progress,
-             cancelled: CancelCheck) -> list[Any]:
+    def _run(
+        self, sql: str, params: tuple[Any, ...], what: str, progress: Progress, cancelled: CancelCheck
+    ) -> list[Any]:
         """Collect one statement's rows under a fresh job group: progress from its stages, Cancel
         cancels the group (running tasks are interrupted)."""
         spark = self._session()
@@ -290,8 +309,13 @@ class SparkSource(Source):
                 report(progress, seen[0])
 
         try:
-            return run_in_worker(work, name="dpdesk-spark", interrupt=lambda: sc.cancelJobGroup(group),
-                                 cancelled=cancelled, poll=poll if progress is not None else None)
+            return run_in_worker(
+                work,
+                name="dpdesk-spark",
+                interrupt=lambda: sc.cancelJobGroup(group),
+                cancelled=cancelled,
+                poll=poll if progress is not None else None,
+            )
         except (SourceError, Cancelled):
             raise
         except Exception as exc:
@@ -326,16 +350,22 @@ class SparkSource(Source):
         rows = self._run(
             "SELECT COUNT(*), CAST(COALESCE(SUM(CAST(xxhash64(*) AS DECIMAL(38, 0))), 0) AS STRING), "
             "CAST(COALESCE(SUM(CAST(hash(*) AS DECIMAL(38, 0))), 0) AS STRING) "
-            f"FROM {self._from()}", (), "fingerprint", progress, cancelled)
+            f"FROM {self._from()}",
+            (),
+            "fingerprint",
+            progress,
+            cancelled,
+        )
         count, s1, s2 = rows[0]
         h = hashlib.sha256()
         h.update(df.schema.simpleString().encode("utf-8", "surrogateescape"))
         h.update(f"\x1e{count}\x1e{s1}\x1e{s2}".encode())
         report(progress, 1.0)
-        return Fingerprint(method="spark-checksum", digest=h.hexdigest(), row_count=int(count),
-                           caveat=FINGERPRINT_CAVEAT)
+        return Fingerprint(
+            method="spark-checksum", digest=h.hexdigest(), row_count=int(count), caveat=FINGERPRINT_CAVEAT
+        )
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         import pandas as pd
 
         df = self._frame()

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from dpdesk.engine.schema import Attribute, Schema
 
@@ -139,7 +140,9 @@ def cube_query(
     for a, stride in zip(schema.attributes, strides):
         col = dialect.ident(a.column)
         kind = column_kinds[a.column]
-        case = _numeric_case(col, a, p) if a.kind == "numeric" else _categorical_case(col, a, kind, p, dialect)
+        case = (
+            _numeric_case(col, a, p) if a.kind == "numeric" else _categorical_case(col, a, kind, p, dialect)
+        )
         # BIGINT before the arithmetic: small integer types overflow (PLATFORM.md), and cubes can be big.
         code = f"CAST({case} AS BIGINT)"
         terms.append(code if stride == 1 else f"{code} * {stride}")

@@ -59,7 +59,9 @@ def _connect_readonly(location: str) -> sqlite3.Connection:
 
 def _table_names(con: sqlite3.Connection, location: str) -> list[str]:
     try:
-        rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").fetchall()
+        rows = con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name"
+        ).fetchall()
     except sqlite3.DatabaseError as exc:
         raise SourceError(f"cannot read SQLite file {location}: {one_line(exc)}") from None
     return [r[0] for r in rows]
@@ -113,8 +115,12 @@ class SQLiteSource(Source):
         types = self._column_types(con)
         kinds = {c: affinity_kind(t) for c, t in types.items()}
         check = {c: ("numeric" if k == "any" else k) for c, k in kinds.items()}
-        column_kinds_checked(schema, check, f"{self.location} table {self.table!r}",
-                             {c: t or "no declared type" for c, t in types.items()})
+        column_kinds_checked(
+            schema,
+            check,
+            f"{self.location} table {self.table!r}",
+            {c: t or "no declared type" for c, t in types.items()},
+        )
         return sqlgen.cube_query(schema, kinds, sqlgen.quote_ident(self._resolve(con)), (), sqlgen.SQLITE)
 
     def columns(self) -> list[str]:
@@ -144,7 +150,9 @@ class SQLiteSource(Source):
             except sqlite3.OperationalError as exc:
                 if cancelled is not None and cancelled():
                     raise Cancelled("cube build cancelled") from None
-                raise SourceError(f"cannot count {self.location} table {self.table!r}: {one_line(exc)}") from None
+                raise SourceError(
+                    f"cannot count {self.location} table {self.table!r}: {one_line(exc)}"
+                ) from None
             except sqlite3.DatabaseError as exc:
                 raise SourceError(f"cannot read SQLite file {self.location}: {one_line(exc)}") from None
         finally:
@@ -153,7 +161,9 @@ class SQLiteSource(Source):
         return cube_from_cell_counts(schema, [r[0] for r in rows], [r[1] for r in rows])
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
-        method, digest = hash_files([self.location], progress=lambda f: report(progress, 0.9 * f), cancelled=cancelled)
+        method, digest = hash_files(
+            [self.location], progress=lambda f: report(progress, 0.9 * f), cancelled=cancelled
+        )
         con = self._connect()
         try:
             name = self._resolve(con)
@@ -166,7 +176,7 @@ class SQLiteSource(Source):
         report(progress, 1.0)
         return Fingerprint(method=method, digest=digest, row_count=int(n), caveat=caveat)
 
-    def preview(self, limit: int = 1000) -> "pd.DataFrame":
+    def preview(self, limit: int = 1000) -> pd.DataFrame:
         import pandas as pd
 
         con = self._connect()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Project", "Release", "STATUSES", "VerifyReport"]
+__all__ = ["STATUSES", "Project", "Release", "VerifyReport"]
 
 # A request's status: queued, then decided once (a fresh or inferred answer, or a refusal). Defined here,
 # not in store/requests.py, so that argparse and the GUI can list them without importing the engine.

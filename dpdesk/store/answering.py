@@ -16,9 +16,8 @@ to, so changing the setting rewrites nothing either.
 
 from __future__ import annotations
 
-import sqlite3
-
 import math
+import sqlite3
 
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.errors import DpdeskError
@@ -56,9 +55,15 @@ LOOK_AHEAD_TABLES = (
 
 def check_share(share: object, where: str = "look-ahead share") -> float:
     """``share`` as a float in (0, 1], or a one-line :class:`DpdeskError` naming ``where``."""
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not math.isfinite(share) \
-            or not 0 < share <= 1:
-        raise DpdeskError(f"{where} ({share!r}) must be a fraction in (0, 1] of the room left on unspent cells")
+    if (
+        isinstance(share, bool)
+        or not isinstance(share, (int, float))
+        or not math.isfinite(share)
+        or not 0 < share <= 1
+    ):
+        raise DpdeskError(
+            f"{where} ({share!r}) must be a fraction in (0, 1] of the room left on unspent cells"
+        )
     return float(share)
 
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dpdesk.engine.errors import Cancelled
 
 __all__ = ["write_atomically"]
 
 
-def write_atomically(path: str | os.PathLike[str], write: Callable[[Path], None],
-                     cancelled: Callable[[], bool] | None = None) -> Path:
+def write_atomically(
+    path: str | os.PathLike[str], write: Callable[[Path], None], cancelled: Callable[[], bool] | None = None
+) -> Path:
     """Call ``write(tmp)`` on a fresh temporary file beside ``path``, then rename it to ``path``.
 
     Any exception ``write`` raises (:class:`~dpdesk.engine.errors.Cancelled` included) removes the

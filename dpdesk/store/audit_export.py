@@ -11,8 +11,9 @@ file and an older export under that name as it was.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,9 @@ def _part(progress: Progress, start: float, width: float) -> Progress:
     return None if progress is None else (lambda f: progress(start + width * f))
 
 
-def export_csv(project: Any, out: str | os.PathLike[str], *, progress: Progress = None, cancelled: Cancel = None) -> int:
+def export_csv(
+    project: Any, out: str | os.PathLike[str], *, progress: Progress = None, cancelled: Cancel = None
+) -> int:
     """Write the ledger CSV (:func:`~dpdesk.store.report.ledger_csv`'s text) of ``project`` to ``out``;
     returns the number of entries written."""
     view = project.view()
@@ -51,8 +54,9 @@ def export_csv(project: Any, out: str | os.PathLike[str], *, progress: Progress 
     return len(entries)
 
 
-def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress = None,
-                cancelled: Cancel = None) -> tuple[str, VerifyReport]:
+def report_html(
+    project: Any, images: Mapping[str, bytes], *, progress: Progress = None, cancelled: Cancel = None
+) -> tuple[str, VerifyReport]:
     """The audit report of ``project`` as one HTML string, with the integrity check it states.
 
     ``images``: title → PNG bytes (the app draws them on its GUI thread before the rest runs elsewhere).
@@ -61,8 +65,9 @@ def report_html(project: Any, images: Mapping[str, bytes], *, progress: Progress
     return "".join(parts), verdict
 
 
-def report_parts(project: Any, images: Mapping[str, bytes], *, progress: Progress = None,
-                 cancelled: Cancel = None) -> tuple[list[str], VerifyReport]:
+def report_parts(
+    project: Any, images: Mapping[str, bytes], *, progress: Progress = None, cancelled: Cancel = None
+) -> tuple[list[str], VerifyReport]:
     """:func:`report_html`'s text in pieces (``report.html_parts``), so it is written without being built
     whole: one 268 MB string, and its encoding, would hold the interpreter for seconds at a time."""
     verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
@@ -75,23 +80,40 @@ def report_parts(project: Any, images: Mapping[str, bytes], *, progress: Progres
     for i in range(0, len(touched), _CELL_CHUNK):  # a box over a 10⁶-cell cube touches many cells
         if cancelled is not None and cancelled():
             raise Cancelled("report cancelled")
-        cell_rows += [(schema.describe_cell(int(c)), float(costs[c])) for c in touched[i:i + _CELL_CHUNK]]
+        cell_rows += [(schema.describe_cell(int(c)), float(costs[c])) for c in touched[i : i + _CELL_CHUNK]]
         if rest is not None:
             rest(0.5 * min(len(touched), i + _CELL_CHUNK) / len(touched))
     entries, reqs = list(view.entries), project.requests()
-    parts = html_parts(name=str(project.name), path=str(project.path), total_budget=budget.total,
-                      remaining=budget.remaining, system_cost=budget.system_cost, entries=entries, cell_rows=cell_rows,
-                      verify=verdict, images=dict(images), charges=view.largest_charges(),
-                      delta_cap=project.delta_cap, delta_spent=view.delta_spent, requesters=requester_of(reqs),
-                      accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema)),
-                      claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()])
+    parts = html_parts(
+        name=str(project.name),
+        path=str(project.path),
+        total_budget=budget.total,
+        remaining=budget.remaining,
+        system_cost=budget.system_cost,
+        entries=entries,
+        cell_rows=cell_rows,
+        verify=verdict,
+        images=dict(images),
+        charges=view.largest_charges(),
+        delta_cap=project.delta_cap,
+        delta_spent=view.delta_spent,
+        requesters=requester_of(reqs),
+        accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+        claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()],
+    )
     if progress is not None:
         progress(1.0)
     return parts, verdict
 
 
-def export_report(project: Any, out: str | os.PathLike[str], images: Mapping[str, bytes], *,
-                  progress: Progress = None, cancelled: Cancel = None) -> VerifyReport:
+def export_report(
+    project: Any,
+    out: str | os.PathLike[str],
+    images: Mapping[str, bytes],
+    *,
+    progress: Progress = None,
+    cancelled: Cancel = None,
+) -> VerifyReport:
     """Write :func:`report_html` of ``project`` to ``out``; returns the integrity check it states."""
     parts, verdict = report_parts(project, images, progress=_part(progress, 0.0, 0.95), cancelled=cancelled)
 

@@ -37,16 +37,17 @@ one line and before the first measurement, a plan some claim would stop midway.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from dpdesk.engine.answering.request import Request
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import NoiseSampler
-from dpdesk.engine.answering.request import Request
 from dpdesk.engine.planning import BatchPlan, plan_batch
 from dpdesk.engine.planning.ahead import plan_ahead
 from dpdesk.engine.planning.checks import without
@@ -61,7 +62,14 @@ from dpdesk.store.release import Release
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import ClaimDeclined, gate
 
-__all__ = ["BatchRelease", "claim_screen", "look_ahead_share", "plan_pending", "queue_workload", "release_batch"]
+__all__ = [
+    "BatchRelease",
+    "claim_screen",
+    "look_ahead_share",
+    "plan_pending",
+    "queue_workload",
+    "release_batch",
+]
 
 
 @dataclass(frozen=True)
@@ -77,18 +85,30 @@ class BatchRelease:
         return {
             "strategy": self.plan.strategy,
             "measurements": [r.entry.seq for r in self.measurements],
-            "answers": [{"request": r.request_id, "kind": r.kind, "answer": r.answer,
-                         "interval": list(r.interval) if r.interval else None, "witness": r.witness}
-                        for r in self.answers],
+            "answers": [
+                {
+                    "request": r.request_id,
+                    "kind": r.kind,
+                    "answer": r.answer,
+                    "interval": list(r.interval) if r.interval else None,
+                    "witness": r.witness,
+                }
+                for r in self.answers
+            ],
             "left_pending": list(self.left_pending),
             "system_cost_after": self.plan.system_cost_after,
         }
 
 
-def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, method: str = "fft",
-                 look_ahead: float | None | str = FROM_PROJECT,
-                 progress: Callable[[float], None] | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> BatchPlan:
+def plan_pending(
+    project: Any,
+    request_ids: Sequence[str] | None = None,
+    *,
+    method: str = "fft",
+    look_ahead: float | str | None = FROM_PROJECT,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> BatchPlan:
     """Plan the listed pending requests (None: every pending count request, in queue order).
 
     ``look_ahead`` is the share of the room left on cells nobody has paid for that a look-ahead
@@ -105,7 +125,9 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
             if r.status != "pending":
                 raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
             if r.kind != "count":
-                raise RequestStateError(f"request {rid!r} is a {r.kind} request: a batch plans count requests only")
+                raise RequestStateError(
+                    f"request {rid!r} is a {r.kind} request: a batch plans count requests only"
+                )
             stored.append(r)
     if not stored:
         raise RequestStateError("there are no pending count requests to plan")
@@ -114,8 +136,14 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
     batch = [r.to_request() for r in stored]
     seen = queue_workload(project, [r.id for r in stored]) if share is not None else []
     with project.view().assessing() as s:
-        common = dict(cell_costs=s.cell_costs, ordered=ordered, method=method, releases=s.releases,
-                      progress=progress, cancelled=cancelled)
+        common = dict(
+            cell_costs=s.cell_costs,
+            ordered=ordered,
+            method=method,
+            releases=s.releases,
+            progress=progress,
+            cancelled=cancelled,
+        )
         if share is None:
             plan = plan_batch(s.history, batch, settings, **common)
         else:
@@ -124,20 +152,26 @@ def plan_pending(project: Any, request_ids: Sequence[str] | None = None, *, meth
         declined = claim_screen(project, plan, s)
         if declined:
             ids = sorted({cid for _k, cid, _why in declined})
-            because = (f"not covered without the measurement{'s' if len(declined) > 1 else ''} watched "
-                       f"claim{'s' if len(ids) > 1 else ''} {', '.join(ids)} would decline "
-                       f"(#{', #'.join(str(k + 1) for k, _c, _w in declined)} of the plan); assessed alone it is "
-                       "offered what the claims allow")
+            because = (
+                f"not covered without the measurement{'s' if len(declined) > 1 else ''} watched "
+                f"claim{'s' if len(ids) > 1 else ''} {', '.join(ids)} would decline "
+                f"(#{', #'.join(str(k + 1) for k, _c, _w in declined)} of the plan); assessed alone it is "
+                "offered what the claims allow"
+            )
             drop = [k for k, _c, _w in declined]
             trimmed = _look_ahead_without(plan, drop, np.asarray(s.cell_costs, dtype=float))
-            plan = without(plan, s.history, drop, because, method=method,
-                           releases=s.releases, cancelled=cancelled)
-            plan = replace(plan, left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined),
-                           look_ahead=trimmed)
+            plan = without(
+                plan, s.history, drop, because, method=method, releases=s.releases, cancelled=cancelled
+            )
+            plan = replace(
+                plan,
+                left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined),
+                look_ahead=trimmed,
+            )
     return replace(plan, basis=Basis(head, seq, settings.to_json(), method))
 
 
-def look_ahead_share(project: Any, look_ahead: float | None | str = FROM_PROJECT) -> float | None:
+def look_ahead_share(project: Any, look_ahead: float | str | None = FROM_PROJECT) -> float | None:
     """The look-ahead share a batch plan uses: ``look_ahead`` checked (0 or None: off), or the project's."""
     if isinstance(look_ahead, str):
         if look_ahead != FROM_PROJECT:
@@ -155,8 +189,11 @@ def queue_workload(project: Any, batch: Sequence[str]) -> list[Request]:
     are left out (the curator declined them), and nothing released or read from the data enters.
     """
     skip = set(batch)
-    return [r.to_request() for r in project.requests()
-            if r.kind == "count" and r.status in ("answered", "pending") and r.id not in skip]
+    return [
+        r.to_request()
+        for r in project.requests()
+        if r.kind == "count" and r.status in ("answered", "pending") and r.id not in skip
+    ]
 
 
 def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray) -> LookAhead | None:
@@ -164,12 +201,16 @@ def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray
     la = plan.look_ahead
     if la is None:
         return None
-    kept = [m for k, m in enumerate(plan.measurements[:la.measurements]) if k not in set(drop)]
+    kept = [m for k, m in enumerate(plan.measurements[: la.measurements]) if k not in set(drop)]
     if not kept:
         return None
     after = costs_after(costs0, kept)
-    return replace(la, measurements=len(kept), cells=int(np.count_nonzero(after > costs0)),
-                   system_cost_after=float(after.max()))
+    return replace(
+        la,
+        measurements=len(kept),
+        cells=int(np.count_nonzero(after > costs0)),
+        system_cost_after=float(after.max()),
+    )
 
 
 def _share_of(plan: BatchPlan, k: int) -> float | None:
@@ -194,12 +235,22 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     shape = project.schema.shape
     out: list[tuple[int, str, str]] = []
     for k, m in enumerate(plan.measurements):
-        mp = MeasurementPlan(m, plan.basis, plan.strategy, k, len(plan.measurements), look_ahead=_share_of(plan, k))
+        mp = MeasurementPlan(
+            m, plan.basis, plan.strategy, k, len(plan.measurements), look_ahead=_share_of(plan, k)
+        )
         # the rows as the recorded entry will give them back (the gate after the draw reads those)
         payload = json.loads(canonical_json({**mp.record(), "answer": 0.0, "values": [0.0]}))
         rows = [(r.query, r.alpha, r.family) for r in mp.mechanism.contribution(payload, shape).rows]
-        checks = gate(claims, history, rows, charge=mp.charge, needs_data=True, structured=bool(state.structured),
-                      row_limit=view_module.HISTORY_ROW_LIMIT, table_size=project.table_size())
+        checks = gate(
+            claims,
+            history,
+            rows,
+            charge=mp.charge,
+            needs_data=True,
+            structured=bool(state.structured),
+            row_limit=view_module.HISTORY_ROW_LIMIT,
+            table_size=project.table_size(),
+        )
         bad = [(w, c) for w, c in checks if not c.allowed]
         if bad:
             out.append((k, bad[0][0].id, f"declined by watched claim {bad[0][0].id}: {bad[0][1].reason}"))
@@ -211,27 +262,38 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     return out
 
 
-def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = None, *,
-                  progress: Callable[[float], None] | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> BatchRelease:
+def release_batch(
+    project: Any,
+    plan: BatchPlan,
+    sampler: NoiseSampler | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> BatchRelease:
     """Release ``plan`` (see the module docstring); returns what was recorded."""
     project._require_writer()
     seq, now = project.head()
     b = plan.basis
     if b.ledger_head != now:
-        raise StaleAssessment(f"the batch plan was made at ledger entry #{b.ledger_seq} but the ledger is now at "
-                              f"entry #{seq}; nothing was released — plan the batch again")
+        raise StaleAssessment(
+            f"the batch plan was made at ledger entry #{b.ledger_seq} but the ledger is now at "
+            f"entry #{seq}; nothing was released — plan the batch again"
+        )
     if dict(b.settings) != project.answering_settings().to_json():
-        raise StaleAssessment("the batch plan was made under other answering settings; nothing was released — "
-                              "plan the batch again")
+        raise StaleAssessment(
+            "the batch plan was made under other answering settings; nothing was released — "
+            "plan the batch again"
+        )
     plan.check_affordable(project.view().cell_costs, float(project.total_budget))
     with project.view().assessing() as state:
         declined = claim_screen(project, plan, state)
     if declined:
         k, _cid, why = declined[0]
         more = f" (and {len(declined) - 1} more)" if len(declined) > 1 else ""
-        raise ClaimDeclined(f"the batch plan's measurement #{k + 1} would be {why}{more}; nothing was released — "
-                            "plan the batch again (the plan then leaves out what watched claims decline)")
+        raise ClaimDeclined(
+            f"the batch plan's measurement #{k + 1} would be {why}{more}; nothing was released — "
+            "plan the batch again (the plan then leaves out what watched claims decline)"
+        )
     report = progress or (lambda f: None)
     ids = plan.ids("planned") + plan.ids("answerable")
     steps = max(1, len(plan.measurements) + len(ids))
@@ -239,8 +301,16 @@ def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = 
     for k, m in enumerate(plan.measurements):
         if cancelled is not None and cancelled():
             break  # what is recorded stays recorded; the rest is not spent
-        mp = MeasurementPlan(m, project.basis(), plan.strategy, k, len(plan.measurements), ids,
-                             text=describe_query(m.query, project.schema), look_ahead=_share_of(plan, k))
+        mp = MeasurementPlan(
+            m,
+            project.basis(),
+            plan.strategy,
+            k,
+            len(plan.measurements),
+            ids,
+            text=describe_query(m.query, project.schema),
+            look_ahead=_share_of(plan, k),
+        )
         measured.append(project.release(mp, sampler))
         report((k + 1) / steps)
     answers: list[Release] = []
@@ -257,6 +327,8 @@ def release_batch(project: Any, plan: BatchPlan, sampler: NoiseSampler | None = 
         answers.append(project.release(a))
         report((len(measured) + len(answers)) / steps)
     if not complete and cancelled is not None and cancelled():
-        raise Cancelled(f"batch release cancelled after {len(measured)} of {len(plan.measurements)} measurements "
-                        "(recorded; nothing else was spent)")
+        raise Cancelled(
+            f"batch release cancelled after {len(measured)} of {len(plan.measurements)} measurements "
+            "(recorded; nothing else was spent)"
+        )
     return BatchRelease(plan, tuple(measured), tuple(answers), tuple(left))

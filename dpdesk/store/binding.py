@@ -6,8 +6,9 @@ needed), checks the schema's columns exist, and keeps only the cube and the fing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.schema import Schema
@@ -55,8 +56,13 @@ def open_table(location: str, table: str | None = None) -> Any:
     return open_source(location, table=table)
 
 
-def snapshot(location: str, table: str | None, schema: Schema, progress: Callable[[float], None] | None = None,
-             cancelled: Callable[[], bool] | None = None) -> Snapshot:
+def snapshot(
+    location: str,
+    table: str | None,
+    schema: Schema,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Snapshot:
     """Read the source now: check its columns against the schema, build the cube, fingerprint it.
 
     ``progress(fraction)`` hears how far (the cube build is the first half, the fingerprint the second);
@@ -75,7 +81,7 @@ def snapshot(location: str, table: str | None, schema: Schema, progress: Callabl
             f"named by the schema (columns: {', '.join(sorted(columns))})"
         )
     try:
-        half = (lambda lo: (lambda f: progress(lo + f / 2))) if progress is not None else (lambda lo: None)
+        half = (lambda lo: lambda f: progress(lo + f / 2)) if progress is not None else (lambda lo: None)
         cube = source.build_cube(schema, progress=half(0.0), cancelled=cancelled)
         fp = source.fingerprint(progress=half(0.5), cancelled=cancelled)
     except OSError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy as np
 
 def utc_now() -> str:
     """The store's timestamps: UTC, ISO 8601 with microseconds (ledger entries, requests, settings)."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _plain(obj: Any) -> Any:

@@ -13,8 +13,8 @@ import contextlib
 import os
 import sqlite3
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
@@ -112,7 +112,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 4: the project's δ cap, fixed at creation like the total budget (0: every release is pure ε-DP).
     # A non-zero cap is one of the settings the genesis hash covers; 0 is left out of them, so every
     # older project's genesis still holds.
-    4: ("ALTER TABLE project ADD COLUMN delta_cap REAL NOT NULL DEFAULT 0 CHECK (delta_cap >= 0 AND delta_cap < 1)",),
+    4: (
+        "ALTER TABLE project ADD COLUMN delta_cap REAL NOT NULL DEFAULT 0 CHECK (delta_cap >= 0 AND delta_cap < 1)",
+    ),
     # 5: the queue holds a request of any release kind (store/request_kinds.py): its ``kind``, the cells
     # it reads (``query_json``: a count's coefficients, another kind's box), an accuracy requirement
     # (ε, δ) or a per-cell budget α. ε and δ may now be empty (a max priced by α; a posterior whose text
@@ -166,7 +168,9 @@ def check_header(path: Path) -> int:
     with open(path, "rb") as f:
         header = f.read(100)
     if len(header) < 100 or header[:16] != SQLITE_MAGIC:
-        raise NotAProjectError(f"{name}: not a dpdesk project file (not an SQLite database{', empty' if size == 0 else ''})")
+        raise NotAProjectError(
+            f"{name}: not a dpdesk project file (not an SQLite database{', empty' if size == 0 else ''})"
+        )
     (page_size,) = struct.unpack(">H", header[16:18])
     page_size = 65536 if page_size == 1 else page_size
     if page_size < 512 or page_size & (page_size - 1):
@@ -178,7 +182,9 @@ def check_header(path: Path) -> int:
     (user_version,) = struct.unpack(">i", header[60:64])
     (app_id,) = struct.unpack(">i", header[68:72])
     if app_id != struct.unpack(">i", struct.pack(">I", APPLICATION_ID))[0]:
-        raise NotAProjectError(f"{name}: an SQLite database but not a dpdesk project (application id {app_id:#x})")
+        raise NotAProjectError(
+            f"{name}: an SQLite database but not a dpdesk project (application id {app_id:#x})"
+        )
     if user_version > FORMAT_VERSION:
         raise NotAProjectError(
             f"{name}: project format {user_version} was written by a newer dpdesk (this one reads up to {FORMAT_VERSION})"
@@ -223,7 +229,9 @@ def validate(conn: sqlite3.Connection, path: Path) -> int:
         raise NotAProjectError(f"{path.name}: project format {version} was written by a newer dpdesk")
     missing = REQUIRED_TABLES - tables
     if missing:
-        raise NotAProjectError(f"{path.name}: incomplete dpdesk project (missing {', '.join(sorted(missing))})")
+        raise NotAProjectError(
+            f"{path.name}: incomplete dpdesk project (missing {', '.join(sorted(missing))})"
+        )
     return int(version)
 
 

@@ -13,31 +13,57 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
-from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, SyntheticPlan, history_inputs, plan_estimate, plan_synthetic
+from dpdesk.engine.estimates.plans import (
+    EstimatePlan,
+    HistoryInputs,
+    SyntheticPlan,
+    history_inputs,
+    plan_estimate,
+    plan_synthetic,
+)
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
 from dpdesk.store.atomic import write_atomically
 
-__all__ = ["ledger_inputs", "query_inputs", "estimate_plan", "synthetic_plan", "check_table_path", "write_rows", "write_report", "report_path", "TABLE_FORMATS"]
+__all__ = [
+    "TABLE_FORMATS",
+    "check_table_path",
+    "estimate_plan",
+    "ledger_inputs",
+    "query_inputs",
+    "report_path",
+    "synthetic_plan",
+    "write_report",
+    "write_rows",
+]
 
 TABLE_FORMATS = (".csv", ".parquet")
 _CHUNK = 1 << 16
 
 
-def ledger_inputs(project: Any, table_size: float | None = None, query: Any = None) -> tuple[HistoryInputs, Any]:
+def ledger_inputs(
+    project: Any, table_size: float | None = None, query: Any = None
+) -> tuple[HistoryInputs, Any]:
     """The plans' inputs from one moment of the ledger view (and history's own estimate of ``query``)."""
     declared = None if project.prior is None else float(project.prior.table_size)
     settings = project.answering_settings().to_json()
     with project.view().assessing() as s:  # history, head and settings of one moment
         seq, head = s.head
-        inputs = history_inputs(s.history, project.schema.names, Basis(head, seq, settings), table_size=table_size,
-                                declared_size=declared, left_out=len(s.structured))
+        inputs = history_inputs(
+            s.history,
+            project.schema.names,
+            Basis(head, seq, settings),
+            table_size=table_size,
+            declared_size=declared,
+            left_out=len(s.structured),
+        )
         unbiased = None if query is None else s.history.estimate(query)
     return inputs, unbiased
 
@@ -50,18 +76,38 @@ def query_inputs(project: Any, text: str, table_size: float | None = None) -> tu
     return inputs, query, unbiased
 
 
-def estimate_plan(project: Any, text: str, *, tau: float | None = None, table_size: float | None = None,
-                  progress: Callable[[float], None] | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> EstimatePlan:
+def estimate_plan(
+    project: Any,
+    text: str,
+    *,
+    tau: float | None = None,
+    table_size: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> EstimatePlan:
     """The zero-cost kernel-PCA estimate of the query ``text`` from the project's released answers."""
     inputs, query, unbiased = query_inputs(project, text, table_size)
-    return plan_estimate(inputs, query, unbiased, text=describe_query(query, project.schema), tau=tau,
-                         progress=progress, cancelled=cancelled)
+    return plan_estimate(
+        inputs,
+        query,
+        unbiased,
+        text=describe_query(query, project.schema),
+        tau=tau,
+        progress=progress,
+        cancelled=cancelled,
+    )
 
 
-def synthetic_plan(project: Any, *, rows: int, seed: int = 0, tau: float | None = None,
-                   table_size: float | None = None, progress: Callable[[float], None] | None = None,
-                   cancelled: Callable[[], bool] | None = None) -> SyntheticPlan:
+def synthetic_plan(
+    project: Any,
+    *,
+    rows: int,
+    seed: int = 0,
+    tau: float | None = None,
+    table_size: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> SyntheticPlan:
     """A maximum-entropy synthetic table of ``rows`` rows from the project's released answers."""
     inputs, _ = ledger_inputs(project, table_size)
     return plan_synthetic(inputs, rows=rows, seed=seed, tau=tau, progress=progress, cancelled=cancelled)
@@ -71,7 +117,9 @@ def check_table_path(out: str | os.PathLike[str]) -> Path:
     """``out`` if it names a CSV or Parquet file in an existing folder, else a one-line error."""
     path = Path(out)
     if path.suffix.lower() not in TABLE_FORMATS:
-        raise DpdeskError(f"{path}: the synthetic table is written as {' or '.join(TABLE_FORMATS)} (by the name's ending)")
+        raise DpdeskError(
+            f"{path}: the synthetic table is written as {' or '.join(TABLE_FORMATS)} (by the name's ending)"
+        )
     if not path.parent.is_dir():
         raise DpdeskError(f"{path}: folder {path.parent} does not exist")
     return path
@@ -85,14 +133,20 @@ def _write_csv(codes: np.ndarray, schema: Any, path: Path, progress, cancelled) 
         for s in range(0, codes.shape[0], _CHUNK):
             if cancelled is not None and cancelled():
                 raise Cancelled()
-            block = codes[s:s + _CHUNK]
+            block = codes[s : s + _CHUNK]
             w.writerows(zip(*(lab[block[:, d]] for d, lab in enumerate(labels))))
             if progress is not None:
                 progress(min(1.0, (s + _CHUNK) / codes.shape[0]))
 
 
-def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
-               progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> Path:
+def write_rows(
+    plan: SyntheticPlan,
+    schema: Any,
+    out: str | os.PathLike[str],
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Path:
     """Write the plan's synthetic rows (the schema's attributes, by label) to ``out`` (.csv or .parquet)."""
     path = check_table_path(out)
     if path.suffix.lower() == ".csv":
@@ -108,8 +162,11 @@ def write_rows(plan: SyntheticPlan, schema: Any, out: str | os.PathLike[str], *,
             con = duckdb.connect()
             try:
                 columns = {n: "VARCHAR" for n in schema.names}  # labels stay text, as in the CSV
-                con.execute(f"COPY (SELECT * FROM read_csv(?, header=true, columns={columns!r})) "
-                            f"TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT PARQUET)", [str(staged)])
+                con.execute(
+                    f"COPY (SELECT * FROM read_csv(?, header=true, columns={columns!r})) "
+                    f"TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT PARQUET)",
+                    [str(staged)],
+                )
             finally:
                 con.close()
 
@@ -134,8 +191,15 @@ def write_report(plan: SyntheticPlan, out: str | os.PathLike[str], describe: Cal
             w = csv.writer(fh)
             w.writerow(["row", "query", "released", "fitted", "synthetic"])
             for i, released, fitted, synthetic in plan.report():
-                w.writerow([i + 1, describe(plan.released.queries[i]), f"{released:.6g}", f"{fitted:.6g}",
-                            f"{synthetic:.6g}"])
+                w.writerow(
+                    [
+                        i + 1,
+                        describe(plan.released.queries[i]),
+                        f"{released:.6g}",
+                        f"{fitted:.6g}",
+                        f"{synthetic:.6g}",
+                    ]
+                )
 
     write_atomically(path, write)
     return path

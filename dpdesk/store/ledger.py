@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.errors import Cancelled
@@ -122,7 +123,13 @@ def head(conn: sqlite3.Connection) -> tuple[int, str] | None:
 
 
 def append(
-    conn: sqlite3.Connection, genesis: str, *, time: str, kind: str, request_id: str | None, payload: dict[str, Any]
+    conn: sqlite3.Connection,
+    genesis: str,
+    *,
+    time: str,
+    kind: str,
+    request_id: str | None,
+    payload: dict[str, Any],
 ) -> LedgerEntry:
     """Append one entry inside the caller's open transaction (the caller commits)."""
     if kind not in kinds():
@@ -158,10 +165,14 @@ class RawRow:
 
 def raw_rows(conn: sqlite3.Connection, after: int = 0, upto: int | None = None) -> list[RawRow]:
     """The ledger rows with ``after < seq (≤ upto)`` in physical sequence order, unchecked."""
-    return [RawRow(*r) for r in conn.execute(
-        "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE seq > ? AND seq <= ? "
-        "ORDER BY seq", (after, upto if upto is not None else 2**62)
-    )]
+    return [
+        RawRow(*r)
+        for r in conn.execute(
+            "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE seq > ? AND seq <= ? "
+            "ORDER BY seq",
+            (after, upto if upto is not None else 2**62),
+        )
+    ]
 
 
 def entry_hash(conn: sqlite3.Connection, seq: int) -> str | None:
@@ -175,12 +186,24 @@ def decode(row: RawRow) -> LedgerEntry:
     payload = json.loads(row.payload)
     if not isinstance(payload, dict):
         raise ValueError("payload is not an object")
-    return LedgerEntry(int(row.seq), str(row.time), str(row.kind), row.request_id, _freeze(payload),
-                       str(row.prev_hash), str(row.hash))
+    return LedgerEntry(
+        int(row.seq),
+        str(row.time),
+        str(row.kind),
+        row.request_id,
+        _freeze(payload),
+        str(row.prev_hash),
+        str(row.hash),
+    )
 
 
-def check_chain(rows: Sequence[RawRow], genesis: str, *, progress: Callable[[float], None] | None = None,
-                cancelled: Callable[[], bool] | None = None) -> tuple[list[LedgerEntry], str | None]:
+def check_chain(
+    rows: Sequence[RawRow],
+    genesis: str,
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[list[LedgerEntry], str | None]:
     """Walk the chain; return the entries and the first problem (``"entry 7: ..."``) or None.
 
     Hashing a long ledger takes seconds (≈ 15 s for 3 546 entries of large payloads): ``progress(f)`` hears
@@ -197,7 +220,10 @@ def check_chain(rows: Sequence[RawRow], genesis: str, *, progress: Callable[[flo
                 progress(i / len(rows))
         where = f"entry {row.seq}"
         if not isinstance(row.seq, int) or row.seq != expected:
-            return entries, f"{where}: sequence number {row.seq!r} where {expected} was expected (gap or reordering)"
+            return (
+                entries,
+                f"{where}: sequence number {row.seq!r} where {expected} was expected (gap or reordering)",
+            )
         if row.kind not in kinds():
             return entries, f"{where}: unknown kind {row.kind!r}"
         if not isinstance(row.payload, str):

@@ -22,25 +22,35 @@ def _item_text(r: Received) -> str:
     if r.kind == "rejected":
         return f"- {r.request_id}: {r.query}\n  Not answered. {r.reason or 'No reason was given.'}\n  (ledger entry #{r.seq})"
     if r.text:
-        return f"- {r.request_id}: {r.query}\n  Released: {r.text}.\n  Ledger entry #{r.seq}, witness {r.hash}"
+        return (
+            f"- {r.request_id}: {r.query}\n  Released: {r.text}.\n  Ledger entry #{r.seq}, witness {r.hash}"
+        )
     if r.released is None:
         return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
     where = f" in {r.shown_interval()}" if r.interval else ""
-    promise = (f"the true count lies in this interval with probability at least {1 - r.delta:g} (you asked for "
-               f"±{r.eps:g})" if r.interval else f"within ±{r.eps:g} with probability at least {1 - r.delta:g}")
-    return (f"- {r.request_id}: {r.query}\n  Answer: {r.shown()}{where} — {promise}.\n"
-            f"  Ledger entry #{r.seq}, witness {r.hash}")
+    promise = (
+        f"the true count lies in this interval with probability at least {1 - r.delta:g} (you asked for "
+        f"±{r.eps:g})"
+        if r.interval
+        else f"within ±{r.eps:g} with probability at least {1 - r.delta:g}"
+    )
+    return (
+        f"- {r.request_id}: {r.query}\n  Answer: {r.shown()}{where} — {promise}.\n"
+        f"  Ledger entry #{r.seq}, witness {r.hash}"
+    )
 
 
 def letter_text(account: RequesterAccount, project: str) -> str:
     """The plain-text letter to ``account``'s requester about project ``project``."""
     name = account.requester or "requester"
     items = "\n".join(_item_text(r) for r in account.received) or "- Nothing has been decided yet."
-    pending = (f"\n\n{account.pending} further request(s) are still pending." if account.pending else "")
-    return (f"Dear {name},\n\nHere are the answers to your requests on “{project}”, released under "
-            f"differential privacy (noise was added; every figure below is safe to share).\n\n{items}{pending}\n\n"
-            "Each witness is the hash of the ledger entry that recorded the release: keep it to check later "
-            "that the ledger still contains your answer.\n\nKind regards,\nthe data curator\n")
+    pending = f"\n\n{account.pending} further request(s) are still pending." if account.pending else ""
+    return (
+        f"Dear {name},\n\nHere are the answers to your requests on “{project}”, released under "
+        f"differential privacy (noise was added; every figure below is safe to share).\n\n{items}{pending}\n\n"
+        "Each witness is the hash of the ledger entry that recorded the release: keep it to check later "
+        "that the ledger still contains your answer.\n\nKind regards,\nthe data curator\n"
+    )
 
 
 def letter_html(account: RequesterAccount, project: str) -> str:
@@ -57,17 +67,21 @@ def letter_html(account: RequesterAccount, project: str) -> str:
         else:
             where = f" in {r.shown_interval()}" if r.interval else ""
             value, promise = f"{r.shown()}{where}", f"±{r.eps:g} at probability ≥ {1 - r.delta:g}"
-        rows.append(f"<tr><td>{esc(r.request_id)}</td><td>{esc(r.query)}</td><td>{value}</td><td>{promise}</td>"
-                    f"<td>#{r.seq} <code>{esc(r.hash)}</code></td></tr>")
+        rows.append(
+            f"<tr><td>{esc(r.request_id)}</td><td>{esc(r.query)}</td><td>{value}</td><td>{promise}</td>"
+            f"<td>#{r.seq} <code>{esc(r.hash)}</code></td></tr>"
+        )
     pending = f"<p>{account.pending} further request(s) are still pending.</p>" if account.pending else ""
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Answers for "
-            f"{esc(account.requester or 'requester')}</title></head><body style='font-family: sans-serif'>"
-            f"<p>Dear {esc(account.requester or 'requester')},</p><p>Here are the answers to your requests on "
-            f"“{esc(project)}”, released under differential privacy.</p><table border='1' cellpadding='4' "
-            "style='border-collapse: collapse'><tr><th>request</th><th>query</th><th>answer</th><th>promise</th>"
-            f"<th>ledger entry, witness</th></tr>{''.join(rows)}</table>{pending}<p>Keep each witness to check "
-            "later that the ledger still contains your answer.</p><p>Kind regards,<br>the data curator</p>"
-            "</body></html>\n")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Answers for "
+        f"{esc(account.requester or 'requester')}</title></head><body style='font-family: sans-serif'>"
+        f"<p>Dear {esc(account.requester or 'requester')},</p><p>Here are the answers to your requests on "
+        f"“{esc(project)}”, released under differential privacy.</p><table border='1' cellpadding='4' "
+        "style='border-collapse: collapse'><tr><th>request</th><th>query</th><th>answer</th><th>promise</th>"
+        f"<th>ledger entry, witness</th></tr>{''.join(rows)}</table>{pending}<p>Keep each witness to check "
+        "later that the ledger still contains your answer.</p><p>Kind regards,<br>the data curator</p>"
+        "</body></html>\n"
+    )
 
 
 def _file_stem(name: str) -> str:

@@ -31,7 +31,7 @@ class WriterLock:
         self.path = lock_path(path)
         self._fd: int | None = None
 
-    def acquire(self) -> "WriterLock":
+    def acquire(self) -> WriterLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -43,7 +43,9 @@ class WriterLock:
                     f"{describe_holder(self.path)}; open it read-only or wait"
                 ) from None
             raise
-        holder = f"pid={os.getpid()} host={socket.gethostname()} since={time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+        holder = (
+            f"pid={os.getpid()} host={socket.gethostname()} since={time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
+        )
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder.encode(), 0)
         self._fd = fd
@@ -62,7 +64,7 @@ class WriterLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "WriterLock":
+    def __enter__(self) -> WriterLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

@@ -12,27 +12,31 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
+from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.store import answering, db, ledger
 from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
-    BindingError, ReadOnlyError, RequestStateError, StoreError,
+    BindingError,
+    ReadOnlyError,
+    RequestStateError,
+    StoreError,
 )
 from dpdesk.store.ledger import LedgerEntry
-from dpdesk.store.releasing import Releasing
 from dpdesk.store.lock import WriterLock
+from dpdesk.store.releasing import Releasing
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 from dpdesk.store.watching import Watching
@@ -59,8 +63,16 @@ class Project(Releasing, Watching):
         ).fetchone()
         if row is None:
             raise StoreError(f"{path.name}: the project row is missing (damaged project file)")
-        (self.name, self.total_budget, self.neighbour_model, self._schema_json, test, self.created,
-         self._initial_source_json, self.genesis) = row
+        (
+            self.name,
+            self.total_budget,
+            self.neighbour_model,
+            self._schema_json,
+            test,
+            self.created,
+            self._initial_source_json,
+            self.genesis,
+        ) = row
         self.test_project = bool(test)
         try:
             cap = conn.execute("SELECT delta_cap FROM project WHERE id = 1").fetchone()
@@ -69,8 +81,9 @@ class Project(Releasing, Watching):
         self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
         columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
         # a file of format 4 or older opened read-only holds count requests only, without kind or α
-        self._request_columns = REQUEST_COLUMNS if "kind" in columns else REQUEST_COLUMNS.replace(
-            "kind, alpha", "'count', NULL")
+        self._request_columns = (
+            REQUEST_COLUMNS if "kind" in columns else REQUEST_COLUMNS.replace("kind, alpha", "'count', NULL")
+        )
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
@@ -78,7 +91,7 @@ class Project(Releasing, Watching):
 
     # -- opening and creating --------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike[str], mode: str = "r") -> "Project":
+    def open(cls, path: str | os.PathLike[str], mode: str = "r") -> Project:
         """Open a project: ``"r"`` read-only (no lock, never writes), ``"w"`` as the single writer."""
         if mode not in ("r", "w"):
             raise ValueError(f"mode ({mode!r}) must be 'r' or 'w'")
@@ -116,7 +129,7 @@ class Project(Releasing, Watching):
         total_budget: float,
         test_project: bool = False,
         delta_cap: float = 0.0,
-    ) -> "Project":
+    ) -> Project:
         """Create a project bound to a source and open it for writing. Nothing is written on error.
 
         ``delta_cap`` bounds every cell's δ (the sum over the (α, δ) releases charging it); 0 allows
@@ -132,11 +145,22 @@ class Project(Releasing, Watching):
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
         snap = snapshot(source_location, source_table, schema)
         created = utc_now()
-        initial = SourceBinding(source_location, source_table, snap.fingerprint_method, snap.fingerprint,
-                                snap.row_count, snap.cube.out_of_domain, created)
+        initial = SourceBinding(
+            source_location,
+            source_table,
+            snap.fingerprint_method,
+            snap.fingerprint,
+            snap.row_count,
+            snap.cube.out_of_domain,
+            created,
+        )
         settings = {
-            "name": name.strip(), "total_budget": float(total_budget), "neighbour_model": NEIGHBOUR_MODEL,
-            "schema": schema.to_dict(), "test_project": bool(test_project), "created": created,
+            "name": name.strip(),
+            "total_budget": float(total_budget),
+            "neighbour_model": NEIGHBOUR_MODEL,
+            "schema": schema.to_dict(),
+            "test_project": bool(test_project),
+            "created": created,
             "initial_source": initial.identity(),
         }
         if delta_cap:
@@ -151,8 +175,16 @@ class Project(Releasing, Watching):
                     conn.execute(
                         "INSERT INTO project (id, name, total_budget, neighbour_model, schema_json, test_project, "
                         "created, initial_source_json, genesis_hash) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (settings["name"], settings["total_budget"], NEIGHBOUR_MODEL, canonical_json(schema.to_dict()),
-                         int(test_project), created, canonical_json(initial.identity()), genesis_hash(settings)),
+                        (
+                            settings["name"],
+                            settings["total_budget"],
+                            NEIGHBOUR_MODEL,
+                            canonical_json(schema.to_dict()),
+                            int(test_project),
+                            created,
+                            canonical_json(initial.identity()),
+                            genesis_hash(settings),
+                        ),
                     )
                     if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
                         conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
@@ -173,7 +205,7 @@ class Project(Releasing, Watching):
         project._snapshot = snap
         return project
 
-    def sibling(self) -> "Project":
+    def sibling(self) -> Project:
         """Another connection to this project for one worker thread, under this project's writer lock.
 
         SQLite connections belong to the thread that opened them, so a release off the GUI thread runs
@@ -212,7 +244,7 @@ class Project(Releasing, Watching):
                 self._lock.release()
                 self._lock = None
 
-    def __enter__(self) -> "Project":
+    def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -222,8 +254,12 @@ class Project(Releasing, Watching):
     def settings(self) -> dict[str, Any]:
         """The fixed settings the ledger's genesis hash covers (as stored now)."""
         return {
-            "name": self.name, "total_budget": float(self.total_budget), "neighbour_model": self.neighbour_model,
-            "schema": json.loads(self._schema_json), "test_project": self.test_project, "created": self.created,
+            "name": self.name,
+            "total_budget": float(self.total_budget),
+            "neighbour_model": self.neighbour_model,
+            "schema": json.loads(self._schema_json),
+            "test_project": self.test_project,
+            "created": self.created,
             "initial_source": json.loads(self._initial_source_json),
         } | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
 
@@ -259,8 +295,9 @@ class Project(Releasing, Watching):
             raise StoreError(f"{self.path.name}: the source row is missing (damaged project file)")
         return SourceBinding(*row)
 
-    def snapshot(self, progress: Callable[[float], None] | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> Snapshot:
+    def snapshot(
+        self, progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> Snapshot:
         """The source as it is now (cube rebuilt, fingerprinted); cached for this open project.
         ``progress``/``cancelled``: see :func:`dpdesk.store.binding.snapshot` (used when it reads the source)."""
         if self._snapshot is None:
@@ -302,7 +339,9 @@ class Project(Releasing, Watching):
         return [self._request_from_row(r) for r in self._conn.execute(sql + " ORDER BY position", args)]
 
     def request(self, request_id: str) -> StoredRequest:
-        row = self._conn.execute(f"SELECT {self._request_columns} FROM requests WHERE id = ?", (request_id,)).fetchone()
+        row = self._conn.execute(
+            f"SELECT {self._request_columns} FROM requests WHERE id = ?", (request_id,)
+        ).fetchone()
         if row is None:
             raise RequestStateError(f"{self.path.name}: no request with id {request_id!r}")
         return self._request_from_row(row)
@@ -325,7 +364,12 @@ class Project(Releasing, Watching):
         return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status, kind, alpha)
 
     def add_request(
-        self, query: Any, eps: Any = None, delta: Any = None, requester: str = "", request_id: str | None = None,
+        self,
+        query: Any,
+        eps: Any = None,
+        delta: Any = None,
+        requester: str = "",
+        request_id: str | None = None,
         alpha: Any = None,
     ) -> StoredRequest:
         """Queue one request of any kind (store/request_kinds.py): a count (query text with this project's
@@ -338,8 +382,15 @@ class Project(Releasing, Watching):
         """Queue every request of a JSON or CSV file, all or none."""
         return self._insert_requests(read_request_file(Path(path), self.schema))
 
-    def edit_request(self, request_id: str, query: Any, eps: Any = None, delta: Any = None, requester: str = "",
-                     alpha: Any = None) -> StoredRequest:
+    def edit_request(
+        self,
+        request_id: str,
+        query: Any,
+        eps: Any = None,
+        delta: Any = None,
+        requester: str = "",
+        alpha: Any = None,
+    ) -> StoredRequest:
         """Change a *pending* request (an answered or rejected one is part of the record and never changes)."""
         self._require_writer()
         new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)
@@ -347,8 +398,16 @@ class Project(Releasing, Watching):
             changed = self._conn.execute(
                 "UPDATE requests SET requester = ?, kind = ?, query_text = ?, query_json = ?, eps = ?, delta = ?, "
                 "alpha = ? WHERE id = ? AND status = 'pending'",
-                (new.requester, new.kind, new.query_text, canonical_json(new.query.to_json()), new.eps, new.delta,
-                 new.alpha, request_id),
+                (
+                    new.requester,
+                    new.kind,
+                    new.query_text,
+                    canonical_json(new.query.to_json()),
+                    new.eps,
+                    new.delta,
+                    new.alpha,
+                    request_id,
+                ),
             ).rowcount
             if not changed:
                 self._refuse_change(request_id, "edited")
@@ -358,8 +417,9 @@ class Project(Releasing, Watching):
         """Remove a *pending* request from the queue (nothing about it was ever released or recorded)."""
         self._require_writer()
         with db.transaction(self._conn):
-            if not self._conn.execute("DELETE FROM requests WHERE id = ? AND status = 'pending'",
-                                      (request_id,)).rowcount:
+            if not self._conn.execute(
+                "DELETE FROM requests WHERE id = ? AND status = 'pending'", (request_id,)
+            ).rowcount:
                 self._refuse_change(request_id, "deleted")
 
     def _refuse_change(self, request_id: str, what: str) -> None:
@@ -380,20 +440,35 @@ class Project(Releasing, Watching):
                 rid = new.id
                 if rid is None:
                     n = pos
-                    while self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (f"r{n}",)).fetchone() or f"r{n}" in ids:
+                    while (
+                        self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (f"r{n}",)).fetchone()
+                        or f"r{n}" in ids
+                    ):
                         n += 1
                     rid = f"r{n}"
                 elif self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (rid,)).fetchone():
                     raise RequestStateError(f"{self.path.name}: a request with id {rid!r} already exists")
-                row = {"id": rid, "position": pos, "requester": new.requester, "kind": new.kind,
-                       "query_text": new.query_text, "query_json": canonical_json(new.query.to_json()), "eps": new.eps,
-                       "delta": new.delta, "alpha": new.alpha, "received": received}
+                row = {
+                    "id": rid,
+                    "position": pos,
+                    "requester": new.requester,
+                    "kind": new.kind,
+                    "query_text": new.query_text,
+                    "query_json": canonical_json(new.query.to_json()),
+                    "eps": new.eps,
+                    "delta": new.delta,
+                    "alpha": new.alpha,
+                    "received": received,
+                }
                 if self._request_columns != REQUEST_COLUMNS:  # a file still at format 4 or older: counts only
                     if new.kind != "count":
                         raise StoreError(f"{self.path.name}: a {new.kind} request needs project format 5")
                     del row["kind"], row["alpha"]
-                self._conn.execute(f"INSERT INTO requests ({', '.join(row)}, status) "
-                                   f"VALUES ({', '.join('?' * len(row))}, 'pending')", tuple(row.values()))
+                self._conn.execute(
+                    f"INSERT INTO requests ({', '.join(row)}, status) "
+                    f"VALUES ({', '.join('?' * len(row))}, 'pending')",
+                    tuple(row.values()),
+                )
                 out_ids.append(rid)
         return [self.request(r) for r in out_ids]
 
@@ -416,9 +491,13 @@ class Project(Releasing, Watching):
         req = self.request(request_id)
         done = self.entry_for(request_id)
         if done is not None or req.status != "pending":
-            raise RequestStateError(f"request {request_id!r} is already {req.status}"
-                                    + (f" (ledger entry {done.seq})" if done else ""))
-        return self._record("rejected", request_id, {"reason": reason or "rejected by the curator"}, "rejected")
+            raise RequestStateError(
+                f"request {request_id!r} is already {req.status}"
+                + (f" (ledger entry {done.seq})" if done else "")
+            )
+        return self._record(
+            "rejected", request_id, {"reason": reason or "rejected by the curator"}, "rejected"
+        )
 
     def rebind(self) -> LedgerEntry:
         """Accept the source's current data: record old and new fingerprints in the ledger."""
@@ -426,13 +505,24 @@ class Project(Releasing, Watching):
         old = self.source
         self._snapshot = None
         snap = self.snapshot()
-        new = SourceBinding(old.location, old.table, snap.fingerprint_method, snap.fingerprint, snap.row_count,
-                            snap.cube.out_of_domain, utc_now())
+        new = SourceBinding(
+            old.location,
+            old.table,
+            snap.fingerprint_method,
+            snap.fingerprint,
+            snap.row_count,
+            snap.cube.out_of_domain,
+            utc_now(),
+        )
         payload = {"previous": old.identity(), "current": new.identity()}
         return self._record("rebind", None, payload, None, source=new)
 
     def _record(
-        self, kind: str, request_id: str | None, payload: dict[str, Any], status: str | None,
+        self,
+        kind: str,
+        request_id: str | None,
+        payload: dict[str, Any],
+        status: str | None,
         source: SourceBinding | None = None,
     ) -> LedgerEntry:
         """Append one entry (and the request's new status) in one fsync'd transaction."""
@@ -441,18 +531,24 @@ class Project(Releasing, Watching):
         try:
             with db.transaction(conn):
                 checkpoint("tx:begun")
-                entry = ledger.append(conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload)
+                entry = ledger.append(
+                    conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload
+                )
                 checkpoint("tx:appended")
                 if status is not None:
-                    cur = conn.execute("UPDATE requests SET status = ? WHERE id = ? AND status = 'pending'",
-                                       (status, request_id))
+                    cur = conn.execute(
+                        "UPDATE requests SET status = ? WHERE id = ? AND status = 'pending'",
+                        (status, request_id),
+                    )
                     if cur.rowcount != 1:
                         raise RequestStateError(f"request {request_id!r} is no longer pending")
                 if source is not None:
                     _write_source(conn, source)
                 checkpoint("tx:committing")
         except sqlite3.IntegrityError as exc:
-            raise RequestStateError(f"request {request_id!r} already has a decision in the ledger ({exc})") from None
+            raise RequestStateError(
+                f"request {request_id!r} already has a decision in the ledger ({exc})"
+            ) from None
         finally:
             remove_sqlite(conn)
         checkpoint("tx:committed")
@@ -463,8 +559,13 @@ class Project(Releasing, Watching):
             raise ReadOnlyError(f"{self.path.name} is open read-only")
 
     # -- audit -----------------------------------------------------------------------------------
-    def verify(self, extends: Sequence[str] = (), *, progress: Callable[[float], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> VerifyReport:
+    def verify(
+        self,
+        extends: Sequence[str] = (),
+        *,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> VerifyReport:
         """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain;
         ``progress``/``cancelled``: see :func:`~dpdesk.store.verify.verify`."""
         return verify(self.audit_record(), extends, progress=progress, cancelled=cancelled)
@@ -472,10 +573,15 @@ class Project(Releasing, Watching):
     def audit_record(self) -> AuditRecord:
         """The file's settings, ledger, head, request statuses and binding as stored (for :func:`verify`)."""
         head = self._conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
-        return AuditRecord(self.settings(), self.schema, self.genesis, tuple(ledger.raw_rows(self._conn)),
-                           tuple(head) if head else None,
-                           dict(self._conn.execute("SELECT id, status FROM requests").fetchall()),
-                           self.source.identity())
+        return AuditRecord(
+            self.settings(),
+            self.schema,
+            self.genesis,
+            tuple(ledger.raw_rows(self._conn)),
+            tuple(head) if head else None,
+            dict(self._conn.execute("SELECT id, status FROM requests").fetchall()),
+            self.source.identity(),
+        )
 
     def export_history(self) -> dict[str, Any]:
         """The DESIGN §6 history object: fresh rows' query, α, answer (and family) plus the schema."""
@@ -495,4 +601,3 @@ def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:
         " out_of_domain = excluded.out_of_domain, bound_at = excluded.bound_at",
         (s.location, s.table, s.fingerprint_method, s.fingerprint, s.row_count, s.out_of_domain, s.bound_at),
     )
-

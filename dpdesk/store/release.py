@@ -29,13 +29,13 @@ class Release:
     """A release — a fresh (charged) or inferred (free) answer, or another kind — as recorded."""
 
     request_id: str | None
-    kind: str                      # the ledger entry's kind: "fresh", "inferred", or a later release kind
-    answer: float | None           # the value released (None when a release released several)
+    kind: str  # the ledger entry's kind: "fresh", "inferred", or a later release kind
+    answer: float | None  # the value released (None when a release released several)
     interval: tuple[float, float] | None
-    alpha: float                   # budget spent (0 for inferred)
-    family: str | None             # noise family of a fresh answer
+    alpha: float  # budget spent (0 for inferred)
+    family: str | None  # noise family of a fresh answer
     entry: LedgerEntry
-    recovered: bool                # True when found already recorded (a retry), nothing new drawn
+    recovered: bool  # True when found already recorded (a retry), nothing new drawn
     fusion_weight: float | None = None  # a fresh answer released fused with history (weight t of ỹ)
     values: tuple[float, ...] = ()  # every value released, in order
 
@@ -50,17 +50,23 @@ class Release:
         who = f"request {self.request_id}" if self.request_id else f"release #{self.entry.seq}"
         if self.answer is not None and self.interval is not None and "eps" in p:
             # as shown everywhere: a count rounded to an integer, its interval the integers inside it
-            what = (f"{who}: {self.entry.shown()} in {self.entry.shown_interval()} (the true answer lies in this "
-                    f"interval with probability ≥ {1 - float(p['delta']):g}; asked for ±{float(p['eps']):g})")
+            what = (
+                f"{who}: {self.entry.shown()} in {self.entry.shown_interval()} (the true answer lies in this "
+                f"interval with probability ≥ {1 - float(p['delta']):g}; asked for ±{float(p['eps']):g})"
+            )
         elif "label" in p:  # a max/argmax: the label drawn, and its public accuracy statement
             what = f"{who}: {p['label']} ({p.get('text') or p.get('query')}; {p.get('accuracy', self.kind)})"
         else:
             shown = ", ".join(_num(v) for v in self.values[:REPLY_VALUES])
-            if len(self.values) > REPLY_VALUES:  # a partition release: its values go out as a table, not a line
+            if (
+                len(self.values) > REPLY_VALUES
+            ):  # a partition release: its values go out as a table, not a line
                 shown += f", … ({len(self.values):,} values in all)"
             what = f"{who}: {shown or 'released'} ({self.kind})"
-        return (f"{what}. Ledger entry #{self.entry.seq}, ledger head {self.witness} — keep it: "
-                f"`dpdesk verify PROJECT --extends {self.witness}` checks the ledger still holds this release.")
+        return (
+            f"{what}. Ledger entry #{self.entry.seq}, ledger head {self.witness} — keep it: "
+            f"`dpdesk verify PROJECT --extends {self.witness}` checks the ledger still holds this release."
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,10 +98,22 @@ def _flat(values: Any) -> list[float]:
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     """The release a ledger entry records (refuses a refusal or a rebind, which released nothing)."""
     if entry.kind in DECISION_KINDS:
-        raise RequestStateError(f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered")
+        raise RequestStateError(
+            f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered"
+        )
     p = entry.payload
     released = entry.released
     values = tuple(_flat(p["values"])) if "values" in p else (() if released is None else (released,))
     interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
-    return Release(entry.request_id, entry.kind, released, interval, float(p.get("alpha", 0.0)),  # type: ignore[arg-type]
-                   p.get("family"), entry, recovered, p.get("fusion_weight"), values)
+    return Release(
+        entry.request_id,
+        entry.kind,
+        released,
+        interval,
+        float(p.get("alpha", 0.0)),  # type: ignore[arg-type]
+        p.get("family"),
+        entry,
+        recovered,
+        p.get("fusion_weight"),
+        values,
+    )

@@ -31,10 +31,14 @@ def partition_release(view: LedgerView, seq: int) -> PartitionRelease:
         if entry is None:
             raise StoreError(f"release {seq}: the ledger has no entry #{seq} (it ends at #{view.head[0]})")
         raise StoreError(f"release {seq}: entry #{seq} is a {entry.kind} entry, not a partition release")
-    release = view.answering_release(seq) or structured_release(viewed.mechanism, thaw(viewed.entry.payload), view.schema)
+    release = view.answering_release(seq) or structured_release(
+        viewed.mechanism, thaw(viewed.entry.payload), view.schema
+    )
     if release is None:
-        raise StoreError(f"release {seq}: entry #{seq} is a {viewed.entry.kind} entry ({viewed.mechanism.label}), "
-                         "not a partition release; only those export as count tables")
+        raise StoreError(
+            f"release {seq}: entry #{seq} is a {viewed.entry.kind} entry ({viewed.mechanism.label}), "
+            "not a partition release; only those export as count tables"
+        )
     return release
 
 
@@ -57,7 +61,9 @@ def write_table(release: PartitionRelease, out: str | os.PathLike[str], form: st
         try:
             table.to_parquet(tmp, index=False)
         except ImportError:
-            raise StoreError("writing Parquet needs pyarrow (install dpdesk's 'sources' extra), or write .csv") from None
+            raise StoreError(
+                "writing Parquet needs pyarrow (install dpdesk's 'sources' extra), or write .csv"
+            ) from None
 
     write_atomically(path, write)
     return table

@@ -14,7 +14,8 @@ drawing again; a unique index makes a second decision for one request impossible
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.request import Settings
@@ -39,6 +40,7 @@ from dpdesk.store.watch import declined, recorded
 from dpdesk.store.watching import planned_rows
 
 _CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
+
 
 def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
@@ -78,16 +80,20 @@ class Releasing:
             finally:
                 ro.close()
 
-        return view_cache.load(self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq),
-                               load_prefix)
+        return view_cache.load(
+            self.path, self.schema, self.genesis, lambda seq: ledger.entry_hash(conn, seq), load_prefix
+        )
 
     def view_cache_worth_saving(self) -> bool:
         """Whether :meth:`save_view_cache` may have something to write — a quick test (no History work,
         no chain check): a view was read, the cache is on, and the view is long enough to be cached."""
-        return self._view is not None and view_cache.enabled() and self._view.history_rows >= view_cache.MIN_ROWS
+        return (
+            self._view is not None and view_cache.enabled() and self._view.history_rows >= view_cache.MIN_ROWS
+        )
 
-    def save_view_cache(self, *, progress: Callable[[float], None] | None = None,
-                        cancelled: Callable[[], bool] | None = None) -> bool:
+    def save_view_cache(
+        self, *, progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> bool:
         """Store the ledger view beside the file when it holds more than the cache there (a new head or a
         factorisation it lacks); the chain is checked hash by hash first. Returns whether it wrote.
 
@@ -109,11 +115,23 @@ class Releasing:
         conn = self._conn
 
         def chain_ok(seq: int) -> bool:
-            return ledger.check_chain(ledger.raw_rows(conn, upto=seq), self.genesis, cancelled=cancelled,
-                                      progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f))[1] is None
+            return (
+                ledger.check_chain(
+                    ledger.raw_rows(conn, upto=seq),
+                    self.genesis,
+                    cancelled=cancelled,
+                    progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f),
+                )[1]
+                is None
+            )
 
-        return view_cache.save(self.path, view, chain_ok, cancelled=cancelled,
-                               progress=None if progress is None else lambda f: progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * f))
+        return view_cache.save(
+            self.path,
+            view,
+            chain_ok,
+            cancelled=cancelled,
+            progress=None if progress is None else lambda f: progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * f),
+        )
 
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""
@@ -140,9 +158,13 @@ class Releasing:
         view = self.view()
         with view.growing():  # costs, δ and head of the same moment (a sibling may be recording meanwhile)
             seq, head = view.head
-            return {"cell_costs": view.cell_costs, "cell_deltas": view.cell_deltas,
-                    "total_budget": float(self.total_budget), "delta_cap": float(self.delta_cap),
-                    "basis": Basis(head, seq, self.answering_settings().to_json())}
+            return {
+                "cell_costs": view.cell_costs,
+                "cell_deltas": view.cell_deltas,
+                "total_budget": float(self.total_budget),
+                "delta_cap": float(self.delta_cap),
+                "basis": Basis(head, seq, self.answering_settings().to_json()),
+            }
 
     def answering_settings(self) -> Settings:
         """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
@@ -163,9 +185,14 @@ class Releasing:
 
     # -- assessing -----------------------------------------------------------------------------
     def assess(
-        self, request_id: str, method: str = "fft", interval: tuple[float, float] | None = None,
-        policy: SpendPolicy | None | str = FROM_PROJECT, prior: BoundedPrior | None | str = FROM_PROJECT,
-        seed: int | None = None, reference_size: int | None = None,
+        self,
+        request_id: str,
+        method: str = "fft",
+        interval: tuple[float, float] | None = None,
+        policy: SpendPolicy | str | None = FROM_PROJECT,
+        prior: BoundedPrior | str | None = FROM_PROJECT,
+        seed: int | None = None,
+        reference_size: int | None = None,
     ) -> Assessment | ReleasePlan:
         """The assessment of a stored request against the ledger as it is now (spends nothing).
 
@@ -179,18 +206,35 @@ class Releasing:
         req = self.request(request_id)
         if req.kind != "count":
             return plan_for(req, self.schema, self.plan_inputs(), reference_size=reference_size)
-        settings = Settings(float(self.total_budget), self._setting(policy, "spend_policy"),
-                            self._setting(prior, "prior"))
+        settings = Settings(
+            float(self.total_budget), self._setting(policy, "spend_policy"), self._setting(prior, "prior")
+        )
         with self.view().assessing() as s:
-            return assess(s.history, req.to_request(), settings, method=method, seed=seed, interval=interval,
-                          cell_costs=s.cell_costs, head=s.head, schema=self.schema, releases=s.releases)
+            return assess(
+                s.history,
+                req.to_request(),
+                settings,
+                method=method,
+                seed=seed,
+                interval=interval,
+                cell_costs=s.cell_costs,
+                head=s.head,
+                schema=self.schema,
+                releases=s.releases,
+            )
 
     def _setting(self, given: Any, name: str) -> Any:
         return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given
 
     # -- releasing -----------------------------------------------------------------------------
-    def release(self, plan: ReleasePlan, sampler: NoiseSampler | None = None, *,
-                progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> Release:
+    def release(
+        self,
+        plan: ReleasePlan,
+        sampler: NoiseSampler | None = None,
+        *,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Release:
         """Record exactly ``plan`` and return it, durably recorded first (see the module docstring).
 
         ``progress``/``cancelled`` follow the source scan a first noisy release needs (the project's
@@ -208,22 +252,31 @@ class Releasing:
                 raise RequestStateError(f"request {rid!r} is {status} but has no ledger entry (run verify)")
         self._check_basis(plan)
         if not plan.releasable:
-            raise RequestStateError(f"request {rid!r} cannot be answered: {plan.reason}; nothing was spent "
-                                    "(record the refusal with `dpdesk reject`)")
+            raise RequestStateError(
+                f"request {rid!r} cannot be answered: {plan.reason}; nothing was spent "
+                "(record the refusal with `dpdesk reject`)"
+            )
         costs = self.view().cell_costs
         after = costs + plan.charge.dense(costs.size)
         if after.size and float(after.max()) > float(self.total_budget):
-            raise BudgetError(f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
-                              f"over the total budget {float(self.total_budget):g}; nothing was released")
+            raise BudgetError(
+                f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
+                f"over the total budget {float(self.total_budget):g}; nothing was released"
+            )
         charge = plan.charge
         if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps the largest
             deltas = self.view().cell_deltas + charge.delta * (charge.dense(costs.size) > 0)
             cap = float(self.delta_cap)
             if float(deltas.max()) > cap * (1 + 1e-12):
-                why = ("the project allows no δ (its δ cap is 0: pure α-DP releases only)" if cap == 0
-                       else f"over the project's δ cap {cap:g}")
-                raise BudgetError(f"{what_of(plan)} would raise cell #{int(deltas.argmax())}'s δ to "
-                                  f"{float(deltas.max()):.3g}, {why}; nothing was released")
+                why = (
+                    "the project allows no δ (its δ cap is 0: pure α-DP releases only)"
+                    if cap == 0
+                    else f"over the project's δ cap {cap:g}"
+                )
+                raise BudgetError(
+                    f"{what_of(plan)} would raise cell #{int(deltas.argmax())}'s δ to "
+                    f"{float(deltas.max()):.3g}, {why}; nothing was released"
+                )
         rows = planned_rows(plan, self.schema.shape)
         checks = self._claims_gate(plan, rows)  # before the scan and the draw: public inputs only
         payload = plan.record()
@@ -231,8 +284,10 @@ class Releasing:
         if plan.needs_data:
             sampler = sampler if sampler is not None else OpenDPSampler()  # imports opendp on first draw
             if not getattr(sampler, "secure", False) and not self.test_project:
-                raise StoreError(f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
-                                 f"{self.path.name} is not a test project")
+                raise StoreError(
+                    f"refusing sampler {getattr(sampler, 'name', sampler)!r}: it is not secure and "
+                    f"{self.path.name} is not a test project"
+                )
             try:
                 self.snapshot(progress, cancelled)  # the scan (once per open project); no cancelling after it
             except DpdeskError:
@@ -242,11 +297,15 @@ class Releasing:
             drawn = plan.draw(cube, sampler, allow_insecure=self.test_project)
             checkpoint("answer:drawn")
         payload.update(drawn)
-        payload.update(mechanism=plan.mechanism.name, charge=plan.charge.to_json(payload), basis=plan.basis.to_json())
+        payload.update(
+            mechanism=plan.mechanism.name, charge=plan.charge.to_json(payload), basis=plan.basis.to_json()
+        )
         # what the view and verify will charge is the mechanism's privacy map: it must be what was priced
         contribution = plan.mechanism.contribution(json.loads(canonical_json(payload)), self.schema.shape)
         mapped = contribution.charge
-        if rows is None and self.view().claims:  # rows known from the recorded payload only: still before recording
+        if (
+            rows is None and self.view().claims
+        ):  # rows known from the recorded payload only: still before recording
             try:
                 checks = self._claims_gate(plan, [(r.query, r.alpha, r.family) for r in contribution.rows])
             except BaseException:
@@ -256,8 +315,10 @@ class Releasing:
             payload["claims"] = recorded(checks)
         if not same_charge(mapped, plan.charge, self.schema.n_cells):
             del drawn, payload  # never shown, never returned
-            raise StoreError(f"{what_of(plan)}: the planned per-cell charge differs from the {plan.mechanism.name} "
-                             "mechanism's privacy map; nothing was recorded")
+            raise StoreError(
+                f"{what_of(plan)}: the planned per-cell charge differs from the {plan.mechanism.name} "
+                "mechanism's privacy map; nothing was recorded"
+            )
         try:
             entry = self._record(plan.mechanism.kind, rid, payload, "answered" if rid is not None else None)
         except BaseException as exc:
@@ -266,7 +327,9 @@ class Releasing:
             del drawn, payload  # never shown, never returned
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            raise DrawDiscarded(f"the fresh answer to {rid!r} could not be recorded ({exc}); it was discarded unseen") from None
+            raise DrawDiscarded(
+                f"the fresh answer to {rid!r} could not be recorded ({exc}); it was discarded unseen"
+            ) from None
         checkpoint("answer:committed" if plan.needs_data else "answer:recorded")
         return release_from_entry(entry, recovered=False)
 
@@ -288,18 +351,29 @@ class Releasing:
         b, (seq, now) = plan.basis, self.head()
         what = what_of(plan)
         if b.ledger_head != now:
-            then = ("outside this project" if b.ledger_head is None
-                    else f"at ledger entry #{b.ledger_seq} ({b.ledger_head[:12]}…)")
-            raise StaleAssessment(f"{what} was assessed {then} but the ledger is now at entry #{seq} ({now[:12]}…); "
-                                  "nothing was released — assess it again")
+            then = (
+                "outside this project"
+                if b.ledger_head is None
+                else f"at ledger entry #{b.ledger_seq} ({b.ledger_head[:12]}…)"
+            )
+            raise StaleAssessment(
+                f"{what} was assessed {then} but the ledger is now at entry #{seq} ({now[:12]}…); "
+                "nothing was released — assess it again"
+            )
         settings = self.answering_settings().to_json()
         if dict(b.settings) != settings:
             changed = ", ".join(k for k in settings if b.settings.get(k) != settings[k]) or "settings"
-            raise StaleAssessment(f"{what} was assessed under other answering settings ({changed}); "
-                                  "nothing was released — assess it again")
+            raise StaleAssessment(
+                f"{what} was assessed under other answering settings ({changed}); "
+                "nothing was released — assess it again"
+            )
 
     def answer(
-        self, request_id: str, sampler: NoiseSampler | None = None, *, method: str = "fft",
+        self,
+        request_id: str,
+        sampler: NoiseSampler | None = None,
+        *,
+        method: str = "fft",
         expect: str | None = None,
     ) -> Release:
         """Assess a pending request under the project's settings and release exactly that assessment.
@@ -315,5 +389,7 @@ class Releasing:
         a = self.assess(request_id, method=method)
         checkpoint("answer:assessed")
         if expect is not None and getattr(a, "decision", "spend") != expect:
-            raise RequestStateError(f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}")
+            raise RequestStateError(
+                f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}"
+            )
         return self.release(a, sampler)

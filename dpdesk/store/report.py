@@ -13,8 +13,9 @@ import html
 import io
 import json
 import secrets
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 from dpdesk.engine.errors import Cancelled
 from dpdesk.store.ledger import DECISION_KINDS, thaw
@@ -25,8 +26,23 @@ from dpdesk.store.ledger import DECISION_KINDS, thaw
 # differs from "released" when the fresh answer was fused with history's estimate (blank for other kinds). "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
 # "privacy_delta": the δ a release charged each cell it charged ((α, δ) mechanisms; 0 when pure).
 # "requester" is joined from the request queue by request id (store/requesters.py).
-CSV_COLUMNS = ("seq", "time", "kind", "request_id", "released", "answer", "alpha", "eps", "delta", "query", "hash",
-               "prev_hash", "mechanism", "privacy_delta", "requester")
+CSV_COLUMNS = (
+    "seq",
+    "time",
+    "kind",
+    "request_id",
+    "released",
+    "answer",
+    "alpha",
+    "eps",
+    "delta",
+    "query",
+    "hash",
+    "prev_hash",
+    "mechanism",
+    "privacy_delta",
+    "requester",
+)
 _LISTED = 50  # a release of more values is summarised by its count (the ledger holds them all)
 
 
@@ -73,14 +89,30 @@ def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
 def _csv_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
     p = e.payload
     promise = "eps" in p  # a count request's ±ε, 1−δ
-    return [e.seq, e.time, e.kind, e.request_id or "", _answer(e), p.get("answer", "") if e.kind == "fresh" else "",
-            _alpha(e, charges),
-            p.get("eps", ""), p.get("delta", "") if promise else "", _what(p), e.hash, e.prev_hash,
-            p.get("mechanism", ""), _privacy_delta(p), requesters.get(e.request_id or "", "")]
+    return [
+        e.seq,
+        e.time,
+        e.kind,
+        e.request_id or "",
+        _answer(e),
+        p.get("answer", "") if e.kind == "fresh" else "",
+        _alpha(e, charges),
+        p.get("eps", ""),
+        p.get("delta", "") if promise else "",
+        _what(p),
+        e.hash,
+        e.prev_hash,
+        p.get("mechanism", ""),
+        _privacy_delta(p),
+        requesters.get(e.request_id or "", ""),
+    ]
 
 
-def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = None,
-               requesters: Mapping[str, str] | None = None) -> str:
+def ledger_csv(
+    entries: Sequence[Any],
+    charges: Mapping[int, float] | None = None,
+    requesters: Mapping[str, str] | None = None,
+) -> str:
     """The ledger as CSV (``charges``: seq → α, see :func:`_alpha`; ``requesters``: request id → requester,
     from the queue)."""
     out = io.StringIO()
@@ -91,9 +123,15 @@ def ledger_csv(entries: Sequence[Any], charges: Mapping[int, float] | None = Non
 _CSV_CHUNK = 64  # entries written between progress reports and cancel checks (a long ledger's rows are large)
 
 
-def write_csv(out: TextIO, entries: Sequence[Any], charges: Mapping[int, float] | None = None,
-              requesters: Mapping[str, str] | None = None, *, progress: Callable[[float], None] | None = None,
-              cancelled: Callable[[], bool] | None = None) -> None:
+def write_csv(
+    out: TextIO,
+    entries: Sequence[Any],
+    charges: Mapping[int, float] | None = None,
+    requesters: Mapping[str, str] | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> None:
     """Write :func:`ledger_csv`'s text to ``out`` (opened with ``newline=""``) row by row, reporting the
     fraction of entries written to ``progress`` and raising :class:`~dpdesk.engine.errors.Cancelled` when
     ``cancelled()`` says so."""
@@ -103,34 +141,77 @@ def write_csv(out: TextIO, entries: Sequence[Any], charges: Mapping[int, float] 
     for i in range(0, len(entries), _CSV_CHUNK):
         if cancelled is not None and cancelled():
             raise Cancelled("export cancelled")
-        w.writerows(_csv_row(e, charges, requesters) for e in entries[i:i + _CSV_CHUNK])
+        w.writerows(_csv_row(e, charges, requesters) for e in entries[i : i + _CSV_CHUNK])
         if progress is not None:
             progress(min(len(entries), i + _CSV_CHUNK) / len(entries))
 
 
 def _img(png: bytes, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+    return (
+        f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+    )
 
 
-def build_html(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
-               entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
-               images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
-               delta_spent: float = 0.0, requesters: Mapping[str, str] | None = None,
-               accounts: Sequence[Any] = (), claims: Sequence[Mapping[str, Any]] = ()) -> str:
+def build_html(
+    *,
+    name: str,
+    path: str,
+    total_budget: float,
+    remaining: float,
+    system_cost: float,
+    entries: Sequence[Any],
+    cell_rows: Sequence[tuple[str, float]],
+    verify: Any,
+    images: dict[str, bytes],
+    charges: Mapping[int, float] | None = None,
+    delta_cap: float = 0.0,
+    delta_spent: float = 0.0,
+    requesters: Mapping[str, str] | None = None,
+    accounts: Sequence[Any] = (),
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
     ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
     merged with ``WatchedClaim.to_json()``)."""
-    return "".join(html_parts(name=name, path=path, total_budget=total_budget, remaining=remaining,
-                              system_cost=system_cost, entries=entries, cell_rows=cell_rows, verify=verify,
-                              images=images, charges=charges, delta_cap=delta_cap, delta_spent=delta_spent,
-                              requesters=requesters, accounts=accounts, claims=claims))
+    return "".join(
+        html_parts(
+            name=name,
+            path=path,
+            total_budget=total_budget,
+            remaining=remaining,
+            system_cost=system_cost,
+            entries=entries,
+            cell_rows=cell_rows,
+            verify=verify,
+            images=images,
+            charges=charges,
+            delta_cap=delta_cap,
+            delta_spent=delta_spent,
+            requesters=requesters,
+            accounts=accounts,
+            claims=claims,
+        )
+    )
 
 
-def html_parts(*, name: str, path: str, total_budget: float, remaining: float, system_cost: float,
-               entries: Sequence[Any], cell_rows: Sequence[tuple[str, float]], verify: Any,
-               images: dict[str, bytes], charges: Mapping[int, float] | None = None, delta_cap: float = 0.0,
-               delta_spent: float = 0.0, requesters: Mapping[str, str] | None = None,
-               accounts: Sequence[Any] = (), claims: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+def html_parts(
+    *,
+    name: str,
+    path: str,
+    total_budget: float,
+    remaining: float,
+    system_cost: float,
+    entries: Sequence[Any],
+    cell_rows: Sequence[tuple[str, float]],
+    verify: Any,
+    images: dict[str, bytes],
+    charges: Mapping[int, float] | None = None,
+    delta_cap: float = 0.0,
+    delta_spent: float = 0.0,
+    requesters: Mapping[str, str] | None = None,
+    accounts: Sequence[Any] = (),
+    claims: Sequence[Mapping[str, Any]] = (),
+) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
     ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole."""
     requesters = requesters or {}
@@ -144,24 +225,39 @@ def html_parts(*, name: str, path: str, total_budget: float, remaining: float, s
         alpha = _alpha(e, charges) or 0.0
         if _privacy_delta(p):
             detail = f"{detail} (δ = {_privacy_delta(p):.3g})"
-        rows.append(f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
-                    f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
-                    f"<td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
-                    f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>")
+        rows.append(
+            f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
+            f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
+            f"<td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
+            f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>"
+        )
     cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows]
-    people = "".join(f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
-                     f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>" for a in accounts)
+    people = "".join(
+        f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
+        f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>"
+        for a in accounts
+    )
     watched = _claims_html(entries, claims)
     ok = getattr(verify, "ok", None)
-    verdict = ("<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
-               if ok else "<p class='bad'>Integrity check FAILED:</p><ul>"
-               + "".join(f"<li>{esc(str(pr))}</li>" for pr in getattr(verify, "problems", ())) + "</ul>")
-    figs = "".join(f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>" for title, png in images.items())
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    head = (f"<p>Ledger head: entry #{entries[-1].seq}, <code class='hash'>{esc(entries[-1].hash)}</code>. Every release "
-            "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
-            f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>" if entries else
-            "<p>Ledger head: the ledger is empty.</p>")
+    verdict = (
+        "<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
+        if ok
+        else "<p class='bad'>Integrity check FAILED:</p><ul>"
+        + "".join(f"<li>{esc(str(pr))}</li>" for pr in getattr(verify, "problems", ()))
+        + "</ul>"
+    )
+    figs = "".join(
+        f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>"
+        for title, png in images.items()
+    )
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    head = (
+        f"<p>Ledger head: entry #{entries[-1].seq}, <code class='hash'>{esc(entries[-1].hash)}</code>. Every release "
+        "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
+        f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>"
+        if entries
+        else "<p>Ledger head: the ledger is empty.</p>"
+    )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>
@@ -176,8 +272,11 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
 <p>Total budget <b>{total_budget:g}</b> · system cost (most-spent cell) <b>{system_cost:.6g}</b> ·
 remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
-<p>{f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>" if delta_cap
-    else "δ cap 0: every release is pure α-DP"}.</p>
+<p>{
+        f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
+        if delta_cap
+        else "δ cap 0: every release is pure α-DP"
+    }.</p>
 {head}
 {verdict}
 <h2>Plots</h2>{figs}
@@ -188,7 +287,9 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 {watched}
 <h2>By requester</h2>
 <p>What each requester received and the α their fresh answers spent (each charged the cells its query touches).</p>
-<table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{people}</table>
+<table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{
+        people
+    }</table>
 <h2>Per-cell privacy costs</h2>
 <p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
 <table><tr><th>cell</th><th>cost</th></tr>{_CELLS}</table>
@@ -211,8 +312,10 @@ def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) ->
             continue
         cid, p = str(e.payload.get("id")), e.payload
         low, high = p.get("low"), p.get("high")
-        claim = (f"{'' if low is None else f'{low:g} ≤ '}θ{'' if high is None else f' ≤ {high:g}'}"
-                 f" (τ = {float(p['threshold']):g})")
+        claim = (
+            f"{'' if low is None else f'{low:g} ≤ '}θ{'' if high is None else f' ≤ {high:g}'}"
+            f" (τ = {float(p['threshold']):g})"
+        )
         c = active.get(cid)
         if c is not None:
             now = "not estimable (worst case)" if c.get("probability") is None else f"{c['probability']:.4f}"
@@ -222,16 +325,22 @@ def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) ->
         else:
             now, spent, moved = "", "", ""
             state = f"#{e.seq} – removed at #{removed.get(cid, '?')}"
-        rows.append(f"<tr><td>{esc(cid)}</td><td>{esc(str(p.get('name') or ''))}</td>"
-                    f"<td>{esc(str(p.get('query_text') or ''))}</td><td>{esc(claim)}</td><td>{esc(now)}</td>"
-                    f"<td>{esc(spent)}</td><td>{esc(moved)}</td><td>{esc(state)}</td></tr>")
+        rows.append(
+            f"<tr><td>{esc(cid)}</td><td>{esc(str(p.get('name') or ''))}</td>"
+            f"<td>{esc(str(p.get('query_text') or ''))}</td><td>{esc(claim)}</td><td>{esc(now)}</td>"
+            f"<td>{esc(spent)}</td><td>{esc(moved)}</td><td>{esc(state)}</td></tr>"
+        )
     if not rows:
         return "<p>No claims were watched.</p>"
-    return ("<p>Claims releases must not make too certain (chosen from public knowledge or policy). A release "
-            "that touches a claim spends the probability, at the worst true value inside it, that Pr(claim) "
-            "reaches τ because of it; none may spend more than the claim's risk budget.</p>"
-            "<table><tr><th>id</th><th>name</th><th>query</th><th>claim</th><th>Pr(claim) now</th>"
-            "<th>risk spent</th><th>releases that spent it (risk)</th><th>ledger</th></tr>" + "".join(rows) + "</table>")
+    return (
+        "<p>Claims releases must not make too certain (chosen from public knowledge or policy). A release "
+        "that touches a claim spends the probability, at the worst true value inside it, that Pr(claim) "
+        "reaches τ because of it; none may spend more than the claim's risk budget.</p>"
+        "<table><tr><th>id</th><th>name</th><th>query</th><th>claim</th><th>Pr(claim) now</th>"
+        "<th>risk spent</th><th>releases that spent it (risk)</th><th>ledger</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def entry_summary(e: Any) -> str:
@@ -239,7 +348,12 @@ def entry_summary(e: Any) -> str:
     description, a selection's text form, else the query's JSON or the reason of a refusal."""
     p = e.payload
     query = p.get("query")
-    for text in (p.get("query_text"), p.get("description"), p.get("text"), query if isinstance(query, str) else None):
+    for text in (
+        p.get("query_text"),
+        p.get("description"),
+        p.get("text"),
+        query if isinstance(query, str) else None,
+    ):
         if text:
             return str(text)
     return json.dumps(thaw(query)) if query is not None else str(p.get("reason", ""))

@@ -29,8 +29,9 @@ are assessed against history by ``Project.assess`` (the engine's workflow).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,18 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 
-__all__ = ["RequestKind", "KINDS", "kind_named", "kind_of_text", "read_kind_request", "plan_for", "terms_text",
-           "cost_text", "released_json", "DEFAULT_REFERENCE_SIZE"]
+__all__ = [
+    "DEFAULT_REFERENCE_SIZE",
+    "KINDS",
+    "RequestKind",
+    "cost_text",
+    "kind_named",
+    "kind_of_text",
+    "plan_for",
+    "read_kind_request",
+    "released_json",
+    "terms_text",
+]
 
 # A posterior request's expected accuracies are compared at a public reference table of this many
 # records split as its prior (never the data), unless its size is public or the caller gives another.
@@ -75,15 +86,19 @@ class RequestKind:
         return self.head is not None and isinstance(query, str) and self.head.match(query) is not None
 
 
-def _read_count(schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None) -> Read:
+def _read_count(
+    schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None
+) -> Read:
     from dpdesk.engine.budget.accounting import check_requirement
     from dpdesk.engine.queries.text import query_from_input
 
     if alpha is not None:
         raise DpdeskError("a count request states its accuracy (eps, delta), not alpha: the engine decides α")
     if eps is None or delta is None:
-        raise DpdeskError(f"a count request needs {'eps' if eps is None else 'delta'} "
-                          "(±eps with probability at least 1 − delta)")
+        raise DpdeskError(
+            f"a count request needs {'eps' if eps is None else 'delta'} "
+            "(±eps with probability at least 1 − delta)"
+        )
     check_requirement(eps, delta)
     q = query_from_input(query, schema.n_cells, schema.shape, schema)
     return Read("count", q.text, q, eps, delta, None)
@@ -96,20 +111,25 @@ def _selection_price(eps: float | None, delta: float | None, alpha: float | None
             raise DpdeskError("a max/argmax request gives a budget alpha or an accuracy eps, not both")
         return {"alpha": alpha, "delta": SELECTION_DELTA if delta is None else delta}
     if eps is None or delta is None:
-        raise DpdeskError("a max/argmax request needs a budget alpha, or an accuracy eps with its delta "
-                          "(max: at most eps records above the released value; argmax: its count within eps of "
-                          "the largest; with probability at least 1 − delta)")
+        raise DpdeskError(
+            "a max/argmax request needs a budget alpha, or an accuracy eps with its delta "
+            "(max: at most eps records above the released value; argmax: its count within eps of "
+            "the largest; with probability at least 1 − delta)"
+        )
     return {"accuracy": eps, "delta": delta}
 
 
-def _read_selection(schema: Schema, query: Any, eps: float | None, delta: float | None,
-                    alpha: float | None) -> Read:
+def _read_selection(
+    schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None
+) -> Read:
     from dpdesk.engine.answering.selection import plan_selection
     from dpdesk.engine.mechanisms.selection import box_query
     from dpdesk.engine.queries.selection import parse_selection
 
     q = parse_selection(query, schema)
-    plan = plan_selection(q, schema, total_budget=1.0, **_selection_price(eps, delta, alpha))  # checks the price
+    plan = plan_selection(
+        q, schema, total_budget=1.0, **_selection_price(eps, delta, alpha)
+    )  # checks the price
     return Read("selection", q.text, box_query(schema.shape, plan._box()), eps, delta, alpha)
 
 
@@ -119,15 +139,18 @@ def _posterior_outside(eps: float | None, delta: float | None, alpha: float | No
     if alpha is not None:
         out["budget"] = alpha
     if (eps is None) != (delta is None):
-        raise DpdeskError("a posterior request's accuracy target needs both eps (the Hellinger distance) "
-                          "and delta (the failure probability)")
+        raise DpdeskError(
+            "a posterior request's accuracy target needs both eps (the Hellinger distance) "
+            "and delta (the failure probability)"
+        )
     if eps is not None:
         out.update(within=eps, failure=delta)
     return out
 
 
-def _read_posterior(schema: Schema, query: Any, eps: float | None, delta: float | None,
-                    alpha: float | None) -> Read:
+def _read_posterior(
+    schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None
+) -> Read:
     from dpdesk.engine.dirichlet.plan import assess_request
     from dpdesk.engine.dirichlet.request import parse_posterior
 
@@ -138,7 +161,9 @@ def _read_posterior(schema: Schema, query: Any, eps: float | None, delta: float 
 
 def cost_text(plan: Any) -> str:
     """What every charged cell of a plan pays: ``α = 0.5`` (and ``δ = 1e-07`` for an (α, δ) release)."""
-    alpha = sum(t.scale for t in plan.charge.terms)  # one 0/1 box term for these kinds: the α of each of its cells
+    alpha = sum(
+        t.scale for t in plan.charge.terms
+    )  # one 0/1 box term for these kinds: the α of each of its cells
     return f"α = {alpha:.6g}" + (f" and δ = {plan.charge.delta:.3g}" if plan.charge.delta else "")
 
 
@@ -157,9 +182,11 @@ def released_json(release: Any) -> dict[str, Any]:
 def selection_preview(plan: Any) -> list[str]:
     """A max/argmax plan in words: mechanism, per-cell α, budget before and after, public accuracy."""
     b, rnm = plan.budget, plan.rnm
-    lines = [f"{rnm.query.text}: report-noisy-max, every cell of the box pays α = {rnm.alpha:.6g}; system cost "
-             f"{b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g})",
-             f"public accuracy: {rnm.accuracy_text(plan.schema, plan.delta)}"]
+    lines = [
+        f"{rnm.query.text}: report-noisy-max, every cell of the box pays α = {rnm.alpha:.6g}; system cost "
+        f"{b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g})",
+        f"public accuracy: {rnm.accuracy_text(plan.schema, plan.delta)}",
+    ]
     return lines + ([] if plan.releasable else [f"NOT releasable: {plan.reason}"])
 
 
@@ -182,10 +209,24 @@ def posterior_outcome(release: Any, plan: Any) -> list[str]:
 
 
 KINDS: tuple[RequestKind, ...] = (
-    RequestKind("selection", "max / argmax", 'max(age | sex="Female")', re.compile(r"\s*(max|argmax)\s*\("),
-                _read_selection, selection_preview, selection_outcome),
-    RequestKind("posterior", "posterior of proportions", 'posterior(education | age="65-90"; prior=1)',
-                re.compile(r"\s*posterior\s*\("), _read_posterior, posterior_preview, posterior_outcome),
+    RequestKind(
+        "selection",
+        "max / argmax",
+        'max(age | sex="Female")',
+        re.compile(r"\s*(max|argmax)\s*\("),
+        _read_selection,
+        selection_preview,
+        selection_outcome,
+    ),
+    RequestKind(
+        "posterior",
+        "posterior of proportions",
+        'posterior(education | age="65-90"; prior=1)',
+        re.compile(r"\s*posterior\s*\("),
+        _read_posterior,
+        posterior_preview,
+        posterior_outcome,
+    ),
     RequestKind("count", "count", 'count(age="0-30")', None, _read_count),
 )
 
@@ -202,8 +243,9 @@ def kind_of_text(query: Any) -> RequestKind:
     return next((k for k in KINDS if k.claims(query)), kind_named("count"))
 
 
-def read_kind_request(schema: Schema, query: Any, eps: float | None, delta: float | None,
-                      alpha: float | None) -> Read:
+def read_kind_request(
+    schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None
+) -> Read:
     """Check a request of any kind completely; every problem is one line naming it."""
     if alpha is not None and not alpha > 0:
         raise DpdeskError(f"alpha ({alpha:g}) must be positive")
@@ -222,17 +264,24 @@ def terms_text(kind: str, eps: float | None, delta: float | None, alpha: float |
     return ", ".join(parts) or ("price in the text" if kind == "posterior" else "—")
 
 
-def plan_for(request: Any, schema: Schema, public: dict[str, Any], *, reference_size: int | None = None) -> Any:
+def plan_for(
+    request: Any, schema: Schema, public: dict[str, Any], *, reference_size: int | None = None
+) -> Any:
     """The release plan of a queued selection or posterior ``request`` (a ``StoredRequest``), priced from
     ``public`` (``Project.plan_inputs()``: the ledger's per-cell α and δ, total budget, δ cap, basis)."""
     if request.kind == "selection":
         from dpdesk.engine.answering.selection import plan_selection
         from dpdesk.engine.queries.selection import parse_selection
 
-        return plan_selection(parse_selection(request.query_text, schema), schema,
-                              cell_costs=np.asarray(public["cell_costs"]), total_budget=public["total_budget"],
-                              basis=public["basis"], request_id=request.id,
-                              **_selection_price(request.eps, request.delta, request.alpha))
+        return plan_selection(
+            parse_selection(request.query_text, schema),
+            schema,
+            cell_costs=np.asarray(public["cell_costs"]),
+            total_budget=public["total_budget"],
+            basis=public["basis"],
+            request_id=request.id,
+            **_selection_price(request.eps, request.delta, request.alpha),
+        )
     if request.kind == "posterior":
         from dpdesk.engine.dirichlet.plan import assess_request
         from dpdesk.engine.dirichlet.request import parse_posterior
@@ -240,6 +289,11 @@ def plan_for(request: Any, schema: Schema, public: dict[str, Any], *, reference_
         q = parse_posterior(request.query_text, schema)
         ref = DEFAULT_REFERENCE_SIZE if reference_size is None else reference_size
         extra = {} if "size" in q.options else {"reference_size": ref}
-        return assess_request(q, **_posterior_outside(request.eps, request.delta, request.alpha), **public,
-                              **extra, request_id=request.id)
+        return assess_request(
+            q,
+            **_posterior_outside(request.eps, request.delta, request.alpha),
+            **public,
+            **extra,
+            request_id=request.id,
+        )
     raise DpdeskError(f"request {request.id!r} is a {request.kind} request: assess it against history")

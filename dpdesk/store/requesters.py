@@ -8,8 +8,9 @@ stays as it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
 
@@ -22,18 +23,18 @@ class Received:
 
     request_id: str
     query: str
-    kind: str                                  # the ledger entry's kind: fresh, inferred, rejected, …
-    released: float | None                     # the value released (None: a refusal or several values)
+    kind: str  # the ledger entry's kind: fresh, inferred, rejected, …
+    released: float | None  # the value released (None: a refusal or several values)
     interval: tuple[float, float] | None
-    eps: float | None                          # the accuracy asked for (None: a request priced by α)
+    eps: float | None  # the accuracy asked for (None: a request priced by α)
     delta: float | None
-    alpha: float                               # budget its release spent (0 when free or refused)
-    seq: int                                   # ledger entry
+    alpha: float  # budget its release spent (0 when free or refused)
+    seq: int  # ledger entry
     hash: str
     time: str
-    reason: str = ""                           # a refusal's note
-    integral: bool = False                     # a count (integer coefficients): shown rounded
-    text: str = ""                             # another kind's release in words (a max's label, a posterior)
+    reason: str = ""  # a refusal's note
+    integral: bool = False  # a count (integer coefficients): shown rounded
+    text: str = ""  # another kind's release in words (a max's label, a posterior)
 
     def shown(self) -> str:
         """The released value as shown to people (engine/answering/rounding.py: a count as an integer)."""
@@ -97,10 +98,24 @@ def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = No
             continue
         p = e.payload
         interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
-        got.setdefault(req.requester, []).append(Received(
-            req.id, describe(req) if describe else req.describe(), e.kind, e.released, interval,  # type: ignore[arg-type]
-            req.eps, req.delta, float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected") else 0.0,
-            e.seq, e.hash, e.time, str(p.get("reason", "")) if e.kind == "rejected" else "", e.integral, _in_words(e)))
+        got.setdefault(req.requester, []).append(
+            Received(
+                req.id,
+                describe(req) if describe else req.describe(),
+                e.kind,
+                e.released,
+                interval,  # type: ignore[arg-type]
+                req.eps,
+                req.delta,
+                float(p.get("alpha", 0.0)) if e.kind not in ("inferred", "rejected") else 0.0,
+                e.seq,
+                e.hash,
+                e.time,
+                str(p.get("reason", "")) if e.kind == "rejected" else "",
+                e.integral,
+                _in_words(e),
+            )
+        )
     pending: dict[str, int] = {}
     for r in requests:
         if r.status == "pending":

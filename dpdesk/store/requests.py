@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dpdesk.engine.answering.request import Request
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.answering.request import Request
 from dpdesk.store.errors import StoreError
 from dpdesk.store.request_kinds import read_kind_request, terms_text
 
@@ -53,8 +53,10 @@ class StoredRequest:
     def to_request(self) -> Request:
         """The engine's count request (assessed against history); other kinds have a release plan instead."""
         if self.kind != "count" or self.eps is None or self.delta is None:
-            raise DpdeskError(f"request {self.id!r} is a {self.kind} request, not a count: it has a release plan "
-                              "of its own, not an assessment against history")
+            raise DpdeskError(
+                f"request {self.id!r} is a {self.kind} request, not a count: it has a release plan "
+                "of its own, not an assessment against history"
+            )
         return Request(self.id, self.query, self.eps, self.delta, self.requester)
 
     def describe(self, schema: Schema | None = None) -> str:
@@ -110,7 +112,9 @@ def parse_number(value: Any, what: str) -> float:
 
 
 def _optional_number(value: Any, what: str) -> float | None:
-    return None if value is None or (isinstance(value, str) and not value.strip()) else parse_number(value, what)
+    return (
+        None if value is None or (isinstance(value, str) and not value.strip()) else parse_number(value, what)
+    )
 
 
 def check_id(request_id: Any) -> str:
@@ -122,19 +126,35 @@ def check_id(request_id: Any) -> str:
 
 
 def make_request(
-    schema: Schema, query: Any, eps: Any = None, delta: Any = None, requester: Any = "", request_id: Any = None,
+    schema: Schema,
+    query: Any,
+    eps: Any = None,
+    delta: Any = None,
+    requester: Any = "",
+    request_id: Any = None,
     alpha: Any = None,
 ) -> NewRequest:
     """Check and parse one request of any kind (its text says which; JSON lists/objects are count
     coefficients). ``eps``/``delta``/``alpha`` as the kind takes them (:mod:`dpdesk.store.request_kinds`)."""
-    read = read_kind_request(schema, query, _optional_number(eps, "eps"), _optional_number(delta, "delta"),
-                             _optional_number(alpha, "alpha"))
+    read = read_kind_request(
+        schema,
+        query,
+        _optional_number(eps, "eps"),
+        _optional_number(delta, "delta"),
+        _optional_number(alpha, "alpha"),
+    )
     if requester is None:
         requester = ""
     if not isinstance(requester, str):
         raise DpdeskError(f"requester ({requester!r}) must be text")
-    rid = None if request_id in (None, "") else check_id(str(request_id) if isinstance(request_id, int) else request_id)
-    return NewRequest(rid, requester.strip(), read.text, read.cells, read.eps, read.delta, read.kind, read.alpha)
+    rid = (
+        None
+        if request_id in (None, "")
+        else check_id(str(request_id) if isinstance(request_id, int) else request_id)
+    )
+    return NewRequest(
+        rid, requester.strip(), read.text, read.cells, read.eps, read.delta, read.kind, read.alpha
+    )
 
 
 def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
@@ -157,16 +177,20 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         reader = csv.DictReader(io.StringIO(text))
         cols = [c.strip() for c in (reader.fieldnames or [])]
         if "query" not in cols:
-            raise StoreError(f"{path.name}: CSV needs a column query (and eps,delta,alpha,requester,id as the "
-                             "requests need them); missing 'query'")
+            raise StoreError(
+                f"{path.name}: CSV needs a column query (and eps,delta,alpha,requester,id as the "
+                "requests need them); missing 'query'"
+            )
         unknown = [c for c in cols if c not in MEMBERS]
         if unknown:
             raise StoreError(f"{path.name}: unknown CSV column {unknown[0]!r}")
         items = []
         for n, row in enumerate(reader, start=2):
             if None in row:  # csv puts the surplus fields of a row under the key None
-                raise StoreError(f"{path.name} row {n}: more fields than the header's {len(cols)} columns "
-                                 "(quote a query that contains commas)")
+                raise StoreError(
+                    f"{path.name} row {n}: more fields than the header's {len(cols)} columns "
+                    "(quote a query that contains commas)"
+                )
             items.append({k.strip(): v for k, v in row.items()})
         label = "row"
         first = 2  # the header is row 1
@@ -181,8 +205,17 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         if extra:
             raise StoreError(f"{where}: unknown member {sorted(extra)[0]!r}")
         try:
-            out.append(make_request(schema, item["query"], item.get("eps"), item.get("delta"),
-                                    item.get("requester") or "", item.get("id"), item.get("alpha")))
+            out.append(
+                make_request(
+                    schema,
+                    item["query"],
+                    item.get("eps"),
+                    item.get("delta"),
+                    item.get("requester") or "",
+                    item.get("id"),
+                    item.get("alpha"),
+                )
+            )
         except DpdeskError as exc:
             raise StoreError(f"{where}: {exc}") from None
     if not out:

@@ -30,18 +30,19 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
-from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
+from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
+from dpdesk.store import view as view_module
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import RawRow, thaw
-from dpdesk.store import view as view_module
 from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
 from dpdesk.store.watch import gate, same_risks
 
@@ -55,13 +56,13 @@ REQUEST_KINDS = ("fresh", "inferred", "rejected")  # entries that decide a queue
 class AuditRecord:
     """What a project file holds, read as stored and not yet checked: all that :func:`verify` reads."""
 
-    settings: dict[str, Any]                  # the fixed settings as stored now (name, budget, schema, …)
-    schema: Schema                            # ``settings["schema"]`` as the project reads it
-    genesis: str                              # the genesis hash stored beside them
-    rows: tuple[RawRow, ...]                  # every ledger row in sequence order
-    head: tuple[int, str] | None              # the ``ledger_head`` row (seq, hash)
-    statuses: dict[str, str]                  # request id -> status
-    source: dict[str, Any]                    # the current source binding's identity
+    settings: dict[str, Any]  # the fixed settings as stored now (name, budget, schema, …)
+    schema: Schema  # ``settings["schema"]`` as the project reads it
+    genesis: str  # the genesis hash stored beside them
+    rows: tuple[RawRow, ...]  # every ledger row in sequence order
+    head: tuple[int, str] | None  # the ``ledger_head`` row (seq, hash)
+    statuses: dict[str, str]  # request id -> status
+    source: dict[str, Any]  # the current source binding's identity
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,14 @@ class VerifyReport:
     inferred: int
     rejected: int
     rebinds: int
-    system_cost: float | None      # recomputed from the ledger (None if the chain broke first)
+    system_cost: float | None  # recomputed from the ledger (None if the chain broke first)
     total_budget: float
     head_hash: str | None
     problems: tuple[str, ...]
-    first_bad_seq: int | None      # the first ledger entry that failed, if an entry failed
-    delta_spent: float | None = None  # the largest per-cell δ of releases charged in (α, δ) (0 while all are pure)
+    first_bad_seq: int | None  # the first ledger entry that failed, if an entry failed
+    delta_spent: float | None = (
+        None  # the largest per-cell δ of releases charged in (α, δ) (0 while all are pure)
+    )
     delta_cap: float = 0.0  # the project's δ cap (0: pure α-DP releases only)
     kinds: tuple[tuple[str, int], ...] = ()  # (entry kind, how many), for every kind present
 
@@ -89,11 +92,21 @@ class VerifyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "entries": self.entries, "fresh": self.fresh, "inferred": self.inferred,
-            "rejected": self.rejected, "rebinds": self.rebinds, "system_cost": self.system_cost,
-            "total_budget": self.total_budget, "remaining": self.remaining, "head_hash": self.head_hash,
-            "problems": list(self.problems), "first_bad_seq": self.first_bad_seq, "delta_spent": self.delta_spent,
-            "delta_cap": self.delta_cap, "kinds": dict(self.kinds),
+            "ok": self.ok,
+            "entries": self.entries,
+            "fresh": self.fresh,
+            "inferred": self.inferred,
+            "rejected": self.rejected,
+            "rebinds": self.rebinds,
+            "system_cost": self.system_cost,
+            "total_budget": self.total_budget,
+            "remaining": self.remaining,
+            "head_hash": self.head_hash,
+            "problems": list(self.problems),
+            "first_bad_seq": self.first_bad_seq,
+            "delta_spent": self.delta_spent,
+            "delta_cap": self.delta_cap,
+            "kinds": dict(self.kinds),
         }
 
 
@@ -107,9 +120,14 @@ def _check_window(e, value_key: str, bad) -> None:
         return
     lo, hi = (float(v) for v in e.payload["interval"])
     eps, value = float(e.payload["eps"]), float(e.payload[value_key])
-    if not (_close(hi - lo, 2 * eps) and lo - 1e-9 * max(1.0, abs(lo)) <= value <= hi + 1e-9 * max(1.0, abs(hi))):
-        bad(e.seq, f"entry {e.seq}: released interval [{lo:.6g}, {hi:.6g}] is not a 2ε = {2 * eps:g} window "
-                   f"around the released {value:.6g}")
+    if not (
+        _close(hi - lo, 2 * eps) and lo - 1e-9 * max(1.0, abs(lo)) <= value <= hi + 1e-9 * max(1.0, abs(hi))
+    ):
+        bad(
+            e.seq,
+            f"entry {e.seq}: released interval [{lo:.6g}, {hi:.6g}] is not a 2ε = {2 * eps:g} window "
+            f"around the released {value:.6g}",
+        )
 
 
 def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: float, bad) -> None:
@@ -120,32 +138,50 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
         shape = view.schema.shape
         recorded = Charge.from_json(thaw(p["charge"]), thaw(p), math.prod(shape), shape)
         if not same_charge(recorded, c.charge, math.prod(shape), REL_TOL):
-            bad(e.seq, f"{where}: recorded per-cell charge differs from what the {v.mechanism.name} mechanism's "
-                       "privacy map gives for its parameters")
+            bad(
+                e.seq,
+                f"{where}: recorded per-cell charge differs from what the {v.mechanism.name} mechanism's "
+                "privacy map gives for its parameters",
+            )
     if "sensitivity" in p and c.rows and not _close(c.rows[0].query.sensitivity, float(p["sensitivity"])):
-        bad(e.seq, f"{where}: recorded sensitivity {p['sensitivity']} but the query's is {c.rows[0].query.sensitivity}")
+        bad(
+            e.seq,
+            f"{where}: recorded sensitivity {p['sensitivity']} but the query's is {c.rows[0].query.sensitivity}",
+        )
     cost = view.system_cost
     if cost > total * (1 + REL_TOL):
         bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
     if c.charge.delta > 0 and view.delta_spent > delta_cap * (1 + REL_TOL):
-        bad(e.seq, f"{where}: a cell's δ reaches {view.delta_spent:.3g}, over the project's δ cap {delta_cap:g}")
+        bad(
+            e.seq,
+            f"{where}: a cell's δ reaches {view.delta_spent:.3g}, over the project's δ cap {delta_cap:g}",
+        )
     prefix = p.get("history_prefix")
     if prefix is not None:
         if c.rows and prefix != v.rows_before:
             bad(e.seq, f"{where}: records {prefix} earlier fresh answers but {v.rows_before} precede it")
         elif not c.rows and (not isinstance(prefix, int) or not 0 <= prefix <= v.rows_before):
-            bad(e.seq, f"{where}: uses {prefix!r} history rows but only {v.rows_before} were released before it")
+            bad(
+                e.seq,
+                f"{where}: uses {prefix!r} history rows but only {v.rows_before} were released before it",
+            )
     recorded_cost = p.get("system_cost_after")
     if recorded_cost is not None and not _close(float(recorded_cost), cost):
         bad(e.seq, f"{where}: recorded system cost {recorded_cost} but the ledger gives {cost:.12g}")
     needed = p.get("needed_alpha")
     if needed is not None and float(p["alpha"]) < float(needed) * (1 - REL_TOL):
-        bad(e.seq, f"{where}: charged α = {float(p['alpha']):.6g}, less than the α = {float(needed):.6g} "
-                   f"the request needed")
+        bad(
+            e.seq,
+            f"{where}: charged α = {float(p['alpha']):.6g}, less than the α = {float(needed):.6g} "
+            f"the request needed",
+        )
     basis = p.get("basis")
     if basis is not None and basis.get("ledger_head") not in (None, e.prev_hash):
-        bad(e.seq, f"{where}: was assessed against ledger head {str(basis['ledger_head'])[:12]}… but extends "
-                   f"{e.prev_hash[:12]}… (released without its assessment's ledger)")
+        bad(
+            e.seq,
+            f"{where}: was assessed against ledger head {str(basis['ledger_head'])[:12]}… but extends "
+            f"{e.prev_hash[:12]}… (released without its assessment's ledger)",
+        )
     _check_window(e, "released" if "released" in p else "estimate", bad)
     if p.get("from_release") is not None:
         _check_from_release(e, view, bad)
@@ -159,12 +195,17 @@ def _check_estimate(e, view: LedgerView, bad) -> None:
     with view.assessing() as s:
         if len(s.history) != p.get("history_prefix"):
             return  # reported above (history_prefix)
-        from dpdesk.engine.estimates.plans import recompute_estimate  # scipy.optimize: only for estimate entries
+        from dpdesk.engine.estimates.plans import (
+            recompute_estimate,  # scipy.optimize: only for estimate entries
+        )
 
         value = recompute_estimate(p, s.history, view.schema.names)
     if value is not None and not _close(value, float(p["estimate"])):
-        bad(e.seq, f"entry {e.seq}: recorded estimate {float(p['estimate']):.6g} but the released answers before it "
-                   f"give {value:.6g} at τ = {p['tau']}")
+        bad(
+            e.seq,
+            f"entry {e.seq}: recorded estimate {float(p['estimate']):.6g} but the released answers before it "
+            f"give {value:.6g} at τ = {p['tau']}",
+        )
 
 
 def _check_claims(e, view: LedgerView, bad) -> None:
@@ -176,9 +217,16 @@ def _check_claims(e, view: LedgerView, bad) -> None:
     c = mechanism_of(e).contribution(thaw(e.payload), view.schema.shape)
     size = ((e.payload.get("basis") or {}).get("settings") or {}).get("table_size")
     with view.assessing() as s:
-        checks = gate(s.claims, s.history, [(r.query, r.alpha, r.family) for r in c.rows], charge=c.charge,
-                      needs_data=bool(c.rows) or bool(c.charge.terms), structured=bool(s.structured),
-                      row_limit=view_module.HISTORY_ROW_LIMIT, table_size=None if size is None else float(size))
+        checks = gate(
+            s.claims,
+            s.history,
+            [(r.query, r.alpha, r.family) for r in c.rows],
+            charge=c.charge,
+            needs_data=bool(c.rows) or bool(c.charge.terms),
+            structured=bool(s.structured),
+            row_limit=view_module.HISTORY_ROW_LIMIT,
+            table_size=None if size is None else float(size),
+        )
     differs = same_risks(e.payload.get("claims"), checks)
     if differs is not None:
         bad(e.seq, f"entry {e.seq}: {differs} (recomputed from public inputs)")
@@ -193,19 +241,30 @@ def _check_from_release(e, view: LedgerView, bad) -> None:
     p, src = e.payload, e.payload["from_release"]
     release = view.answering_release(src) if isinstance(src, int) and src < e.seq else None
     if release is None:
-        bad(e.seq, f"entry {e.seq}: answered from release #{src}, which is not an earlier release answered "
-                   "from its own structure")
+        bad(
+            e.seq,
+            f"entry {e.seq}: answered from release #{src}, which is not an earlier release answered "
+            "from its own structure",
+        )
         return
     if p.get("prior", "flat") == "flat" and "estimate" in p:
         shape = view.schema.shape
         r = release.estimate(query_from_json(thaw(p["query"]), math.prod(shape), shape))
         if not r.estimable or not _close(float(r.estimate), float(p["estimate"])):
-            bad(e.seq, f"entry {e.seq}: released estimate {float(p['estimate']):.6g} is not release #{src}'s "
-                       f"({'not estimable' if not r.estimable else f'{r.estimate:.6g}'})")
+            bad(
+                e.seq,
+                f"entry {e.seq}: released estimate {float(p['estimate']):.6g} is not release #{src}'s "
+                f"({'not estimable' if not r.estimable else f'{r.estimate:.6g}'})",
+            )
 
 
-def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callable[[float], None] | None = None,
-           cancelled: Callable[[], bool] | None = None) -> VerifyReport:
+def verify(
+    record: AuditRecord,
+    extends: Sequence[str] = (),
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> VerifyReport:
     """Check everything the module docstring lists; every problem found is in the report.
 
     ``extends`` are ledger heads someone holds (a release's witness): each must be an entry of the
@@ -219,27 +278,43 @@ def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callab
         found.append((math.inf if seq is None else seq, len(found), message))
 
     if genesis_hash(record.settings) != record.genesis:
-        bad(None, "project settings (name, total budget, δ cap, schema, test flag or initial source) were changed "
-                  "after creation: they no longer match the ledger's genesis hash")
+        bad(
+            None,
+            "project settings (name, total budget, δ cap, schema, test flag or initial source) were changed "
+            "after creation: they no longer match the ledger's genesis hash",
+        )
 
     rows = record.rows
     entries, chain_problem = ledger.check_chain(
-        rows, record.genesis, cancelled=cancelled, progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f))
+        rows,
+        record.genesis,
+        cancelled=cancelled,
+        progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f),
+    )
     if chain_problem is not None:
-        bad(len(entries) + 1 if not rows or not isinstance(rows[len(entries)].seq, int)
-            else rows[len(entries)].seq, chain_problem)
+        bad(
+            len(entries) + 1
+            if not rows or not isinstance(rows[len(entries)].seq, int)
+            else rows[len(entries)].seq,
+            chain_problem,
+        )
 
     head = record.head
     if chain_problem is None:
         last = (entries[-1].seq, entries[-1].hash) if entries else None
         if head is not None and (last is None or head[0] > last[0]):
             missing = 1 if last is None else last[0] + 1
-            bad(missing, f"entry {missing}: missing — the ledger head records entry {head[0]} but the ledger "
-                         f"ends at {last[0] if last else 'no entry'} (entries deleted by hand)")
+            bad(
+                missing,
+                f"entry {missing}: missing — the ledger head records entry {head[0]} but the ledger "
+                f"ends at {last[0] if last else 'no entry'} (entries deleted by hand)",
+            )
         elif (tuple(head) if head else None) != last:
-            bad(None if last is None else last[0],
+            bad(
+                None if last is None else last[0],
                 f"entry {last[0] if last else '-'}: the ledger head records "
-                f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)")
+                f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)",
+            )
 
     total = float(record.settings["total_budget"])
     delta_cap = float(record.settings.get("delta_cap", 0.0))  # absent: a pure project (δ cap 0)
@@ -259,7 +334,10 @@ def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callab
             bad(e.seq, f"{where}: a {e.kind} entry without a request id")
         if e.request_id is not None:
             if e.request_id in decided:
-                bad(e.seq, f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}")
+                bad(
+                    e.seq,
+                    f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}",
+                )
             decided.setdefault(e.request_id, e.seq)
         try:
             if e.kind in ledger.kinds() and e.kind not in ledger.DECISION_KINDS:
@@ -278,20 +356,29 @@ def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callab
 
     for witness in extends:
         if witness != record.genesis and witness not in {e.hash for e in entries}:
-            bad(None, f"the ledger does not extend the head {witness[:16]}… a release was given (entries changed or "
-                      f"removed since, or another ledger)")
+            bad(
+                None,
+                f"the ledger does not extend the head {witness[:16]}… a release was given (entries changed or "
+                f"removed since, or another ledger)",
+            )
 
     if chain_problem is None:
         if record.source != binding:
-            bad(None, "the source binding differs from the one recorded in the ledger (changed without a rebind)")
+            bad(
+                None,
+                "the source binding differs from the one recorded in the ledger (changed without a rebind)",
+            )
         statuses = record.statuses
         for e in entries:
             if e.request_id is None:
                 continue
             want = "rejected" if e.kind == "rejected" else "answered"
             if statuses.get(e.request_id) != want:
-                bad(e.seq, f"entry {e.seq}: request {e.request_id!r} is {statuses.get(e.request_id, 'missing')!r}, "
-                           f"expected {want!r}")
+                bad(
+                    e.seq,
+                    f"entry {e.seq}: request {e.request_id!r} is {statuses.get(e.request_id, 'missing')!r}, "
+                    f"expected {want!r}",
+                )
         for rid, status in statuses.items():
             if status != "pending" and rid not in decided:
                 bad(None, f"request {rid!r} is {status} but no ledger entry decides it")
@@ -301,10 +388,18 @@ def verify(record: AuditRecord, extends: Sequence[str] = (), *, progress: Callab
     problems = [m for _, _, m in found]
     first_bad = int(found[0][0]) if found and found[0][0] != math.inf else None
     return VerifyReport(
-        ok=not problems, entries=len(rows), fresh=counts["fresh"], inferred=counts["inferred"],
-        rejected=counts["rejected"], rebinds=counts["rebind"],
-        system_cost=view.system_cost if intact else None, total_budget=total,
+        ok=not problems,
+        entries=len(rows),
+        fresh=counts["fresh"],
+        inferred=counts["inferred"],
+        rejected=counts["rejected"],
+        rebinds=counts["rebind"],
+        system_cost=view.system_cost if intact else None,
+        total_budget=total,
         head_hash=entries[-1].hash if entries and intact else None,
-        problems=tuple(problems), first_bad_seq=first_bad, delta_spent=view.delta_spent if intact else None,
-        delta_cap=delta_cap, kinds=tuple(sorted(counts.items())),
+        problems=tuple(problems),
+        first_bad_seq=first_bad,
+        delta_spent=view.delta_spent if intact else None,
+        delta_cap=delta_cap,
+        kinds=tuple(sorted(counts.items())),
     )

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,14 @@ from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw
 from dpdesk.store.watch import WATCH_KINDS, ClaimBook, WatchedClaim
 
-__all__ = ["AssessState", "HISTORY_ROW_LIMIT", "LedgerView", "MalformedEntry", "ViewedRelease", "mechanism_of"]
+__all__ = [
+    "HISTORY_ROW_LIMIT",
+    "AssessState",
+    "LedgerView",
+    "MalformedEntry",
+    "ViewedRelease",
+    "mechanism_of",
+]
 
 # A release with more noisy rows than this is not fed into the History; it is answered from its own
 # structure instead. The History factorises its rows once, in cubic time — measured for interval-tree
@@ -81,7 +89,9 @@ class AssessState:
     cell_costs: np.ndarray
     head: tuple[int, str]
     cell_deltas: np.ndarray | None = None  # per-cell δ of the (α, δ) releases so far
-    structured: tuple[ViewedRelease, ...] = ()  # releases left out of the History (answer from their structure)
+    structured: tuple[
+        ViewedRelease, ...
+    ] = ()  # releases left out of the History (answer from their structure)
     releases: tuple = ()  # (entry seq, PartitionRelease): those of them that answer from their structure
     claims: tuple[WatchedClaim, ...] = ()  # the watched claims and the risk each has spent
 
@@ -138,18 +148,34 @@ class LedgerView:
         self._prefix_releases = 0
         self._prefix_structured: tuple[int, ...] = ()
         self._rows_offset = 0  # history rows of the cached prefix (not in ``_rows``)
-        self.cache_key: tuple[int, str] | None = None  # the head of the cache this view came from or was saved to
+        self.cache_key: tuple[int, str] | None = (
+            None  # the head of the cache this view came from or was saved to
+        )
         self.cache_spaces: tuple[str, ...] = ()  # the factorisations that cache holds
 
     @classmethod
-    def restored(cls, schema: Schema, genesis: str, *, head: tuple[int, str], history: History,
-                 costs: np.ndarray, deltas: np.ndarray, releases: int, structured: Sequence[int],
-                 load_prefix: Callable[[], list[LedgerEntry]]) -> "LedgerView":
+    def restored(
+        cls,
+        schema: Schema,
+        genesis: str,
+        *,
+        head: tuple[int, str],
+        history: History,
+        costs: np.ndarray,
+        deltas: np.ndarray,
+        releases: int,
+        structured: Sequence[int],
+        load_prefix: Callable[[], list[LedgerEntry]],
+    ) -> LedgerView:
         """A view of the ledger up to ``head`` from stored results (the cache's): ``history``, per-cell
         ``costs`` and ``deltas``, the number of ``releases`` and the seqs of those kept out of the History.
         ``load_prefix()`` returns the entries up to ``head``; it runs only when entries are asked for."""
         v = cls(schema, genesis)
-        if costs.shape != v._deltas.shape or deltas.shape != v._deltas.shape or history.shape != tuple(schema.shape):
+        if (
+            costs.shape != v._deltas.shape
+            or deltas.shape != v._deltas.shape
+            or history.shape != tuple(schema.shape)
+        ):
             raise StoreError("the stored view does not match the cube")
         v._head0, v._prefix = (int(head[0]), str(head[1])), load_prefix
         v._prefix_releases, v._prefix_structured = int(releases), tuple(int(s) for s in structured)
@@ -184,9 +210,13 @@ class LedgerView:
                     releases.append(viewed)
                     rows += len(viewed.contribution.rows) if viewed.in_history else 0
                 charges.append((e.seq, viewed.contribution.charge if viewed is not None else None))
-            if ((entries[-1].seq, entries[-1].hash) if entries else None) != self._head0 or rows != self._rows_offset:
-                raise StoreError("the ledger no longer matches its cached view (delete the .cache file beside "
-                                 "the project and open it again)")
+            if (
+                (entries[-1].seq, entries[-1].hash) if entries else None
+            ) != self._head0 or rows != self._rows_offset:
+                raise StoreError(
+                    "the ledger no longer matches its cached view (delete the .cache file beside "
+                    "the project and open it again)"
+                )
             self._entries[:0], self._releases[:0], self._charges[:0] = entries, releases, charges
 
     # -- growing ---------------------------------------------------------------------------------
@@ -215,13 +245,19 @@ class LedgerView:
 
     def _add(self, entry: LedgerEntry) -> ViewedRelease | None:
         if not self.extends(entry):
-            raise StoreError(f"entry {entry.seq}: does not extend the ledger read so far (ends at #{self.head[0]})")
+            raise StoreError(
+                f"entry {entry.seq}: does not extend the ledger read so far (ends at #{self.head[0]})"
+            )
         viewed, problem = self._read(entry, self._row_count())
         if problem is None and (viewed is not None or entry.kind in WATCH_KINDS):
             try:
                 self._book.take(entry)
             except (KeyError, TypeError, ValueError, DpdeskError) as exc:
-                problem = str(exc) if str(exc).startswith("entry ") else f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+                problem = (
+                    str(exc)
+                    if str(exc).startswith("entry ")
+                    else f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+                )
         with self._lock:
             self.malformed += problem is not None
             self._entries.append(entry)
@@ -247,7 +283,9 @@ class LedgerView:
             contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
-        return ViewedRelease(entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT), None
+        return ViewedRelease(
+            entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT
+        ), None
 
     def _row_count(self) -> int:
         return self._rows_offset + len(self._rows)
@@ -328,7 +366,7 @@ class LedgerView:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
         self._materialise()
         with self._lock:
-            for seq, charge in self._charges[len(self._curve) - 1:]:
+            for seq, charge in self._charges[len(self._curve) - 1 :]:
                 if charge is not None:
                     self._curve_top = max(self._curve_top, _add_for_curve(self._curve_costs, charge))
                     self._curve_released = True
@@ -382,6 +420,6 @@ class LedgerView:
                     raise StoreError("the cached view lost its history")
                 h = self._history = History(self.schema.shape)
                 self.history_builds += 1
-            for row in rows[len(h) - offset:]:
+            for row in rows[len(h) - offset :]:
                 h.append(row)
             yield AssessState(h, costs, head, deltas, structured, self._answering(list(structured)), claims)

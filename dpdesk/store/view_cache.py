@@ -30,8 +30,9 @@ import json
 import os
 import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -63,9 +64,15 @@ def cache_path(project: Path) -> Path:
 
 def _key(schema: Schema, genesis: str, head: tuple[int, str]) -> dict[str, Any]:
     schema_json = json.dumps(schema.to_dict(), sort_keys=True, separators=(",", ":"))
-    return {"version": VERSION, "genesis": genesis, "seq": int(head[0]), "hash": str(head[1]),
-            "schema": hashlib.sha256(schema_json.encode()).hexdigest(), "cells": int(schema.n_cells),
-            "row_limit": HISTORY_ROW_LIMIT}
+    return {
+        "version": VERSION,
+        "genesis": genesis,
+        "seq": int(head[0]),
+        "hash": str(head[1]),
+        "schema": hashlib.sha256(schema_json.encode()).hexdigest(),
+        "cells": int(schema.n_cells),
+        "row_limit": HISTORY_ROW_LIMIT,
+    }
 
 
 def _digest(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
@@ -77,8 +84,14 @@ def _digest(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
     return d.hexdigest()
 
 
-def save(path: Path, view: LedgerView, chain_ok: Callable[[int], bool], *,
-         progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> bool:
+def save(
+    path: Path,
+    view: LedgerView,
+    chain_ok: Callable[[int], bool],
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> bool:
     """Write the cache of ``view`` beside project ``path``; ``chain_ok(seq)`` checks the stored chain up to
     entry ``seq``. Returns whether it was written (not for a short or problematic view, nor on I/O errors).
     ``progress(f)``: the fraction of the arrays written; ``cancelled()`` is asked before each array and
@@ -99,13 +112,19 @@ def save(path: Path, view: LedgerView, chain_ok: Callable[[int], bool], *,
         with view.growing():
             if view.head != head:  # another thread recorded meanwhile: next time
                 return False
-            arrays = dict(arrays, **{"view.costs": np.asarray(view.cell_costs), "view.deltas": np.asarray(view.cell_deltas)})
+            arrays = dict(
+                arrays,
+                **{"view.costs": np.asarray(view.cell_costs), "view.deltas": np.asarray(view.cell_deltas)},
+            )
             releases = view.releases
             structured = [r.entry.seq for r in releases if not r.in_history]
             if any(e.kind in WATCH_KINDS for e in view.entries):
                 return False  # watched claims are followed entry by entry: such a ledger is always replayed
-        header: dict[str, Any] = {"key": _key(view.schema, view.genesis, head), "history": meta,
-                                  "view": {"releases": len(releases), "structured": structured}}
+        header: dict[str, Any] = {
+            "key": _key(view.schema, view.genesis, head),
+            "history": meta,
+            "view": {"releases": len(releases), "structured": structured},
+        }
         layout, offset = [], 0
         for name, a in arrays.items():
             a = np.ascontiguousarray(a)
@@ -162,9 +181,13 @@ def _read(target: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
             if start + int(item["offset"]) + nbytes > size:
                 return None  # truncated
             # a plain ndarray over the mapping (a memmap object would add Python overhead to every index)
-            arrays[item["name"]] = (np.asarray(np.memmap(target, dtype=dtype, mode="c", shape=shape,
-                                                         offset=start + int(item["offset"])))
-                                    if nbytes else np.zeros(shape, dtype=dtype))
+            arrays[item["name"]] = (
+                np.asarray(
+                    np.memmap(target, dtype=dtype, mode="c", shape=shape, offset=start + int(item["offset"]))
+                )
+                if nbytes
+                else np.zeros(shape, dtype=dtype)
+            )
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None
     digest = header.pop("digest", None)
@@ -173,8 +196,13 @@ def _read(target: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     return header, arrays
 
 
-def load(path: Path, schema: Schema, genesis: str, entry_hash: Callable[[int], str | None],
-         load_prefix: Callable[[int], list[LedgerEntry]]) -> LedgerView | None:
+def load(
+    path: Path,
+    schema: Schema,
+    genesis: str,
+    entry_hash: Callable[[int], str | None],
+    load_prefix: Callable[[int], list[LedgerEntry]],
+) -> LedgerView | None:
     """The view stored beside project ``path`` if its key holds: ``entry_hash(seq)`` is the stored hash of
     ledger entry ``seq`` (None if there is none). ``load_prefix(seq)`` reads the entries up to ``seq``
     when the view needs them. None: no usable cache (replay instead)."""
@@ -191,10 +219,17 @@ def load(path: Path, schema: Schema, genesis: str, entry_hash: Callable[[int], s
         if not history.factors_consistent():  # the large factors are not in the digest: checked here
             return None
         v = header["view"]
-        view = LedgerView.restored(schema, genesis, head=(seq, key["hash"]), history=history,
-                                   costs=arrays["view.costs"], deltas=arrays["view.deltas"],
-                                   releases=int(v["releases"]), structured=v["structured"],
-                                   load_prefix=lambda: load_prefix(seq))
+        view = LedgerView.restored(
+            schema,
+            genesis,
+            head=(seq, key["hash"]),
+            history=history,
+            costs=arrays["view.costs"],
+            deltas=arrays["view.deltas"],
+            releases=int(v["releases"]),
+            structured=v["structured"],
+            load_prefix=lambda: load_prefix(seq),
+        )
     except (DpdeskError, KeyError, TypeError, ValueError):
         return None
     view.cache_spaces = tuple(header["history"]["spaces"])

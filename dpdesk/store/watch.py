@@ -20,8 +20,9 @@ What cannot be modelled is the worst case (declined while the claim has risk lef
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import LedgerEntry, thaw
 
-__all__ = ["ClaimDeclined", "ClaimBook", "WATCH_KINDS", "WatchedClaim", "claim_payload", "gate", "worst_case"]
+__all__ = ["WATCH_KINDS", "ClaimBook", "ClaimDeclined", "WatchedClaim", "claim_payload", "gate", "worst_case"]
 
 WATCH_KINDS = ("watch", "unwatch")
 RISK_TOL = 1e-9
@@ -64,20 +65,45 @@ class WatchedClaim:
 
     def to_json(self) -> dict[str, Any]:
         c = self.claim
-        return {"id": self.id, "name": c.name, "query": self.query_text, "low": c.low, "high": c.high,
-                "threshold": c.threshold, "risk": c.risk, "risk_spent": self.spent, "risk_left": self.remaining,
-                "added": self.added, "touched": [{"entry": s, "risk": r} for s, r in self.touched]}
+        return {
+            "id": self.id,
+            "name": c.name,
+            "query": self.query_text,
+            "low": c.low,
+            "high": c.high,
+            "threshold": c.threshold,
+            "risk": c.risk,
+            "risk_spent": self.spent,
+            "risk_left": self.remaining,
+            "added": self.added,
+            "touched": [{"entry": s, "risk": r} for s, r in self.touched],
+        }
 
 
 def _claim(payload: Mapping[str, Any], schema: Schema, where: str) -> Claim:
     q = query_from_json(thaw(payload["query"]), schema.n_cells, schema.shape)
     text = payload.get("query_text")
-    return Claim(q, payload.get("low"), payload.get("high"), payload["threshold"], payload["risk"],
-                 name=str(payload.get("name") or text or where))
+    return Claim(
+        q,
+        payload.get("low"),
+        payload.get("high"),
+        payload["threshold"],
+        payload["risk"],
+        name=str(payload.get("name") or text or where),
+    )
 
 
-def claim_payload(schema: Schema, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = "",
-                  *, where: str = "claim") -> dict[str, Any]:
+def claim_payload(
+    schema: Schema,
+    query: Any,
+    low: Any,
+    high: Any,
+    threshold: Any,
+    risk: Any,
+    name: str = "",
+    *,
+    where: str = "claim",
+) -> dict[str, Any]:
     """The ``watch`` entry's payload for a claim as a curator gives it (query text or JSON coefficients);
     raises a one-line :class:`~dpdesk.engine.errors.DpdeskError` naming the problem and ``where``."""
     q = query_from_input(query, schema.n_cells, schema.shape, schema, where=where)
@@ -87,9 +113,15 @@ def claim_payload(schema: Schema, query: Any, low: Any, high: Any, threshold: An
         Claim(q, low, high, threshold, risk, name=label)  # every check the engine makes
     except ClaimError as exc:
         raise ClaimError(f"{where}: {exc}") from None
-    return {"query": q.to_json(), "query_text": text, "name": label,
-            "low": None if low is None else float(low), "high": None if high is None else float(high),
-            "threshold": float(threshold), "risk": float(risk)}
+    return {
+        "query": q.to_json(),
+        "query_text": text,
+        "name": label,
+        "low": None if low is None else float(low),
+        "high": None if high is None else float(high),
+        "threshold": float(threshold),
+        "risk": float(risk),
+    }
 
 
 class ClaimBook:
@@ -115,7 +147,9 @@ class ClaimBook:
             cid = str(p["id"])
             if cid != f"c{self._added}":
                 raise DpdeskError(f"{where}: claim id {cid!r} where c{self._added} was expected")
-            self._claims[cid] = WatchedClaim(cid, _claim(p, self.schema, where), p.get("query_text"), entry.seq)
+            self._claims[cid] = WatchedClaim(
+                cid, _claim(p, self.schema, where), p.get("query_text"), entry.seq
+            )
         elif entry.kind == "unwatch":
             if self._claims.pop(str(p["id"]), None) is None:
                 raise DpdeskError(f"{where}: removes claim {p['id']!r}, which is not watched")
@@ -130,7 +164,9 @@ class ClaimBook:
 
 def worst_case(w: WatchedClaim, why: str) -> ClaimCheck:
     """A check that counts as touching with certainty: declined while the claim has risk to protect."""
-    return ClaimCheck(w.claim, True, 1.0, w.remaining, False, f"{w.claim.name}: declined — {why}; treated as the worst case")
+    return ClaimCheck(
+        w.claim, True, 1.0, w.remaining, False, f"{w.claim.name}: declined — {why}; treated as the worst case"
+    )
 
 
 def _cells(query: Query) -> np.ndarray:
@@ -139,8 +175,15 @@ def _cells(query: Query) -> np.ndarray:
 
 
 def gate(
-    claims: Sequence[WatchedClaim], history: History, rows: Sequence[tuple[Query, float, str]] | None, *,
-    charge: Charge, needs_data: bool, structured: bool, row_limit: int, table_size: float | None,
+    claims: Sequence[WatchedClaim],
+    history: History,
+    rows: Sequence[tuple[Query, float, str]] | None,
+    *,
+    charge: Charge,
+    needs_data: bool,
+    structured: bool,
+    row_limit: int,
+    table_size: float | None,
 ) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]:
     """Every watched claim's check on one release (public inputs only: no table, no released value).
 
@@ -154,16 +197,22 @@ def gate(
     if needs_data and charge.terms and len(rows) <= row_limit:
         # what the release charges beyond its noisy linear rows (an exponential mechanism's part): the
         # claim's posterior cannot model it
-        explained = Charge(tuple(ChargeTerm(a / q.sensitivity, q) for q, a, _ in rows)).dense(n) if rows else 0.0
+        explained = (
+            Charge(tuple(ChargeTerm(a / q.sensitivity, q) for q, a, _ in rows)).dense(n) if rows else 0.0
+        )
         excess = charge.dense(n) - explained
     for w in claims:
         if not needs_data:
-            chk = ClaimCheck(w.claim, False, 0.0, w.remaining, True, f"{w.claim.name}: computed from released values only")
+            chk = ClaimCheck(
+                w.claim, False, 0.0, w.remaining, True, f"{w.claim.name}: computed from released values only"
+            )
         elif structured:
             chk = worst_case(w, "the ledger holds a release too large for the history the claim is read from")
         elif len(rows) > row_limit:
             chk = worst_case(w, f"this release adds {len(rows)} noisy answers, too many to model")
-        elif float(np.max(excess[_cells(w.claim.query)], initial=0.0)) > 1e-9 * max(1.0, float(np.max(excess, initial=0.0))):
+        elif float(np.max(excess[_cells(w.claim.query)], initial=0.0)) > 1e-9 * max(
+            1.0, float(np.max(excess, initial=0.0))
+        ):
             chk = worst_case(w, "this release draws from cells of the claim beyond noisy linear answers")
         else:
             chk = check_rows(history, w.claim, rows, spent=w.spent, table_size=table_size)
@@ -173,7 +222,9 @@ def gate(
 
 def readings(claims: Iterable[WatchedClaim], history: History, structured: bool) -> list[ClaimReading]:
     """``Pr(C)`` now for each claim; not estimable (the worst case) while a structured release exists."""
-    return [ClaimReading(w.claim, False, None) if structured else read_claim(history, w.claim) for w in claims]
+    return [
+        ClaimReading(w.claim, False, None) if structured else read_claim(history, w.claim) for w in claims
+    ]
 
 
 def recorded(checks: Iterable[tuple[WatchedClaim, ClaimCheck]]) -> list[dict[str, Any]]:
@@ -188,7 +239,9 @@ def declined(checks: Iterable[tuple[WatchedClaim, ClaimCheck]], what: str) -> Cl
         return None
     w, c = bad[0]
     more = f" (and {len(bad) - 1} more claim{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
-    return ClaimDeclined(f"{what} is declined by watched claim {w.id}: {c.reason}{more}; nothing was released")
+    return ClaimDeclined(
+        f"{what} is declined by watched claim {w.id}: {c.reason}{more}; nothing was released"
+    )
 
 
 def same_risks(recorded_claims: Any, checks: Iterable[tuple[WatchedClaim, ClaimCheck]]) -> str | None:

@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.counteroffer import CounterOffer, claim_offer
 from dpdesk.engine.claims.claim import ClaimReading, read_claim
-from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.claims.control import ClaimCheck, largest_alpha
 from dpdesk.engine.claims.odds import odds_bound
+from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import ReleasePlan
 from dpdesk.engine.queries.query import Query, product_form, query_from_json
+from dpdesk.store import view as view_module
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import LedgerEntry
-from dpdesk.store import view as view_module
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
 
@@ -38,8 +39,9 @@ def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query,
         return []
     if isinstance(plan, Assessment):
         # the query as the recorded entry will give it back (verify recomputes the check from that)
-        q = product_form(query_from_json(json.loads(canonical_json(plan.request.query.to_json())),
-                                         math.prod(shape), shape))
+        q = product_form(
+            query_from_json(json.loads(canonical_json(plan.request.query.to_json())), math.prod(shape), shape)
+        )
         return [(q, float(plan.pricing.spend_alpha), plan.pricing.noise.name)]
     return None
 
@@ -72,20 +74,34 @@ class ClaimStatus:
 
     def to_json(self) -> dict[str, Any]:
         r, c = self.reading, self.check
-        return {"id": self.watched.id, "name": self.watched.claim.name, "query": self.watched.query_text,
-                "low": self.watched.claim.low, "high": self.watched.claim.high,
-                "threshold": self.watched.claim.threshold,
-                "probability": r.probability, "estimable": r.estimable, "over_threshold": r.over_threshold,
-                "risk": self.watched.claim.risk, "risk_spent": self.watched.spent, "risk_left": self.watched.remaining,
-                "risk_of_crossing": None if c is None else c.risk, "touches": None if c is None else c.touches,
-                "verdict": self.verdict, "reason": None if c is None else c.reason,
-                "largest_alpha": self.largest_alpha, "odds_factor": self.odds_factor}
+        return {
+            "id": self.watched.id,
+            "name": self.watched.claim.name,
+            "query": self.watched.query_text,
+            "low": self.watched.claim.low,
+            "high": self.watched.claim.high,
+            "threshold": self.watched.claim.threshold,
+            "probability": r.probability,
+            "estimable": r.estimable,
+            "over_threshold": r.over_threshold,
+            "risk": self.watched.claim.risk,
+            "risk_spent": self.watched.spent,
+            "risk_left": self.watched.remaining,
+            "risk_of_crossing": None if c is None else c.risk,
+            "touches": None if c is None else c.touches,
+            "verdict": self.verdict,
+            "reason": None if c is None else c.reason,
+            "largest_alpha": self.largest_alpha,
+            "odds_factor": self.odds_factor,
+        }
 
 
 class Watching:
     """Watched claims (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
 
-    def watch(self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = "") -> WatchedClaim:
+    def watch(
+        self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = ""
+    ) -> WatchedClaim:
         """Watch a claim ``low ≤ θ ≤ high`` (one side may be None) from now on; a ``watch`` ledger entry.
 
         Claims must come from public knowledge or policy, never from looking at the true counts: a claim
@@ -93,8 +109,10 @@ class Watching:
         """
         self._require_writer()
         view = self.view()
-        payload = {"id": view.next_claim_id(),
-                   **claim_payload(self.schema, query, low, high, threshold, risk, name, where="claim")}
+        payload = {
+            "id": view.next_claim_id(),
+            **claim_payload(self.schema, query, low, high, threshold, risk, name, where="claim"),
+        }
         self._record("watch", None, payload, None)
         return next(w for w in self.view().claims if w.id == payload["id"])
 
@@ -104,7 +122,9 @@ class Watching:
         if claim_id not in {w.id for w in self.view().claims}:
             known = ", ".join(w.id for w in self.view().claims) or "none"
             raise RequestStateError(f"no watched claim {claim_id!r} (watched: {known})")
-        return self._record("unwatch", None, {"id": claim_id, "reason": reason or "removed by the curator"}, None)
+        return self._record(
+            "unwatch", None, {"id": claim_id, "reason": reason or "removed by the curator"}, None
+        )
 
     def claims(self) -> tuple[WatchedClaim, ...]:
         """The claims watched now, with the risk each has spent (recomputed from the ledger)."""
@@ -114,7 +134,9 @@ class Watching:
         prior = self.prior
         return None if prior is None else float(prior.table_size)
 
-    def claim_gate(self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None):
+    def claim_gate(
+        self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None
+    ):
         """The gate ``release`` runs: ``(watched claim, check)`` for every claim watched in ``state``."""
         return _gate(state, plan, rows, self.table_size())
 
@@ -128,14 +150,27 @@ class Watching:
         return claim_trace(self.view(), claim_id)
 
 
-def _gate(state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None,
-          table_size: float | None):
-    return gate(state.claims, state.history, rows, charge=plan.charge, needs_data=plan.needs_data,
-                structured=bool(state.structured), row_limit=view_module.HISTORY_ROW_LIMIT, table_size=table_size)
+def _gate(
+    state: AssessState,
+    plan: ReleasePlan,
+    rows: Sequence[tuple[Query, float, str]] | None,
+    table_size: float | None,
+):
+    return gate(
+        state.claims,
+        state.history,
+        rows,
+        charge=plan.charge,
+        needs_data=plan.needs_data,
+        structured=bool(state.structured),
+        row_limit=view_module.HISTORY_ROW_LIMIT,
+        table_size=table_size,
+    )
 
 
-def claim_statuses(view: view_module.LedgerView, plan: ReleasePlan | None = None,
-                   table_size: float | None = None) -> list[ClaimStatus]:
+def claim_statuses(
+    view: view_module.LedgerView, plan: ReleasePlan | None = None, table_size: float | None = None
+) -> list[ClaimStatus]:
     """Each claim watched in ``view`` with ``Pr(C)`` now and, given a plan, its check (public inputs only).
 
     Reads only the ledger view, so a worker thread may call it (the app does, beside its assessment).
@@ -154,8 +189,15 @@ def claim_statuses(view: view_module.LedgerView, plan: ReleasePlan | None = None
         for (w, chk), r, f in zip(_gate(s, plan, rows, table_size), found, odds):
             best = None
             if not chk.allowed and isinstance(plan, Assessment) and not s.structured:
-                best = largest_alpha(s.history, w.claim, plan.request.query, float(plan.pricing.spend_alpha),
-                                     spent=w.spent, family=plan.pricing.noise.name, table_size=table_size)
+                best = largest_alpha(
+                    s.history,
+                    w.claim,
+                    plan.request.query,
+                    float(plan.pricing.spend_alpha),
+                    spent=w.spent,
+                    family=plan.pricing.noise.name,
+                    table_size=table_size,
+                )
             out.append(ClaimStatus(w, r, chk, best, f))
         return out
 
@@ -186,7 +228,9 @@ def claim_trace(view: view_module.LedgerView, claim_id: str) -> list[tuple[int, 
     return out
 
 
-def offer_within_claims(statuses: Sequence[ClaimStatus], assessment: Assessment, total: float) -> CounterOffer | None:
+def offer_within_claims(
+    statuses: Sequence[ClaimStatus], assessment: Assessment, total: float
+) -> CounterOffer | None:
     """The counter-offer for a count request watched claims decline (None when none declines it): a
     fresh answer at the largest α that passes every declining claim (and fits the cells' budget), at
     the ±ε that α buys at the request's δ, and history's free answer at its confidence. Accepting it

@@ -12,8 +12,8 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QGuiApplication, QImage, QPainter  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QImage, QPainter
 
 SIZE = 256
 
@@ -30,7 +30,9 @@ def main(icons: Path, out: Path, name: str = "dpdesk") -> int:
     if img.isNull():
         print(f"icon256: {src} is not a readable image", file=sys.stderr)
         return 1
-    scaled = img.scaled(SIZE, SIZE, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
+    scaled = img.scaled(
+        SIZE, SIZE, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+    )
     canvas = QImage(SIZE, SIZE, QImage.Format.Format_ARGB32)
     canvas.fill(Qt.GlobalColor.transparent)
     p = QPainter(canvas)

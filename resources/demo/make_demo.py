@@ -35,8 +35,13 @@ SCHEMA = {
         {"name": "age", "column": "age", "kind": "numeric", "edges": AGE_EDGES, "labels": AGE_LABELS},
         {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
         {"name": "education", "column": "education", "kind": "categorical", "values": EDUCATION},
-        {"name": "hours", "column": "hours_per_week", "kind": "numeric", "edges": HOURS_EDGES,
-         "labels": HOURS_LABELS},
+        {
+            "name": "hours",
+            "column": "hours_per_week",
+            "kind": "numeric",
+            "edges": HOURS_EDGES,
+            "labels": HOURS_LABELS,
+        },
         {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
     ]
 }
@@ -57,16 +62,24 @@ def make_table(rng: np.random.Generator) -> pd.DataFrame:
     hours = np.round(rng.normal(40 + 4 * (sex == "Male") - 10 * (age > 64) - 8 * (age < 22), 10.5))
     hours = np.clip(hours, 1, 99)
     # income: logistic in education, age (peaking mid-career), hours and sex
-    logit = (-4.8 + 0.62 * edu_idx + 0.09 * np.minimum(age - 17, 35) - 0.0018 * np.maximum(age - 52, 0) ** 2
-             + 0.035 * (hours - 40) + 0.55 * (sex == "Male"))
+    logit = (
+        -4.8
+        + 0.62 * edu_idx
+        + 0.09 * np.minimum(age - 17, 35)
+        - 0.0018 * np.maximum(age - 52, 0) ** 2
+        + 0.035 * (hours - 40)
+        + 0.55 * (sex == "Male")
+    )
     income = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), ">50K", "<=50K")
-    df = pd.DataFrame({
-        "age": age.astype("float64"),
-        "sex": sex.astype(object),
-        "education": education,
-        "hours_per_week": hours.astype("float64"),
-        "income": income.astype(object),
-    })
+    df = pd.DataFrame(
+        {
+            "age": age.astype("float64"),
+            "sex": sex.astype(object),
+            "education": education,
+            "hours_per_week": hours.astype("float64"),
+            "income": income.astype(object),
+        }
+    )
     # a handful of values outside the declared domains, as real extracts have
     bad = rng.choice(n, size=60, replace=False)
     df.loc[bad[:25], "age"] = np.nan
@@ -80,33 +93,35 @@ def make_requests() -> list[dict]:
     q = []
 
     def add(requester: str, query, eps: float, delta: float) -> None:
-        q.append({"id": f"q{len(q) + 1:02d}", "requester": requester, "query": query, "eps": eps, "delta": delta})
+        q.append(
+            {"id": f"q{len(q) + 1:02d}", "requester": requester, "query": query, "eps": eps, "delta": delta}
+        )
 
     add("ministry-labour", 'count(sex="Female")', 60, 0.05)
     add("ministry-labour", 'count(sex="Male")', 60, 0.05)
-    add("ministry-labour", 'count(sex=["Female","Male"])', 120, 0.05)             # from q01+q02
+    add("ministry-labour", 'count(sex=["Female","Male"])', 120, 0.05)  # from q01+q02
     add("univ-econ", 'count(income=">50K")', 50, 0.05)
-    add("univ-econ", 'count(income=">50K")', 150, 0.01)                          # repeat, wider: infer
+    add("univ-econ", 'count(income=">50K")', 150, 0.01)  # repeat, wider: infer
     add("city-planning", 'count(age="17-24")', 40, 0.05)
     add("city-planning", 'count(age="25-34")', 40, 0.05)
-    add("city-planning", 'count(age=["17-24","25-34"])', 100, 0.05)               # from q06+q07
+    add("city-planning", 'count(age=["17-24","25-34"])', 100, 0.05)  # from q06+q07
     add("press-office", 'count(education="Doctorate", income=">50K")', 30, 0.1)
     add("univ-econ", 'count(education=["Masters","Doctorate"])', 60, 0.05)
     add("health-dept", 'count(hours="50-99")', 50, 0.05)
     add("health-dept", 'count(hours="50-99", sex="Female")', 40, 0.05)
     add("health-dept", 'count(hours="50-99", sex="Male")', 40, 0.05)
-    add("health-dept", 'count(hours="50-99")', 80, 0.05)                          # again: infer
-    add("tax-office", '2*count(income=">50K")', 100, 0.05)                        # weighted (paper's tax example)
-    add("tax-office", '2*count(income=">50K") - count(age="17-24")', 200, 0.05)   # difference of earlier
+    add("health-dept", 'count(hours="50-99")', 80, 0.05)  # again: infer
+    add("tax-office", '2*count(income=">50K")', 100, 0.05)  # weighted (paper's tax example)
+    add("tax-office", '2*count(income=">50K") - count(age="17-24")', 200, 0.05)  # difference of earlier
     add("journalist-a", 'count(age="65-90", income=">50K")', 25, 0.05)
     add("journalist-a", 'count(age="65-90")', 45, 0.1)
     add("univ-soc", 'count(education="Dropout", sex="Female")', 35, 0.05)
     add("univ-soc", 'count(education="Dropout", sex="Male")', 35, 0.05)
-    add("univ-soc", 'count(education="Dropout")', 90, 0.05)                       # from q19+q20
+    add("univ-soc", 'count(education="Dropout")', 90, 0.05)  # from q19+q20
     add("ministry-labour", 'count(hours=["1-19","20-34"], sex="Female")', 50, 0.05)
     add("ngo-equality", 'count(sex="Female", income=">50K")', 30, 0.05)
     add("ngo-equality", 'count(sex="Male", income=">50K")', 30, 0.05)
-    add("ngo-equality", 'count(income=">50K")', 80, 0.05)                         # sum of q23+q24 (and q04)
+    add("ngo-equality", 'count(income=">50K")', 80, 0.05)  # sum of q23+q24 (and q04)
     # a sparse coefficient form (cells 0..4 of the cube: the youngest female dropouts by hours, low income)
     add("analyst-json", {"indices": [0, 2, 4, 6, 8], "values": [1, 1, 1, 1, 1]}, 20, 0.1)
     add("city-planning", 'count(age=["35-44","45-54"], hours="35-40")', 45, 0.05)
@@ -114,12 +129,17 @@ def make_requests() -> list[dict]:
     add("press-office", 'count(education="Bachelors", income=">50K")', 40, 0.05)
     add("univ-econ", 'count(age="45-54", education="Masters", income=">50K")', 20, 0.1)
     add("journalist-b", 'count(age="55-64", sex="Female", hours="50-99")', 15, 0.1)
-    add("journalist-b", 'count(age="25-34", sex="Male", education="HS-grad", hours="35-40", income="<=50K")', 10, 0.05)
-    add("ministry-labour", 'count(sex="Female") - count(sex="Male")', 150, 0.05)   # difference: infer
-    add("insurance-co", 'count(income="<=50K")', 2, 0.01)                         # would overspend: reject
+    add(
+        "journalist-b",
+        'count(age="25-34", sex="Male", education="HS-grad", hours="35-40", income="<=50K")',
+        10,
+        0.05,
+    )
+    add("ministry-labour", 'count(sex="Female") - count(sex="Male")', 150, 0.05)  # difference: infer
+    add("insurance-co", 'count(income="<=50K")', 2, 0.01)  # would overspend: reject
     add("univ-soc", 'count(education="HS-grad")', 50, 0.05)
     add("univ-soc", 'count(education=["HS-grad","Some-college"])', 60, 0.2)
-    add("univ-econ", 'count(income=">50K")', 30, 0.05)   # tighter than q04: history helps, fresh α is cheaper
+    add("univ-econ", 'count(income=">50K")', 30, 0.05)  # tighter than q04: history helps, fresh α is cheaper
     return q
 
 

@@ -23,8 +23,10 @@ def svg() -> str:
     x0, y0, size, gap = 54, 62, 34, 4
     for r, row in enumerate(LEVELS):
         for c, level in enumerate(row):
-            cells.append(f'<rect x="{x0 + c * (size + gap)}" y="{y0 + r * (size + gap)}" width="{size}" height="{size}" '
-                         f'rx="5" fill="{SHADES[level]}"/>')
+            cells.append(
+                f'<rect x="{x0 + c * (size + gap)}" y="{y0 + r * (size + gap)}" width="{size}" height="{size}" '
+                f'rx="5" fill="{SHADES[level]}"/>'
+            )
     pts = []
     for i in range(61):
         x = 24 + i * (208 / 60)
@@ -36,7 +38,7 @@ def svg() -> str:
     band_path = f"M{band[0].split(',')[0]},200 L" + " L".join(band) + f" L{band[-1].split(',')[0]},200 Z"
     return f"""<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256" viewBox="0 0 256 256">
   <rect x="8" y="8" width="240" height="240" rx="44" fill="#16213e"/>
-  {''.join(cells)}
+  {"".join(cells)}
   <path d="{band_path}" fill="#ffffff" fill-opacity="0.28"/>
   <polyline points="{curve}" fill="none" stroke="#ffffff" stroke-width="9" stroke-linecap="round" stroke-linejoin="round"/>
   <line x1="128" y1="44" x2="128" y2="212" stroke="#ff5a4e" stroke-width="6" stroke-linecap="round"/>

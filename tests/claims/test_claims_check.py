@@ -50,7 +50,7 @@ def test_pr_c_is_the_posterior_mass_of_the_interval():
     h = History((2,), [HistoryRow(v(0, 1), 0.5, 2.4, "laplace")])
     r = read_claim(h, claim(0, 3))
     # one Laplace row of scale 2: θ = 2.4 − N, so Pr(0 ≤ θ ≤ 3) = F(2.4) − F(−0.6) in closed form
-    F = lambda z: 0.5 * math.exp(z / 2) if z < 0 else 1 - 0.5 * math.exp(-z / 2)  # noqa: E731
+    F = lambda z: 0.5 * math.exp(z / 2) if z < 0 else 1 - 0.5 * math.exp(-z / 2)
     assert r.estimable and r.probability == pytest.approx(F(2.4) - F(-0.6), abs=1e-6)
     assert r.over_threshold is (r.probability >= 0.8)
     one_sided = read_claim(h, claim(None, 3)).probability
@@ -94,7 +94,9 @@ def _laplace_cdf(z, b):
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / b), 1 - 0.5 * np.exp(-np.maximum(z, 0) / b))
 
 
-@pytest.mark.parametrize("low, high, b", [(0.0, 3.0, 0.5), (0.0, 3.0, 0.9), (10.0, 30.0, 4.0), (None, 3.0, 0.7)])
+@pytest.mark.parametrize(
+    "low, high, b", [(0.0, 3.0, 0.5), (0.0, 3.0, 0.9), (10.0, 30.0, 4.0), (None, 3.0, 0.7)]
+)
 def test_crossing_risk_is_the_supremum_over_true_values_found_by_brute_force(low, high, b):
     """One Laplace row of scale b: g(c) = Pr(c + Z ∈ C) in closed form, S and the sup on fine grids."""
     c = claim(low, high, tau=0.8)
@@ -161,17 +163,20 @@ def test_the_check_reads_no_released_value():
 # -- the DP bound for one person ---------------------------------------------------------------------
 def test_the_odds_bound_holds_for_the_exact_likelihood_ratio_of_a_release():
     """A Laplace answer on cell 0 at α: Alice in cell 0 (count k+1) vs absent (k) vs in cell 1."""
-    h = History((3,), [HistoryRow(v(1, 0, 0), 0.7, 3.2, "laplace"), HistoryRow(v(0, 1, 0), 0.4, 1.0, "laplace")])
+    h = History(
+        (3,), [HistoryRow(v(1, 0, 0), 0.7, 3.2, "laplace"), HistoryRow(v(0, 1, 0), 0.4, 1.0, "laplace")]
+    )
     costs = h.cell_costs
     ys = np.linspace(-20, 20, 4001)
-    dens = lambda y, m, a: a / 2 * np.exp(-a * np.abs(y - m))  # noqa: E731
+    dens = lambda y, m, a: a / 2 * np.exp(-a * np.abs(y - m))
     # presence: the likelihood ratio of the cell-0 answer, k+1 vs k, is at most e^α and reaches it
     ratio = dens(ys, 4.0, 0.7) / dens(ys, 3.0, 0.7)
     bound = odds_bound(costs, [0])
     assert ratio.max() <= bound.factor * (1 + 1e-12) and ratio.max() == pytest.approx(bound.factor)
     # attribute: cell 0 vs cell 1 changes both answers; the joint ratio reaches e^{B_0 + B_1}
     joint = (dens(ys[:, None], 4.0, 0.7) * dens(ys[None, :], 1.0, 0.4)) / (
-        dens(ys[:, None], 3.0, 0.7) * dens(ys[None, :], 2.0, 0.4))
+        dens(ys[:, None], 3.0, 0.7) * dens(ys[None, :], 2.0, 0.4)
+    )
     attr = odds_bound(costs, [0], [1])
     assert attr.exponent == pytest.approx(0.7 + 0.4)
     assert joint.max() <= attr.factor * (1 + 1e-12) and joint.max() == pytest.approx(attr.factor)
@@ -184,12 +189,15 @@ def test_an_open_integer_claim_without_a_public_bound_is_a_sure_crossing():
     h = History((2,), [])
     chk = check_release(h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace")
     assert chk.touches and not chk.allowed and chk.risk > 0.99
-    bounded = check_release(h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace",
-                            table_size=8)
+    bounded = check_release(
+        h, claim(5, None, tau=0.5, risk=0.5), v(0, 1), 1.0, family="discrete_laplace", table_size=8
+    )
     assert bounded.touches and bounded.risk <= chk.risk
 
 
-@pytest.mark.parametrize("centre, step", [(0.0, 1.0), (37.0, 1.0), (-1234567.0, 1.0), (0.25, 0.5), (3.0e8, 2.0)])
+@pytest.mark.parametrize(
+    "centre, step", [(0.0, 1.0), (37.0, 1.0), (-1234567.0, 1.0), (0.25, 0.5), (3.0e8, 2.0)]
+)
 def test_lattice_counts_by_arithmetic_equal_numpy_searchsorted(centre, step):
     """The claim check's lattice sums index an evenly spaced grid by arithmetic; the counts must be
     those of a binary search, including queries exactly on, a hair beside, and far outside the points."""
@@ -199,25 +207,39 @@ def test_lattice_counts_by_arithmetic_equal_numpy_searchsorted(centre, step):
     rng = np.random.default_rng(7)
     on = grid[rng.integers(0, grid.size, 200)]
     hair = 1e-9 * step
-    x = np.concatenate([on, on + hair, on - hair, np.nextafter(on, np.inf), np.nextafter(on, -np.inf),
-                        rng.uniform(grid[0] - 50 * step, grid[-1] + 50 * step, 400),
-                        [grid[0] - 1e6 * step, grid[-1] + 1e6 * step]])
+    x = np.concatenate(
+        [
+            on,
+            on + hair,
+            on - hair,
+            np.nextafter(on, np.inf),
+            np.nextafter(on, -np.inf),
+            rng.uniform(grid[0] - 50 * step, grid[-1] + 50 * step, 400),
+            [grid[0] - 1e6 * step, grid[-1] + 1e6 * step],
+        ]
+    )
     for side in ("left", "right"):
         assert np.array_equal(_lattice_count(grid, step, x, side), np.searchsorted(grid, x, side=side)), side
 
 
-@pytest.mark.parametrize("low, high, truths", [
-    (0.0, 40.0, [float(t) for t in range(0, 41)]),
-    (10.0, None, [float(t) for t in range(-5, 60, 3)]),
-    (None, 12.0, [3.0, 7.0, 12.0, 30.0]),
-    (5.0, 9.0, [0.5, 4.5, 9.5]),  # off the lattice: each truth summed on its own
-])
+@pytest.mark.parametrize(
+    "low, high, truths",
+    [
+        (0.0, 40.0, [float(t) for t in range(41)]),
+        (10.0, None, [float(t) for t in range(-5, 60, 3)]),
+        (None, 12.0, [3.0, 7.0, 12.0, 30.0]),
+        (5.0, 9.0, [0.5, 4.5, 9.5]),  # off the lattice: each truth summed on its own
+    ],
+)
 def test_the_lattice_risk_over_many_truths_equals_the_sum_truth_by_truth(low, high, truths):
     """The lattice crossing risk, evaluated once over the union lattice of centres, must equal the
     direct sum Σ_z Pr(Z = z)·[Pr(C | θ̂' = t + z) ≥ τ] computed truth by truth with binary searches."""
     from dpdesk.engine.claims.control import _lattice_risk
 
-    rows = [HistoryRow(v(0, 1), 0.4, 0.0, "discrete_laplace"), HistoryRow(v(1, 1), 0.3, 0.0, "discrete_laplace")]
+    rows = [
+        HistoryRow(v(0, 1), 0.4, 0.0, "discrete_laplace"),
+        HistoryRow(v(1, 1), 0.3, 0.0, "discrete_laplace"),
+    ]
     est = History((2,), rows).estimate(v(0, 1))
     shape = posterior(0.0, est.coefficients, est.noise_scales, list(est.families), method="fft")
     assert shape.lattice
@@ -229,5 +251,7 @@ def test_the_lattice_risk_over_many_truths_equals_the_sum_truth_by_truth(low, hi
         points = centre + shape.grid
         return shape.mass[(points >= lo - 1e-9) & (points <= hi + 1e-9)].sum()
 
-    expected = max(sum(m for z, m in zip(shape.grid, shape.mass) if pr_c(t + z) >= c.threshold) for t in truths)
+    expected = max(
+        sum(m for z, m in zip(shape.grid, shape.mass) if pr_c(t + z) >= c.threshold) for t in truths
+    )
     assert _lattice_risk(shape, c, truths) == pytest.approx(expected, abs=1e-12)

@@ -88,10 +88,14 @@ def test_at_a_fixed_true_value_pr_c_crosses_tau_no_more_often_than_the_risk_budg
     rate, n = float(crossed.mean()), crossed.size
     tolerance = 4 * np.sqrt(spent * (1 - spent) / n)
     # the union bound: at most the risk spent (Σ of the allowed releases' risks), within the budget
-    assert rate <= spent + tolerance, f"θ = {truth}: crossed in {rate:.4f} of streams (risk spent {spent:.4f})"
+    assert rate <= spent + tolerance, (
+        f"θ = {truth}: crossed in {rate:.4f} of streams (risk spent {spent:.4f})"
+    )
     if truth in (1, 2) and family is None:
         # the worst truths: here one release carries all the risk, so the supremum is attained exactly
-        assert abs(rate - spent) <= tolerance, f"θ = {truth}: crossed in {rate:.4f}, risk computed {spent:.4f}"
+        assert abs(rate - spent) <= tolerance, (
+            f"θ = {truth}: crossed in {rate:.4f}, risk computed {spent:.4f}"
+        )
     if truth in (1, 2):
         # the same stream without control crosses far more often: the test can fail
         free, _, _ = _plan(claim, controlled=False, family=family)

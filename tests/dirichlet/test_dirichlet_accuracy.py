@@ -25,7 +25,7 @@ def test_global_guarantees_hold_on_every_small_table():
     for m, alpha in ((5, 0.8), (8, 3.0)):
         cs = CandidateSet(prior, m, m)
         mech = ExponentialGlobal(cs, alpha)
-        for c in itertools.product(range(0, m + 3), repeat=3):
+        for c in itertools.product(range(m + 3), repeat=3):
             c = np.array(c)
             h = hellinger(prior + c, cs.parameters())
             p = mech.probabilities(c)
@@ -71,7 +71,7 @@ def test_noisy_size_quadrature_matches_the_exact_sum():
     from dpdesk.engine.dirichlet.accuracy import expected_hellinger_noisy_size
 
     prior, counts = np.ones(2), np.array([30, 30])
-    make = lambda cs: ExponentialGlobal(cs, 0.6)  # noqa: E731
+    make = lambda cs: ExponentialGlobal(cs, 0.6)
     exact = expected_hellinger_noisy_size(prior, counts, size_alpha=0.05, make=make)
     quick = expected_hellinger_noisy_size(prior, counts, size_alpha=0.05, make=make, max_sizes=41)
     assert quick == pytest.approx(exact, abs=2e-3)

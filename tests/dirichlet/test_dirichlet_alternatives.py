@@ -20,9 +20,14 @@ def _expected_h(law, truth):
 
 # exact over 9 candidates; Laplace: 1 681 noise pairs (tails < 1e-6) represented by 1 000 stratified
 # components, whose expectation of a function with values in [0, 1] is off by at most 1/1 000
-@pytest.mark.parametrize(("mech", "tol"), [(ExponentialGlobal(CandidateSet.for_size(np.array([1.0, 2.0]), 8), 1.5), 1e-12),
-                                           (LaplaceCounts(np.array([1.0, 2.0]), 0.7), 1.0 / COMPONENTS)],
-                         ids=["exponential", "laplace"])
+@pytest.mark.parametrize(
+    ("mech", "tol"),
+    [
+        (ExponentialGlobal(CandidateSet.for_size(np.array([1.0, 2.0]), 8), 1.5), 1e-12),
+        (LaplaceCounts(np.array([1.0, 2.0]), 0.7), 1.0 / COMPONENTS),
+    ],
+    ids=["exponential", "laplace"],
+)
 def test_the_release_law_gives_the_same_expected_distance_as_the_accuracy_code(mech, tol):
     counts = np.array([3, 5])
     law = release_law(mech, counts)
@@ -39,7 +44,9 @@ def test_a_law_with_many_candidates_is_represented_by_a_stratified_sample_that_k
     p = mech.probabilities(counts)
     full = mech.candidates.parameters()
     exact_mean = p @ (full[:, 0] / full.sum(axis=1))
-    assert law.mean[0] == pytest.approx(exact_mean, abs=2e-3)  # stratified: error ≤ 1/(2·COMPONENTS) per quantile
+    assert law.mean[0] == pytest.approx(
+        exact_mean, abs=2e-3
+    )  # stratified: error ≤ 1/(2·COMPONENTS) per quantile
     spread = np.sqrt(p @ (full[:, 0] / full.sum(axis=1) - exact_mean) ** 2)
     shares = law.parameters[:, 0] / law.parameters.sum(axis=1)
     assert np.sqrt(law.weights @ (shares - law.mean[0]) ** 2) == pytest.approx(spread, rel=0.01)

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _load():
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("dirichlet_posterior", ROOT / "benchmarks" / "dirichlet_posterior.py")
+    spec = importlib.util.spec_from_file_location(
+        "dirichlet_posterior", ROOT / "benchmarks" / "dirichlet_posterior.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -19,7 +21,11 @@ def _load():
 
 def test_notes_table_is_reproduced_from_their_formulas():
     text = _load().table_341()
-    rows = {line.split("|")[1].strip().split(" ")[0]: line.split("|")[2:8] for line in text.splitlines() if line.startswith("| ")}
+    rows = {
+        line.split("|")[1].strip().split(" ")[0]: line.split("|")[2:8]
+        for line in text.splitlines()
+        if line.startswith("| ")
+    }
     # the notes' printed columns (exponential, Laplace) for 4, 3, 2, 1, 0 steps
     notes_exp = ["0.0431", "0.0786", "0.1583", "0.3408", "0.3792"]
     notes_lap = ["0.0666", "0.0993", "0.1481", "0.2210", "0.3297"]

@@ -43,8 +43,14 @@ def test_plot_draws_curves_for_two_categories_and_bars_otherwise(qtbot):
     assert w.mode == "curves" and len(curves) == 2
     x, y = curves[1].getData()
     assert x[np.argmax(y)] == pytest.approx(13 / 20, abs=2e-3)  # the Beta(14, 8) mode
-    w.set_series(["a", "b", "c"], [("prior", np.ones(3)), ("released", np.array([9.0, 3.0, 2.0])),
-                                   ("Laplace alternative", np.array([8.0, 4.0, 1.0]))])
+    w.set_series(
+        ["a", "b", "c"],
+        [
+            ("prior", np.ones(3)),
+            ("released", np.array([9.0, 3.0, 2.0])),
+            ("Laplace alternative", np.array([8.0, 4.0, 1.0])),
+        ],
+    )
     bars = [i for i in w.plotItem.items if isinstance(i, pg.BarGraphItem)]
     whiskers = [i for i in w.plotItem.items if isinstance(i, pg.ErrorBarItem)]
     assert w.mode == "bars" and len(bars) == 3 and len(whiskers) == 3

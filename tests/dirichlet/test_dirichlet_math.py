@@ -17,12 +17,14 @@ from dpdesk.engine.errors import DpdeskError
 
 
 def _beta_hellinger_by_quadrature(a: tuple[float, float], b: tuple[float, float]) -> float:
-    f = lambda x: math.sqrt(stats.beta.pdf(x, *a) * stats.beta.pdf(x, *b))  # noqa: E731
+    f = lambda x: math.sqrt(stats.beta.pdf(x, *a) * stats.beta.pdf(x, *b))
     bc, _ = integrate.quad(f, 0, 1, limit=200)
     return math.sqrt(max(0.0, 1 - bc))
 
 
-@pytest.mark.parametrize("a,b", [((5, 5), (4, 6)), ((1, 1), (3, 2)), ((0.5, 2.0), (2.5, 7.0)), ((21, 21), (22, 20))])
+@pytest.mark.parametrize(
+    "a,b", [((5, 5), (4, 6)), ((1, 1), (3, 2)), ((0.5, 2.0), (2.5, 7.0)), ((21, 21), (22, 20))]
+)
 def test_hellinger_matches_numerical_integration(a, b):
     assert float(hellinger(np.array(a, float), np.array(b, float))) == pytest.approx(
         _beta_hellinger_by_quadrature(a, b), abs=1e-7
@@ -68,7 +70,9 @@ def test_log_g_is_accurate_and_increasing():
     big = x >= 1e4
     assert np.allclose(lg[big], -1 / (8 * x[big]) + 1 / (192 * x[big] ** 3), rtol=1e-9)
     # the switch between the two forms is continuous
-    assert float(log_g(np.array([40.0 - 1e-9]))[0]) == pytest.approx(float(log_g(np.array([40.0 + 1e-9]))[0]), rel=1e-9)
+    assert float(log_g(np.array([40.0 - 1e-9]))[0]) == pytest.approx(
+        float(log_g(np.array([40.0 + 1e-9]))[0]), rel=1e-9
+    )
 
 
 def test_global_sensitivity_is_the_supremum_of_all_steps():
@@ -98,7 +102,9 @@ def _brute_smooth(prior, c, beta, reach):
 def test_local_bound_is_the_largest_neighbour_distance():
     prior = np.array([1.0, 1.0, 2.0])
     c = np.array([3, 0, 5])
-    neighbours = [c + e for e in np.eye(3, dtype=int)] + [c - e for e in np.eye(3, dtype=int) if (c - e).min() >= 0]
+    neighbours = [c + e for e in np.eye(3, dtype=int)] + [
+        c - e for e in np.eye(3, dtype=int) if (c - e).min() >= 0
+    ]
     direct = max(float(hellinger(prior + c, prior + n)) for n in neighbours)
     assert local_bound(prior, c) == pytest.approx(direct, abs=1e-12)
 
@@ -118,7 +124,7 @@ def test_smooth_bound_equals_brute_force_search(seed):
 def test_smooth_bound_is_beta_smooth_and_bounds_local_sensitivity():
     prior = np.array([1.0, 1.0, 1.0])
     beta = 0.05
-    for c in itertools.product(range(0, 7), repeat=3):
+    for c in itertools.product(range(7), repeat=3):
         c = np.array(c)
         s = smooth_bound(prior, c, beta)
         assert local_bound(prior, c) <= s <= global_sensitivity(prior)

@@ -13,8 +13,8 @@ from dpdesk.engine.cube import build_cube
 from dpdesk.engine.dirichlet.accuracy import alpha_for_target, tail_bound
 from dpdesk.engine.dirichlet.plan import PosteriorRelease, assess_posterior, draw_posterior
 from dpdesk.engine.dirichlet.request import parse_posterior
-from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.errors import BudgetError, DpdeskError
+from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.schema import Schema
 
 SCHEMA = Schema.from_dict(
@@ -38,7 +38,9 @@ def _box_charge(a):
 @pytest.fixture(scope="module")
 def cube():
     rng = np.random.default_rng(5)
-    df = pd.DataFrame({"age": rng.uniform(0, 90, 300), "education": rng.choice(["school", "college", "degree"], 300)})
+    df = pd.DataFrame(
+        {"age": rng.uniform(0, 90, 300), "education": rng.choice(["school", "college", "degree"], 300)}
+    )
     return build_cube(df, SCHEMA)
 
 
@@ -47,7 +49,9 @@ def test_public_size_fixes_the_candidates_and_the_draw_picks_one(cube):
     assert _box_charge(a) == (0.8, 0.0) and a.size_alpha == 0
     assert a.candidates is not None and a.candidates.count == math.comb(42, 2)
     assert a.reference_counts is not None and sum(a.reference_counts) == 40
-    assert set(a.reference) == {"laplace", "exponential-global"} and all(0 < v < 1 for v in a.reference.values())
+    assert set(a.reference) == {"laplace", "exponential-global"} and all(
+        0 < v < 1 for v in a.reference.values()
+    )
     rec = a.record()
     json.dumps(rec)  # plain JSON
     assert rec["method"] == "exponential-global" and rec["alpha"] == 0.8 and rec["size"] == 40
@@ -113,8 +117,11 @@ def test_bad_settings_are_one_line_errors(kwargs, message):
 
 def test_the_ledger_payload_rederives_charge_rows_and_values(cube):
     """record() + draw() is what the ledger holds; the registered mechanism's privacy map reads it back."""
-    for kwargs in (dict(budget=0.6, size=40), dict(mechanism="exponential-smooth", budget=0.9, delta=1e-6),
-                   dict(mechanism="laplace", budget=0.3)):
+    for kwargs in (
+        dict(budget=0.6, size=40),
+        dict(mechanism="exponential-smooth", budget=0.9, delta=1e-6),
+        dict(mechanism="laplace", budget=0.3),
+    ):
         a = assess_posterior(QUERY, **kwargs)
         with pytest.raises(BudgetError, match="not secure"):
             a.draw(cube, SeededSampler(0))
@@ -150,6 +157,13 @@ def test_budget_and_delta_cap_decide_from_public_costs():
     outside[0] = 0.9  # a cell outside the box does not limit it
     assert assess_posterior(QUERY, budget=0.5, size=40, cell_costs=outside, total_budget=1.0).releasable
     deltas = np.full(SCHEMA.n_cells, 4e-6)
-    capped = assess_posterior(QUERY, mechanism="exponential-smooth", budget=0.5, delta=2e-6, size=40,
-                              cell_deltas=deltas, delta_cap=5e-6)
+    capped = assess_posterior(
+        QUERY,
+        mechanism="exponential-smooth",
+        budget=0.5,
+        delta=2e-6,
+        size=40,
+        cell_deltas=deltas,
+        delta_cap=5e-6,
+    )
     assert not capped.releasable and "cap" in capped.reason and capped.delta_after == pytest.approx(6e-6)

@@ -14,7 +14,12 @@ from dpdesk.engine.schema import Schema
 SCHEMA = Schema.from_dict(
     {
         "attributes": [
-            {"name": "age", "kind": "numeric", "edges": [0, 30, 65, 90], "labels": ["0-30", "30-65", "65-90"]},
+            {
+                "name": "age",
+                "kind": "numeric",
+                "edges": [0, 30, 65, 90],
+                "labels": ["0-30", "30-65", "65-90"],
+            },
             {"name": "education", "kind": "categorical", "values": ["school", "college", "degree"]},
             {"name": "sex", "kind": "categorical", "values": ["F", "M"]},
             {"name": "one", "kind": "categorical", "values": ["only"]},
@@ -39,7 +44,9 @@ def _cube(seed: int = 0):
 
 def test_text_form_and_counts_match_a_direct_count_of_the_rows():
     q = parse_posterior('posterior(education | age="65-90"; prior=1)', SCHEMA)
-    assert q.attribute == "education" and q.box == (("age", ("65-90",)),) and q.prior.tolist() == [1.0, 1.0, 1.0]
+    assert (
+        q.attribute == "education" and q.box == (("age", ("65-90",)),) and q.prior.tolist() == [1.0, 1.0, 1.0]
+    )
     df, cube = _cube()
     old = df[df.age >= 65]
     expected = [int((old.education == e).sum()) for e in ("school", "college", "degree")]
@@ -49,7 +56,7 @@ def test_text_form_and_counts_match_a_direct_count_of_the_rows():
     assert box[2].sum() == 3 * 2 * 1 and box[:2].sum() == 0
     cats = q.category_queries()
     assert [float(c.dense() @ cube.counts.reshape(-1)) for c in cats] == expected
-    assert q.describe() == 'posterior(education | age=\'65-90\'; prior=1)'
+    assert q.describe() == "posterior(education | age='65-90'; prior=1)"
 
 
 def test_options_box_lists_and_whole_table():
@@ -78,12 +85,12 @@ def test_options_box_lists_and_whole_table():
         ("posterior(sex | age=[])", "empty label list"),
         ("posterior(one)", "at least 2"),
         ("posterior(sex | sex=F)", "attribute itself"),
-        ("posterior(sex | age=\"99\")", "no label '99'"),
+        ('posterior(sex | age="99")', "no label '99'"),
         ("posterior(sex; mechanism=magic)", "mechanism must be one of"),
         ("posterior(sex; colour=1)", "unknown option 'colour'"),
         ("posterior(sex; budget=1; budget=2)", "appears twice"),
         ("posterior(sex) extra", "expected end of request"),
-        ("posterior(sex | age=\"0-30\" ; prior=1 $)", "unexpected character '$'"),
+        ('posterior(sex | age="0-30" ; prior=1 $)', "unexpected character '$'"),
         ("count(sex=F)", "expected 'posterior('"),
         ("", "empty text"),
     ],

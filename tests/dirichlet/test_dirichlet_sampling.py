@@ -57,7 +57,9 @@ def test_exponential_release_with_the_seeded_sampler():
     cs = CandidateSet(np.array([0.5, 2.0]), 10, 10)
     mech = ExponentialGlobal(cs, 1.5)
     sampler = SeededSampler(7)
-    observed = np.bincount(_indices(mech, [mech.release([7, 3], sampler) for _ in range(5000)]), minlength=cs.count)
+    observed = np.bincount(
+        _indices(mech, [mech.release([7, 3], sampler) for _ in range(5000)]), minlength=cs.count
+    )
     assert _chisquare(observed, mech.probabilities([7, 3])) > 1e-3
     assert _chisquare(observed, ExponentialGlobal(cs, 0.75).probabilities([7, 3])) < 1e-3
 
@@ -80,7 +82,10 @@ def test_laplace_counts_match_the_clipped_discrete_laplace():
     assert np.mean(released[:, 0] == 0) == pytest.approx(math.exp(-alpha) / (1 + math.exp(-alpha)), abs=0.04)
     wrong = mech.marginal(2, upto)
     wrong[-1] += 1 - wrong.sum()
-    assert _chisquare(np.bincount(np.minimum(released[:, 0].astype(int), upto), minlength=upto + 1), wrong) < 1e-4
+    assert (
+        _chisquare(np.bincount(np.minimum(released[:, 0].astype(int), upto), minlength=upto + 1), wrong)
+        < 1e-4
+    )
 
 
 def test_noisy_size_matches_its_pmf():

@@ -28,7 +28,7 @@ def _range(rng):
     for d in rng.choice(len(SHAPE), 2, replace=False):
         lo, hi = np.sort(rng.integers(0, SHAPE[d], 2))
         g = np.zeros(SHAPE[d])
-        g[lo:hi + 1] = 1.0
+        g[lo : hi + 1] = 1.0
         f[d] = g
     return Query(SHAPE, terms=(Term(1.0, tuple(f)),))
 
@@ -80,7 +80,9 @@ def test_cv_estimate_tracks_the_true_mse_within_its_stated_noise():
         # the quantity CV estimates: the expected squared error over new queries like the history's of
         # the estimate fitted on (k−1)/k of it — bias² from noise-free answers plus the exact noise variance
         keep = np.sort(rng.choice(m, m - m // k, replace=False))
-        clean = ShrinkageModel.fit(Released.laplace(SHAPE, [qs[i] for i in keep], truth[keep], b), table_size=n)
+        clean = ShrinkageModel.fit(
+            Released.laplace(SHAPE, [qs[i] for i in keep], truth[keep], b), table_size=n
+        )
         new = [_range(rng) for _ in range(200)]
         bias = clean.estimate_many(new, taus) - np.array([q.answer(x) for q in new])[:, None]
         var = clean.noise_std_many(new, taus) ** 2

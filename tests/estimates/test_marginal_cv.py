@@ -38,8 +38,9 @@ def test_cv_curve_tracks_the_true_held_out_error_and_picks_near_its_minimum():
     b, particles = 15.0, 20_000
     n, truth, noisy = _release(b, 5)
     taus = [1e-4, 1e-3, 1e-2, 1e-1]  # boxes of ~0.05 to ~50 nats: from near-independence to an exact fit
-    cv = cross_validate_marginals(SHAPE, noisy, table_size=n, taus=taus, k=3, seed=1, particles=particles,
-                                  max_iter=10, gtol=0.25)
+    cv = cross_validate_marginals(
+        SHAPE, noisy, table_size=n, taus=taus, k=3, seed=1, particles=particles, max_iter=10, gtol=0.25
+    )
     x = np.concatenate([t.reshape(-1) for t in truth])
     y = np.concatenate([mg.table.reshape(-1) for mg in noisy])
     s2 = 2 * b * b
@@ -49,12 +50,14 @@ def test_cv_curve_tracks_the_true_held_out_error_and_picks_near_its_minimum():
     np.testing.assert_allclose(cv.mse, np.mean((pred - y) ** 2 - s2 - w, axis=1), rtol=1e-12)
     # cv − true = mean(ν² − σ² − 2(μ̂ − x)ν): zero mean (held-out noise is independent of the fit), and
     # standard deviation √Σ(5σ⁴ + 4(μ̂ − x)²σ²)/m; every grid point within three of them
-    sd = np.sqrt(np.sum(5 * s2 ** 2 + 4 * (pred - x) ** 2 * s2, axis=1)) / x.size
+    sd = np.sqrt(np.sum(5 * s2**2 + 4 * (pred - x) ** 2 * s2, axis=1)) / x.size
     assert np.all(np.abs(cv.mse - true_mse) <= 3 * sd), (cv.mse, true_mse, sd)
-    assert cv.floor_sd == pytest.approx(math.sqrt(5 * s2 ** 2 * x.size) / x.size)
+    assert cv.floor_sd == pytest.approx(math.sqrt(5 * s2**2 * x.size) / x.size)
     # the chosen τ's true error is within the two curves' noise of the best true error on the grid
     best = int(np.argmin(true_mse))
-    assert true_mse[list(cv.taus).index(cv.best_tau)] <= true_mse[best] + 3 * math.hypot(sd[best], sd[np.argmin(cv.mse)])
+    assert true_mse[list(cv.taus).index(cv.best_tau)] <= true_mse[best] + 3 * math.hypot(
+        sd[best], sd[np.argmin(cv.mse)]
+    )
     # the curve has a shape to choose from: the smallest box is far worse than the best
     assert true_mse[0] > true_mse[best] + 6 * sd[0]
     assert cv.fold_mse.shape == (4, 3) and sorted(i for f in cv.folds for i in f) == list(range(len(PAIRS)))

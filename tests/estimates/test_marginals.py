@@ -120,8 +120,14 @@ def _dense_dual(shape, answers, scales, axes_list, n, tau):
         return -(w @ answers / n - logsumexp(logit)), -(answers / n - F @ p)
 
     box = tau * n / scales
-    res = minimize(f, np.zeros(answers.size), jac=True, method="L-BFGS-B", bounds=list(zip(-box, box)),
-                   options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50})
+    res = minimize(
+        f,
+        np.zeros(answers.size),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip(-box, box)),
+        options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50},
+    )
     p = np.exp(res.x @ F - logsumexp(res.x @ F))
     return n * F @ p, p
 
@@ -141,8 +147,12 @@ def _exact_counts(shape, axes_list, theta, n):
     for axes, th in zip(axes_list, theta):
         logit = logit + th.reshape(tuple(shape[a] if a in axes else 1 for a in range(len(shape))))
     p = np.exp(logit - logsumexp(logit))
-    return np.concatenate([(n * p.sum(axis=tuple(d for d in range(len(shape)) if d not in axes))).reshape(-1)
-                           for axes in axes_list]), p.reshape(-1)
+    return np.concatenate(
+        [
+            (n * p.sum(axis=tuple(d for d in range(len(shape)) if d not in axes))).reshape(-1)
+            for axes in axes_list
+        ]
+    ), p.reshape(-1)
 
 
 @pytest.mark.calibration
@@ -163,17 +173,17 @@ def test_fit_to_released_marginals_is_the_dense_max_entropy_solution(sparse):
     assert target.min() >= 0 and (not sparse or (target == 0).any())
     if sparse:  # clipped targets would lie farther than gtol from every consistent set: no fit could pass
         plain = np.concatenate([g.reshape(-1) for g in consistent_marginals(shape, margs, n)])
-        assert np.mean((np.clip(plain, 0, None) - target) ** 2) / b ** 2 > gtol ** 2
+        assert np.mean((np.clip(plain, 0, None) - target) ** 2) / b**2 > gtol**2
     want, p = _dense_dual(shape, target, np.full(target.size, b), axes, n, tau)
     # the fitted θ's exact expectations (enumerated): the test passed with B + 2·se_B ≤ gtol² on one
     # Monte Carlo sample, and B errs from the exact mean squared misfit by about se_B, so the exact one
     # is below gtol² + se_B but for a 3-standard-error event
     exact, _ = _exact_counts(shape, axes, fit.theta, n)
-    exact_ms = np.mean((exact - want) ** 2) / b ** 2
-    assert exact_ms <= gtol ** 2 + fit.check.bias_se, (exact_ms, fit.check)
+    exact_ms = np.mean((exact - want) ** 2) / b**2
+    assert exact_ms <= gtol**2 + fit.check.bias_se, (exact_ms, fit.check)
     # and the test is not vacuous here: its bound can fail (2·se_B is well below gtol²), and the start was
     # far outside it
-    assert 2 * fit.check.bias_se < gtol ** 2 / 2 and fit.trace[0] > gtol
+    assert 2 * fit.check.bias_se < gtol**2 / 2 and fit.trace[0] > gtol
     rows = fit.sample(40_000, np.random.default_rng(5))
     assert rows.shape == (40_000, 3) and rows.min() >= 0 and np.all(rows.max(axis=0) < np.array(shape))
     freq = np.bincount(np.ravel_multi_index(rows.T, shape), minlength=p.size) / 40_000
@@ -192,8 +202,9 @@ def test_fit_reports_non_convergence_and_names_bad_settings():
     with pytest.raises(DpdeskError, match="start"):
         fit_marginals(shape, margs, table_size=n, tau=1.0, start="zero")
     shape, n, _, margs = _case(30.0)
-    independent = fit_marginals(shape, margs, table_size=n, tau=3.0, particles=200_000, seed=3, gtol=0.3,
-                                start="independent")
+    independent = fit_marginals(
+        shape, margs, table_size=n, tau=3.0, particles=200_000, seed=3, gtol=0.3, start="independent"
+    )
     assert independent.converged, (independent.iterations, independent.bias_rms)
     with pytest.raises(DpdeskError, match="particles"):
         fit_marginals(shape, margs, table_size=n, tau=1.0, particles=10)
@@ -229,19 +240,31 @@ def test_nonnegative_marginals_are_the_dense_constrained_least_squares_projectio
     M = np.vstack([_operator(shape, a) for a in axes])
     y = np.concatenate([mg.table.reshape(-1) for mg in margs])
     w = np.concatenate([np.full(mg.table.size, 1 / mg.variance) for mg in margs])
-    res = _minimize(lambda x: (w * (y - M @ x) ** 2).sum(), np.full(M.shape[1], n / M.shape[1]),
-                    jac=lambda x: -2 * M.T @ (w * (y - M @ x)), method="SLSQP",
-                    constraints=[{"type": "ineq", "fun": lambda x: M @ x, "jac": lambda x: M},
-                                 {"type": "eq", "fun": lambda x: x.sum() - n, "jac": lambda x: np.ones((1, x.size))}],
-                    options={"ftol": 1e-14, "maxiter": 2000})
+    res = _minimize(
+        lambda x: (w * (y - M @ x) ** 2).sum(),
+        np.full(M.shape[1], n / M.shape[1]),
+        jac=lambda x: -2 * M.T @ (w * (y - M @ x)),
+        method="SLSQP",
+        constraints=[
+            {"type": "ineq", "fun": lambda x: M @ x, "jac": lambda x: M},
+            {"type": "eq", "fun": lambda x: x.sum() - n, "jac": lambda x: np.ones((1, x.size))},
+        ],
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
     assert res.success, res.message
     want = M @ res.x
     flat = np.concatenate([g.reshape(-1) for g in got])
     assert flat.min() >= 0.0
     np.testing.assert_allclose(flat, want, rtol=0, atol=1e-3)
     # consistent: projecting again changes nothing, and the table size is kept
-    again = np.concatenate([g.reshape(-1) for g in consistent_marginals(shape, [Marginal(a, g, mg.variance) for a, g, mg
-                                                                                in zip(axes, got, margs)], n)])
+    again = np.concatenate(
+        [
+            g.reshape(-1)
+            for g in consistent_marginals(
+                shape, [Marginal(a, g, mg.variance) for a, g, mg in zip(axes, got, margs)], n
+            )
+        ]
+    )
     np.testing.assert_allclose(again, flat, rtol=0, atol=1e-5)
     # a release whose projection is already non-negative is returned as projected
     shape, n, _, margs = _case(30.0)

@@ -44,8 +44,14 @@ def _marginal_rows(x, b, rng):
 def _dense_dual(rel, n, tau):
     """The seed's dual over every cell: max Σ w_i a_i/n − ln Z_w, |v_i| ≤ τ with w_i = v_i n / s_i."""
     s = np.sqrt(rel.variances / 2)
-    F = np.array([np.broadcast_to(q.table[tuple(slice(None) if d in q.axes else None for d in range(3))],
-                                  SHAPE).reshape(-1) for q in rel.queries])
+    F = np.array(
+        [
+            np.broadcast_to(
+                q.table[tuple(slice(None) if d in q.axes else None for d in range(3))], SHAPE
+            ).reshape(-1)
+            for q in rel.queries
+        ]
+    )
 
     # solved in w (curvature Var_p(f) ≤ 1/4 in every direction) to a projected gradient of 1e-12
     def f(w):
@@ -55,8 +61,14 @@ def _dense_dual(rel, n, tau):
         return -(w @ rel.answers / n - lz), -(rel.answers / n - F @ p)
 
     box = tau * n / s
-    res = minimize(f, np.zeros(len(rel)), jac=True, method="L-BFGS-B", bounds=list(zip(-box, box)),
-                   options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50})
+    res = minimize(
+        f,
+        np.zeros(len(rel)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip(-box, box)),
+        options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50},
+    )
     w = res.x
     p = np.exp(w @ F - logsumexp(w @ F))
     return n * F @ p, p
@@ -101,7 +113,10 @@ def test_range_queries_become_clique_tables_and_bad_inputs_are_named():
     box = Query(SHAPE, terms=(Term(1.0, (np.array([1.0, 1, 0]), np.ones(4), np.array([0.0, 1, 1, 1, 0]))),))
     rel = Released.laplace(SHAPE, [box], [box.answer(x)], 1.0)
     fit = fit_maxent(rel, table_size=n, tau=50.0, particles=PARTICLES, seed=1)
-    assert abs(fit.misfit(rel.answers)[0]) <= 0.05 * 1.01 + 5 * math.sqrt(n) / 1.0 / math.sqrt(fit.ess * PARTICLES) * 1.0
+    assert (
+        abs(fit.misfit(rel.answers)[0])
+        <= 0.05 * 1.01 + 5 * math.sqrt(n) / 1.0 / math.sqrt(fit.ess * PARTICLES) * 1.0
+    )
     with pytest.raises(DpdeskError, match="tau"):
         fit_maxent(rel, table_size=n, tau=0.0)
     with pytest.raises(DpdeskError, match="table_size"):

@@ -45,7 +45,7 @@ def _box(rng):
         lo = rng.integers(0, k)
         hi = rng.integers(lo, k)
         f = np.zeros(k)
-        f[lo:hi + 1] = 1.0
+        f[lo : hi + 1] = 1.0
         factors.append(f)
     return Query(SHAPE, terms=(Term(1.0, tuple(factors)),))
 
@@ -62,12 +62,22 @@ def _history(rng, m=25):
 def test_gram_matches_prior_weighted_dot_products_for_every_query_form():
     rng = np.random.default_rng(1)
     prior = _prior(rng)
-    qs = [Query(SHAPE, terms=tuple(Term(rng.normal(), tuple(rng.normal(size=k) for k in SHAPE)) for _ in range(1 + i % 2)))
-          for i in range(4)]
-    qs += [LocalQuery(SHAPE, (0, 2), rng.normal(size=(3, 5))), LocalQuery(SHAPE, (1,), rng.normal(size=4)),
-           LocalQuery(SHAPE, (0, 1, 2), rng.normal(size=SHAPE)),
-           Query(SHAPE, indices=np.array([0, 5, 17, 59]), values=np.array([1.0, 2.0, -1.0, 3.0])),
-           Query(SHAPE, indices=np.array([5, 6, 17]), values=np.array([1.0, 2.0, -1.0]))]
+    qs = [
+        Query(
+            SHAPE,
+            terms=tuple(
+                Term(rng.normal(), tuple(rng.normal(size=k) for k in SHAPE)) for _ in range(1 + i % 2)
+            ),
+        )
+        for i in range(4)
+    ]
+    qs += [
+        LocalQuery(SHAPE, (0, 2), rng.normal(size=(3, 5))),
+        LocalQuery(SHAPE, (1,), rng.normal(size=4)),
+        LocalQuery(SHAPE, (0, 1, 2), rng.normal(size=SHAPE)),
+        Query(SHAPE, indices=np.array([0, 5, 17, 59]), values=np.array([1.0, 2.0, -1.0, 3.0])),
+        Query(SHAPE, indices=np.array([5, 6, 17]), values=np.array([1.0, 2.0, -1.0])),
+    ]
     D = np.array([_dense(q) for q in qs])
     ref = (D * _p0(prior)) @ D.T
     stack = QueryStack(qs, SHAPE)
@@ -120,7 +130,9 @@ def test_without_a_declared_size_a_released_total_plays_the_universal_query():
     assert est.value == pytest.approx(blue.estimate, rel=1e-9)
     assert est.noise_std == pytest.approx(blue.std, rel=1e-7)
     for tau in (0.5, 20.0, math.inf):
-        assert model.noise_std_many([target], [tau])[0, 0] == pytest.approx(model.estimate(target, tau).noise_std, rel=1e-9)
+        assert model.noise_std_many([target], [tau])[0, 0] == pytest.approx(
+            model.estimate(target, tau).noise_std, rel=1e-9
+        )
 
 
 def test_finite_tau_is_the_gaussian_posterior_mean_and_tau_zero_the_prior_answer():

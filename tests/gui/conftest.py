@@ -31,7 +31,9 @@ def dialogs(monkeypatch) -> Dialogs:
     from dpdesk.gui import dialogs as mod
 
     rec = Dialogs()
-    monkeypatch.setattr(mod, "show_error", lambda parent, title, message, detail="": rec.errors.append((title, message)))
+    monkeypatch.setattr(
+        mod, "show_error", lambda parent, title, message, detail="": rec.errors.append((title, message))
+    )
     monkeypatch.setattr(mod, "show_info", lambda parent, title, message: rec.infos.append((title, message)))
 
     def confirm(parent, title, message):
@@ -63,8 +65,14 @@ def settings(tmp_path: Path):
 
 def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 20000):
     panel = window.requests.answer
-    qtbot.waitUntil(lambda: panel.assessment is not None and not panel.runner.is_running()
-                    and (request_id is None or panel.assessment.request_id == request_id), timeout=timeout)
+    qtbot.waitUntil(
+        lambda: (
+            panel.assessment is not None
+            and not panel.runner.is_running()
+            and (request_id is None or panel.assessment.request_id == request_id)
+        ),
+        timeout=timeout,
+    )
     return panel.assessment
 
 

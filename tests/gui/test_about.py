@@ -29,7 +29,10 @@ def test_help_about_names_versions_licence_and_file_format(qtbot, settings, tmp_
     assert shown["Qt"].startswith(qVersion())
     assert shown["OpenDP"] == metadata.version("opendp")
     assert shown["DuckDB"] == metadata.version("duckdb")
-    assert shown["Project file format"].startswith(f"{FORMAT_VERSION} ") and "DPDK" in shown["Project file format"]
+    assert (
+        shown["Project file format"].startswith(f"{FORMAT_VERSION} ")
+        and "DPDK" in shown["Project file format"]
+    )
     dialog.copy_btn.click()
     copied = QApplication.clipboard().text().splitlines()
     assert f"OpenDP: {metadata.version('opendp')}" in copied and len(copied) == len(shown)

@@ -25,7 +25,11 @@ def test_answered_request_shows_its_release_not_a_live_decision(demo_window, qtb
     assert f"Released {entry.released:.6g}" in reason and f"ledger entry #{entry.seq}" in reason
     assert f"α = {float(entry.payload['alpha']):.4g}" in reason and entry.time[:10] in reason
     assert "already decided" in panel.fields["cost"].text()
-    assert not panel.spend_btn.isEnabled() and not panel.infer_btn.isEnabled() and not panel.reject_btn.isEnabled()
+    assert (
+        not panel.spend_btn.isEnabled()
+        and not panel.infer_btn.isEnabled()
+        and not panel.reject_btn.isEnabled()
+    )
 
 
 def test_reject_with_a_note_and_cancel_rejects_nothing(demo_window, qtbot, dialogs):
@@ -52,7 +56,10 @@ def test_a_spend_below_the_most_spent_cell_explains_why_remaining_stays(demo_win
     panel = win.requests.answer
     win.requests.select_request("q01")  # count(sex="Female"): raises the system cost
     a = wait_assessed(qtbot, win, "q01")
-    assert a.budget.system_cost_after > a.budget.system_cost and "does not change" not in panel.fields["cost"].text()
+    assert (
+        a.budget.system_cost_after > a.budget.system_cost
+        and "does not change" not in panel.fields["cost"].text()
+    )
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
     win.requests.select_request("q02")  # count(sex="Male"): other cells, no higher than the Female ones
@@ -86,9 +93,12 @@ def test_answer_all_free_releases_exactly_the_free_requests_each_ledgered(demo_w
     win.menu_actions["answer_all_free"].trigger()
     qtbot.waitUntil(lambda: not win.requests.free_runner.is_running(), timeout=60000)
     assert dialogs.confirms[-1][0] == "Answer all free requests"
-    new = win.session.ledger()[len(before):]
+    new = win.session.ledger()[len(before) :]
     assert [e.request_id for e in new] == free and all(e.kind == "inferred" for e in new)
     assert (win.session.cell_costs() == costs).all()  # free: nothing spent
     assert all(win.session.request(r).status == "answered" for r in free)
-    assert dialogs.infos[-1][0] == "Free requests answered" and f"Released {len(free)} free answer" in dialogs.infos[-1][1]
+    assert (
+        dialogs.infos[-1][0] == "Free requests answered"
+        and f"Released {len(free)} free answer" in dialogs.infos[-1][1]
+    )
     assert win.session.verify().ok

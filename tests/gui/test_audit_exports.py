@@ -73,20 +73,32 @@ def _old_report(win, images) -> str:
     s = win.session
     budget, costs = s.budget(), s.cell_costs()
     cell_rows = [(s.schema.describe_cell(int(i)), float(costs[i])) for i in np.flatnonzero(costs)]
-    return build_html(name=s.name, path=str(s.path), total_budget=budget.total, remaining=budget.remaining,
-                      system_cost=budget.system_cost, entries=s.ledger(), cell_rows=cell_rows,
-                      verify=s.verify(), images=images, charges=s.view().largest_charges(),
-                      delta_cap=s.project.delta_cap, delta_spent=s.view().delta_spent,
-                      requesters=s.requesters(), accounts=s.accounts(),
-                      claims=[{**c.watched.to_json(), **c.to_json()} for c in s.claim_statuses()])
+    return build_html(
+        name=s.name,
+        path=str(s.path),
+        total_budget=budget.total,
+        remaining=budget.remaining,
+        system_cost=budget.system_cost,
+        entries=s.ledger(),
+        cell_rows=cell_rows,
+        verify=s.verify(),
+        images=images,
+        charges=s.view().largest_charges(),
+        delta_cap=s.project.delta_cap,
+        delta_spent=s.view().delta_spent,
+        requesters=s.requesters(),
+        accounts=s.accounts(),
+        claims=[{**c.watched.to_json(), **c.to_json()} for c in s.claim_statuses()],
+    )
 
 
 def _undated(text: str) -> str:
     return re.sub(r"generated [0-9T:+-]+ by", "generated … by", text)
 
 
-def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_before(audit_window, qtbot, dialogs,
-                                                                                   monkeypatch, tmp_path):
+def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_before(
+    audit_window, qtbot, dialogs, monkeypatch, tmp_path
+):
     from dpdesk.gui import audit_page
     from dpdesk.store import audit_export
     from dpdesk.store.report import ledger_csv
@@ -98,13 +110,17 @@ def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_befo
     csv_path, html_path = tmp_path / "ledger.csv", tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     audit.csv_btn.click()
-    assert audit.csv_task.isVisibleTo(audit) and not audit.csv_btn.isEnabled()  # the click returned; a worker writes
+    assert (
+        audit.csv_task.isVisibleTo(audit) and not audit.csv_btn.isEnabled()
+    )  # the click returned; a worker writes
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     audit.html_btn.click()  # while the CSV may still be written: neither cancels the other
     qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)
     assert csv_spy.on_gui_thread is False and html_spy.on_gui_thread is False
     for spy in (csv_spy, html_spy):
-        assert spy.progress and spy.progress == sorted(spy.progress) and spy.progress[-1] == pytest.approx(1.0)
+        assert (
+            spy.progress and spy.progress == sorted(spy.progress) and spy.progress[-1] == pytest.approx(1.0)
+        )
     assert audit.csv_btn.isEnabled() and audit.html_btn.isEnabled() and not audit.csv_task.isVisibleTo(audit)
     assert sorted(t for t, _ in dialogs.infos) == ["Ledger exported", "Report exported"]
     s = win.session
@@ -117,8 +133,9 @@ def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_befo
 
 
 @pytest.mark.parametrize("kind", ["csv", "html"])
-def test_a_cancelled_export_leaves_no_file_and_an_older_one_as_it_was(audit_window, qtbot, dialogs, monkeypatch,
-                                                                      tmp_path, kind):
+def test_a_cancelled_export_leaves_no_file_and_an_older_one_as_it_was(
+    audit_window, qtbot, dialogs, monkeypatch, tmp_path, kind
+):
     from dpdesk.gui import audit_page
     from dpdesk.store import audit_export
 
@@ -131,7 +148,9 @@ def test_a_cancelled_export_leaves_no_file_and_an_older_one_as_it_was(audit_wind
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(out))
     line, button = (audit.csv_task, audit.csv_btn) if kind == "csv" else (audit.html_task, audit.html_btn)
     button.click()
-    qtbot.waitUntil(spy.reached.is_set, timeout=20000)  # the worker is midway (the CSV: its first rows written)
+    qtbot.waitUntil(
+        spy.reached.is_set, timeout=20000
+    )  # the worker is midway (the CSV: its first rows written)
     if kind == "csv":
         assert [p for p in tmp_path.iterdir() if p.name.endswith(".part")]  # the write under way
     line.stop_btn.click()

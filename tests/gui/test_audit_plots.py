@@ -12,7 +12,9 @@ from PySide6.QtCore import Qt
 from .conftest import wait_assessed, wait_released
 
 
-def test_cost_curve_holds_its_last_level_and_report_plots_are_large(demo_window, qtbot, monkeypatch, tmp_path):
+def test_cost_curve_holds_its_last_level_and_report_plots_are_large(
+    demo_window, qtbot, monkeypatch, tmp_path
+):
     from dpdesk.gui import audit_page
 
     win = demo_window

@@ -15,8 +15,10 @@ def _select(page, ids):
     sm.clearSelection()
     for row in range(page.proxy.rowCount()):
         if page.request_at(row) in ids:
-            sm.select(page.proxy.index(row, 0),
-                      QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+            sm.select(
+                page.proxy.index(row, 0),
+                QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows,
+            )
 
 
 def _planned(qtbot, d):
@@ -35,8 +37,12 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     d = page.batch_dialog
     d.resize(900, 640)
     plan = _planned(qtbot, d)
-    expected = plan_pending(win.session.project, ids)  # the same plan, made here on the GUI thread's connection
-    assert [p.id for p in plan.requests] == ids and plan.to_json() | {"elapsed_ms": 0} == expected.to_json() | {"elapsed_ms": 0}
+    expected = plan_pending(
+        win.session.project, ids
+    )  # the same plan, made here on the GUI thread's connection
+    assert [p.id for p in plan.requests] == ids and plan.to_json() | {
+        "elapsed_ms": 0
+    } == expected.to_json() | {"elapsed_ms": 0}
     table = [[d.table.item(r, c).text() for c in range(len(HEADERS))] for r in range(d.table.rowCount())]
     assert table == [row_cells(expected, p) for p in expected.requests]
     by_id = {row[0]: row for row in table}
@@ -46,7 +52,10 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     q34 = expected.requests[2]
     assert q34.status == "uncovered" and by_id["q34"][COL["alone"]] == "refused"
     assert f"offer ±{q34.offer_eps:.4g} at δ 0.01" in by_id["q34"][COL["if not covered"]]
-    assert f"system cost {expected.system_cost:.4g} now → {expected.system_cost_after:.4g} after" in d.summary.text()
+    assert (
+        f"system cost {expected.system_cost:.4g} now → {expected.system_cost_after:.4g} after"
+        in d.summary.text()
+    )
     assert abs(d.heatmap.matrix.max() - expected.cell_costs_after.max()) < 1e-12
     d.grab().save(str(tmp_path / "batch_dialog.png"))
     d.grab().save("/tmp/batch_dialog.png")
@@ -61,11 +70,16 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     assert [e.kind for e in new[:n]] == ["measurement"] * n and len(new) == n + 2
     assert [e.request_id for e in new[n:]] == ["q02", "q03"]
     assert [win.session.request(i).status for i in ids] == ["answered", "answered", "pending"]
-    assert dialogs.infos[-1][0] == "Batch released" and "answered q02, q03; q34 still pending" in dialogs.infos[-1][1]
+    assert (
+        dialogs.infos[-1][0] == "Batch released"
+        and "answered q02, q03; q34 still pending" in dialogs.infos[-1][1]
+    )
     assert win.session.verify().ok
 
 
-def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spending_nothing(demo_window, qtbot, dialogs):
+def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spending_nothing(
+    demo_window, qtbot, dialogs
+):
     from dpdesk.gui.batch_dialog import BatchDialog
 
     win = demo_window
@@ -89,7 +103,9 @@ def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spendin
     assert win.session.request("q02").status == "pending" and win.session.verify().ok
 
 
-def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(demo_window, qtbot, dialogs, monkeypatch):
+def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(
+    demo_window, qtbot, dialogs, monkeypatch
+):
     import threading
 
     from dpdesk.engine.planning.release import MeasurementPlan

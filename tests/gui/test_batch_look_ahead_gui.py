@@ -9,21 +9,39 @@ import threading
 
 import numpy as np
 
-SCHEMA = {"attributes": [
-    {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
-    {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]}]}
-QUEUE = [('count(age="0-30")', 6.0), ('count(age="30-150")', 8.0), ("count()", 9.0),
-         ('count(income=">50K")', 7.0), ('count(age="0-30", income="<=50K")', 5.0)]
+SCHEMA = {
+    "attributes": [
+        {
+            "name": "age",
+            "column": "age",
+            "kind": "numeric",
+            "edges": [0, 30, 150],
+            "labels": ["0-30", "30-150"],
+        },
+        {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
+    ]
+}
+QUEUE = [
+    ('count(age="0-30")', 6.0),
+    ('count(age="30-150")', 8.0),
+    ("count()", 9.0),
+    ('count(income=">50K")', 7.0),
+    ('count(age="0-30", income="<=50K")', 5.0),
+]
 
 
 def _project(tmp_path):
     from dpdesk.store import Project
 
     table = tmp_path / "people.csv"
-    table.write_text("age,income\n" + "10,<=50K\n" * 10 + "20,>50K\n" * 20 + "40,<=50K\n" * 20 + "50,>50K\n" * 10,
-                     encoding="utf-8")
+    table.write_text(
+        "age,income\n" + "10,<=50K\n" * 10 + "20,>50K\n" * 20 + "40,<=50K\n" * 20 + "50,>50K\n" * 10,
+        encoding="utf-8",
+    )
     path = tmp_path / "p.dpdesk"
-    with Project.create(path, name="people", schema=SCHEMA, source_location=str(table), total_budget=1.0) as p:
+    with Project.create(
+        path, name="people", schema=SCHEMA, source_location=str(table), total_budget=1.0
+    ) as p:
         for i, (q, eps) in enumerate(QUEUE):
             p.add_request(q, eps, 0.2, request_id=f"q{i + 1}")
     return path
@@ -34,7 +52,9 @@ def _planned(qtbot, d):
     return d.plan
 
 
-def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(qtbot, tmp_path, dialogs, monkeypatch):
+def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
+    qtbot, tmp_path, dialogs, monkeypatch
+):
     import dpdesk.store.batch as batch_mod
     from dpdesk.gui.batch_dialog import HEADERS, BatchDialog, look_ahead_summary, row_cells
     from dpdesk.gui.session import ProjectSession
@@ -49,7 +69,10 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(qtbot
         plain = _planned(qtbot, d)
         assert not d.look_ahead.isChecked() and not d.share.isEnabled()  # off: the project's default
         assert plain.look_ahead is None and "Look-ahead" not in d.summary.text()
-        assert "public inputs only" in d.look_ahead_words.text() and "never from the data" in d.look_ahead_words.text()
+        assert (
+            "public inputs only" in d.look_ahead_words.text()
+            and "never from the data" in d.look_ahead_words.text()
+        )
 
         # turning it on plans again on a worker; hold that plan there, then cancel it
         held, go, returned, on_gui = threading.Event(), threading.Event(), threading.Event(), []
@@ -76,7 +99,9 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(qtbot
         go.set()
         qtbot.waitUntil(returned.is_set, timeout=30000)
         qtbot.wait(100)
-        assert d.plan is None and on_gui == [False]  # the cancelled plan is dropped; it ran off the GUI thread
+        assert d.plan is None and on_gui == [
+            False
+        ]  # the cancelled plan is dropped; it ran off the GUI thread
 
         d.share.setValue(40)  # planned again once the box rests
         plan = _planned(qtbot, d)
@@ -84,7 +109,9 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(qtbot
         la = plan.look_ahead
         assert la is not None and la.share == 0.4 and la.strategy.startswith("ahead: ")
         expected = batch_mod.plan_pending(session.project, ["q1", "q2"], look_ahead=0.4)
-        assert json.dumps(plan.to_json() | {"elapsed_ms": 0}) == json.dumps(expected.to_json() | {"elapsed_ms": 0})
+        assert json.dumps(plan.to_json() | {"elapsed_ms": 0}) == json.dumps(
+            expected.to_json() | {"elapsed_ms": 0}
+        )
         table = [[d.table.item(r, c).text() for c in range(len(HEADERS))] for r in range(d.table.rowCount())]
         assert table == [row_cells(expected, p) for p in expected.requests]
         assert look_ahead_summary(expected, 0.4) in d.summary.text()

@@ -75,13 +75,17 @@ def _lock_free(path) -> bool:
     return True
 
 
-def test_closing_writes_the_cache_on_a_worker_with_progress(qtbot, settings, dialogs, monkeypatch, project_path):
+def test_closing_writes_the_cache_on_a_worker_with_progress(
+    qtbot, settings, dialogs, monkeypatch, project_path
+):
     from dpdesk.store import view_cache
 
     spy = SaveSpy(monkeypatch)
     win = _open(qtbot, settings, project_path)
     win.close_project()
-    assert win.session is None and win.closing.is_running()  # the pages are gone; the cache is written meanwhile
+    assert (
+        win.session is None and win.closing.is_running()
+    )  # the pages are gone; the cache is written meanwhile
     qtbot.waitUntil(lambda: not win.closing.is_running(), timeout=20000)
     assert spy.threads == [False]  # once, off the GUI thread (closing the project then has nothing to write)
     assert spy.progress and spy.progress == sorted(spy.progress) and spy.progress[-1] == pytest.approx(1.0)
@@ -89,7 +93,9 @@ def test_closing_writes_the_cache_on_a_worker_with_progress(qtbot, settings, dia
     assert win.isVisible() and not dialogs.errors
 
 
-def test_quitting_waits_for_the_cache_and_a_second_close_skips_it(qtbot, settings, dialogs, monkeypatch, project_path):
+def test_quitting_waits_for_the_cache_and_a_second_close_skips_it(
+    qtbot, settings, dialogs, monkeypatch, project_path
+):
     from dpdesk.store import view_cache
 
     spy = SaveSpy(monkeypatch, hold=True)
@@ -115,11 +121,14 @@ def test_quitting_finishes_the_cache(qtbot, settings, dialogs, monkeypatch, proj
     win = _open(qtbot, settings, project_path)
     win.close()
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
-    assert spy.threads == [False] and view_cache.cache_path(project_path).exists() and _lock_free(project_path)
+    assert (
+        spy.threads == [False] and view_cache.cache_path(project_path).exists() and _lock_free(project_path)
+    )
 
 
-def test_reopening_the_project_while_its_cache_is_written_skips_the_cache(qtbot, settings, dialogs, monkeypatch,
-                                                                          project_path):
+def test_reopening_the_project_while_its_cache_is_written_skips_the_cache(
+    qtbot, settings, dialogs, monkeypatch, project_path
+):
     from dpdesk.store import view_cache
 
     spy = SaveSpy(monkeypatch, hold=True)

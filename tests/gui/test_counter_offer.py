@@ -10,7 +10,9 @@ from dpdesk.engine.budget.policy import headroom
 from .conftest import wait_assessed, wait_released
 
 
-def test_counter_offer_for_an_overspending_request_is_the_narrowest_affordable_eps(demo_window, qtbot, dialogs):
+def test_counter_offer_for_an_overspending_request_is_the_narrowest_affordable_eps(
+    demo_window, qtbot, dialogs
+):
     win = demo_window
     page = win.requests
     page.select_request("q34")
@@ -41,11 +43,17 @@ def test_counter_offer_free_from_history_at_its_confidence(demo_window, qtbot, d
     wait_released(qtbot, win)
     page.select_request("q37")
     a = wait_assessed(qtbot, win, "q37")
-    assert a.decision == "spend" and a.confidence_at_eps is not None and a.confidence_at_eps < 1 - a.request.delta
+    assert (
+        a.decision == "spend"
+        and a.confidence_at_eps is not None
+        and a.confidence_at_eps < 1 - a.request.delta
+    )
     dialogs.choice = 1
     qtbot.mouseClick(page.offer_btn, Qt.MouseButton.LeftButton)
     _message, options = dialogs.choices[-1]
-    assert options[1].startswith(f"free from history: ±{a.request.eps:g} at {a.confidence_at_eps:.0%} confidence")
+    assert options[1].startswith(
+        f"free from history: ±{a.request.eps:g} at {a.confidence_at_eps:.0%} confidence"
+    )
     changed = win.session.request("q37")
     assert changed.eps == a.request.eps and 1 - changed.delta <= a.confidence_at_eps
     assert changed.delta == pytest.approx(1 - a.confidence_at_eps, abs=1e-3)

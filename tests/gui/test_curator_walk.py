@@ -24,6 +24,7 @@ def _fill(qtbot, text, eps, delta, requester):
         dlg.delta.setValue(delta)
         dlg.requester.setText(requester)
         qtbot.mouseClick(dlg.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+
     return steps
 
 
@@ -58,12 +59,16 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     _click(qtbot, req.new_btn)
     queued = tmp_path / "queue.csv"
     with queued.open("w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerows([("query", "eps", "delta", "requester"),
-                                 ('count(region="south")', 30, 0.05, "health-office"),
-                                 ('count(region=["north", "south"])', 80, 0.05, "press"),
-                                 ('count(region="east")', 0.5, 0.01, "insurer"),
-                                 ('count(visits="0-10")', 25, 0.05, "press"),
-                                 ('count(region="west")', 25, 0.05, "nobody")])
+        csv.writer(f).writerows(
+            [
+                ("query", "eps", "delta", "requester"),
+                ('count(region="south")', 30, 0.05, "health-office"),
+                ('count(region=["north", "south"])', 80, 0.05, "press"),
+                ('count(region="east")', 0.5, 0.01, "insurer"),
+                ('count(visits="0-10")', 25, 0.05, "press"),
+                ('count(region="west")', 25, 0.05, "nobody"),
+            ]
+        )
     monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(queued))
     win.menu_actions["import_requests"].trigger()
     ids = [r.id for r in win.session.requests()]
@@ -114,8 +119,10 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     win.menu_actions["answer_all_free"].trigger()
     qtbot.waitUntil(lambda: not req.free_runner.is_running(), timeout=60000)
     assert win.session.project.entry_for(repeat).kind == "inferred"
-    assert dialogs.infos[-1] == ("Free requests answered", f"Released 1 free answer from history ({repeat}); "
-                                                          "0 requests still pending.")
+    assert dialogs.infos[-1] == (
+        "Free requests answered",
+        f"Released 1 free answer from history ({repeat}); 0 requests still pending.",
+    )
     assert all(r.status != "pending" for r in win.session.requests())
     # -- audit: verify, report, CSV, letters
     win.show_page("audit")
@@ -130,13 +137,16 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     _click(qtbot, audit.csv_btn)
     monkeypatch.setattr(audit_page, "choose_folder", lambda *a: str(letters))
     _click(qtbot, audit.letters_btn)
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # the report and the CSV are written on workers
+    qtbot.waitUntil(
+        lambda: not audit.exporting(), timeout=30000
+    )  # the report and the CSV are written on workers
     assert "Integrity verified" in report.read_text(encoding="utf-8")
     exported = list(csv.DictReader(ledger_csv.open(encoding="utf-8")))
     assert [r["request_id"] for r in exported] == [north, south, both, visits, east, repeat]
     assert {r["requester"] for r in exported} == {"health-office", "press", "insurer"}
     assert sorted(p.name for p in letters.iterdir()) == sorted(
-        f"{n}.{s}" for n in ("health-office", "press", "insurer") for s in ("txt", "html"))
+        f"{n}.{s}" for n in ("health-office", "press", "insurer") for s in ("txt", "html")
+    )
     press = (letters / "press.txt").read_text(encoding="utf-8")
     assert "Visit counts are outside the agreement." in press
     # the inferred count is a float estimate in the ledger, one integer wherever people read it

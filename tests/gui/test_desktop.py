@@ -33,8 +33,11 @@ def _run_window(argv: list[str], qtbot, monkeypatch):
     monkeypatch.setattr(QApplication, "exec", lambda *_: 0)
     before = set(QApplication.topLevelWidgets())
     assert cli.main(argv) == 0
-    windows = [w for w in QApplication.topLevelWidgets()
-               if w not in before and isinstance(w, MainWindow) and w.isVisible()]
+    windows = [
+        w
+        for w in QApplication.topLevelWidgets()
+        if w not in before and isinstance(w, MainWindow) and w.isVisible()
+    ]
     assert len(windows) == 1, windows
     qtbot.addWidget(windows[0])
     return windows[0]
@@ -82,7 +85,15 @@ def test_help_lists_the_window_options_and_the_commands(capsys):
 
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
-    for option in ("PROJECT", "--demo", "--self-test", "--screenshot DIR", "--settings INI", "verify", "answer"):
+    for option in (
+        "PROJECT",
+        "--demo",
+        "--self-test",
+        "--screenshot DIR",
+        "--settings INI",
+        "verify",
+        "answer",
+    ):
         assert option in out, option
 
 
@@ -91,8 +102,8 @@ def test_macos_file_open_event_opens_the_project(qtbot, project, tmp_path, dialo
     from PySide6.QtGui import QFileOpenEvent
     from PySide6.QtWidgets import QApplication
 
-    from dpdesk.gui import launch
     from dpdesk.appdata.demo import create_demo_project
+    from dpdesk.gui import launch
 
     app, win = launch.open_window(launch._parser().parse_args(["--settings", str(tmp_path / "s.ini")]))
     qtbot.addWidget(win)

@@ -7,8 +7,9 @@ import numpy as np
 from .test_synthetic_dialog import _release_marginals
 
 
-def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_recorded_free(qtbot, demo_window,
-                                                                                            dialogs, tmp_path):
+def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_recorded_free(
+    qtbot, demo_window, dialogs, tmp_path
+):
     from dpdesk.gui.estimate_dialog import EstimateDialog
 
     win = demo_window
@@ -50,10 +51,14 @@ def test_a_bad_query_is_one_line_in_the_dialog(qtbot, demo_window, dialogs):
     d = EstimateDialog(lambda q: query_inputs(s.project, q), text='count(age="nope")')
     qtbot.addWidget(d)
     d.preview_button.click()
-    assert "has no label 'nope'" in d.result.toPlainText() and d.plan is None and not d.record_button.isEnabled()
+    assert (
+        "has no label 'nope'" in d.result.toPlainText() and d.plan is None and not d.record_button.isEnabled()
+    )
 
 
-def test_the_answer_panel_offers_the_estimate_for_a_request_history_cannot_estimate(qtbot, demo_window, dialogs):
+def test_the_answer_panel_offers_the_estimate_for_a_request_history_cannot_estimate(
+    qtbot, demo_window, dialogs
+):
     from .conftest import wait_assessed
 
     win = demo_window
@@ -68,8 +73,13 @@ def test_the_answer_panel_offers_the_estimate_for_a_request_history_cannot_estim
     assert not a.estimable and panel.estimate_btn.isVisible() and not panel.infer_btn.isVisible()
     panel.estimate_btn.click()
     assert win.estimate_dialog.isVisible() and win.estimate_dialog.query.text() == req.describe(s.schema)
-    estimable = s.project.add_request('count(sex="Female")' if "Female" in s.schema.attributes[1].labels
-                                      else f'count({s.schema.names[1]}="{s.schema.attributes[1].labels[0]}")', 500.0, 0.05)
+    estimable = s.project.add_request(
+        'count(sex="Female")'
+        if "Female" in s.schema.attributes[1].labels
+        else f'count({s.schema.names[1]}="{s.schema.attributes[1].labels[0]}")',
+        500.0,
+        0.05,
+    )
     s.released()
     win.requests.select_request(estimable.id)
     assert wait_assessed(qtbot, win, estimable.id).estimable and not panel.estimate_btn.isVisible()

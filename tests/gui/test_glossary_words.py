@@ -26,7 +26,9 @@ def test_glossary_window_says_what_the_intervals_guarantee(qtbot):
 
 def test_docs_glossary_is_the_apps_glossary_word_for_word():
     docs = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
-    assert docs == glossary.glossary_markdown() + "\n", "docs/glossary.md is stale: run tools/write_glossary.py"
+    assert docs == glossary.glossary_markdown() + "\n", (
+        "docs/glossary.md is stale: run tools/write_glossary.py"
+    )
     for doc in ("README.md", "docs/gui.md"):  # where a reader finds it
         assert "glossary.md" in (ROOT / doc).read_text(encoding="utf-8"), doc
 

@@ -26,7 +26,9 @@ def test_fitted_scale_and_over_budget_marks(demo_window, qtbot):
     assert a.budget.system_cost_after > 1.0
     budget.preview.setChecked(True)
     assert heat.over.any() and np.array_equal(heat.over, heat.matrix > 1.0)
-    assert heat.vmax == heat.matrix.max() > 1.0  # fitted: over-budget previews no longer look like exactly 1.0
+    assert (
+        heat.vmax == heat.matrix.max() > 1.0
+    )  # fitted: over-budget previews no longer look like exactly 1.0
     assert "over the total budget" in budget.info.text()
     xs, _ys = heat.over_marks.getData()
     assert len(xs) == int(heat.over.sum())

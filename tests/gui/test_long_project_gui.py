@@ -11,7 +11,9 @@ import threading
 from .conftest import wait_assessed, wait_released
 
 
-def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(qtbot, tmp_path, settings, dialogs, monkeypatch):
+def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
+    qtbot, tmp_path, settings, dialogs, monkeypatch
+):
     from dpdesk.appdata.demo import demo_project
     from dpdesk.gui import session as session_mod
     from dpdesk.gui.main_window import MainWindow
@@ -43,13 +45,19 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(qtbot, tmp_path, 
     assert win.budget_label.text().endswith("reading the ledger…")
     a = wait_assessed(qtbot, win)
     assert session.loaded and a.request_id == first_pending
-    qtbot.waitUntil(lambda: win.requests.model.rowCount() == n_requests, timeout=20000)  # the queue, from a worker
+    qtbot.waitUntil(
+        lambda: win.requests.model.rowCount() == n_requests, timeout=20000
+    )  # the queue, from a worker
     assert win.requests.statuses[first_pending] == "pending"
-    assert win.requests.table.currentIndex().isValid() and win.requests.request_at(
-        win.requests.current_row()) == first_pending
+    assert (
+        win.requests.table.currentIndex().isValid()
+        and win.requests.request_at(win.requests.current_row()) == first_pending
+    )
     assert win.audit.model.rowCount() == 0  # the Audit page reads its table when it is first shown
     win.show_page("audit")
-    qtbot.waitUntil(lambda: win.audit.model.rowCount() == 3 and not win.audit.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: win.audit.model.rowCount() == 3 and not win.audit.runner.is_running(), timeout=20000
+    )
     assert win.audit.curve[-1][1] == session.budget().system_cost > 0
 
     win.show_page("requests")
@@ -60,6 +68,8 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(qtbot, tmp_path, 
     assert not dialogs.errors
     qtbot.waitUntil(lambda: win.requests.statuses.get(first_pending) == "answered", timeout=20000)
     win.show_page("audit")
-    qtbot.waitUntil(lambda: win.audit.model.rowCount() == 4 and not win.audit.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: win.audit.model.rowCount() == 4 and not win.audit.runner.is_running(), timeout=20000
+    )
     assert len(on_gui_thread) == 4 and not any(on_gui_thread)  # every entry was taken on a worker
     win.close()

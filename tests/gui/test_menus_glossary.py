@@ -28,7 +28,9 @@ def test_menus_close_project_and_quit(demo_window, qtbot):
     assert win.session is None  # quitting closed the project (its lock is released)
 
 
-def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(demo_window, qtbot, monkeypatch, tmp_path):
+def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
+    demo_window, qtbot, monkeypatch, tmp_path
+):
     from dpdesk.gui import data_page, glossary
     from dpdesk.gui.glossary import GlossaryDialog
     from dpdesk.gui.query_builder import QueryBuilderDialog
@@ -61,7 +63,9 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(demo_wi
     tips = {form.labelForField(w).text(): form.labelForField(w).toolTip() for w in panel.fields.values()}
     assert "largest per-cell cost" in tips["System cost now → after"]
     assert "Theorem 5.4" in tips["System cost now → after"]
-    assert "fusion" in tips["Fresh answer would cost"] and "privacy budget α" in tips["Fresh answer would cost"]
+    assert (
+        "fusion" in tips["Fresh answer would cost"] and "privacy budget α" in tips["Fresh answer would cost"]
+    )
     for method in ("fft", "direct", "mc"):
         assert f"posterior method {method}" in panel.method.toolTip()
     assert "pacing" in win.requests.budget.policy_btn.toolTip()

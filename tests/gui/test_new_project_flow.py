@@ -7,12 +7,14 @@ from PySide6.QtCore import Qt
 
 
 def _write_csv(path) -> None:
-    pd.DataFrame({"region": ["north", "south", "south", "east"] * 25,
-                  "visits": list(range(100))}).to_csv(path, index=False)
+    pd.DataFrame({"region": ["north", "south", "south", "east"] * 25, "visits": list(range(100))}).to_csv(
+        path, index=False
+    )
 
 
-def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_window, qtbot, tmp_path, monkeypatch,
-                                                                      dialogs):
+def test_new_project_after_the_demo_starts_from_a_clean_editable_page(
+    demo_window, qtbot, tmp_path, monkeypatch, dialogs
+):
     from dpdesk.gui import data_page
 
     win = demo_window
@@ -27,7 +29,9 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     _write_csv(table)
     page.open_table(str(table))
     qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
-    assert page.model.columnCount() == 2 and page.model.rowCount() == 100  # this table's preview, not the demo's
+    assert (
+        page.model.columnCount() == 2 and page.model.rowCount() == 100
+    )  # this table's preview, not the demo's
     assert page.editor.table.isEnabled() and page.editor.suggest_btn.isEnabled() and page.open_btn.isEnabled()
     page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south", "west"])
     page.editor.set_attribute("visits", "visits", "numeric", [0, 50, 100])
@@ -43,8 +47,9 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(demo_windo
     assert win.session.project.delta_cap == 1e-6 and win.session.total_budget == 1.0  # the limits asked for
 
 
-def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_is_declared(qtbot, tmp_path, settings,
-                                                                                          dialogs):
+def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_is_declared(
+    qtbot, tmp_path, settings, dialogs
+):
     from dpdesk.engine.errors import SchemaError
     from dpdesk.gui import dialogs as dialog_mod
     from dpdesk.gui.main_window import MainWindow

@@ -9,9 +9,9 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
+from dpdesk.appdata.bundled import resource
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.open_table_dialog import OpenTableDialog
-from dpdesk.appdata.bundled import resource
 from dpdesk.sources import open_source
 
 
@@ -42,7 +42,9 @@ def test_each_tab_says_what_it_still_needs(qtbot) -> None:
     assert not _open_enabled(dlg) and "Spark master" in dlg.problem.text()
 
 
-def test_spark_tab_opens_previews_and_counts_a_lake_file(spark, qtbot, tmp_path, settings, dialogs, monkeypatch):
+def test_spark_tab_opens_previews_and_counts_a_lake_file(
+    spark, qtbot, tmp_path, settings, dialogs, monkeypatch
+):
     """Open table → Spark tab → a Parquet path: the preview and the cube come from the real local Spark."""
     from dpdesk.gui import data_page
     from dpdesk.gui.main_window import MainWindow

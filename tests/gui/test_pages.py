@@ -180,8 +180,9 @@ def test_import_names_a_row_with_unquoted_commas(demo_window, dialogs, monkeypat
     from dpdesk.gui import requests_page
 
     bad = tmp_path / "commas.csv"
-    bad.write_text('query,eps,delta\ncount(sex="Male"),30,0.05\ncount(sex=["Male","Female"]),30,0.05\n',
-                   encoding="utf-8")
+    bad.write_text(
+        'query,eps,delta\ncount(sex="Male"),30,0.05\ncount(sex=["Male","Female"]),30,0.05\n', encoding="utf-8"
+    )
     monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(bad))
     demo_window.requests.import_file()
     assert dialogs.errors[-1][1].startswith("commas.csv row 3: more fields than the header's 3 columns")

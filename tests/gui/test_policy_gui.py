@@ -48,18 +48,27 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
     with Project.open(win.session.path, "r") as ro:
         assert ro.spend_policy == SpendPolicy(floor=0.25, cap=0.5)
     # the panel re-assesses under the policy: same need, a quarter of the (untouched) budget spent
-    qtbot.waitUntil(lambda: win.requests.answer.assessment is not None
-                    and win.requests.answer.assessment.policy != "greedy", timeout=20000)
+    qtbot.waitUntil(
+        lambda: (
+            win.requests.answer.assessment is not None and win.requests.answer.assessment.policy != "greedy"
+        ),
+        timeout=20000,
+    )
     paced = win.requests.answer.assessment
     assert paced.needed_alpha == pytest.approx(plain.spend_alpha)
     assert paced.spend_alpha == pytest.approx(0.25 * paced.headroom) and paced.spend_alpha > plain.spend_alpha
     assert "raised by the spend policy" in win.requests.answer.fields["fresh"].text()
     qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
-    assert "the spend policy" in dialogs.confirms[-1][1] and f"{plain.spend_alpha:.6g}" in dialogs.confirms[-1][1]
+    assert (
+        "the spend policy" in dialogs.confirms[-1][1]
+        and f"{plain.spend_alpha:.6g}" in dialogs.confirms[-1][1]
+    )
     entry = win.session.ledger()[-1]
     assert entry.kind == "fresh" and entry.payload["alpha"] == pytest.approx(paced.spend_alpha)
-    assert entry.payload["policy"] == paced.policy and entry.payload["needed_alpha"] == pytest.approx(plain.spend_alpha)
+    assert entry.payload["policy"] == paced.policy and entry.payload["needed_alpha"] == pytest.approx(
+        plain.spend_alpha
+    )
 
 
 def test_known_bounds_from_the_answer_panel(demo_window, qtbot, monkeypatch):

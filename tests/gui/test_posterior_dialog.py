@@ -7,11 +7,26 @@ import numpy as np
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.models import LEDGER_HEADERS
 
-SCHEMA = Schema.from_dict({"attributes": [
-    {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 65, 90], "labels": ["0-30", "30-65", "65-90"]},
-    {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
-    {"name": "edu", "column": "edu", "kind": "categorical", "values": ["school", "college", "degree"]},
-]})
+SCHEMA = Schema.from_dict(
+    {
+        "attributes": [
+            {
+                "name": "age",
+                "column": "age",
+                "kind": "numeric",
+                "edges": [0, 30, 65, 90],
+                "labels": ["0-30", "30-65", "65-90"],
+            },
+            {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
+            {
+                "name": "edu",
+                "column": "edu",
+                "kind": "categorical",
+                "values": ["school", "college", "degree"],
+            },
+        ]
+    }
+)
 
 
 def _dialog(qtbot, costs=None, total=1.0):
@@ -41,7 +56,9 @@ def test_beta_preview_draws_curves_and_release_emits_exactly_the_previewed_plan(
     assert not d.release_button.isEnabled()
     plan = _preview(qtbot, d)
     text = d.result.toPlainText()
-    assert "posterior of the shares of sex (2 categories: F, M) among age in {65-90}; prior Beta(1, 1)" in text
+    assert (
+        "posterior of the shares of sex (2 categories: F, M) among age in {65-90}; prior Beta(1, 1)" in text
+    )
     assert "α = 0.6 on each of the box's 6 cells" in text  # 65-90 × {F, M} × {school, college, degree}
     assert "expected Hellinger distance at a reference table of 40 records" in text
     assert "budget: system cost 0 → 0.6 of 1" in text
@@ -69,7 +86,11 @@ def test_dirichlet_bars_and_the_accuracy_target_is_for_the_global_mechanism_only
     assert "mechanism=smooth; budget=0.5; delta=1e-6" in d.text.text()
     d.reference.setValue(60)
     plan = _preview(qtbot, d)
-    assert plan.delta == 1e-6 and set(plan.reference) == {"laplace", "exponential-global", "exponential-smooth"}
+    assert plan.delta == 1e-6 and set(plan.reference) == {
+        "laplace",
+        "exponential-global",
+        "exponential-smooth",
+    }
     assert d.plot.mode == "bars" and "(α, δ)-DP" in d.result.toPlainText()
     d.grab().save(str(tmp_path / "posterior_dialog_dirichlet.png"))
 
@@ -82,7 +103,10 @@ def test_a_release_over_the_total_cannot_be_released_and_an_edit_drops_the_previ
     d.budget.setValue(0.5)
     d.reference.setValue(0)
     plan = _preview(qtbot, d)
-    assert not plan.releasable and "NOT releasable: it would raise the most-charged cell to 1.3" in d.result.toPlainText()
+    assert (
+        not plan.releasable
+        and "NOT releasable: it would raise the most-charged cell to 1.3" in d.result.toPlainText()
+    )
     assert not d.release_button.isEnabled()
     d.box.setText("sex=M")  # cell 0 is not in the box any more
     assert d.plan is None
@@ -106,7 +130,9 @@ def test_bad_inputs_are_one_line_in_the_dialog(qtbot, dialogs):
     assert "empty label list" in d.result.toPlainText() and not d.release_button.isEnabled()
 
 
-def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thread(demo_window, qtbot, dialogs, tmp_path):
+def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thread(
+    demo_window, qtbot, dialogs, tmp_path
+):
     """The real window over the demo project (δ cap 1e-6): preview, release through the release path, audit."""
     win = demo_window
     page = win.requests
@@ -138,7 +164,9 @@ def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thre
     audit = win.audit
     rows = [audit.model.index(r, 2).data() for r in range(audit.model.rowCount())]
     assert rows[-1] == "posterior"
-    assert "(δ = 6e-07)" in audit.model.index(audit.model.rowCount() - 1, LEDGER_HEADERS.index("summary")).data()
+    assert (
+        "(δ = 6e-07)" in audit.model.index(audit.model.rowCount() - 1, LEDGER_HEADERS.index("summary")).data()
+    )
     assert audit.verify().ok
     # a second release at the same δ would pass the project's δ cap: previewed as not releasable
     plan = _preview(qtbot, d)

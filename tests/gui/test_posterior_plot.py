@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
 
 from .conftest import wait_assessed
 
@@ -32,8 +31,13 @@ def comb_project(tmp_path):
     schema = {"attributes": [{"name": "g", "column": "g", "kind": "categorical", "values": ["a", "b", "c"]}]}
     path = tmp_path / "comb.dpdesk"
     with Project.create(path, name="comb", schema=schema, source_location=str(table), total_budget=50.0) as p:
-        for q, eps in [('count(g="a")', 4), ('count(g="b")', 4), ('count(g=["a","b","c"])', 3),
-                       ('count(g=["b","c"])', 2), ('count(g="a")', 30)]:
+        for q, eps in [
+            ('count(g="a")', 4),
+            ('count(g="b")', 4),
+            ('count(g=["a","b","c"])', 3),
+            ('count(g=["b","c"])', 2),
+            ('count(g="a")', 30),
+        ]:
             p.add_request(q, eps, 0.05)
     with Project.open(path, "w") as p:
         for rid in ("r1", "r2", "r3", "r4"):
@@ -42,7 +46,8 @@ def comb_project(tmp_path):
 
 
 def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not_as_a_comb(
-        qtbot, comb_project, tmp_path, settings, dialogs):
+    qtbot, comb_project, tmp_path, settings, dialogs
+):
     from dpdesk.gui.main_window import MainWindow
 
     win = MainWindow(settings, demo_folder=tmp_path / "data")
@@ -72,7 +77,9 @@ def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not
     grid, mass, h = np.asarray(post.grid), np.asarray(post.mass), post.spacing
     for k, y in zip(x, height):
         inside = mass[(grid >= k - 0.5) & (grid < k + 0.5)].sum()
-        straddle = mass[(np.abs(grid - (k - 0.5)) < h) | (np.abs(grid - (k + 0.5)) < h)].sum()  # binned atoms: ±1 bin
+        straddle = mass[
+            (np.abs(grid - (k - 0.5)) < h) | (np.abs(grid - (k + 0.5)) < h)
+        ].sum()  # binned atoms: ±1 bin
         assert abs(y - inside) <= straddle + post.error_bound + 1e-12
     shown = height[height >= 0.01 * height.max()]
     assert _local_maxima(shown) == 1  # one hump, not a comb

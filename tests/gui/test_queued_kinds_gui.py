@@ -19,7 +19,9 @@ def _shot(win, name: str) -> None:
         win.grab().save(os.path.join(SHOTS, f"{name}.png"))
 
 
-def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_one_label(demo_window, qtbot, dialogs):
+def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_one_label(
+    demo_window, qtbot, dialogs
+):
     win = demo_window
     win.resize(1400, 900)
     panel = win.requests.answer
@@ -61,7 +63,9 @@ def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_o
     assert not panel.spend_btn.isEnabled() and not panel.reject_btn.isEnabled()
 
 
-def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_released(demo_window, qtbot, dialogs):
+def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_released(
+    demo_window, qtbot, dialogs
+):
     win = demo_window
     win.resize(1400, 900)
     panel = win.requests.answer
@@ -85,7 +89,10 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
     assert entry.kind == "posterior" and entry.payload["request"]["attribute"] == "income"
     assert plan.request_id == req.id and "released posterior Beta(" in panel.result.text()
     names = [item.name() for item in plot.plotItem.listDataItems()]
-    assert names[1].startswith("released posterior: Beta(") and names[2] == "Laplace baseline at the same α around it"
+    assert (
+        names[1].startswith("released posterior: Beta(")
+        and names[2] == "Laplace baseline at the same α around it"
+    )
     _shot(win, "queued-posterior-released")
 
 
@@ -99,8 +106,11 @@ def test_the_new_project_dialog_asks_the_delta_cap_and_refuses_a_bad_one_in_plac
     dlg.show()
     ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
     assert dlg.values() == (1.0, 0.0) and ok.isEnabled()  # default: a pure α-DP project
-    for bad, why in (("1", "delta cap (1.0) must be a number in [0, 1)"), ("-1e-6", "must be a number in [0, 1)"),
-                     ("tiny", "δ cap ('tiny') must be a number")):
+    for bad, why in (
+        ("1", "delta cap (1.0) must be a number in [0, 1)"),
+        ("-1e-6", "must be a number in [0, 1)"),
+        ("tiny", "δ cap ('tiny') must be a number"),
+    ):
         dlg.delta_cap.setText(bad)
         assert not ok.isEnabled() and why in dlg.status.text(), dlg.status.text()
     dlg.delta_cap.setText("1e-6")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from PySide6.QtCore import Qt
 
@@ -16,11 +14,15 @@ from .conftest import wait_assessed, wait_released
 def test_describe_query_reads_labels_never_indices(demo_window):
     schema = demo_window.session.schema
     box = parse_query('2*count(age=["17-24", "25-34"], income=">50K")', schema)
-    sparse = query_from_json({"indices": [int(i) for i in np.flatnonzero(box.dense())],
-                              "values": [2.0] * box.support_size()}, schema.n_cells, schema.shape)
+    sparse = query_from_json(
+        {"indices": [int(i) for i in np.flatnonzero(box.dense())], "values": [2.0] * box.support_size()},
+        schema.n_cells,
+        schema.shape,
+    )
     assert describe_query(sparse, schema) == '2*count(age=["17-24", "25-34"], income=">50K")'
-    odd = query_from_json({"indices": list(range(0, 40, 2)), "values": [1.0] * 10 + [3.0] * 10},
-                          schema.n_cells, schema.shape)
+    odd = query_from_json(
+        {"indices": list(range(0, 40, 2)), "values": [1.0] * 10 + [3.0] * 10}, schema.n_cells, schema.shape
+    )
     text = describe_query(odd, schema)
     assert text.startswith("2 weights on 20 cells: ") and "… +17 more" in text and "[" not in text
     assert schema.describe_cell(0) in text
@@ -33,7 +35,11 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     assert q26.query_text is None  # queued as coefficients
     row = next(r for r in range(page.model.rowCount()) if page.model.payload(r) == "q26")
     shown = page.model.index(row, 2).data()
-    assert "indices" not in shown and shown.startswith("count(") and shown == describe_query(q26.query, win.session.schema)
+    assert (
+        "indices" not in shown
+        and shown.startswith("count(")
+        and shown == describe_query(q26.query, win.session.schema)
+    )
     assert page.counts.text().startswith("37 requests:")
     page.select_request("q26")
     a = wait_assessed(qtbot, win, "q26")
@@ -50,12 +56,16 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     wide = win.session.add_request({"indices": list(range(0, 160, 2)), "values": [1] * 80}, 400, 0.05, "wide")
     page.select_request(wide.id)
     a = wait_assessed(qtbot, win, wide.id)
-    qtbot.mouseClick(page.answer.infer_btn if a.decision == "infer" else page.answer.spend_btn, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(
+        page.answer.infer_btn if a.decision == "infer" else page.answer.spend_btn, Qt.MouseButton.LeftButton
+    )
     wait_released(qtbot, win)
     audit.table.selectRow(1)
     details = audit.details.toPlainText()
     assert details.startswith("query: weight 1 on 80 cells: ") and "… +77 more" in details.splitlines()[0]
-    assert "… 68 more (80 in all)" in details and len(details.splitlines()) < 150  # the index list is collapsed
+    assert (
+        "… 68 more (80 in all)" in details and len(details.splitlines()) < 150
+    )  # the index list is collapsed
 
 
 def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
@@ -67,7 +77,10 @@ def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dial
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(target))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
-    assert target.exists() and dialogs.infos[-1] == ("Ledger exported", f"Wrote 0 ledger entries to {target}.")
+    assert target.exists() and dialogs.infos[-1] == (
+        "Ledger exported",
+        f"Wrote 0 ledger entries to {target}.",
+    )
     html = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html))
     qtbot.mouseClick(win.audit.html_btn, Qt.MouseButton.LeftButton)
@@ -83,8 +96,10 @@ def test_queue_search_sort_and_filter(demo_window, qtbot):
     assert shown and all(win.session.request(rid).requester.startswith("journalist") for rid in shown)
     assert win.requests.answer.request_id in shown  # the selection follows what is shown
     page.search.setText('income=">50K"')
-    assert all('income=">50K"' in win.session.request(page.request_at(r)).describe(win.session.schema)
-               for r in range(page.proxy.rowCount()))
+    assert all(
+        'income=">50K"' in win.session.request(page.request_at(r)).describe(win.session.schema)
+        for r in range(page.proxy.rowCount())
+    )
     page.search.setText("")
     page.table.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # by ±ε, widest first
     eps = [win.session.request(page.request_at(r)).eps for r in range(page.proxy.rowCount())]

@@ -7,11 +7,15 @@ import numpy as np
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.models import LEDGER_HEADERS
 
-SCHEMA = Schema.from_dict({"attributes": [
-    {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
-    {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
-    {"name": "edu", "column": "edu", "kind": "categorical", "values": ["a", "b", "c"]},
-]})
+SCHEMA = Schema.from_dict(
+    {
+        "attributes": [
+            {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
+            {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
+            {"name": "edu", "column": "edu", "kind": "categorical", "values": ["a", "b", "c"]},
+        ]
+    }
+)
 
 
 def _dialog(qtbot, costs=None, total=1.0):
@@ -47,7 +51,9 @@ def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialo
     assert published == [d.preview_result] and published[0].alpha == 0.4
 
 
-def test_changing_an_input_discards_the_preview_and_a_plan_that_does_not_fit_cannot_be_published(qtbot, dialogs):
+def test_changing_an_input_discards_the_preview_and_a_plan_that_does_not_fit_cannot_be_published(
+    qtbot, dialogs
+):
     costs = np.zeros(SCHEMA.n_cells)
     costs[3] = 0.9
     d = _dialog(qtbot, costs, total=1.0)
@@ -71,8 +77,9 @@ def test_bad_marginal_orders_are_one_line_in_the_dialog(qtbot, dialogs):
     assert "marginal order 4 must be an integer from 1 to 3" in d.result.toPlainText()
 
 
-def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_use_it(qtbot, demo_window, dialogs,
-                                                                                      tmp_path, monkeypatch):
+def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_use_it(
+    qtbot, demo_window, dialogs, tmp_path, monkeypatch
+):
     """The button on the Requests page's budget panel: the dialog priced on the costs of now, the release
     drawn off the GUI thread and recorded as one ledger entry, the views redrawn, the audit page listing it."""
     from dpdesk.gui import audit_page
@@ -95,7 +102,9 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     assert not dialogs.errors, dialogs.errors
     entry = win.session.ledger()[-1]
     assert entry.kind == "partition" and len([v for g in entry.payload["values"] for v in g]) == n_rows
-    assert dialogs.infos[-1][0] == "Release published" and f"ledger entry #{entry.seq}" in dialogs.infos[-1][1]
+    assert (
+        dialogs.infos[-1][0] == "Release published" and f"ledger entry #{entry.seq}" in dialogs.infos[-1][1]
+    )
     assert win.session.view().system_cost >= before + 0.01 - 1e-12 and panel.publish_btn.isEnabled()
     assert f"of {win.session.total_budget:g}" in panel.info.text()
     assert win.session.verify().ok
@@ -103,7 +112,7 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     audit.kind.setCurrentText("partition")
     assert audit.proxy.rowCount() == 1
     audit.table.selectRow(0)
-    assert f'"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
+    assert '"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
     row = [audit.proxy.index(0, c).data() for c in range(audit.proxy.columnCount())]
     col = {name: i for i, name in enumerate(LEDGER_HEADERS)}  # by name: the table gained a requester column
     assert row[2] == "partition" and float(row[col["α spent"]]) == 0.01 and "marginals" in row[col["summary"]]

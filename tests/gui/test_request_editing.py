@@ -80,10 +80,18 @@ def test_edit_and_delete_pending_requests_only(demo_window, qtbot, dialogs):
     before = win.session.request("q05")
     drive_modal(qtbot, steps)
     qtbot.mouseClick(page.edit_btn, Qt.MouseButton.LeftButton)
-    assert seen["title"] == "Edit request q05" and seen["text"] == before.query_text and seen["eps"] == before.eps
+    assert (
+        seen["title"] == "Edit request q05"
+        and seen["text"] == before.query_text
+        and seen["eps"] == before.eps
+    )
     assert seen["refused"]
     after = win.session.request("q05")
-    assert (after.query_text, after.eps, after.status) == ('count(income=">50K", sex="Female")', 25.0, "pending")
+    assert (after.query_text, after.eps, after.status) == (
+        'count(income=">50K", sex="Female")',
+        25.0,
+        "pending",
+    )
     assert after.position == before.position and win.session.ledger() == []
     wait_assessed(qtbot, win, "q05")
     # delete: confirmed, gone from the queue and the store
@@ -98,8 +106,10 @@ def test_edit_and_delete_pending_requests_only(demo_window, qtbot, dialogs):
     wait_released(qtbot, win)
     page.select_request("q01")
     assert not page.edit_btn.isEnabled() and not page.delete_btn.isEnabled()
-    for change in (lambda: win.session.project.delete_request("q01"),
-                   lambda: win.session.project.edit_request("q01", 'count(sex="Male")', 5, 0.05)):
+    for change in (
+        lambda: win.session.project.delete_request("q01"),
+        lambda: win.session.project.edit_request("q01", 'count(sex="Male")', 5, 0.05),
+    ):
         try:
             change()
         except RequestStateError as exc:

@@ -18,7 +18,9 @@ def _answer(qtbot, win, rid):
     wait_released(qtbot, win)
 
 
-def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
+def test_requester_in_ledger_csv_report_and_per_requester_account(
+    demo_window, qtbot, dialogs, monkeypatch, tmp_path
+):
     from dpdesk.gui import audit_page
 
     win = demo_window
@@ -31,16 +33,23 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, q
     who = {r.id: r.requester for r in win.session.requests()}
     audit = win.audit
     col = audit.model._headers.index("requester")
-    assert [audit.model.index(r, col).data() for r in range(4)] == [who[q] for q in ("q01", "q02", "q03", "q10")]
+    assert [audit.model.index(r, col).data() for r in range(4)] == [
+        who[q] for q in ("q01", "q02", "q03", "q10")
+    ]
     # per requester: counts and the α of their own fresh releases, from the ledger
     ledger = win.session.ledger()
     spent: dict[str, float] = {}
     for e in ledger:
-        spent[who[e.request_id]] = spent.get(who[e.request_id], 0.0) + (float(e.payload["alpha"]) if e.kind == "fresh" else 0.0)
+        spent[who[e.request_id]] = spent.get(who[e.request_id], 0.0) + (
+            float(e.payload["alpha"]) if e.kind == "fresh" else 0.0
+        )
     accounts = {a.requester: a for a in win.session.accounts()}
     for name, alpha in spent.items():
         assert accounts[name].alpha == alpha
-    assert accounts[who["q10"]].rejected == 1 and accounts[who["q10"]].received[-1].reason == "Not in the agreed scope."
+    assert (
+        accounts[who["q10"]].rejected == 1
+        and accounts[who["q10"]].received[-1].reason == "Not in the agreed scope."
+    )
     assert sum(a.pending for a in accounts.values()) == 33
     rows = {audit.people_model.index(r, 0).data(): r for r in range(audit.people_model.rowCount())}
     assert set(rows) == {n or "(anonymous)" for n in accounts}
@@ -51,7 +60,9 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, q
     qtbot.mouseClick(audit.csv_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
     exported = list(csv.DictReader(csv_path.open(encoding="utf-8")))
-    assert [(x["request_id"], x["requester"]) for x in exported] == [(q, who[q]) for q in ("q01", "q02", "q03", "q10")]
+    assert [(x["request_id"], x["requester"]) for x in exported] == [
+        (q, who[q]) for q in ("q01", "q02", "q03", "q10")
+    ]
     html_path = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
@@ -60,8 +71,9 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(demo_window, q
     assert "<h2>By requester</h2>" in text and f"<td>{who['q01']}</td>" in text
 
 
-def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_window, qtbot, dialogs, monkeypatch,
-                                                                        tmp_path):
+def test_reply_letters_one_per_requester_with_value_interval_confidence(
+    demo_window, qtbot, dialogs, monkeypatch, tmp_path
+):
     from dpdesk.gui import audit_page
 
     win = demo_window
@@ -76,15 +88,22 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(demo_win
     qtbot.mouseClick(win.audit.letters_btn, Qt.MouseButton.LeftButton)
     who = {r.id: r.requester for r in win.session.requests()}
     people = {who[q] for q in ("q01", "q02", "q03", "q10")}
-    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{n}{s}" for n in people for s in (".txt", ".html"))
-    assert dialogs.infos[-1] == ("Letters written", f"Wrote {len(people)} letter{'s' * (len(people) != 1)} "
-                                                    f"(text and HTML) to {folder}.")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{n}{s}" for n in people for s in (".txt", ".html")
+    )
+    assert dialogs.infos[-1] == (
+        "Letters written",
+        f"Wrote {len(people)} letter{'s' * (len(people) != 1)} (text and HTML) to {folder}.",
+    )
     e = win.session.project.entry_for("q01")
     text = (folder / f"{who['q01']}.txt").read_text(encoding="utf-8")
     req = win.session.request("q01")
     lo, hi = e.payload["interval"]
     assert f"Answer: {int(e.released)} in [{int(lo)}, {int(hi)}]" in text
-    assert f"lies in this interval with probability at least {1 - req.delta:g} (you asked for ±{req.eps:g})" in text
+    assert (
+        f"lies in this interval with probability at least {1 - req.delta:g} (you asked for ±{req.eps:g})"
+        in text
+    )
     # q03 is inferred: a float estimate such as 59950.999999999985, shown as the count it is
     e3 = win.session.project.entry_for("q03")
     v, (lo3, hi3) = e3.payload["estimate"], e3.payload["interval"]

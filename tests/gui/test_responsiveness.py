@@ -127,7 +127,9 @@ def test_monte_carlo_posterior_keeps_the_gui_responsive(demo_window, qtbot, monk
     assert worst < 0.100, f"GUI thread stalled {worst * 1000:.0f} ms during Monte Carlo"
 
 
-def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(qtbot, big_csv, tmp_path, settings, dialogs):
+def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(
+    qtbot, big_csv, tmp_path, settings, dialogs
+):
     """The first fresh answer scans and fingerprints the 3 M-row table and draws from OpenDP: off the GUI thread."""
     from PySide6.QtCore import Qt
 
@@ -136,11 +138,13 @@ def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(qtbot, big_csv
 
     from .conftest import wait_released
 
-    schema = {"attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [17, 25, 35, 45, 55, 65, 91]},
-        {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
-        {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
-    ]}
+    schema = {
+        "attributes": [
+            {"name": "age", "column": "age", "kind": "numeric", "edges": [17, 25, 35, 45, 55, 65, 91]},
+            {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
+            {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
+        ]
+    }
     path = tmp_path / "big.dpdesk"
     with Project.create(path, name="big", schema=schema, source_location=str(big_csv), total_budget=1.0) as p:
         p.add_request('count(sex="Female", income=">50K")', 500.0, 0.05)
@@ -174,7 +178,11 @@ def test_a_release_over_millions_of_rows_keeps_the_gui_responsive(qtbot, big_csv
     worst = arrived["worst"]
     assert not dialogs.errors
     entry = win.session.project.entry_for("r1")
-    assert entry is not None and entry.payload["alpha"] == a.spend_alpha and entry.payload["sampler"].startswith("opendp")
+    assert (
+        entry is not None
+        and entry.payload["alpha"] == a.spend_alpha
+        and entry.payload["sampler"].startswith("opendp")
+    )
     assert elapsed > 0.3, "the release was too short to test anything"
     assert any(0 < f < 1 for f in shown), f"the table scan reported no progress: {shown}"
     assert worst < 0.100, f"GUI thread stalled {worst * 1000:.0f} ms during a {elapsed:.1f} s release"

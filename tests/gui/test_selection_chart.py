@@ -13,9 +13,14 @@ from dpdesk.engine.schema import Schema
 def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(qtbot, tmp_path):
     from dpdesk.gui.selection_chart import SelectionChart
 
-    schema = Schema.from_dict({"attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 101, 10))},
-        {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]}]})
+    schema = Schema.from_dict(
+        {
+            "attributes": [
+                {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 101, 10))},
+                {"name": "sex", "column": "sex", "kind": "categorical", "values": ["Female", "Male"]},
+            ]
+        }
+    )
     counts = np.zeros(schema.shape, int)
     counts[:7, :] = np.arange(14).reshape(7, 2) + 3
     mech = ReportNoisyMax(parse_selection('max(age | sex="Male")', schema), 1.5)
@@ -24,7 +29,9 @@ def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(
     qtbot.addWidget(w)
     w.resize(640, 360)
     w.show()
-    w.set_selection(schema.attribute("age").labels, p, mech.accuracy_text(schema, 0.05), title="max(age | sex=\"Male\")")
+    w.set_selection(
+        schema.attribute("age").labels, p, mech.accuracy_text(schema, 0.05), title='max(age | sex="Male")'
+    )
     assert w.badge.text() == "PRIVATE" and w.badge.isVisible()
     assert "only one draw is released" in w.note.text()
     assert w.accuracy.text().startswith("Public accuracy: with probability ≥ 0.95, at most")
@@ -39,7 +46,9 @@ def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(
         w.set_selection(["a"], np.array([0.5, 0.5]), "x")
 
 
-def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(qtbot, demo_window, dialogs, tmp_path):
+def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(
+    qtbot, demo_window, dialogs, tmp_path
+):
     """From the budget panel: priced from public inputs, probabilities from the data (PRIVATE), one label
     released through the release path and outlined only after it is recorded."""
     win = demo_window

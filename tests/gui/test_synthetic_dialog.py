@@ -64,12 +64,16 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
         rows = list(csv.reader(fh))
     schema = session.schema
     assert rows[0] == list(schema.names) and len(rows) == 401
-    codes = np.array([[schema.attributes[k].labels.index(v) for k, v in enumerate(r)] for r in rows[1:]], dtype=np.int64)
+    codes = np.array(
+        [[schema.attributes[k].labels.index(v) for k, v in enumerate(r)] for r in rows[1:]], dtype=np.int64
+    )
     assert hashlib.sha256(codes.tobytes()).hexdigest() == plan.digest  # the file is the recorded rows
     with open(tmp_path / "synthetic-fit.csv", newline="", encoding="utf-8") as fh:
         fit = list(csv.DictReader(fh))
     released = [r.answer for r in session.project.history().rows]
-    assert len(fit) == len(released) and [float(r["released"]) for r in fit] == [float(f"{a:.6g}") for a in released]
+    assert len(fit) == len(released) and [float(r["released"]) for r in fit] == [
+        float(f"{a:.6g}") for a in released
+    ]
     assert np.array_equal(session.view().cell_costs, costs)  # free
     assert session.verify().ok
     win.audit.kind.setCurrentText("synthetic")
@@ -79,7 +83,9 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert summary == "synthetic table of 400 rows (maximum entropy, τ = 0.1, seed 3)"
 
 
-def test_without_released_answers_the_dialog_says_so_in_one_line(qtbot, demo_window, dialogs, monkeypatch, tmp_path):
+def test_without_released_answers_the_dialog_says_so_in_one_line(
+    qtbot, demo_window, dialogs, monkeypatch, tmp_path
+):
     from dpdesk.gui import audit_page
 
     win = demo_window

@@ -23,7 +23,9 @@ def _shot(widget, name: str, tmp_path: Path) -> Path:
     return path
 
 
-def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
+def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(
+    demo_window, qtbot, dialogs, monkeypatch, tmp_path
+):
     win = demo_window
     page = win.requests
     a = wait_assessed(qtbot, win)
@@ -43,12 +45,17 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(demo_window,
         return dialog.result() == dialog.DialogCode.Accepted
 
     # bad input: the dialog names the problem in one line and stays open; nothing is written
-    monkeypatch.setattr(claim_dialog, "run_dialog", lambda d: fill(d, a.request.query.text, low="9", high="3"))
+    monkeypatch.setattr(
+        claim_dialog, "run_dialog", lambda d: fill(d, a.request.query.text, low="9", high="3")
+    )
     entries = len(win.session.ledger())
     win.menu_actions["watch_claim"].trigger()
     assert "L₀ (9) is greater than U₀ (3)" in seen[-1].error.text() and "\n" not in seen[-1].error.text()
     assert len(win.session.ledger()) == entries and page.claims.statuses == []
-    assert "never by looking at the true counts" in seen[-1].findChild(type(seen[-1].error), "claimAdvice").text()
+    assert (
+        "never by looking at the true counts"
+        in seen[-1].findChild(type(seen[-1].error), "claimAdvice").text()
+    )
 
     # Edit ▸ Watch a claim… on the selected request's own query: a touching fresh answer would cross τ
     monkeypatch.setattr(claim_dialog, "run_dialog", lambda d: fill(d, a.request.query.text))
@@ -62,7 +69,11 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(demo_window,
     assert b is not a and b.decision == "spend"
     note = page.answer.claims_note
     # even α·10⁻³ would cross (the claim spans every possible count): no fresh answer passes
-    assert note.isVisible() and "Blocked by watched claim c1" in note.text() and "no fresh answer passes" in note.text()
+    assert (
+        note.isVisible()
+        and "Blocked by watched claim c1" in note.text()
+        and "no fresh answer passes" in note.text()
+    )
     assert not page.answer.spend_btn.isEnabled() and page.answer.reject_btn.isEnabled()
     win.resize(1320, 880)
     qtbot.wait(50)
@@ -101,10 +112,20 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     page = win.requests
     a = wait_assessed(qtbot, win)
     # a claim one unit wide: the answer's noise is too wide for Pr(claim) to reach τ = 0.9 — touched, allowed
-    monkeypatch.setattr(claim_dialog, "run_dialog", lambda d: (
-        d.query.setText(a.request.query.text), d.low.setText("100"), d.high.setText("101"),
-        d.threshold.setText("0.9"), d.risk.setText("0.5"), d.name.setText("exactly a hundred"), d.accept(),
-        d.result() == d.DialogCode.Accepted)[-1])
+    monkeypatch.setattr(
+        claim_dialog,
+        "run_dialog",
+        lambda d: (
+            d.query.setText(a.request.query.text),
+            d.low.setText("100"),
+            d.high.setText("101"),
+            d.threshold.setText("0.9"),
+            d.risk.setText("0.5"),
+            d.name.setText("exactly a hundred"),
+            d.accept(),
+            d.result() == d.DialogCode.Accepted,
+        )[-1],
+    )
     assert page.watch_claim()
     b = wait_assessed(qtbot, win, a.request.id)
     note = page.answer.claims_note
@@ -116,7 +137,9 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     assert "Touches watched claim c1" in dialogs.confirms[-1][1]  # the confirmation repeats the warning
     wait_released(qtbot, win)
     assert win.session.request(a.request.id).status == "answered"
-    qtbot.waitUntil(lambda: bool(page.claims.statuses and page.claims.statuses[0].watched.touched), timeout=20000)
+    qtbot.waitUntil(
+        lambda: bool(page.claims.statuses and page.claims.statuses[0].watched.touched), timeout=20000
+    )
     assert page.claims.statuses[0].watched.touched[-1][0] == win.session.ledger()[-1].seq
     # the one-person DP bound on the claim's cells: e^(their largest cost) = e^α of the one release
     alpha = float(win.session.ledger()[-1].payload["alpha"])
@@ -131,12 +154,13 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     assert _shot(page, "panel", tmp_path).stat().st_size > 5_000
 
 
-def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(demo_window, qtbot, dialogs, monkeypatch,
-                                                                         tmp_path):
+def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
+    demo_window, qtbot, dialogs, monkeypatch, tmp_path
+):
     """Issue 18 item 3: the answer panel's counter-offer releases the blocked request at the largest α
     that passes the claim (a wider ±ε, stated), through assess → choose (the confirmation) → release."""
     win = demo_window
-    page, panel = win.requests, win.requests.answer
+    panel = win.requests.answer
     a = wait_assessed(qtbot, win)
     rid, eps, delta = a.request.id, a.request.eps, a.request.delta
     assert a.decision == "spend" and not panel.offer_btn.isVisible()
@@ -168,7 +192,9 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(demo_win
     qtbot.mouseClick(panel.offer_btn, Qt.MouseButton.LeftButton)
     message, options = dialogs.choices[-1]
     assert "blocks the fresh answer" in message and "cannot be undone" in message
-    assert options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
+    assert (
+        options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
+    )
     qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=30000)
     wait_released(qtbot, win)
     (entry,) = win.session.ledger()[entries:]

@@ -31,7 +31,9 @@ def test_every_page_fits_and_keeps_its_parts_readable(demo_window, qtbot, tmp_pa
     for page in ("start", "data", "requests", "audit"):
         win.show_page(page)
         qtbot.wait(50)
-        assert (win.width(), win.height()) == size, f"{page} forces the window to {win.width()}×{win.height()}"
+        assert (win.width(), win.height()) == size, (
+            f"{page} forces the window to {win.width()}×{win.height()}"
+        )
         win.grab().save(str(tmp_path / f"{page}-{size[0]}x{size[1]}.png"))
     win.show_page("requests")
     qtbot.wait(50)

@@ -60,7 +60,10 @@ def test_fresh_answer_changes_ledger_heatmap_and_budget_by_engine_values(demo_wi
     before = win.session.project.history().cell_costs.copy()
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
-    assert dialogs.confirms and f"{a.budget.system_cost:.6g} → {a.budget.system_cost_after:.6g}" in dialogs.confirms[-1][1]
+    assert (
+        dialogs.confirms
+        and f"{a.budget.system_cost:.6g} → {a.budget.system_cost_after:.6g}" in dialogs.confirms[-1][1]
+    )
     entry = win.session.ledger()[-1]
     assert (entry.kind, entry.request_id, entry.payload["alpha"]) == ("fresh", "q01", a.cost)
     assert win.session.request("q01").status == "answered"
@@ -76,7 +79,9 @@ def test_fresh_answer_changes_ledger_heatmap_and_budget_by_engine_values(demo_wi
     assert np.array_equal(budget.heatmap.matrix, mat)
     engine = preview(after, 1.0)
     assert budget.gauge.remaining == engine.remaining == report.remaining
-    assert engine.remaining == 1.0 - a.budget.system_cost_after or np.isclose(engine.remaining, a.budget.remaining_after)
+    assert engine.remaining == 1.0 - a.budget.system_cost_after or np.isclose(
+        engine.remaining, a.budget.remaining_after
+    )
     assert "Released for q01" in panel.result.text()
     audit_rows = win.audit.model.rowCount()
     assert audit_rows == 1 and win.audit.curve[-1][1] == report.system_cost
@@ -101,13 +106,23 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
     assert f"error ≤ {a.error_bound:.1e}" in panel.fields["method"].text()
     # Monte Carlo states its bound and is never called exact (issue 12 item 4)
     panel.method.setCurrentText("mc")
-    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.method == "mc"
-                    and not panel.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: (
+            panel.assessment is not None and panel.assessment.method == "mc" and not panel.runner.is_running()
+        ),
+        timeout=20000,
+    )
     shown = panel.fields["method"].text()
     assert shown.startswith(METHOD_WORDS["mc"]) and "exact" not in shown.lower() and "0.999" in shown
     panel.method.setCurrentText("fft")
-    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.method == a.method
-                    and not panel.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: (
+            panel.assessment is not None
+            and panel.assessment.method == a.method
+            and not panel.runner.is_running()
+        ),
+        timeout=20000,
+    )
     qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
     entry = win.session.ledger()[-1]
@@ -136,7 +151,9 @@ def test_overspending_request_is_refused(demo_window, qtbot):
     q34 = win.session.request("q34")
     cells = int(np.count_nonzero(q34.query.dense()))
     assert f"exceed the total budget in all {cells} cells of {q34.query_text}" in panel.reason.text()
-    assert not panel.spend_btn.isEnabled() and not panel.infer_btn.isEnabled() and panel.reject_btn.isEnabled()
+    assert (
+        not panel.spend_btn.isEnabled() and not panel.infer_btn.isEnabled() and panel.reject_btn.isEnabled()
+    )
     qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+S"))  # the spend shortcut does nothing
     assert win.session.ledger() == []
     qtbot.keySequence(win.requests, QKeySequence("Ctrl+Shift+R"))

@@ -64,8 +64,11 @@ def imports_of_dpdesk() -> dict[str, set[str]]:
 
 def test_dpdesk_imports_no_excluded_module():
     excludes = excluded()
-    bad = {name: sorted(files) for name, files in imports_of_dpdesk().items()
-           if set(hits(name, excludes)) - set(NOT_BUNDLED)}
+    bad = {
+        name: sorted(files)
+        for name, files in imports_of_dpdesk().items()
+        if set(hits(name, excludes)) - set(NOT_BUNDLED)
+    }
     assert not bad, f"dpdesk imports modules the bundle excludes (packaging/dpdesk.spec): {bad}"
 
 
@@ -87,8 +90,14 @@ for name in {modules!r}:
         pass  # 'from package import function' names a function, not a module
 print(json.dumps(sorted(sys.modules)))
 """
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
-                          cwd=REPO, env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env={"QT_QPA_PLATFORM": "offscreen", "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = json.loads(proc.stdout.splitlines()[-1])
     assert set(outside) <= {m.split(".")[0] for m in loaded}  # the probe did import them

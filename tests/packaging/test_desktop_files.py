@@ -57,8 +57,14 @@ def test_project_type_by_name_and_by_content(tmp_path: Path, project: Path) -> N
     conn.close()
     env = {k: v for k, v in os.environ.items() if k != "XDG_DATA_DIRS"}
     env.update(XDG_DATA_HOME=str(data), QT_QPA_PLATFORM="offscreen")
-    out = subprocess.run([sys.executable, "-c", PROBE, str(project), str(renamed), str(other)], env=env,
-                         capture_output=True, text=True, timeout=120, check=True).stdout.splitlines()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(project), str(renamed), str(other)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.splitlines()
     assert out[0] == "application/x-dpdesk-project application-x-dpdesk-project application/vnd.sqlite3"
     assert out[1] == out[0]
     assert out[2].split()[0] == "application/vnd.sqlite3"
@@ -77,7 +83,9 @@ def test_desktop_entry_declares_the_type_and_validates() -> None:
     assert "Exec=dpdesk %f" in entry.splitlines()
     if not shutil.which("desktop-file-validate"):
         pytest.skip("desktop-file-validate is not installed")
-    proc = subprocess.run(["desktop-file-validate", str(DEB / "dpdesk.desktop")], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["desktop-file-validate", str(DEB / "dpdesk.desktop")], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
 
 

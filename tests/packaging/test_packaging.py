@@ -46,15 +46,18 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _run(cmd: list[str], timeout: float, cwd: Path | None = None, check: bool = True,
-         **env: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    cmd: list[str], timeout: float, cwd: Path | None = None, check: bool = True, **env: str
+) -> subprocess.CompletedProcess[str]:
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=timeout)
     took = time.monotonic() - t0
     print(f"[{took:6.1f} s] {' '.join(str(c) for c in cmd)}")
     if check and proc.returncode != 0:
-        pytest.fail(f"{cmd[0]} exited {proc.returncode} after {took:.0f} s\n--- stdout\n{proc.stdout[-6000:]}"
-                    f"\n--- stderr\n{proc.stderr[-6000:]}")
+        pytest.fail(
+            f"{cmd[0]} exited {proc.returncode} after {took:.0f} s\n--- stdout\n{proc.stdout[-6000:]}"
+            f"\n--- stderr\n{proc.stderr[-6000:]}"
+        )
     return proc
 
 
@@ -63,13 +66,23 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
     wheels = sorted((REPO / "packaging" / "out" / "wheel").glob("dpdesk-*.whl"))
     assert len(wheels) == 1, wheels
     names = set(zipfile.ZipFile(wheels[0]).namelist())
-    for needed in ("dpdesk/resources/demo/adult.parquet", "dpdesk/resources/demo/adult.schema.json",
-                   "dpdesk/resources/demo/requests.json", "dpdesk/resources/icons/dpdesk.png",
-                   "dpdesk/resources/icons/dpdesk.svg", "dpdesk/resources/icons/dpdesk.ico",
-                   "dpdesk/resources/icons/dpdesk.icns", "dpdesk/selftest.py", "dpdesk/gui/launch.py"):
+    for needed in (
+        "dpdesk/resources/demo/adult.parquet",
+        "dpdesk/resources/demo/adult.schema.json",
+        "dpdesk/resources/demo/requests.json",
+        "dpdesk/resources/icons/dpdesk.png",
+        "dpdesk/resources/icons/dpdesk.svg",
+        "dpdesk/resources/icons/dpdesk.ico",
+        "dpdesk/resources/icons/dpdesk.icns",
+        "dpdesk/selftest.py",
+        "dpdesk/gui/launch.py",
+    ):
         assert needed in names, f"the wheel lacks {needed}"
-    entry_points = zipfile.ZipFile(wheels[0]).read(
-        next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    entry_points = (
+        zipfile.ZipFile(wheels[0])
+        .read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
+        .decode()
+    )
     assert "[gui_scripts]" in entry_points and "dpdesk = dpdesk.cli:main" in entry_points
 
     env_dir = tmp_path / "venv"
@@ -79,7 +92,9 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
     _run([str(bindir / "python"), "-m", "pip", "install", "-q", str(wheels[0])], timeout=1200)
     empty = tmp_path / "elsewhere"  # nothing here shadows the installed package
     empty.mkdir()
-    where = _run([str(bindir / "python"), "-c", "import dpdesk, sys; print(dpdesk.__file__)"], timeout=60, cwd=empty)
+    where = _run(
+        [str(bindir / "python"), "-c", "import dpdesk, sys; print(dpdesk.__file__)"], timeout=60, cwd=empty
+    )
     assert str(env_dir) in where.stdout, where.stdout
     proc = _run([str(bindir / "dpdesk"), "--self-test", "--verbose"], timeout=600, cwd=empty, check=False)
     if proc.returncode != 0 and "unrecognized arguments: --self-test" in proc.stderr:
@@ -108,9 +123,13 @@ def test_deb_smoke() -> None:
     debs = sorted((REPO / "packaging" / "out").glob("dpdesk_*.deb"))
     assert len(debs) == 1, debs
     contents = _run(["dpkg-deb", "--contents", str(debs[0])], timeout=120).stdout
-    for needed in ("./opt/dpdesk/dpdesk", "./usr/bin/dpdesk -> /opt/dpdesk/dpdesk",
-                   "./usr/share/applications/dpdesk.desktop", "./usr/share/icons/hicolor/256x256/apps/dpdesk.png",
-                   "./opt/dpdesk/_internal/dpdesk/resources/demo/adult.parquet"):
+    for needed in (
+        "./opt/dpdesk/dpdesk",
+        "./usr/bin/dpdesk -> /opt/dpdesk/dpdesk",
+        "./usr/share/applications/dpdesk.desktop",
+        "./usr/share/icons/hicolor/256x256/apps/dpdesk.png",
+        "./opt/dpdesk/_internal/dpdesk/resources/demo/adult.parquet",
+    ):
         assert needed in contents, f"the .deb lacks {needed}"
     control = _run(["dpkg-deb", "--field", str(debs[0]), "Depends"], timeout=60).stdout
     for lib in ("libgl1", "libegl1", "libfontconfig1", "libxcb-icccm4", "libxcb-keysyms1"):

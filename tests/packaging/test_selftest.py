@@ -20,7 +20,9 @@ SABOTAGE = textwrap.dedent("""
 
 
 def _python(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "QT_QPA_PLATFORM"}  # the self-test must choose offscreen
+    env = {
+        k: v for k, v in os.environ.items() if k != "QT_QPA_PLATFORM"
+    }  # the self-test must choose offscreen
     env.pop("DISPLAY", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env=env)
 
@@ -31,7 +33,18 @@ def test_self_test_passes_from_source_tree() -> None:
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("dpdesk ") and "self-test passed" in last
     assert "(python, offscreen)" in last and "1 fresh" in last and "1 inferred" in last
-    for step in ("platform", "resources", "project", "cube", "requests", "fresh", "inferred", "ledger", "qt", "window"):
+    for step in (
+        "platform",
+        "resources",
+        "project",
+        "cube",
+        "requests",
+        "fresh",
+        "inferred",
+        "ledger",
+        "qt",
+        "window",
+    ):
         assert f"ok  {step}" in proc.stdout
 
 

@@ -14,7 +14,14 @@ def make_schema(sizes, numeric=(0,)) -> Schema:
         if i in numeric:
             attrs.append({"name": f"a{i}", "column": f"a{i}", "kind": "numeric", "edges": list(range(k + 1))})
         else:
-            attrs.append({"name": f"a{i}", "column": f"a{i}", "kind": "categorical", "values": [f"v{j}" for j in range(k)]})
+            attrs.append(
+                {
+                    "name": f"a{i}",
+                    "column": f"a{i}",
+                    "kind": "categorical",
+                    "values": [f"v{j}" for j in range(k)],
+                }
+            )
     return Schema.from_dict({"attributes": attrs})
 
 
@@ -27,11 +34,15 @@ def sized_schema():
 @pytest.fixture
 def schema3() -> Schema:
     """age (8 numeric bins) × sex (2) × edu (3)."""
-    return Schema.from_dict({"attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
-        {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
-        {"name": "edu", "column": "edu", "kind": "categorical", "values": ["a", "b", "c"]},
-    ]})
+    return Schema.from_dict(
+        {
+            "attributes": [
+                {"name": "age", "column": "age", "kind": "numeric", "edges": list(range(0, 90, 10))},
+                {"name": "sex", "column": "sex", "kind": "categorical", "values": ["F", "M"]},
+                {"name": "edu", "column": "edu", "kind": "categorical", "values": ["a", "b", "c"]},
+            ]
+        }
+    )
 
 
 @pytest.fixture

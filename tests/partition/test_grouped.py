@@ -54,7 +54,9 @@ def test_non_lattice_bracket_holds_the_truth():
         rate = float(np.mean(np.abs(s) <= e))
         assert lo - tol <= rate <= hi + tol
         assert hi - lo < 0.05
-    assert post.slack <= 0.02 * post.std * (1 + 1e-12)  # half-widths are conservative by at most 2 % of the sd
+    assert post.slack <= 0.02 * post.std * (
+        1 + 1e-12
+    )  # half-widths are conservative by at most 2 % of the sd
     e95, conf = post.halfwidth(0.05)
     assert conf >= 0.95 and np.mean(np.abs(s) <= e95) >= 0.95 - tol
     assert e95 <= np.quantile(np.abs(s), 0.95) + 2 * post.slack + post.spacing
@@ -77,7 +79,9 @@ def test_bad_inputs():
 def test_engine_posterior_is_exact_on_a_lattice_and_conservative_elsewhere():
     lattice = GroupedPosterior([1.0], [12], 3.0)
     post = lattice.to_posterior(10.0)
-    assert post.lattice and post.std == pytest.approx(lattice.std) and post.total == pytest.approx(1.0, abs=1e-9)
+    assert (
+        post.lattice and post.std == pytest.approx(lattice.std) and post.total == pytest.approx(1.0, abs=1e-9)
+    )
     for e in (0.0, 3.0, 7.5, 20.0):
         lo, hi = lattice.prob_within(e)
         assert lo - 1e-9 <= post.central_mass(e) <= hi + 1e-9

@@ -9,8 +9,13 @@ import pytest
 
 from dpdesk.engine.errors import BudgetError, DpdeskError, PlanError
 from dpdesk.engine.partition.grouped import GroupedPosterior
-from dpdesk.engine.partition.guarantee import (QueryClass, alpha_for_accuracy, default_classes, preview,
-                                               simultaneous_bound)
+from dpdesk.engine.partition.guarantee import (
+    QueryClass,
+    alpha_for_accuracy,
+    default_classes,
+    preview,
+    simultaneous_bound,
+)
 from dpdesk.engine.partition.plan import cells_plan, marginals_by_order, tree_plan
 
 
@@ -26,7 +31,10 @@ def test_cell_release_guarantee_is_the_whole_range_sum(sized_schema):
     assert (g.halfwidth, g.confidence) == (e, conf) and conf >= 0.95
     assert pv.scale == 2.0 and pv.row_alpha == 0.5 and pv.budget.system_cost_after == 0.5 and pv.fits
     cell = pv.guarantees[1]
-    assert cell.query_class.kind == "cell" and cell.halfwidth == GroupedPosterior([1.0], [1], 2.0).halfwidth(0.05)[0]
+    assert (
+        cell.query_class.kind == "cell"
+        and cell.halfwidth == GroupedPosterior([1.0], [1], 2.0).halfwidth(0.05)[0]
+    )
 
 
 def test_tree_guarantee_is_the_interval_of_largest_variance(schema3):
@@ -41,8 +49,11 @@ def test_tree_guarantee_is_the_interval_of_largest_variance(schema3):
     for lo in range(8):  # every interval, other attributes summed: brute-force the largest variance
         for hi in range(lo, 8):
             f = np.zeros(8)
-            f[lo:hi + 1] = 1
-            best = max(best, solver.variance_factor(Query(schema3.shape, terms=(Term(1.0, (f, np.ones(2), np.ones(3))),))))
+            f[lo : hi + 1] = 1
+            best = max(
+                best,
+                solver.variance_factor(Query(schema3.shape, terms=(Term(1.0, (f, np.ones(2), np.ones(3))),))),
+            )
     worst = pv.guarantees[0].worst
     assert solver.variance_factor(worst) == pytest.approx(best)
     assert pv.simultaneous.applies is False and "does not apply" in pv.simultaneous.text()
@@ -63,7 +74,9 @@ def test_preview_adds_alpha_to_every_cell(schema3):
     pv = preview(marginals_by_order(schema3, [1]), alpha=0.2, delta=0.05, total_budget=0.4, cell_costs=costs)
     assert pv.budget.system_cost == 0.3 and pv.budget.system_cost_after == pytest.approx(0.5) and not pv.fits
     assert pv.row_alpha == pytest.approx(0.2 / 3) and pv.budget.limiting_cell == 5
-    assert pv.budget.remaining_after == pytest.approx(-0.1) and np.allclose(pv.budget.cell_costs_after, costs + 0.2)
+    assert pv.budget.remaining_after == pytest.approx(-0.1) and np.allclose(
+        pv.budget.cell_costs_after, costs + 0.2
+    )
     j = pv.to_json()
     assert j["cell_charge"] == 0.2 and j["fits"] is False and j["noise"]["family"] == "discrete_laplace"
     assert [g["kind"] for g in j["guarantees"]] == ["per query (exact posterior)"] * 3
@@ -88,16 +101,19 @@ def test_a_marginal_plan_cannot_promise_cells(schema3):
         alpha_for_accuracy(marginals_by_order(schema3, [1]), 5.0, 0.05, QueryClass("cell"))
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    (dict(alpha=0.0), BudgetError, "alpha (0.0)"),
-    (dict(alpha=-1.0), BudgetError, "alpha (-1.0)"),
-    (dict(alpha=float("nan")), BudgetError, "alpha"),
-    (dict(accuracy=0.0), BudgetError, "accuracy (0.0)"),
-    (dict(alpha=1.0, accuracy=3.0), BudgetError, "exactly one"),
-    (dict(alpha=1.0, delta=1.0), BudgetError, "delta"),
-    (dict(alpha=1.0, classes=[QueryClass("interval", "sex")]), PlanError, "not ordered"),
-    (dict(alpha=1.0, classes=[QueryClass("interval", "zz")]), PlanError, "unknown attribute 'zz'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(alpha=0.0), BudgetError, "alpha (0.0)"),
+        (dict(alpha=-1.0), BudgetError, "alpha (-1.0)"),
+        (dict(alpha=float("nan")), BudgetError, "alpha"),
+        (dict(accuracy=0.0), BudgetError, "accuracy (0.0)"),
+        (dict(alpha=1.0, accuracy=3.0), BudgetError, "exactly one"),
+        (dict(alpha=1.0, delta=1.0), BudgetError, "delta"),
+        (dict(alpha=1.0, classes=[QueryClass("interval", "sex")]), PlanError, "not ordered"),
+        (dict(alpha=1.0, classes=[QueryClass("interval", "zz")]), PlanError, "unknown attribute 'zz'"),
+    ],
+)
 def test_bad_preview_inputs_fail_with_one_line(schema3, kwargs, error, message):
     kwargs.setdefault("total_budget", 1.0)
     with pytest.raises(error) as e:

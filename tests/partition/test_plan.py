@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from dpdesk.engine.errors import DpdeskError, PlanError
-from dpdesk.engine.partition.plan import cells_plan, marginals_by_order, marginals_plan, plan_from_json, tree_plan
+from dpdesk.engine.partition.plan import (
+    cells_plan,
+    marginals_by_order,
+    marginals_plan,
+    plan_from_json,
+    tree_plan,
+)
 from dpdesk.engine.schema import Schema
 
 
@@ -20,13 +26,16 @@ def _dense_W(plan) -> np.ndarray:
     return np.vstack(rows)
 
 
-@pytest.mark.parametrize("make", [
-    lambda s: cells_plan(s),
-    lambda s: marginals_by_order(s, [1, 2]),
-    lambda s: tree_plan(s, "age", 2),
-    lambda s: tree_plan(s, "age", 3, cross=False),
-    lambda s: tree_plan(s, "age", 2, depth=2, cross=["edu"]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: cells_plan(s),
+        lambda s: marginals_by_order(s, [1, 2]),
+        lambda s: tree_plan(s, "age", 2),
+        lambda s: tree_plan(s, "age", 3, cross=False),
+        lambda s: tree_plan(s, "age", 2, depth=2, cross=["edu"]),
+    ],
+)
 def test_every_group_partitions_the_cube_and_true_rows_are_block_sums(schema3, counts3, make):
     plan = make(schema3)
     W = _dense_W(plan)
@@ -56,17 +65,20 @@ def test_marginals_by_order_lists_every_combination(schema3):
     assert plan.n_rows == 8 + 2 + 3 + 16 + 24 + 6
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda s: tree_plan(s, "height"), "unknown attribute 'height'"),
-    (lambda s: tree_plan(s, "sex"), "not ordered"),
-    (lambda s: tree_plan(s, "age", 1), "branching (1)"),
-    (lambda s: tree_plan(s, "age", 2, depth=4), "depth (4) must be an integer from 1 to 3"),
-    (lambda s: tree_plan(s, "age", cross=["zzz"]), "unknown attribute 'zzz'"),
-    (lambda s: marginals_plan(s, [["age"], ["age"]]), "listed twice"),
-    (lambda s: marginals_plan(s, [["nope"]]), "unknown attribute 'nope'"),
-    (lambda s: marginals_plan(s, []), "no marginals"),
-    (lambda s: marginals_by_order(s, [4]), "order 4"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda s: tree_plan(s, "height"), "unknown attribute 'height'"),
+        (lambda s: tree_plan(s, "sex"), "not ordered"),
+        (lambda s: tree_plan(s, "age", 1), "branching (1)"),
+        (lambda s: tree_plan(s, "age", 2, depth=4), "depth (4) must be an integer from 1 to 3"),
+        (lambda s: tree_plan(s, "age", cross=["zzz"]), "unknown attribute 'zzz'"),
+        (lambda s: marginals_plan(s, [["age"], ["age"]]), "listed twice"),
+        (lambda s: marginals_plan(s, [["nope"]]), "unknown attribute 'nope'"),
+        (lambda s: marginals_plan(s, []), "no marginals"),
+        (lambda s: marginals_by_order(s, [4]), "order 4"),
+    ],
+)
 def test_bad_plans_fail_with_one_line(schema3, call, message):
     with pytest.raises(PlanError) as e:
         call(schema3)

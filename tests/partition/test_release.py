@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from stats_helpers import within_binomial
 
 from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError
@@ -17,7 +18,6 @@ from dpdesk.engine.partition.grouped import GroupedPosterior
 from dpdesk.engine.partition.plan import cells_plan, tree_plan
 from dpdesk.engine.partition.release import PartitionRelease, draw_release
 from dpdesk.engine.queries.query import Query, Term
-from stats_helpers import within_binomial
 
 
 def test_release_refuses_an_insecure_sampler_and_bad_alpha(schema3, counts3):
@@ -79,7 +79,7 @@ def test_requests_after_a_cell_release_are_inferred_at_the_predicted_rate_and_co
     for lo in range(16):
         for hi in range(lo, 16):
             f = np.zeros(16)
-            f[lo:hi + 1] = 1.0
+            f[lo : hi + 1] = 1.0
             q = Query(s.shape, terms=(Term(1.0, (f,)),))
             post = GroupedPosterior([1.0], [hi - lo + 1], plan.coverage / alpha)
             e = post.halfwidth(delta)[0] * rng.uniform(0.7, 1.3)
@@ -89,8 +89,13 @@ def test_requests_after_a_cell_release_are_inferred_at_the_predicted_rate_and_co
             claimed.append(post.prob_within(e)[0])
     rel0 = draw_release(plan, alpha, counts, SeededSampler(0), allow_insecure=True)
     hist = History(s.shape, rel0.history_rows())
-    decisions = [assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision for i, (q, e) in enumerate(zip(queries, eps))]
-    assert [d == "infer" for d in decisions] == predicted  # the engine frees exactly what the guarantee predicts
+    decisions = [
+        assess(hist, Request(str(i), q, e, delta), Settings(alpha, fusion=False)).decision
+        for i, (q, e) in enumerate(zip(queries, eps))
+    ]
+    assert [
+        d == "infer" for d in decisions
+    ] == predicted  # the engine frees exactly what the guarantee predicts
     assert set(decisions) <= {"infer", "reject"}  # the budget is spent: nothing fresh
     free = np.flatnonzero(predicted)
     assert 0.2 < free.size / len(queries) < 0.8

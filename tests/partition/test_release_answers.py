@@ -7,13 +7,14 @@ import json
 
 import numpy as np
 import pytest
+from stats_helpers import within_binomial
 
 from dpdesk.engine.answering.fresh import release_fresh
-from dpdesk.engine.inference.structured import FORM, best_answer, prefer
 from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError, PlanError
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.structured import FORM, best_answer, prefer
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.partition.grouped import GroupedPosterior
@@ -23,17 +24,18 @@ from dpdesk.engine.partition.release import PartitionRelease, draw_release
 from dpdesk.engine.partition.release_plan import PartitionReleasePlan
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.text import parse_query
-from stats_helpers import within_binomial
 
 
 def _payload(schema, counts, plan, alpha=0.5, seed=4):
     rp = PartitionReleasePlan(preview(plan, alpha=alpha, total_budget=10.0), Basis("head", 1))
-    return json.loads(json.dumps({**rp.record(), **rp.draw(Cube(schema, counts), SeededSampler(seed), allow_insecure=True)}))
+    return json.loads(
+        json.dumps({**rp.record(), **rp.draw(Cube(schema, counts), SeededSampler(seed), allow_insecure=True)})
+    )
 
 
 def _interval(shape, lo, hi) -> Query:
     f = np.zeros(shape[0])
-    f[lo:hi + 1] = 1.0
+    f[lo : hi + 1] = 1.0
     return Query(shape, terms=(Term(1.0, (f,) + tuple(np.ones(k) for k in shape[1:])),))
 
 
@@ -60,7 +62,9 @@ def test_a_recorded_release_is_read_back_with_the_structure_that_was_charged(sch
 def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exact(schema3, counts3):
     cells = draw_release(cells_plan(schema3), 0.5, counts3, SeededSampler(1), allow_insecure=True)
     tree = draw_release(tree_plan(schema3, "age", 2), 0.5, counts3, SeededSampler(2), allow_insecure=True)
-    margins = draw_release(marginals_by_order(schema3, [1]), 0.5, counts3, SeededSampler(3), allow_insecure=True)
+    margins = draw_release(
+        marginals_by_order(schema3, [1]), 0.5, counts3, SeededSampler(3), allow_insecure=True
+    )
     wide = parse_query('count(age=["0-10","10-20","20-30","30-40","40-50","50-60"])', schema3)
     one = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
     pair = [(1, cells), (2, tree), (3, margins)]
@@ -71,7 +75,9 @@ def test_the_release_with_the_most_mass_on_eps_answers_and_its_confidence_is_exa
     lattice = GroupedPosterior([1.0], [1], cells.scale)  # one cell: one discrete-Laplace count
     lo, hi = lattice.prob_within(20.0)
     assert lo <= b.confidence <= hi and b.posterior.lattice and b.estimate.form == FORM
-    assert b.estimate.estimate == float(cells.values[0][0, 0, 0]) and b.estimate.std == pytest.approx(lattice.std)
+    assert b.estimate.estimate == float(cells.values[0][0, 0, 0]) and b.estimate.std == pytest.approx(
+        lattice.std
+    )
     for name, rel in pair:  # the one chosen is the best of them all
         r = best_answer([(name, rel)], wide, 20.0)
         assert r is None or r.confidence <= a.confidence
@@ -85,12 +91,21 @@ def test_assess_serves_the_better_of_history_and_a_release_and_fuses_only_with_h
     total = parse_query("count()", schema3)
     cell = parse_query('count(age="0-10", sex="F", edu="a")', schema3)
     pair = parse_query('count(age="0-10", sex="F")', schema3)
-    hist = History(schema3.shape, [HistoryRow(total, 5.0, float(counts3.sum()) + 0.3, "laplace"),
-                                   HistoryRow(pair, 0.5, float(counts3[0, 0].sum()) - 2.0, "laplace")])
+    hist = History(
+        schema3.shape,
+        [
+            HistoryRow(total, 5.0, float(counts3.sum()) + 0.3, "laplace"),
+            HistoryRow(pair, 0.5, float(counts3[0, 0].sum()) - 2.0, "laplace"),
+        ],
+    )
     released = [(7, cells)]
     # the whole table: history's precise answer (scale 0.2) beats 48 summed cells (scale 1 each)
     a = assess(hist, Request("t", total, 2.0, 0.05), 10.0, releases=released)
-    assert a.decision == "infer" and a.inference.source is None and a.estimate.estimate == hist.estimate(total).estimate
+    assert (
+        a.decision == "infer"
+        and a.inference.source is None
+        and a.estimate.estimate == hist.estimate(total).estimate
+    )
     # one cell: history cannot say; the release can, for free, with its exact lattice law
     b = assess(hist, Request("c", cell, 4.0, 0.1), 10.0, releases=released)
     law = GroupedPosterior([1.0], [1], cells.scale)
@@ -104,7 +119,9 @@ def test_assess_serves_the_better_of_history_and_a_release_and_fuses_only_with_h
     # a pair of cells: the release (2 cells of scale 1) beats history (Laplace scale 2) but does not meet ±3;
     # the fresh answer is priced and fused with history's own BLUE, whose law the fusion plan knows
     c = assess(hist, Request("p", pair, 3.0, 0.05), 10.0, releases=released)
-    assert c.decision == "spend" and c.inference.source == 7 and "partition release #7 reaches only" in c.reason
+    assert (
+        c.decision == "spend" and c.inference.source == 7 and "partition release #7 reaches only" in c.reason
+    )
     assert c.fused and c.spend_alpha < c.fresh_alpha
     theta_h = hist.estimate(pair).estimate
     assert c.inference.history_estimate.estimate == theta_h != c.estimate.estimate
@@ -129,12 +146,18 @@ def test_intervals_served_from_a_tree_release_cover_at_least_as_claimed(sized_sc
         served = [best_answer([(1, first)], q, 1.0) for q in queries]
         # the law does not depend on the released values: only the centre moves from draw to draw
         windows = [(a.posterior.interval(delta), a.estimate.estimate) for a in served]
-        assert np.allclose([q.dense() @ first.cell_estimates().reshape(-1) for q in queries], [c for _, c in windows])
+        assert np.allclose(
+            [q.dense() @ first.cell_estimates().reshape(-1) for q in queries], [c for _, c in windows]
+        )
         claimed = np.array([ci.confidence for ci, _ in windows])
         assert claimed.min() >= 1 - delta
         hits, rates = [], []
         for r in range(400):
-            x = draw_release(plan, 1.0, counts, SeededSampler(1000 + r), allow_insecure=True).cell_estimates().reshape(-1)
+            x = (
+                draw_release(plan, 1.0, counts, SeededSampler(1000 + r), allow_insecure=True)
+                .cell_estimates()
+                .reshape(-1)
+            )
             for q, t, (ci, c) in zip(queries, truth, windows):
                 e = float(q.dense() @ x)
                 hits.append(e + (ci.low - c) <= t <= e + (ci.high - c))

@@ -42,22 +42,29 @@ def test_the_recorded_payload_gives_back_the_charge_rows_and_values(schema3, cou
     q = parse_query('count(age=["10-20","20-30"], sex="M")', schema3)
     assert hist.estimate(q).estimate == pytest.approx(rel.estimate(q).estimate, abs=1e-8)
     assert c.rows[-1].query == rel.row_queries(len(plan.groups) - 1)[-1] and c.rows[-1].answer == c.values[-1]
-    assert payload["guarantees"][0]["kind"] == "per query (exact posterior)" and payload["rows"] == plan.n_rows
+    assert (
+        payload["guarantees"][0]["kind"] == "per query (exact posterior)" and payload["rows"] == plan.n_rows
+    )
 
 
 def test_a_plan_over_the_budget_is_not_releasable(schema3, counts3):
     costs = np.full(schema3.n_cells, 0.8)
-    rp = PartitionReleasePlan(preview(marginals_by_order(schema3, [1]), alpha=0.3, total_budget=1.0, cell_costs=costs))
+    rp = PartitionReleasePlan(
+        preview(marginals_by_order(schema3, [1]), alpha=0.3, total_budget=1.0, cell_costs=costs)
+    )
     assert not rp.releasable and rp.reason.startswith("reject:") and "1.1" in rp.reason
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda p: p.update(scale=0), "scale (0)"),
-    (lambda p: p["groups"][0]["starts"][0].__setitem__(0, 1), "not a partition of 8 labels"),
-    (lambda p: p["groups"][1]["starts"].pop(), "one list per attribute"),
-    (lambda p: p["values"].pop(), "one list of counts per group"),
-    (lambda p: p["values"][0].append(3), "must hold"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda p: p.update(scale=0), "scale (0)"),
+        (lambda p: p["groups"][0]["starts"][0].__setitem__(0, 1), "not a partition of 8 labels"),
+        (lambda p: p["groups"][1]["starts"].pop(), "one list per attribute"),
+        (lambda p: p["values"].pop(), "one list of counts per group"),
+        (lambda p: p["values"][0].append(3), "must hold"),
+    ],
+)
 def test_a_tampered_payload_is_refused(schema3, counts3, change, message):
     _, payload = _recorded(schema3, counts3, tree_plan(schema3, "age", 2))
     change(payload)

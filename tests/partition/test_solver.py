@@ -26,7 +26,12 @@ PLANS = {
 
 def _reference(plan, q: Query):
     """Dense GLS with equal weights: residual of Q outside range(G), Q G⁺ Qᵀ, and A = W G⁺ Qᵀ."""
-    W = np.vstack([np.kron(np.kron(g.blocks[0].matrix(), g.blocks[1].matrix()), g.blocks[2].matrix()) for g in plan.groups])
+    W = np.vstack(
+        [
+            np.kron(np.kron(g.blocks[0].matrix(), g.blocks[1].matrix()), g.blocks[2].matrix())
+            for g in plan.groups
+        ]
+    )
     G = W.T @ W
     Gp = np.linalg.pinv(G)
     Q = q.dense()
@@ -59,8 +64,12 @@ def test_solver_matches_dense_least_squares(schema3, name):
         assert solver.estimable(q) == (res < 1e-9)
         if res < 1e-9:
             assert solver.variance_factor(q) == pytest.approx(var, rel=1e-9)
-            got = np.concatenate([(c.reshape(-1) if isinstance(c, np.ndarray) else pieces_dense(c, g.shape).reshape(-1))
-                                  for c, g in zip(solver.group_coefficients(q), plan.groups)])
+            got = np.concatenate(
+                [
+                    (c.reshape(-1) if isinstance(c, np.ndarray) else pieces_dense(c, g.shape).reshape(-1))
+                    for c, g in zip(solver.group_coefficients(q), plan.groups)
+                ]
+            )
             assert np.allclose(got, A, atol=1e-10)
 
 
@@ -70,8 +79,12 @@ def test_release_estimates_equal_the_history_blue_of_its_rows(schema3, counts3, 
     rel = draw_release(plan, 0.5, counts3, SeededSampler(7), allow_insecure=True)
     hist = History(schema3.shape, rel.history_rows())
     assert np.allclose(hist.cell_costs, 0.5)  # every cell pays α in all (paper Thm 5.4)
-    for text in ['count(age=["10-20","20-30","30-40"])', 'count(age="70-80", sex="M")',
-                 '2*count(age="0-10") - count(edu="c")', 'count(sex="F", edu="b")']:
+    for text in [
+        'count(age=["10-20","20-30","30-40"])',
+        'count(age="70-80", sex="M")',
+        '2*count(age="0-10") - count(edu="c")',
+        'count(sex="F", edu="b")',
+    ]:
         q = parse_query(text, schema3)
         mine, ref = rel.estimate(q), hist.estimate(q)
         assert mine.estimable == ref.estimable, text

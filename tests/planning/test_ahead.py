@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+from batch_helpers import N
+from batch_helpers import range_batch as _batch
+from batch_helpers import range_query as _range
 
 from dpdesk.engine.answering.workflow import Settings, assess
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.planning import plan_batch
 from dpdesk.engine.planning.ahead import ahead_strategies, plan_ahead
-
-from batch_helpers import N, range_batch as _batch, range_query as _range
 
 
 def _released(history: History, plan, seed: int) -> History:
@@ -42,7 +43,9 @@ def test_look_ahead_plans_are_answerable_within_the_total_and_serve_the_next_bat
         if p.status != "uncovered":
             assert assess(released, p.request, settings, cell_costs=after).decision == "infer", p.id
     # the point of looking ahead: the next batch finds more of its answers already in history
-    assert _answered_next(History((N,)), plan, nxt, settings) > _answered_next(History((N,)), plain, nxt, settings)
+    assert _answered_next(History((N,)), plan, nxt, settings) > _answered_next(
+        History((N,)), plain, nxt, settings
+    )
 
 
 def test_look_ahead_spends_only_cells_nobody_has_paid_for():
@@ -104,12 +107,18 @@ def test_marginals_look_ahead_serves_a_range_workload_and_every_answer_passes_th
     answered = 0
     for p in plan.requests:
         if p.status != "uncovered":
-            assert assess(released, p.request, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer"
+            assert (
+                assess(released, p.request, Settings(1.0), cell_costs=plan.cell_costs_after).decision
+                == "infer"
+            )
             answered += 1
     assert answered >= plan_batch(History(shape), batch, Settings(1.0)).answered
     # the queue's next requests of the same kind are met from history for free
     later = [Request(f"n{i}", _box(shape, rng), float(rng.uniform(20, 100)) / 2, 0.2) for i in range(20)]
-    free = sum(assess(released, r, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer" for r in later)
+    free = sum(
+        assess(released, r, Settings(1.0), cell_costs=plan.cell_costs_after).decision == "infer"
+        for r in later
+    )
     assert free >= 10
 
 
@@ -140,8 +149,9 @@ def test_the_look_ahead_is_judged_for_the_queue_not_only_for_its_batch():
     assert queued.look_ahead.alone_answered == plain.answered
     line = look_ahead_text(queued, 1.0)
     assert f"answers {queued.answered} of this batch where the batch alone answers {plain.answered}" in line
-    assert "where the batch alone" not in look_ahead_text(plan_ahead(History((N,)), batch, settings, seen=seen,
-                                                                     share=1.0, future=0.0), 1.0)
+    assert "where the batch alone" not in look_ahead_text(
+        plan_ahead(History((N,)), batch, settings, seen=seen, share=1.0, future=0.0), 1.0
+    )
     # what it is for: the queue's next requests of the same kind are answered from history for free
     after = queued.cell_costs_after
     assert after.max() <= 1.0 * (1 + 1e-9)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batch_helpers import N, range_batch, range_query
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.planning import checks
 from dpdesk.engine.planning.checks import Checker
-
-from batch_helpers import N, range_batch, range_query
 
 
 def _history() -> History:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batch_helpers import N
+from batch_helpers import range_batch as _batch
+from batch_helpers import range_query as _range
 
 from dpdesk.engine.answering.fresh import true_answer
 from dpdesk.engine.answering.workflow import Request, Settings, answerable, assess, infer
@@ -15,9 +18,9 @@ from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
 from dpdesk.engine.schema import Schema
 
-from batch_helpers import N, range_batch as _batch, range_query as _range
-
-SCHEMA = Schema.from_dict({"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]})
+SCHEMA = Schema.from_dict(
+    {"attributes": [{"name": "c", "column": "c", "kind": "numeric", "edges": list(range(N + 1))}]}
+)
 CUBE = Cube(SCHEMA, np.random.default_rng(3).integers(0, 80, N))
 
 
@@ -31,7 +34,9 @@ def _released(history: History, plan, seed: int) -> History:
     return h
 
 
-@pytest.mark.parametrize("total, policy", [(1.0, None), (0.15, None), (0.3, SpendPolicy(floor=0.05, cap=0.5))])
+@pytest.mark.parametrize(
+    "total, policy", [(1.0, None), (0.15, None), (0.3, SpendPolicy(floor=0.05, cap=0.5))]
+)
 def test_every_planned_request_is_answerable_after_release_and_the_total_holds(total, policy):
     settings = Settings(total, policy=policy)
     reqs = _batch(1, 14)
@@ -131,8 +136,11 @@ def test_one_by_one_left_unchecked_only_when_the_plan_beats_what_it_could_answer
     # overlapping ranges with a budget that covers some (0.2) or all (3.0): a strategy beats even what one
     # by one could answer, so its final history is not checked; disjoint ranges (seed None): one by one
     # ties the strategies at a lower cost, so it is checked in full and chosen. The oracle checks it in full.
-    reqs = (_batch(seed, 16, eps2=(6.0, 40.0)) if seed is not None else
-            [Request(f"d{i}", _range(2 * i, 2 * i + 2), 10.0 + i, 0.2) for i in range(8)])
+    reqs = (
+        _batch(seed, 16, eps2=(6.0, 40.0))
+        if seed is not None
+        else [Request(f"d{i}", _range(2 * i, 2 * i + 2), 10.0 + i, 0.2) for i in range(8)]
+    )
     settings = Settings(total)
     plan = plan_batch(History((N,)), reqs, settings)
     answered, cost = _one_by_one_oracle(History((N,)), reqs, settings)

@@ -20,8 +20,8 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.planning import planner, topup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from evaluation.data import request_stream  # noqa: E402
-from evaluation.systems import tree_rows  # noqa: E402
+from evaluation.data import request_stream
+from evaluation.systems import tree_rows
 
 SHAPE = (6, 2, 6, 5, 2)  # the demo cube's shape (resources/demo/adult.schema.json)
 TOTAL = 1e12  # the unbounded setting: no effective total

@@ -85,16 +85,20 @@ def test_the_top_up_raises_and_confirms_what_checking_everything_after_each_rais
     ref_rows, ref_conf = _reference(rows, row_of, ok, [0], first, pending, checker, costs0, total)
     n_ref = len(asked)
     asked.clear()
-    new_rows, new_conf, last, hist = planner._top_up(rows, row_of, ok, [0], first, pending, checker, costs0, total)
+    new_rows, new_conf, last, hist = planner._top_up(
+        rows, row_of, ok, [0], first, pending, checker, costs0, total
+    )
     assert last is not None and hist is not None
     # the last step's misses are misses of the rows returned, whatever the requests it did not ask give
-    assert {k for k in range(len(pending)) if last[k] and new_conf[k] is None} <= \
-        {k for k, c in enumerate(ref_conf) if c is None}
+    assert {k for k in range(len(pending)) if last[k] and new_conf[k] is None} <= {
+        k for k, c in enumerate(ref_conf) if c is None
+    }
     new_conf = planner._confirm(new_conf, last, hist, ok, pending, checker)
     assert [m.alpha for m in new_rows] == [m.alpha for m in ref_rows]
     assert new_conf == ref_conf  # every request asked on the rows returned, the same numbers
     assert [m.alpha / r.alpha for m, r in zip(new_rows, rows)] == pytest.approx(
-        [1.001 * 1.01 * (1.05 if total > 1 else 1.0), 1.01, 1.01, 1.0])
+        [1.001 * 1.01 * (1.05 if total > 1 else 1.0), 1.01, 1.01, 1.0]
+    )
     assert (new_conf[0] is not None) == (total > 1)  # the first row needs the third raise
     assert all(c is not None for c in new_conf[1:])
     # fewer posteriors; with the third raise refused, the last step's re-ask and the final check together
@@ -108,7 +112,9 @@ def test_one_by_one_left_as_a_bound_after_the_top_up_changes_no_plan(monkeypatch
     # checks one by one's topped-up rows in full (as before): the plan must be the same to the bit, and
     # one by one's count a bound ("at most") that is the exact count here, asked with fewer posteriors.
     schema = Schema.from_dict(json.loads((ROOT / "resources" / "demo" / "adult.schema.json").read_text()))
-    specs = boxes_stream(SimpleNamespace(cube=SimpleNamespace(schema=schema)), 140, np.random.default_rng(190))
+    specs = boxes_stream(
+        SimpleNamespace(cube=SimpleNamespace(schema=schema)), 140, np.random.default_rng(190)
+    )
     reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)][110:]
     ordered = [a.kind == "numeric" for a in schema.attributes]
     asked = []
@@ -138,7 +144,9 @@ def test_a_short_row_its_own_raises_do_not_meet_settles_one_by_one_without_askin
     # miss. The probe bounds one by one after asking that request alone; the reference (no probe) asks the
     # rest of one by one's history after each raise. The plan must be the same to the bit.
     schema = Schema.from_dict(json.loads((ROOT / "resources" / "demo" / "adult.schema.json").read_text()))
-    specs = boxes_stream(SimpleNamespace(cube=SimpleNamespace(schema=schema)), 150, np.random.default_rng(190))
+    specs = boxes_stream(
+        SimpleNamespace(cube=SimpleNamespace(schema=schema)), 150, np.random.default_rng(190)
+    )
     reqs = [Request(f"q{i}", s.query, s.eps, s.delta) for i, s in enumerate(specs)][110:]
     ordered = [a.kind == "numeric" for a in schema.attributes]
     asked, probed = [], []

@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,23 +53,39 @@ def edge_case_frame(n_random: int = 2000, seed: int = 5) -> pd.DataFrame:
     codes = [1, 2, 3, 4, None, 0]
     scores = [0, 10, 20, 21, -1, None, 19]
     k = max(len(ages), len(words), len(codes), len(scores))
-    fixed = pd.DataFrame({
-        AGE: [ages[i % len(ages)] for i in range(k)],
-        WORD: [words[i % len(words)] for i in range(k)],
-        CODE: [codes[i % len(codes)] for i in range(k)],
-        SCORE: [scores[i % len(scores)] for i in range(k)],
-    })
-    random = pd.DataFrame({
-        AGE: rng.choice(np.array([a if a is not None else np.nan for a in ages] + list(rng.uniform(-10, 130, 40)), dtype=float), n_random),
-        WORD: rng.choice(np.array(words, dtype=object), n_random),
-        CODE: rng.choice(np.array(codes, dtype=object), n_random),
-        SCORE: rng.choice(np.array(scores, dtype=object), n_random),
-    })
+    fixed = pd.DataFrame(
+        {
+            AGE: [ages[i % len(ages)] for i in range(k)],
+            WORD: [words[i % len(words)] for i in range(k)],
+            CODE: [codes[i % len(codes)] for i in range(k)],
+            SCORE: [scores[i % len(scores)] for i in range(k)],
+        }
+    )
+    random = pd.DataFrame(
+        {
+            AGE: rng.choice(
+                np.array(
+                    [a if a is not None else np.nan for a in ages] + list(rng.uniform(-10, 130, 40)),
+                    dtype=float,
+                ),
+                n_random,
+            ),
+            WORD: rng.choice(np.array(words, dtype=object), n_random),
+            CODE: rng.choice(np.array(codes, dtype=object), n_random),
+            SCORE: rng.choice(np.array(scores, dtype=object), n_random),
+        }
+    )
     df = pd.concat([fixed, random], ignore_index=True)
     df[AGE] = pd.to_numeric(df[AGE], errors="raise").astype("float64")
     df[WORD] = df[WORD].astype("string")
-    df[CODE] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in df[CODE]], dtype="Int64")
-    df[SCORE] = pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in df[SCORE]], dtype="Int64")
+    df[CODE] = pd.array(
+        [None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in df[CODE]],
+        dtype="Int64",
+    )
+    df[SCORE] = pd.array(
+        [None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in df[SCORE]],
+        dtype="Int64",
+    )
     df["note"] = pd.array([f"row {i}" for i in range(len(df))], dtype="string")  # a column no attribute uses
     return df
 
@@ -88,9 +103,14 @@ def table() -> pd.DataFrame:
 def _sql_rows(df: pd.DataFrame) -> list[tuple]:
     out = []
     for row in df.itertuples(index=False):
-        out.append(tuple(None if (v is pd.NA or (isinstance(v, float) and math.isnan(v))) else
-                         (int(v) if isinstance(v, np.integer) else float(v) if isinstance(v, np.floating) else v)
-                         for v in row))
+        out.append(
+            tuple(
+                None
+                if (v is pd.NA or (isinstance(v, float) and math.isnan(v)))
+                else (int(v) if isinstance(v, np.integer) else float(v) if isinstance(v, np.floating) else v)
+                for v in row
+            )
+        )
     return out
 
 
@@ -139,8 +159,15 @@ def files(table: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> File
     con.close()
     xlsx = d / "people.xlsx"
     table.to_excel(xlsx, index=False)
-    return Files(str(csv), str(tsv), str(parquet), str(parts / "*.parquet"), str(parts / "part-*.csv"), str(db),
-                 str(xlsx))
+    return Files(
+        str(csv),
+        str(tsv),
+        str(parquet),
+        str(parts / "*.parquet"),
+        str(parts / "part-*.csv"),
+        str(db),
+        str(xlsx),
+    )
 
 
 # --- a throwaway PostgreSQL server -----------------------------------------------------------------
@@ -150,7 +177,10 @@ def postgres_bindir() -> str | None:
     env = os.environ.get("DPDESK_PG_BINDIR")
     if env:
         return env
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     if found:
         return os.path.dirname(found[-1])
     initdb = shutil.which("initdb")
@@ -207,15 +237,33 @@ def postgres(table: pd.DataFrame) -> PostgresServer:
             return
         stopped = True
         if os.path.exists(os.path.join(data, "postmaster.pid")):
-            subprocess.run([*run_as, pg_ctl, "stop", "-D", data, "-m", "immediate", "-w"],
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                [*run_as, pg_ctl, "stop", "-D", data, "-m", "immediate", "-w"],
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(base, ignore_errors=True)
 
     atexit.register(stop)
     try:
-        subprocess.run([*run_as, os.path.join(bindir, "initdb"), "-D", data, "-U", ADMIN, "--auth=trust",
-                        "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                *run_as,
+                os.path.join(bindir, "initdb"),
+                "-D",
+                data,
+                "-U",
+                ADMIN,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         # Loopback only: the admin is trusted (setup), everyone else must give a password (scram).
         Path(data, "pg_hba.conf").write_text(
             f"local all all trust\n"
@@ -224,10 +272,15 @@ def postgres(table: pd.DataFrame) -> PostgresServer:
         )
         for attempt in range(5):
             port = free_port()
-            opts = (f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off "
-                    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=20")
-            started = subprocess.run([*run_as, pg_ctl, "start", "-D", data, "-l", log, "-w", "-t", "60", "-o", opts],
-                                     capture_output=True, timeout=90)
+            opts = (
+                f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=20"
+            )
+            started = subprocess.run(
+                [*run_as, pg_ctl, "start", "-D", data, "-l", log, "-w", "-t", "60", "-o", opts],
+                capture_output=True,
+                timeout=90,
+            )
             if started.returncode == 0:
                 break
         else:
@@ -240,15 +293,21 @@ def postgres(table: pd.DataFrame) -> PostgresServer:
         with psycopg.connect(url, autocommit=True) as con:
             cols = ", ".join(f"{_quote(c)} {SQL_TYPES[c]}" for c in table.columns)
             con.execute(f"CREATE TABLE people ({cols})")
-            with con.cursor().copy(f"COPY people ({', '.join(_quote(c) for c in table.columns)}) FROM STDIN") as cp:
+            with con.cursor().copy(
+                f"COPY people ({', '.join(_quote(c) for c in table.columns)}) FROM STDIN"
+            ) as cp:
                 for row in _sql_rows(table):
                     cp.write_row(row)
             con.execute(f"CREATE VIEW adults AS SELECT * FROM people WHERE {_quote(AGE)} >= 18")
             con.execute("CREATE SCHEMA other")
-            con.execute(f"CREATE TABLE other.people AS SELECT * FROM people LIMIT 10")
+            con.execute("CREATE TABLE other.people AS SELECT * FROM people LIMIT 10")
             con.execute(f"GRANT SELECT ON people TO {PW_USER}")
         yield PostgresServer(
-            port=port, admin_url=admin_url, url=url, password_user=PW_USER, password=PW,
+            port=port,
+            admin_url=admin_url,
+            url=url,
+            password_user=PW_USER,
+            password=PW,
             bad_password_url=f"postgresql://{PW_USER}:wrong-password@127.0.0.1:{port}/{DBNAME}",
         )
     finally:

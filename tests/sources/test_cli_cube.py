@@ -71,14 +71,19 @@ def test_bad_input_exits_2_with_one_line(files, schema_file: str, tmp_path, post
     corrupt.write_bytes(b"\x00" * 100)
     assert "cannot read Parquet file" in bad("cube", str(corrupt), "--schema", schema_file)
     wrong = tmp_path / "wrong.schema.json"
-    wrong.write_text(json.dumps({"attributes": [{"name": "x", "column": "nope", "kind": "numeric", "edges": [0, 1]}]}))
+    wrong.write_text(
+        json.dumps({"attributes": [{"name": "x", "column": "nope", "kind": "numeric", "edges": [0, 1]}]})
+    )
     assert "'nope' is not in" in bad("cube", files.parquet, "--schema", str(wrong))
     text_as_number = tmp_path / "text.schema.json"
-    text_as_number.write_text(json.dumps({"attributes": [{"name": "w", "column": "select", "kind": "numeric", "edges": [0, 1]}]}))
+    text_as_number.write_text(
+        json.dumps({"attributes": [{"name": "w", "column": "select", "kind": "numeric", "edges": [0, 1]}]})
+    )
     assert "holds text" in bad("cube", files.csv, "--schema", str(text_as_number))
     assert "no such schema file" in bad("cube", files.csv, "--schema", str(tmp_path / "none.json"))
-    assert "cannot connect to PostgreSQL" in bad("cube", "postgresql://u@127.0.0.1:9/db", "--table", "t",
-                                                 "--schema", schema_file)
+    assert "cannot connect to PostgreSQL" in bad(
+        "cube", "postgresql://u@127.0.0.1:9/db", "--table", "t", "--schema", schema_file
+    )
     msg = bad("cube", postgres.bad_password_url, "--table", "people", "--schema", schema_file)
     assert "password authentication failed" in msg and "wrong-password" not in msg
     assert "--table" in bad("cube", files.sqlite, "--schema", schema_file)

@@ -11,7 +11,7 @@ from dpdesk.engine.schema import Schema
 from dpdesk.sources import DataFrameSource, open_source
 from dpdesk.sources.duck import DuckDBSource
 
-from .conftest import AGE, CODE, SCHEMA_DICT, SCORE, WORD
+from .conftest import AGE, SCHEMA_DICT
 
 FILE_SOURCES = ["csv", "tsv", "parquet", "parquet_glob", "csv_glob", "sqlite", "sqlite_untyped", "xlsx"]
 
@@ -69,15 +69,23 @@ def test_subsets_and_orders_of_attributes(attrs: list[int], files, table: pd.Dat
     """Strides and C order: any subset of the attributes, in any order, flattens like the reference."""
     schema = Schema.from_dict({"attributes": [SCHEMA_DICT["attributes"][i] for i in attrs]})
     ref = build_cube(table, schema)
-    for source in (open_source(files.parquet), open_source(files.csv), open_source(files.sqlite, table="people")):
+    for source in (
+        open_source(files.parquet),
+        open_source(files.csv),
+        open_source(files.sqlite, table="people"),
+    ):
         assert_same(source.build_cube(schema), ref)
 
 
 def test_categorical_numbers_and_text_forms(tmp_path, schema: Schema) -> None:
     """Declared numbers match numeric columns by value and text columns by text form (engine rule)."""
-    df = pd.DataFrame({"n": pd.array([1, 2, 3, 3, None, 7], dtype="Int64"),
-                       "f": [1.0, 2.5, 3.0, np.nan, 2.5, 1.0],
-                       "t": pd.array(["1", "2.5", "3", "x", None, "1.0"], dtype="string")})
+    df = pd.DataFrame(
+        {
+            "n": pd.array([1, 2, 3, 3, None, 7], dtype="Int64"),
+            "f": [1.0, 2.5, 3.0, np.nan, 2.5, 1.0],
+            "t": pd.array(["1", "2.5", "3", "x", None, "1.0"], dtype="string"),
+        }
+    )
     path = tmp_path / "kinds.parquet"
     df.to_parquet(path, index=False)
     for col in ("n", "f", "t"):

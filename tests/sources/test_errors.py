@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 
 import pytest
@@ -28,8 +27,11 @@ def one_line_error(fn, *match: str) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("name", ["missing.csv", "missing.parquet", "missing.xlsx", "missing.sqlite"])
 def test_missing_file(tmp_path, name: str) -> None:
-    one_line_error(lambda: open_source(str(tmp_path / name), table="t" if name.endswith("sqlite") else None),
-                   "no such file", name)
+    one_line_error(
+        lambda: open_source(str(tmp_path / name), table="t" if name.endswith("sqlite") else None),
+        "no such file",
+        name,
+    )
 
 
 def test_glob_matching_nothing(tmp_path) -> None:
@@ -62,7 +64,9 @@ def test_corrupt_excel_and_sqlite(tmp_path, schema: Schema) -> None:
     s = tmp_path / "bad.sqlite"
     s.write_bytes(b"not a database" * 100)
     one_line_error(lambda: open_source(str(s), table="t").build_cube(schema), "bad.sqlite")
-    one_line_error(lambda: table_names(str(s)), "cannot read SQLite file", "bad.sqlite")  # the app's table chooser
+    one_line_error(
+        lambda: table_names(str(s)), "cannot read SQLite file", "bad.sqlite"
+    )  # the app's table chooser
 
 
 def test_late_non_number_in_csv_numeric_column(tmp_path) -> None:
@@ -101,7 +105,9 @@ def make_source(request, files):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("kind", SOURCE_KINDS)
 def test_schema_column_not_in_table(kind: str, make_source) -> None:
     bad = {"attributes": [dict(SCHEMA_DICT["attributes"][0], column="agee")]}
-    msg = one_line_error(lambda: make_source(kind).build_cube(Schema.from_dict(bad)), "'agee'", "not in", "'note'")
+    msg = one_line_error(
+        lambda: make_source(kind).build_cube(Schema.from_dict(bad)), "'agee'", "not in", "'note'"
+    )
     assert "'select'" in msg  # the available columns are listed
 
 
@@ -112,8 +118,16 @@ def test_numeric_attribute_on_text_column(kind: str, make_source) -> None:
 
 
 def test_missing_table(files, postgres, schema: Schema) -> None:
-    one_line_error(lambda: open_source(files.sqlite, table="nope").build_cube(schema), "no table or view 'nope'", "'people'")
-    one_line_error(lambda: open_source(postgres.url, table="nope").build_cube(schema), "no table or view 'nope'", "'people'")
+    one_line_error(
+        lambda: open_source(files.sqlite, table="nope").build_cube(schema),
+        "no table or view 'nope'",
+        "'people'",
+    )
+    one_line_error(
+        lambda: open_source(postgres.url, table="nope").build_cube(schema),
+        "no table or view 'nope'",
+        "'people'",
+    )
 
 
 def test_the_table_chooser_lists_the_tables_of_a_database(files) -> None:
@@ -135,14 +149,20 @@ def closed_port() -> int:
 def test_unreachable_server(schema: Schema) -> None:
     port = closed_port()
     url = f"postgresql://someone:secret@127.0.0.1:{port}/db"
-    msg = one_line_error(lambda: open_source(url, table="t").build_cube(schema), "cannot connect to PostgreSQL",
-                         f"127.0.0.1:{port}")
+    msg = one_line_error(
+        lambda: open_source(url, table="t").build_cube(schema),
+        "cannot connect to PostgreSQL",
+        f"127.0.0.1:{port}",
+    )
     assert "secret" not in msg
 
 
 def test_bad_credentials(postgres, schema: Schema) -> None:
-    msg = one_line_error(lambda: open_source(postgres.bad_password_url, table="people").build_cube(schema),
-                         "refused user 'curator_pw'", "password authentication failed")
+    msg = one_line_error(
+        lambda: open_source(postgres.bad_password_url, table="people").build_cube(schema),
+        "refused user 'curator_pw'",
+        "password authentication failed",
+    )
     assert "wrong-password" not in msg
 
 

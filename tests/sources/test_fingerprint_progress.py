@@ -11,7 +11,6 @@ import pandas as pd
 import psycopg
 import pytest
 
-from dpdesk.engine.cube import build_cube
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.schema import Schema
 from dpdesk.sources import DataFrameSource, open_source
@@ -20,7 +19,6 @@ from dpdesk.sources.postgres import redact
 from dpdesk.sources.sqlgen import DUCKDB, POSTGRESQL, cube_query, quote_ident
 
 from .conftest import TEXT_VALUES
-
 
 # --- fingerprints ----------------------------------------------------------------------------------
 
@@ -77,14 +75,18 @@ def test_postgresql_fingerprint_is_best_effort_and_detects_changes(postgres, tab
 @pytest.mark.parametrize("kind", ["parquet", "csv", "sqlite", "xlsx"])
 def test_progress_ends_at_one(kind: str, files, schema: Schema) -> None:
     seen: list[float] = []
-    source = open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    source = (
+        open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    )
     source.build_cube(schema, progress=seen.append, cancelled=lambda: False)
     assert seen and seen[-1] == 1.0 and all(0.0 <= f <= 1.0 for f in seen)
 
 
 @pytest.mark.parametrize("kind", ["parquet", "sqlite", "xlsx"])
 def test_cancelled_before_start(kind: str, files, schema: Schema) -> None:
-    source = open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    source = (
+        open_source(files.sqlite, table="people") if kind == "sqlite" else open_source(getattr(files, kind))
+    )
     with pytest.raises(Cancelled):
         source.build_cube(schema, cancelled=lambda: True)
 
@@ -99,20 +101,29 @@ def test_duckdb_interrupts_a_running_query(files) -> None:
     seen: list[float] = []
     t0 = time.monotonic()
     with source._session() as con, pytest.raises(Cancelled):
-        source._run(con, "SELECT COUNT(*) AS n FROM range(100000000000) t(i) WHERE i % 7 = 3", (), seen.append,
-                    _flips_after(0.3))
+        source._run(
+            con,
+            "SELECT COUNT(*) AS n FROM range(100000000000) t(i) WHERE i % 7 = 3",
+            (),
+            seen.append,
+            _flips_after(0.3),
+        )
     assert time.monotonic() - t0 < 10
     assert all(0.0 <= f <= 1.0 for f in seen)
 
 
 def test_sqlite_interrupts_a_running_query(files, schema: Schema, monkeypatch) -> None:
     source = open_source(files.sqlite, table="people")
-    slow = ("WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000000) "
-            "SELECT -1 AS cell, COUNT(*) AS n FROM r")
+    slow = (
+        "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 1000000000) "
+        "SELECT -1 AS cell, COUNT(*) AS n FROM r"
+    )
     from dpdesk.sources import sqlgen
 
     real = sqlgen.cube_query
-    monkeypatch.setattr(sqlgen, "cube_query", lambda *a, **k: sqlgen.CubeQuery(slow, real(*a, **k).params[:0]))
+    monkeypatch.setattr(
+        sqlgen, "cube_query", lambda *a, **k: sqlgen.CubeQuery(slow, real(*a, **k).params[:0])
+    )
     t0 = time.monotonic()
     with pytest.raises(Cancelled):
         source.build_cube(schema, cancelled=_flips_after(0.3))
@@ -138,7 +149,8 @@ def test_progress_from_a_background_thread(files, schema: Schema) -> None:
 
     def work() -> None:
         result["cube"] = open_source(files.parquet).build_cube(
-            schema, progress=lambda f: callers.add(threading.current_thread().name))
+            schema, progress=lambda f: callers.add(threading.current_thread().name)
+        )
 
     t = threading.Thread(target=work, name="builder")
     t.start()
@@ -151,7 +163,7 @@ def test_progress_from_a_background_thread(files, schema: Schema) -> None:
 
 def test_identifiers_are_quoted_and_values_are_parameters(schema: Schema) -> None:
     kinds = {a.column: ("numeric" if a.kind == "numeric" else "text") for a in schema.attributes}
-    q = cube_query(schema, kinds, quote_ident("my\"table"), (), POSTGRESQL)
+    q = cube_query(schema, kinds, quote_ident('my"table'), (), POSTGRESQL)
     assert '"in""come"' in q.sql and '"select"' in q.sql and '"my""table"' in q.sql
     for v in TEXT_VALUES:
         assert v not in q.sql  # never pasted, always bound
@@ -169,7 +181,10 @@ def test_show_sql_lists_parameters(files, schema: Schema) -> None:
 
 
 def test_password_never_in_location() -> None:
-    assert redact("postgresql://u:p%40ss@h:5/db?sslmode=require&password=x") == "postgresql://u@h:5/db?sslmode=require"
+    assert (
+        redact("postgresql://u:p%40ss@h:5/db?sslmode=require&password=x")
+        == "postgresql://u@h:5/db?sslmode=require"
+    )
     assert redact("postgresql://h/db") == "postgresql://h/db"
 
 
@@ -185,10 +200,25 @@ def test_duckdb_builds_under_an_address_space_cap(files, table: pd.DataFrame) ->
 
     from .conftest import SCHEMA_DICT
 
-    code = ("import json, sys; from dpdesk.sources import open_source; from dpdesk.engine.schema import Schema; "
-            "c = open_source(sys.argv[1]).build_cube(Schema.from_dict(json.loads(sys.argv[2]))); "
-            "print(c.total + c.out_of_domain)")
-    r = subprocess.run(["prlimit", f"--as={1 << 30}", "--", sys.executable, "-c", code, files.parquet,
-                        json.dumps(SCHEMA_DICT)], capture_output=True, text=True, timeout=120)
+    code = (
+        "import json, sys; from dpdesk.sources import open_source; from dpdesk.engine.schema import Schema; "
+        "c = open_source(sys.argv[1]).build_cube(Schema.from_dict(json.loads(sys.argv[2]))); "
+        "print(c.total + c.out_of_domain)"
+    )
+    r = subprocess.run(
+        [
+            "prlimit",
+            f"--as={1 << 30}",
+            "--",
+            sys.executable,
+            "-c",
+            code,
+            files.parquet,
+            json.dumps(SCHEMA_DICT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, (r.returncode, r.stderr[-500:])
     assert int(r.stdout.strip()) == len(table)

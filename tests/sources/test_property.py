@@ -22,15 +22,28 @@ def tables(draw):  # type: ignore[no-untyped-def]
     edges = sorted(draw(st.sets(st.integers(-5, 5), min_size=2, max_size=4)))
     values = draw(st.lists(st.sampled_from(LABELS[:-1]), min_size=1, max_size=3, unique=True))
     n = draw(st.integers(0, 40))
-    nums = draw(st.lists(st.one_of(st.none(), st.sampled_from(edges), st.floats(-7, 7, allow_nan=False)),
-                         min_size=n, max_size=n))
+    nums = draw(
+        st.lists(
+            st.one_of(st.none(), st.sampled_from(edges), st.floats(-7, 7, allow_nan=False)),
+            min_size=n,
+            max_size=n,
+        )
+    )
     cats = draw(st.lists(st.one_of(st.none(), st.sampled_from(LABELS)), min_size=n, max_size=n))
-    df = pd.DataFrame({"num": pd.array([np.nan if v is None else float(v) for v in nums], dtype="float64"),
-                       "cat": pd.array(cats, dtype="string")})
-    schema = Schema.from_dict({"attributes": [
-        {"name": "num", "kind": "numeric", "edges": edges},
-        {"name": "cat", "kind": "categorical", "values": values},
-    ]})
+    df = pd.DataFrame(
+        {
+            "num": pd.array([np.nan if v is None else float(v) for v in nums], dtype="float64"),
+            "cat": pd.array(cats, dtype="string"),
+        }
+    )
+    schema = Schema.from_dict(
+        {
+            "attributes": [
+                {"name": "num", "kind": "numeric", "edges": edges},
+                {"name": "cat", "kind": "categorical", "values": values},
+            ]
+        }
+    )
     return df, schema
 
 
@@ -43,8 +56,13 @@ def test_duckdb_and_sqlite_match_reference(case) -> None:  # type: ignore[no-unt
         df.to_parquet(f"{d}/t.parquet", index=False)
         con = sqlite3.connect(f"{d}/t.sqlite")
         con.execute('CREATE TABLE t ("num" REAL, "cat" TEXT)')
-        con.executemany("INSERT INTO t VALUES (?, ?)",
-                        [(None if pd.isna(a) else float(a), None if pd.isna(b) else str(b)) for a, b in zip(df["num"], df["cat"])])
+        con.executemany(
+            "INSERT INTO t VALUES (?, ?)",
+            [
+                (None if pd.isna(a) else float(a), None if pd.isna(b) else str(b))
+                for a, b in zip(df["num"], df["cat"])
+            ],
+        )
         con.commit()
         con.close()
         for source in (open_source(f"{d}/t.parquet"), open_source(f"{d}/t.sqlite", table="t")):

@@ -46,7 +46,10 @@ def test_master_urls() -> None:
     assert spark_location("local[2]") == MASTER and master_of(MASTER) == "local[2]"
     assert master_of("spark://local[*]") == "local[*]" and master_of("spark://local") == "local"
     assert master_of("spark://host:7077") == "spark://host:7077"  # a standalone cluster keeps Spark's URL
-    assert master_of("spark://yarn") == "yarn" and master_of("spark://k8s://https://h:443") == "k8s://https://h:443"
+    assert (
+        master_of("spark://yarn") == "yarn"
+        and master_of("spark://k8s://https://h:443") == "k8s://https://h:443"
+    )
 
 
 @pytest.mark.parametrize("kind", ["parquet", "parquet_glob", "csv", "tsv"])
@@ -71,19 +74,31 @@ def test_catalog_table_and_view_match_duckdb(people: str, files, table: pd.DataF
 @pytest.mark.parametrize("attrs", [[2], [3, 1, 0]])
 def test_subsets_and_orders_of_attributes(attrs: list[int], people: str, files) -> None:
     schema = Schema.from_dict({"attributes": [SCHEMA_DICT["attributes"][i] for i in attrs]})
-    assert_same(open_source(MASTER, table=people).build_cube(schema), open_source(files.parquet).build_cube(schema))
+    assert_same(
+        open_source(MASTER, table=people).build_cube(schema), open_source(files.parquet).build_cube(schema)
+    )
 
 
 def test_categorical_numbers_and_text_forms(spark, tmp_path) -> None:
     """Declared numbers match numeric columns by value and text columns by text form, as in DuckDB."""
-    df = pd.DataFrame({"n": pd.array([1, 2, 3, 3, None, 7], dtype="Int64"),
-                       "f": [1.0, 2.5, 3.0, np.nan, 2.5, 1.0],
-                       "t": pd.array(["1", "2.5", "3", "x", None, "1.0"], dtype="string"),
-                       "b": [True, False, True, True, False, True]})
+    df = pd.DataFrame(
+        {
+            "n": pd.array([1, 2, 3, 3, None, 7], dtype="Int64"),
+            "f": [1.0, 2.5, 3.0, np.nan, 2.5, 1.0],
+            "t": pd.array(["1", "2.5", "3", "x", None, "1.0"], dtype="string"),
+            "b": [True, False, True, True, False, True],
+        }
+    )
     path = tmp_path / "kinds.parquet"
     df.to_parquet(path, index=False)
-    s = Schema.from_dict({"attributes": [
-        {"name": col, "kind": "categorical", "values": ["true", 1] if col == "b" else [1, 2.5, "3"]} for col in df]})
+    s = Schema.from_dict(
+        {
+            "attributes": [
+                {"name": col, "kind": "categorical", "values": ["true", 1] if col == "b" else [1, 2.5, "3"]}
+                for col in df
+            ]
+        }
+    )
     cube = open_source(MASTER, table=str(path)).build_cube(s)
     assert_same(cube, open_source(str(path)).build_cube(s))
     assert cube.total > 0
@@ -92,7 +107,8 @@ def test_categorical_numbers_and_text_forms(spark, tmp_path) -> None:
 def test_cancel_stops_the_spark_job(spark, schema: Schema) -> None:
     """Cancel cancels the job group: the build raises Cancelled, the job's tasks stop unfinished."""
     spark.range(0, 4_000_000_000, numPartitions=16).selectExpr(
-        f"CAST(id % 130 AS DOUBLE) AS `{AGE}`").createOrReplaceTempView("huge")
+        f"CAST(id % 130 AS DOUBLE) AS `{AGE}`"
+    ).createOrReplaceTempView("huge")
     source = open_source(MASTER, table="huge")
     one = Schema.from_dict({"attributes": [SCHEMA_DICT["attributes"][0]]})
     reports: list[float] = []  # the first report is the start; the next ones come from a running job
@@ -130,7 +146,10 @@ def test_fingerprint_is_a_best_effort_checksum(spark, files, table: pd.DataFrame
 def test_cli_show_sql_binds_every_value(spark, files, tmp_path, capsys) -> None:
     schema_file = tmp_path / "s.json"
     schema_file.write_text(json.dumps(SCHEMA_DICT), encoding="utf-8")
-    assert cli.main(["cube", files.parquet, "--spark", "local[2]", "--schema", str(schema_file), "--show-sql"]) == 0
+    assert (
+        cli.main(["cube", files.parquet, "--spark", "local[2]", "--schema", str(schema_file), "--show-sql"])
+        == 0
+    )
     out = capsys.readouterr().out
     statement = out.split("-- parameters")[0]
     assert "GROUP BY cell" in statement and "`select`" in statement and '`in"come`' in statement
@@ -144,26 +163,47 @@ def test_cli_show_sql_binds_every_value(spark, files, tmp_path, capsys) -> None:
 def test_cli_json_and_project(spark, files, table: pd.DataFrame, schema: Schema, tmp_path, capsys) -> None:
     schema_file = tmp_path / "s.json"
     schema_file.write_text(json.dumps(SCHEMA_DICT), encoding="utf-8")
-    assert cli.main(["cube", files.parquet, "--spark", "local[2]", "--schema", str(schema_file), "--json"]) == 0
+    assert (
+        cli.main(["cube", files.parquet, "--spark", "local[2]", "--schema", str(schema_file), "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["counts"] == build_cube(table, schema).flat.tolist()
     assert out["source"] == {"kind": "spark", "location": MASTER, "table": files.parquet, "format": "parquet"}
     assert out["fingerprint"]["method"] == "spark-checksum" and out["fingerprint"]["caveat"]
     project = tmp_path / "lake.dpdesk"
-    assert cli.main(["project", "new", str(project), "--schema", str(schema_file), "--source", files.parquet,
-                     "--spark", "local[2]", "--budget", "1"]) == 0
+    assert (
+        cli.main(
+            [
+                "project",
+                "new",
+                str(project),
+                "--schema",
+                str(schema_file),
+                "--source",
+                files.parquet,
+                "--spark",
+                "local[2]",
+                "--budget",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert f"bound to {MASTER} table {files.parquet}: {len(table)} rows" in capsys.readouterr().out
     assert cli.main(["project", "info", str(project), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert json.dumps(info).count("spark-checksum") >= 1
 
 
-@pytest.mark.parametrize("args, message", [
-    (["people", "--table", "x"], "with --spark, SOURCE is the table or path Spark reads: drop --table"),
-    (["no_such_table"], "no table or view 'no_such_table' in Spark at local[2] (tables: "),
-    (["/no/such/file.parquet"], "no such file or folder: /no/such/file.parquet"),
-    (["`people`"], "give the name without quotes"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["people", "--table", "x"], "with --spark, SOURCE is the table or path Spark reads: drop --table"),
+        (["no_such_table"], "no table or view 'no_such_table' in Spark at local[2] (tables: "),
+        (["/no/such/file.parquet"], "no such file or folder: /no/such/file.parquet"),
+        (["`people`"], "give the name without quotes"),
+    ],
+)
 def test_cli_errors_are_one_line(args, message, people, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     schema_file = tmp_path / "s.json"
     schema_file.write_text(json.dumps(SCHEMA_DICT), encoding="utf-8")
@@ -173,8 +213,12 @@ def test_cli_errors_are_one_line(args, message, people, tmp_path, capsys) -> Non
 
 
 def test_numeric_attribute_on_text_column_and_bad_csv_number(spark, files, tmp_path) -> None:
-    bad = Schema.from_dict({"attributes": [{"name": "w", "column": "select", "kind": "numeric", "edges": [0, 1]}]})
-    with pytest.raises(SourceError, match=r"attribute 'w' is numeric but column 'select' .* holds text \(string\)"):
+    bad = Schema.from_dict(
+        {"attributes": [{"name": "w", "column": "select", "kind": "numeric", "edges": [0, 1]}]}
+    )
+    with pytest.raises(
+        SourceError, match=r"attribute 'w' is numeric but column 'select' .* holds text \(string\)"
+    ):
         open_source(MASTER, table=files.parquet).build_cube(bad)
     csv = tmp_path / "bad.csv"
     csv.write_text("x\n1\nabc\n", encoding="utf-8")

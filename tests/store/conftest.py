@@ -14,11 +14,19 @@ from cli_helpers import run_dpdesk
 
 SCHEMA = {
     "attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
+        {
+            "name": "age",
+            "column": "age",
+            "kind": "numeric",
+            "edges": [0, 30, 150],
+            "labels": ["0-30", "30-150"],
+        },
         {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
     ]
 }
-ROWS = [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10 + [(200, ">50K")]
+ROWS = (
+    [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10 + [(200, ">50K")]
+)
 
 
 def write_table(path: Path, rows=ROWS) -> Path:
@@ -35,8 +43,9 @@ class ForkServer:
 
     def __init__(self) -> None:
         script = Path(__file__).with_name("forkserver.py")
-        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+        )
         assert json.loads(self.proc.stdout.readline())["ready"]
 
     def run(self, *argv, env: dict | None = None) -> dict:
@@ -64,14 +73,33 @@ def store(tmp_path: Path) -> SimpleNamespace:
     schema_file = tmp_path / "people.schema.json"
     schema_file.write_text(json.dumps(SCHEMA), encoding="utf-8")
 
-    def new_project(name: str = "p.dpdesk", budget: float = 1.0, test_project: bool = False, source: Path = table,
-                    delta_cap: float = 0.0):
+    def new_project(
+        name: str = "p.dpdesk",
+        budget: float = 1.0,
+        test_project: bool = False,
+        source: Path = table,
+        delta_cap: float = 0.0,
+    ):
         from dpdesk.store import Project
 
         path = tmp_path / name
-        Project.create(path, name="people", schema=SCHEMA, source_location=str(source), total_budget=budget,
-                       test_project=test_project, delta_cap=delta_cap).close()
+        Project.create(
+            path,
+            name="people",
+            schema=SCHEMA,
+            source_location=str(source),
+            total_budget=budget,
+            test_project=test_project,
+            delta_cap=delta_cap,
+        ).close()
         return path
 
-    return SimpleNamespace(dir=tmp_path, table=table, schema_file=schema_file, new_project=new_project,
-                           cli=run_dpdesk, digest=digest, write_table=write_table)
+    return SimpleNamespace(
+        dir=tmp_path,
+        table=table,
+        schema_file=schema_file,
+        new_project=new_project,
+        cli=run_dpdesk,
+        digest=digest,
+        write_table=write_table,
+    )

@@ -15,11 +15,12 @@ import os
 import sys
 import tempfile
 
+import opendp.prelude  # noqa: F401
+
 import dpdesk.cli
 import dpdesk.engine.mechanisms.secure_noise
-import dpdesk.store.project  # noqa: F401  (warm the imports the children need)
-import dpdesk.sources.duck  # noqa: F401
-import opendp.prelude  # noqa: F401
+import dpdesk.sources.duck
+import dpdesk.store.project
 from dpdesk.store import checkpoints
 
 
@@ -31,7 +32,7 @@ def child(argv, env, out_path):
     os.dup2(null, 0)
     sys.stdout = open(1, "w", closefd=False, buffering=1)
     sys.stderr = sys.stdout
-    sys.stdin = open(0, "r", closefd=False)
+    sys.stdin = open(0, closefd=False)
     os.environ.update(env)
     checkpoints.configure()
     try:

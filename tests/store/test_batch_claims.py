@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import pytest
 
+from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.planning import plan_batch
-from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.store import Project
 from dpdesk.store.batch import claim_screen, plan_pending, release_batch
 from dpdesk.store.watch import ClaimDeclined
 
 CELL = 'count(age="0-30", income=">50K")'  # cell #1 (20 people): the watched claim's query
-BATCH = [(CELL, 3.0), ('count(age="30-150")', 5.0), ('count(income="<=50K")', 6.0),
-         ('count(age="0-30", income="<=50K")', 5.0)]
+BATCH = [
+    (CELL, 3.0),
+    ('count(age="30-150")', 5.0),
+    ('count(income="<=50K")', 6.0),
+    ('count(age="0-30", income="<=50K")', 5.0),
+]
 
 
 def _project(store):
@@ -30,14 +34,18 @@ def _project(store):
 def test_plan_leaves_out_what_a_claim_declines_and_the_rest_is_released_and_verifies(store):
     path = _project(store)
     out = store.cli("batch", "plan", path)  # what the curator reads: the left-out measurement and why
-    assert out.returncode == 0 and "left out: measurement #" in out.stdout and "watched claim c1" in out.stdout
+    assert (
+        out.returncode == 0 and "left out: measurement #" in out.stdout and "watched claim c1" in out.stdout
+    )
     with Project.open(path, "w") as p:
         plan = plan_pending(p)
         assert plan.left_out and all("declined by watched claim c1" in why for why in plan.left_out)
         status = {r.id: r for r in plan.requests}
         q1 = status["q1"]
         assert q1.status == "uncovered" and "watched claim c1 would decline (#" in q1.reason
-        assert q1.offer_eps is None  # the budget could pay for it: no budget counter-offer the claim would refuse
+        assert (
+            q1.offer_eps is None
+        )  # the budget could pay for it: no budget counter-offer the claim would refuse
         assert {"q2", "q3", "q4"} <= set(plan.ids("planned"))
         with p.view().assessing() as s:
             assert claim_screen(p, plan, s) == []  # what is left passes every claim, in release order
@@ -57,13 +65,21 @@ def test_a_plan_a_claim_would_stop_midway_is_refused_before_anything_is_spent(st
     with Project.open(path, "w") as p:
         # planned without the claims (the engine's planner alone), at the ledger's head: not screened
         with p.view().assessing() as s:
-            raw = plan_batch(s.history, [r.to_request() for r in p.requests("pending")], p.answering_settings(),
-                             cell_costs=s.cell_costs)
+            raw = plan_batch(
+                s.history,
+                [r.to_request() for r in p.requests("pending")],
+                p.answering_settings(),
+                cell_costs=s.cell_costs,
+            )
             seq, head = s.head
             declined = claim_screen(p, raw, s)
-        raw = type(raw)(**{**raw.__dict__, "basis": Basis(head, seq, p.answering_settings().to_json(), "fft")})
+        raw = type(raw)(
+            **{**raw.__dict__, "basis": Basis(head, seq, p.answering_settings().to_json(), "fft")}
+        )
         assert declined and declined[0][1] == "c1"
-        assert len(raw.measurements) > 1 and declined[0][0] > 0  # measurements before it would have been recorded
+        assert (
+            len(raw.measurements) > 1 and declined[0][0] > 0
+        )  # measurements before it would have been recorded
         before = [e.hash for e in p.ledger()]
 
         def no_table(*args, **kwargs):

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from dpdesk.cli import main
 from dpdesk.engine.errors import BudgetError
 
-QUERIES = ['count(age="0-30")', 'count(age="30-150")', "count()", 'count(income=">50K")',
-           'count(age="0-30", income="<=50K")', 'count(income="<=50K")']
+QUERIES = [
+    'count(age="0-30")',
+    'count(age="30-150")',
+    "count()",
+    'count(income=">50K")',
+    'count(age="0-30", income="<=50K")',
+    'count(income="<=50K")',
+]
 
 
 def _queue(path, eps=(6.0, 8.0, 9.0, 7.0, 5.0, 10.0)):
@@ -96,10 +101,13 @@ def test_refused_before_anything_is_spent_when_stale_or_over_the_total(store):
         assert len(p.ledger()) == head
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--requests", "q1,nope"], "no request with id 'nope'"),
-    (["--requests", ","], "--requests"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--requests", "q1,nope"], "no request with id 'nope'"),
+        (["--requests", ","], "--requests"),
+    ],
+)
 def test_bad_batches_are_one_line_exit_2(store, capsys, argv, message):
     path = store.new_project()
     _queue(path)

@@ -14,8 +14,14 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.store import Project
 from dpdesk.store.batch import plan_pending, queue_workload, release_batch
 
-QUERIES = ['count(age="0-30")', 'count(age="30-150")', "count()", 'count(income=">50K")',
-           'count(age="0-30", income="<=50K")', 'count(income="<=50K")']
+QUERIES = [
+    'count(age="0-30")',
+    'count(age="30-150")',
+    "count()",
+    'count(income=">50K")',
+    'count(age="0-30", income="<=50K")',
+    'count(income="<=50K")',
+]
 EPS = (6.0, 8.0, 9.0, 7.0, 5.0, 10.0)
 
 
@@ -82,16 +88,20 @@ def test_look_ahead_is_built_from_the_queue_only_and_shown_before_anything_is_sp
         p.set_look_ahead(0.5)
         before = store.digest(path)
         plan = plan_pending(p, ["q1", "q2"])  # the project's setting now
-        assert plan.to_json() | {"elapsed_ms": 0} == plan_pending(p, ["q1", "q2"], look_ahead=0.5).to_json() | {"elapsed_ms": 0}
+        assert plan.to_json() | {"elapsed_ms": 0} == plan_pending(
+            p, ["q1", "q2"], look_ahead=0.5
+        ).to_json() | {"elapsed_ms": 0}
         assert store.digest(path) == before  # planning spends and writes nothing
     la = plan.look_ahead
     assert plan.strategy.startswith(la.strategy + " + ") and la.strategy.startswith("ahead: ")
     assert la.seen == 3 and la.share == 0.5 and la.cells == 4
     # the preview holds the look-ahead: its rows first, in the costs after the plan and the system cost
-    ahead = sum(m.charge.dense(4) for m in plan.measurements[:la.measurements])
+    ahead = sum(m.charge.dense(4) for m in plan.measurements[: la.measurements])
     assert ahead.max() == pytest.approx(0.5, rel=1e-6) and la.system_cost_after == pytest.approx(ahead.max())
     assert np.allclose(plan.charge.dense(4), plan.cell_costs_after)
-    assert plan.system_cost_after == pytest.approx(plan.cell_costs_after.max()) and plan.system_cost_after <= 1.0
+    assert (
+        plan.system_cost_after == pytest.approx(plan.cell_costs_after.max()) and plan.system_cost_after <= 1.0
+    )
     assert plan.system_cost_after > plain.system_cost_after  # it spends ahead of the requests that need it
     assert [p.alone for p in plan.requests] == [p.alone for p in plain.requests]  # alone: today's rules
     assert plan.to_json()["look_ahead"] == la.to_json()
@@ -111,8 +121,9 @@ def test_a_look_ahead_plan_is_released_in_order_and_serves_the_rest_of_the_queue
         assert all(e.payload["sampler"].startswith("opendp") for e in entries[:n])
         assert all(e.payload["batch"]["strategy"] == plan.strategy for e in entries[:n])
         # the audit sees which measurements were the look-ahead, and at what share
-        assert [e.payload["batch"].get("look_ahead") for e in entries[:n]] == \
-            [{"share": 1.0}] * la.measurements + [None] * (n - la.measurements)
+        assert [e.payload["batch"].get("look_ahead") for e in entries[:n]] == [
+            {"share": 1.0}
+        ] * la.measurements + [None] * (n - la.measurements)
         assert [e.request_id for e in entries[n:]] == ["q1", "q2"] and done.left_pending == ()
         view = p.view()
         assert view.system_cost <= 1.0 * (1 + 1e-9)
@@ -130,14 +141,16 @@ def test_a_look_ahead_plan_is_released_in_order_and_serves_the_rest_of_the_queue
 def test_a_look_ahead_measurement_a_watched_claim_declines_is_left_out(store):
     path = _project(store, budget=5.0)
     with Project.open(path, "w") as p:
-        p.watch('count(age="0-30", income=">50K")', 0, 25, 0.8, 0.05)  # cell #1: a sharp identity row there is declined
+        p.watch(
+            'count(age="0-30", income=">50K")', 0, 25, 0.8, 0.05
+        )  # cell #1: a sharp identity row there is declined
         p.set_look_ahead(1.0)
         plan = plan_pending(p, ["q1", "q2"])
         la = plan.look_ahead
         (why,) = plan.left_out  # the identity row on cell #1, and nothing else
         assert why.startswith("measurement #2: declined by watched claim c1")
         assert la.strategy == "ahead: identity" and la.measurements == 3 and la.cells == 3
-        cells = sum(m.charge.dense(4) for m in plan.measurements[:la.measurements])
+        cells = sum(m.charge.dense(4) for m in plan.measurements[: la.measurements])
         assert cells[1] == 0.0 and np.count_nonzero(cells) == 3
         assert la.system_cost_after == pytest.approx(cells.max())
         status = {r.id: r for r in plan.requests}  # q1 (age 0-30) needed cell #1; q2 does not
@@ -156,11 +169,18 @@ def test_cli_look_ahead_flags_setting_json_and_one_line_errors(store, capsys):
 
     path = _project(store)
     before = store.digest(path)
-    for bad in (["--look-ahead", "2"], ["--look-ahead", "abc"], ["--look-ahead", "0"], ["--look-ahead", "--no-look-ahead"]):
+    for bad in (
+        ["--look-ahead", "2"],
+        ["--look-ahead", "abc"],
+        ["--look-ahead", "0"],
+        ["--look-ahead", "--no-look-ahead"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["batch", "answer", str(path), "--yes", *bad])
         err = capsys.readouterr().err
-        assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("dpdesk: error: argument --"), err
+        assert (
+            exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("dpdesk: error: argument --")
+        ), err
     with pytest.raises(SystemExit) as exit_:
         main(["project", "look-ahead", str(path), "--share", "1.5"])
     assert exit_.value.code == 2 and "must be a fraction in (0, 1]" in capsys.readouterr().err
@@ -168,7 +188,9 @@ def test_cli_look_ahead_flags_setting_json_and_one_line_errors(store, capsys):
 
     assert main(["batch", "plan", str(path), "--requests", "q1,q2", "--look-ahead", "0.5", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["look_ahead_share"] == 0.5 and plan["strategy"].startswith(plan["look_ahead"]["strategy"] + " + ")
+    assert plan["look_ahead_share"] == 0.5 and plan["strategy"].startswith(
+        plan["look_ahead"]["strategy"] + " + "
+    )
     assert plan["look_ahead"]["system_cost_after"] == pytest.approx(0.5) and plan["look_ahead"]["seen"] == 4
     assert main(["batch", "plan", str(path), "--requests", "q1,q2"]) == 0  # the project's setting: off
     assert "look-ahead" not in capsys.readouterr().out

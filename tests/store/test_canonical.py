@@ -13,6 +13,7 @@ from dpdesk.store.ledger import _freeze, thaw
 
 def _reference(obj):
     """The canonical text built element by element with the standard library only."""
+
     def plain(v):
         if isinstance(v, dict):
             return {k: plain(x) for k, x in v.items()}
@@ -25,14 +26,19 @@ def _reference(obj):
         if isinstance(v, (float, np.floating)):
             return float(v)
         return v
+
     return json.dumps(plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def test_flat_numbers_and_mixed_lists_give_the_same_text_as_element_by_element():
     rng = np.random.default_rng(3)
     values = [float(x) for x in rng.normal(0, 1e6, 5000)] + [0, -3, 2**60, 1e-310]
-    payload = {"values": [values, list(range(7))], "mixed": [1, 2.5, True, None, "x", np.float64(0.1), np.int64(4)],
-               "array": rng.integers(0, 9, 11), "nested": ({"b": 1, "a": (0.5, 2)},)}
+    payload = {
+        "values": [values, list(range(7))],
+        "mixed": [1, 2.5, True, None, "x", np.float64(0.1), np.int64(4)],
+        "array": rng.integers(0, 9, 11),
+        "nested": ({"b": 1, "a": (0.5, 2)},),
+    }
     assert canonical_json(payload) == _reference(payload)
     assert json.loads(canonical_json(payload))["values"][0] == values
     assert thaw(_freeze(json.loads(canonical_json(payload)))) == json.loads(canonical_json(payload))

@@ -26,8 +26,12 @@ def _with_marginals(store, name="p.dpdesk"):
 
     path = store.new_project(name, budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
-        pv = preview(marginals_plan(p.schema, [("age",), ("income",)]), alpha=1.0, total_budget=2.0,
-                     cell_costs=p.view().cell_costs)
+        pv = preview(
+            marginals_plan(p.schema, [("age",), ("income",)]),
+            alpha=1.0,
+            total_budget=2.0,
+            cell_costs=p.view().cell_costs,
+        )
         p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(5))
     return path
 
@@ -54,12 +58,22 @@ def test_answering_an_estimate_records_a_free_entry_that_verify_accepts(store):
     shown = store.cli("assess", path, "--query", 'estimate(count(age="0-30", income=">50K"))', "--tau", "3")
     assert shown.returncode == 0 and "BIASED — it meets no (ε, δ)" in shown.stdout
     assert "nothing was recorded" in shown.stdout
-    r = store.cli("answer", path, "--query", 'estimate(count(age="0-30", income=">50K"))', "--tau", "3",
-                  "--yes", "--json")
+    r = store.cli(
+        "answer",
+        path,
+        "--query",
+        'estimate(count(age="0-30", income=">50K"))',
+        "--tau",
+        "3",
+        "--yes",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     value = out["assessment"]["estimate"]
-    assert f"estimate {value:.6g} at shrinkage τ = 3 (given)" in shown.stdout  # recorded exactly what was shown
+    assert (
+        f"estimate {value:.6g} at shrinkage τ = 3 (given)" in shown.stdout
+    )  # recorded exactly what was shown
     assert out["release"]["kind"] == "estimate" and out["release"]["values"] == [value]
     with Project.open(path) as p:
         e = p.ledger()[-1]
@@ -77,10 +91,12 @@ def test_estimate_refuses_bad_input_in_one_line_and_records_nothing(store):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no released answers yet" in r.stderr
     path = _with_marginals(store)
     before = store.digest(path)
-    for args, message in ((("--query", 'estimate(count(age="9"))'), "attribute 'age' has no label '9'"),
-                          (("--query", "estimate()"), "estimate(...) takes one count query"),
-                          (("--query", ESTIMABLE, "--tau", "-1"), "tau (-1.0) must be a positive number"),
-                          (("--query", ESTIMABLE), "needs at least 10 released answers")):
+    for args, message in (
+        (("--query", 'estimate(count(age="9"))'), "attribute 'age' has no label '9'"),
+        (("--query", "estimate()"), "estimate(...) takes one count query"),
+        (("--query", ESTIMABLE, "--tau", "-1"), "tau (-1.0) must be a positive number"),
+        (("--query", ESTIMABLE), "needs at least 10 released answers"),
+    ):
         r = store.cli("answer", path, *args, "--yes")
         assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
     r = store.cli("answer", path, "--query", ESTIMABLE, "--tau", "1", input="")  # end of input: not confirmed
@@ -92,7 +108,9 @@ def _codes(csv_path, schema):
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == list(schema.names)
-    return np.array([[schema.attributes[d].labels.index(v) for d, v in enumerate(r)] for r in rows[1:]], dtype=np.int64)
+    return np.array(
+        [[schema.attributes[d].labels.index(v) for d, v in enumerate(r)] for r in rows[1:]], dtype=np.int64
+    )
 
 
 def test_synthetic_export_reads_nothing_but_released_answers(store):
@@ -115,7 +133,9 @@ def test_synthetic_export_reads_nothing_but_released_answers(store):
         codes = _codes(store.dir / "b.csv", schema)
         assert codes.shape == (300, 2)
         # the recorded digest is the exported rows' (an auditor re-checks a file against the ledger)
-        assert e.kind == "synthetic" and e.payload["rows_sha256"] == hashlib.sha256(codes.tobytes()).hexdigest()
+        assert (
+            e.kind == "synthetic" and e.payload["rows_sha256"] == hashlib.sha256(codes.tobytes()).hexdigest()
+        )
         assert len(e.payload["charge"]["terms"]) == 0 and e.payload["seed"] == 7 and e.payload["rows"] == 300
         assert p.view().cell_costs.tolist() == [1.0] * 4  # the marginals' charge only
         report = p.verify()
@@ -133,9 +153,11 @@ def test_synthetic_export_reads_nothing_but_released_answers(store):
 def test_synth_refuses_bad_input_and_writes_nothing_unconfirmed(store):
     path = _with_marginals(store)
     before = store.digest(path)
-    for args, message in ((("--rows", "0", "--out", store.dir / "s.csv"), "rows (0) must be a positive whole number"),
-                          (("--rows", "5", "--out", store.dir / "s.txt"), "written as .csv or .parquet"),
-                          (("--rows", "5", "--out", store.dir / "nope" / "s.csv"), "does not exist")):
+    for args, message in (
+        (("--rows", "0", "--out", store.dir / "s.csv"), "rows (0) must be a positive whole number"),
+        (("--rows", "5", "--out", store.dir / "s.txt"), "written as .csv or .parquet"),
+        (("--rows", "5", "--out", store.dir / "nope" / "s.csv"), "does not exist"),
+    ):
         r = store.cli("synth", path, *args, "--tau", "0.1", "--yes")
         assert r.returncode == 2 and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = store.cli("synth", path, "--rows", "5", "--out", store.dir / "s.csv", "--tau", "0.1", input="")
@@ -157,8 +179,10 @@ def test_verify_recomputes_a_recorded_estimate_from_the_answers_before_it(store)
         p.release(replace(wrong, estimate=replace(wrong.estimate, value=wrong.value + 1.0)))
         report = p.verify()
     assert not report.ok and len(report.problems) == 1
-    assert report.problems[0].startswith(f"entry 3: recorded estimate {honest.value + 1:.6g} but the released answers "
-                                         f"before it give {honest.value:.6g} at τ = 2")
+    assert report.problems[0].startswith(
+        f"entry 3: recorded estimate {honest.value + 1:.6g} but the released answers "
+        f"before it give {honest.value:.6g} at τ = 2"
+    )
 
 
 def test_without_released_marginals_the_prior_is_uniform_and_their_priced_release_is_offered(store):
@@ -211,9 +235,20 @@ def test_at_infinite_tau_a_query_history_does_not_determine_is_still_labelled_bi
     with Project.open(path, "w") as p:
         r = p.add_request('count(age="0-30", income=">50K")', 20.0, 0.1)
         p.release(p.assess(r.id), SeededSampler(1))
-    out = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "inf", "--table-size", "61",
-                    "--json")
+    out = store.cli(
+        "assess",
+        path,
+        "--query",
+        'estimate(count(income=">50K"))',
+        "--tau",
+        "inf",
+        "--table-size",
+        "61",
+        "--json",
+    )
     obj = json.loads(out.stdout)
     assert obj["biased"] is True and obj["unbiased_estimable"] is False and obj["distance"] > 0.1
-    text = store.cli("assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "inf", "--table-size", "61").stdout
+    text = store.cli(
+        "assess", path, "--query", 'estimate(count(income=">50K"))', "--tau", "inf", "--table-size", "61"
+    ).stdout
     assert "at shrinkage τ = ∞ (given); BIASED" in text

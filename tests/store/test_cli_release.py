@@ -19,7 +19,9 @@ def test_plan_prints_cost_and_labelled_guarantees_and_spends_nothing(store, caps
     assert "system cost: 0 now → 0.4 after" in out
     assert "per query (exact posterior): every interval of age (other attributes summed) within ±" in out
     assert "simultaneous (seed Thm 4.2): does not apply" in out
-    assert main(["release", "plan", str(path), "--cells", "--accuracy", "30", "--delta", "0.1", "--json"]) == 0
+    assert (
+        main(["release", "plan", str(path), "--cells", "--accuracy", "30", "--delta", "0.1", "--json"]) == 0
+    )
     obj = json.loads(capsys.readouterr().out)
     assert obj["plan"] == {"kind": "cells"} and obj["accuracy_target"] == 30 and obj["rows"] == 4
     assert obj["guarantees"][0]["halfwidth"] <= 30 and obj["simultaneous"]["applies"] is True
@@ -27,16 +29,19 @@ def test_plan_prints_cost_and_labelled_guarantees_and_spends_nothing(store, caps
     assert store.digest(path) == before  # planning writes nothing
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--tree", "height", "--alpha", "1"], "unknown attribute 'height'"),
-    (["--tree", "income", "--alpha", "1"], "is not ordered"),
-    (["--cells", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
-    (["--cells", "--alpha", "-2"], "alpha (-2.0)"),
-    (["--marginals", "3", "--alpha", "1"], "marginal order 3"),
-    (["--marginals", "one", "--alpha", "1"], "--marginals ('one')"),
-    (["--cells", "--accuracy", "5", "--delta", "2"], "delta (2.0)"),
-    (["--cells"], "one of the arguments --alpha --accuracy is required"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tree", "height", "--alpha", "1"], "unknown attribute 'height'"),
+        (["--tree", "income", "--alpha", "1"], "is not ordered"),
+        (["--cells", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
+        (["--cells", "--alpha", "-2"], "alpha (-2.0)"),
+        (["--marginals", "3", "--alpha", "1"], "marginal order 3"),
+        (["--marginals", "one", "--alpha", "1"], "--marginals ('one')"),
+        (["--cells", "--accuracy", "5", "--delta", "2"], "delta (2.0)"),
+        (["--cells"], "one of the arguments --alpha --accuracy is required"),
+    ],
+)
 @pytest.mark.parametrize("action", ["plan", "publish"])
 def test_bad_plans_are_one_line_exit_2_and_nothing_written(store, capsys, argv, message, action):
     path = store.new_project()
@@ -51,7 +56,9 @@ def test_bad_plans_are_one_line_exit_2_and_nothing_written(store, capsys, argv, 
     assert store.digest(path) == before
 
 
-def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labelled_tables(store, capsys, monkeypatch):
+def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labelled_tables(
+    store, capsys, monkeypatch
+):
     import io
 
     import pandas as pd
@@ -70,20 +77,32 @@ def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labell
     assert main(["release", "publish", str(path), "--cells", "--alpha", "0.4"]) == 0
     out = capsys.readouterr().out
     assert "released as ledger entry 1: 4 noisy counts; system cost now 0.4 of 1" in out
-    assert main(["release", "publish", str(path), "--marginals", "1", "--alpha", "0.3", "--yes", "--json"]) == 0
+    assert (
+        main(["release", "publish", str(path), "--marginals", "1", "--alpha", "0.3", "--yes", "--json"]) == 0
+    )
     res = capsys.readouterr()
     obj = json.loads(res.out)
-    assert obj["release"]["kind"] == "partition" and obj["release"]["ledger_seq"] == 2 and "values" not in obj["release"]
+    assert (
+        obj["release"]["kind"] == "partition"
+        and obj["release"]["ledger_seq"] == 2
+        and "values" not in obj["release"]
+    )
     assert obj["preview"]["alpha"] == 0.3 and "marginals" in res.err
     with Project.open(path, "r") as p:
         entries = p.ledger()
-        assert [e.kind for e in entries] == ["partition", "partition"] and p.view().system_cost == pytest.approx(0.7)
+        assert [e.kind for e in entries] == [
+            "partition",
+            "partition",
+        ] and p.view().system_cost == pytest.approx(0.7)
         recorded = [v for g in entries[0].payload["values"] for v in g]
         assert p.verify(extends=[obj["release"]["ledger_head"]]).ok
     csv = store.dir / "cells.csv"
     assert main(["release", "export", str(path), "--release", "1", "--out", str(csv)]) == 0
     table = pd.read_csv(csv)
-    assert list(table.columns) == ["group", "age", "income", "noisy_count"] and table["noisy_count"].tolist() == recorded
+    assert (
+        list(table.columns) == ["group", "age", "income", "noisy_count"]
+        and table["noisy_count"].tolist() == recorded
+    )
     pq = store.dir / "cells.parquet"
     assert main(["release", "export", str(path), "--release", "1", "--out", str(pq), "--form", "seed"]) == 0
     seed = pd.read_parquet(pq)
@@ -91,12 +110,15 @@ def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labell
     assert "wrote" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--release", "9", "--out", "t.csv"], "the ledger has no entry #9"),
-    (["--release", "1", "--out", "t.txt"], "must end in .csv or .parquet"),
-    (["--release", "1", "--out", "missing/t.csv"], "does not exist"),
-    (["--release", "2", "--out", "t.csv"], "entry #2 is a rejected entry, not a partition release"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--release", "9", "--out", "t.csv"], "the ledger has no entry #9"),
+        (["--release", "1", "--out", "t.txt"], "must end in .csv or .parquet"),
+        (["--release", "1", "--out", "missing/t.csv"], "does not exist"),
+        (["--release", "2", "--out", "t.csv"], "entry #2 is a rejected entry, not a partition release"),
+    ],
+)
 def test_bad_exports_are_one_line_exit_2(store, capsys, argv, message):
     from dpdesk.store import Project
 
@@ -123,31 +145,57 @@ def test_select_releases_a_private_argmax_and_max_recorded_before_shown(store, c
     assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5"]) == 1
     assert store.digest(path) == before
     assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "2", "--yes"]) == 1
-    assert "not released: reject: α = 2 on the box" in capsys.readouterr().out and store.digest(path) == before
+    assert (
+        "not released: reject: α = 2 on the box" in capsys.readouterr().out and store.digest(path) == before
+    )
     assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5", "--yes"]) == 0
     out = capsys.readouterr().out
     assert "public accuracy: with probability ≥ 0.95, the released label's count is within" in out
     released = out.split("released: ")[1].split(" (")[0]
     assert released in ("<=50K", ">50K")
-    assert main(["release", "select", str(path), "--query", 'max(age | income=">50K")', "--accuracy", "40",
-                 "--delta", "0.1", "--yes", "--json"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "select",
+                str(path),
+                "--query",
+                'max(age | income=">50K")',
+                "--accuracy",
+                "40",
+                "--delta",
+                "0.1",
+                "--yes",
+                "--json",
+            ]
+        )
+        == 0
+    )
     obj = json.loads(capsys.readouterr().out)
     assert obj["plan"]["kind"] == "max" and obj["release"]["label"] in ("0-30", "30-150")
     with Project.open(path, "r") as p:
         entries = p.ledger()
-        assert [e.kind for e in entries] == ["selection", "selection"] and entries[0].payload["label"] == released
+        assert [e.kind for e in entries] == ["selection", "selection"] and entries[0].payload[
+            "label"
+        ] == released
         costs = p.view().cell_costs  # cells: (age, income) in C order; the max's box is income=">50K"
         alpha2 = obj["plan"]["alpha"]
         assert costs.tolist() == pytest.approx([0.5, 0.5 + alpha2, 0.5, 0.5 + alpha2])
         assert p.verify().ok
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--query", "max(height)", "--alpha", "1"], "unknown attribute 'height'"),
-    (["--query", "max(income)", "--alpha", "1"], "max needs an ordered (numeric) attribute; 'income' is categorical"),
-    (["--query", "argmax(income)", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
-    (["--query", "argmax(income)", "--accuracy", "5", "--delta", "1.5"], "delta (1.5)"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--query", "max(height)", "--alpha", "1"], "unknown attribute 'height'"),
+        (
+            ["--query", "max(income)", "--alpha", "1"],
+            "max needs an ordered (numeric) attribute; 'income' is categorical",
+        ),
+        (["--query", "argmax(income)", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
+        (["--query", "argmax(income)", "--accuracy", "5", "--delta", "1.5"], "delta (1.5)"),
+    ],
+)
 def test_bad_selections_are_one_line_exit_2_and_nothing_written(store, capsys, argv, message):
     path = store.new_project()
     before = store.digest(path)

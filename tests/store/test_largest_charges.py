@@ -28,19 +28,38 @@ def test_a_real_project_s_largest_charges_are_the_dense_maxima_of_every_release_
     path = store.new_project(budget=1e3, test_project=True, delta_cap=1e-5)
     with Project.open(path, "w") as p:
         sampler = SeededSampler(3)
-        for query, eps in (('count(age="0-30")', 0.7), ([0.3, -1.7, 0.1, 2.9], 0.37), ('count(income=">50K")', 3.1)):
+        for query, eps in (
+            ('count(age="0-30")', 0.7),
+            ([0.3, -1.7, 0.1, 2.9], 0.37),
+            ('count(income=">50K")', 3.1),
+        ):
             p.release(p.assess(p.add_request(query, eps, 0.05).id), sampler)
         view = p.view()
         pv = preview(cells_plan(p.schema), alpha=0.3, total_budget=1e3, cell_costs=view.cell_costs)
         p.release(PartitionReleasePlan(pv, p.basis()), sampler)
         view = p.view()
         q = parse_posterior('posterior(income | age="30-150"; prior=1)', p.schema)
-        p.release(assess_posterior(q, mechanism="exponential-smooth", budget=0.9, delta=1e-6, size=31,
-                                   cell_costs=view.cell_costs, total_budget=1e3, cell_deltas=view.cell_deltas,
-                                   basis=p.basis()), sampler)
+        p.release(
+            assess_posterior(
+                q,
+                mechanism="exponential-smooth",
+                budget=0.9,
+                delta=1e-6,
+                size=31,
+                cell_costs=view.cell_costs,
+                total_budget=1e3,
+                cell_deltas=view.cell_deltas,
+                basis=p.basis(),
+            ),
+            sampler,
+        )
         sel = parse_selection('argmax(age | income=">50K")', p.schema)
-        p.release(plan_selection(sel, p.schema, alpha=0.45, total_budget=1e3, cell_costs=p.view().cell_costs,
-                                 basis=p.basis()), sampler)
+        p.release(
+            plan_selection(
+                sel, p.schema, alpha=0.45, total_budget=1e3, cell_costs=p.view().cell_costs, basis=p.basis()
+            ),
+            sampler,
+        )
         r = p.add_request([1, 1, 0, 0], 1e3, 0.5)
         assert p.release(p.assess(r.id)).alpha == 0.0  # inferred: free
         view, n = p.view(), p.schema.n_cells
@@ -61,14 +80,19 @@ def test_charges_of_product_sparse_and_summed_queries_give_the_dense_maximum_exa
         for f in factors:
             f[rng.integers(len(f))] = rng.normal()  # never an all-zero factor
         product = Query(shape, terms=(Term(float(rng.normal()), tuple(factors)),))
-        two = Query(shape, terms=(Term(1.3, tuple(factors)), Term(-0.7, tuple(rng.normal(size=k) for k in shape))))
+        two = Query(
+            shape, terms=(Term(1.3, tuple(factors)), Term(-0.7, tuple(rng.normal(size=k) for k in shape)))
+        )
         vector = np.where(rng.random(n) < 0.9, 0.0, rng.normal(size=n))
         vector[rng.integers(n)] = 1.0
         sparse = query_from_vector(vector, shape)
         scale, uniform = float(rng.random() * 3), float(rng.random())
         for q in (product, two, sparse):
-            for charge in (Charge((ChargeTerm(scale, q),)), Charge((ChargeTerm(uniform), ChargeTerm(scale, q))),
-                           Charge((ChargeTerm(scale, q), ChargeTerm(uniform)), 1e-7)):
+            for charge in (
+                Charge((ChargeTerm(scale, q),)),
+                Charge((ChargeTerm(uniform), ChargeTerm(scale, q))),
+                Charge((ChargeTerm(scale, q), ChargeTerm(uniform)), 1e-7),
+            ):
                 assert charge.largest(n) == dense_largest(charge, n)
     several = Charge((ChargeTerm(0.5, product), ChargeTerm(0.25, sparse)))  # the dense fallback
     assert several.largest(n) == dense_largest(several, n)

@@ -23,7 +23,9 @@ def _by_hand(entries, shape):
     for e in entries:
         if e.kind == "fresh":
             sparse = e.payload["query"]
-            q = query_from_json({"indices": list(sparse["indices"]), "values": list(sparse["values"])}, n, shape)
+            q = query_from_json(
+                {"indices": list(sparse["indices"]), "values": list(sparse["values"])}, n, shape
+            )
             costs += e.payload["alpha"] * np.abs(q.dense()) / q.sensitivity
             rows.append(HistoryRow(q, e.payload["alpha"], e.payload["answer"], e.payload["family"]))
         curve.append((e.seq, float(costs.max())))
@@ -52,7 +54,10 @@ def test_the_project_view_grows_with_the_ledger_and_matches_a_rebuild(store):
                 assert state.head == (entries[-1].seq, entries[-1].hash) and len(state.history) == len(rows)
                 for t in TARGETS:
                     tq = query_from_json(t, p.schema.n_cells, p.schema.shape)
-                    a, b = state.history.estimate(tq), rebuilt.estimate(tq)  # the kept one reuses its factorisation
+                    a, b = (
+                        state.history.estimate(tq),
+                        rebuilt.estimate(tq),
+                    )  # the kept one reuses its factorisation
                     assert a.estimable == b.estimable
                     if a.estimable:
                         assert a.estimate == pytest.approx(b.estimate, rel=1e-9, abs=1e-9)
@@ -63,8 +68,9 @@ def test_the_project_view_grows_with_the_ledger_and_matches_a_rebuild(store):
         assert sorted(kinds.values()).count("inferred") >= 1  # a free release charges nothing
         for cell in range(4):
             spent = dict(view.spenders(cell))
-            assert set(spent) == {rid for rid, k in kinds.items() if k == "fresh" and
-                                  p.request(rid).query.dense()[cell] != 0}
+            assert set(spent) == {
+                rid for rid, k in kinds.items() if k == "fresh" and p.request(rid).query.dense()[cell] != 0
+            }
             assert sum(spent.values()) == pytest.approx(view.cell_costs[cell], rel=1e-12)
         # an entry that does not continue the chain is refused, and the view is unchanged
         with pytest.raises(StoreError, match="does not extend"):

@@ -29,8 +29,11 @@ def _plan(p, text):
 def test_each_mechanism_releases_on_its_box_and_verify_recomputes_it(store):
     path = store.new_project(budget=5.0, test_project=True, delta_cap=1e-5)
     with Project.open(path, "w") as p:
-        texts = ['posterior(income | age="0-30"; prior=[1, 2]; budget=0.5; size=30)',
-                 'posterior(income; mechanism=laplace; budget=0.25)', SMOOTH]
+        texts = [
+            'posterior(income | age="0-30"; prior=[1, 2]; budget=0.5; size=30)',
+            "posterior(income; mechanism=laplace; budget=0.25)",
+            SMOOTH,
+        ]
         for i, text in enumerate(texts):
             plan = _plan(p, text)
             release = p.release(plan, SeededSampler(i))
@@ -63,10 +66,16 @@ def test_the_delta_cap_refuses_a_release_and_nothing_is_written(store):
         with pytest.raises(Exception, match="cannot be answered: it would raise a cell's δ to 1.2e-05"):
             p.release(plan, SeededSampler(3))
         # a plan priced without the ledger's δ (as a caller might build one) is still refused by the store
-        blind = assess_request(parse_posterior(SMOOTH, p.schema), cell_costs=p.view().cell_costs,
-                               total_budget=5.0, basis=p.basis())
+        blind = assess_request(
+            parse_posterior(SMOOTH, p.schema),
+            cell_costs=p.view().cell_costs,
+            total_budget=5.0,
+            basis=p.basis(),
+        )
         assert blind.releasable
-        with pytest.raises(BudgetError, match=r"would raise cell #2's δ to 1.2e-05, over the project's δ cap 1e-05"):
+        with pytest.raises(
+            BudgetError, match=r"would raise cell #2's δ to 1.2e-05, over the project's δ cap 1e-05"
+        ):
             p.release(blind, SeededSampler(3))
         assert len(p.ledger()) == 2
     assert store.digest(path) == before
@@ -78,8 +87,12 @@ def test_a_pure_project_allows_no_delta(store):
         assert p.delta_cap == 0.0 and "delta_cap" not in p.settings()
         plan = _plan(p, SMOOTH)
         assert not plan.releasable
-        blind = assess_request(parse_posterior(SMOOTH, p.schema), cell_costs=p.view().cell_costs,
-                               total_budget=5.0, basis=p.basis())
+        blind = assess_request(
+            parse_posterior(SMOOTH, p.schema),
+            cell_costs=p.view().cell_costs,
+            total_budget=5.0,
+            basis=p.basis(),
+        )
         with pytest.raises(BudgetError, match=r"the project allows no δ \(its δ cap is 0"):
             p.release(blind, SeededSampler(1))
         assert p.ledger() == []
@@ -88,8 +101,8 @@ def test_a_pure_project_allows_no_delta(store):
 def test_a_plan_assessed_before_another_release_is_stale(store):
     path = store.new_project(budget=5.0, test_project=True)
     with Project.open(path, "w") as p:
-        first = _plan(p, 'posterior(income; budget=0.5; size=61)')
-        second = _plan(p, 'posterior(income; budget=0.5; size=61)')
+        first = _plan(p, "posterior(income; budget=0.5; size=61)")
+        second = _plan(p, "posterior(income; budget=0.5; size=61)")
         p.release(first, SeededSampler(1))
         with pytest.raises(StaleAssessment, match="assess it again"):
             p.release(second, SeededSampler(2))
@@ -132,7 +145,9 @@ def test_cli_answer_previews_asks_then_releases_and_prints_the_dirichlet(store, 
     obj = json.loads(capsys.readouterr().out)
     rel = obj["release"]
     assert obj["assessment"]["alpha"] == 0.5 and rel["kind"] == "posterior" and rel["ledger_seq"] == 1
-    assert len(rel["parameters"]) == 2 and sum(rel["parameters"]) == pytest.approx(32)  # prior 2 + public size 30
+    assert len(rel["parameters"]) == 2 and sum(rel["parameters"]) == pytest.approx(
+        32
+    )  # prior 2 + public size 30
     with Project.open(path, "r") as p:
         assert p.ledger()[0].hash == rel["ledger_head"] and p.verify().ok
     r = store.cli("answer", str(path), "--query", 'count(age="0-30")', "--yes")
@@ -146,9 +161,19 @@ def test_the_html_report_shows_posterior_entries_and_the_delta_cap(store):
     with Project.open(path, "w") as p:
         p.release(_plan(p, SMOOTH), SeededSampler(1))
         view = p.view()
-        page = build_html(name=p.name, path=str(p.path), total_budget=5.0, remaining=5.0 - view.system_cost,
-                          system_cost=view.system_cost, entries=p.ledger(), cell_rows=[], verify=p.verify(),
-                          images={}, delta_cap=p.delta_cap, delta_spent=view.delta_spent)
+        page = build_html(
+            name=p.name,
+            path=str(p.path),
+            total_budget=5.0,
+            remaining=5.0 - view.system_cost,
+            system_cost=view.system_cost,
+            entries=p.ledger(),
+            cell_rows=[],
+            verify=p.verify(),
+            images={},
+            delta_cap=p.delta_cap,
+            delta_spent=view.delta_spent,
+        )
     assert "δ cap <b>1e-05</b> · largest per-cell δ spent <b>4e-06</b>" in page
     row = next(line for line in page.split("<tr") if "class='posterior'" in line)
     assert "<td>0.5</td>" in row and "(δ = 4e-06)" in row and "mechanism=smooth" in row

@@ -24,9 +24,14 @@ def test_a_queued_max_argmax_and_posterior_are_stored_with_their_parameters_and_
         po = p.add_request('posterior(income | age="0-30"; prior=[1, 2])', alpha=0.4)
     with Project.open(path, "r") as p:  # read back from the file
         got = {r.id: r for r in p.requests()}
-    assert [(got[r.id].kind, got[r.id].eps, got[r.id].delta, got[r.id].alpha) for r in (count, mx, am, po)] == [
-        ("count", 10.0, 0.1, None), ("selection", None, None, 0.5), ("selection", 5.0, 0.1, None),
-        ("posterior", None, None, 0.4)]
+    assert [
+        (got[r.id].kind, got[r.id].eps, got[r.id].delta, got[r.id].alpha) for r in (count, mx, am, po)
+    ] == [
+        ("count", 10.0, 0.1, None),
+        ("selection", None, None, 0.5),
+        ("selection", 5.0, 0.1, None),
+        ("posterior", None, None, 0.4),
+    ]
     assert got[mx.id].describe() == "max(age)" and got[mx.id].requester == "bo"
     # the cells a request reads: every cell for max(age); the age="0-30" half for the others
     assert got[mx.id].query.support_size() == 4 and got[am.id].query.support_size() == 2
@@ -54,32 +59,52 @@ def test_a_queued_max_argmax_and_posterior_are_stored_with_their_parameters_and_
         assert released.entry.kind == "posterior" and len(released.values) == 2
         costs = p.view().cell_costs
         assert {r.id: r.status for r in p.requests()} == {
-            count.id: "answered", mx.id: "answered", am.id: "answered", po.id: "answered", "r5": "pending"}
+            count.id: "answered",
+            mx.id: "answered",
+            am.id: "answered",
+            po.id: "answered",
+            "r5": "pending",
+        }
         assert p.verify().ok
     # max(age) charged every cell 0.5; argmax and posterior the age="0-30" cells; the count its two cells
     alpha_count = Project.open(path, "r").entry_for(count.id).payload["alpha"]
     np.testing.assert_allclose(costs, [0.5 + stale.rnm.alpha + 0.4 + alpha_count] * 2 + [0.5] * 2)
 
 
-@pytest.mark.parametrize(("query", "eps", "delta", "alpha", "message"), [
-    ("max(income)", None, None, 0.5, "max needs an ordered (numeric) attribute; 'income' is categorical"),
-    ("max(age)", None, None, None, "a max/argmax request needs a budget alpha, or an accuracy eps"),
-    ("max(age)", 3, 0.1, 0.5, "gives a budget alpha or an accuracy eps, not both"),
-    ("argmax(height)", 3, 0.1, None, "unknown attribute 'height'"),
-    ("max(age)", None, None, 0, "alpha (0) must be positive"),
-    ("posterior(income; prior=1; budget=1)", None, None, 0.5, "budget: given in the request text and again"),
-    ("posterior(income; prior=-1)", None, None, 0.5, "every prior parameter must be a positive number"),
-    ("posterior(income | age=[]; prior=1)", None, None, 0.5, "empty label list for attribute 'age'"),
-    ("posterior(income; prior=1)", 0.2, None, None, "needs both eps"),
-    ("posterior(income; prior=1)", None, None, None, "needs a budget"),
-    ('count(age="0-30")', None, None, 0.5, "states its accuracy (eps, delta), not alpha"),
-    ('count(age="0-30")', 5, None, None, "a count request needs delta"),
-])
-def test_bad_request_text_or_parameters_are_one_line_and_nothing_is_written(store, query, eps, delta, alpha, message):
+@pytest.mark.parametrize(
+    ("query", "eps", "delta", "alpha", "message"),
+    [
+        ("max(income)", None, None, 0.5, "max needs an ordered (numeric) attribute; 'income' is categorical"),
+        ("max(age)", None, None, None, "a max/argmax request needs a budget alpha, or an accuracy eps"),
+        ("max(age)", 3, 0.1, 0.5, "gives a budget alpha or an accuracy eps, not both"),
+        ("argmax(height)", 3, 0.1, None, "unknown attribute 'height'"),
+        ("max(age)", None, None, 0, "alpha (0) must be positive"),
+        (
+            "posterior(income; prior=1; budget=1)",
+            None,
+            None,
+            0.5,
+            "budget: given in the request text and again",
+        ),
+        ("posterior(income; prior=-1)", None, None, 0.5, "every prior parameter must be a positive number"),
+        ("posterior(income | age=[]; prior=1)", None, None, 0.5, "empty label list for attribute 'age'"),
+        ("posterior(income; prior=1)", 0.2, None, None, "needs both eps"),
+        ("posterior(income; prior=1)", None, None, None, "needs a budget"),
+        ('count(age="0-30")', None, None, 0.5, "states its accuracy (eps, delta), not alpha"),
+        ('count(age="0-30")', 5, None, None, "a count request needs delta"),
+    ],
+)
+def test_bad_request_text_or_parameters_are_one_line_and_nothing_is_written(
+    store, query, eps, delta, alpha, message
+):
     path = store.new_project()
     before = store.digest(path)
     args = ["requests", "add", path, "--query", query] + [
-        a for k, v in (("--eps", eps), ("--delta", delta), ("--alpha", alpha)) if v is not None for a in (k, str(v))]
+        a
+        for k, v in (("--eps", eps), ("--delta", delta), ("--alpha", alpha))
+        if v is not None
+        for a in (k, str(v))
+    ]
     res = store.cli(*args)
     assert res.returncode == 2, res.stdout
     assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
@@ -90,16 +115,22 @@ def test_bad_request_text_or_parameters_are_one_line_and_nothing_is_written(stor
 
 def test_the_cli_queues_lists_assesses_and_answers_max_and_posterior_requests(store):
     path = store.new_project(budget=2.0)
-    res = store.cli("requests", "add", path, "--query", "max(age)", "--eps", "5", "--delta", "0.1", "--requester", "cy")
+    res = store.cli(
+        "requests", "add", path, "--query", "max(age)", "--eps", "5", "--delta", "0.1", "--requester", "cy"
+    )
     assert res.returncode == 0 and "queued r1: max(age) (selection; ε=5, δ=0.1)" in res.stdout, res.stderr
     res = store.cli("requests", "add", path, "--query", "posterior(income; prior=1; budget=0.3)")
     assert res.returncode == 0 and "(posterior; price in the text)" in res.stdout, res.stderr
     listed = json.loads(store.cli("requests", "list", path, "--json").stdout)
     assert [(r["kind"], r["query"], r["eps"], r["alpha"]) for r in listed] == [
-        ("selection", "max(age)", 5.0, None), ("posterior", "posterior(income; prior=1; budget=0.3)", None, None)]
+        ("selection", "max(age)", 5.0, None),
+        ("posterior", "posterior(income; prior=1; budget=0.3)", None, None),
+    ]
     before = store.digest(path)
     res = store.cli("assess", path, "--request", "r1")
-    assert res.returncode == 0 and "report-noisy-max" in res.stdout and "nothing was spent" in res.stdout, res.stderr
+    assert res.returncode == 0 and "report-noisy-max" in res.stdout and "nothing was spent" in res.stdout, (
+        res.stderr
+    )
     shown = json.loads(store.cli("assess", path, "--request", "r2", "--json").stdout)
     assert shown["method"] == "exponential-global" and shown["alpha"] == 0.3 and shown["releasable"]
     assert shown["reference_counts"] == [50, 50]  # the default public reference table, split as the prior
@@ -137,14 +168,23 @@ def test_a_format_4_queue_migrates_with_every_request_and_hash_kept(store, monke
                 p.add_request("max(age)", alpha=0.5)
     with Project.open(path, "r") as p:  # read-only: read as counts, never written
         assert p.connection.execute("PRAGMA user_version").fetchone()[0] == 4
-        old = [(r.id, r.kind, r.query_text, r.query.to_json(), r.eps, r.delta, r.status, r.received) for r in p.requests()]
+        old = [
+            (r.id, r.kind, r.query_text, r.query.to_json(), r.eps, r.delta, r.status, r.received)
+            for r in p.requests()
+        ]
         ledger = [(e.seq, e.hash) for e in p.ledger()]
     with Project.open(path, "w") as p:
-        assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION >= 5  # 6: watched claims
-        assert [(r.id, r.kind, r.query_text, r.query.to_json(), r.eps, r.delta, r.status, r.received)
-                for r in p.requests()] == old
+        assert (
+            p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION >= 5
+        )  # 6: watched claims
+        assert [
+            (r.id, r.kind, r.query_text, r.query.to_json(), r.eps, r.delta, r.status, r.received)
+            for r in p.requests()
+        ] == old
         assert [(e.seq, e.hash) for e in p.ledger()] == ledger and p.verify().ok
         p.add_request("max(age)", alpha=0.5)
         with pytest.raises(sqlite3.IntegrityError):  # the table still refuses a count without its accuracy
-            p.connection.execute("INSERT INTO requests (id, position, requester, kind, query_json, received, status) "
-                                 "VALUES ('x', 99, '', 'count', '[]', 'now', 'pending')")
+            p.connection.execute(
+                "INSERT INTO requests (id, position, requester, kind, query_json, received, status) "
+                "VALUES ('x', 99, '', 'count', '[]', 'now', 'pending')"
+            )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms import registry
 from dpdesk.engine.mechanisms.base import Basis, Contribution, NoisyRow
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
@@ -18,9 +19,8 @@ from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.store import Project
-from dpdesk.store.report import ledger_csv
-from dpdesk.engine.errors import BudgetError
 from dpdesk.store.errors import StaleAssessment, StoreError
+from dpdesk.store.report import ledger_csv
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,10 @@ class NoisyCells:
 
     def contribution(self, payload, shape):
         alpha, n = float(payload["alpha"]), math.prod(shape)
-        rows = tuple(NoisyRow(query_from_json({"indices": [j], "values": [1]}, n, shape), alpha, float(v), "laplace")
-                     for j, v in enumerate(payload["values"]))
+        rows = tuple(
+            NoisyRow(query_from_json({"indices": [j], "values": [1]}, n, shape), alpha, float(v), "laplace")
+            for j, v in enumerate(payload["values"])
+        )
         return Contribution(Charge((ChargeTerm(alpha),)), rows, tuple(float(v) for v in payload["values"]))
 
 
@@ -103,14 +105,19 @@ def test_a_plan_whose_charge_is_not_its_mechanisms_privacy_map_is_never_recorded
 
     with Project.open(path, "w") as p:
         seq, head = p.head()
-        with pytest.raises(StoreError, match="differs from the laplace_cells mechanism's privacy map; nothing was recorded"):
+        with pytest.raises(
+            StoreError, match="differs from the laplace_cells mechanism's privacy map; nothing was recorded"
+        ):
             p.release(Undercharged(0.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2))
         with pytest.raises(BudgetError, match="over the total budget 2; nothing was released"):
-            p.release(NoisyCellsPlan(2.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2))
+            p.release(
+                NoisyCellsPlan(2.5, Basis(head, seq, p.answering_settings().to_json())), SeededSampler(2)
+            )
         assert p.ledger() == [] and p.verify().ok
 
 
 # -- the registered kinds of main's release plans, through a real project file -----------------------
+
 
 def test_a_partition_release_is_charged_on_every_cell_and_its_counts_join_history(store):
     from dpdesk.engine.partition.guarantee import preview
@@ -147,7 +154,9 @@ def test_a_release_over_the_row_limit_is_charged_but_left_to_its_own_structure(s
     monkeypatch.setattr(release_module, "REPLY_VALUES", 3)
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
-        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        pv = preview(
+            marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs
+        )
         release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
         assert ", … (4 values in all) (partition)" in release.reply() and release.witness in release.reply()
         view = p.view()
@@ -169,9 +178,17 @@ def test_posterior_releases_add_their_delta_per_cell_on_their_box(store):
         q = parse_posterior('posterior(income | age="30-150"; prior=1)', p.schema)
         for i in range(2):
             view = p.view()
-            plan = assess_posterior(q, mechanism="exponential-smooth", budget=1.0, delta=1e-6, size=31,
-                                    cell_costs=view.cell_costs, total_budget=4.0, cell_deltas=view.cell_deltas,
-                                    basis=p.basis())
+            plan = assess_posterior(
+                q,
+                mechanism="exponential-smooth",
+                budget=1.0,
+                delta=1e-6,
+                size=31,
+                cell_costs=view.cell_costs,
+                total_budget=4.0,
+                cell_deltas=view.cell_deltas,
+                basis=p.basis(),
+            )
             release = p.release(plan, SeededSampler(i))
             assert release.kind == "posterior" and len(release.values) == 2
         view = p.view()
@@ -190,7 +207,9 @@ def test_a_private_argmax_is_charged_on_its_box_and_adds_no_history(store):
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
         q = parse_selection('argmax(age | income=">50K")', p.schema)
-        plan = plan_selection(q, p.schema, alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs, basis=p.basis())
+        plan = plan_selection(
+            q, p.schema, alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs, basis=p.basis()
+        )
         release = p.release(plan, SeededSampler(1))
         assert release.kind == "selection" and release.answer in (0.0, 1.0)
         assert p.view().cell_costs.tolist() == pytest.approx([0, 0.5, 0, 0.5]) and len(p.history()) == 0
@@ -207,7 +226,9 @@ def _structured_project(store, monkeypatch):
     monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
-        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        pv = preview(
+            marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs
+        )
         release = p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
         r = p.add_request("[1, 1, 0, 0]", 15.0, 0.1)  # a one-way marginal count: estimable from the release
         a = p.assess(r.id)
@@ -236,4 +257,3 @@ def test_requests_are_answered_from_a_release_kept_out_of_history(store, monkeyp
     out = store.cli("assess", str(path), "--request", other.id)
     assert out.returncode == 0 and f"from partition release #{seq}'s 4 counts" in out.stdout
     assert f"INFER: answerable from partition release #{seq} — costs 0" in out.stdout
-

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.store import Project
 from dpdesk.store.errors import RequestStateError
 
@@ -28,15 +28,30 @@ request = st.tuples(query, st.floats(0.5, 40), st.floats(0.01, 0.4))
 def pristine(tmp_path_factory):
     d = tmp_path_factory.mktemp("budget")
     table = d / "people.csv"
-    table.write_text("age,income\n" + "10,<=50K\n" * 10 + "20,>50K\n" * 20 + "40,<=50K\n" * 20 + "50,>50K\n" * 10)
+    table.write_text(
+        "age,income\n" + "10,<=50K\n" * 10 + "20,>50K\n" * 20 + "40,<=50K\n" * 20 + "50,>50K\n" * 10
+    )
     out = {}
     for total in (0.5, 2.0, 8.0):
         path = d / f"b{total}.dpdesk"
-        Project.create(path, name="budget", total_budget=total, source_location=str(table), test_project=True,
-                       schema={"attributes": [
-                           {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150]},
-                           {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]}]},
-                       ).close()
+        Project.create(
+            path,
+            name="budget",
+            total_budget=total,
+            source_location=str(table),
+            test_project=True,
+            schema={
+                "attributes": [
+                    {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150]},
+                    {
+                        "name": "income",
+                        "column": "income",
+                        "kind": "categorical",
+                        "values": ["<=50K", ">50K"],
+                    },
+                ]
+            },
+        ).close()
         out[total] = path
     return out
 
@@ -58,8 +73,11 @@ METHOD = "fft"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(total=st.sampled_from([0.5, 2.0, 8.0]), requests=st.lists(request, min_size=1, max_size=8),
-       policy=st.sampled_from([None, SpendPolicy(floor=0.1, cap=0.5), SpendPolicy(floor=1.0)]))
+@given(
+    total=st.sampled_from([0.5, 2.0, 8.0]),
+    requests=st.lists(request, min_size=1, max_size=8),
+    policy=st.sampled_from([None, SpendPolicy(floor=0.1, cap=0.5), SpendPolicy(floor=1.0)]),
+)
 def test_recomputed_cost_never_exceeds_total(pristine, total, requests, policy):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "p.dpdesk"

@@ -85,7 +85,9 @@ def _count_points(forks, path: Path, request_id: str, tmp: Path, env: dict) -> t
     log = tmp / "points.log"
     trial = tmp / "count.dpdesk"
     shutil.copy(path, trial)
-    res = forks.run("answer", trial, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_CHECKPOINT_LOG": str(log)})
+    res = forks.run(
+        "answer", trial, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_CHECKPOINT_LOG": str(log)}
+    )
     assert res["code"] == 0, res
     labels = [line.split()[1] for line in log.read_text().splitlines()]
     return len(labels), labels
@@ -102,7 +104,9 @@ def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, 
         for suffix in ("", "-wal", "-shm"):
             Path(f"{work}{suffix}").unlink(missing_ok=True)
         shutil.copy(pristine, work)
-        res = forks.run("answer", work, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_KILL_AT": str(n)})
+        res = forks.run(
+            "answer", work, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_KILL_AT": str(n)}
+        )
         if n <= n_points:
             assert res["signal"] == 9, (n, labels[n - 1], res)
             outcomes["killed"] += 1
@@ -114,9 +118,19 @@ def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, 
         if decided:
             assert decided[0].kind == expect_kind
         # the first point after COMMIT returned must find the answer recorded; every point before BEGIN must not
-        if n <= n_points and labels[n - 1] in ("tx:committed", "answer:committed", "cli:printed", "cli:closed"):
+        if n <= n_points and labels[n - 1] in (
+            "tx:committed",
+            "answer:committed",
+            "cli:printed",
+            "cli:closed",
+        ):
             assert decided, (n, labels[n - 1])
-        if n <= n_points and labels[n - 1] in ("answer:start", "answer:assessed", "answer:cube", "answer:drawn"):
+        if n <= n_points and labels[n - 1] in (
+            "answer:start",
+            "answer:assessed",
+            "answer:cube",
+            "answer:drawn",
+        ):
             assert not decided, (n, labels[n - 1])
         if decided or n % 4 == 0:  # a retry that would just answer afresh is checked at every 4th point
             _retry(forks, work, request_id)
@@ -134,23 +148,60 @@ def pristine(tmp_path_factory, forks):
     table = d / "people.sqlite"
     conn = sqlite3.connect(table)
     conn.execute("CREATE TABLE people (age INTEGER, income TEXT)")
-    conn.executemany("INSERT INTO people VALUES (?, ?)",
-                     [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10)
+    conn.executemany(
+        "INSERT INTO people VALUES (?, ?)",
+        [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10,
+    )
     conn.commit()
     conn.close()
     schema = d / "s.json"
-    schema.write_text(json.dumps({"attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150]},
-        {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]}]}))
+    schema.write_text(
+        json.dumps(
+            {
+                "attributes": [
+                    {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150]},
+                    {
+                        "name": "income",
+                        "column": "income",
+                        "kind": "categorical",
+                        "values": ["<=50K", ">50K"],
+                    },
+                ]
+            }
+        )
+    )
     fresh = d / "fresh.dpdesk"
-    assert forks.run("project", "new", fresh, "--schema", schema, "--source", table, "--table", "people",
-                     "--budget", "100")["code"] == 0
-    assert forks.run("requests", "add", fresh, "--query", 'count(age="0-30")', "--eps", "3", "--delta", "0.05")["code"] == 0
+    assert (
+        forks.run(
+            "project",
+            "new",
+            fresh,
+            "--schema",
+            schema,
+            "--source",
+            table,
+            "--table",
+            "people",
+            "--budget",
+            "100",
+        )["code"]
+        == 0
+    )
+    assert (
+        forks.run("requests", "add", fresh, "--query", 'count(age="0-30")', "--eps", "3", "--delta", "0.05")[
+            "code"
+        ]
+        == 0
+    )
     inferred = d / "inferred.dpdesk"
     shutil.copy(fresh, inferred)
     assert forks.run("answer", inferred, "--request", "r1", "--yes")["code"] == 0
-    assert forks.run("requests", "add", inferred, "--query", '2*count(age="0-30")', "--eps", "6.5",
-                     "--delta", "0.05")["code"] == 0
+    assert (
+        forks.run(
+            "requests", "add", inferred, "--query", '2*count(age="0-30")', "--eps", "6.5", "--delta", "0.05"
+        )["code"]
+        == 0
+    )
     with Project.open(inferred, "r") as p:
         assert p.assess("r2").decision == "infer"
     with Project.open(fresh, "r") as p:
@@ -177,14 +228,37 @@ def test_kills_across_an_accumulating_project(forks, pristine, tmp_path):
     path = tmp_path / "acc.dpdesk"
     shutil.copy(pristine["fresh"], path)
     printed: list = []
-    queries = ['count(age="0-30")', 'count(income=">50K")', 'count(age="30-150", income="<=50K")',
-               '2*count(income="<=50K")', "[1, 1, 1, 1]", "[0.5, 0, 0, 1.5]"]
+    queries = [
+        'count(age="0-30")',
+        'count(income=">50K")',
+        'count(age="30-150", income="<=50K")',
+        '2*count(income="<=50K")',
+        "[1, 1, 1, 1]",
+        "[0.5, 0, 0, 1.5]",
+    ]
     for i in range(12):
-        res = forks.run("requests", "add", path, "--query", queries[i % len(queries)], "--eps", str(4 + i % 5),
-                        "--delta", "0.05", "--id", f"q{i}")
+        res = forks.run(
+            "requests",
+            "add",
+            path,
+            "--query",
+            queries[i % len(queries)],
+            "--eps",
+            str(4 + i % 5),
+            "--delta",
+            "0.05",
+            "--id",
+            f"q{i}",
+        )
         assert res["code"] == 0, res
-        res = forks.run("answer", path, "--request", f"q{i}", "--yes",
-                        env={**KILL_ENV, "DPDESK_TEST_KILL_AT": str(1 + (i * 37) % 170)})
+        res = forks.run(
+            "answer",
+            path,
+            "--request",
+            f"q{i}",
+            "--yes",
+            env={**KILL_ENV, "DPDESK_TEST_KILL_AT": str(1 + (i * 37) % 170)},
+        )
         _check_after_kill(path, f"q{i}", res, printed)
         _retry(forks, path, f"q{i}")
     with Project.open(path, "r") as p:
@@ -204,9 +278,14 @@ def test_real_subprocess_kills(forks, pristine, tmp_path):
     for where, n in picks.items():
         work = tmp_path / f"real-{n}.dpdesk"
         shutil.copy(pristine["fresh"], work)
-        proc = subprocess.run([sys.executable, "-m", "dpdesk", "answer", str(work), "--request", "r1", "--yes"],
-                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-                              env={**__import__("os").environ, **KILL_ENV, "DPDESK_TEST_KILL_AT": str(n)})
+        proc = subprocess.run(
+            [sys.executable, "-m", "dpdesk", "answer", str(work), "--request", "r1", "--yes"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**__import__("os").environ, **KILL_ENV, "DPDESK_TEST_KILL_AT": str(n)},
+        )
         assert proc.returncode == -9, (where, proc.stderr)
         _check_after_kill(work, "r1", {"output": proc.stdout + proc.stderr}, [])
         recorded = bool(_decisions(work).get("r1"))

@@ -8,8 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from dpdesk.store import Project
-from dpdesk.store import db, ledger
+from dpdesk.store import Project, db, ledger
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 
@@ -109,7 +108,9 @@ def test_migrations_run_forward_from_any_older_version(store, monkeypatch):
     path = store.new_project()
     current = db.FORMAT_VERSION
     monkeypatch.setattr(db, "FORMAT_VERSION", current + 1)
-    monkeypatch.setitem(db.MIGRATIONS, current + 1, ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",))
+    monkeypatch.setitem(
+        db.MIGRATIONS, current + 1, ("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)",)
+    )
     before = store.digest(path)
     with Project.open(path, "r") as p:
         assert p.connection.execute("PRAGMA user_version").fetchone()[0] == current
@@ -122,8 +123,8 @@ def test_migrations_run_forward_from_any_older_version(store, monkeypatch):
 
 
 def test_a_format_1_project_is_read_as_greedy_and_migrated_on_write(store, monkeypatch):
-    from dpdesk.engine.mechanisms.noise import SeededSampler
     from dpdesk.engine.budget.policy import SpendPolicy
+    from dpdesk.engine.mechanisms.noise import SeededSampler
 
     with monkeypatch.context() as m:  # a project written by a dpdesk that knew only format 1
         m.setattr(db, "FORMAT_VERSION", 1)
@@ -149,19 +150,40 @@ def _record_as_format_2(p, a, sampler):
     from dpdesk.engine.answering.fresh import release_fresh
 
     req = p.request(a.request.id)
-    common = {"query": req.query.to_json(), "query_text": req.query_text, "eps": req.eps, "delta": req.delta,
-              "history_prefix": a.estimate.history_size}
+    common = {
+        "query": req.query.to_json(),
+        "query_text": req.query_text,
+        "eps": req.eps,
+        "delta": req.delta,
+        "history_prefix": a.estimate.history_size,
+    }
     if a.decision == "infer":
-        payload = {**common, "estimate": a.release_estimate, "interval": list(a.release_interval),
-                   "credible_interval": list(a.interval), "confidence_at_eps": a.confidence_at_eps,
-                   "method": a.method, "prior": a.prior}
+        payload = {
+            **common,
+            "estimate": a.release_estimate,
+            "interval": list(a.release_interval),
+            "credible_interval": list(a.interval),
+            "confidence_at_eps": a.confidence_at_eps,
+            "method": a.method,
+            "prior": a.prior,
+        }
         return p._record("inferred", req.id, payload, "answered")
     fresh = release_fresh(a, p.cube(), sampler, allow_insecure=True)
-    payload = {**common, "sensitivity": fresh.sensitivity, "alpha": fresh.alpha, "family": fresh.family,
-               "answer": fresh.answer, "sampler": fresh.sampler, "system_cost_after": a.budget.system_cost_after,
-               "released": fresh.released, "interval": list(fresh.released_interval),
-               "fusion_weight": fresh.fusion_weight, "history_estimate": fresh.history_estimate,
-               "policy": a.policy, "needed_alpha": a.needed_alpha}
+    payload = {
+        **common,
+        "sensitivity": fresh.sensitivity,
+        "alpha": fresh.alpha,
+        "family": fresh.family,
+        "answer": fresh.answer,
+        "sampler": fresh.sampler,
+        "system_cost_after": a.budget.system_cost_after,
+        "released": fresh.released,
+        "interval": list(fresh.released_interval),
+        "fusion_weight": fresh.fusion_weight,
+        "history_estimate": fresh.history_estimate,
+        "policy": a.policy,
+        "needed_alpha": a.needed_alpha,
+    }
     return p._record("fresh", req.id, payload, "answered")
 
 
@@ -172,8 +194,12 @@ def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(
         m.setattr(db, "FORMAT_VERSION", 2)
         path = store.new_project(test_project=True, budget=5.0)
         with Project.open(path, "w") as p:
-            for q, eps in (('count(age="0-30")', 4.0), ("[0.5, 0, 0, 1.5]", 4.0), ('count(age="0-30")', 40.0),
-                           ("[1, 1, 1, 1]", 0.01)):
+            for q, eps in (
+                ('count(age="0-30")', 4.0),
+                ("[0.5, 0, 0, 1.5]", 4.0),
+                ('count(age="0-30")', 40.0),
+                ("[1, 1, 1, 1]", 0.01),
+            ):
                 p.add_request(q, eps, 0.1)
             for rid in ("r1", "r2", "r3"):
                 _record_as_format_2(p, p.assess(rid), SeededSampler(3))
@@ -188,14 +214,18 @@ def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(
     assert report.ok, report.problems
     with Project.open(path, "w") as p:  # migrated on write-open; the rows move over as they were
         assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
-        assert [(e.seq, e.hash, e.prev_hash) for e in p.ledger()] == [(e.seq, e.hash, e.prev_hash) for e in before]
+        assert [(e.seq, e.hash, e.prev_hash) for e in p.ledger()] == [
+            (e.seq, e.hash, e.prev_hash) for e in before
+        ]
         assert p.verify(extends=[before[0].hash, before[-1].hash]).ok
         np.testing.assert_array_equal(p.view().cell_costs, costs)
         assert [r.mechanism.name for r in p.view().releases] == ["discrete_laplace", "laplace", "inference"]
         r5 = p.add_request("[0, 1, 0, 0]", 6.0, 0.1)
         release = p.release(p.assess(r5.id), SeededSampler(4))  # a format-3 entry after format-2 ones
         entry = release.entry
-        assert entry.payload["mechanism"] == "discrete_laplace" and list(entry.payload["values"]) == [release.answer]
+        assert entry.payload["mechanism"] == "discrete_laplace" and list(entry.payload["values"]) == [
+            release.answer
+        ]
         assert entry.payload["basis"]["ledger_head"] == before[-1].hash == entry.prev_hash
         with pytest.raises(sqlite3.IntegrityError):  # one decision per request still holds after the rebuild
             with db.transaction(p.connection):

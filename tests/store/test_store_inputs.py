@@ -47,29 +47,97 @@ def test_bad_requests_and_decisions(store, forks, answered):
     p = answered
     _cli_refuses(forks, p, "answer", p, "--request", "nope", "--yes", match="no request with id 'nope'")
     _cli_refuses(forks, p, "reject", p, "--request", "nope", match="no request with id 'nope'")
-    _cli_refuses(forks, p, "answer", p, "--request", "r1", "--yes", match="was already answered (fresh, ledger entry 1)")
+    _cli_refuses(
+        forks,
+        p,
+        "answer",
+        p,
+        "--request",
+        "r1",
+        "--yes",
+        match="was already answered (fresh, ledger entry 1)",
+    )
     _cli_refuses(forks, p, "answer", p, "--request", "r2", "--yes", match="was already rejected")
     _cli_refuses(forks, p, "reject", p, "--request", "r1", match="already answered")
-    for eps, delta, match in (("0", "0.1", "eps"), ("-1", "0.1", "eps"), ("nan", "0.1", "eps"), ("abc", "0.1", "eps"),
-                              ("1", "0", "delta"), ("1", "1", "delta"), ("1", "1.5", "delta"), ("1", "-0.1", "delta")):
-        _cli_refuses(forks, p, "requests", "add", p, "--query", "[1,0,0,0]", "--eps", eps, "--delta", delta, match=match)
-    _cli_refuses(forks, p, "requests", "add", p, "--query", 'count(age="90-100")', "--eps", "1", "--delta", "0.1",
-                 match="90-100")
-    _cli_refuses(forks, p, "requests", "add", p, "--query", "[1,0]", "--eps", "1", "--delta", "0.1", match="cells")
-    _cli_refuses(forks, p, "requests", "add", p, "--query", "[1,0,0,0]", "--eps", "1", "--delta", "0.1",
-                 "--id", "r1", match="already exists")
+    for eps, delta, match in (
+        ("0", "0.1", "eps"),
+        ("-1", "0.1", "eps"),
+        ("nan", "0.1", "eps"),
+        ("abc", "0.1", "eps"),
+        ("1", "0", "delta"),
+        ("1", "1", "delta"),
+        ("1", "1.5", "delta"),
+        ("1", "-0.1", "delta"),
+    ):
+        _cli_refuses(
+            forks,
+            p,
+            "requests",
+            "add",
+            p,
+            "--query",
+            "[1,0,0,0]",
+            "--eps",
+            eps,
+            "--delta",
+            delta,
+            match=match,
+        )
+    _cli_refuses(
+        forks,
+        p,
+        "requests",
+        "add",
+        p,
+        "--query",
+        'count(age="90-100")',
+        "--eps",
+        "1",
+        "--delta",
+        "0.1",
+        match="90-100",
+    )
+    _cli_refuses(
+        forks, p, "requests", "add", p, "--query", "[1,0]", "--eps", "1", "--delta", "0.1", match="cells"
+    )
+    _cli_refuses(
+        forks,
+        p,
+        "requests",
+        "add",
+        p,
+        "--query",
+        "[1,0,0,0]",
+        "--eps",
+        "1",
+        "--delta",
+        "0.1",
+        "--id",
+        "r1",
+        match="already exists",
+    )
 
 
 def test_import_is_all_or_nothing(store, forks, answered):
     good_then_bad = store.dir / "reqs.csv"
     good_then_bad.write_text('query,eps,delta,requester\n"[1,0,0,0]",2,0.1,ann\n"[0,1,0,0]",2,1.5,bob\n')
-    _cli_refuses(forks, answered, "requests", "import", answered, good_then_bad, match="reqs.csv row 3: delta")
+    _cli_refuses(
+        forks, answered, "requests", "import", answered, good_then_bad, match="reqs.csv row 3: delta"
+    )
     as_json = store.dir / "reqs.json"
-    as_json.write_text(json.dumps([{"query": 'count(age="0-30")', "eps": 2, "delta": 0.1},
-                                   {"query": "[0,0,0,1]", "eps": 0, "delta": 0.1}]))
+    as_json.write_text(
+        json.dumps(
+            [
+                {"query": 'count(age="0-30")', "eps": 2, "delta": 0.1},
+                {"query": "[0,0,0,1]", "eps": 0, "delta": 0.1},
+            ]
+        )
+    )
     _cli_refuses(forks, answered, "requests", "import", answered, as_json, match="reqs.json item 1: eps")
     ok = store.dir / "ok.csv"
-    ok.write_text('query,eps,delta,requester,id\n"count(income="">50K"")",2,0.1,ann,a1\n"[0,1,0,0]",3,0.2,,\n')
+    ok.write_text(
+        'query,eps,delta,requester,id\n"count(income="">50K"")",2,0.1,ann,a1\n"[0,1,0,0]",3,0.2,,\n'
+    )
     res = forks.run("requests", "import", answered, ok)
     assert res["code"] == 0, res
     with Project.open(answered, "r") as pr:
@@ -88,7 +156,9 @@ def test_unconfirmed_answer_writes_nothing(store, forks, answered):
 def test_project_new_refuses_without_creating_anything(store, forks):
     target = store.dir / "new.dpdesk"
     wrong = store.dir / "wrong.schema.json"
-    wrong.write_text(json.dumps({"attributes": [{"name": "sex", "kind": "categorical", "values": ["f", "m"]}]}))
+    wrong.write_text(
+        json.dumps({"attributes": [{"name": "sex", "kind": "categorical", "values": ["f", "m"]}]})
+    )
     cases = [
         (["--schema", wrong, "--source", store.table], "no column 'sex'"),
         (["--schema", store.schema_file, "--source", store.dir / "gone.csv"], "gone.csv"),
@@ -104,7 +174,9 @@ def test_project_new_refuses_without_creating_anything(store, forks):
         assert not target.exists() and not list(store.dir.glob("*.creating*")), extra
     existing = store.new_project()
     before = store.digest(existing)
-    res = forks.run("project", "new", existing, "--schema", store.schema_file, "--source", store.table, "--budget", "1")
+    res = forks.run(
+        "project", "new", existing, "--schema", store.schema_file, "--source", store.table, "--budget", "1"
+    )
     assert res["code"] == 2 and "already exists" in res["output"]
     assert store.digest(existing) == before
 
@@ -144,8 +216,11 @@ def test_spend_policy_from_the_command_line(store):
     shown = store.cli("project", "policy", path)
     assert shown.returncode == 0 and "greedy" in shown.stdout
     before = store.digest(path)
-    for bad, needle in ((["--pace", "0.6", "0.5"], "floor"), (["--pace", "0", "1.5"], "cap"),
-                        (["--pace", "0.1", "0.5", "--greedy"], "either")):
+    for bad, needle in (
+        (["--pace", "0.6", "0.5"], "floor"),
+        (["--pace", "0", "1.5"], "cap"),
+        (["--pace", "0.1", "0.5", "--greedy"], "either"),
+    ):
         r = store.cli("project", "policy", path, *bad)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
         assert store.digest(path) == before
@@ -170,12 +245,36 @@ def test_spend_policy_from_the_command_line(store):
     assert json.loads(store.cli("project", "info", path, "--json").stdout)["spend_policy"] is None
     # set at creation; a bad policy creates nothing
     made = store.dir / "paced.dpdesk"
-    r = store.cli("project", "new", made, "--schema", store.schema_file, "--source", store.table, "--budget", "1",
-                  "--pace", "0.05", "0.25")
+    r = store.cli(
+        "project",
+        "new",
+        made,
+        "--schema",
+        store.schema_file,
+        "--source",
+        store.table,
+        "--budget",
+        "1",
+        "--pace",
+        "0.05",
+        "0.25",
+    )
     assert r.returncode == 0 and "at least 5%" in r.stdout
     refused = store.dir / "refused.dpdesk"
-    r = store.cli("project", "new", refused, "--schema", store.schema_file, "--source", store.table, "--budget", "1",
-                  "--pace", "0.5", "0.25")
+    r = store.cli(
+        "project",
+        "new",
+        refused,
+        "--schema",
+        store.schema_file,
+        "--source",
+        store.table,
+        "--budget",
+        "1",
+        "--pace",
+        "0.5",
+        "0.25",
+    )
     assert r.returncode == 2 and not refused.exists() and "floor" in r.stderr
 
 

@@ -14,8 +14,13 @@ from dpdesk.store.errors import LockedError, ReadOnlyError
 
 
 def _popen(*args):
-    return subprocess.Popen([sys.executable, "-m", "dpdesk", *map(str, args)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dpdesk", *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_second_writer_in_process_is_refused_and_readers_get_in(store):
@@ -65,7 +70,12 @@ def test_racing_processes_lose_nothing_and_duplicate_nothing(store):
     path = store.new_project(budget=100)
     with Project.open(path, "w") as p:
         for i in range(6):
-            p.add_request(f"[{i % 4 == 0:d},{i % 4 == 1:d},{i % 4 == 2:d},{i % 4 == 3:d}]", 3 + i, 0.1, request_id=f"q{i}")
+            p.add_request(
+                f"[{i % 4 == 0:d},{i % 4 == 1:d},{i % 4 == 2:d},{i % 4 == 3:d}]",
+                3 + i,
+                0.1,
+                request_id=f"q{i}",
+            )
     successes = []
     rounds = [("q0", "q1"), ("q2", "q2"), ("q3", "q4"), ("q5", "q5")]  # twice the same request on purpose
     for first, second in rounds:

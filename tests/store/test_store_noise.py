@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.inference.posterior import posterior
+from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.store import Project
-from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.store.errors import StoreError
 
 

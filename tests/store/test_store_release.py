@@ -20,8 +20,13 @@ def answered(store):
     posterior is not trivial), plus pending requests to assess."""
     path = store.new_project(budget=20.0, test_project=True)
     with Project.open(path, "w") as p:
-        for q, eps in (("[1, 0, 0, 0]", 12.0), ("[0, 1, 0, 0]", 12.0), ("[1, 1, 0, 0]", 30.0), ("[1, 1, 0, 0]", 30.0),
-                       ("[0, 0, 1, 0]", 12.0)):
+        for q, eps in (
+            ("[1, 0, 0, 0]", 12.0),
+            ("[0, 1, 0, 0]", 12.0),
+            ("[1, 1, 0, 0]", 30.0),
+            ("[1, 1, 0, 0]", 30.0),
+            ("[0, 0, 1, 0]", 12.0),
+        ):
             p.add_request(q, eps, 0.1)
         sampler = SeededSampler(11)
         p.answer("r1", sampler)
@@ -39,7 +44,9 @@ def test_an_mc_assessment_is_released_bit_for_bit(answered):
         release = p.release(a)
         e = release.entry
         assert e.kind == "inferred" and e.payload["mechanism"] == "inference"
-        assert e.payload["estimate"] == a.release_estimate and list(e.payload["interval"]) == list(a.release_interval)
+        assert e.payload["estimate"] == a.release_estimate and list(e.payload["interval"]) == list(
+            a.release_interval
+        )
         assert e.payload["confidence_at_eps"] == a.confidence_at_eps  # the curator's number, not a re-run's
         assert list(e.payload["credible_interval"]) == list(a.interval) and e.payload["method"] == "mc"
         assert thaw(e.payload["basis"]) == a.basis.to_json()
@@ -59,7 +66,10 @@ def test_a_fresh_release_charges_what_was_assessed(answered):
         assert release.alpha == pl["alpha"] == a.spend_alpha and pl["family"] == a.family == pl["mechanism"]
         assert pl["system_cost_after"] == a.budget.system_cost_after and pl["needed_alpha"] == a.needed_alpha
         assert p.view().cell_costs.tolist() == a.budget.cell_costs_after.tolist()
-        assert thaw(pl["charge"]) == {"terms": [{"scale": a.spend_alpha / a.sensitivity, "query": "query"}], "delta": 0.0}
+        assert thaw(pl["charge"]) == {
+            "terms": [{"scale": a.spend_alpha / a.sensitivity, "query": "query"}],
+            "delta": 0.0,
+        }
         assert p.verify().ok
 
 

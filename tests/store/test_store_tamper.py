@@ -12,11 +12,19 @@ from dpdesk.store import Project
 
 _SCHEMA = {
     "attributes": [
-        {"name": "age", "column": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
+        {
+            "name": "age",
+            "column": "age",
+            "kind": "numeric",
+            "edges": [0, 30, 150],
+            "labels": ["0-30", "30-150"],
+        },
         {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
     ]
 }
-_ROWS = [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10 + [(200, ">50K")]
+_ROWS = (
+    [(10, "<=50K")] * 10 + [(20, ">50K")] * 20 + [(40, "<=50K")] * 20 + [(50, ">50K")] * 10 + [(200, ">50K")]
+)
 
 
 def _write_table(path, rows=_ROWS):
@@ -93,7 +101,10 @@ def test_edited_entry_is_named(store, ledgered, seq):
     key = sorted(payload)[0]
     payload[key] = "edited"
     edits = {
-        "payload": ("UPDATE ledger SET payload = ? WHERE seq = ?", (json.dumps(payload, sort_keys=True, separators=(",", ":")), seq)),
+        "payload": (
+            "UPDATE ledger SET payload = ? WHERE seq = ?",
+            (json.dumps(payload, sort_keys=True, separators=(",", ":")), seq),
+        ),
         "time": ("UPDATE ledger SET time = ? WHERE seq = ?", ("2001-01-01T00:00:00+00:00", seq)),
         "kind": ("UPDATE ledger SET kind = ? WHERE seq = ?", ("rejected" if seq != 3 else "fresh", seq)),
         "request": ("UPDATE ledger SET request_id = ? WHERE seq = ?", ("zz", seq)),
@@ -110,7 +121,9 @@ def test_edited_answer_in_fresh_entry_is_named(store, ledgered):
     payload = _payload(ledgered, 2)
     payload["answer"] = payload["answer"] + 1
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    report, copy = _tampered(store, ledgered, "answer.dpdesk", ("UPDATE ledger SET payload = ? WHERE seq = 2", (text,)))
+    report, copy = _tampered(
+        store, ledgered, "answer.dpdesk", ("UPDATE ledger SET payload = ? WHERE seq = 2", (text,))
+    )
     assert report.first_bad_seq == 2 and "hash does not match" in report.problems[0]
     res = store.cli("verify", copy)
     assert res.returncode == 1
@@ -119,7 +132,9 @@ def test_edited_answer_in_fresh_entry_is_named(store, ledgered):
 
 @pytest.mark.parametrize("seq", range(1, 7))
 def test_deleted_entry_is_named(store, ledgered, seq):
-    report, copy = _tampered(store, ledgered, f"del-{seq}.dpdesk", ("DELETE FROM ledger WHERE seq = ?", (seq,)))
+    report, copy = _tampered(
+        store, ledgered, f"del-{seq}.dpdesk", ("DELETE FROM ledger WHERE seq = ?", (seq,))
+    )
     assert not report.ok
     # a gap is noticed at the entry after the hole; a deleted last entry is named by the ledger head
     assert report.first_bad_seq == (seq + 1 if seq < 6 else 6), report.problems
@@ -136,7 +151,9 @@ def test_deleting_several_tail_entries_is_noticed(store, ledgered):
 def test_reordered_entries_are_named(store, ledgered, seq):
     # swap the sequence numbers of two neighbouring rows (the rows themselves are untouched)
     report, _ = _tampered(
-        store, ledgered, f"swap-{seq}.dpdesk",
+        store,
+        ledgered,
+        f"swap-{seq}.dpdesk",
         ("UPDATE ledger SET seq = -1 WHERE seq = ?", (seq,)),
         ("UPDATE ledger SET seq = ? WHERE seq = ?", (seq, seq + 1)),
         ("UPDATE ledger SET seq = ? WHERE seq = -1", (seq + 1,)),
@@ -153,7 +170,9 @@ def test_swapped_contents_are_named(store, ledgered, seq):
     conn.close()
     upd = "UPDATE ledger SET time=?, kind=?, request_id=?, payload=?, prev_hash=?, hash=? WHERE seq=?"
     free = ("UPDATE ledger SET request_id = NULL, hash = 'x' WHERE seq = ?", (seq + 1,))  # unique columns
-    report, _ = _tampered(store, ledgered, f"contents-{seq}.dpdesk", free, (upd, (*b, seq)), (upd, (*a, seq + 1)))
+    report, _ = _tampered(
+        store, ledgered, f"contents-{seq}.dpdesk", free, (upd, (*b, seq)), (upd, (*a, seq + 1))
+    )
     assert not report.ok and report.first_bad_seq == seq, report.problems
 
 
@@ -237,7 +256,10 @@ def test_a_recorded_charge_is_checked_against_the_mechanisms_privacy_map(store, 
 
     report = _rechained(store, ledgered, "charge.dpdesk", fresh, undercharge)
     assert not report.ok and report.first_bad_seq == fresh
-    assert "per-cell charge differs from what the discrete_laplace mechanism's privacy map gives" in report.problems[0]
+    assert (
+        "per-cell charge differs from what the discrete_laplace mechanism's privacy map gives"
+        in report.problems[0]
+    )
 
 
 def _forge_answer(p):
@@ -262,7 +284,11 @@ def test_a_witness_exposes_a_consistently_rechained_ledger(store, ledgered, caps
     copy = store.dir / "forged.dpdesk"
     with Project.open(copy, "r") as p:
         report = p.verify(extends=[witness])
-    assert not report.ok and "does not extend the head" in report.problems[0] and witness[:16] in report.problems[0]
+    assert (
+        not report.ok
+        and "does not extend the head" in report.problems[0]
+        and witness[:16] in report.problems[0]
+    )
     capsys.readouterr()
     assert main(["verify", str(copy), "--extends", witness]) == 1
     assert "does not extend the head" in capsys.readouterr().out
@@ -274,16 +300,18 @@ def test_a_witness_exposes_a_consistently_rechained_ledger(store, ledgered, caps
 
 
 def test_an_answer_from_a_release_is_checked_against_that_release(store, monkeypatch):
+    from dpdesk.engine.mechanisms.noise import SeededSampler
     from dpdesk.engine.partition.guarantee import preview
     from dpdesk.engine.partition.plan import marginals_by_order
     from dpdesk.engine.partition.release_plan import PartitionReleasePlan
-    from dpdesk.engine.mechanisms.noise import SeededSampler
     from dpdesk.store import view as view_module
 
     monkeypatch.setattr(view_module, "HISTORY_ROW_LIMIT", 3)  # the one-way marginals stay out of the History
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:
-        pv = preview(marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs)
+        pv = preview(
+            marginals_by_order(p.schema, [1]), alpha=0.5, total_budget=2.0, cell_costs=p.view().cell_costs
+        )
         p.release(PartitionReleasePlan(pv, p.basis()), SeededSampler(4))
         answered = p.release(p.assess(p.add_request("[1, 1, 0, 0]", 15.0, 0.1).id))
     seq = answered.entry.seq
@@ -294,6 +322,8 @@ def test_an_answer_from_a_release_is_checked_against_that_release(store, monkeyp
         p["interval"] = [v + 3 for v in p["interval"]]
 
     report = _rechained(store, path, "shifted.dpdesk", seq, shift)
-    assert not report.ok and report.first_bad_seq == seq and f"is not release #{seq - 1}'s" in report.problems[0]
+    assert (
+        not report.ok and report.first_bad_seq == seq and f"is not release #{seq - 1}'s" in report.problems[0]
+    )
     report = _rechained(store, path, "source.dpdesk", seq, lambda p: p.update(from_release=seq + 5))
     assert not report.ok and "not an earlier release answered from its own structure" in report.problems[0]

@@ -38,8 +38,13 @@ def assessed(path, **kw) -> dict:
         view = p.view()
         out = p.assess("target", seed=11).to_json()
         out.pop("elapsed_ms")  # timing, not an answer
-        return {"assessment": out, "restored": view.restored_from_cache, "costs": view.cell_costs.tolist(),
-                "system": view.system_cost, "head": view.head}
+        return {
+            "assessment": out,
+            "restored": view.restored_from_cache,
+            "costs": view.cell_costs.tolist(),
+            "system": view.system_cost,
+            "head": view.head,
+        }
 
 
 def replayed(path) -> dict:
@@ -56,8 +61,8 @@ def replayed(path) -> dict:
 
 def arrays_layout(cache):
     raw = cache.read_bytes()
-    (n,) = struct.unpack("<Q", raw[len(view_cache.MAGIC):len(view_cache.MAGIC) + 8])
-    header = json.loads(raw[len(view_cache.MAGIC) + 8:len(view_cache.MAGIC) + 8 + n])
+    (n,) = struct.unpack("<Q", raw[len(view_cache.MAGIC) : len(view_cache.MAGIC) + 8])
+    header = json.loads(raw[len(view_cache.MAGIC) + 8 : len(view_cache.MAGIC) + 8 + n])
     start = -(-(len(view_cache.MAGIC) + 8 + n) // view_cache.ALIGN) * view_cache.ALIGN
     return {a["name"]: start + a["offset"] for a in header["arrays"]}, header
 
@@ -151,8 +156,10 @@ def test_an_entry_edited_in_place_is_caught_by_verify_with_the_cache_there(store
         conn.execute("DROP TRIGGER ledger_no_update")
         payload = json.loads(conn.execute("SELECT payload FROM ledger WHERE seq = 2").fetchone()[0])
         payload["answer"] = payload["answer"] + 1000.0
-        conn.execute("UPDATE ledger SET payload = ? WHERE seq = 2",
-                     (json.dumps(payload, sort_keys=True, separators=(",", ":")),))
+        conn.execute(
+            "UPDATE ledger SET payload = ? WHERE seq = 2",
+            (json.dumps(payload, sort_keys=True, separators=(",", ":")),),
+        )
     conn.close()
     with Project.open(path) as p:
         report = p.verify()

@@ -23,14 +23,31 @@ def _ledger_state(path):
 
 def test_watch_add_list_remove_on_the_cli_are_ledger_entries_that_verify(store):
     path = store.new_project(budget=5.0, test_project=True)
-    out = store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    out = store.cli(
+        "watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05"
+    )
     assert out.returncode == 0 and "watching c1" in out.stdout and "public knowledge or policy" in out.stdout
-    out = store.cli("watch", "add", path, "--query", 'count(age="0-30")', "--at-most", "5", "--threshold", "0.9",
-                    "--risk", "0.1", "--name", "few young")
+    out = store.cli(
+        "watch",
+        "add",
+        path,
+        "--query",
+        'count(age="0-30")',
+        "--at-most",
+        "5",
+        "--threshold",
+        "0.9",
+        "--risk",
+        "0.1",
+        "--name",
+        "few young",
+    )
     assert out.returncode == 0, out.stderr
     listed = json.loads(store.cli("watch", "list", path, "--json").stdout)
     assert [(c["id"], c["low"], c["high"], c["threshold"], c["risk"], c["risk_left"]) for c in listed] == [
-        ("c1", 0.0, 25.0, 0.8, 0.05, 0.05), ("c2", None, 5.0, 0.9, 0.1, 0.1)]
+        ("c1", 0.0, 25.0, 0.8, 0.05, 0.05),
+        ("c2", None, 5.0, 0.9, 0.1, 0.1),
+    ]
     assert listed[1]["name"] == "few young" and listed[0]["estimable"] is False  # nothing released yet
     assert store.cli("watch", "remove", path, "c1").returncode == 0
     assert [c["id"] for c in json.loads(store.cli("watch", "list", path, "--json").stdout)] == ["c2"]
@@ -39,18 +56,29 @@ def test_watch_add_list_remove_on_the_cli_are_ledger_entries_that_verify(store):
         report = p.verify()
     assert report.ok and dict(report.kinds) == {"watch": 2, "unwatch": 1}
     # a new claim gets a new id: a removed claim's id (and its spent risk) is never reused
-    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    store.cli(
+        "watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05"
+    )
     assert [c["id"] for c in json.loads(store.cli("watch", "list", path, "--json").stdout)] == ["c2", "c3"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--query", 'count(region="x")', "--between", "0", "3"], "unknown attribute 'region'"),
-    (["--query", CELL, "--between", "5", "3"], "L₀ (5) is greater than U₀ (3)"),
-    (["--query", CELL, "--between", "0", "3", "--threshold", "1"], "threshold τ (1.0) must lie strictly between 0 and 1"),
-    (["--query", CELL, "--between", "0", "3", "--risk", "0"], "risk budget (0.0) must lie strictly between 0 and 1"),
-    (["--query", CELL, "--between", "0", "3", "--risk", "1.5"], "risk budget (1.5)"),
-    (["--query", CELL, "--between", "zero", "3"], "--between L: 'zero' is not a number"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--query", 'count(region="x")', "--between", "0", "3"], "unknown attribute 'region'"),
+        (["--query", CELL, "--between", "5", "3"], "L₀ (5) is greater than U₀ (3)"),
+        (
+            ["--query", CELL, "--between", "0", "3", "--threshold", "1"],
+            "threshold τ (1.0) must lie strictly between 0 and 1",
+        ),
+        (
+            ["--query", CELL, "--between", "0", "3", "--risk", "0"],
+            "risk budget (0.0) must lie strictly between 0 and 1",
+        ),
+        (["--query", CELL, "--between", "0", "3", "--risk", "1.5"], "risk budget (1.5)"),
+        (["--query", CELL, "--between", "zero", "3"], "--between L: 'zero' is not a number"),
+    ],
+)
 def test_a_bad_claim_is_one_line_exit_2_and_nothing_is_written(store, argv, words):
     path = store.new_project()
     before = store.digest(path)
@@ -122,7 +150,9 @@ def test_a_touching_release_spends_risk_that_verify_recomputes(store, monkeypatc
         # a release that records less risk than it spent is caught by verify's recomputation
         import dpdesk.store.releasing as releasing
 
-        monkeypatch.setattr(releasing, "recorded", lambda checks: [{"id": w.id, "risk": 0.0} for w, c in checks])
+        monkeypatch.setattr(
+            releasing, "recorded", lambda checks: [{"id": w.id, "risk": 0.0} for w, c in checks]
+        )
         p.unwatch("c1")
         p.watch(CELL, 0, 25, 0.8, 0.99)
         r3 = p.add_request(CELL, 8, 0.1)
@@ -134,13 +164,20 @@ def test_a_touching_release_spends_risk_that_verify_recomputes(store, monkeypatc
 
 def test_assess_json_lists_the_claims(store):
     path = store.new_project(budget=5.0, test_project=True)
-    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    store.cli(
+        "watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05"
+    )
     store.cli("requests", "add", path, "--query", CELL, "--eps", "3", "--delta", "0.1")
     out = store.cli("assess", path, "--request", "r1", "--json")
     obj = json.loads(out.stdout)
     (c,) = obj["claims"]
     assert {"id", "probability", "risk_of_crossing", "verdict"} <= c.keys()
-    assert c["id"] == "c1" and c["verdict"] == "declined" and c["probability"] is None and c["risk_of_crossing"] > 0.99
+    assert (
+        c["id"] == "c1"
+        and c["verdict"] == "declined"
+        and c["probability"] is None
+        and c["risk_of_crossing"] > 0.99
+    )
     text = store.cli("assess", path, "--request", "r1").stdout
     assert "c1" in text and "DECLINED" in text and "largest α that passes" in text
     out = store.cli("answer", path, "--request", "r1", "--yes")
@@ -191,8 +228,9 @@ def test_other_release_kinds_pass_the_same_gate(store):
 
         def select(text):
             q = parse_selection(text, p.schema)
-            return plan_selection(q, p.schema, alpha=0.5, total_budget=5.0, cell_costs=p.view().cell_costs,
-                                  basis=p.basis())
+            return plan_selection(
+                q, p.schema, alpha=0.5, total_budget=5.0, cell_costs=p.view().cell_costs, basis=p.basis()
+            )
 
         # report-noisy-max on the claim's cell: not a noisy linear answer, so the worst case
         with pytest.raises(ClaimDeclined, match="beyond noisy linear answers"):
@@ -210,7 +248,9 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
     """Issue 18 item 3: a declined request is offered a fresh answer at the largest α that passes, at
     the ±ε that α buys; accepting it (requests edit) then answering records one entry at that α."""
     path = store.new_project(budget=5.0, test_project=True)
-    store.cli("watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05")
+    store.cli(
+        "watch", "add", path, "--query", CELL, "--between", "0", "25", "--threshold", "0.8", "--risk", "0.05"
+    )
     store.cli("requests", "add", path, "--query", CELL, "--eps", "3", "--delta", "0.1")
     from dpdesk.store.watching import offer_within_claims
 
@@ -248,7 +288,10 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
     assert offer2.free_delta is not None and 1 - offer2.free_delta <= offer2.free_confidence + 1e-9
     text = store.cli("assess", path, "--request", "r2").stdout
     assert f"--delta {offer2.free_delta:g}" in text and "free from history" in text
-    assert store.cli("requests", "edit", path, "--request", "r2", "--delta", f"{offer2.free_delta:g}").returncode == 0
+    assert (
+        store.cli("requests", "edit", path, "--request", "r2", "--delta", f"{offer2.free_delta:g}").returncode
+        == 0
+    )
     assert store.cli("answer", path, "--request", "r2", "--yes").returncode == 0
     with Project.open(path, "r") as p:
         last = p.ledger()[-1]

@@ -54,7 +54,9 @@ class Inference:
     prior_bounds: tuple[float, float] | None = None
     interval_query: tuple[float, float] | None = None  # an interval the caller asked about, and its mass
     interval_probability: float | None = None
-    source: int | None = None  # ledger entry of the partition release whose estimate is served (None: history)
+    source: int | None = (
+        None  # ledger entry of the partition release whose estimate is served (None: history)
+    )
     history: Estimate | None = None  # history's own estimate when a release's is served
 
     @property
@@ -140,24 +142,42 @@ class Assessment:
     def record(self) -> dict[str, Any]:
         """The ledger payload known before any data is touched (DESIGN §4: public quantities only)."""
         q = self.request.query
-        out: dict[str, Any] = {"query": q.to_json(), "query_text": q.text, "eps": self.request.eps,
-                               "delta": self.request.delta, "history_prefix": self.inference.history_estimate.history_size}
+        out: dict[str, Any] = {
+            "query": q.to_json(),
+            "query_text": q.text,
+            "eps": self.request.eps,
+            "delta": self.request.delta,
+            "history_prefix": self.inference.history_estimate.history_size,
+        }
         if self.decision == "infer":
             inf = self.inference
             assert inf.release_interval is not None and inf.credible is not None
             # θ̂ ± ε; under known bounds trimmed to them (θ̂ clipped into them)
-            out.update(estimate=inf.release_estimate, interval=list(inf.release_interval),
-                       credible_interval=[inf.credible.low, inf.credible.high],
-                       confidence_at_eps=inf.confidence_at_eps, method=self.method, prior=inf.prior,
-                       values=[inf.release_estimate])
+            out.update(
+                estimate=inf.release_estimate,
+                interval=list(inf.release_interval),
+                credible_interval=[inf.credible.low, inf.credible.high],
+                confidence_at_eps=inf.confidence_at_eps,
+                method=self.method,
+                prior=inf.prior,
+                values=[inf.release_estimate],
+            )
             if inf.source is not None:
                 out.update(from_release=inf.source)
         elif self.decision == "spend":
             p = self.pricing
-            out.update(sensitivity=q.sensitivity, alpha=p.spend_alpha, family=p.noise.name,
-                       system_cost_after=p.budget.system_cost_after, policy=self.policy, needed_alpha=p.needed_alpha,
-                       fusion_weight=p.fusion_weight,
-                       history_estimate=self.inference.history_estimate.estimate if p.fusion_weight is not None else None)
+            out.update(
+                sensitivity=q.sensitivity,
+                alpha=p.spend_alpha,
+                family=p.noise.name,
+                system_cost_after=p.budget.system_cost_after,
+                policy=self.policy,
+                needed_alpha=p.needed_alpha,
+                fusion_weight=p.fusion_weight,
+                history_estimate=self.inference.history_estimate.estimate
+                if p.fusion_weight is not None
+                else None,
+            )
         return out
 
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
@@ -166,8 +186,13 @@ class Assessment:
         if self.decision != "spend":
             return {}
         fresh = release_fresh(self, cube, sampler, allow_insecure=allow_insecure)
-        return {"answer": fresh.answer, "released": fresh.released, "interval": list(fresh.released_interval),
-                "sampler": fresh.sampler, "values": [fresh.released]}
+        return {
+            "answer": fresh.answer,
+            "released": fresh.released,
+            "interval": list(fresh.released_interval),
+            "sampler": fresh.sampler,
+            "values": [fresh.released],
+        }
 
     # -- reading it: the pipeline's results under their short names --------------------------
     estimate = _via("inference", "estimate")

@@ -23,11 +23,11 @@ __all__ = ["CounterOffer", "claim_offer", "counter_offer", "eps_for_alpha"]
 class CounterOffer:
     """The best terms available now for one request."""
 
-    eps: float | None          # narrowest ±ε a fresh answer can meet at ``delta`` (None: no budget left)
+    eps: float | None  # narrowest ±ε a fresh answer can meet at ``delta`` (None: no budget left)
     delta: float
-    alpha: float               # what that fresh answer would spend (≤ the cells' headroom)
+    alpha: float  # what that fresh answer would spend (≤ the cells' headroom)
     free_confidence: float | None  # history's confidence at the request's ±ε (None: not estimable)
-    free_delta: float | None   # the δ to ask for to be answered from history at that confidence
+    free_delta: float | None  # the δ to ask for to be answered from history at that confidence
 
 
 def _tidy_up(x: float) -> float:

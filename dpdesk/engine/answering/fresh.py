@@ -88,7 +88,9 @@ def release_fresh(
     if not a.budget.fits:
         raise BudgetError(f"request {a.request.id!r}: a fresh answer would exceed the total budget")
     if not getattr(sampler, "secure", False) and not allow_insecure:
-        raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+        raise BudgetError(
+            f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"
+        )
     q, noise = a.request.query, a.noise
     alpha = float(a.spend_alpha)
     answer = true_answer(q, cube) + sampler.draw(noise, noise.scale(q.sensitivity, alpha))
@@ -96,7 +98,15 @@ def release_fresh(
     theta_h = a.inference.history_estimate.estimate if t is not None else None
     released = fuse(theta_h, answer, t) if t is not None and theta_h is not None else answer
     return FreshAnswer(
-        request_id=a.request.id, query=q, alpha=alpha, sensitivity=q.sensitivity, family=noise.name,
-        answer=answer, eps=a.request.eps, sampler=sampler.name, released=released, fusion_weight=t,
+        request_id=a.request.id,
+        query=q,
+        alpha=alpha,
+        sensitivity=q.sensitivity,
+        family=noise.name,
+        answer=answer,
+        eps=a.request.eps,
+        sampler=sampler.name,
+        released=released,
+        fusion_weight=t,
         history_estimate=theta_h,
     )

@@ -21,7 +21,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["count_interval", "format_interval", "format_value", "round_count", "shown_interval", "shown_value"]
+__all__ = [
+    "count_interval",
+    "format_interval",
+    "format_value",
+    "round_count",
+    "shown_interval",
+    "shown_value",
+]
 
 # Floating-point error in a computed end point (e.g. 60033.999999999985 for 60034): an interval is only
 # ever *widened* by this, which keeps its probability statement true.
@@ -63,7 +70,9 @@ def shown_value(value: float, integral: bool) -> float | int:
     return round_count(value) if integral else float(value)
 
 
-def shown_interval(low: float, high: float, integral: bool, value: float | None = None) -> tuple[float, float]:
+def shown_interval(
+    low: float, high: float, integral: bool, value: float | None = None
+) -> tuple[float, float]:
     """The interval as shown: :func:`count_interval` when ``integral``, else unchanged."""
     return count_interval(low, high, value) if integral else (float(low), float(high))
 

@@ -46,9 +46,13 @@ class SelectionPlan:
     @property
     def reason(self) -> str:
         if not self.releasable:
-            return (f"reject: α = {self.rnm.alpha:.4g} on the box would take the system cost to "
-                    f"{self.budget.system_cost_after:.4g}, over the total {self.budget.total:g}")
-        return f"report-noisy-max at α = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
+            return (
+                f"reject: α = {self.rnm.alpha:.4g} on the box would take the system cost to "
+                f"{self.budget.system_cost_after:.4g}, over the total {self.budget.total:g}"
+            )
+        return (
+            f"report-noisy-max at α = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
+        )
 
     @property
     def charge(self) -> Charge:
@@ -60,18 +64,35 @@ class SelectionPlan:
 
     def record(self) -> dict[str, Any]:
         q = self.rnm.query
-        return {"query": q.text, "kind": q.kind, "attribute": q.attribute, "axis": self.schema.axis(q.attribute),
-                "box": self._box(), "alpha": self.rnm.alpha, "scale": self.rnm.scale, "delta": self.delta,
-                "shortfall": self.rnm.shortfall(self.schema, self.delta),
-                "accuracy": self.rnm.accuracy_text(self.schema, self.delta)}
+        return {
+            "query": q.text,
+            "kind": q.kind,
+            "attribute": q.attribute,
+            "axis": self.schema.axis(q.attribute),
+            "box": self._box(),
+            "alpha": self.rnm.alpha,
+            "scale": self.rnm.scale,
+            "delta": self.delta,
+            "shortfall": self.rnm.shortfall(self.schema, self.delta),
+            "accuracy": self.rnm.accuracy_text(self.schema, self.delta),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The plan as plain JSON: what :meth:`record` holds, the budget before and after, whether it fits."""
         b = self.budget
-        return {**self.record(), "mechanism": self.mechanism.name, "request_id": self.request_id,
-                "releasable": self.releasable, "reason": self.reason,
-                "budget": {"total": b.total, "system_cost": b.system_cost, "system_cost_after": b.system_cost_after,
-                           "remaining_after": b.remaining_after}}
+        return {
+            **self.record(),
+            "mechanism": self.mechanism.name,
+            "request_id": self.request_id,
+            "releasable": self.releasable,
+            "reason": self.reason,
+            "budget": {
+                "total": b.total,
+                "system_cost": b.system_cost,
+                "system_cost_after": b.system_cost_after,
+                "remaining_after": b.remaining_after,
+            },
+        }
 
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
         r = self.rnm.release(cube.counts, self.schema, sampler, allow_insecure=allow_insecure)
@@ -81,16 +102,32 @@ class SelectionPlan:
 def _box_indices(query: SelectionQuery, schema: Schema) -> list[list[int] | None]:
     """The box by shape: per attribute the chosen label indices, or None for every label."""
     chosen = dict(query.conditions)
-    return [None if a.name not in chosen else [a.labels.index(lab) for lab in chosen[a.name]] for a in schema.attributes]
+    return [
+        None if a.name not in chosen else [a.labels.index(lab) for lab in chosen[a.name]]
+        for a in schema.attributes
+    ]
 
 
-def plan_selection(query: SelectionQuery, schema: Schema, *, alpha: float | None = None, accuracy: float | None = None,
-                   delta: float = 0.05, cell_costs: np.ndarray | None = None, total_budget: float,
-                   basis: Basis | None = None, request_id: str | None = None) -> SelectionPlan:
+def plan_selection(
+    query: SelectionQuery,
+    schema: Schema,
+    *,
+    alpha: float | None = None,
+    accuracy: float | None = None,
+    delta: float = 0.05,
+    cell_costs: np.ndarray | None = None,
+    total_budget: float,
+    basis: Basis | None = None,
+    request_id: str | None = None,
+) -> SelectionPlan:
     """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs)."""
     if (alpha is None) == (accuracy is None):
         raise BudgetError("give exactly one of alpha and accuracy")
-    rnm = ReportNoisyMax(query, alpha) if alpha is not None else ReportNoisyMax.for_accuracy(query, schema, accuracy, delta)  # type: ignore[arg-type]
+    rnm = (
+        ReportNoisyMax(query, alpha)
+        if alpha is not None
+        else ReportNoisyMax.for_accuracy(query, schema, accuracy, delta)
+    )  # type: ignore[arg-type]
     rnm.shortfall(schema, delta)  # checks δ
     costs = np.zeros(schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
     if costs.size != schema.n_cells:

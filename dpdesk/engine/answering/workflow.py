@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -84,8 +84,16 @@ def infer(
     if est.estimable:
         assert est.estimate is not None and est.coefficients is not None and est.noise_scales is not None
         flat = posterior(
-            est.estimate, est.coefficients, est.noise_scales, list(est.families), method=method, rng=seed,
-            progress=progress, cancelled=cancelled, align=request.eps, draw=not decision_only,
+            est.estimate,
+            est.coefficients,
+            est.noise_scales,
+            list(est.families),
+            method=method,
+            rng=seed,
+            progress=progress,
+            cancelled=cancelled,
+            align=request.eps,
+            draw=not decision_only,
         )
     served, source = est, None
     if releases:
@@ -107,8 +115,17 @@ def infer(
             trimmed = clip_interval(credible_iv.low, credible_iv.high, bounds)
             credible_iv = replace(credible_iv, **dict(zip(("low", "high"), trimmed)))
     return Inference(
-        served, post, credible_iv, conf, release_est, release_iv, described, bounds, interval,
-        post.prob_between(*interval) if interval is not None else None, source,
+        served,
+        post,
+        credible_iv,
+        conf,
+        release_est,
+        release_iv,
+        described,
+        bounds,
+        interval,
+        post.prob_between(*interval) if interval is not None else None,
+        source,
         est if source is not None else None,
     )
 
@@ -159,15 +176,29 @@ def price(
                 # fusing is the BLUE; keep it when its posterior still meets (ε, δ) at the raised α
                 c = fused_confidence(est, paced.alpha, q.sensitivity, noise, request.eps, method=search)
                 if meets(c, request.delta):
-                    w_r, c_r = fusion_weight(est.variance, noise.variance(noise.scale(q.sensitivity, paced.alpha))), c
+                    w_r, c_r = (
+                        fusion_weight(est.variance, noise.variance(noise.scale(q.sensitivity, paced.alpha))),
+                        c,
+                    )
             if w_r is None and paced.alpha < alpha:
                 # a plain answer meets (ε, δ) alone only from Thm 5.3's α; if that does not fit, keep the plan
                 raised = alpha if alpha <= paced.headroom else None
             if raised is not None:
                 spend, weight, fconf = raised, w_r, c_r
     charge = noise.charge_for(q, spend)
-    return Pricing(noise, alpha, spend, needed, preview(cell_costs, settings.total_budget, charge), cell_costs,
-                   charge, plan, paced, weight, fconf)
+    return Pricing(
+        noise,
+        alpha,
+        spend,
+        needed,
+        preview(cell_costs, settings.total_budget, charge),
+        cell_costs,
+        charge,
+        plan,
+        paced,
+        weight,
+        fconf,
+    )
 
 
 def decide(
@@ -180,8 +211,10 @@ def decide(
 
     note = _bound_note(inference.error_bound)
     if answerable(inference, request):
-        return "infer", (f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f}{note} ≥ "
-                         f"{1 - delta:.4f} at ±{_fmt(eps)})")
+        return "infer", (
+            f"answerable from {inference.served_by} — costs 0 (confidence {conf:.4f}{note} ≥ "
+            f"{1 - delta:.4f} at ±{_fmt(eps)})"
+        )
     needed, spend, fused = pricing.needed_alpha, pricing.spend_alpha, pricing.fusion_weight is not None
     if paced is not None and paced.declined and b.fits:
         assert settings.policy is not None
@@ -192,22 +225,31 @@ def decide(
             f"requests over {settings.policy.cap:.0%}"
         )
     if b.fits:
-        why = ("not estimable from history" if not inference.estimate.estimable
-               else f"{inference.served_by} reaches only {conf:.4f}{note} < {1 - delta:.4f} at ±{_fmt(eps)}")
+        why = (
+            "not estimable from history"
+            if not inference.estimate.estimable
+            else f"{inference.served_by} reaches only {conf:.4f}{note} < {1 - delta:.4f} at ±{_fmt(eps)}"
+        )
         if paced is not None and spend > needed:
             assert settings.policy is not None
-            cost = (f"costs α = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
-                    f"{_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}{', fused with history' if fused else ''})")
+            cost = (
+                f"costs α = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
+                f"{_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}{', fused with history' if fused else ''})"
+            )
         elif fused:
             cost = f"costs α = {_fmt(spend)} instead of {_fmt(pricing.fresh_alpha)} thanks to history"
         else:
             cost = f"costs α = {_fmt(pricing.fresh_alpha)}"
-        return "spend", (f"needs a fresh answer — {cost}; system cost "
-                         f"{_fmt(b.system_cost)} → {_fmt(b.system_cost_after or 0.0)} ({why})")
+        return "spend", (
+            f"needs a fresh answer — {cost}; system cost "
+            f"{_fmt(b.system_cost)} → {_fmt(b.system_cost_after or 0.0)} ({why})"
+        )
     cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
     over = _overflowing(b, settings.total_budget, schema)
-    return "reject", (f"cannot answer — would exceed the total budget {over}{cheaper} "
-                      f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})")
+    return "reject", (
+        f"cannot answer — would exceed the total budget {over}{cheaper} "
+        f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})"
+    )
 
 
 def _name_cells(cells: np.ndarray, schema: Schema | None) -> str:
@@ -219,7 +261,9 @@ def _name_cells(cells: np.ndarray, schema: Schema | None) -> str:
     from dpdesk.engine.queries.query import query_from_json
     from dpdesk.engine.queries.text import describe_query
 
-    picked = query_from_json({"indices": cells.tolist(), "values": [1] * cells.size}, schema.n_cells, schema.shape)
+    picked = query_from_json(
+        {"indices": cells.tolist(), "values": [1] * cells.size}, schema.n_cells, schema.shape
+    )
     text = describe_query(picked, schema)
     if text.startswith("weight 1 on "):  # no box of labels: its cells, the first few named
         return text.removeprefix("weight 1 on ")
@@ -241,7 +285,9 @@ def _overflowing(b: Any, total: float, schema: Schema | None) -> str:
     return out
 
 
-def _tightest(request: Request, cell_costs: np.ndarray, total: float, paced: Any, schema: Schema | None) -> str:
+def _tightest(
+    request: Request, cell_costs: np.ndarray, total: float, paced: Any, schema: Schema | None
+) -> str:
     """The cells whose room limits a request's headroom (``policy.headroom``), every tied one named."""
     from dpdesk.engine.queries.algebra import abs_dense
 
@@ -317,11 +363,30 @@ def assess(
             raise DpdeskError(f"interval [{interval[0]}, {interval[1]}] must be finite with L ≤ U")
         interval = (lo, hi)
     costs = history.cell_costs if cell_costs is None else cell_costs
-    inference = infer(history, request, settings.prior, method=method, seed=seed, interval=interval,
-                      releases=releases, progress=progress, cancelled=cancelled, decision_only=decision_only)
+    inference = infer(
+        history,
+        request,
+        settings.prior,
+        method=method,
+        seed=seed,
+        interval=interval,
+        releases=releases,
+        progress=progress,
+        cancelled=cancelled,
+        decision_only=decision_only,
+    )
     pricing = price(inference, request, settings, costs, family=family, method=method)
     decision, reason = decide(inference, pricing, request, settings, schema)
     seq, head_hash = head if head is not None else (0, None)
     basis = Basis(head_hash, seq, settings.to_json(), method, seed)
-    return Assessment(request, inference, pricing, decision, reason, settings, basis,
-                      (time.perf_counter() - t0) * 1000.0, schema)
+    return Assessment(
+        request,
+        inference,
+        pricing,
+        decision,
+        reason,
+        settings,
+        basis,
+        (time.perf_counter() - t0) * 1000.0,
+        schema,
+    )

@@ -24,13 +24,23 @@ __all__ = ["BudgetPreview", "check_requirement", "check_total_budget", "fresh_al
 
 
 def check_total_budget(total: float) -> None:
-    if isinstance(total, bool) or not isinstance(total, (int, float)) or not math.isfinite(total) or total <= 0:
+    if (
+        isinstance(total, bool)
+        or not isinstance(total, (int, float))
+        or not math.isfinite(total)
+        or total <= 0
+    ):
         raise BudgetError(f"total budget ({total!r}) must be a positive finite number")
 
 
 def check_delta_cap(cap: float) -> None:
     """A project's δ cap: a number in [0, 1) (0: only pure α-DP releases)."""
-    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not math.isfinite(cap) or not 0 <= cap < 1:
+    if (
+        isinstance(cap, bool)
+        or not isinstance(cap, (int, float))
+        or not math.isfinite(cap)
+        or not 0 <= cap < 1
+    ):
         raise BudgetError(f"delta cap ({cap!r}) must be a number in [0, 1)")
 
 

@@ -15,8 +15,8 @@ from functools import reduce
 
 import numpy as np
 
-from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.algebra import abs_dense
+from dpdesk.engine.queries.query import Query
 
 __all__ = ["CellCosts"]
 
@@ -72,7 +72,9 @@ class CellCosts:
         """
         self._apply()
         terms = query.terms
-        if not (self._h and terms is not None and len(terms) == 1 and len(terms[0].factors) == len(self.shape)):
+        if not (
+            self._h and terms is not None and len(terms) == 1 and len(terms[0].factors) == len(self.shape)
+        ):
             a = scale * abs_dense(query)
             self._dense += a
             touched = a > 0

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.algebra import abs_dense
+from dpdesk.engine.queries.query import Query
 
-__all__ = ["SpendPolicy", "PolicyOutcome", "headroom"]
+__all__ = ["PolicyOutcome", "SpendPolicy", "headroom"]
 
 
 def headroom(query: Query, cell_costs: np.ndarray, total: float) -> tuple[float, int | None]:

@@ -153,8 +153,10 @@ class ClaimReading:
 
     def describe(self) -> str:
         if not self.estimable:
-            return (f"{self.claim.name}: θ is not estimable from what was released; treated as the worst case "
-                    "(a flat prior ignores that counts are non-negative)")
+            return (
+                f"{self.claim.name}: θ is not estimable from what was released; treated as the worst case "
+                "(a flat prior ignores that counts are non-negative)"
+            )
         word = "at or over" if self.over_threshold else "under"
         return f"{self.claim.name}: Pr(C) = {self.probability:.4f}, {word} τ = {self.claim.threshold:g}"
 

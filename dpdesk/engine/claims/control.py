@@ -44,7 +44,15 @@ from dpdesk.engine.inference.prior import query_bounds
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["ClaimCheck", "check_release", "check_rows", "crossing_risk", "crossing_set", "largest_alpha", "touches"]
+__all__ = [
+    "ClaimCheck",
+    "check_release",
+    "check_rows",
+    "crossing_risk",
+    "crossing_set",
+    "largest_alpha",
+    "touches",
+]
 
 GUARD_POINTS = 65
 INTEGER_TRUTHS = 4096
@@ -61,8 +69,12 @@ def touches(before: Estimate, after: Estimate, new_rows: int = 1) -> bool:
         return True
     assert after.coefficients is not None and after.noise_scales is not None and after.std is not None
     tail = slice(len(after.coefficients) - new_rows, None)
-    weight = float(np.max(np.abs(np.asarray(after.coefficients[tail], dtype=float))
-                          * np.asarray(after.noise_scales[tail], dtype=float)))
+    weight = float(
+        np.max(
+            np.abs(np.asarray(after.coefficients[tail], dtype=float))
+            * np.asarray(after.noise_scales[tail], dtype=float)
+        )
+    )
     return weight > _WEIGHT_TOL * max(after.std, 1e-300)
 
 
@@ -137,8 +149,9 @@ def _lattice_count(grid: np.ndarray, step: float, x: np.ndarray, side: str) -> n
     return k
 
 
-def _lattice_claim_mass(shape: Posterior, centres: np.ndarray, low: float, high: float,
-                        cum: np.ndarray | None = None) -> np.ndarray:
+def _lattice_claim_mass(
+    shape: Posterior, centres: np.ndarray, low: float, high: float, cum: np.ndarray | None = None
+) -> np.ndarray:
     """``Pr(c + Z ∈ [low, high])`` for many lattice centres ``c`` at once (exact point masses)."""
     if cum is None:
         cum = np.concatenate(([0.0], np.cumsum(shape.mass)))
@@ -175,7 +188,9 @@ def _lattice_risk(shape: Posterior, claim: Claim, truths: list[float]) -> float:
     return best
 
 
-def crossing_risk(shape: Posterior, claim: Claim, truths: tuple[float, float], *, integer: bool = False) -> float:
+def crossing_risk(
+    shape: Posterior, claim: Claim, truths: tuple[float, float], *, integer: bool = False
+) -> float:
     """``sup_{t ∈ truths} Pr(t + Z ∈ S)``: the chance, at the worst true θ, that ``Pr(C) ≥ τ`` afterwards.
 
     ``integer``: θ takes only integer values (a count query with integer coefficients), so the truths
@@ -192,7 +207,7 @@ def crossing_risk(shape: Posterior, claim: Claim, truths: tuple[float, float], *
         t_hi = t_hi if math.isinf(t_hi) else math.floor(t_hi + 1e-9)
     if t_lo > t_hi:
         return 0.0
-    if s is not None and (math.isinf(s[0]) and math.isinf(t_lo) or math.isinf(s[1]) and math.isinf(t_hi)):
+    if s is not None and ((math.isinf(s[0]) and math.isinf(t_lo)) or (math.isinf(s[1]) and math.isinf(t_hi))):
         return float(shape.total)  # the truth can lie arbitrarily deep inside S: crossing is (almost) sure
     if s is None:
         centre = 0.5 * (claim.lower + claim.upper)
@@ -280,8 +295,9 @@ def check_release(
     if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
         raise DpdeskError(f"{claim.name}: α ({alpha!r}) must be a positive finite number")
     fam = family_for(query).name if family is None else noise_family(family).name
-    return check_rows(history, claim, [(query, float(alpha), fam)], spent=spent, table_size=table_size,
-                      method=method)
+    return check_rows(
+        history, claim, [(query, float(alpha), fam)], spent=spent, table_size=table_size, method=method
+    )
 
 
 def check_rows(
@@ -296,25 +312,32 @@ def check_rows(
     """:func:`check_release` for a release adding several noisy rows at once (``(query, α, family)``
     each, e.g. a partition release or a posterior's noisy counts): it touches the claim when the BLUE of
     θ puts weight on any of them, and the crossing risk is that of the posterior after all of them."""
-    if not (isinstance(spent, (int, float)) and 0.0 <= spent):
+    if not (isinstance(spent, (int, float)) and spent >= 0.0):
         raise DpdeskError(f"{claim.name}: risk spent ({spent!r}) must be a non-negative number")
     remaining = max(0.0, claim.risk - float(spent))
     if not rows:
-        return ClaimCheck(claim, False, 0.0, remaining, True, f"{claim.name}: this release adds no noisy answer")
+        return ClaimCheck(
+            claim, False, 0.0, remaining, True, f"{claim.name}: this release adds no noisy answer"
+        )
     before = history.estimate(claim.query)
     # the answer values enter neither the BLUE's weights nor the posterior's shape: 0 stands in for them
     new = [HistoryRow(q, float(a), 0.0, noise_family(f).name) for q, a, f in rows]
     after = History(history.shape, [*history.rows, *new]).estimate(claim.query)
     if not touches(before, after, len(new)):
-        return ClaimCheck(claim, False, 0.0, remaining, True,
-                          f"{claim.name}: this release does not change θ's posterior")
+        return ClaimCheck(
+            claim, False, 0.0, remaining, True, f"{claim.name}: this release does not change θ's posterior"
+        )
     assert after.coefficients is not None and after.noise_scales is not None
     shape = posterior(0.0, after.coefficients, after.noise_scales, list(after.families), method=method)
-    risk = crossing_risk(shape, claim, _truths(claim, claim.query, table_size), integer=claim.query.is_integer)
+    risk = crossing_risk(
+        shape, claim, _truths(claim, claim.query, table_size), integer=claim.query.is_integer
+    )
     allowed = risk <= remaining
     verdict = "allowed" if allowed else "declined"
-    reason = (f"{claim.name}: {verdict} — at the worst true θ in the claim Pr(C) would reach τ = "
-              f"{claim.threshold:g} with probability {risk:.4g} (risk left {remaining:.4g})")
+    reason = (
+        f"{claim.name}: {verdict} — at the worst true θ in the claim Pr(C) would reach τ = "
+        f"{claim.threshold:g} with probability {risk:.4g} (risk left {remaining:.4g})"
+    )
     return ClaimCheck(claim, True, risk, remaining, allowed, reason)
 
 
@@ -335,8 +358,11 @@ def largest_alpha(
     Less α means more noise and a flatter posterior after the release, so the crossing risk falls with
     α; bisection on log α finds the boundary (public inputs only, like the check itself).
     """
+
     def ok(a: float) -> bool:
-        return check_release(history, claim, query, a, spent=spent, family=family, table_size=table_size).allowed
+        return check_release(
+            history, claim, query, a, spent=spent, family=family, table_size=table_size
+        ).allowed
 
     if ok(alpha):
         return float(alpha)

@@ -60,7 +60,9 @@ class OddsBound:
         return 1.0 if math.isinf(odds) else odds / (1.0 + odds)
 
 
-def odds_bound(cell_costs: np.ndarray, cells: Sequence[int], others: Sequence[int] | None = None) -> OddsBound:
+def odds_bound(
+    cell_costs: np.ndarray, cells: Sequence[int], others: Sequence[int] | None = None
+) -> OddsBound:
     """The odds bound of a one-person claim from the per-cell losses ``cell_costs`` (``B``, flat).
 
     Parameters

@@ -35,12 +35,12 @@ from dpdesk.engine.dirichlet.mechanisms import (
 from dpdesk.engine.errors import DpdeskError
 
 __all__ = [
-    "tail_bound",
-    "expected_bound",
     "alpha_for_target",
-    "reference_counts",
+    "expected_bound",
     "expected_hellinger",
     "expected_hellinger_noisy_size",
+    "reference_counts",
+    "tail_bound",
 ]
 
 # Noise vectors are enumerated exactly up to this many points; beyond it the Laplace baseline uses

@@ -25,7 +25,7 @@ from dpdesk.engine.dirichlet.candidates import CandidateSet
 from dpdesk.engine.dirichlet.display import DirichletMixture
 from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmooth, LaplaceCounts
 
-__all__ = ["release_law", "expected_release_series", "released_series"]
+__all__ = ["expected_release_series", "release_law", "released_series"]
 
 COMPONENTS = 1000  # a mixture with more components is represented by this many stratified ones
 _TAIL = 1e-6
@@ -61,7 +61,9 @@ def release_law(mechanism: Any, counts: Any, *, seed: int = 0) -> DirichletMixtu
         return _represent(w, prior + np.stack([g0.reshape(-1), g1.reshape(-1)], axis=1))
     rng = np.random.default_rng(seed)
     p = -math.expm1(-alpha)
-    z = rng.geometric(p, size=(COMPONENTS, c.size)) - rng.geometric(p, size=(COMPONENTS, c.size))  # public draws
+    z = rng.geometric(p, size=(COMPONENTS, c.size)) - rng.geometric(
+        p, size=(COMPONENTS, c.size)
+    )  # public draws
     return DirichletMixture(np.ones(COMPONENTS), prior + np.maximum(0, c + z))
 
 
@@ -91,7 +93,9 @@ def expected_release_series(plan: Any) -> list[tuple[str, Any]]:
     series.append((f"posterior at a public table of {int(counts.sum()):,} (not the data)", q.prior + counts))
     for method in (plan.method, _alternative(plan)):
         mech = _mechanism(plan, method, counts)
-        series.append((f"{_words(method)} at α = {plan.alpha:.3g}: its release there", release_law(mech, counts)))
+        series.append(
+            (f"{_words(method)} at α = {plan.alpha:.3g}: its release there", release_law(mech, counts))
+        )
     return series
 
 
@@ -102,10 +106,16 @@ def released_series(plan: Any, release: Any) -> list[tuple[str, Any]]:
     params = np.asarray(release.parameters, dtype=float)
     counts = np.maximum(0, np.rint(params - q.prior)).astype(np.int64)
     alt = _alternative(plan)
-    return [("prior", q.prior), ("released posterior", params),
-            (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts))]
+    return [
+        ("prior", q.prior),
+        ("released posterior", params),
+        (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts)),
+    ]
 
 
 def _words(method: str) -> str:
-    return {"laplace": "Laplace baseline", "exponential-global": "exponential mechanism (global)",
-            "exponential-smooth": "exponential mechanism (smooth)"}[method]
+    return {
+        "laplace": "Laplace baseline",
+        "exponential-global": "exponential mechanism (global)",
+        "exponential-smooth": "exponential mechanism (smooth)",
+    }[method]

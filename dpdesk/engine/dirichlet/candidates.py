@@ -22,7 +22,7 @@ import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
 
-__all__ = ["CandidateSet", "compositions", "DEFAULT_MAX_CANDIDATES"]
+__all__ = ["DEFAULT_MAX_CANDIDATES", "CandidateSet", "compositions"]
 
 DEFAULT_MAX_CANDIDATES = 100_000
 
@@ -81,7 +81,9 @@ class CandidateSet:
         object.__setattr__(self, "resolution", int(self.resolution) if self.size > 0 else 0)
 
     @classmethod
-    def for_size(cls, prior: np.ndarray, size: int, max_candidates: int = DEFAULT_MAX_CANDIDATES) -> "CandidateSet":
+    def for_size(
+        cls, prior: np.ndarray, size: int, max_candidates: int = DEFAULT_MAX_CANDIDATES
+    ) -> CandidateSet:
         """The finest resolution ``L ≤ size`` whose candidate count stays within ``max_candidates``."""
         k = np.asarray(prior).size
         if max_candidates < 1:
@@ -127,4 +129,9 @@ class CandidateSet:
 
     def to_json(self) -> dict:
         """What the ledger records: the public description, never data."""
-        return {"prior": self.prior.tolist(), "size": self.size, "resolution": self.resolution, "count": self.count}
+        return {
+            "prior": self.prior.tolist(),
+            "size": self.size,
+            "resolution": self.resolution,
+            "count": self.count,
+        }

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["ProportionBands", "proportion_bands", "beta_density", "DirichletMixture", "density_of", "bands_of", "curve_range"]
+__all__ = [
+    "DirichletMixture",
+    "ProportionBands",
+    "bands_of",
+    "beta_density",
+    "curve_range",
+    "density_of",
+    "proportion_bands",
+]
 
 
 @dataclass(frozen=True)
@@ -50,8 +58,11 @@ def proportion_bands(parameters: np.ndarray, level: float = 0.95) -> ProportionB
     rest = a.sum() - a
     tail = (1 - level) / 2
     return ProportionBands(
-        _readonly(a), float(level), _readonly(a / a.sum()),
-        _readonly(stats.beta.ppf(tail, a, rest)), _readonly(stats.beta.ppf(1 - tail, a, rest)),
+        _readonly(a),
+        float(level),
+        _readonly(a / a.sum()),
+        _readonly(stats.beta.ppf(tail, a, rest)),
+        _readonly(stats.beta.ppf(1 - tail, a, rest)),
     )
 
 
@@ -77,7 +88,13 @@ class DirichletMixture:
     def __post_init__(self) -> None:
         w = np.asarray(self.weights, dtype=float)
         a = np.asarray(self.parameters, dtype=float)
-        if a.ndim != 2 or w.shape != (a.shape[0],) or a.shape[1] < 2 or not np.all(a > 0) or not np.all(w >= 0):
+        if (
+            a.ndim != 2
+            or w.shape != (a.shape[0],)
+            or a.shape[1] < 2
+            or not np.all(a > 0)
+            or not np.all(w >= 0)
+        ):
             raise ValueError("a mixture needs one non-negative weight per row of positive parameters")
         object.__setattr__(self, "weights", _readonly(w / w.sum()))
         object.__setattr__(self, "parameters", _readonly(a))
@@ -108,11 +125,18 @@ def bands_of(item: np.ndarray | DirichletMixture, level: float = 0.95) -> Propor
     tail = (1 - level) / 2
     low, high = [], []
     for i in range(a.shape[1]):
-        cdf = item.weights @ stats.beta.cdf(grid[None, :], a[:, i:i + 1], (a.sum(axis=1) - a[:, i])[:, None])
+        cdf = item.weights @ stats.beta.cdf(
+            grid[None, :], a[:, i : i + 1], (a.sum(axis=1) - a[:, i])[:, None]
+        )
         low.append(float(np.interp(tail, cdf, grid)))
         high.append(float(np.interp(1 - tail, cdf, grid)))
-    return ProportionBands(_readonly(item.mean), float(level), _readonly(item.mean), _readonly(np.array(low)),
-                           _readonly(np.array(high)))
+    return ProportionBands(
+        _readonly(item.mean),
+        float(level),
+        _readonly(item.mean),
+        _readonly(np.array(low)),
+        _readonly(np.array(high)),
+    )
 
 
 def curve_range(items: list[np.ndarray | DirichletMixture], tail: float = 1e-4) -> tuple[float, float]:

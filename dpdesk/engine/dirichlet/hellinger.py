@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["hellinger", "log_g", "step_hellinger", "global_sensitivity"]
+__all__ = ["global_sensitivity", "hellinger", "log_g", "step_hellinger"]
 
 # Above this, ln g(x) comes from the asymptotic series of Γ(x+½)/(Γ(x)√x); its first omitted term is
 # below 2e-11 relative there, while log-gamma differences would lose ~1e-14·x·ln x absolutely.
@@ -33,7 +33,9 @@ def log_g(x: np.ndarray | float) -> np.ndarray:
     out[small] = gammaln(xs + 0.5) - gammaln(xs) - 0.5 * np.log(xs)
     xl = x[~small]
     inv = 1.0 / xl
-    series = inv * (-1.0 / 8 + inv * (1.0 / 128 + inv * (5.0 / 1024 + inv * (-21.0 / 32768 + inv * (-399.0 / 262144)))))
+    series = inv * (
+        -1.0 / 8 + inv * (1.0 / 128 + inv * (5.0 / 1024 + inv * (-21.0 / 32768 + inv * (-399.0 / 262144))))
+    )
     out[~small] = np.log1p(series)
     return out
 

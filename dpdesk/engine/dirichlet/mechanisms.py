@@ -30,13 +30,13 @@ from dpdesk.engine.dirichlet.smooth import SmoothCalibration, calibrate, smooth_
 from dpdesk.engine.errors import DpdeskError
 
 __all__ = [
-    "PosteriorSampler",
     "ExponentialGlobal",
     "ExponentialSmooth",
     "LaplaceCounts",
     "NoisySize",
-    "discrete_laplace_pmf",
+    "PosteriorSampler",
     "clipped_count_pmf",
+    "discrete_laplace_pmf",
 ]
 
 
@@ -99,7 +99,6 @@ class ExponentialGlobal:
         self.candidates = candidates
         self.alpha = _positive(alpha)
         self.sensitivity = global_sensitivity(candidates.prior)
-
 
     @property
     def prior(self) -> np.ndarray:
@@ -190,7 +189,6 @@ class LaplaceCounts:
         self.prior = prior
         self.alpha = _positive(alpha)
 
-
     def noisy_counts(self, counts: Any, sampler: PosteriorSampler) -> np.ndarray:
         c = _counts(counts, self.prior.size)
         return np.array([max(0.0, ci + sampler.draw("discrete_laplace", 1.0 / self.alpha)) for ci in c])
@@ -205,7 +203,13 @@ class LaplaceCounts:
         return clipped_count_pmf(int(count), self.alpha, upto)
 
     def describe(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "alpha": self.alpha, "delta": 0.0, "prior": self.prior.tolist(), "clip": "at 0"}
+        return {
+            "mechanism": self.name,
+            "alpha": self.alpha,
+            "delta": 0.0,
+            "prior": self.prior.tolist(),
+            "clip": "at 0",
+        }
 
 
 class NoisySize:
@@ -216,7 +220,6 @@ class NoisySize:
 
     def __init__(self, alpha: float) -> None:
         self.alpha = _positive(alpha, "size budget")
-
 
     def release(self, total: int, sampler: PosteriorSampler) -> int:
         return int(max(0.0, int(total) + sampler.draw("discrete_laplace", 1.0 / self.alpha)))

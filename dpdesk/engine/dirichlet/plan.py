@@ -44,7 +44,14 @@ from dpdesk.engine.mechanisms.base import Basis, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import mechanism as registered
 
-__all__ = ["PosteriorAssessment", "PosteriorRelease", "assess_posterior", "assess_request", "draw_posterior", "METHODS"]
+__all__ = [
+    "METHODS",
+    "PosteriorAssessment",
+    "PosteriorRelease",
+    "assess_posterior",
+    "assess_request",
+    "draw_posterior",
+]
 
 METHODS = ("exponential-global", "exponential-smooth", "laplace")
 DEFAULT_SIZE_SHARE = 0.25  # of the budget, for the noisy size when no size is public
@@ -123,17 +130,26 @@ class PosteriorAssessment:
         the budget before and after, the largest per-cell δ after, and whether it may be released."""
         out = self.record()
         out.update(
-            mechanism=self.mechanism.name, label=self.mechanism.label, guarantee=dict(self.guarantee),
+            mechanism=self.mechanism.name,
+            label=self.mechanism.label,
+            guarantee=dict(self.guarantee),
             reference_counts=None if self.reference_counts is None else list(self.reference_counts),
-            reference=dict(self.reference), cells=int(self.query.box_query().support_size()),
-            releasable=self.releasable, reason=self.reason, delta_after=self.delta_after,
+            reference=dict(self.reference),
+            cells=int(self.query.box_query().support_size()),
+            releasable=self.releasable,
+            reason=self.reason,
+            delta_after=self.delta_after,
         )
         if self.candidates is not None:
             out["candidates"] = self.candidates.to_json()
         b = self.budget
         if b is not None:
-            out["budget"] = {"total": b.total, "system_cost": b.system_cost, "system_cost_after": b.system_cost_after,
-                             "remaining_after": b.remaining_after}
+            out["budget"] = {
+                "total": b.total,
+                "system_cost": b.system_cost,
+                "system_cost_after": b.system_cost_after,
+                "remaining_after": b.remaining_after,
+            }
         return out
 
     def draw(self, cube: Any, sampler: PosteriorSampler, *, allow_insecure: bool = False) -> dict[str, Any]:
@@ -141,7 +157,9 @@ class PosteriorAssessment:
         if not self.releasable:
             raise BudgetError(f"posterior release refused: {self.reason}")
         if not getattr(sampler, "secure", False) and not allow_insecure:
-            raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+            raise BudgetError(
+                f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"
+            )
         out = draw_posterior(self, cube, sampler).to_json()
         out["values"] = out.pop("parameters")
         return out
@@ -166,7 +184,7 @@ class PosteriorRelease:
         return out
 
     @classmethod
-    def from_payload(cls, payload: Any) -> "PosteriorRelease":
+    def from_payload(cls, payload: Any) -> PosteriorRelease:
         """The release a recorded ledger payload holds (``values`` are the Dirichlet parameters)."""
         params = np.array(payload["values"], dtype=float)
         params.setflags(write=False)
@@ -174,10 +192,14 @@ class PosteriorRelease:
         details = dict(payload.get("details") or {})
         cs = details.get("candidates")
         candidates = None if cs is None else CandidateSet(np.array(cs["prior"]), cs["size"], cs["resolution"])
-        return cls(params, payload.get("noisy_size"), None if counts is None else tuple(counts), candidates, details)
+        return cls(
+            params, payload.get("noisy_size"), None if counts is None else tuple(counts), candidates, details
+        )
 
 
-def _number(value: Any, what: str, *, low: float = 0.0, high: float = math.inf, open_low: bool = True) -> float:
+def _number(
+    value: Any, what: str, *, low: float = 0.0, high: float = math.inf, open_low: bool = True
+) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value > high or value < low or (open_low and value == low):
         bounds = f"{'(' if open_low else '['}{low:g}, {high:g}{']' if math.isfinite(high) else ')'}"
@@ -224,9 +246,14 @@ def assess_posterior(
             raise DpdeskError("an accuracy target sets the budget of the global-sensitivity mechanism only")
         if budget is not None:
             raise DpdeskError("give a budget or an accuracy target, not both")
-        target = (_number(within, "accuracy target: distance", high=1.0), _number(failure, "accuracy target: failure probability", high=1.0))
+        target = (
+            _number(within, "accuracy target: distance", high=1.0),
+            _number(failure, "accuracy target: failure probability", high=1.0),
+        )
     elif budget is None:
-        raise DpdeskError("a posterior request needs a budget (or, for the global mechanism, an accuracy target)")
+        raise DpdeskError(
+            "a posterior request needs a budget (or, for the global mechanism, an accuracy target)"
+        )
     if mechanism == "exponential-smooth":
         delta = _number(delta, "delta", high=1.0)
         if delta >= 1:
@@ -241,7 +268,11 @@ def assess_posterior(
         raise DpdeskError(f"size share ({size_share}) must be below 1")
     if not (isinstance(max_candidates, int) and max_candidates >= query.k):
         raise DpdeskError(f"max_candidates ({max_candidates!r}) must be a whole number of at least {query.k}")
-    cs = CandidateSet.for_size(query.prior, size, max_candidates) if size is not None and mechanism != "laplace" else None
+    cs = (
+        CandidateSet.for_size(query.prior, size, max_candidates)
+        if size is not None and mechanism != "laplace"
+        else None
+    )
     n_bound = cs.count if cs is not None else max_candidates  # N ≤ the cap whatever the noisy size
     if target is not None:
         posterior_alpha = alpha_for_target(query.prior, n_bound, *target)
@@ -251,7 +282,9 @@ def assess_posterior(
         posterior_alpha = alpha * (1 - share)
     if mechanism == "exponential-smooth":
         split = _number(split, "split", high=1.0)
-        _make(mechanism, cs or CandidateSet.for_size(query.prior, 0), posterior_alpha, delta, split)  # validates
+        _make(
+            mechanism, cs or CandidateSet.for_size(query.prior, 0), posterior_alpha, delta, split
+        )  # validates
     guarantee: dict[str, float] = {}
     if mechanism == "exponential-global":
         guarantee = {
@@ -263,11 +296,26 @@ def assess_posterior(
     ref, ref_counts = {}, None
     if ref_size is not None:
         ref_counts = reference_counts(query.prior, int(ref_size))
-        ref = _reference(query, mechanism, ref_counts, size is not None, alpha, share, delta, max_candidates, split)
+        ref = _reference(
+            query, mechanism, ref_counts, size is not None, alpha, share, delta, max_candidates, split
+        )
     delta = delta if mechanism == "exponential-smooth" else 0.0
     plan = PosteriorAssessment(
-        query, mechanism, alpha, delta, alpha * share, size, max_candidates, split, target, cs, guarantee,
-        None if ref_counts is None else tuple(int(v) for v in ref_counts), ref, request_id, basis or Basis(),
+        query,
+        mechanism,
+        alpha,
+        delta,
+        alpha * share,
+        size,
+        max_candidates,
+        split,
+        target,
+        cs,
+        guarantee,
+        None if ref_counts is None else tuple(int(v) for v in ref_counts),
+        ref,
+        request_id,
+        basis or Basis(),
     )
     return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap)
 
@@ -277,7 +325,9 @@ def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
     delta, within, failure, size, candidates); ``public`` adds what the project knows (ledger costs,
     caps, basis, request id, a reference size). An option given both ways is an error."""
     o = query.options
-    kw: dict[str, Any] = {k: o[k] for k in ("mechanism", "budget", "delta", "within", "failure", "size") if k in o}
+    kw: dict[str, Any] = {
+        k: o[k] for k in ("mechanism", "budget", "delta", "within", "failure", "size") if k in o
+    }
     if "candidates" in o:
         n = o["candidates"]
         if not float(n).is_integer():
@@ -290,30 +340,51 @@ def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
 
 
 def _priced(
-    plan: PosteriorAssessment, cell_costs: np.ndarray | None, total: float | None,
-    cell_deltas: np.ndarray | None, delta_cap: float | None,
+    plan: PosteriorAssessment,
+    cell_costs: np.ndarray | None,
+    total: float | None,
+    cell_deltas: np.ndarray | None,
+    delta_cap: float | None,
 ) -> PosteriorAssessment:
     """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
     n_box = int(plan.query.box_query().support_size())
-    reason = (f"{plan.mechanism.label}: α = {plan.alpha:.4g}" + (f", δ = {plan.delta:.3g}" if plan.delta else "")
-              + f" on each of the box's {n_box} cells")
+    reason = (
+        f"{plan.mechanism.label}: α = {plan.alpha:.4g}"
+        + (f", δ = {plan.delta:.3g}" if plan.delta else "")
+        + f" on each of the box's {n_box} cells"
+    )
     budget, delta_after, ok = None, None, True
     if cell_costs is not None and total is not None:
         budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge)
         if not budget.fits:
-            ok, reason = False, (f"it would raise the most-charged cell to {budget.system_cost_after:.4g}, "
-                                 f"above the total budget {total:.4g}")
+            ok, reason = (
+                False,
+                (
+                    f"it would raise the most-charged cell to {budget.system_cost_after:.4g}, "
+                    f"above the total budget {total:.4g}"
+                ),
+            )
     if plan.delta and cell_deltas is not None:
         after = np.asarray(cell_deltas, dtype=float) + plan.delta * plan.query.box_query().dense()
         delta_after = float(after.max())
         if ok and delta_cap is not None and delta_after > delta_cap:
-            ok, reason = False, f"it would raise a cell's δ to {delta_after:.3g}, above the project's cap {delta_cap:.3g}"
+            ok, reason = (
+                False,
+                f"it would raise a cell's δ to {delta_after:.3g}, above the project's cap {delta_cap:.3g}",
+            )
     return replace(plan, budget=budget, delta_after=delta_after, releasable=ok, reason=reason)
 
 
 def _reference(
-    query: PosteriorQuery, mechanism: str, counts: np.ndarray, size_public: bool, alpha: float, share: float,
-    delta: float, max_candidates: int, split: float,
+    query: PosteriorQuery,
+    mechanism: str,
+    counts: np.ndarray,
+    size_public: bool,
+    alpha: float,
+    share: float,
+    delta: float,
+    max_candidates: int,
+    split: float,
 ) -> dict[str, float]:
     """Expected H of each mechanism available at this (α, δ), at a public reference table.
 
@@ -328,11 +399,16 @@ def _reference(
             cs = CandidateSet.for_size(prior, int(counts.sum()), max_candidates)
             out[name] = float(expected_hellinger(_make(name, cs, alpha, delta, split), counts))
         else:
-            out[name] = float(expected_hellinger_noisy_size(
-                prior, counts, size_alpha=share * alpha,
-                make=lambda cs, name=name: _make(name, cs, (1 - share) * alpha, delta, split),
-                max_candidates=max_candidates, max_sizes=15,
-            ))
+            out[name] = float(
+                expected_hellinger_noisy_size(
+                    prior,
+                    counts,
+                    size_alpha=share * alpha,
+                    make=lambda cs, name=name: _make(name, cs, (1 - share) * alpha, delta, split),
+                    max_candidates=max_candidates,
+                    max_sizes=15,
+                )
+            )
     return out
 
 

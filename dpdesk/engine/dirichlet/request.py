@@ -32,7 +32,7 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import _Parser
 from dpdesk.engine.schema import Schema
 
-__all__ = ["PosteriorQuery", "parse_posterior", "MECHANISM_NAMES"]
+__all__ = ["MECHANISM_NAMES", "PosteriorQuery", "parse_posterior"]
 
 # text-form names of the mechanisms -> the mechanisms' own names
 MECHANISM_NAMES = {"global": "exponential-global", "smooth": "exponential-smooth", "laplace": "laplace"}
@@ -57,14 +57,20 @@ class PosteriorQuery:
     def __post_init__(self) -> None:
         attr = self.schema.attribute(self.attribute)
         if attr.size < 2:
-            raise QueryError(f"posterior: attribute {self.attribute!r} has {attr.size} label; a posterior needs at least 2")
+            raise QueryError(
+                f"posterior: attribute {self.attribute!r} has {attr.size} label; a posterior needs at least 2"
+            )
         prior = np.array(self.prior, dtype=float).reshape(-1)
         if prior.size == 1:
             prior = np.full(attr.size, prior[0])
         if prior.size != attr.size:
-            raise QueryError(f"posterior: prior has {prior.size} values but {self.attribute!r} has {attr.size} labels")
+            raise QueryError(
+                f"posterior: prior has {prior.size} values but {self.attribute!r} has {attr.size} labels"
+            )
         if not np.all(np.isfinite(prior) & (prior > 0)):
-            raise QueryError(f"posterior: every prior parameter must be a positive number, got {prior.tolist()}")
+            raise QueryError(
+                f"posterior: every prior parameter must be a positive number, got {prior.tolist()}"
+            )
         prior.setflags(write=False)
         object.__setattr__(self, "prior", prior)
         for name, labels in self.box:

@@ -22,7 +22,7 @@ import numpy as np
 from dpdesk.engine.dirichlet.hellinger import global_sensitivity, step_hellinger
 from dpdesk.engine.errors import DpdeskError
 
-__all__ = ["local_bound", "smooth_bound", "SmoothCalibration", "calibrate", "smooth_epsilon"]
+__all__ = ["SmoothCalibration", "calibrate", "local_bound", "smooth_bound", "smooth_epsilon"]
 
 
 def _as_counts(prior: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +53,7 @@ def _best_over_added(p: np.ndarray, t: np.ndarray, d0: np.ndarray, room: np.ndar
     ``u`` and its integer maximum is where the forward difference first turns non-positive: a binary
     search finds it, and its neighbours are checked against rounding.
     """
+
     def score(u: np.ndarray) -> np.ndarray:
         return np.log(np.maximum(step_hellinger(p, t + u), 1e-300)) - beta * u
 

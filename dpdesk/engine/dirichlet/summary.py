@@ -16,7 +16,7 @@ from dpdesk.engine.dirichlet.display import proportion_bands
 from dpdesk.engine.dirichlet.plan import PosteriorAssessment, PosteriorRelease
 from dpdesk.engine.dirichlet.request import MECHANISM_NAMES, PosteriorQuery
 
-__all__ = ["preview_lines", "release_lines", "dirichlet_text", "SHORT_NAMES"]
+__all__ = ["SHORT_NAMES", "dirichlet_text", "preview_lines", "release_lines"]
 
 # the mechanisms' own names -> their text-form names (global, smooth, laplace)
 SHORT_NAMES = {v: k for k, v in MECHANISM_NAMES.items()}
@@ -30,8 +30,10 @@ def dirichlet_text(parameters: Any) -> str:
 
 def _request_line(q: PosteriorQuery) -> str:
     box = "; ".join(f"{n} in {{{', '.join(labels)}}}" for n, labels in q.box) or "the whole table"
-    return (f"posterior of the shares of {q.attribute} ({q.k} categories: {', '.join(q.labels)}) "
-            f"among {box}; prior {dirichlet_text(q.prior)}")
+    return (
+        f"posterior of the shares of {q.attribute} ({q.k} categories: {', '.join(q.labels)}) "
+        f"among {box}; prior {dirichlet_text(q.prior)}"
+    )
 
 
 def preview_lines(a: PosteriorAssessment) -> list[str]:
@@ -44,36 +46,58 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
         cost += f", δ = {a.delta:.3g}"
     lines.append(cost + f" on each of the box's {n_box} cells")
     if a.target is not None:
-        lines.append(f"  α chosen for: within {a.target[0]:g} (Hellinger) of the nearest candidate with "
-                     f"probability ≥ {1 - a.target[1]:g}")
+        lines.append(
+            f"  α chosen for: within {a.target[0]:g} (Hellinger) of the nearest candidate with "
+            f"probability ≥ {1 - a.target[1]:g}"
+        )
     if a.method == "laplace":
-        lines.append(f"  every one of the {q.k} counts gets discrete Laplace noise of scale {1 / a.alpha:.4g}; "
-                     "negative noisy counts are clipped at 0 before the conjugate update; the noisy counts are released too")
+        lines.append(
+            f"  every one of the {q.k} counts gets discrete Laplace noise of scale {1 / a.alpha:.4g}; "
+            "negative noisy counts are clipped at 0 before the conjugate update; the noisy counts are released too"
+        )
     elif a.candidates is not None:
-        lines.append(f"  size {a.size} declared public by the curator; {a.candidates.count:,} candidate posteriors")
+        lines.append(
+            f"  size {a.size} declared public by the curator; {a.candidates.count:,} candidate posteriors"
+        )
     else:
-        lines.append(f"  size not public: α = {a.size_alpha:.4g} of it buys the box's noisy total first (released too); "
-                     f"then at most {a.max_candidates:,} candidates around it")
+        lines.append(
+            f"  size not public: α = {a.size_alpha:.4g} of it buys the box's noisy total first (released too); "
+            f"then at most {a.max_candidates:,} candidates around it"
+        )
     g = a.guarantee
     if g:
-        lines.append(f"guarantee (data-free, any table): E[H − H_min] ≤ {g['expected_excess']:.3g}; "
-                     f"Pr(H ≤ H_min + 0.1) ≥ {g['within_0.1']:.3g}  (H: Hellinger distance to the true posterior, "
-                     f"H_min: the nearest candidate's; N ≤ {int(g['n_candidates']):,})")
+        lines.append(
+            f"guarantee (data-free, any table): E[H − H_min] ≤ {g['expected_excess']:.3g}; "
+            f"Pr(H ≤ H_min + 0.1) ≥ {g['within_0.1']:.3g}  (H: Hellinger distance to the true posterior, "
+            f"H_min: the nearest candidate's; N ≤ {int(g['n_candidates']):,})"
+        )
     elif a.method == "exponential-smooth":
-        lines.append("guarantee: (α, δ)-DP (docs/dirichlet.md §4); its accuracy depends on the data, so none is promised")
+        lines.append(
+            "guarantee: (α, δ)-DP (docs/dirichlet.md §4); its accuracy depends on the data, so none is promised"
+        )
     else:
-        lines.append("guarantee: α-DP; its accuracy depends on the data (clipping, the posterior's shape), so none is promised")
+        lines.append(
+            "guarantee: α-DP; its accuracy depends on the data (clipping, the posterior's shape), so none is promised"
+        )
     if a.reference:
         m = sum(a.reference_counts or ())
-        ref = " · ".join(f"{SHORT_NAMES.get(k, k)} {v:.3g}" for k, v in sorted(a.reference.items(), key=lambda kv: kv[1]))
-        lines.append(f"expected Hellinger distance at a reference table of {m:,} records split as the prior "
-                     f"(public inputs only, not the data): {ref}")
+        ref = " · ".join(
+            f"{SHORT_NAMES.get(k, k)} {v:.3g}" for k, v in sorted(a.reference.items(), key=lambda kv: kv[1])
+        )
+        lines.append(
+            f"expected Hellinger distance at a reference table of {m:,} records split as the prior "
+            f"(public inputs only, not the data): {ref}"
+        )
     else:
-        lines.append("no reference table: declare a public size, or give a reference size, to compare expected accuracies")
+        lines.append(
+            "no reference table: declare a public size, or give a reference size, to compare expected accuracies"
+        )
     b = a.budget
     if b is not None and b.system_cost_after is not None:
-        lines.append(f"budget: system cost {b.system_cost:.4g} → {b.system_cost_after:.4g} of {b.total:g} "
-                     f"(remaining after {b.remaining_after:.4g})")
+        lines.append(
+            f"budget: system cost {b.system_cost:.4g} → {b.system_cost_after:.4g} of {b.total:g} "
+            f"(remaining after {b.remaining_after:.4g})"
+        )
     if a.delta_after is not None:
         lines.append(f"δ: the largest per-cell δ after would be {a.delta_after:.3g}")
     lines.append("releasable" if a.releasable else f"NOT releasable: {a.reason}")
@@ -89,5 +113,7 @@ def release_lines(release: PosteriorRelease, query: PosteriorQuery, level: float
     if release.noisy_size is not None:
         lines.append(f"  noisy total of the box (released first): {release.noisy_size:g}")
     if release.noisy_counts is not None:
-        lines.append(f"  noisy counts (released; clipped at 0 for the update): {', '.join(f'{v:g}' for v in release.noisy_counts)}")
+        lines.append(
+            f"  noisy counts (released; clipped at 0 for the update): {', '.join(f'{v:g}' for v in release.noisy_counts)}"
+        )
     return lines

@@ -16,8 +16,9 @@ standard error beside every value. Randomness here only splits folds; it is not 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.linalg import blas, cho_factor, cho_solve
@@ -128,7 +129,9 @@ class _RefitFolds:
                 raise Cancelled()
             train = np.setdiff1d(np.arange(len(released)), test)
             sub = ShrinkageModel.fit(
-                released.subset(train), table_size=model.table_size, prior=model.prior,
+                released.subset(train),
+                table_size=model.table_size,
+                prior=model.prior,
                 _kernel=(K[np.ix_(train, train)], h[train]),
             )
             self.parts.append((test, sub, sub.coordinates(K[np.ix_(test, train)], h[test]), h[test]))
@@ -210,8 +213,9 @@ class _BlockFolds:
                     w = a @ (dr * zhr) + ph
                     M -= np.outer(w, w) / s
                     p = p - w * wy / s
-                res = cho_solve(cho_factor(M, lower=False, overwrite_a=True, check_finite=False), p,
-                                check_finite=False)
+                res = cho_solve(
+                    cho_factor(M, lower=False, overwrite_a=True, check_finite=False), p, check_finite=False
+                )
                 out[f, t] = res**2 * self.variances[f] - self.variances[f]
             if self.tick is not None:
                 self.tick()
@@ -249,7 +253,9 @@ def cross_validate(
     if not (isinstance(k, int) and k >= 2):
         raise DpdeskError(f"k ({k!r}) must be an integer of at least 2")
     if m < 2 * k:
-        raise DpdeskError(f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}")
+        raise DpdeskError(
+            f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}"
+        )
     if method == "block":
         grid = model.default_taus(25)[:-1] if taus is None else np.asarray(list(taus), dtype=np.float64)
         # progress over the τ evaluations: the grid, then about a dozen for the refinement
@@ -290,7 +296,6 @@ def cross_validate(
     i = int(np.nanargmin(np.where(ok, mse, np.nan)))
     best_tau, best_mse, best_se = float(grid[i]), float(mse[i]), float(se[i])
     if refine and 0 < i < grid.size - 1 and math.isfinite(grid[i + 1]):
-
         seen: dict[float, np.ndarray] = {}  # the minimiser's last point is usually its answer: reuse it
 
         def terms_at(log_tau: float) -> np.ndarray:
@@ -299,8 +304,9 @@ def cross_validate(
             return seen[log_tau]
 
         bounds = (math.log(grid[i - 1]), math.log(grid[i + 1]))
-        res = minimize_scalar(lambda x: float(terms_at(x).mean()), bounds=bounds, method="bounded",
-                              options={"xatol": 1e-3})
+        res = minimize_scalar(
+            lambda x: float(terms_at(x).mean()), bounds=bounds, method="bounded", options={"xatol": 1e-3}
+        )
         if res.fun < best_mse:
             t = np.array([math.exp(res.x)])
             mm, ss = stats(terms_at(float(res.x)))
@@ -308,6 +314,13 @@ def cross_validate(
     if progress is not None:
         progress(1.0)
     return CVCurve(
-        taus=_ro(grid), mse=_ro(mse), se=_ro(se), floor_sd=floor_sd, k=k, m=m,
-        best_tau=best_tau, best_mse=best_mse, best_se=best_se,
+        taus=_ro(grid),
+        mse=_ro(mse),
+        se=_ro(se),
+        floor_sd=floor_sd,
+        k=k,
+        m=m,
+        best_tau=best_tau,
+        best_mse=best_mse,
+        best_se=best_se,
     )

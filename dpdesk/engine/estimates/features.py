@@ -10,8 +10,8 @@ cliques' tables, never the domain's. Everything here works on *particles*: rows 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.estimates.kernel import AnyQuery, LocalQuery
 
-__all__ = ["Clique", "cliques_of", "CliqueModel", "MAX_CLIQUE_CELLS"]
+__all__ = ["MAX_CLIQUE_CELLS", "Clique", "CliqueModel", "cliques_of"]
 
 # Largest table a query may need over the attributes it depends on.
 MAX_CLIQUE_CELLS = 1 << 20
@@ -90,8 +90,10 @@ def cliques_of(queries: Sequence[AnyQuery], shape: tuple[int, ...]) -> tuple[lis
         rows, tabs = groups[axes]
         dims = tuple(shape[a] for a in axes)
         ptr = np.cumsum([0] + [t[0].size for t in tabs])
-        mat = sp.csr_matrix((np.concatenate([t[1] for t in tabs]), np.concatenate([t[0] for t in tabs]), ptr),
-                            shape=(len(rows), int(math.prod(dims))))
+        mat = sp.csr_matrix(
+            (np.concatenate([t[1] for t in tabs]), np.concatenate([t[0] for t in tabs]), ptr),
+            shape=(len(rows), int(math.prod(dims))),
+        )
         out.append(Clique(axes, dims, np.asarray(rows, dtype=np.int64), mat))
     return out, constant
 
@@ -99,8 +101,13 @@ def cliques_of(queries: Sequence[AnyQuery], shape: tuple[int, ...]) -> tuple[lis
 class CliqueModel:
     """``log p_w(t) = Σ_d log p0_d(t_d) + Σ_C θ_C[t_C] − log Z`` on a fixed list of cliques."""
 
-    def __init__(self, shape: tuple[int, ...], cliques: list[Clique], prior: Sequence[np.ndarray],
-                 constant: dict[int, float] | None = None) -> None:
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        cliques: list[Clique],
+        prior: Sequence[np.ndarray],
+        constant: dict[int, float] | None = None,
+    ) -> None:
         self.shape = shape
         self.cliques = cliques
         self.constant = dict(constant or {})
@@ -143,7 +150,7 @@ class CliqueModel:
             views.append(t.reshape(c.dims))
         for d, k in enumerate(self.shape):
             for s in range(0, particles.shape[0], _CHUNK):
-                block = particles[s:s + _CHUNK]
+                block = particles[s : s + _CHUNK]
                 logits = np.broadcast_to(self.log_prior[d], (block.shape[0], k)).copy()
                 for ci in self.by_attr[d]:
                     c = self.cliques[ci]
@@ -151,7 +158,9 @@ class CliqueModel:
                     table = np.moveaxis(views[ci], pos, -1).reshape(-1, k)
                     others = [a for a in c.axes if a != d]
                     if others:
-                        idx = np.ravel_multi_index(tuple(block[:, a] for a in others), tuple(self.shape[a] for a in others))
+                        idx = np.ravel_multi_index(
+                            tuple(block[:, a] for a in others), tuple(self.shape[a] for a in others)
+                        )
                         logits += table[idx]
                     else:
                         logits += table[0][None, :]

@@ -44,7 +44,9 @@ def check_fit(hists, targets, scale2, theta, bound, n: float, particles: int) ->
     for h, t, s2, th, bd in zip(hists, targets, scale2, theta, bound):
         # a cell held on the box with its misfit pointing outward meets the dual's optimality condition
         free = ~(((th >= bd) & (h < t)) | ((th <= -bd) & (h > t)))
-        v = (t * np.maximum(n - t, 0.0) / particles)[free]  # a particle count's binomial variance at the target
+        v = (t * np.maximum(n - t, 0.0) / particles)[
+            free
+        ]  # a particle count's binomial variance at the target
         excess = ((h - t) ** 2)[free] - v
         b_num += float(excess.sum()) / s2
         b_var += 2.0 * float(np.sum(v * v)) / (s2 * s2)
@@ -57,6 +59,12 @@ def check_fit(hists, targets, scale2, theta, bound, n: float, particles: int) ->
     m, mz = max(count, 1), max(z_count, 1)
     z = z_num / mz
     unit = v_sum / max(s_sum, 1e-300)  # mean v / mean s²: one unit of Z in noise scales²
-    return FitCheck(bias_ms=b_num / m, bias_rms=math.sqrt(max(b_num / m, 0.0)), bias_se=math.sqrt(b_var) / m, z_excess=z,
-                    z_rms=math.sqrt(max(z, 0.0) * unit), z_upper=math.sqrt(max(z + 2 * math.sqrt(3 / mz), 0.0) * unit),
-                    cells=count)
+    return FitCheck(
+        bias_ms=b_num / m,
+        bias_rms=math.sqrt(max(b_num / m, 0.0)),
+        bias_se=math.sqrt(b_var) / m,
+        z_excess=z,
+        z_rms=math.sqrt(max(z, 0.0) * unit),
+        z_upper=math.sqrt(max(z + 2 * math.sqrt(3 / mz), 0.0) * unit),
+        cells=count,
+    )

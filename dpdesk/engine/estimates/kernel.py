@@ -21,9 +21,9 @@ Queries come in three forms, compiled into *stacks* of terms that one matrix pro
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from dpdesk.engine.errors import QueryError
 from dpdesk.engine.queries.query import Query, Term
 
-__all__ = ["LocalQuery", "QueryStack", "gram", "uniform_prior", "check_prior", "universal"]
+__all__ = ["LocalQuery", "QueryStack", "check_prior", "gram", "uniform_prior", "universal"]
 
 # Elements of one temporary block (float64): bounds memory of the blocked products below.
 _BLOCK = 1 << 23
@@ -71,7 +71,9 @@ class LocalQuery:
         shape = tuple(int(s) for s in self.shape)
         axes = tuple(int(a) for a in self.axes)
         if list(axes) != sorted(set(axes)) or not axes or axes[0] < 0 or axes[-1] >= len(shape):
-            raise QueryError(f"local query: axes {axes} must be increasing attribute positions in 0..{len(shape) - 1}")
+            raise QueryError(
+                f"local query: axes {axes} must be increasing attribute positions in 0..{len(shape) - 1}"
+            )
         table = np.asarray(self.table, dtype=np.float64)
         want = tuple(shape[a] for a in axes)
         if table.shape != want:
@@ -174,7 +176,7 @@ class QueryStack:
             self.s_idx = np.zeros(0, dtype=np.int64)
             self.s_val = np.zeros(0)
 
-    def subset(self, keep: np.ndarray) -> "QueryStack":
+    def subset(self, keep: np.ndarray) -> QueryStack:
         """The stack of the queries at positions ``keep`` (renumbered 0..len(keep)-1)."""
         keep = np.asarray(keep, dtype=np.int64)
         new = np.full(self.m, -1, dtype=np.int64)

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -88,17 +88,32 @@ class MarginalCV(NoiseFloorCurve):
 
     def summary(self) -> str:
         """One line: the chosen τ and the estimated RMSE per held-out cell there."""
-        rmse = (f"below the resolution ({self.resolution:.3g})" if self.best_mse <= 2.0 * max(self.best_se, self.floor_sd)
-                else f"about {math.sqrt(self.best_mse):.3g}")
-        return (f"τ = {self.best_tau:.3g} by {len(self.folds)}-fold cross-validation over whole marginals: "
-                f"RMSE per held-out cell {rmse} (± {self.best_se:.3g} counts² on the MSE; noise floor "
-                f"{self.floor_sd:.3g}); {int(self.converged.sum())} of {self.converged.size} fits converged")
+        rmse = (
+            f"below the resolution ({self.resolution:.3g})"
+            if self.best_mse <= 2.0 * max(self.best_se, self.floor_sd)
+            else f"about {math.sqrt(self.best_mse):.3g}"
+        )
+        return (
+            f"τ = {self.best_tau:.3g} by {len(self.folds)}-fold cross-validation over whole marginals: "
+            f"RMSE per held-out cell {rmse} (± {self.best_se:.3g} counts² on the MSE; noise floor "
+            f"{self.floor_sd:.3g}); {int(self.converged.sum())} of {self.converged.size} fits converged"
+        )
 
     def to_json(self) -> dict:
-        return {"taus": self.taus.tolist(), "mse": self.mse.tolist(), "se": self.se.tolist(),
-                "fold_mse": self.fold_mse.tolist(), "converged": self.converged.tolist(), "floor_sd": self.floor_sd,
-                "folds": [list(f) for f in self.folds], "m": self.m, "best_tau": self.best_tau,
-                "best_mse": self.best_mse, "best_se": self.best_se, "seconds_per_fit": self.seconds_per_fit}
+        return {
+            "taus": self.taus.tolist(),
+            "mse": self.mse.tolist(),
+            "se": self.se.tolist(),
+            "fold_mse": self.fold_mse.tolist(),
+            "converged": self.converged.tolist(),
+            "floor_sd": self.floor_sd,
+            "folds": [list(f) for f in self.folds],
+            "m": self.m,
+            "best_tau": self.best_tau,
+            "best_mse": self.best_mse,
+            "best_se": self.best_se,
+            "seconds_per_fit": self.seconds_per_fit,
+        }
 
 
 def _folds(marginals: Sequence[Marginal], dims: int, k: int, seed: int) -> list[list[int]]:
@@ -108,8 +123,10 @@ def _folds(marginals: Sequence[Marginal], dims: int, k: int, seed: int) -> list[
         kept = {a for i in range(len(marginals)) if i not in f for a in marginals[i].axes}
         if kept != set(range(dims)):
             missing = sorted(set(range(dims)) - kept)
-            raise DpdeskError(f"cross-validation: holding out marginals {f} leaves attributes {missing} "
-                              "in no training marginal; use fewer folds")
+            raise DpdeskError(
+                f"cross-validation: holding out marginals {f} leaves attributes {missing} "
+                "in no training marginal; use fewer folds"
+            )
     return folds
 
 
@@ -148,8 +165,10 @@ def cross_validate_marginals(
     if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[0] <= 0:
         raise DpdeskError("cross-validation: the τ grid must hold positive finite values")
     if not (isinstance(k, (int, np.integer)) and 2 <= k <= len(marginals)):
-        raise DpdeskError(f"cross-validation: k ({k!r}) must be an integer from 2 to the number of marginals "
-                          f"({len(marginals)})")
+        raise DpdeskError(
+            f"cross-validation: k ({k!r}) must be an integer from 2 to the number of marginals "
+            f"({len(marginals)})"
+        )
     n = float(table_size)
     folds = _folds(marginals, len(shape), int(k), seed)
     fold_mse = np.zeros((grid.size, len(folds)))
@@ -167,8 +186,16 @@ def cross_validate_marginals(
             if cancelled is not None and cancelled():
                 raise Cancelled()
             t0 = time.perf_counter()
-            fit = fit_marginals(shape, train, table_size=n, tau=float(grid[j]), seed=seed + f, theta0=theta,
-                                cancelled=cancelled, **fit_options)
+            fit = fit_marginals(
+                shape,
+                train,
+                table_size=n,
+                tau=float(grid[j]),
+                seed=seed + f,
+                theta0=theta,
+                cancelled=cancelled,
+                **fit_options,
+            )
             spent += time.perf_counter() - t0
             fits += 1
             theta, conv[j, f] = fit.theta, fit.converged
@@ -178,7 +205,7 @@ def cross_validate_marginals(
             for i, mg in zip(held, out):
                 code = np.ravel_multi_index(tuple(parts[:, a] for a in mg.axes), mg.table.shape)
                 mu = (np.bincount(code, minlength=mg.table.size) * kappa).reshape(mg.table.shape)
-                predicted[j, offsets[i]:offsets[i + 1]] = mu.reshape(-1)
+                predicted[j, offsets[i] : offsets[i + 1]] = mu.reshape(-1)
                 total += float(np.sum((mu - mg.table) ** 2 - mg.variance - mu * (n - mu) / parts.shape[0]))
             fold_mse[j, f] = total / fold_m[f]
             if progress is not None:
@@ -190,10 +217,21 @@ def cross_validate_marginals(
     var = (fold_mse - mse[:, None]) ** 2 @ wts / max(len(folds) - 1, 1)
     se = np.sqrt(var)
     # Laplace noise: var(ν²) = 20b⁴ = 5σ⁴ per cell
-    floor_sd = math.sqrt(sum(5.0 * mg.variance ** 2 * mg.table.size for mg in marginals)) / m
+    floor_sd = math.sqrt(sum(5.0 * mg.variance**2 * mg.table.size for mg in marginals)) / m
     best = int(np.argmin(mse))
     conv.setflags(write=False)
-    return MarginalCV(taus=_ro(grid), mse=_ro(mse), se=_ro(se), fold_mse=_ro(fold_mse), converged=conv,
-                      predicted=_ro(predicted),
-                      floor_sd=floor_sd, folds=tuple(tuple(f) for f in folds), m=m, best_tau=float(grid[best]),
-                      best_mse=float(mse[best]), best_se=float(se[best]), seconds_per_fit=spent / max(fits, 1))
+    return MarginalCV(
+        taus=_ro(grid),
+        mse=_ro(mse),
+        se=_ro(se),
+        fold_mse=_ro(fold_mse),
+        converged=conv,
+        predicted=_ro(predicted),
+        floor_sd=floor_sd,
+        folds=tuple(tuple(f) for f in folds),
+        m=m,
+        best_tau=float(grid[best]),
+        best_mse=float(mse[best]),
+        best_se=float(se[best]),
+        seconds_per_fit=spent / max(fits, 1),
+    )

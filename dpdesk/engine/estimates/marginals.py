@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,8 +48,15 @@ from dpdesk.engine.estimates.fitcheck import FitCheck, check_fit
 from dpdesk.engine.estimates.kernel import check_prior
 from dpdesk.engine.estimates.maxent import _systematic, draw_rows
 
-__all__ = ["FitCheck", "Marginal", "MarginalFit", "consistent_marginals", "fit_marginals", "marginal_model",
-           "nonnegative_marginals"]
+__all__ = [
+    "FitCheck",
+    "Marginal",
+    "MarginalFit",
+    "consistent_marginals",
+    "fit_marginals",
+    "marginal_model",
+    "nonnegative_marginals",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +75,9 @@ class Marginal:
             raise DpdeskError(f"marginal on {axes}: the noise variance ({self.variance!r}) must be positive")
         t = np.array(self.table, dtype=np.float64, copy=True)
         if t.ndim != len(axes) or not np.all(np.isfinite(t)):
-            raise DpdeskError(f"marginal on {axes}: its table must be finite with one dimension per attribute")
+            raise DpdeskError(
+                f"marginal on {axes}: its table must be finite with one dimension per attribute"
+            )
         t.setflags(write=False)
         object.__setattr__(self, "axes", axes)
         object.__setattr__(self, "table", t)
@@ -92,8 +101,9 @@ def _component(table: np.ndarray, axes: tuple[int, ...], sub: tuple[int, ...]) -
     return c
 
 
-def consistent_marginals(shape: Sequence[int], marginals: Sequence[Marginal],
-                         total: float | None = None) -> list[np.ndarray]:
+def consistent_marginals(
+    shape: Sequence[int], marginals: Sequence[Marginal], total: float | None = None
+) -> list[np.ndarray]:
     """The generalised least-squares consistent marginals (module docstring), one table per input.
 
     Parameters
@@ -107,8 +117,10 @@ def consistent_marginals(shape: Sequence[int], marginals: Sequence[Marginal],
     """
     shape = tuple(int(s) for s in shape)
     _check(shape, marginals)
-    subsets = sorted({s for mg in marginals for r in range(len(mg.axes) + 1)
-                      for s in itertools.combinations(mg.axes, r)}, key=lambda s: (len(s), s))
+    subsets = sorted(
+        {s for mg in marginals for r in range(len(mg.axes) + 1) for s in itertools.combinations(mg.axes, r)},
+        key=lambda s: (len(s), s),
+    )
     comps: dict[tuple[int, ...], np.ndarray] = {}
     for sub in subsets:
         num: np.ndarray | float = 0.0
@@ -136,8 +148,14 @@ def consistent_marginals(shape: Sequence[int], marginals: Sequence[Marginal],
     return out
 
 
-def nonnegative_marginals(shape: Sequence[int], marginals: Sequence[Marginal], total: float | None = None, *,
-                          tol: float = 1e-6, max_iter: int = 10_000) -> list[np.ndarray]:
+def nonnegative_marginals(
+    shape: Sequence[int],
+    marginals: Sequence[Marginal],
+    total: float | None = None,
+    *,
+    tol: float = 1e-6,
+    max_iter: int = 10_000,
+) -> list[np.ndarray]:
     """The consistent **non-negative** marginals nearest the release, one table per input.
 
     The weighted least-squares projection of :func:`consistent_marginals` can leave cells negative (at
@@ -165,25 +183,31 @@ def nonnegative_marginals(shape: Sequence[int], marginals: Sequence[Marginal], t
         z = [np.clip(a + b, 0.0, None) for a, b in zip(x, fix_k)]
         fix_k = [a + b - c for a, b, c in zip(x, fix_k, z)]
         moved = [a + b for a, b in zip(z, fix_c)]
-        x = consistent_marginals(shape, [Marginal(mg.axes, t, v) for mg, t, v in zip(marginals, moved, variances)],
-                                 total)
+        x = consistent_marginals(
+            shape, [Marginal(mg.axes, t, v) for mg, t, v in zip(marginals, moved, variances)], total
+        )
         fix_c = [a - b for a, b in zip(moved, x)]
         gap = max(float(np.abs(a - b).max()) for a, b in zip(x, z))
         if gap <= tol and min(float(t.min()) for t in x) >= -tol:
             break
     else:
-        raise DpdeskError(f"non-negative projection: no convergence in {max_iter} rounds (gap {gap:.3g} counts)")
+        raise DpdeskError(
+            f"non-negative projection: no convergence in {max_iter} rounds (gap {gap:.3g} counts)"
+        )
     return [np.clip(t, 0.0, None) for t in x]
 
 
-def marginal_model(shape: Sequence[int], marginals: Sequence[Marginal],
-                   prior: Sequence[np.ndarray] | None = None) -> CliqueModel:
+def marginal_model(
+    shape: Sequence[int], marginals: Sequence[Marginal], prior: Sequence[np.ndarray] | None = None
+) -> CliqueModel:
     """The clique model whose rows are the marginals' cells, in order (row-major within each table)."""
     shape = tuple(int(s) for s in shape)
     cliques, start = [], 0
     for mg in marginals:
         k = mg.table.size
-        cliques.append(Clique(mg.axes, mg.table.shape, np.arange(start, start + k), sp.identity(k, format="csr")))
+        cliques.append(
+            Clique(mg.axes, mg.table.shape, np.arange(start, start + k), sp.identity(k, format="csr"))
+        )
         start += k
     return CliqueModel(shape, cliques, check_prior(prior, shape))
 
@@ -225,14 +249,28 @@ class MarginalFit:
     tests: np.ndarray  # (round, bias_rms, bias_upper) of every test of an average, in order
     averaged: int  # iterates averaged into theta
 
-    def sample(self, rows: int, rng: np.random.Generator, *, sweeps: int = 5,
-               progress: Callable[[float], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        rows: int,
+        rng: np.random.Generator,
+        *,
+        sweeps: int = 5,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> np.ndarray:
         """``rows`` synthetic rows (codes): the final particles resampled, then moved by exact Gibbs sweeps."""
         m = self.particles.shape[0]
-        return draw_rows(self.model, [t.reshape(-1) for t in self.theta], self.particles,
-                         lambda k: rng.integers(0, m, k), rows, rng, sweeps=sweeps, progress=progress,
-                         cancelled=cancelled)
+        return draw_rows(
+            self.model,
+            [t.reshape(-1) for t in self.theta],
+            self.particles,
+            lambda k: rng.integers(0, m, k),
+            rows,
+            rng,
+            sweeps=sweeps,
+            progress=progress,
+            cancelled=cancelled,
+        )
 
 
 def fit_marginals(
@@ -360,7 +398,9 @@ def fit_marginals(
     if not marginals:
         raise DpdeskError("maximum entropy: no marginals to fit")
     if not 0.5 < decay <= 1.0:
-        raise DpdeskError(f"decay ({decay!r}) must be in (0.5, 1]: the steps must sum to infinity, their squares not")
+        raise DpdeskError(
+            f"decay ({decay!r}) must be in (0.5, 1]: the steps must sum to infinity, their squares not"
+        )
     for name, value in (("confirm", confirm), ("confirm_every", confirm_every)):
         if not (isinstance(value, (int, np.integer)) and value >= 1):
             raise DpdeskError(f"{name} ({value!r}) must be a positive integer")
@@ -380,8 +420,10 @@ def fit_marginals(
     if theta0 is not None:
         if len(theta0) != len(marginals):
             raise DpdeskError(f"theta0: {len(theta0)} tables for {len(marginals)} marginals")
-        theta = [np.clip(np.asarray(t, dtype=np.float64).reshape(mg.table.shape), -bd, bd)
-                 for t, mg, bd in zip(theta0, marginals, bound)]
+        theta = [
+            np.clip(np.asarray(t, dtype=np.float64).reshape(mg.table.shape), -bd, bd)
+            for t, mg, bd in zip(theta0, marginals, bound)
+        ]
 
     def test(th: list[np.ndarray]) -> tuple[FitCheck, np.ndarray, list[np.ndarray]]:
         # fresh chains from the prior, independent of every sample θ was fitted to
@@ -453,22 +495,36 @@ def fit_marginals(
     final_check, parts, theta, counts = last
     expected = np.concatenate([h.reshape(-1) for h in counts])
     return MarginalFit(
-        shape=shape, tau=float(tau), table_size=n, theta=tuple(_ro(t) for t in theta),
-        targets=_ro(np.concatenate([t.reshape(-1) for t in tables])), expected=_ro(expected), particles=_ro(parts),
-        iterations=it, converged=converged, bias_rms=final_check.bias_rms, trace=_ro(np.array(trace)), model=model,
-        check=final_check, z_trace=_ro(np.array([c.z_rms for c in checks])), tests=_ro(np.array(tests)),
+        shape=shape,
+        tau=float(tau),
+        table_size=n,
+        theta=tuple(_ro(t) for t in theta),
+        targets=_ro(np.concatenate([t.reshape(-1) for t in tables])),
+        expected=_ro(expected),
+        particles=_ro(parts),
+        iterations=it,
+        converged=converged,
+        bias_rms=final_check.bias_rms,
+        trace=_ro(np.array(trace)),
+        model=model,
+        check=final_check,
+        z_trace=_ro(np.array([c.z_rms for c in checks])),
+        tests=_ro(np.array(tests)),
         averaged=len(iterates) - len(iterates) // 2,
     )
 
 
 def _counts(codes: Sequence[np.ndarray], marginals: Sequence[Marginal], kappa: float) -> list[np.ndarray]:
     """Each marginal's table of particle counts, one particle weighing ``kappa`` rows."""
-    return [np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa for k, mg in zip(codes, marginals)]
+    return [
+        np.bincount(k, minlength=mg.table.size).reshape(mg.table.shape) * kappa
+        for k, mg in zip(codes, marginals)
+    ]
 
 
 def _tail_average(iterates: list[list[np.ndarray]]) -> list[np.ndarray]:
     """Polyak–Ruppert: the mean of the latter half of the iterates, table by table."""
-    tail = iterates[len(iterates) // 2:]
+    tail = iterates[len(iterates) // 2 :]
     return [np.mean([th[k] for th in tail], axis=0) for k in range(len(tail[0]))]
 
 
@@ -492,6 +548,9 @@ def _start(shape, marginals, model, plus, kappa, bound, start) -> list[np.ndarra
             if start == "bethe":
                 th = th - one_target[a].reshape(view)
             th = th + ((one_target[a] - model.log_prior[a]) / holders[a]).reshape(view)
-        theta.append(np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)]) if np.isfinite(th).all()
-                     else np.zeros(mg.table.shape))
+        theta.append(
+            np.clip(th - th.max(), -bound[len(theta)], bound[len(theta)])
+            if np.isfinite(th).all()
+            else np.zeros(mg.table.shape)
+        )
     return theta

@@ -22,8 +22,9 @@ it produced — or after ``max_rounds`` (reported, never hidden).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
@@ -34,7 +35,7 @@ from dpdesk.engine.estimates.features import CliqueModel, cliques_of
 from dpdesk.engine.estimates.kernel import check_prior
 from dpdesk.engine.estimates.released import Released
 
-__all__ = ["MaxEntFit", "fit_maxent", "cross_validate_maxent", "MaxEntCV", "consistent_answers"]
+__all__ = ["MaxEntCV", "MaxEntFit", "consistent_answers", "cross_validate_maxent", "fit_maxent"]
 
 
 def _ro(a: Any) -> np.ndarray:
@@ -75,19 +76,41 @@ class MaxEntFit:
         """Each released row's ``(a_i − n·p_w[f_i]) / s_i``."""
         return (answers - self.expected) / self.scales
 
-    def sample(self, rows: int, rng: np.random.Generator, *, sweeps: int = 5,
-               progress: Callable[[float], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        rows: int,
+        rng: np.random.Generator,
+        *,
+        sweeps: int = 5,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> np.ndarray:
         """``rows`` synthetic rows (codes) from ``p_w``: resampled particles moved by exact Gibbs sweeps."""
-        return draw_rows(self.model, self.model.potentials(self.w), self.particles,
-                         lambda k: _systematic(self.weights, k, rng), rows, rng,
-                         sweeps=sweeps, progress=progress, cancelled=cancelled)
+        return draw_rows(
+            self.model,
+            self.model.potentials(self.w),
+            self.particles,
+            lambda k: _systematic(self.weights, k, rng),
+            rows,
+            rng,
+            sweeps=sweeps,
+            progress=progress,
+            cancelled=cancelled,
+        )
 
 
-def draw_rows(model: CliqueModel, theta: list[np.ndarray], particles: np.ndarray, pick: Callable[[int], np.ndarray],
-              rows: int, rng: np.random.Generator, *, sweeps: int,
-              progress: Callable[[float], None] | None = None,
-              cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+def draw_rows(
+    model: CliqueModel,
+    theta: list[np.ndarray],
+    particles: np.ndarray,
+    pick: Callable[[int], np.ndarray],
+    rows: int,
+    rng: np.random.Generator,
+    *,
+    sweeps: int,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> np.ndarray:
     """``rows`` synthetic rows: blocks of particles (``pick(k)`` indices) moved by ``sweeps`` Gibbs sweeps."""
     if not (isinstance(rows, (int, np.integer)) and rows > 0):
         raise DpdeskError(f"rows ({rows!r}) must be a positive integer")
@@ -100,7 +123,7 @@ def draw_rows(model: CliqueModel, theta: list[np.ndarray], particles: np.ndarray
         block = particles[pick(k)].copy()
         for _ in range(sweeps):
             model.sweep(block, theta, rng)
-        out[s:s + k] = block
+        out[s : s + k] = block
         if progress is not None:
             progress((s + k) / rows)
     return out
@@ -209,13 +232,20 @@ def fit_maxent(
     m = len(released)
     use = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
     if consistent:
-        released = Released(shape, released.queries, consistent_answers(released, table_size, use),
-                            released.variances, released.fourth_moments)
+        released = Released(
+            shape,
+            released.queries,
+            consistent_answers(released, table_size, use),
+            released.variances,
+            released.fourth_moments,
+        )
     scales = np.sqrt(released.variances / 2.0)
     rng = np.random.default_rng(seed)
     if start is not None:
         if start.particles.shape[0] != particles or start.shape != shape:
-            raise DpdeskError("maximum entropy: a warm start must come from a fit with the same particles and shape")
+            raise DpdeskError(
+                "maximum entropy: a warm start must come from a fit with the same particles and shape"
+            )
         model, parts, base = start.model, start.particles.copy(), np.array(start.log_base)
         v = np.where(np.isin(np.arange(m), use), np.clip(start.scaled_weights, -tau, tau), 0.0)
     else:
@@ -248,11 +278,22 @@ def fit_maxent(
         def stop(intermediate_result: Any) -> None:
             # The convergence test, in noise-scale units: every unclipped row matched within gtol.
             x = intermediate_result.x
-            if "x" in last and np.array_equal(x, last["x"]) and _projected_gradient(last["g"], x / c, tau, use) <= gtol:
+            if (
+                "x" in last
+                and np.array_equal(x, last["x"])
+                and _projected_gradient(last["g"], x / c, tau, use) <= gtol
+            ):
                 raise StopIteration
 
-        res = minimize(scaled, v * c, jac=True, method="L-BFGS-B", bounds=bounds, callback=stop,
-                       options={"maxiter": 5000, "gtol": 0.0, "ftol": 0.0, "maxcor": 30})
+        res = minimize(
+            scaled,
+            v * c,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            callback=stop,
+            options={"maxiter": 5000, "gtol": 0.0, "ftol": 0.0, "maxcor": 30},
+        )
         nfev += res.nfev
         target_v = np.clip(res.x / c, lo / np.maximum(c, 1e-300), hi / np.maximum(c, 1e-300))
         pg = _projected_gradient(prob(target_v)[1], target_v, tau, use)
@@ -286,9 +327,21 @@ def fit_maxent(
     p, _ = prob.weights_at(v)
     expected = table_size * model.expectations(p, codes, m)
     return MaxEntFit(
-        shape=shape, tau=float(tau), table_size=float(table_size), scaled_weights=_ro(v), expected=_ro(expected),
-        particles=_ro(parts), weights=_ro(p), log_base=_ro(base), rounds=r, evaluations=nfev, converged=converged, ess=ess, max_gradient=pg,
-        model=model, scales=_ro(scales),
+        shape=shape,
+        tau=float(tau),
+        table_size=float(table_size),
+        scaled_weights=_ro(v),
+        expected=_ro(expected),
+        particles=_ro(parts),
+        weights=_ro(p),
+        log_base=_ro(base),
+        rounds=r,
+        evaluations=nfev,
+        converged=converged,
+        ess=ess,
+        max_gradient=pg,
+        model=model,
+        scales=_ro(scales),
     )
 
 
@@ -335,7 +388,9 @@ def cross_validate_maxent(
     """Held-out ``(a_i − n·p_w[f_i])² − σ_i²`` averaged over rows, for each τ (fits warm-started along τ)."""
     m = len(released)
     if m < 2 * k:
-        raise DpdeskError(f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}")
+        raise DpdeskError(
+            f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}"
+        )
     grid = np.sort(np.asarray(list(taus), dtype=np.float64))
     folds = np.array_split(np.random.default_rng(seed).permutation(m), k)
     e = np.empty((m, grid.size))
@@ -344,8 +399,18 @@ def cross_validate_maxent(
         train = np.setdiff1d(np.arange(m), test)
         fit = None
         for j, tau in enumerate(grid):
-            fit = fit_maxent(released, table_size=table_size, tau=float(tau), prior=prior, particles=particles,
-                             rows=train, seed=seed + 1000 * f + j, start=fit, cancelled=cancelled, **fit_options)
+            fit = fit_maxent(
+                released,
+                table_size=table_size,
+                tau=float(tau),
+                prior=prior,
+                particles=particles,
+                rows=train,
+                seed=seed + 1000 * f + j,
+                start=fit,
+                cancelled=cancelled,
+                **fit_options,
+            )
             e[test, j] = (released.answers[test] - fit.expected[test]) ** 2 - released.variances[test]
             done += 1
             if progress is not None:

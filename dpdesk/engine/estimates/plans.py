@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +40,16 @@ from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE, SYNTHETI
 from dpdesk.engine.queries.query import Query, Term
 
 __all__ = [
-    "EstimatePlan", "SyntheticPlan", "HistoryInputs", "history_inputs", "plan_estimate", "plan_synthetic", "marginal_prior", "public_table_size",
-    "answers_on_rows", "MAXENT_TAUS",
+    "MAXENT_TAUS",
+    "EstimatePlan",
+    "HistoryInputs",
+    "SyntheticPlan",
+    "answers_on_rows",
+    "history_inputs",
+    "marginal_prior",
+    "plan_estimate",
+    "plan_synthetic",
+    "public_table_size",
 ]
 
 # Cross-validation folds (the seed's 5) and the τ grid of the maximum-entropy fit (scaled weights, |v| ≤ τ).
@@ -58,10 +67,12 @@ def _marginal_query(shape: tuple[int, ...], axis: int, value: int) -> Query:
     factors = tuple(np.ones(k) for k in shape)
     f = np.zeros(shape[axis])
     f[value] = 1.0
-    return Query(shape, terms=(Term(1.0, factors[:axis] + (f,) + factors[axis + 1:]),))
+    return Query(shape, terms=(Term(1.0, factors[:axis] + (f,) + factors[axis + 1 :]),))
 
 
-def marginal_prior(history: Any, names: Sequence[str]) -> tuple[tuple[np.ndarray, ...] | None, tuple[str, ...]]:
+def marginal_prior(
+    history: Any, names: Sequence[str]
+) -> tuple[tuple[np.ndarray, ...] | None, tuple[str, ...]]:
     """The prior ``p0`` from released 1-way marginals (seed §2), and the attributes it used.
 
     An attribute's factor is its marginal's unbiased estimate from history, normalised (shares floored
@@ -115,8 +126,15 @@ class HistoryInputs:
     left_out: int = 0  # releases the ledger view keeps out of History (answered from their own structure)
 
 
-def history_inputs(history: Any, names: Sequence[str], basis: Basis, *, table_size: float | None = None,
-                   declared_size: float | None = None, left_out: int = 0) -> HistoryInputs:
+def history_inputs(
+    history: Any,
+    names: Sequence[str],
+    basis: Basis,
+    *,
+    table_size: float | None = None,
+    declared_size: float | None = None,
+    left_out: int = 0,
+) -> HistoryInputs:
     """Copy what the plans need out of ``history`` (quick; the caller may hold the history's lock)."""
     if len(history) == 0:
         raise DpdeskError("the history has no released answers yet: a zero-cost estimate needs released rows")
@@ -129,8 +147,10 @@ def _prior_line(attributes: tuple[str, ...]) -> str:
     if attributes:
         return f"prior p0 from released 1-way marginals of: {', '.join(attributes)}"
     # p0 is not free (the seed spends budget on it): offer the priced release rather than reading the data
-    return ("prior p0: uniform — history determines no 1-way marginal; releasing them (priced and ledgered: "
-            "dpdesk release publish PROJECT --marginals 1 --alpha A) gives an informed p0")
+    return (
+        "prior p0: uniform — history determines no 1-way marginal; releasing them (priced and ledgered: "
+        "dpdesk release publish PROJECT --marginals 1 --alpha A) gives an informed p0"
+    )
 
 
 def _query_json(query: Query) -> dict[str, Any] | None:
@@ -176,13 +196,21 @@ class EstimatePlan:
 
     def record(self) -> dict[str, Any]:
         return {
-            "query": _query_json(self.query), "text": self.text, "estimate": self.value, "values": [self.value],
+            "query": _query_json(self.query),
+            "text": self.text,
+            "estimate": self.value,
+            "values": [self.value],
             "description": f"{'biased' if self.biased else 'unbiased'} zero-cost estimate of {self.text} at τ = "
-                           f"{'∞' if not math.isfinite(self.tau) else format(self.tau, '.4g')}",
-            "tau": _num(self.tau), "tau_source": self.tau_source, "noise_std": self.estimate.noise_std,
-            "distance": self.estimate.distance, "biased": self.biased,
-            "table_size": self.table_size, "table_size_source": self.size_source,
-            "prior_attributes": list(self.prior_attributes), "history_prefix": self.history_rows,
+            f"{'∞' if not math.isfinite(self.tau) else format(self.tau, '.4g')}",
+            "tau": _num(self.tau),
+            "tau_source": self.tau_source,
+            "noise_std": self.estimate.noise_std,
+            "distance": self.estimate.distance,
+            "biased": self.biased,
+            "table_size": self.table_size,
+            "table_size_source": self.size_source,
+            "prior_attributes": list(self.prior_attributes),
+            "history_prefix": self.history_rows,
             "cv": None if self.cv is None else self.cv.to_json(),
         }
 
@@ -191,44 +219,68 @@ class EstimatePlan:
 
     def to_json(self) -> dict[str, Any]:
         out = self.record()
-        out.update(kind=self.mechanism.kind, mechanism=self.mechanism.name, alpha=0.0,
-                   unbiased_estimable=bool(self.unbiased.estimable),
-                   unbiased=None if not self.unbiased.estimable else float(self.unbiased.estimate))
+        out.update(
+            kind=self.mechanism.kind,
+            mechanism=self.mechanism.name,
+            alpha=0.0,
+            unbiased_estimable=bool(self.unbiased.estimable),
+            unbiased=None if not self.unbiased.estimable else float(self.unbiased.estimate),
+        )
         return out
 
     def lines(self) -> list[str]:
         """The preview the curator reads before recording it."""
         e = self.estimate
-        out = [f"zero-cost estimate of {self.text} from {self.history_rows} released answers (kernel-PCA shrinkage)"]
+        out = [
+            f"zero-cost estimate of {self.text} from {self.history_rows} released answers (kernel-PCA shrinkage)"
+        ]
         if self.unbiased.estimable:
-            out.append(f"history answers this query without bias: {float(self.unbiased.estimate):.6g} "
-                       f"(± {math.sqrt(float(self.unbiased.variance)):.3g} s.d.) — prefer a count request")
+            out.append(
+                f"history answers this query without bias: {float(self.unbiased.estimate):.6g} "
+                f"(± {math.sqrt(float(self.unbiased.variance)):.3g} s.d.) — prefer a count request"
+            )
         tau = "∞" if not math.isfinite(e.tau) else f"{e.tau:.4g}"
         if self.biased:
-            out.append(f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no "
-                       "(ε, δ) and is not a confidence statement")
+            out.append(
+                f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no "
+                "(ε, δ) and is not a confidence statement"
+            )
         else:
-            out.append(f"estimate {e.value:.6g} at shrinkage τ = ∞ ({self.tau_source}): history's unbiased estimate; "
-                       "it meets no request's (ε, δ) by itself (assess the request for that)")
-        out.append(f"released noise in it: s.d. {e.noise_std:.3g} (its bias is not included); distance from what "
-                   f"history determines: {e.distance:.3g}")
+            out.append(
+                f"estimate {e.value:.6g} at shrinkage τ = ∞ ({self.tau_source}): history's unbiased estimate; "
+                "it meets no request's (ε, δ) by itself (assess the request for that)"
+            )
+        out.append(
+            f"released noise in it: s.d. {e.noise_std:.3g} (its bias is not included); distance from what "
+            f"history determines: {e.distance:.3g}"
+        )
         if self.cv is not None:
             out.append(self.cv.summary())
             if self.prior_attributes:  # the seed releases p0 separately; here it comes from the same answers
-                out.append("caution: p0 is read from the same released answers the folds hold out, so this "
-                           "error estimate is optimistic")
+                out.append(
+                    "caution: p0 is read from the same released answers the folds hold out, so this "
+                    "error estimate is optimistic"
+                )
         n = "none (the history estimates the total)" if self.table_size is None else f"{self.table_size:.6g}"
         out.append(f"table size: {n} — {self.size_source}")
         out.append(_prior_line(self.prior_attributes))
         if self.left_out:
-            out.append(f"not used: {self.left_out} large release(s) the ledger answers from their own structure")
+            out.append(
+                f"not used: {self.left_out} large release(s) the ledger answers from their own structure"
+            )
         out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
         return out
 
 
 def plan_estimate(
-    inputs: HistoryInputs, query: Query, unbiased: Any, *, text: str | None = None, tau: float | None = None,
-    progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
+    inputs: HistoryInputs,
+    query: Query,
+    unbiased: Any,
+    *,
+    text: str | None = None,
+    tau: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> EstimatePlan:
     """The kernel-PCA estimate of ``query`` from the released rows (public inputs only), as a release plan.
 
@@ -239,23 +291,42 @@ def plan_estimate(
     if tau is not None and not tau > 0:
         raise DpdeskError(f"tau ({tau!r}) must be a positive number (inf: the unbiased estimate)")
     released = inputs.released
-    model = ShrinkageModel.fit(released, table_size=inputs.table_size, prior=inputs.prior, cancelled=cancelled)
+    model = ShrinkageModel.fit(
+        released, table_size=inputs.table_size, prior=inputs.prior, cancelled=cancelled
+    )
     if progress is not None:
         progress(0.3)
     cv = None
     if tau is None:
         if len(released) < 2 * FOLDS:
-            raise DpdeskError(f"choosing τ by {FOLDS}-fold cross-validation needs at least {2 * FOLDS} released "
-                              f"answers, the history has {len(released)}: give τ")
-        cv = cross_validate(model, k=FOLDS, cancelled=cancelled,
-                            progress=None if progress is None else (lambda f: progress(0.3 + 0.6 * f)))
+            raise DpdeskError(
+                f"choosing τ by {FOLDS}-fold cross-validation needs at least {2 * FOLDS} released "
+                f"answers, the history has {len(released)}: give τ"
+            )
+        cv = cross_validate(
+            model,
+            k=FOLDS,
+            cancelled=cancelled,
+            progress=None if progress is None else (lambda f: progress(0.3 + 0.6 * f)),
+        )
         tau = cv.best_tau
     if progress is not None:
         progress(0.9)
     est = model.estimate(query, tau)
-    return EstimatePlan(query, text or query.describe(), est, "given" if cv is None else "cross-validation", cv,
-                        unbiased, inputs.table_size, inputs.size_source, inputs.prior_attributes, len(released),
-                        inputs.basis, inputs.left_out)
+    return EstimatePlan(
+        query,
+        text or query.describe(),
+        est,
+        "given" if cv is None else "cross-validation",
+        cv,
+        unbiased,
+        inputs.table_size,
+        inputs.size_source,
+        inputs.prior_attributes,
+        len(released),
+        inputs.basis,
+        inputs.left_out,
+    )
 
 
 def answers_on_rows(query: Any, codes: np.ndarray, shape: tuple[int, ...]) -> float:
@@ -309,31 +380,50 @@ class SyntheticPlan:
     def report(self) -> list[tuple[int, float, float, float]]:
         """Per released row: ``(row, released, fitted n·p[f], synthetic table's answer scaled to n)``."""
         scale = self.table_size / self.rows
-        return [(i, float(self.released.answers[i]), float(self.fit.expected[i]),
-                 scale * answers_on_rows(q, self.codes, self.released.shape))
-                for i, q in enumerate(self.released.queries)]
+        return [
+            (
+                i,
+                float(self.released.answers[i]),
+                float(self.fit.expected[i]),
+                scale * answers_on_rows(q, self.codes, self.released.shape),
+            )
+            for i, q in enumerate(self.released.queries)
+        ]
 
     @property
     def warnings(self) -> tuple[str, ...]:
         f = self.fit
         if f.converged:
             return ()
-        return (f"the maximum-entropy fit did not pass its convergence test at τ = {f.tau:g} after {f.rounds} "
-                f"rounds (largest misfit gradient {f.max_gradient:.3g} noise scales, importance-sample "
-                f"efficiency {f.ess:.2f}): the table follows the released answers less closely than "
-                "stated; try a smaller τ",)
+        return (
+            f"the maximum-entropy fit did not pass its convergence test at τ = {f.tau:g} after {f.rounds} "
+            f"rounds (largest misfit gradient {f.max_gradient:.3g} noise scales, importance-sample "
+            f"efficiency {f.ess:.2f}): the table follows the released answers less closely than "
+            "stated; try a smaller τ",
+        )
 
     def record(self) -> dict[str, Any]:
         f = self.fit
         misfit = f.misfit(self.released.answers)
         return {
-            "rows": self.rows, "seed": self.seed, "attributes": len(self.released.shape),
+            "rows": self.rows,
+            "seed": self.seed,
+            "attributes": len(self.released.shape),
             "description": f"synthetic table of {self.rows:,} rows (maximum entropy, τ = {f.tau:g}, seed {self.seed})",
-            "rows_sha256": self.digest, "values": [], "fitted_to": "consistent projection of the answers",
-            "tau": f.tau, "tau_source": self.tau_source, "cv": [[t, _num(m)] for t, m in self.cv_mse],
-            "table_size": self.table_size, "table_size_source": self.size_source,
-            "prior_attributes": list(self.prior_attributes), "history_prefix": len(self.released),
-            "converged": bool(f.converged), "rounds": f.rounds, "ess": f.ess, "max_gradient": _num(f.max_gradient),
+            "rows_sha256": self.digest,
+            "values": [],
+            "fitted_to": "consistent projection of the answers",
+            "tau": f.tau,
+            "tau_source": self.tau_source,
+            "cv": [[t, _num(m)] for t, m in self.cv_mse],
+            "table_size": self.table_size,
+            "table_size_source": self.size_source,
+            "prior_attributes": list(self.prior_attributes),
+            "history_prefix": len(self.released),
+            "converged": bool(f.converged),
+            "rounds": f.rounds,
+            "ess": f.ess,
+            "max_gradient": _num(f.max_gradient),
             "max_abs_misfit": float(np.max(np.abs(misfit))) if misfit.size else 0.0,
             "rms_misfit": float(np.sqrt(np.mean(misfit**2))) if misfit.size else 0.0,
         }
@@ -343,26 +433,36 @@ class SyntheticPlan:
 
     def to_json(self) -> dict[str, Any]:
         out = self.record()
-        out.update(kind=self.mechanism.kind, mechanism=self.mechanism.name, alpha=0.0, warnings=list(self.warnings))
+        out.update(
+            kind=self.mechanism.kind, mechanism=self.mechanism.name, alpha=0.0, warnings=list(self.warnings)
+        )
         return out
 
     def lines(self) -> list[str]:
         r = self.record()
-        out = [f"synthetic table of {self.rows:,} rows from {len(self.released)} released answers "
-               f"(maximum entropy, seed {self.seed})",
-               "fitted to the released answers made consistent with each other and the table size (their BLUE)",
-               f"trade-off τ = {self.fit.tau:g} ({self.tau_source}); fit: misfit of the released answers "
-               f"{r['rms_misfit']:.3g} noise scales r.m.s., {r['max_abs_misfit']:.3g} at most",
-               f"table size: {self.table_size:.6g} — {self.size_source}",
-               _prior_line(self.prior_attributes)]
+        out = [
+            f"synthetic table of {self.rows:,} rows from {len(self.released)} released answers "
+            f"(maximum entropy, seed {self.seed})",
+            "fitted to the released answers made consistent with each other and the table size (their BLUE)",
+            f"trade-off τ = {self.fit.tau:g} ({self.tau_source}); fit: misfit of the released answers "
+            f"{r['rms_misfit']:.3g} noise scales r.m.s., {r['max_abs_misfit']:.3g} at most",
+            f"table size: {self.table_size:.6g} — {self.size_source}",
+            _prior_line(self.prior_attributes),
+        ]
         out += [f"WARNING: {w}" for w in self.warnings]
         out.append("privacy cost: none (post-processing of released answers; recorded in the ledger)")
         return out
 
 
 def plan_synthetic(
-    inputs: HistoryInputs, *, rows: int, seed: int = 0, tau: float | None = None, particles: int = 50_000,
-    progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None,
+    inputs: HistoryInputs,
+    *,
+    rows: int,
+    seed: int = 0,
+    tau: float | None = None,
+    particles: int = 50_000,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> SyntheticPlan:
     """Fit the maximum-entropy distribution to the released rows and draw ``rows`` synthetic rows (seeded).
 
@@ -379,8 +479,10 @@ def plan_synthetic(
         raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
     released, n, prior = inputs.released, inputs.table_size, inputs.prior
     if n is None:
-        raise DpdeskError("a synthetic table needs the table size: declare it (the known-bounds prior), give it, "
-                          "or release the total count first")
+        raise DpdeskError(
+            "a synthetic table needs the table size: declare it (the known-bounds prior), give it, "
+            "or release the total count first"
+        )
 
     def part(lo: float, hi: float) -> Callable[[float], None] | None:
         return None if progress is None else (lambda f: progress(lo + (hi - lo) * f))
@@ -388,21 +490,43 @@ def plan_synthetic(
     cv: tuple[tuple[float, float], ...] = ()
     if tau is None:
         if len(released) >= 2 * FOLDS:
-            res = cross_validate_maxent(released, table_size=n, taus=MAXENT_TAUS, prior=prior, k=FOLDS, seed=seed,
-                                        particles=particles, consistent=True, progress=part(0.0, 0.6),
-                                        cancelled=cancelled)
+            res = cross_validate_maxent(
+                released,
+                table_size=n,
+                taus=MAXENT_TAUS,
+                prior=prior,
+                k=FOLDS,
+                seed=seed,
+                particles=particles,
+                consistent=True,
+                progress=part(0.0, 0.6),
+                cancelled=cancelled,
+            )
             tau, how = res.best_tau, "cross-validation"
             cv = tuple(zip(map(float, res.taus), map(float, res.mse)))
         else:
-            tau, how = MAXENT_TAUS[len(MAXENT_TAUS) // 2], f"default (fewer than {2 * FOLDS} released answers)"
+            tau, how = (
+                MAXENT_TAUS[len(MAXENT_TAUS) // 2],
+                f"default (fewer than {2 * FOLDS} released answers)",
+            )
     else:
         how = "given"
-    fit = fit_maxent(released, table_size=n, tau=tau, prior=prior, particles=particles, seed=seed, consistent=True,
-                     progress=part(0.6, 0.8), cancelled=cancelled)
+    fit = fit_maxent(
+        released,
+        table_size=n,
+        tau=tau,
+        prior=prior,
+        particles=particles,
+        seed=seed,
+        consistent=True,
+        progress=part(0.6, 0.8),
+        cancelled=cancelled,
+    )
     codes = fit.sample(int(rows), np.random.default_rng(seed), progress=part(0.8, 1.0), cancelled=cancelled)
     codes.setflags(write=False)
-    return SyntheticPlan(codes, int(seed), fit, how, cv, released, n, inputs.size_source, inputs.prior_attributes,
-                         inputs.basis)
+    return SyntheticPlan(
+        codes, int(seed), fit, how, cv, released, n, inputs.size_source, inputs.prior_attributes, inputs.basis
+    )
 
 
 def recompute_estimate(payload: Any, history: Any, names: Sequence[str]) -> float | None:
@@ -420,6 +544,7 @@ def recompute_estimate(payload: Any, history: Any, names: Sequence[str]) -> floa
     tau = math.inf if payload["tau"] == "inf" else float(payload["tau"])
     size = payload.get("table_size")
     prior, _ = marginal_prior(history, names)
-    model = ShrinkageModel.fit(Released.from_history(history), table_size=None if size is None else float(size),
-                               prior=prior)
+    model = ShrinkageModel.fit(
+        Released.from_history(history), table_size=None if size is None else float(size), prior=prior
+    )
     return model.estimate(query, tau).value

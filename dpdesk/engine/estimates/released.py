@@ -7,8 +7,9 @@ from the table: it is built from the ledger's history or, in benchmarks, from si
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -63,13 +64,15 @@ class Released:
         return len(self.queries)
 
     @classmethod
-    def laplace(cls, shape: Sequence[int], queries: Sequence[AnyQuery], answers: Any, scales: Any) -> "Released":
+    def laplace(
+        cls, shape: Sequence[int], queries: Sequence[AnyQuery], answers: Any, scales: Any
+    ) -> Released:
         """Rows released with continuous Laplace noise of the given scales ``b`` (variance ``2b²``)."""
         b = np.broadcast_to(np.asarray(scales, dtype=np.float64), (len(queries),))
         return cls(tuple(shape), tuple(queries), answers, 2.0 * b * b, 24.0 * b**4)
 
     @classmethod
-    def from_history(cls, history: Any) -> "Released":
+    def from_history(cls, history: Any) -> Released:
         """The fresh answers of an engine :class:`~dpdesk.engine.inference.history.History`."""
         rows = list(history.rows)
         return cls(
@@ -80,7 +83,7 @@ class Released:
             [noise_family(r.family).fourth_moment(r.scale) for r in rows],
         )
 
-    def subset(self, keep: np.ndarray) -> "Released":
+    def subset(self, keep: np.ndarray) -> Released:
         keep = np.asarray(keep, dtype=np.int64)
         return Released(
             self.shape,

@@ -21,8 +21,8 @@ Estimates are biased for any finite τ: they never meet a request's (ε, δ) and
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.kernel import AnyQuery, QueryStack, check_prior, gram, universal
 from dpdesk.engine.estimates.released import Released
 
-__all__ = ["ShrinkageModel", "ShrinkageEstimate", "shrinkage_factors", "ESTIMABLE_TOL"]
+__all__ = ["ESTIMABLE_TOL", "ShrinkageEstimate", "ShrinkageModel", "shrinkage_factors"]
 
 # Eigenvalues below this fraction of the largest are the history's null space (dependent rows).
 _RANK_TOL = 1e-11
@@ -50,7 +50,9 @@ def _check(cancelled: Callable[[], bool] | None) -> None:
         raise Cancelled()
 
 
-def shrinkage_factors(taus: np.ndarray, lam2: np.ndarray, in_range: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def shrinkage_factors(
+    taus: np.ndarray, lam2: np.ndarray, in_range: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per eigen-query and τ (arrays ``r × T``): ``g = τ²/(τ²λ² + 1)`` and ``d = 1/(τ²λ² + 1)``.
 
     The seed's weight is ``y = g λ²``; ``τ = inf`` gives ``g = 1/λ²`` (the BLUE). Null-space directions
@@ -116,7 +118,7 @@ class ShrinkageModel:
         progress: Callable[[float], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
         _kernel: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> "ShrinkageModel":
+    ) -> ShrinkageModel:
         """Eigen-decompose the released rows' whitened Gram matrix (seed §3.1–3.2, O(m²·Σ|A_d| + m³)).
 
         Parameters

@@ -136,7 +136,9 @@ def _term(p: float, q: float, tail: float) -> tuple[np.ndarray, float]:
     return pmf, 2.0 * p ** (n + 1) / (1 + p)
 
 
-def enumerate_atoms(comp: Components, tail: float, cancelled: Callable[[], bool] | None = None) -> Atoms | None:
+def enumerate_atoms(
+    comp: Components, tail: float, cancelled: Callable[[], bool] | None = None
+) -> Atoms | None:
     """The atoms of the discrete sum ``comp`` (no continuous terms), or None when there are too many.
 
     ``tail`` is the mass each term may drop at its ends; the total dropped, plus atoms below ``FLOOR``,
@@ -203,4 +205,4 @@ def enumerate_atoms(comp: Components, tail: float, cancelled: Callable[[], bool]
             return None
     cum = np.concatenate([[0.0], np.cumsum(weights)])
     group = np.concatenate([[0.0], np.cumsum(widest)])
-    return Atoms(values, cum, missing + 1e-15 * values.size ** 0.5, tol, step, group)
+    return Atoms(values, cum, missing + 1e-15 * values.size**0.5, tol, step, group)

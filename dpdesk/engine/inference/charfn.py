@@ -74,8 +74,9 @@ def make_components(coefficients: np.ndarray, scales: np.ndarray, discrete: np.n
 # ---------------------------------------------------------------- characteristic function
 
 
-def log_phi(t: np.ndarray, comp: Components, skip: np.ndarray | None = None,
-            steps: tuple[int, float] | None = None) -> np.ndarray:
+def log_phi(
+    t: np.ndarray, comp: Components, skip: np.ndarray | None = None, steps: tuple[int, float] | None = None
+) -> np.ndarray:
     """``log φ(t)`` of ``S`` (real: S is symmetric), clipped at ``_LOG_TINY``.
 
     Continuous factors ``1/(1+c²t²)`` with ``|c t| < 0.5`` enter through prefix power sums

@@ -232,7 +232,9 @@ class FusedMass:
             w = np.diff(law.cum)
             hi = (eps - (1 - t) * law.points) / c
             lo = (-eps - (1 - t) * law.points) / c
-            cdf = lambda x: np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0)))  # noqa: E731
+            cdf = lambda x: np.where(
+                x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0))
+            )
             m = float(np.dot(w, cdf(hi) - cdf(lo)))
             lower, upper = m - law.error, m + law.error
         return max(lower, 0.0), min(upper, 1.0)
@@ -254,7 +256,9 @@ class FusedMass:
         k1 = np.minimum(k0 + width - 1, n)
 
         def below(x: np.ndarray) -> np.ndarray:  # Pr(K ≤ x) for integers x
-            return np.where(x >= 0, 1 - p ** (np.maximum(x, -1) + 1) / (1 + p), p ** np.maximum(-x, 0) / (1 + p))
+            return np.where(
+                x >= 0, 1 - p ** (np.maximum(x, -1) + 1) / (1 + p), p ** np.maximum(-x, 0) / (1 + p)
+            )
 
         pk = below(k1) - below(k0 - 1)
         if t >= 1.0:  # (only by rounding) history no longer matters
@@ -283,6 +287,7 @@ class FusedMass:
 
             def phi_n(u: np.ndarray) -> np.ndarray:
                 return 1.0 / (1.0 + (b * u) ** 2)
+
         if t >= 1.0 or t <= 0.0:
             raise ValueError("the fused weight must lie strictly between 0 and 1")
         s = 1.0 - t

@@ -25,12 +25,12 @@ import numpy as np
 
 from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
 from dpdesk.engine.inference.history import Estimate
+from dpdesk.engine.inference.posterior import Posterior, posterior
 from dpdesk.engine.mechanisms.base import meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import noise_family
-from dpdesk.engine.inference.posterior import Posterior, posterior
 
-__all__ = ["FusionPlan", "fusion_weight", "fused_posterior", "fused_confidence", "plan_fusion", "fuse"]
+__all__ = ["FusionPlan", "fuse", "fused_confidence", "fused_posterior", "fusion_weight", "plan_fusion"]
 
 
 @dataclass(frozen=True)
@@ -99,21 +99,27 @@ def fused_posterior(
 ) -> Posterior:
     """Posterior of ``θ`` about the fused value ``center`` for a new row of budget ``alpha``.
 
-    Examples
-    --------
-    >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
-from dpdesk.engine.inference.history import Estimate
-    >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([2.0]), ("laplace",), 8.0)
-    >>> post = fused_posterior(est, 0.5, 1.0, "laplace")   # V_new = 8 too, so t = 1/2
-    >>> round(post.std**2, 6)
-    4.0
+        Examples
+        --------
+        >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
+    from dpdesk.engine.inference.history import Estimate
+        >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([2.0]), ("laplace",), 8.0)
+        >>> post = fused_posterior(est, 0.5, 1.0, "laplace")   # V_new = 8 too, so t = 1/2
+        >>> round(post.std**2, 6)
+        4.0
     """
     _, coef, scales, fams = _parts(estimate, alpha, sensitivity, family)
     return posterior(center, coef, scales, fams, method=method, rng=rng, align=align)
 
 
 def fused_confidence(
-    estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily, eps: float, *, method: str = "fft"
+    estimate: Estimate,
+    alpha: float,
+    sensitivity: float,
+    family: NoiseFamily,
+    eps: float,
+    *,
+    method: str = "fft",
 ) -> float:
     """A lower bound of the fused posterior mass on ``[θ̂_F − ε, θ̂_F + ε]`` (public quantities only).
 
@@ -149,20 +155,20 @@ def plan_fusion(
 ) -> FusionPlan:
     """Smallest ``α ≤ fresh_alpha`` whose fused posterior holds ``1 − δ`` on ``±ε``.
 
-    The mass on ``±ε`` grows with ``α`` (the fused variance ``V_H V_new/(V_H + V_new)`` falls); the
-    search brackets the root in ``log α`` (starting from a normal approximation), refines it with
-    Brent's method to relative precision ``rtol``, and returns the smallest ``α`` *evaluated* that meets
-    the requirement, so the plan is feasible even if the mass were not monotone. Non-estimable queries
-    get ``fresh_alpha`` and no fusion.
+        The mass on ``±ε`` grows with ``α`` (the fused variance ``V_H V_new/(V_H + V_new)`` falls); the
+        search brackets the root in ``log α`` (starting from a normal approximation), refines it with
+        Brent's method to relative precision ``rtol``, and returns the smallest ``α`` *evaluated* that meets
+        the requirement, so the plan is feasible even if the mass were not monotone. Non-estimable queries
+        get ``fresh_alpha`` and no fusion.
 
-    Examples
-    --------
-    >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
-from dpdesk.engine.inference.history import Estimate
-    >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([10.0]), ("laplace",), 200.0)
-    >>> plan = plan_fusion(est, 1.0, 10.0, 0.05, "laplace")
-    >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95
-    True
+        Examples
+        --------
+        >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
+    from dpdesk.engine.inference.history import Estimate
+        >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([10.0]), ("laplace",), 200.0)
+        >>> plan = plan_fusion(est, 1.0, 10.0, 0.05, "laplace")
+        >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95
+        True
     """
     fresh = noise_family(family).alpha_for(sensitivity, eps, delta)
     if not estimate.estimable or not estimate.variance or estimate.variance <= 0:
@@ -176,7 +182,9 @@ from dpdesk.engine.inference.history import Estimate
             cache[alpha] = lower_bound(alpha)
         return cache[alpha]
 
-    if not meets(conf(fresh), delta):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
+    if not meets(
+        conf(fresh), delta
+    ):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
         return FusionPlan(fresh, fresh, None, None)
     # normal approximation of the fused α: fused sd = ε / z, i.e. V_new = V_H v / (V_H − v)
     z = math.sqrt(2.0) * _erfinv(need)
@@ -208,7 +216,7 @@ from dpdesk.engine.inference.history import Estimate
             return FusionPlan(hi, fresh, _weight(estimate, hi, sensitivity, family), conf(hi))
         lo = a
     if hi / lo > 1.0 + rtol:
-        f = lambda la: conf(math.exp(la)) - need  # noqa: E731
+        f = lambda la: conf(math.exp(la)) - need
         try:
             from scipy.optimize import brentq  # slow to import; only needed here
 

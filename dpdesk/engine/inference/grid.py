@@ -249,24 +249,36 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
         for n in range(-N, N + 1):
             tn = (w + 2 * np.pi * n) / hf
             X += phi(tn, comp) * np.sinc(tn * hf / (2 * np.pi))
-        last = sum(phi(tn, comp) * np.abs(np.sinc(tn * hf / (2 * np.pi)))
-                   for tn in ((w + 2 * np.pi * (N + 1)) / hf, (w - 2 * np.pi * (N + 1)) / hf))
+        last = sum(
+            phi(tn, comp) * np.abs(np.sinc(tn * hf / (2 * np.pi)))
+            for tn in ((w + 2 * np.pi * (N + 1)) / hf, (w - 2 * np.pi * (N + 1)) / hf)
+        )
         err = math.sqrt(float(np.sum(last**2))) * (N + 1)
     else:
         if give_up is not None and give_up(err + 1e-16 * math.sqrt(L) * 4):
             return None, err + 1e-16 * math.sqrt(L) * 4
         use_corr = corr < plain
         t0 = w / hf
-        X = np.where(use_corr, _laplace_bins_dtft(c1, hf, w) * r0,
-                     r0 / (1 + (c1 * t0) ** 2) * np.sinc(t0 * hf / (2 * np.pi)))
+        X = np.where(
+            use_corr,
+            _laplace_bins_dtft(c1, hf, w) * r0,
+            r0 / (1 + (c1 * t0) ** 2) * np.sinc(t0 * hf / (2 * np.pi)),
+        )
         mirror = (-np.arange(L)) % L if L % 2 else None  # index of -w (odd L: fftfreq is symmetric)
         for m in range(1, N + 1):
             _check(cancelled)
             tp, tm = (w + 2 * np.pi * m) / hf, (w - 2 * np.pi * m) / hf
             bp = 1 / (1 + (c1 * tp) ** 2) * np.sinc(tp * hf / (2 * np.pi))
             bm = 1 / (1 + (c1 * tm) ** 2) * np.sinc(tm * hf / (2 * np.pi))
-            rp, rm = _alias_pair(tp, tm, np.abs(bp) > 1e-30, np.abs(bm) > 1e-30, rest, mirror,
-                                 None if mirror is None else (m * L, 2 * np.pi / (L * hf)))
+            rp, rm = _alias_pair(
+                tp,
+                tm,
+                np.abs(bp) > 1e-30,
+                np.abs(bm) > 1e-30,
+                rest,
+                mirror,
+                None if mirror is None else (m * L, 2 * np.pi / (L * hf)),
+            )
             X += bp * np.where(use_corr, rp - r0, rp)
             X += bm * np.where(use_corr, rm - r0, rm)
     fine = np.fft.fftshift(np.real(np.fft.ifft(X)))
@@ -291,8 +303,9 @@ def _component_bins(h, kmax, c=None, a=None, p=None):
     """Masses of one term ``A_k N_k`` on bins ``[jh − h/2, jh + h/2]``, ``|j| ≤ kmax`` (exact per term)."""
     edges = (np.arange(-kmax, kmax + 2) - 0.5) * h
     if c is not None:
-        cdf = np.where(edges < 0, 0.5 * np.exp(np.minimum(edges, 0) / c),
-                       1 - 0.5 * np.exp(-np.maximum(edges, 0) / c))
+        cdf = np.where(
+            edges < 0, 0.5 * np.exp(np.minimum(edges, 0) / c), 1 - 0.5 * np.exp(-np.maximum(edges, 0) / c)
+        )
     else:
         # P(aN < x) for the discrete Laplace: atoms at a·n, bins half-open on the right
         n = np.ceil(edges / a - 1e-12) - 1  # largest n with a n < edge

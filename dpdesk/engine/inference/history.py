@@ -18,16 +18,24 @@ the Cholesky factors of ``K``'s Gram matrix and of ``CᵀC``; nothing is refacto
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
 from dpdesk.engine.errors import DpdeskError, HistoryError, QueryError
+from dpdesk.engine.inference.rowspace import (
+    DEPENDENCE_TOL,
+    _DualSpace,
+    _GrowArray,
+    _PrimalSpace,
+    _ProductStack,
+    _RowSpace,
+)
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query, query_from_json
-from dpdesk.engine.inference.rowspace import DEPENDENCE_TOL, _DualSpace, _GrowArray, _PrimalSpace, _ProductStack, _RowSpace
 
 Form = Literal["auto", "primal", "dual"]
 
@@ -179,7 +187,9 @@ class History:
 
     def _space(self, form: str) -> _RowSpace:
         if form not in self._spaces:
-            space: _RowSpace = _PrimalSpace(self.n_cells) if form == "primal" else _DualSpace(self._stack, self._w)
+            space: _RowSpace = (
+                _PrimalSpace(self.n_cells) if form == "primal" else _DualSpace(self._stack, self._w)
+            )
             if isinstance(space, _PrimalSpace):
                 # whole blocks of rows at a time: the basis sweeps become matrix products
                 w = self._w.view
@@ -242,7 +252,7 @@ class History:
 
     # -- the DESIGN §6 history format ------------------------------------------------------------
     @classmethod
-    def from_json(cls, obj: Any, shape: Sequence[int] | None = None) -> "History":
+    def from_json(cls, obj: Any, shape: Sequence[int] | None = None) -> History:
         """Read the DESIGN §6 history object (already decoded from JSON)."""
         if not isinstance(obj, dict):
             raise HistoryError("history: must be a JSON object with 'cells' and 'rows'")
@@ -251,7 +261,9 @@ class History:
             raise HistoryError(f"history.cells: must be a positive integer, got {cells!r}")
         shape = tuple(shape) if shape is not None else (cells,)
         if int(np.prod(shape)) != cells:
-            raise HistoryError(f"history.cells ({cells}) does not match the schema's {int(np.prod(shape))} cells")
+            raise HistoryError(
+                f"history.cells ({cells}) does not match the schema's {int(np.prod(shape))} cells"
+            )
         rows = obj.get("rows", [])
         if not isinstance(rows, list):
             raise HistoryError("history.rows: must be a list")
@@ -268,7 +280,12 @@ class History:
             except QueryError as exc:
                 raise HistoryError(f"{where}.query: {exc}") from None
             alpha, answer = r["alpha"], r["answer"]
-            if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0 or not math.isfinite(alpha):
+            if (
+                isinstance(alpha, bool)
+                or not isinstance(alpha, (int, float))
+                or not alpha > 0
+                or not math.isfinite(alpha)
+            ):
                 raise HistoryError(f"{where}.alpha: must be a positive number, got {alpha!r}")
             if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
                 raise HistoryError(f"{where}.answer: must be a finite number, got {answer!r}")
@@ -283,6 +300,7 @@ class History:
         if schema is not None:
             out["schema"] = schema.to_dict()
         out["rows"] = [
-            {"query": r.query.to_json(), "alpha": r.alpha, "answer": r.answer, "family": r.family} for r in self.rows
+            {"query": r.query.to_json(), "alpha": r.alpha, "answer": r.answer, "family": r.family}
+            for r in self.rows
         ]
         return out

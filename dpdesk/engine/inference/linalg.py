@@ -66,7 +66,7 @@ class GrowingCholesky:
         self._lazy = True
 
     @classmethod
-    def identity_of(cls, size: int, *, queued: bool = True) -> "GrowingCholesky":
+    def identity_of(cls, size: int, *, queued: bool = True) -> GrowingCholesky:
         """The factor of the ``size × size`` identity (nothing of that size is allocated until it changes)."""
         c = cls(capacity=1, queued=queued)
         c.size = c._current = int(size)
@@ -215,8 +215,11 @@ class GrowingCholesky:
                 if np.any(v):
                     self._sweep(v, cur)
                 if e is not None:
-                    l = (solve_triangular(self._L[:cur, :cur], e * v, lower=True, check_finite=False)
-                         if cur else np.zeros(0))
+                    l = (
+                        solve_triangular(self._L[:cur, :cur], e * v, lower=True, check_finite=False)
+                        if cur
+                        else np.zeros(0)
+                    )
                     self._L[cur, :cur] = l
                     self._L[cur, cur] = math.sqrt(max(e * e - float(l @ l), 1e-300))
                     cur += 1

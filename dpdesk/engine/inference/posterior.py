@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference import grid as _g
 from dpdesk.engine.inference.atoms import Atoms, enumerate_atoms
 from dpdesk.engine.inference.posterior_mass import CredibleInterval, Posterior, _finite
-from dpdesk.engine.inference.selberg import TARGET as BRACKET_TARGET, Bandlimited
-from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.inference.selberg import TARGET as BRACKET_TARGET
+from dpdesk.engine.inference.selberg import Bandlimited
 from dpdesk.engine.mechanisms.registry import check_method, noise_family
 
 __all__ = ["CredibleInterval", "Posterior", "posterior"]
@@ -213,8 +214,9 @@ def posterior(
         if lattice:
             mass, err = _g.fft_lattice(comp, h, half)
         else:  # (masses that loose are not summed: the exact computation below replaces them)
-            mass, err = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled,
-                                       give_up=lambda e: e + 2 * tail > loose)
+            mass, err = _g.fft_general(
+                comp, h, 2 * half + 1, gamma / 2, cancelled, give_up=lambda e: e + 2 * tail > loose
+            )
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
         exact = err > loose
     if exact:
@@ -224,28 +226,36 @@ def posterior(
         else:
             # readings come from proven brackets; the binned masses only draw the posterior
             method, law = "bandlimited", Bandlimited(comp, cancelled=cancelled)
-            mass = (_g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0] if draw
-                    else np.zeros(2 * half + 1))
+            mass = (
+                _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0]
+                if draw
+                else np.zeros(2 * half + 1)
+            )
             # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
             lower, upper = law.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
             err = upper - lower
         if progress is not None:
             progress(1.0)
-        return Posterior(center, std, method, center + offsets, mass, float(h), float(err + pruned), False,
-                         True, law)
+        return Posterior(
+            center, std, method, center + offsets, mass, float(h), float(err + pruned), False, True, law
+        )
     if method == "direct":
         full, disc = _g.direct(comp, h, gamma, progress, cancelled)
         k = (full.size - 1) // 2
         mass = np.zeros(2 * half + 1)
         lo = max(0, k - half)
-        mass[max(0, half - k) : max(0, half - k) + min(full.size, 2 * half + 1)] = full[lo : lo + 2 * half + 1]
+        mass[max(0, half - k) : max(0, half - k) + min(full.size, 2 * half + 1)] = full[
+            lo : lo + 2 * half + 1
+        ]
         err = gamma + 2 * disc + float(full.sum() - mass.sum()) + tail
     elif method == "mc":
         mass, err = _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled)
         err += tail
     if progress is not None:
         progress(1.0)
-    return Posterior(center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice, atomic)
+    return Posterior(
+        center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice, atomic
+    )
 
 
 def _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled):

@@ -11,13 +11,14 @@ as matrix products.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dpdesk.engine.inference.linalg import GrowingCholesky
-from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.algebra import inner
+from dpdesk.engine.queries.query import Query
 
 # A row (or target) whose squared residual outside the current row space is below this fraction of its
 # squared norm counts as inside it. Integer queries are either exactly dependent (residual ~1e-15) or
@@ -107,7 +108,7 @@ class _ProductStack:
         for f in self._factors:
             norms = norms * np.einsum("ij,ij->i", f.view[ids], f.view[ids])
         for k in np.flatnonzero(self._single.view[ids] == 0):  # the others, one by one
-            norms[k] = self.dots(self.rows[int(ids[k])], ids[k:k + 1])[0]
+            norms[k] = self.dots(self.rows[int(ids[k])], ids[k : k + 1])[0]
         return norms
 
     def dots(self, q: Query, ids: np.ndarray) -> np.ndarray:
@@ -150,11 +151,11 @@ class _ProductStack:
         out = np.empty(len(ids))
         step = max(1, (1 << 21) // max(1, len(idx)))  # about 16 MB of gathered factors at a time
         for lo in range(0, len(ids), step):
-            sel = ids[lo:lo + step]
+            sel = ids[lo : lo + step]
             prod = self._factors[0].view[sel][:, coords[0]]
             for d in range(1, len(self.shape)):
                 prod *= self._factors[d].view[sel][:, coords[d]]
-            out[lo:lo + step] = self._weights.view[sel] * (prod @ val)
+            out[lo : lo + step] = self._weights.view[sel] * (prod @ val)
         return out
 
 
@@ -225,7 +226,8 @@ class _PrimalSpace(_RowSpace):
     def factors_consistent(self) -> bool:
         U = self.U
         return super().factors_consistent() and (
-            not U.n or bool(np.allclose(np.einsum("ij,ij->i", U.view, U.view), 1.0, rtol=1e-8)))
+            not U.n or bool(np.allclose(np.einsum("ij,ij->i", U.view, U.view), 1.0, rtol=1e-8))
+        )
 
     def add(self, z: np.ndarray) -> None:
         U = self.U.view
@@ -307,7 +309,8 @@ class _DualSpace(_RowSpace):
     def factors_consistent(self) -> bool:
         ids = self._ids  # the basis rows the Gram factor covers, whitened by their weights
         return super().factors_consistent() and self.gram.consistent_with(
-            self.stack.squared_norms(ids) * self.weights.view[ids] ** 2)
+            self.stack.squared_norms(ids) * self.weights.view[ids] ** 2
+        )
 
     def _basis_dots(self, q: Query) -> np.ndarray:
         """``⟨z_B, q⟩`` for the whitened basis rows."""

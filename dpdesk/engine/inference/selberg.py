@@ -36,7 +36,14 @@ import numpy as np
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.inference import grid as _g
 
-__all__ = ["Bandlimited", "central_bounds", "central_sums", "decay_cutoff", "posterior_masses", "selberg_weights"]
+__all__ = [
+    "Bandlimited",
+    "central_bounds",
+    "central_sums",
+    "decay_cutoff",
+    "posterior_masses",
+    "selberg_weights",
+]
 
 TARGET = 5e-5  # half-gap aimed at for one interval (decisions, the fusion search)
 GRID_TARGET = 1e-4  # for the whole grid of a posterior (its error_bound)
@@ -87,9 +94,16 @@ def _weights_upto(n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def central_sums(ph: np.ndarray, j: np.ndarray, n: int, period: float, w: float,
-                 c: float = 0.0, weights: tuple[np.ndarray, np.ndarray] | None = None,
-                 trig: tuple[np.ndarray, ...] | None = None) -> tuple[float, float]:
+def central_sums(
+    ph: np.ndarray,
+    j: np.ndarray,
+    n: int,
+    period: float,
+    w: float,
+    c: float = 0.0,
+    weights: tuple[np.ndarray, np.ndarray] | None = None,
+    trig: tuple[np.ndarray, ...] | None = None,
+) -> tuple[float, float]:
     """``(lower, half-gap)`` for ``Pr(|S − c| ≤ w)`` from ``φ`` at ``2πj/P`` (``ph``), bandwidth ``n/P``.
 
     ``j`` may stop short of ``n`` where ``φ`` is known to be below ``e^-80`` (see :func:`decay_cutoff`);
@@ -115,8 +129,9 @@ class Bandlimited:
     samples of ``φ`` are computed on demand and kept, so asking again with more nodes reuses them.
     """
 
-    def __init__(self, comp: _g.Components, period: float | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self, comp: _g.Components, period: float | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> None:
         self.comp = comp
         self.tail = TAIL
         self.T = _g.tail_halfwidth(comp, TAIL)
@@ -125,7 +140,9 @@ class Bandlimited:
             raise ValueError(f"period ({self.period}) must be at least 2T ({2 * self.T})")
         self._phi = np.ones(1)  # φ at ν_0 = 0
         self._cancelled = cancelled
-        self._trig: dict[tuple[float, float], tuple[np.ndarray, ...]] = {}  # per (c, w): sin, cos at the nodes
+        self._trig: dict[
+            tuple[float, float], tuple[np.ndarray, ...]
+        ] = {}  # per (c, w): sin, cos at the nodes
         self._asked: dict[tuple[float, float, float, int, int], tuple[float, float]] = {}
         cut = decay_cutoff(comp)  # samples beyond this index are below e^-80
         self.jcut = math.ceil(cut * self.period / (2 * math.pi)) + 1 if math.isfinite(cut) else None
@@ -153,9 +170,16 @@ class Bandlimited:
         if abs(c) + w > self.period - self.T:  # cannot happen after clipping with P ≥ 2T
             raise ValueError("interval outside the periodisation's reach")
         ph = self.phi(n)[1:]
-        lower, gap = central_sums(ph, np.arange(1, ph.size + 1), n, self.period, w, c,
-                                  weights=tuple(v[: ph.size] for v in _weights_upto(n)),
-                                  trig=self._trig_at(c, w, ph.size))
+        lower, gap = central_sums(
+            ph,
+            np.arange(1, ph.size + 1),
+            n,
+            self.period,
+            w,
+            c,
+            weights=tuple(v[: ph.size] for v in _weights_upto(n)),
+            trig=self._trig_at(c, w, ph.size),
+        )
         upper = lower + 2 * gap + self.tail + (self.tail if clipped else 0.0)
         return max(lower, 0.0), min(upper, 1.0)
 
@@ -167,12 +191,21 @@ class Bandlimited:
         if done < size:
             x = 2.0 * math.pi * np.arange(done + 1, size + 1) / self.period
             more = (np.sin(x * w), np.cos(x * w), np.cos(x * c) if c else None)
-            have = self._trig[(c, w)] = more if have is None else tuple(
-                None if v is None else np.concatenate([v, m]) for v, m in zip(have, more))
+            have = self._trig[(c, w)] = (
+                more
+                if have is None
+                else tuple(None if v is None else np.concatenate([v, m]) for v, m in zip(have, more))
+            )
         return tuple(None if v is None else v[:size] for v in have)
 
-    def interval_to(self, low: float, high: float, target: float = TARGET, n0: int = FIRST_NODES,
-                    max_nodes: int = MAX_NODES) -> tuple[float, float]:
+    def interval_to(
+        self,
+        low: float,
+        high: float,
+        target: float = TARGET,
+        n0: int = FIRST_NODES,
+        max_nodes: int = MAX_NODES,
+    ) -> tuple[float, float]:
         """:meth:`interval` with nodes doubled from ``n0`` until ``(upper − lower)/2 ≤ target``.
 
         The node counts tried depend only on the inputs, so the same question always gets the same
@@ -237,8 +270,9 @@ def central_bounds(comp: _g.Components, w: float, target: float = TARGET) -> tup
     return Bandlimited(comp).interval_to(-w, w, target)
 
 
-def posterior_masses(comp: _g.Components, h: float, half: int, tail: float,
-                     cancelled: Callable[[], bool] | None = None) -> tuple[np.ndarray, float, Bandlimited]:
+def posterior_masses(
+    comp: _g.Components, h: float, half: int, tail: float, cancelled: Callable[[], bool] | None = None
+) -> tuple[np.ndarray, float, Bandlimited]:
     """Bin masses on ``jh``, ``|j| ≤ half``, from bounds on every central window ``(k + ½)h``.
 
     Returns the masses, a bound on the error of any interval's mass read from them (``tail``: the mass

@@ -12,7 +12,8 @@ may be (``dpdesk/store/view_cache.py``: keyed by the ledger head, checked agains
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from dpdesk.engine.inference.linalg import GrowingCholesky, factor_consistent
 from dpdesk.engine.inference.rowspace import _DualSpace, _GrowArray, _PrimalSpace, _RowSpace
 from dpdesk.engine.queries.query import Query, Term, query_from_json
 
-__all__ = ["history_arrays", "history_from_arrays", "factor_consistent"]
+__all__ = ["factor_consistent", "history_arrays", "history_from_arrays"]
 
 Arrays = dict[str, np.ndarray]
 
@@ -35,6 +36,7 @@ def _grown(values: np.ndarray, width: int | None = None) -> _GrowArray:
 
 
 # -- Cholesky factors ---------------------------------------------------------------------------------
+
 
 def _factor_out(c: GrowingCholesky, name: str, meta: dict[str, Any], arrays: Arrays) -> None:
     c._flush()
@@ -65,6 +67,7 @@ def _factor_in(name: str, meta: dict[str, Any], arrays: Arrays) -> GrowingCholes
 
 # -- row spaces ---------------------------------------------------------------------------------------
 
+
 def _space_out(space: _RowSpace, name: str, meta: dict[str, Any], arrays: Arrays) -> None:
     m: dict[str, Any] = {"form": space.form, "size": space.size}
     _factor_out(space.coords_chol, f"{name}.coords", meta, arrays)
@@ -72,8 +75,9 @@ def _space_out(space: _RowSpace, name: str, meta: dict[str, Any], arrays: Arrays
     dep_rows = np.fromiter(space.dependent.keys(), dtype=np.int64, count=len(space.dependent))
     arrays[f"{name}.dep_rows"] = dep_rows
     arrays[f"{name}.dep_lengths"] = np.array([len(c) for c in space.dependent.values()], dtype=np.int64)
-    arrays[f"{name}.dep_values"] = (np.concatenate(list(space.dependent.values())) if space.dependent
-                                    else np.zeros(0))
+    arrays[f"{name}.dep_values"] = (
+        np.concatenate(list(space.dependent.values())) if space.dependent else np.zeros(0)
+    )
     if isinstance(space, _DualSpace):
         _factor_out(space.gram, f"{name}.gram", meta, arrays)
         arrays[f"{name}.ids"] = space._ids
@@ -105,12 +109,15 @@ def _space_in(name: str, h: History, meta: dict[str, Any], arrays: Arrays) -> _R
     lengths = arrays[f"{name}.dep_lengths"]
     values = arrays[f"{name}.dep_values"]
     ends = np.cumsum(lengths)
-    space.dependent = {int(r): np.array(values[e - k:e]) for r, k, e in zip(arrays[f"{name}.dep_rows"], lengths, ends)}
+    space.dependent = {
+        int(r): np.array(values[e - k : e]) for r, k, e in zip(arrays[f"{name}.dep_rows"], lengths, ends)
+    }
     space.size = int(m["size"])
     return space
 
 
 # -- the history ---------------------------------------------------------------------------------------
+
 
 def history_arrays(h: History) -> tuple[dict[str, Any], Arrays]:
     """``(meta, arrays)`` holding everything :func:`history_from_arrays` needs to rebuild ``h``."""
@@ -122,9 +129,13 @@ def history_arrays(h: History) -> tuple[dict[str, Any], Arrays]:
         "alpha": np.array([r.alpha for r in h.rows], dtype=float),
         "answer": h._answers.view,
         "family": np.array([families.index(r.family) for r in h.rows], dtype=np.int64),
-        "w": h._w.view, "scales": h._scales.view, "variances": h._variances.view,
+        "w": h._w.view,
+        "scales": h._scales.view,
+        "variances": h._variances.view,
         "costs": h._costs.values,
-        "weights": st._weights.view, "single": st._single.view, "sparse_rows": st._sparse_rows,
+        "weights": st._weights.view,
+        "single": st._single.view,
+        "sparse_rows": st._sparse_rows,
     }
     for d in range(len(h.shape)):
         arrays[f"factor{d}"] = st._factors[d].view
@@ -164,8 +175,15 @@ class _StoredRows(Sequence[HistoryRow]):
                 q = query_from_json(other, self._h.n_cells, shape)
             else:
                 a = self._arrays
-                q = Query(shape, terms=(Term(float(a["weights"][i]),
-                                             tuple(np.array(a[f"factor{d}"][i]) for d in range(len(shape)))),))
+                q = Query(
+                    shape,
+                    terms=(
+                        Term(
+                            float(a["weights"][i]),
+                            tuple(np.array(a[f"factor{d}"][i]) for d in range(len(shape))),
+                        ),
+                    ),
+                )
             self._queries[i] = q
         return q
 
@@ -175,8 +193,12 @@ class _StoredRows(Sequence[HistoryRow]):
         row = self._built.get(i)
         if row is None:
             a = self._arrays
-            row = self._built[i] = HistoryRow(self.query(i), float(a["alpha"][i]), float(a["answer"][i]),
-                                              self._meta["families"][int(a["family"][i])])
+            row = self._built[i] = HistoryRow(
+                self.query(i),
+                float(a["alpha"][i]),
+                float(a["answer"][i]),
+                self._meta["families"][int(a["family"][i])],
+            )
         return row
 
     def __getitem__(self, i: Any) -> Any:
@@ -221,7 +243,17 @@ def history_from_arrays(meta: dict[str, Any], arrays: Arrays) -> History:
     m = int(meta["rows"])
     h = History(shape)
     try:
-        for name in ("alpha", "answer", "family", "w", "scales", "variances", "weights", "single", "sparse_rows"):
+        for name in (
+            "alpha",
+            "answer",
+            "family",
+            "w",
+            "scales",
+            "variances",
+            "weights",
+            "single",
+            "sparse_rows",
+        ):
             if arrays[name].shape[0] != m:
                 raise HistoryError(f"stored history: {name} has {arrays[name].shape[0]} rows, expected {m}")
         if arrays["costs"].shape != (h.n_cells,):

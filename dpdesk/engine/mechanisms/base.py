@@ -18,8 +18,9 @@ the project's, then records exactly the plan: ``record()`` (known before any dat
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.charge import Charge
@@ -97,8 +98,13 @@ class Basis:
     seed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"ledger_head": self.ledger_head, "ledger_seq": self.ledger_seq, "settings": dict(self.settings),
-                "method": self.method, "seed": self.seed}
+        return {
+            "ledger_head": self.ledger_head,
+            "ledger_seq": self.ledger_seq,
+            "settings": dict(self.settings),
+            "method": self.method,
+            "seed": self.seed,
+        }
 
 
 @runtime_checkable

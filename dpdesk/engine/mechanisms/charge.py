@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class ChargeTerm:
             return self.scale
         return self.scale * abs(float(self.query.values_at(np.array([cell]))[0]))
 
-    def same_as(self, other: "ChargeTerm", rel_tol: float) -> bool:
+    def same_as(self, other: ChargeTerm, rel_tol: float) -> bool:
         """Equal scales (within ``rel_tol``) on the same cells with the same coefficients."""
         if not math.isclose(self.scale, other.scale, rel_tol=rel_tol, abs_tol=0.0):
             return False
@@ -130,10 +131,13 @@ class Charge:
         """The charge of one cell (without building the dense vector)."""
         return float(sum(t.at(cell) for t in self.terms))
 
-    def same_as(self, other: "Charge", rel_tol: float = 1e-9) -> bool:
+    def same_as(self, other: Charge, rel_tol: float = 1e-9) -> bool:
         """Term by term the same charge (scales within ``rel_tol``, identical queries) and the same δ."""
-        return (len(self.terms) == len(other.terms) and math.isclose(self.delta, other.delta, rel_tol=rel_tol, abs_tol=0.0)
-                and all(a.same_as(b, rel_tol) for a, b in zip(self.terms, other.terms)))
+        return (
+            len(self.terms) == len(other.terms)
+            and math.isclose(self.delta, other.delta, rel_tol=rel_tol, abs_tol=0.0)
+            and all(a.same_as(b, rel_tol) for a, b in zip(self.terms, other.terms))
+        )
 
     # -- the ledger's form --------------------------------------------------------------------
     def to_json(self, payload: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -150,7 +154,7 @@ class Charge:
         return {"terms": terms, "delta": self.delta}
 
     @classmethod
-    def from_json(cls, obj: Any, payload: Mapping[str, Any], n_cells: int, shape: Sequence[int]) -> "Charge":
+    def from_json(cls, obj: Any, payload: Mapping[str, Any], n_cells: int, shape: Sequence[int]) -> Charge:
         """Read :meth:`to_json`'s form (plain JSON); a query given by name is that member of ``payload``."""
         if not isinstance(obj, Mapping) or not isinstance(obj.get("terms"), (list, tuple)):
             raise DpdeskError("charge: must be an object with a list of terms")
@@ -164,12 +168,13 @@ class Charge:
             else:
                 if isinstance(ref, str):
                     if ref not in payload:
-                        raise DpdeskError(f"charge.terms[{i}].query: names {ref!r}, which the entry does not hold")
+                        raise DpdeskError(
+                            f"charge.terms[{i}].query: names {ref!r}, which the entry does not hold"
+                        )
                     ref = payload[ref]
                 q = query_from_json(ref, n_cells, shape)
             terms.append(ChargeTerm(t["scale"], q))
         return cls(tuple(terms), obj.get("delta", 0.0))
-
 
 
 def same_charge(a: Charge, b: Charge, n_cells: int, rel_tol: float = 1e-9) -> bool:
@@ -177,4 +182,5 @@ def same_charge(a: Charge, b: Charge, n_cells: int, rel_tol: float = 1e-9) -> bo
     if a.same_as(b, rel_tol):
         return True
     return math.isclose(a.delta, b.delta, rel_tol=rel_tol, abs_tol=0.0) and bool(
-        np.allclose(a.dense(n_cells), b.dense(n_cells), rtol=rel_tol, atol=1e-15))
+        np.allclose(a.dense(n_cells), b.dense(n_cells), rtol=rel_tol, atol=1e-15)
+    )

@@ -12,7 +12,8 @@ seeded numpy draw for simulations over public quantities.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -60,13 +61,18 @@ class NoiseMechanism:
 
     def contribution(self, payload: Mapping[str, Any], shape: tuple[int, ...]) -> Contribution:
         """A recorded fresh count: ``query``, ``alpha`` and the raw noisy ``answer`` (sensitivity re-derived)."""
-        q = product_form(query_from_json(payload["query"], math.prod(shape), shape))  # factored work in History
+        q = product_form(
+            query_from_json(payload["query"], math.prod(shape), shape)
+        )  # factored work in History
         alpha, answer = float(payload["alpha"]), float(payload["answer"])
         if not (math.isfinite(alpha) and alpha > 0):
             raise DpdeskError(f"alpha ({payload['alpha']!r}) must be a positive finite number")
         released = payload.get("values") or (payload.get("released", answer),)
-        return Contribution(self.charge_for(q, alpha), (NoisyRow(q, alpha, answer, self.name),),
-                            tuple(float(v) for v in released))
+        return Contribution(
+            self.charge_for(q, alpha),
+            (NoisyRow(q, alpha, answer, self.name),),
+            tuple(float(v) for v in released),
+        )
 
     # -- the accuracy model ------------------------------------------------------------------
     def variance(self, scale: float) -> float:

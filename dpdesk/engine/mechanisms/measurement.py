@@ -9,8 +9,9 @@ mechanism per noise family, named after it, so the entry records which noise was
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge

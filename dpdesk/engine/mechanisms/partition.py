@@ -12,9 +12,9 @@ noisy linear rows for the history: one per count, the indicator of its box, at b
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -35,12 +35,16 @@ def group_structure(payload: Mapping[str, Any], shape: tuple[int, ...]) -> list[
     for g, grp in enumerate(groups):
         starts = grp.get("starts") if isinstance(grp, Mapping) else None
         if not isinstance(starts, (list, tuple)) or len(starts) != len(shape):
-            raise DpdeskError(f"partition release: groups[{g}].starts must give one list per attribute ({len(shape)})")
+            raise DpdeskError(
+                f"partition release: groups[{g}].starts must give one list per attribute ({len(shape)})"
+            )
         per = []
         for d, (s, k) in enumerate(zip(starts, shape)):
             a = np.asarray(s, dtype=np.int64)
             if a.ndim != 1 or a.size == 0 or a[0] != 0 or np.any(np.diff(a) <= 0) or a[-1] >= k:
-                raise DpdeskError(f"partition release: groups[{g}].starts[{d}] is not a partition of {k} labels")
+                raise DpdeskError(
+                    f"partition release: groups[{g}].starts[{d}] is not a partition of {k} labels"
+                )
             per.append(a)
         out.append(per)
     return out
@@ -49,15 +53,21 @@ def group_structure(payload: Mapping[str, Any], shape: tuple[int, ...]) -> list[
 def _indicator(starts: np.ndarray, size: int, block: int) -> np.ndarray:
     f = np.zeros(size)
     stop = starts[block + 1] if block + 1 < starts.size else size
-    f[starts[block]:stop] = 1.0
+    f[starts[block] : stop] = 1.0
     return f
 
 
 class _Rows(Sequence):
     """The release's noisy rows, built one at a time (a release may hold millions of counts)."""
 
-    def __init__(self, structure: list[list[np.ndarray]], shape: tuple[int, ...], alpha: float,
-                 values: list[np.ndarray], family: str) -> None:
+    def __init__(
+        self,
+        structure: list[list[np.ndarray]],
+        shape: tuple[int, ...],
+        alpha: float,
+        values: list[np.ndarray],
+        family: str,
+    ) -> None:
         self.structure, self.shape, self.alpha, self.family = structure, shape, alpha, family
         self.values = values
         self.sizes = [math.prod(s.size for s in grp) for grp in structure]
@@ -77,7 +87,12 @@ class _Rows(Sequence):
         grp = self.structure[g]
         idx = np.unravel_index(local, tuple(s.size for s in grp))
         factors = tuple(_indicator(s, k, int(b)) for s, k, b in zip(grp, self.shape, idx))
-        return NoisyRow(Query(self.shape, terms=(Term(1.0, factors),)), self.alpha, float(self.values[g][local]), self.family)
+        return NoisyRow(
+            Query(self.shape, terms=(Term(1.0, factors),)),
+            self.alpha,
+            float(self.values[g][local]),
+            self.family,
+        )
 
     def __iter__(self) -> Iterator[NoisyRow]:
         for i in range(len(self)):
@@ -102,7 +117,12 @@ class PartitionMechanism:
         """The privacy map and rows of a recorded release: ``groups``, ``scale`` and ``values`` (per group)."""
         structure = group_structure(payload, shape)
         scale = payload.get("scale")
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, (int, float))
+            or not math.isfinite(scale)
+            or scale <= 0
+        ):
             raise DpdeskError(f"partition release: scale ({scale!r}) must be a positive finite number")
         raw = payload.get("values")
         if not isinstance(raw, (list, tuple)) or len(raw) != len(structure):
@@ -111,11 +131,16 @@ class PartitionMechanism:
         for g, (grp, v) in enumerate(zip(structure, raw)):
             a = np.asarray(v, dtype=float).reshape(-1)
             if a.size != math.prod(s.size for s in grp) or not np.all(np.isfinite(a)):
-                raise DpdeskError(f"partition release: values[{g}] must hold {math.prod(s.size for s in grp)} finite counts")
+                raise DpdeskError(
+                    f"partition release: values[{g}] must hold {math.prod(s.size for s in grp)} finite counts"
+                )
             values.append(a)
         rows = _Rows(structure, tuple(shape), 1.0 / float(scale), values, self.family)
-        return Contribution(self.charge_for(len(structure), float(scale)), rows,  # type: ignore[arg-type]
-                            tuple(float(x) for a in values for x in a))
+        return Contribution(
+            self.charge_for(len(structure), float(scale)),
+            rows,  # type: ignore[arg-type]
+            tuple(float(x) for a in values for x in a),
+        )
 
 
 PARTITION = PartitionMechanism()

@@ -16,8 +16,9 @@ this module only re-derives charges and rows from what the ledger recorded.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -42,12 +43,19 @@ def category_query(box: Query, axis: int, label: int) -> Query:
         return Query(box.shape, terms=(Term(term.weight, tuple(factors)),))
     idx, val = box.sparse()
     keep = np.unravel_index(idx, box.shape)[axis] == label
-    return query_from_json({"indices": idx[keep].tolist(), "values": val[keep].tolist()}, box.n_cells, box.shape)
+    return query_from_json(
+        {"indices": idx[keep].tolist(), "values": val[keep].tolist()}, box.n_cells, box.shape
+    )
 
 
 def _positive(payload: Mapping[str, Any], key: str) -> float:
     value = payload.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise DpdeskError(f"posterior entry: {key} ({value!r}) must be a positive number")
     return float(value)
 

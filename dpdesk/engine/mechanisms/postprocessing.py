@@ -8,13 +8,14 @@ carry no new information). ``INFERENCE`` is the inferred count of paper Fig. 4.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge
 
-__all__ = ["INFERENCE", "PostProcessing", "SHRINKAGE_ESTIMATE", "SYNTHETIC_TABLE"]
+__all__ = ["INFERENCE", "SHRINKAGE_ESTIMATE", "SYNTHETIC_TABLE", "PostProcessing"]
 
 
 @dataclass(frozen=True)
@@ -36,5 +37,7 @@ class PostProcessing:
 
 
 INFERENCE = PostProcessing("inference", "inferred", "inferred from history", value_keys=("estimate",))
-SHRINKAGE_ESTIMATE = PostProcessing("shrinkage-estimate", "estimate", "kernel-PCA shrinkage estimate (biased)")
+SHRINKAGE_ESTIMATE = PostProcessing(
+    "shrinkage-estimate", "estimate", "kernel-PCA shrinkage estimate (biased)"
+)
 SYNTHETIC_TABLE = PostProcessing("maxent-synthetic", "synthetic", "maximum-entropy synthetic table")

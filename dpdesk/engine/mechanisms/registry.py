@@ -8,7 +8,7 @@ object to :data:`MECHANISMS` (one line); a new noise family for counts also goes
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.base import Mechanism
@@ -21,25 +21,42 @@ from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX
 from dpdesk.engine.queries.query import Query
 
 __all__ = [
-    "MECHANISMS", "NOISE_FAMILIES", "POSTERIOR_METHODS", "check_method", "family_for", "kinds", "mechanism", "method_names",
-    "noise_family", "noise_family_names",
+    "MECHANISMS",
+    "NOISE_FAMILIES",
+    "POSTERIOR_METHODS",
+    "check_method",
+    "family_for",
+    "kinds",
+    "mechanism",
+    "method_names",
+    "noise_family",
+    "noise_family_names",
 ]
 
 # Noise for a fresh count, most preferred first: exact integer noise whenever the query allows it.
 NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE)
 
 # Every mechanism a ledger entry may name, by the name it records.
-MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in (
-    *NOISE_FAMILIES, INFERENCE, *POSTERIOR_MECHANISMS, PARTITION, REPORT_NOISY_MAX, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE,
-    *MEASUREMENTS.values(),
-)}
+MECHANISMS: Mapping[str, Mechanism] = {
+    m.name: m
+    for m in (
+        *NOISE_FAMILIES,
+        INFERENCE,
+        *POSTERIOR_MECHANISMS,
+        PARTITION,
+        REPORT_NOISY_MAX,
+        SHRINKAGE_ESTIMATE,
+        SYNTHETIC_TABLE,
+        *MEASUREMENTS.values(),
+    )
+}
 
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {
     "fft": "characteristic function, exact up to a stated bound (default)",
     "direct": "paper Algorithm 2: truncated per-row masses convolved, with a stated error bound",
     "mc": "Monte Carlo, paper Algorithm 1: sampled, so its error bound holds with probability 0.999 (seeded; "
-          "the seed is recorded)",
+    "the seed is recorded)",
 }
 
 

@@ -63,7 +63,7 @@ class OpenDPSampler:
         """One noise value of ``family`` and ``scale`` (an integer-valued float for discrete noise)."""
         return float(self.measurement(family, scale)(noise_family(family).zero))
 
-    def draw_vector(self, family: NoiseFamily, scale: float, size: int) -> "np.ndarray":
+    def draw_vector(self, family: NoiseFamily, scale: float, size: int) -> np.ndarray:
         """``size`` independent draws from one OpenDP vector measurement, as an array (partition releases).
 
         Each coordinate is a count of sensitivity 1 on its own, so the vector's l1 privacy map per record
@@ -75,7 +75,9 @@ class OpenDPSampler:
         zero = noise_family(family).zero
         if size == 0:
             return np.zeros(0, dtype=type(zero))
-        out = self.measurement(family, scale, size)(np.zeros(size, dtype=np.int64 if isinstance(zero, int) else float))
+        out = self.measurement(family, scale, size)(
+            np.zeros(size, dtype=np.int64 if isinstance(zero, int) else float)
+        )
         return np.asarray(out, dtype=np.int64 if isinstance(zero, int) else float)
 
     def noisy_max_measurement(self, scale: float, monotonic: bool) -> Any:
@@ -85,13 +87,15 @@ class OpenDPSampler:
         if meas is None:
             dp = self._prelude()
             meas = dp.m.make_noisy_max(
-                dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=monotonic),
-                dp.max_divergence(), scale=float(scale),
+                dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+                dp.linf_distance(T=float, monotonic=monotonic),
+                dp.max_divergence(),
+                scale=float(scale),
             )
             self._cache[key] = meas  # type: ignore[index]
         return meas
 
-    def noisy_max(self, scores: "np.ndarray", scale: float, monotonic: bool = False) -> int:
+    def noisy_max(self, scores: np.ndarray, scale: float, monotonic: bool = False) -> int:
         """Index of the largest ``score + Exponential(scale)``: OpenDP's report-noisy-max (``make_noisy_max``).
 
         Over an ``LInfDistance`` of 1 its privacy map gives ``1/scale`` for monotonic scores and
@@ -122,6 +126,12 @@ class OpenDPSampler:
         key = (int(scores.size), float(scale))
         if self._selector is None or self._selector[0] != key:  # releases rarely repeat a scale: keep one
             dp = self._prelude()
-            space = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=key[0]), dp.linf_distance(T=float)
-            self._selector = (key, dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=key[1]))
+            space = (
+                dp.vector_domain(dp.atom_domain(T=float, nan=False), size=key[0]),
+                dp.linf_distance(T=float),
+            )
+            self._selector = (
+                key,
+                dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=key[1]),
+            )
         return int(self._selector[1](scores.tolist()))

@@ -22,8 +22,9 @@ It owns what every release kind owns:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,14 @@ from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.selection import SelectionQuery
 from dpdesk.engine.schema import Schema
 
-__all__ = ["REPORT_NOISY_MAX", "ReportNoisyMax", "SelectionMechanism", "SelectionRelease", "box_query",
-           "noisy_max_probabilities"]
+__all__ = [
+    "REPORT_NOISY_MAX",
+    "ReportNoisyMax",
+    "SelectionMechanism",
+    "SelectionRelease",
+    "box_query",
+    "noisy_max_probabilities",
+]
 
 SENSITIVITY = 1.0
 
@@ -77,9 +84,17 @@ class SelectionRelease:
     scale: float
 
     def to_json(self) -> dict:
-        return {"query": self.query.text, "kind": self.query.kind, "attribute": self.query.attribute,
-                "alpha": self.alpha, "scale": self.scale, "index": self.index, "label": self.label,
-                "sampler": self.sampler, "mechanism": "report_noisy_max_exponential"}
+        return {
+            "query": self.query.text,
+            "kind": self.query.kind,
+            "attribute": self.query.attribute,
+            "alpha": self.alpha,
+            "scale": self.scale,
+            "index": self.index,
+            "label": self.label,
+            "sampler": self.sampler,
+            "mechanism": "report_noisy_max_exponential",
+        }
 
 
 @dataclass(frozen=True)
@@ -119,9 +134,16 @@ class ReportNoisyMax:
         return f"with probability ≥ {1 - delta:.4g}, at most {math.floor(t)} records of the box lie above the released value"
 
     @classmethod
-    def for_accuracy(cls, query: SelectionQuery, schema: Schema, shortfall: float, delta: float) -> "ReportNoisyMax":
+    def for_accuracy(
+        cls, query: SelectionQuery, schema: Schema, shortfall: float, delta: float
+    ) -> ReportNoisyMax:
         """The cheapest mechanism whose :meth:`shortfall` at ``δ`` is ``shortfall``."""
-        if isinstance(shortfall, bool) or not isinstance(shortfall, (int, float)) or not math.isfinite(shortfall) or shortfall <= 0:
+        if (
+            isinstance(shortfall, bool)
+            or not isinstance(shortfall, (int, float))
+            or not math.isfinite(shortfall)
+            or shortfall <= 0
+        ):
             raise BudgetError(f"accuracy ({shortfall!r}) must be a positive finite number")
         if not 0 < delta < 1:
             raise BudgetError(f"delta ({delta!r}) must be strictly between 0 and 1")
@@ -133,14 +155,20 @@ class ReportNoisyMax:
         """Private: the exact probability of releasing each candidate (curator's eyes only)."""
         return noisy_max_probabilities(self.query.utilities(counts, schema), self.scale)
 
-    def release(self, counts: np.ndarray, schema: Schema, sampler: Any, *, allow_insecure: bool = False) -> SelectionRelease:
+    def release(
+        self, counts: np.ndarray, schema: Schema, sampler: Any, *, allow_insecure: bool = False
+    ) -> SelectionRelease:
         """Draw the one released label (not recorded here: the caller records it before showing it)."""
         if not getattr(sampler, "secure", False) and not allow_insecure:
-            raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+            raise BudgetError(
+                f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"
+            )
         u = self.query.utilities(counts, schema)
         i = int(sampler.noisy_max(u, self.scale, monotonic=self.query.monotonic))
         labels = self.query.candidates(schema)
-        return SelectionRelease(self.query, float(self.alpha), i, labels[i], getattr(sampler, "name", str(sampler)), self.scale)
+        return SelectionRelease(
+            self.query, float(self.alpha), i, labels[i], getattr(sampler, "name", str(sampler)), self.scale
+        )
 
 
 # -- the release path: the registered mechanism (privacy map of a recorded entry) and the plan value ----
@@ -180,7 +208,12 @@ class SelectionMechanism:
         kind, scale = payload.get("kind"), payload.get("scale")
         if kind not in ("max", "argmax"):
             raise DpdeskError(f"selection release: kind ({kind!r}) must be 'max' or 'argmax'")
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        if (
+            isinstance(scale, bool)
+            or not isinstance(scale, (int, float))
+            or not math.isfinite(scale)
+            or scale <= 0
+        ):
             raise DpdeskError(f"selection release: scale ({scale!r}) must be a positive finite number")
         q = box_query(tuple(shape), payload.get("box"))
         values = tuple(float(v) for v in payload.get("values", ()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.fft
@@ -25,7 +26,10 @@ import scipy.fft
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.grid import common_step
 
-__all__ = ["GroupedPosterior", "grouped_terms", "discrete_variance"]
+if TYPE_CHECKING:
+    from dpdesk.engine.inference.posterior import Posterior
+
+__all__ = ["GroupedPosterior", "discrete_variance", "grouped_terms"]
 
 _TAIL = 1e-10  # total mass allowed off the grid
 _SLACK = 0.02  # rounding slack s (how conservative a half-width may be) as a fraction of the std
@@ -38,7 +42,9 @@ def discrete_variance(scale: float) -> float:
     return 2.0 * p / (-math.expm1(-1.0 / scale)) ** 2
 
 
-def grouped_terms(values: np.ndarray, counts: np.ndarray | None = None, digits: int = 12) -> tuple[np.ndarray, np.ndarray]:
+def grouped_terms(
+    values: np.ndarray, counts: np.ndarray | None = None, digits: int = 12
+) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``|values|`` (merged when equal to ``digits`` significant digits, zeros dropped) and multiplicities."""
     v = np.abs(np.asarray(values, dtype=float)).ravel()
     m = np.ones(v.size, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64).ravel()
@@ -80,7 +86,7 @@ def _group_pmf(m: int, p: float, q: float, tail: float) -> tuple[np.ndarray, int
     theta = 2 * np.pi * np.arange(L // 2 + 1) / L
     spec = np.exp(m * (2 * math.log(q) - np.log(q * q + 4 * p * np.sin(theta / 2) ** 2)))
     full = scipy.fft.irfft(spec, L)
-    pmf = np.concatenate([full[L - R:], full[: R + 1]])
+    pmf = np.concatenate([full[L - R :], full[: R + 1]])
     return np.clip(pmf, 0.0, None), R
 
 
@@ -184,7 +190,9 @@ class GroupedPosterior:
         want = 1.0 - delta + self.lost
         j = int(np.searchsorted(self._cum, want, side="left"))
         if j >= self._cum.size:
-            raise DpdeskError(f"delta ({delta}) is below what this posterior resolves (mass off the grid {self.lost:.2g})")
+            raise DpdeskError(
+                f"delta ({delta}) is below what this posterior resolves (mass off the grid {self.lost:.2g})"
+            )
         e = j * self.spacing + self.slack
         return e, self.prob_within(e)[0]
 
@@ -204,7 +212,7 @@ class GroupedPosterior:
         mass = np.zeros(2 * half + 1)
         mid = half
         tail = self._sym[1:] / 2
-        mass[mid + 1 + k:] += tail
+        mass[mid + 1 + k :] += tail
         mass[: mid - k][::-1][: tail.size] += tail
         if k == 0:
             mass[mid] += self._sym[0]

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
-from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.errors import BudgetError, PlanError
+from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
@@ -35,15 +36,15 @@ from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.text import format_terms
 
 __all__ = [
-    "QueryClass",
     "Guarantee",
-    "SimultaneousBound",
     "PlanPreview",
+    "QueryClass",
+    "SimultaneousBound",
+    "alpha_for_accuracy",
     "default_classes",
     "describe_box",
-    "query_terms",
     "preview",
-    "alpha_for_accuracy",
+    "query_terms",
     "simultaneous_bound",
 ]
 
@@ -69,7 +70,9 @@ class QueryClass:
             return "every cell"
         if self.kind == "marginal":
             return f"every cell of the {'×'.join(self.attributes)} marginal"
-        rest = "other attributes summed" if self.within == "all" else "other attributes fixed to one label each"
+        rest = (
+            "other attributes summed" if self.within == "all" else "other attributes fixed to one label each"
+        )
         return f"every interval of {self.attribute} ({rest})"
 
     def to_json(self) -> dict:
@@ -98,7 +101,11 @@ class Guarantee:
         what = self.query_class.describe()
         if not self.estimable:
             return f"{self.kind}: {what}: not estimable from this release"
-        worst = f"; widest: {describe_box(schema, self.worst)}" if self.worst is not None and schema is not None else ""
+        worst = (
+            f"; widest: {describe_box(schema, self.worst)}"
+            if self.worst is not None and schema is not None
+            else ""
+        )
         return f"{self.kind}: {what} within ±{self.halfwidth:.4g} at {100 * (1 - self.delta):.4g}%{worst}"
 
     def to_json(self, schema=None) -> dict:
@@ -129,12 +136,20 @@ class SimultaneousBound:
     def text(self) -> str:
         if not self.applies:
             return f"{self.kind}: does not apply ({self.note})"
-        return (f"{self.kind}: every count query over the {self.cells} cells within ±{self.halfwidth:.4g} "
-                f"at once, with probability {100 * (1 - self.delta):.4g}%")
+        return (
+            f"{self.kind}: every count query over the {self.cells} cells within ±{self.halfwidth:.4g} "
+            f"at once, with probability {100 * (1 - self.delta):.4g}%"
+        )
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "applies": self.applies, "delta": self.delta, "cells": self.cells,
-                "halfwidth": self.halfwidth, "note": self.note}
+        return {
+            "kind": self.kind,
+            "applies": self.applies,
+            "delta": self.delta,
+            "cells": self.cells,
+            "halfwidth": self.halfwidth,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,8 +226,12 @@ def default_classes(plan: PartitionPlan) -> tuple[QueryClass, ...]:
             out.append(QueryClass("interval", plan.tree_attribute, "cell"))
         return tuple(out)
     if plan.kind == "marginals":
-        return tuple(QueryClass("marginal", attributes=tuple(n for d, n in enumerate(s.names) if not g.blocks[d].is_total))
-                     for g in plan.groups)
+        return tuple(
+            QueryClass(
+                "marginal", attributes=tuple(n for d, n in enumerate(s.names) if not g.blocks[d].is_total)
+            )
+            for g in plan.groups
+        )
     numeric = [a.name for a in s.attributes if a.kind == "numeric" and a.size > 1]
     return tuple(QueryClass("interval", n, "all") for n in numeric) + (QueryClass("cell"),)
 
@@ -221,13 +240,19 @@ def _check_class(plan: PartitionPlan, qc: QueryClass) -> None:
     names = plan.schema.names
     if qc.kind == "interval":
         if qc.attribute not in names:
-            raise PlanError(f"guarantee: unknown attribute {qc.attribute!r} (attributes: {', '.join(map(repr, names))})")
+            raise PlanError(
+                f"guarantee: unknown attribute {qc.attribute!r} (attributes: {', '.join(map(repr, names))})"
+            )
         if plan.schema.attribute(qc.attribute).kind != "numeric":
-            raise PlanError(f"guarantee: attribute {qc.attribute!r} is not ordered; intervals need a numeric attribute")
+            raise PlanError(
+                f"guarantee: attribute {qc.attribute!r} is not ordered; intervals need a numeric attribute"
+            )
     elif qc.kind == "marginal":
         for n in qc.attributes:
             if n not in names:
-                raise PlanError(f"guarantee: unknown attribute {n!r} (attributes: {', '.join(map(repr, names))})")
+                raise PlanError(
+                    f"guarantee: unknown attribute {n!r} (attributes: {', '.join(map(repr, names))})"
+                )
     elif qc.kind != "cell":
         raise PlanError(f"guarantee: query class {qc.kind!r} must be 'interval', 'cell' or 'marginal'")
 
@@ -250,7 +275,11 @@ def _candidates(solver: PlanSolver, qc: QueryClass, count: int) -> list[Query]:
     if qc.kind == "cell":
         return [_query(shape, [_unit(k) for k in shape])]
     if qc.kind == "marginal":
-        return [_query(shape, [_unit(a.size) if a.name in qc.attributes else np.ones(a.size) for a in s.attributes])]
+        return [
+            _query(
+                shape, [_unit(a.size) if a.name in qc.attributes else np.ones(a.size) for a in s.attributes]
+            )
+        ]
     axis = s.axis(qc.attribute)  # type: ignore[arg-type]
     k = shape[axis]
     fixed = [np.ones(kd) if qc.within == "all" else _unit(kd) for kd in shape]
@@ -306,8 +335,9 @@ def _halfwidth(solver: PlanSolver, query: Query, scale: float, delta: float) -> 
     return e, conf, post.std
 
 
-def _class_guarantee(solver: PlanSolver, qc: QueryClass, scale: float, delta: float,
-                     candidates: list[Query] | None = None) -> Guarantee:
+def _class_guarantee(
+    solver: PlanSolver, qc: QueryClass, scale: float, delta: float, candidates: list[Query] | None = None
+) -> Guarantee:
     cands = candidates if candidates is not None else _candidates(solver, qc, _CANDIDATES)
     if not _class_estimable(solver, qc, cands):
         return Guarantee(qc, delta, estimable=False)
@@ -353,7 +383,9 @@ def _check_number(name: str, x: float, *, upper: float | None = None) -> float:
     return float(x)
 
 
-def alpha_for_accuracy(plan: PartitionPlan, accuracy: float, delta: float, query_class: QueryClass | None = None) -> float:
+def alpha_for_accuracy(
+    plan: PartitionPlan, accuracy: float, delta: float, query_class: QueryClass | None = None
+) -> float:
     """The smallest α (found to 0.2 %) whose release meets ``±accuracy`` at ``1−δ`` for ``query_class``."""
     accuracy = _check_number("accuracy", accuracy)
     delta = _check_number("delta", delta, upper=1.0)
@@ -434,8 +466,15 @@ def preview(
     # every cell pays α: one count per group, each at α/coverage
     budget = budget_preview(costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale))
     return PlanPreview(
-        plan=plan, alpha=alpha, row_alpha=row_alpha, scale=scale, delta=delta, budget=budget, guarantees=guarantees,
-        simultaneous=simultaneous_bound(plan, alpha, delta), target=target,
+        plan=plan,
+        alpha=alpha,
+        row_alpha=row_alpha,
+        scale=scale,
+        delta=delta,
+        budget=budget,
+        guarantees=guarantees,
+        simultaneous=simultaneous_bound(plan, alpha, delta),
+        target=target,
         elapsed_ms=1000 * (time.perf_counter() - t0),
     )
 

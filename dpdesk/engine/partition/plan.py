@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -33,8 +34,8 @@ __all__ = [
     "Group",
     "PartitionPlan",
     "cells_plan",
-    "marginals_plan",
     "marginals_by_order",
+    "marginals_plan",
     "tree_plan",
 ]
 
@@ -57,15 +58,15 @@ class Blocks:
         object.__setattr__(self, "starts", s)
 
     @classmethod
-    def cells(cls, size: int) -> "Blocks":
+    def cells(cls, size: int) -> Blocks:
         return cls(size, np.arange(size))
 
     @classmethod
-    def total(cls, size: int) -> "Blocks":
+    def total(cls, size: int) -> Blocks:
         return cls(size, np.zeros(1, dtype=np.int64))
 
     @classmethod
-    def of_width(cls, size: int, width: int) -> "Blocks":
+    def of_width(cls, size: int, width: int) -> Blocks:
         return cls(size, np.arange(0, size, width))
 
     @property
@@ -111,7 +112,9 @@ class Blocks:
             return ("*",)
         out = []
         for a, b in zip(self.starts, self.stops):
-            out.append(attribute.labels[a] if b - a == 1 else f"{attribute.labels[a]}..{attribute.labels[b - 1]}")
+            out.append(
+                attribute.labels[a] if b - a == 1 else f"{attribute.labels[a]}..{attribute.labels[b - 1]}"
+            )
         return tuple(out)
 
 
@@ -191,7 +194,9 @@ class PartitionPlan:
         """How the plan was asked for (enough to rebuild it with :func:`plan_from_json`)."""
         out: dict = {"kind": self.kind}
         if self.kind == "marginals":
-            out["marginals"] = [[self.schema.names[d] for d, b in enumerate(g.blocks) if not b.is_total] for g in self.groups]
+            out["marginals"] = [
+                [self.schema.names[d] for d, b in enumerate(g.blocks) if not b.is_total] for g in self.groups
+            ]
         elif self.kind == "tree":
             out["attribute"] = self.tree_attribute
             out["branching"] = self.branching
@@ -213,7 +218,9 @@ def cells_plan(schema: Schema) -> PartitionPlan:
 
 
 def _marginal_group(schema: Schema, names: tuple[str, ...]) -> Group:
-    blocks = tuple(Blocks.cells(a.size) if a.name in names else Blocks.total(a.size) for a in schema.attributes)
+    blocks = tuple(
+        Blocks.cells(a.size) if a.name in names else Blocks.total(a.size) for a in schema.attributes
+    )
     return Group("×".join(names) if names else "total", blocks)
 
 
@@ -229,7 +236,9 @@ def marginals_plan(schema: Schema, marginals: Iterable[Sequence[str]]) -> Partit
             raise PlanError(f"marginals[{i}]: empty attribute list")
         for n in names:
             if n not in schema.names:
-                raise PlanError(f"marginals[{i}]: unknown attribute {n!r} (attributes: {', '.join(map(repr, schema.names))})")
+                raise PlanError(
+                    f"marginals[{i}]: unknown attribute {n!r} (attributes: {', '.join(map(repr, schema.names))})"
+                )
         if len(set(names)) != len(names):
             raise PlanError(f"marginals[{i}]: attribute listed twice in {list(names)}")
         canon = tuple(n for n in schema.names if n in names)
@@ -240,7 +249,9 @@ def marginals_plan(schema: Schema, marginals: Iterable[Sequence[str]]) -> Partit
         raise PlanError("plan: no marginals given")
     groups = tuple(_marginal_group(schema, m) for m in seen)
     desc = ", ".join("×".join(m) for m in seen)
-    return PartitionPlan(schema, "marginals", groups, f"marginals {desc} ({sum(g.n_rows for g in groups)} counts)")
+    return PartitionPlan(
+        schema, "marginals", groups, f"marginals {desc} ({sum(g.n_rows for g in groups)} counts)"
+    )
 
 
 def marginals_by_order(schema: Schema, orders: Iterable[int]) -> PartitionPlan:
@@ -253,7 +264,9 @@ def marginals_by_order(schema: Schema, orders: Iterable[int]) -> PartitionPlan:
         raise PlanError("plan: no marginal orders given")
     for k in orders:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-            raise PlanError(f"plan: marginal order {k!r} must be an integer from 1 to {n} (the cube has {n} attributes)")
+            raise PlanError(
+                f"plan: marginal order {k!r} must be an integer from 1 to {n} (the cube has {n} attributes)"
+            )
         chosen.extend(itertools.combinations(schema.names, int(k)))
     return marginals_plan(schema, list(dict.fromkeys(chosen)))
 
@@ -290,10 +303,14 @@ def tree_plan(
     """
     _check_cube(schema)
     if attribute not in schema.names:
-        raise PlanError(f"tree: unknown attribute {attribute!r} (attributes: {', '.join(map(repr, schema.names))})")
+        raise PlanError(
+            f"tree: unknown attribute {attribute!r} (attributes: {', '.join(map(repr, schema.names))})"
+        )
     attr = schema.attribute(attribute)
     if attr.kind != "numeric":
-        raise PlanError(f"tree: attribute {attribute!r} is not ordered (an interval tree needs a numeric attribute)")
+        raise PlanError(
+            f"tree: attribute {attribute!r} is not ordered (an interval tree needs a numeric attribute)"
+        )
     if attr.size < 2:
         raise PlanError(f"tree: attribute {attribute!r} has {attr.size} label; a tree needs at least 2")
     if isinstance(branching, bool) or not isinstance(branching, (int, np.integer)) or branching < 2:
@@ -304,7 +321,9 @@ def tree_plan(
     if depth is None:
         depth = full
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= full:
-        raise PlanError(f"tree: depth ({depth!r}) must be an integer from 1 to {full} (branching {branching}, {attr.size} labels)")
+        raise PlanError(
+            f"tree: depth ({depth!r}) must be an integer from 1 to {full} (branching {branching}, {attr.size} labels)"
+        )
     axis = schema.axis(attribute)
     others = [n for n in schema.names if n != attribute]
     if cross is True:
@@ -315,7 +334,9 @@ def tree_plan(
         crossed = list(cross)
         for n in crossed:
             if n not in schema.names:
-                raise PlanError(f"tree: unknown attribute {n!r} to cross with (attributes: {', '.join(map(repr, schema.names))})")
+                raise PlanError(
+                    f"tree: unknown attribute {n!r} to cross with (attributes: {', '.join(map(repr, schema.names))})"
+                )
             if n == attribute:
                 raise PlanError(f"tree: cannot cross {attribute!r} with itself")
         crossed = [n for n in others if n in crossed]
@@ -329,10 +350,19 @@ def tree_plan(
             else:
                 blocks.append(Blocks.cells(a.size) if a.name in crossed else Blocks.total(a.size))
         groups.append(Group(f"{attribute} blocks of {width}", tuple(blocks)))
-    with_ = f", crossed with {', '.join(crossed)}" if crossed else (", other attributes summed" if others else "")
+    with_ = (
+        f", crossed with {', '.join(crossed)}" if crossed else (", other attributes summed" if others else "")
+    )
     desc = f"interval tree over {attribute} (branching {branching}, {depth + 1} levels){with_}"
-    return PartitionPlan(schema, "tree", tuple(groups), f"{desc} ({sum(g.n_rows for g in groups)} counts)",
-                         tree_attribute=attribute, branching=int(branching), crossed=tuple(crossed))
+    return PartitionPlan(
+        schema,
+        "tree",
+        tuple(groups),
+        f"{desc} ({sum(g.n_rows for g in groups)} counts)",
+        tree_attribute=attribute,
+        branching=int(branching),
+        crossed=tuple(crossed),
+    )
 
 
 def plan_from_json(schema: Schema, obj: dict) -> PartitionPlan:
@@ -343,4 +373,6 @@ def plan_from_json(schema: Schema, obj: dict) -> PartitionPlan:
         return cells_plan(schema)
     if obj["kind"] == "marginals":
         return marginals_plan(schema, obj.get("marginals", []))
-    return tree_plan(schema, obj.get("attribute"), obj.get("branching", 2), obj.get("depth"), obj.get("cross", True))
+    return tree_plan(
+        schema, obj.get("attribute"), obj.get("branching", 2), obj.get("depth"), obj.get("cross", True)
+    )

@@ -11,23 +11,24 @@ into ordinary history rows for the engine, and lays them out as the count table 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError, QueryError
 from dpdesk.engine.mechanisms.partition import PARTITION, group_structure
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance
-from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
 from dpdesk.engine.partition.guarantee import query_terms
+from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
 from dpdesk.engine.partition.solver import PlanSolver, contract
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
 
-__all__ = ["PartitionRelease", "ReleaseEstimate", "draw_release", "structured_release", "TABLE_FORMS"]
+__all__ = ["TABLE_FORMS", "PartitionRelease", "ReleaseEstimate", "draw_release", "structured_release"]
 
 CHUNK = 1 << 18  # counts per vector draw: progress and cancellation between draws
 TABLE_FORMS = ("unclipped", "seed")
@@ -72,7 +73,9 @@ class PartitionRelease:
         if self.family != "discrete_laplace":
             raise PlanError(f"partition releases use discrete Laplace noise, not {self.family!r}")
         if len(self.values) != len(self.plan.groups):
-            raise PlanError(f"release has {len(self.values)} value arrays, the plan has {len(self.plan.groups)} groups")
+            raise PlanError(
+                f"release has {len(self.values)} value arrays, the plan has {len(self.plan.groups)} groups"
+            )
         vals = []
         for g, v in zip(self.plan.groups, self.values):
             a = np.asarray(v)
@@ -112,7 +115,9 @@ class PartitionRelease:
         if not u.size:  # the query is 0 on every cell
             return ReleaseEstimate(True, total, 0.0, None)
         post = GroupedPosterior(u, m, self.scale)
-        return ReleaseEstimate(True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post)
+        return ReleaseEstimate(
+            True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post
+        )
 
     def served(self, query: Query):  # -> tuple[Estimate, Posterior] | None
         """This release's estimate of ``query`` as the engine's Estimate and Posterior (see
@@ -123,8 +128,15 @@ class PartitionRelease:
         r = self.estimate(query)
         if not r.estimable or r.posterior is None or r.estimate is None or r.std is None:
             return None  # a query that is 0 on every cell has no law to serve (history answers it exactly)
-        est = Estimate(estimable=True, history_size=self.n_rows, form=FORM, residual=0.0, estimate=r.estimate,
-                       families=(self.family,), variance=r.std**2)
+        est = Estimate(
+            estimable=True,
+            history_size=self.n_rows,
+            form=FORM,
+            residual=0.0,
+            estimate=r.estimate,
+            families=(self.family,),
+            variance=r.std**2,
+        )
         return est, r.to_posterior()
 
     def cell_estimates(self) -> np.ndarray:
@@ -200,12 +212,14 @@ class PartitionRelease:
             "family": self.family,
             "scale": self.scale,
             "sampler": self.sampler,
-            "groups": [{"name": g.name, "shape": list(g.shape), "values": y.reshape(-1).tolist()}
-                       for g, y in zip(self.plan.groups, self.values)],
+            "groups": [
+                {"name": g.name, "shape": list(g.shape), "values": y.reshape(-1).tolist()}
+                for g, y in zip(self.plan.groups, self.values)
+            ],
         }
 
     @classmethod
-    def from_payload(cls, schema: Schema, payload: Mapping[str, Any]) -> "PartitionRelease":
+    def from_payload(cls, schema: Schema, payload: Mapping[str, Any]) -> PartitionRelease:
         """The release a ledger entry recorded (``PartitionReleasePlan.record()`` and ``draw()``).
 
         The plan is rebuilt from how it was asked for and must have exactly the block structure the
@@ -228,10 +242,15 @@ class PartitionRelease:
         return cls(plan, plan.coverage / scale, values, str(payload.get("sampler", "")))
 
     @classmethod
-    def from_json(cls, schema: Schema, obj: dict) -> "PartitionRelease":
+    def from_json(cls, schema: Schema, obj: dict) -> PartitionRelease:
         plan = plan_from_json(schema, obj["plan"])
-        return cls(plan, float(obj["alpha"]), tuple(np.asarray(g["values"], dtype=np.int64) for g in obj["groups"]),
-                   str(obj.get("sampler", "")), obj.get("family", "discrete_laplace"))
+        return cls(
+            plan,
+            float(obj["alpha"]),
+            tuple(np.asarray(g["values"], dtype=np.int64) for g in obj["groups"]),
+            str(obj.get("sampler", "")),
+            obj.get("family", "discrete_laplace"),
+        )
 
 
 def structured_release(mechanism: Any, payload: Mapping[str, Any], schema: Schema) -> PartitionRelease | None:
@@ -259,10 +278,17 @@ def draw_release(
     """
     if not isinstance(plan, PartitionPlan):
         raise PlanError(f"plan must be a PartitionPlan, got {type(plan).__name__}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha) or alpha <= 0:
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, (int, float))
+        or not math.isfinite(alpha)
+        or alpha <= 0
+    ):
         raise BudgetError(f"alpha ({alpha!r}) must be a positive finite number")
     if not getattr(sampler, "secure", False) and not allow_insecure:
-        raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+        raise BudgetError(
+            f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"
+        )
     true = plan.true_rows(counts)
     scale = plan.coverage / float(alpha)  # privacy map: Laplace(1/α_row) on sensitivity-1 counts
     total = plan.n_rows
@@ -279,7 +305,7 @@ def draw_release(
         for k in range(0, len(chunks), workers):
             if cancelled is not None and cancelled():
                 raise Cancelled("release cancelled before it was complete; nothing was released")
-            batch = chunks[k:k + workers]
+            batch = chunks[k : k + workers]
             for (lo, hi), noise in zip(batch, pool.map(draw, batch)):
                 noisy[lo:hi] = flat[lo:hi] + noise
             if progress is not None:

@@ -11,8 +11,9 @@ charge and the history rows back from that payload.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
@@ -28,7 +29,7 @@ class PartitionReleasePlan:
     """The release plan of one previewed partition release."""
 
     preview: PlanPreview
-    basis: Basis = Basis()
+    basis: Basis = field(default_factory=Basis)
     request_id: str | None = None
     mechanism: PartitionMechanism = PARTITION
     needs_data: bool = True
@@ -41,8 +42,10 @@ class PartitionReleasePlan:
     def reason(self) -> str:
         pv = self.preview
         if not pv.fits:
-            return (f"reject: every cell would pay α = {pv.alpha:.4g}, taking the system cost to "
-                    f"{pv.budget.system_cost_after:.4g}, over the total {pv.budget.total:g}")
+            return (
+                f"reject: every cell would pay α = {pv.alpha:.4g}, taking the system cost to "
+                f"{pv.budget.system_cost_after:.4g}, over the total {pv.budget.total:g}"
+            )
         return f"publish {pv.plan.description} at α = {pv.alpha:.4g} per cell"
 
     @property
@@ -55,7 +58,9 @@ class PartitionReleasePlan:
         return {
             "plan": pv.plan.to_json(),
             "description": pv.plan.description,
-            "groups": [{"name": g.name, "starts": [b.starts.tolist() for b in g.blocks]} for g in pv.plan.groups],
+            "groups": [
+                {"name": g.name, "starts": [b.starts.tolist() for b in g.blocks]} for g in pv.plan.groups
+            ],
             "scale": pv.scale,
             "alpha": pv.alpha,
             "row_alpha": pv.row_alpha,
@@ -67,9 +72,23 @@ class PartitionReleasePlan:
             "simultaneous": pv.simultaneous.to_json(),
         }
 
-    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False,
-             progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
+    def draw(
+        self,
+        cube: Any,
+        sampler: Any,
+        *,
+        allow_insecure: bool = False,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
         """The released counts (one list per group, C order) and the sampler's name — never shown before recorded."""
-        rel = draw_release(self.preview.plan, self.preview.alpha, cube.counts, sampler, allow_insecure=allow_insecure,
-                           progress=progress, cancelled=cancelled)
+        rel = draw_release(
+            self.preview.plan,
+            self.preview.alpha,
+            cube.counts,
+            sampler,
+            allow_insecure=allow_insecure,
+            progress=progress,
+            cancelled=cancelled,
+        )
         return {"values": [v.reshape(-1).tolist() for v in rel.values], "sampler": rel.sampler}

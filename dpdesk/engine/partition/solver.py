@@ -31,7 +31,7 @@ from dpdesk.engine.errors import PlanError, QueryError
 from dpdesk.engine.partition.plan import Blocks, PartitionPlan
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["Operator", "PlanSolver", "Pieces", "ESTIMABLE_TOL"]
+__all__ = ["ESTIMABLE_TOL", "Operator", "Pieces", "PlanSolver"]
 
 ESTIMABLE_TOL = 1e-9  # relative residual of Q outside the range of G below which Q is estimable
 
@@ -50,7 +50,9 @@ class TreeInverse:
     def __init__(self, levels: list[Blocks]) -> None:
         # levels[0] single labels, each next level's blocks unions of the previous level's
         self.levels = levels
-        self.children: list[np.ndarray] = []  # for level i ≥ 1: the first child (index into level i−1) of each block
+        self.children: list[
+            np.ndarray
+        ] = []  # for level i ≥ 1: the first child (index into level i−1) of each block
         for lower, upper in zip(levels[:-1], levels[1:]):
             first = np.searchsorted(lower.starts, upper.starts)
             if not np.array_equal(lower.starts[first], upper.starts):
@@ -86,7 +88,11 @@ class Operator:
     solve: TreeInverse | None = None
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
-        out = self.a * v + self.b * v.sum(axis=0, keepdims=True) if (self.a or self.b) else np.zeros_like(v, dtype=float)
+        out = (
+            self.a * v + self.b * v.sum(axis=0, keepdims=True)
+            if (self.a or self.b)
+            else np.zeros_like(v, dtype=float)
+        )
         if self.dense is not None:
             out = out + self.dense @ v
         if self.solve is not None:
@@ -152,7 +158,9 @@ class PlanSolver:
         self.plan = plan
         self.shape = plan.shape
         groups = plan.groups
-        differing = [d for d in range(len(self.shape)) if len({tuple(g.blocks[d].starts) for g in groups}) > 1]
+        differing = [
+            d for d in range(len(self.shape)) if len({tuple(g.blocks[d].starts) for g in groups}) > 1
+        ]
         self.terms: list[tuple[float, tuple[Operator, ...]]] = []
         self.null: list[tuple[Operator, ...]] = []
         if len(differing) <= 1:
@@ -169,7 +177,8 @@ class PlanSolver:
             if d == merged_axis:
                 levels = sorted((g.blocks[d] for g in self.plan.groups), key=lambda b: -b.n_blocks)
                 nested = levels[0].is_identity and all(
-                    np.all(np.isin(hi.starts, lo.starts)) for lo, hi in zip(levels[:-1], levels[1:]))
+                    np.all(np.isin(hi.starts, lo.starts)) for lo, hi in zip(levels[:-1], levels[1:])
+                )
                 if nested:  # an interval tree: full rank, solved level by level
                     inv.append(Operator(k, solve=TreeInverse(levels)))
                     rng.append(_identity(k))
@@ -195,14 +204,18 @@ class PlanSolver:
         for d, k in enumerate(self.shape):
             if rng[d].a == 1.0 and rng[d].b == 0 and rng[d].dense is None:
                 continue
-            comp = Operator(k, a=1.0 - rng[d].a, b=-rng[d].b, dense=None if rng[d].dense is None else -rng[d].dense)
-            self.null.append(tuple(rng[:d]) + (comp,) + tuple(_identity(j) for j in self.shape[d + 1:]))
+            comp = Operator(
+                k, a=1.0 - rng[d].a, b=-rng[d].b, dense=None if rng[d].dense is None else -rng[d].dense
+            )
+            self.null.append(tuple(rng[:d]) + (comp,) + tuple(_identity(j) for j in self.shape[d + 1 :]))
 
     def _marginal(self) -> None:
         for g in self.plan.groups:
             for d, b in enumerate(g.blocks):
                 if not (b.is_identity or b.is_total):
-                    raise PlanError(f"plan: group {g.name!r} mixes blocks and several groups; this structure is not supported")
+                    raise PlanError(
+                        f"plan: group {g.name!r} mixes blocks and several groups; this structure is not supported"
+                    )
         choices = [("m", "c") if k > 1 else ("m",) for k in self.shape]
         for T in itertools.product(*choices):
             lam = 0.0
@@ -277,7 +290,9 @@ class PlanSolver:
         if not isinstance(query, Query):
             raise QueryError(f"query must be a Query, got {type(query).__name__}")
         if query.n_cells != math.prod(self.shape):
-            raise QueryError(f"query has {query.n_cells} coefficients, the cube has {math.prod(self.shape)} cells")
+            raise QueryError(
+                f"query has {query.n_cells} coefficients, the cube has {math.prod(self.shape)} cells"
+            )
 
 
 def _apply_all(x: np.ndarray, ops: tuple[Operator, ...]) -> np.ndarray:

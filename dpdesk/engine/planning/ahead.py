@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -56,12 +56,12 @@ from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
-from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, PlannedRequest, costs_after
+from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, costs_after
 from dpdesk.engine.planning.planner import needed_scales, plan_batch
 from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["ahead_strategies", "plan_ahead", "queue_score", "FUTURE", "SHARE"]
+__all__ = ["FUTURE", "SHARE", "ahead_strategies", "plan_ahead", "queue_score"]
 
 # the share of the room left on its cells that a look-ahead strategy spends (chosen on tuning streams;
 # docs/evaluation.md section batch-starved)
@@ -71,8 +71,13 @@ SHARE = 1.0
 FUTURE = 1.0
 
 
-def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: Sequence[bool] | None = None,
-                     row_limit: int = ROW_LIMIT) -> list[Strategy]:
+def ahead_strategies(
+    seen: Sequence[Query],
+    cell_costs: np.ndarray,
+    *,
+    ordered: Sequence[bool] | None = None,
+    row_limit: int = ROW_LIMIT,
+) -> list[Strategy]:
     """Look-ahead strategies for the workload ``seen``, using cells whose cost is still 0."""
     if not seen:
         return []
@@ -92,8 +97,11 @@ def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: 
 
     def usable(per_axis) -> list[Query]:
         """The Kronecker product's rows that meet the workload and whose every cell is unspent."""
-        return [r for r in product_rows(shape, per_axis)
-                if in_support[r.sparse()[0]].any() and fresh[r.sparse()[0]].all()]
+        return [
+            r
+            for r in product_rows(shape, per_axis)
+            if in_support[r.sparse()[0]].any() and fresh[r.sparse()[0]].all()
+        ]
 
     # the whole of every varying axis (not only the positions seen): the look-ahead serves what comes next
     vary = frozenset(d for d in frozenset().union(*varying) if shape[d] > 1)
@@ -104,11 +112,21 @@ def ahead_strategies(seen: Sequence[Query], cell_costs: np.ndarray, *, ordered: 
             out.append(Strategy.build("ahead: product", rows, np.ones(len(rows))))
     # HDMM's marginals: for each set of attributes some request varies over, the product of the identity on
     # each of them (the whole axis) and the total on the others; a request is the sum of one marginal's rows
-    subsets = sorted({frozenset(d for d in v if shape[d] > 1) for v in varying} - {frozenset()},
-                     key=lambda a: (len(a), sorted(a)))
+    subsets = sorted(
+        {frozenset(d for d in v if shape[d] > 1) for v in varying} - {frozenset()},
+        key=lambda a: (len(a), sorted(a)),
+    )
     if subsets and sum(math.prod(shape[d] for d in a) for a in subsets) <= 20 * row_limit:
-        rows = [r for a in subsets for r in usable([[_unit(shape[d], p) for p in range(shape[d])] if d in a
-                                                    else [np.ones(shape[d])] for d in range(len(shape))])]
+        rows = [
+            r
+            for a in subsets
+            for r in usable(
+                [
+                    [_unit(shape[d], p) for p in range(shape[d])] if d in a else [np.ones(shape[d])]
+                    for d in range(len(shape))
+                ]
+            )
+        ]
         if 0 < len(rows) <= row_limit:
             out.append(Strategy.build("ahead: marginals", rows, np.ones(len(rows))))
     return out
@@ -120,7 +138,9 @@ def _unit(size: int, position: int) -> np.ndarray:
     return v
 
 
-def _best(strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndarray, share: float, cap: float):
+def _best(
+    strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndarray, share: float, cap: float
+):
     """The strategy (and its scale) under which the most seen requests are met by the search's reckoning."""
     best = None
     for s in strategies:
@@ -147,8 +167,9 @@ def _serves(measurements: Sequence[Measurement], own: set, workload: Sequence[Re
     return int(np.sum(needed_scales(s, workload) <= t))
 
 
-def queue_score(plan: BatchPlan, requests: Sequence[Request], workload: Sequence[Request],
-                future: float = FUTURE) -> float:
+def queue_score(
+    plan: BatchPlan, requests: Sequence[Request], workload: Sequence[Request], future: float = FUTURE
+) -> float:
     """A plan's worth for the queue: requests of the batch it answers plus ``future`` × the workload
     requests its rows meet without having been bought for them (module docstring)."""
     own = {r.query for r in requests}
@@ -198,11 +219,22 @@ def plan_ahead(
     step = progress or (lambda f: None)
     workload = list(seen) + list(requests)
     cap = 1.0 if settings.policy is None else settings.policy.cap
-    pick = _best(ahead_strategies([r.query for r in workload], costs0, ordered=ordered), workload,
-                 settings.total_budget - costs0, share, cap) if share > 0 else None
+    pick = (
+        _best(
+            ahead_strategies([r.query for r in workload], costs0, ordered=ordered),
+            workload,
+            settings.total_budget - costs0,
+            share,
+            cap,
+        )
+        if share > 0
+        else None
+    )
     if pick is None:
         return plan_batch(history, requests, settings, cell_costs=costs0, progress=progress, **common)
-    plain = plan_batch(history, requests, settings, cell_costs=costs0, progress=lambda f: step(0.4 * f), **common)
+    plain = plan_batch(
+        history, requests, settings, cell_costs=costs0, progress=lambda f: step(0.4 * f), **common
+    )
     s, t, _met = pick
 
     def fam(q):
@@ -213,8 +245,9 @@ def plan_ahead(
     for m in rows:  # values are not known (nor needed): no decision reads a released value
         after.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
     costs1 = costs_after(costs0, rows)
-    inner = plan_batch(after, requests, settings, cell_costs=costs1,
-                       progress=lambda f: step(0.4 + 0.6 * f), **common)
+    inner = plan_batch(
+        after, requests, settings, cell_costs=costs1, progress=lambda f: step(0.4 + 0.6 * f), **common
+    )
     kept = replace(inner, measurements=tuple(rows) + inner.measurements)
     if queue_score(kept, requests, workload, future) < queue_score(plain, requests, workload, future):
         return plain
@@ -229,12 +262,30 @@ def plan_ahead(
         if p.status == "answerable" and alone[p.id] != 0.0:  # met thanks to the look-ahead rows
             inf = infer(final, p.request, method="fft" if method == "mc" else method, releases=releases)
             conf = inf.confidence_at_eps - inf.error_bound if answerable(inf, p.request) else None
-            p = replace(p, status="planned", confidence=conf, reason=f"answerable from history after the plan ({s.name})")
+            p = replace(
+                p,
+                status="planned",
+                confidence=conf,
+                reason=f"answerable from history after the plan ({s.name})",
+            )
         out.append(replace(p, alone=alone[p.id]))
-    return replace(kept, strategy=f"{s.name} + {inner.strategy}",
-                   requests=tuple(out), system_cost=plain.system_cost, one_by_one=plain.one_by_one,
-                   # the inner plan's candidates were tried on top of the look-ahead: named so, not repeated
-                   candidates=plain.candidates + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),
-                   elapsed_ms=(time.perf_counter() - t0) * 1000.0,
-                   look_ahead=LookAhead(s.name, float(share), len(rows), len(seen), int(np.count_nonzero(costs1 > costs0)),
-                                        float(costs1.max()), plain.answered))
+    return replace(
+        kept,
+        strategy=f"{s.name} + {inner.strategy}",
+        requests=tuple(out),
+        system_cost=plain.system_cost,
+        one_by_one=plain.one_by_one,
+        # the inner plan's candidates were tried on top of the look-ahead: named so, not repeated
+        candidates=plain.candidates
+        + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),
+        elapsed_ms=(time.perf_counter() - t0) * 1000.0,
+        look_ahead=LookAhead(
+            s.name,
+            float(share),
+            len(rows),
+            len(seen),
+            int(np.count_nonzero(costs1 > costs0)),
+            float(costs1.max()),
+            plain.answered,
+        ),
+    )

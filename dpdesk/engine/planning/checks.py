@@ -14,10 +14,10 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -54,8 +54,13 @@ def narrowest_eps(family: Any, sensitivity: float, delta: float, room: float) ->
 class Checker:
     """Asks a would-be history whether each request meets its (ε, δ) (the engine's exact test)."""
 
-    def __init__(self, base: History, method: str, releases: Sequence[tuple[int, Any]],
-                 cancelled: Callable[[], bool] | None) -> None:
+    def __init__(
+        self,
+        base: History,
+        method: str,
+        releases: Sequence[tuple[int, Any]],
+        cancelled: Callable[[], bool] | None,
+    ) -> None:
         self.base, self.method, self.releases, self.cancelled = base, method, releases, cancelled
 
     def history_with(self, rows: Sequence[Measurement]) -> History:
@@ -64,15 +69,22 @@ class Checker:
             h.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
         return h
 
-    def confidences(self, history: History, requests: Sequence[Request],
-                    only: Sequence[bool] | None = None) -> list[float | None]:
+    def confidences(
+        self, history: History, requests: Sequence[Request], only: Sequence[bool] | None = None
+    ) -> list[float | None]:
         """Each request's confidence at ±ε less the error bound when history meets (ε, δ), else None
         (also None, unchecked, where ``only`` is False)."""
         return self.checked(history, requests, only)[0]
 
-    def checked(self, history: History, requests: Sequence[Request], only: Sequence[bool] | None = None, *,
-                order: Sequence[int] | None = None, allowed_misses: int | None = None
-                ) -> tuple[list[float | None], bool]:
+    def checked(
+        self,
+        history: History,
+        requests: Sequence[Request],
+        only: Sequence[bool] | None = None,
+        *,
+        order: Sequence[int] | None = None,
+        allowed_misses: int | None = None,
+    ) -> tuple[list[float | None], bool]:
         """:meth:`confidences` asked in ``order``, stopping once more than ``allowed_misses`` of the asked
         requests fall short; with it whether every asked request was checked.
 
@@ -89,7 +101,7 @@ class Checker:
         for lo in range(0, len(asked), max(1, width)):
             if self.cancelled is not None and self.cancelled():
                 raise Cancelled("batch planning cancelled")
-            chunk = asked[lo:lo + width]
+            chunk = asked[lo : lo + width]
             if len(chunk) > 1:
                 jobs = [_pool(width).submit(self._one, history, requests[k]) for k in chunk]
                 wait(jobs)  # all done before any is read: nothing still reads the history once this returns
@@ -139,8 +151,18 @@ def _pool(width: int) -> ThreadPoolExecutor:
         return _POOLS[width]
 
 
-def uncovered(r: Request, alone: float | None, final: History, after: np.ndarray, total: float, fam: Callable,
-              method: str, releases: Sequence[tuple[int, Any]], free: bool = True, because: str = "") -> PlannedRequest:
+def uncovered(
+    r: Request,
+    alone: float | None,
+    final: History,
+    after: np.ndarray,
+    total: float,
+    fam: Callable,
+    method: str,
+    releases: Sequence[tuple[int, Any]],
+    free: bool = True,
+    because: str = "",
+) -> PlannedRequest:
     """An uncovered request with its counter-offer: the narrowest ±ε still affordable, and history's free ±ε.
 
     ``because``, when given, is why the plan does not cover it although the budget could (a watched claim
@@ -165,9 +187,17 @@ def uncovered(r: Request, alone: float | None, final: History, after: np.ndarray
     return PlannedRequest(r, "uncovered", alone, None, offer, free_eps, why)
 
 
-def without(plan: BatchPlan, history: History, drop: Sequence[int], because: str, *, family: Any = None,
-            method: str = "fft", releases: Sequence[tuple[int, Any]] = (),
-            cancelled: Callable[[], bool] | None = None) -> BatchPlan:
+def without(
+    plan: BatchPlan,
+    history: History,
+    drop: Sequence[int],
+    because: str,
+    *,
+    family: Any = None,
+    method: str = "fft",
+    releases: Sequence[tuple[int, Any]] = (),
+    cancelled: Callable[[], bool] | None = None,
+) -> BatchPlan:
     """``plan`` without its measurements ``drop`` (indices): every request it planned is checked again on
     the history with the measurements kept (the engine's exact test); those no longer met become
     uncovered, their reason ``because`` and a counter-offer. ``history`` is the one the plan was made on."""
@@ -193,10 +223,28 @@ def without(plan: BatchPlan, history: History, drop: Sequence[int], because: str
         elif p.status == "planned" and conf[p.id] is not None:
             out.append(replace(p, confidence=conf[p.id]))
         else:  # newly uncovered, or uncovered before: counter-offers against the costs after this plan
-            out.append(uncovered(p.request, p.alone, final, after, plan.total_budget, fam, checker.method, releases,
-                                 free=n_uncovered <= FREE_LIMIT, because=because if p.status == "planned" else ""))
+            out.append(
+                uncovered(
+                    p.request,
+                    p.alone,
+                    final,
+                    after,
+                    plan.total_budget,
+                    fam,
+                    checker.method,
+                    releases,
+                    free=n_uncovered <= FREE_LIMIT,
+                    because=because if p.status == "planned" else "",
+                )
+            )
     after.setflags(write=False)
     system = float(after.max()) if after.size else 0.0
-    return replace(plan, strategy=plan.strategy if kept else "none", measurements=kept, requests=tuple(out),
-                   system_cost_after=system, cell_costs_after=after,
-                   elapsed_ms=plan.elapsed_ms + (time.perf_counter() - t0) * 1000.0)
+    return replace(
+        plan,
+        strategy=plan.strategy if kept else "none",
+        measurements=kept,
+        requests=tuple(out),
+        system_cost_after=system,
+        cell_costs_after=after,
+        elapsed_ms=plan.elapsed_ms + (time.perf_counter() - t0) * 1000.0,
+    )

@@ -7,7 +7,7 @@ the per-cell costs and the curator's settings — never from the data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.query import Query
 
-__all__ = ["BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "STATUSES", "costs_after"]
+__all__ = ["STATUSES", "BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "costs_after"]
 
 # answerable: history already meets (ε, δ); planned: answerable once the plan is released;
 # uncovered: the budget (or the spend policy) does not cover it in this plan
@@ -50,11 +50,15 @@ class PlannedRequest:
     """One request of the batch and what the plan does for it."""
 
     request: Request
-    status: str                      # one of STATUSES
-    alone: float | None              # system-cost increase if answered alone now (today's rules); None: refused alone
-    confidence: float | None         # after the plan: history's confidence at ±ε (engine posterior, less its error bound)
-    offer_eps: float | None = None   # uncovered: narrowest ±ε a fresh answer at its δ could still get after the plan
-    free_eps: float | None = None    # uncovered: ±ε history alone gives at its δ after the plan (free)
+    status: str  # one of STATUSES
+    alone: float | None  # system-cost increase if answered alone now (today's rules); None: refused alone
+    confidence: (
+        float | None
+    )  # after the plan: history's confidence at ±ε (engine posterior, less its error bound)
+    offer_eps: float | None = (
+        None  # uncovered: narrowest ±ε a fresh answer at its δ could still get after the plan
+    )
+    free_eps: float | None = None  # uncovered: ±ε history alone gives at its δ after the plan (free)
     reason: str = ""
 
     @property
@@ -63,9 +67,17 @@ class PlannedRequest:
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
-        return {"id": r.id, "status": self.status, "eps": r.eps, "delta": r.delta, "alone": self.alone,
-                "confidence": self.confidence, "offer_eps": self.offer_eps, "free_eps": self.free_eps,
-                "reason": self.reason}
+        return {
+            "id": r.id,
+            "status": self.status,
+            "eps": r.eps,
+            "delta": r.delta,
+            "alone": self.alone,
+            "confidence": self.confidence,
+            "offer_eps": self.offer_eps,
+            "free_eps": self.free_eps,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,13 @@ class Candidate:
     checked: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "answered": self.answered, "system_cost_after": self.system_cost_after,
-                "rows": self.rows, "checked": self.checked}
+        return {
+            "name": self.name,
+            "answered": self.answered,
+            "system_cost_after": self.system_cost_after,
+            "rows": self.rows,
+            "checked": self.checked,
+        }
 
 
 @dataclass(frozen=True)
@@ -107,9 +124,15 @@ class LookAhead:
     alone_answered: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "share": self.share, "measurements": self.measurements,
-                "seen": self.seen, "cells": self.cells, "system_cost_after": self.system_cost_after,
-                "alone_answered": self.alone_answered}
+        return {
+            "strategy": self.strategy,
+            "share": self.share,
+            "measurements": self.measurements,
+            "seen": self.seen,
+            "cells": self.cells,
+            "system_cost_after": self.system_cost_after,
+            "alone_answered": self.alone_answered,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,14 +143,15 @@ class BatchPlan:
     measurements: tuple[Measurement, ...]
     requests: tuple[PlannedRequest, ...]
     total_budget: float
-    system_cost: float               # before the plan
+    system_cost: float  # before the plan
     system_cost_after: float
-    one_by_one: Candidate            # today's rules, request after request (the fallback)
+    one_by_one: Candidate  # today's rules, request after request (the fallback)
     candidates: tuple[Candidate, ...]
-    cell_costs_after: np.ndarray     # read-only
+    cell_costs_after: np.ndarray  # read-only
     elapsed_ms: float = 0.0
-    basis: Basis = Basis()           # the ledger head and settings it was planned at (set by the store)
-    left_out: tuple[str, ...] = ()   # measurements the search chose but left out, one line each (why)
+    # the ledger head and settings it was planned at (set by the store)
+    basis: Basis = field(default_factory=Basis)
+    left_out: tuple[str, ...] = ()  # measurements the search chose but left out, one line each (why)
     look_ahead: LookAhead | None = None  # the first measurements serve the queue's workload (plan_ahead)
 
     @property
@@ -154,14 +178,17 @@ class BatchPlan:
         """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell."""
         after = np.asarray(cell_costs, dtype=float) + self.charge.dense(np.asarray(cell_costs).size)
         if after.size and float(after.max()) > total * (1 + 1e-12):
-            raise BudgetError(f"the batch plan would raise cell #{int(after.argmax())}'s cost to "
-                              f"{float(after.max()):.6g}, over the total budget {total:g}; nothing was released")
+            raise BudgetError(
+                f"the batch plan would raise cell #{int(after.argmax())}'s cost to "
+                f"{float(after.max()):.6g}, over the total budget {total:g}; nothing was released"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
-            "measurements": [{"query": m.query.to_json(), "alpha": m.alpha, "family": m.family}
-                             for m in self.measurements],
+            "measurements": [
+                {"query": m.query.to_json(), "alpha": m.alpha, "family": m.family} for m in self.measurements
+            ],
             "requests": [p.to_json() for p in self.requests],
             "total_budget": self.total_budget,
             "system_cost": self.system_cost,

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +113,9 @@ def needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray
         return out
     sens = np.array([q.sensitivity for q in strategy.rows])
     sub = [r for r, k in zip(requests, ok) if k]
-    sd = _deviations(_dense(strategy.rows, cols), strategy.weights / sens, _dense([r.query for r in sub], cols))
+    sd = _deviations(
+        _dense(strategy.rows, cols), strategy.weights / sens, _dense([r.query for r in sub], cols)
+    )
     out[ok] = np.array([_kappa(r.delta) for r in sub]) * sd / np.array([r.eps for r in sub])
     return out
 
@@ -141,11 +143,11 @@ def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam
     us = u[:, rank] * sv[rank]  # rows sᵢ
 
     def deviations(idx: np.ndarray, prec: np.ndarray) -> np.ndarray:
-        m = (us[idx] * (prec ** 2)[:, None]).T @ us[idx]
+        m = (us[idx] * (prec**2)[:, None]).T @ us[idx]
         w, v = np.linalg.eigh(m)
         good = w > w.max() * 1e-12
         proj = us[idx] @ v[:, good]
-        return np.sqrt(2.0 * np.sum(proj ** 2 / w[good], axis=1))
+        return np.sqrt(2.0 * np.sum(proj**2 / w[good], axis=1))
 
     while keep.any():
         idx = np.flatnonzero(keep)
@@ -228,7 +230,9 @@ def plan_batch(
         raise DpdeskError("a batch plan needs at least one pending request")
     ids = [r.id for r in requests]
     if len(set(ids)) != len(ids):
-        raise DpdeskError("a batch lists request " + repr(next(i for i in ids if ids.count(i) > 1)) + " twice")
+        raise DpdeskError(
+            "a batch lists request " + repr(next(i for i in ids if ids.count(i) > 1)) + " twice"
+        )
     shape = history.shape
     costs0 = np.asarray(history.cell_costs if cell_costs is None else cell_costs, dtype=float)
     total = settings.total_budget
@@ -244,11 +248,22 @@ def plan_batch(
     for k, r in enumerate(requests):
         if cancelled is not None and cancelled():
             raise Cancelled("batch planning cancelled")
-        a = assess(history, r, settings, cell_costs=costs0, method=method, family=family, releases=releases,
-                   decision_only=True)
+        a = assess(
+            history,
+            r,
+            settings,
+            cell_costs=costs0,
+            method=method,
+            family=family,
+            releases=releases,
+            decision_only=True,
+        )
         now_ok.append(a.decision == "infer")
-        alone.append(0.0 if a.decision == "infer" else
-                     (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None))
+        alone.append(
+            0.0
+            if a.decision == "infer"
+            else (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None)
+        )
         report(0.25 * (k + 1) / len(requests))
     pending = [r for r, ok in zip(requests, now_ok) if not ok]
     checker = Checker(history, method, releases, cancelled)
@@ -261,8 +276,16 @@ def plan_batch(
     seq_margin: list[float] = []  # how far each cleared its (ε, δ) at its turn: the closest are checked first
     seq_row_of: dict[int, int] = {}  # pending index -> its own measurement in seq_rows
     for k, r in enumerate(pending):
-        a = assess(seq_hist, r, settings, cell_costs=seq_costs, method=method, family=family, releases=releases,
-                   decision_only=True)
+        a = assess(
+            seq_hist,
+            r,
+            settings,
+            cell_costs=seq_costs,
+            method=method,
+            family=family,
+            releases=releases,
+            decision_only=True,
+        )
         seq_ok.append(a.decision != "reject")
         seq_margin.append(_margin(a))
         if a.decision == "spend":
@@ -303,12 +326,15 @@ def plan_batch(
                 if len(tried) >= exact:
                     return
                 n_g = int(g[2].sum())
-                if k in tried or not (_beats(n_g, _rise(g, costs0), n_ref, cost_ref) or (ties and n_g >= n_ref)):
+                if k in tried or not (
+                    _beats(n_g, _rise(g, costs0), n_ref, cost_ref) or (ties and n_g >= n_ref)
+                ):
                     continue
                 tried.add(k)
                 s, t, target, _cost, t_lim, maybe = g
-                rows, conf = _exact(s, t, target, t_lim, pending, checker, fam, maybe,
-                                    lower=len(pending) <= _LOWER_TRY)
+                rows, conf = _exact(
+                    s, t, target, t_lim, pending, checker, fam, maybe, lower=len(pending) <= _LOWER_TRY
+                )
                 checked.append((score(rows, conf), s.name, rows, conf))
                 report(0.5 + 0.4 * len(tried) / exact)
 
@@ -320,10 +346,14 @@ def plan_batch(
             # one by one may still win (a tie goes to it): it keeps at least `need` requests or loses
             need = top[0] + (1 if obo_cost > top[1] else 0) if top is not None else 0
             order = np.argsort(seq_margin)
-            obo_conf, complete = checker.checked(seq_hist, pending, seq_ok, order=order,
-                                                 allowed_misses=obo_bound - need)
-            short = [k for k in _misses(obo_conf, seq_ok, order, None if complete else obo_bound - need)
-                     if k in seq_row_of]
+            obo_conf, complete = checker.checked(
+                seq_hist, pending, seq_ok, order=order, allowed_misses=obo_bound - need
+            )
+            short = [
+                k
+                for k in _misses(obo_conf, seq_ok, order, None if complete else obo_bound - need)
+                if k in seq_row_of
+            ]
             bound = None  # set when one by one's topped-up rows are left unchecked: what they answer at most
             if short and not complete:
                 # more short than one by one can afford: if raising their own rows does not meet enough of
@@ -334,17 +364,26 @@ def plan_batch(
                     p_cost, p_bound = float(p_costs.max()), obo_bound - probe[1]
                     if _settled(top, p_bound, p_cost, len(tried) >= exact):
                         seq_rows, seq_costs, obo_cost, bound, short = probe[0], p_costs, p_cost, p_bound, []
-            if short:  # borderline fused answers: their own rows raised a little until the final history meets them
-                seq_rows, obo_conf, last, hist = _top_up(seq_rows, seq_row_of, seq_ok, short, obo_conf, pending,
-                                                         checker, costs0, total)
+            if (
+                short
+            ):  # borderline fused answers: their own rows raised a little until the final history meets them
+                seq_rows, obo_conf, last, hist = _top_up(
+                    seq_rows, seq_row_of, seq_ok, short, obo_conf, pending, checker, costs0, total
+                )
                 seq_costs = costs_after(costs0, seq_rows)
                 obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
                 if hist is not None:
                     # the last raise's check asked its requests of these very rows: its misses are misses
                     bound = obo_bound - sum(1 for k in np.flatnonzero(last) if obo_conf[k] is None)
                     if not _settled(top, bound, obo_cost, len(tried) >= exact):
-                        obo_conf, complete, bound = _confirm(obo_conf, last, hist, seq_ok, pending, checker), True, None
-            if bound is not None:  # a checked strategy beats even that bound: the full check could not change the plan
+                        obo_conf, complete, bound = (
+                            _confirm(obo_conf, last, hist, seq_ok, pending, checker),
+                            True,
+                            None,
+                        )
+            if (
+                bound is not None
+            ):  # a checked strategy beats even that bound: the full check could not change the plan
                 obo_bound, obo_conf = bound, None
             elif complete:
                 check_beating(sum(c is not None for c in obo_conf), obo_cost)
@@ -355,9 +394,12 @@ def plan_batch(
     report(0.9)
     obo_score = score(seq_rows, obo_conf) if obo_conf is not None else (obo_bound, obo_cost, seq_costs)
     results = [(obo_score, "one by one", seq_rows, obo_conf)] + checked
-    cands = tuple(Candidate(name, sc[0], sc[1], len(rows), conf is not None) for sc, name, rows, conf in results)
+    cands = tuple(
+        Candidate(name, sc[0], sc[1], len(rows), conf is not None) for sc, name, rows, conf in results
+    )
     (best_n, _best_cost, after), name, rows, conf = max(
-        (r for r in results if r[3] is not None), key=lambda r: (r[0][0], -r[0][1], r[1] == "one by one"))
+        (r for r in results if r[3] is not None), key=lambda r: (r[0][0], -r[0][1], r[1] == "one by one")
+    )
     if best_n == 0:
         name, rows, after = "none", [], costs0.copy()
     final = checker.history_with(rows)
@@ -366,16 +408,32 @@ def plan_batch(
     n_uncovered = sum(1 for r, ok in zip(requests, now_ok) if not ok and by_id.get(r.id) is None)
     for r, ok, al in zip(requests, now_ok, alone):
         if ok:
-            out.append(PlannedRequest(r, "answerable", al, None, reason="answerable from history now (costs 0)"))
+            out.append(
+                PlannedRequest(r, "answerable", al, None, reason="answerable from history now (costs 0)")
+            )
             continue
         c = by_id.get(r.id)
         if c is not None:
-            out.append(PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})"))
+            out.append(
+                PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})")
+            )
             continue
-        out.append(uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= FREE_LIMIT))
+        out.append(
+            uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= FREE_LIMIT)
+        )
     after.setflags(write=False)
-    return BatchPlan(name, tuple(rows), tuple(out), total, sys0, float(after.max()) if after.size else 0.0,
-                     cands[0], cands, after, (time.perf_counter() - t0) * 1000.0)
+    return BatchPlan(
+        name,
+        tuple(rows),
+        tuple(out),
+        total,
+        sys0,
+        float(after.max()) if after.size else 0.0,
+        cands[0],
+        cands,
+        after,
+        (time.perf_counter() - t0) * 1000.0,
+    )
 
 
 def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings):
@@ -405,8 +463,11 @@ def _margin(a: Any) -> float:
     if a.decision != "spend":
         return -math.inf
     p = a.pricing
-    conf = (p.fused_confidence if p.fused_confidence is not None
-            else 1.0 - p.noise.tail(r.query.sensitivity / p.spend_alpha, r.eps))
+    conf = (
+        p.fused_confidence
+        if p.fused_confidence is not None
+        else 1.0 - p.noise.tail(r.query.sensitivity / p.spend_alpha, r.eps)
+    )
     return float(conf) - (1.0 - r.delta)
 
 
@@ -416,10 +477,20 @@ def _rise(guess, costs0: np.ndarray) -> float:
     return float(np.max(costs0 + t * s.profile))
 
 
-def _exact(s: Strategy, t: float, target: np.ndarray, t_lim: float, pending: Sequence[Request], checker: Checker,
-           fam: Callable, maybe: np.ndarray, lower: bool = True) -> tuple[list[Measurement], list]:
+def _exact(
+    s: Strategy,
+    t: float,
+    target: np.ndarray,
+    t_lim: float,
+    pending: Sequence[Request],
+    checker: Checker,
+    fam: Callable,
+    maybe: np.ndarray,
+    lower: bool = True,
+) -> tuple[list[Measurement], list]:
     """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
     check, lowered once while none does) and the exact check's confidences."""
+
     def at(scale: float):
         rows = [Measurement(q, float(w) * scale, fam(q).name) for q, w in zip(s.rows, s.weights)]
         conf = checker.confidences(checker.history_with(rows), pending, maybe | target)

@@ -26,7 +26,7 @@ class MeasurementPlan:
     """Release ``measurement`` (the ``index``-th of ``count`` in a batch plan of strategy ``strategy``)."""
 
     measurement: Measurement
-    basis: Basis = Basis()
+    basis: Basis = field(default_factory=Basis)
     strategy: str = ""
     index: int = 0
     count: int = 1
@@ -52,17 +52,28 @@ class MeasurementPlan:
 
     def record(self) -> dict[str, Any]:
         m = self.measurement
-        return {"query": m.query.to_json(), "query_text": self.text or m.query.text, "sensitivity": m.query.sensitivity,
-                "alpha": m.alpha, "family": m.family,
-                "batch": {"strategy": self.strategy, "index": self.index, "count": self.count,
-                          "requests": list(self.requests),
-                          # an audit sees which rows served the queue's workload, and at what share of the room
-                          **({} if self.look_ahead is None else {"look_ahead": {"share": self.look_ahead}})}}
+        return {
+            "query": m.query.to_json(),
+            "query_text": self.text or m.query.text,
+            "sensitivity": m.query.sensitivity,
+            "alpha": m.alpha,
+            "family": m.family,
+            "batch": {
+                "strategy": self.strategy,
+                "index": self.index,
+                "count": self.count,
+                "requests": list(self.requests),
+                # an audit sees which rows served the queue's workload, and at what share of the room
+                **({} if self.look_ahead is None else {"look_ahead": {"share": self.look_ahead}}),
+            },
+        }
 
     def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
         """The noisy count (never shown before it is recorded) and the sampler's name."""
         if not getattr(sampler, "secure", False) and not allow_insecure:
-            raise BudgetError(f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler")
+            raise BudgetError(
+                f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"
+            )
         m = self.measurement
         noise = self.mechanism.noise
         answer = true_answer(m.query, cube) + sampler.draw(noise, noise.scale(m.query.sensitivity, m.alpha))

@@ -31,7 +31,7 @@ import numpy as np
 
 from dpdesk.engine.queries.query import Query, Term
 
-__all__ = ["Strategy", "ROW_LIMIT", "candidate_strategies", "kronecker_axes", "product_rows", "workload_axes"]
+__all__ = ["ROW_LIMIT", "Strategy", "candidate_strategies", "kronecker_axes", "product_rows", "workload_axes"]
 
 # more rows than this make a strategy's history too slow to factor for an interactive plan
 ROW_LIMIT = 1500
@@ -49,7 +49,7 @@ class Strategy:
     profile: np.ndarray  # per-cell charge at t = 1 (read-only); max 1
 
     @classmethod
-    def build(cls, name: str, rows: Sequence[Query], weights: Sequence[float]) -> "Strategy":
+    def build(cls, name: str, rows: Sequence[Query], weights: Sequence[float]) -> Strategy:
         w = np.asarray(weights, dtype=float)
         if not rows:
             raise ValueError("a strategy needs at least one row")
@@ -108,8 +108,9 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def kronecker_axes(shape: tuple[int, ...], vary: frozenset[int], ordered: Sequence[bool],
-                   touched: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
+def kronecker_axes(
+    shape: tuple[int, ...], vary: frozenset[int], ordered: Sequence[bool], touched: Sequence[Sequence[int]]
+) -> list[list[np.ndarray]]:
     """Per axis, the factors of a Kronecker strategy: a binary range tree over the span of the positions
     ``touched`` on an ordered axis, their set and each of them on an unordered one, and the axis's total
     where no query varies it (``vary``)."""
@@ -135,7 +136,10 @@ def product_rows(shape: tuple[int, ...], per_axis: Sequence[Sequence[np.ndarray]
 
 
 def candidate_strategies(
-    queries: Sequence[Query], weights_alone: Sequence[float], *, ordered: Sequence[bool] | None = None,
+    queries: Sequence[Query],
+    weights_alone: Sequence[float],
+    *,
+    ordered: Sequence[bool] | None = None,
     row_limit: int = ROW_LIMIT,
 ) -> list[Strategy]:
     """The candidate strategies for the requests ``queries`` (each needing ``weights_alone`` α alone).
@@ -169,8 +173,10 @@ def candidate_strategies(
     subsets = sorted({v for v in varying}, key=lambda s: (len(s), sorted(s)))
     if subsets and sum(math.prod(len(touched[d]) for d in s) for s in subsets) <= row_limit:
         for s in subsets:
-            per_axis = [[_indicator(shape[d], [p]) for p in sorted(touched[d])] if d in s else [np.ones(shape[d])]
-                        for d in range(len(shape))]
+            per_axis = [
+                [_indicator(shape[d], [p]) for p in sorted(touched[d])] if d in s else [np.ones(shape[d])]
+                for d in range(len(shape))
+            ]
             for r in product_rows(shape, per_axis):
                 if in_support[r.sparse()[0]].any():
                     marg_rows.append(r)

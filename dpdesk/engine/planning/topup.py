@@ -38,9 +38,17 @@ def misses(conf: Sequence, ok: Sequence[bool], order: Sequence[int], allowed: in
     return out
 
 
-def top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool], short: Sequence[int],
-            conf: list, pending: Sequence[Request], checker: Checker, costs0: np.ndarray,
-            total: float) -> tuple[list[Measurement], list, list[bool] | None, History | None]:
+def top_up(
+    rows: list[Measurement],
+    row_of: dict[int, int],
+    ok: Sequence[bool],
+    short: Sequence[int],
+    conf: list,
+    pending: Sequence[Request],
+    checker: Checker,
+    costs0: np.ndarray,
+    total: float,
+) -> tuple[list[Measurement], list, list[bool] | None, History | None]:
     """One by one's rows with the rows of the requests ``short`` (met at their turn, not by the final
     history) raised a little until the final history meets them.
 
@@ -78,8 +86,15 @@ def top_up(rows: list[Measurement], row_of: dict[int, int], ok: Sequence[bool], 
     return rows, conf, last, hist
 
 
-def probe(rows: list[Measurement], row_of: dict[int, int], short: Sequence[int], pending: Sequence[Request],
-           checker: Checker, costs0: np.ndarray, total: float) -> tuple[list[Measurement], int] | None:
+def probe(
+    rows: list[Measurement],
+    row_of: dict[int, int],
+    short: Sequence[int],
+    pending: Sequence[Request],
+    checker: Checker,
+    costs0: np.ndarray,
+    total: float,
+) -> tuple[list[Measurement], int] | None:
     """The rows of the requests ``short`` raised by every step of :data:`TOP_UP` (only they asked after
     each) and how many of them are still short; None when no step fits within the hard ``total``.
 
@@ -92,15 +107,18 @@ def probe(rows: list[Measurement], row_of: dict[int, int], short: Sequence[int],
         if raised is None:
             break
         rows, taken = raised, True
-        conf = checker.confidences(checker.history_with(rows), pending, [k in left for k in range(len(pending))])
+        conf = checker.confidences(
+            checker.history_with(rows), pending, [k in left for k in range(len(pending))]
+        )
         left = [k for k in left if conf[k] is None]
         if not left:
             break
     return (rows, len(left)) if taken else None
 
 
-def _raised(rows: list[Measurement], which: Sequence[int], step: float, costs0: np.ndarray,
-            total: float) -> list[Measurement] | None:
+def _raised(
+    rows: list[Measurement], which: Sequence[int], step: float, costs0: np.ndarray, total: float
+) -> list[Measurement] | None:
     """``rows`` with the rows ``which`` raised by ``step``; None when that would pass the hard ``total``."""
     raised = list(rows)
     for i in which:
@@ -110,8 +128,14 @@ def _raised(rows: list[Measurement], which: Sequence[int], step: float, costs0: 
     return None if after.size and after.max() > total * (1 - 1e-9) else raised
 
 
-def confirm(conf: list, last: Sequence[bool], hist: History, ok: Sequence[bool], pending: Sequence[Request],
-             checker: Checker) -> list:
+def confirm(
+    conf: list,
+    last: Sequence[bool],
+    hist: History,
+    ok: Sequence[bool],
+    pending: Sequence[Request],
+    checker: Checker,
+) -> list:
     """The top-up's rows checked in full: every request not refused at its turn (``ok``) asked of ``hist``,
     those the last step asked (``last``) keeping its answers on the same rows. The confidences returned
     are then those of the rows, not an assumption."""

@@ -37,7 +37,9 @@ def inner(q: Query, r: Query) -> float:
         total = 0.0
         for t in q.terms:
             for s in r.terms:
-                total += t.weight * s.weight * math.prod(float(np.dot(f, g)) for f, g in zip(t.factors, s.factors))
+                total += (
+                    t.weight * s.weight * math.prod(float(np.dot(f, g)) for f, g in zip(t.factors, s.factors))
+                )
         return total
     small, big = (q, r) if q.support_size() <= r.support_size() else (r, q)
     idx, val = small.sparse()

@@ -8,7 +8,7 @@ more than a count to assess, with sensitivity 1. The seed normalises by the tabl
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from dpdesk.engine.errors import QueryError
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
 
-__all__ = ["parity_terms", "parity_query"]
+__all__ = ["parity_query", "parity_terms"]
 
 
 def parity_terms(schema: Schema, attributes: Sequence[str]) -> tuple[Term, Term]:
@@ -28,9 +28,13 @@ def parity_terms(schema: Schema, attributes: Sequence[str]) -> tuple[Term, Term]
         raise QueryError(f"query: parity lists an attribute twice ({', '.join(names)})")
     for n in names:
         if n not in schema.names:
-            raise QueryError(f"query: unknown attribute {n!r} (attributes: {', '.join(map(repr, schema.names))})")
+            raise QueryError(
+                f"query: unknown attribute {n!r} (attributes: {', '.join(map(repr, schema.names))})"
+            )
         if schema.attribute(n).size != 2:
-            raise QueryError(f"query: parity needs two-label attributes; {n!r} has {schema.attribute(n).size} labels")
+            raise QueryError(
+                f"query: parity needs two-label attributes; {n!r} has {schema.attribute(n).size} labels"
+            )
     ones = tuple(np.ones(a.size) for a in schema.attributes)
     signs = tuple(np.array([1.0, -1.0]) if a.name in names else np.ones(a.size) for a in schema.attributes)
     return Term(0.5, ones), Term(-0.5, signs)
@@ -47,4 +51,6 @@ def parity_query(schema: Schema, attributes: Sequence[str]) -> Query:
     >>> parity_query(s, ["a", "b"]).dense().tolist()   # cells 00, 01, 10, 11
     [0.0, 1.0, 1.0, 0.0]
     """
-    return Query(schema.shape, terms=parity_terms(schema, attributes), text=f"parity({', '.join(attributes)})")
+    return Query(
+        schema.shape, terms=parity_terms(schema, attributes), text=f"parity({', '.join(attributes)})"
+    )

@@ -11,9 +11,10 @@ nonzero coefficients. The text form lives in :mod:`dpdesk.engine.queries.text`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, reduce
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,10 @@ class Term:
     def is_zero(self) -> bool:
         return self.weight == 0.0 or any(not np.any(f) for f in self.factors)
 
-    def same_factors(self, other: "Term") -> bool:
-        return self.shape == other.shape and all(np.array_equal(a, b) for a, b in zip(self.factors, other.factors))
+    def same_factors(self, other: Term) -> bool:
+        return self.shape == other.shape and all(
+            np.array_equal(a, b) for a, b in zip(self.factors, other.factors)
+        )
 
     def dense(self) -> np.ndarray:
         return (self.weight * reduce(np.multiply.outer, self.factors)).reshape(-1)
@@ -132,7 +135,9 @@ class Query:
         object.__setattr__(self, "shape", shape)
         if self.terms is not None:
             if self.indices is not None or self.values is not None:
-                raise QueryError("query: give either terms (product form) or indices and values (sparse form), not both")
+                raise QueryError(
+                    "query: give either terms (product form) or indices and values (sparse form), not both"
+                )
             self._init_terms()
         else:
             if self.indices is None or self.values is None:
@@ -165,7 +170,9 @@ class Query:
         if idx.size == 0:
             idx = idx.astype(np.int64)
         if idx.ndim != 1 or val.ndim != 1 or idx.shape != val.shape:
-            raise QueryError(f"query: indices ({idx.shape}) and values ({val.shape}) must be 1-d of equal length")
+            raise QueryError(
+                f"query: indices ({idx.shape}) and values ({val.shape}) must be 1-d of equal length"
+            )
         if not np.issubdtype(idx.dtype, np.integer):
             raise QueryError(f"query: indices must be integers, got dtype {idx.dtype}")
         idx = idx.astype(np.int64)
@@ -225,7 +232,9 @@ class Query:
             for t in self.terms[1:]:
                 out += t.dense()
             if len(self.terms) > 1:
-                scale = max(abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors) for t in self.terms)
+                scale = max(
+                    abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors) for t in self.terms
+                )
                 out[np.abs(out) <= _CANCEL_TOL * scale] = 0.0
         return _readonly(out)
 
@@ -339,7 +348,11 @@ def count(schema: Schema, /, weight: float = 1.0, **labels: str | Sequence[str])
     >>> count(schema, 2, income=">50K").dense().tolist()
     [0.0, 2.0, 0.0, 2.0]
     """
-    if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not math.isfinite(weight):
+    if (
+        isinstance(weight, bool)
+        or not isinstance(weight, (int, float, np.number))
+        or not math.isfinite(weight)
+    ):
         raise QueryError(f"query: weight must be a finite number, got {weight!r}")
     selected = {}
     for name, chosen in labels.items():
@@ -408,7 +421,7 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
         if not isinstance(idx_raw, list) or not isinstance(val_raw, list):
             raise QueryError('query: "indices" and "values" must be lists')
         if len(idx_raw) != len(val_raw):
-            raise QueryError(f'query: {len(idx_raw)} indices but {len(val_raw)} values')
+            raise QueryError(f"query: {len(idx_raw)} indices but {len(val_raw)} values")
         idx = None
         if set(map(type, idx_raw)) <= {int}:  # plain ints (no bools): check the range as one vector
             with np.errstate(all="ignore"):
@@ -416,7 +429,7 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
                     idx = np.asarray(idx_raw, dtype=np.int64)
                 except OverflowError:
                     idx = None
-            if idx is not None and idx.size and not (0 <= idx.min() and idx.max() < n_cells):
+            if idx is not None and idx.size and not (idx.min() >= 0 and idx.max() < n_cells):
                 idx = None
         if idx is None:  # name the first bad index
             for i, v in enumerate(idx_raw):
@@ -427,7 +440,9 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
             idx = np.asarray(idx_raw, dtype=np.int64)
         vals = _check_coefficients(val_raw, "values")
         return Query(shape_t, indices=idx, values=vals)
-    raise QueryError(f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}")
+    raise QueryError(
+        f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}"
+    )
 
 
 def query_from_vector(vector: Any, shape: Sequence[int]) -> Query:

@@ -33,7 +33,7 @@ from dpdesk.engine.errors import QueryError
 from dpdesk.engine.queries.text import _error, _Parser
 from dpdesk.engine.schema import Schema
 
-__all__ = ["SelectionQuery", "parse_selection", "is_selection_text"]
+__all__ = ["SelectionQuery", "is_selection_text", "parse_selection"]
 
 _HEAD = re.compile(r"\s*(max|argmax)\s*\(")
 
@@ -104,7 +104,9 @@ class _SelectionParser(_Parser):
         t = self.attribute_name()
         attr = self.schema.attribute(t.text)
         if head.text == "max" and attr.kind != "numeric":
-            raise _error(t.col, f"max needs an ordered (numeric) attribute; {t.text!r} is categorical (use argmax)")
+            raise _error(
+                t.col, f"max needs an ordered (numeric) attribute; {t.text!r} is categorical (use argmax)"
+            )
         labels: dict[str, list[str]] = {}
         if self.at("|"):
             self.take()
@@ -134,6 +136,6 @@ def parse_selection(text: str, schema: Schema) -> SelectionQuery:
     ('argmax', 'age', (('sex', ('Female',)),))
     """
     if not isinstance(text, str) or not text.strip():
-        raise QueryError("query: empty text (expected e.g. max(age) or argmax(education | sex=\"Female\"))")
+        raise QueryError('query: empty text (expected e.g. max(age) or argmax(education | sex="Female"))')
     q = _SelectionParser(text, schema).selection()
     return SelectionQuery(q.kind, q.attribute, q.conditions, text.strip())

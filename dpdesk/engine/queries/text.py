@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -239,7 +240,9 @@ class _Parser:
             raise _error(t.col, f"expected an attribute name but found {t.describe()}")
         self.take()
         if t.text not in self.schema.names:
-            raise _error(t.col, f"unknown attribute {t.text!r} (attributes: {', '.join(map(repr, self.schema.names))})")
+            raise _error(
+                t.col, f"unknown attribute {t.text!r} (attributes: {', '.join(map(repr, self.schema.names))})"
+            )
         return t
 
     def arg(self, labels: dict[str, list[str]]) -> None:
@@ -274,7 +277,9 @@ class _Parser:
     def label(self, attr: Attribute) -> str:
         t = self.tok
         if t.kind not in ("string", "number", "name"):
-            raise _error(t.col, f"expected a label for {attr.name!r} (a quoted string) but found {t.describe()}")
+            raise _error(
+                t.col, f"expected a label for {attr.name!r} (a quoted string) but found {t.describe()}"
+            )
         self.take()
         if t.text not in attr.labels:
             raise _error(
@@ -299,7 +304,7 @@ def parse_query(text: str, schema: Schema) -> Query:
     if not isinstance(text, str):
         raise QueryError(f"query: text must be a string, got {type(text).__name__}")
     if not text.strip():
-        raise QueryError("query: empty text (expected e.g. count(age=\"0-30\"))")
+        raise QueryError('query: empty text (expected e.g. count(age="0-30"))')
     p = _Parser(text, schema)
     value = p.sum()
     if p.tok.kind != "end":
@@ -321,8 +326,13 @@ def parse_query(text: str, schema: Schema) -> Query:
         raise QueryError(f"{e} in {text.strip()!r}") from None
 
 
-def query_from_input(raw: Any, n_cells: int, shape: Sequence[int] | None = None, schema: Schema | None = None,
-                     where: str | None = None) -> Query:
+def query_from_input(
+    raw: Any,
+    n_cells: int,
+    shape: Sequence[int] | None = None,
+    schema: Schema | None = None,
+    where: str | None = None,
+) -> Query:
     """A query as a user gives it: the DESIGN §6 text form (needs ``schema``), or JSON coefficients — a
     dense list or ``{"indices", "values"}``, as text or already decoded. ``where`` prefixes errors."""
 
@@ -391,8 +401,11 @@ def describe_query(query: Query, schema: Schema, max_cells: int = 3) -> str:
     coords = np.unravel_index(idx, schema.shape)
     used = [np.unique(c) for c in coords]
     if np.all(vals == vals[0]) and idx.size == int(np.prod([u.size for u in used])):
-        chosen = {a.name: [a.labels[int(i)] for i in u] for a, u, n in zip(schema.attributes, used, schema.shape)
-                  if u.size < n}
+        chosen = {
+            a.name: [a.labels[int(i)] for i in u]
+            for a, u, n in zip(schema.attributes, used, schema.shape)
+            if u.size < n
+        }
         text = format_terms(count(schema, float(vals[0]), **chosen).terms, schema)
         if text is not None:
             return text
