@@ -64,7 +64,7 @@ def markdown(res: dict, figs: str) -> str:
         f"Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_noninteractive.py` "
         f"(this run took {res['seconds']:.0f} s); `--quick` checks the pipeline into a temporary directory. "
         "Every number below was measured by that command on dpdesk's engine (`dpdesk.engine.partition`, "
-        "`dpdesk.engine.mechanisms.selection`); nothing is copied from the paper except where a row says *seed*.",
+        "`dpdesk.engine.selection.mechanism`); nothing is copied from the paper except where a row says *seed*.",
         "",
         "**Setting.** The seed's IPUMS extract is not available: a synthetic census-like table of "
         f"n = {n:,} records over age (80 values) × income (100 brackets) stands in (`census_like` in "

@@ -12,16 +12,14 @@ from dpdesk.engine.inference import grid
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.mechanisms.registry import (
-    MECHANISMS,
     NOISE_FAMILIES,
     POSTERIOR_METHODS,
     check_method,
     family_for,
-    kinds,
-    mechanism,
     noise_family,
 )
 from dpdesk.engine.queries.query import query_from_json, query_from_vector
+from dpdesk.engine.registry import MECHANISMS, kinds, mechanism
 
 FAMILIES = [LAPLACE, DISCRETE_LAPLACE]
 

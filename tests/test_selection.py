@@ -12,9 +12,9 @@ from scipy import stats
 from dpdesk.engine.errors import BudgetError, DpdeskError, QueryError
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
-from dpdesk.engine.mechanisms.selection import ReportNoisyMax, noisy_max_probabilities
-from dpdesk.engine.queries.selection import is_selection_text, parse_selection, utilities_from_label_counts
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.selection.mechanism import ReportNoisyMax, noisy_max_probabilities
+from dpdesk.engine.selection.query import is_selection_text, parse_selection, utilities_from_label_counts
 
 
 @pytest.fixture
@@ -181,11 +181,11 @@ def test_release_refuses_an_insecure_sampler(schema):
 def test_selection_on_the_release_path(schema):
     import json
 
-    from dpdesk.engine.answering.selection import plan_selection
     from dpdesk.engine.cube import Cube
     from dpdesk.engine.mechanisms.base import ReleasePlan
-    from dpdesk.engine.mechanisms.registry import MECHANISMS, kinds
-    from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX
+    from dpdesk.engine.registry import MECHANISMS, kinds
+    from dpdesk.engine.selection.mechanism import REPORT_NOISY_MAX
+    from dpdesk.engine.selection.plan import plan_selection
 
     q = parse_selection('max(age | sex="Male", education=["BA", "MA"])', schema)
     costs = np.zeros(schema.n_cells)

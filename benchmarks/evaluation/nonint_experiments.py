@@ -27,14 +27,14 @@ import numpy as np
 from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.mechanisms.selection import noisy_max_probabilities
 from dpdesk.engine.partition.grouped import GroupedPosterior
 from dpdesk.engine.partition.guarantee import query_terms, simultaneous_bound
 from dpdesk.engine.partition.plan import cells_plan, tree_plan
 from dpdesk.engine.partition.release import draw_release
 from dpdesk.engine.queries.query import Query, Term
-from dpdesk.engine.queries.selection import utilities_from_label_counts
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.selection.mechanism import noisy_max_probabilities
+from dpdesk.engine.selection.query import utilities_from_label_counts
 
 from . import seed_max as SM
 

@@ -218,8 +218,8 @@ def run_publish(args: argparse.Namespace) -> int:
 def run_select(args: argparse.Namespace) -> int:
     import sys
 
-    from dpdesk.engine.answering.selection import plan_selection
-    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.engine.selection.plan import plan_selection
+    from dpdesk.engine.selection.query import parse_selection
     from dpdesk.store.project import Project
 
     out = sys.stderr if args.json else sys.stdout

@@ -1,6 +1,6 @@
 """The output probabilities of a private max/argmax, for the curator's eyes only.
 
-A selection release (report-noisy-max, :mod:`dpdesk.engine.mechanisms.selection`) publishes one label.
+A selection release (report-noisy-max, :mod:`dpdesk.engine.selection.mechanism`) publishes one label.
 Its exact output probabilities are computed from the data, so the bar chart carries the PRIVATE badge
 and says that only one draw is released; the public accuracy statement (from public inputs only) sits
 below it and is what a requester may be told. After the release the drawn label is outlined.

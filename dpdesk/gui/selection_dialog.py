@@ -2,7 +2,7 @@
 
 The curator types ``max(age | sex="Female")`` or ``argmax(education)`` and a price (a per-cell α on the
 box, or an accuracy target). *Preview* prices it from public inputs (the ledger's per-cell costs, the
-total budget — :func:`~dpdesk.engine.answering.selection.plan_selection`) and, off the GUI thread,
+total budget — :func:`~dpdesk.engine.selection.plan.plan_selection`) and, off the GUI thread,
 computes the mechanism's exact output probabilities from the data for the curator's eyes only: the
 chart (:class:`~dpdesk.gui.selection_chart.SelectionChart`) carries the PRIVATE badge; the public
 accuracy statement below it is what a requester may be told. *Release…* asks for confirmation and
@@ -100,9 +100,9 @@ class SelectionDialog(QDialog):
 
     # -- preview ----------------------------------------------------------------------------------
     def run_preview(self) -> None:
-        from dpdesk.engine.answering.selection import plan_selection
         from dpdesk.engine.errors import DpdeskError
-        from dpdesk.engine.queries.selection import parse_selection
+        from dpdesk.engine.selection.plan import plan_selection
+        from dpdesk.engine.selection.query import parse_selection
 
         s = self.session
         schema = s.schema

@@ -1,7 +1,7 @@
 """The append-only, hash-chained privacy ledger.
 
 Every release and every decision is one :class:`LedgerEntry`: a release of one of the registered
-mechanisms' kinds (:func:`dpdesk.engine.mechanisms.registry.kinds` — ``fresh``, a noisy answer and the
+mechanisms' kinds (:func:`dpdesk.engine.registry.kinds` — ``fresh``, a noisy answer and the
 budget it spent; ``inferred``, an answer computed from earlier releases, free; the kinds later
 mechanisms add), ``rejected``, ``rebind`` (the curator accepted changed source data), and ``watch`` /
 ``unwatch`` (a watched claim added or removed, :mod:`dpdesk.store.watch`). Entries have gap-free sequence numbers from 1
@@ -22,7 +22,7 @@ from typing import Any
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.errors import Cancelled
-from dpdesk.engine.mechanisms.registry import kinds as release_kinds
+from dpdesk.engine.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
 # entries that release nothing; every other kind is a registered mechanism's. "watch"/"unwatch" add and

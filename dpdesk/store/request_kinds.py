@@ -122,9 +122,9 @@ def _selection_price(eps: float | None, delta: float | None, alpha: float | None
 def _read_selection(
     schema: Schema, query: Any, eps: float | None, delta: float | None, alpha: float | None
 ) -> Read:
-    from dpdesk.engine.answering.selection import plan_selection
-    from dpdesk.engine.mechanisms.selection import box_query
-    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.engine.selection.mechanism import box_query
+    from dpdesk.engine.selection.plan import plan_selection
+    from dpdesk.engine.selection.query import parse_selection
 
     q = parse_selection(query, schema)
     plan = plan_selection(
@@ -270,8 +270,8 @@ def plan_for(
     """The release plan of a queued selection or posterior ``request`` (a ``StoredRequest``), priced from
     ``public`` (``Project.plan_inputs()``: the ledger's per-cell α and δ, total budget, δ cap, basis)."""
     if request.kind == "selection":
-        from dpdesk.engine.answering.selection import plan_selection
-        from dpdesk.engine.queries.selection import parse_selection
+        from dpdesk.engine.selection.plan import plan_selection
+        from dpdesk.engine.selection.query import parse_selection
 
         return plan_selection(
             parse_selection(request.query_text, schema),

@@ -1,7 +1,7 @@
 """The one view of the ledger: history, per-cell costs, the cost curve and who spent each cell.
 
 A :class:`LedgerView` takes ledger entries in order and derives everything the app, the CLI and
-``verify`` show, asking each entry's mechanism (:mod:`dpdesk.engine.mechanisms.registry`) for its
+``verify`` show, asking each entry's mechanism (:mod:`dpdesk.engine.registry`) for its
 contribution — its per-cell charge (the mechanism's privacy map applied to the recorded parameters,
 never a stored total) and the noisy rows it adds to the history the BLUE uses. It only grows: the
 project extends it with the entries recorded since it last looked, so nothing is replayed twice.
@@ -33,7 +33,7 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
-from dpdesk.engine.mechanisms.registry import kinds, mechanism
+from dpdesk.engine.registry import kinds, mechanism
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdesk.engine.mechanisms.selection import ReportNoisyMax
-from dpdesk.engine.queries.selection import parse_selection
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.selection.mechanism import ReportNoisyMax
+from dpdesk.engine.selection.query import parse_selection
 
 
 def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(qtbot, tmp_path):

@@ -12,13 +12,13 @@ from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.mechanisms.partition import PARTITION
-from dpdesk.engine.mechanisms.registry import MECHANISMS, kinds
 from dpdesk.engine.partition.guarantee import preview
 from dpdesk.engine.partition.plan import marginals_by_order, tree_plan
+from dpdesk.engine.partition.privacy_map import PARTITION
 from dpdesk.engine.partition.release import PartitionRelease
 from dpdesk.engine.partition.release_plan import PartitionReleasePlan
 from dpdesk.engine.queries.text import parse_query
+from dpdesk.engine.registry import MECHANISMS, kinds
 
 
 def _recorded(schema3, counts3, plan, alpha=0.5, cell_costs=None, total=1.0):

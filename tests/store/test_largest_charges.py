@@ -17,13 +17,13 @@ def dense_largest(charge: Charge, n: int) -> float:
 
 
 def test_a_real_project_s_largest_charges_are_the_dense_maxima_of_every_release_kind(store):
-    from dpdesk.engine.answering.selection import plan_selection
     from dpdesk.engine.dirichlet.plan import assess_posterior
     from dpdesk.engine.dirichlet.request import parse_posterior
     from dpdesk.engine.partition.guarantee import preview
     from dpdesk.engine.partition.plan import cells_plan
     from dpdesk.engine.partition.release_plan import PartitionReleasePlan
-    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.engine.selection.plan import plan_selection
+    from dpdesk.engine.selection.query import parse_selection
 
     path = store.new_project(budget=1e3, test_project=True, delta_cap=1e-5)
     with Project.open(path, "w") as p:

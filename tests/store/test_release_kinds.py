@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from dpdesk.engine import registry
 from dpdesk.engine.errors import BudgetError
-from dpdesk.engine.mechanisms import registry
 from dpdesk.engine.mechanisms.base import Basis, Contribution, NoisyRow
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.laplace import LAPLACE
@@ -201,8 +201,8 @@ def test_posterior_releases_add_their_delta_per_cell_on_their_box(store):
 
 
 def test_a_private_argmax_is_charged_on_its_box_and_adds_no_history(store):
-    from dpdesk.engine.answering.selection import plan_selection
-    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.engine.selection.plan import plan_selection
+    from dpdesk.engine.selection.query import parse_selection
 
     path = store.new_project(budget=2.0, test_project=True)
     with Project.open(path, "w") as p:

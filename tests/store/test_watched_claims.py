@@ -216,11 +216,11 @@ def test_claim_errors_from_the_store_name_the_claim(store):
 
 
 def test_other_release_kinds_pass_the_same_gate(store):
-    from dpdesk.engine.answering.selection import plan_selection
     from dpdesk.engine.partition.guarantee import preview
     from dpdesk.engine.partition.plan import cells_plan
     from dpdesk.engine.partition.release_plan import PartitionReleasePlan
-    from dpdesk.engine.queries.selection import parse_selection
+    from dpdesk.engine.selection.plan import plan_selection
+    from dpdesk.engine.selection.query import parse_selection
 
     path = store.new_project(budget=5.0, test_project=True)
     with Project.open(path, "w") as p:

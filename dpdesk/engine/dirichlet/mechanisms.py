@@ -3,7 +3,7 @@
 A release reads the ``k`` category counts ``c`` of one box; a record inside the box changes one count
 by one, a record outside changes nothing. Each mechanism states the ``alpha`` and ``delta`` it costs
 every cell of the box (paper Thm 5.4: cells outside the box pay nothing; the ledger's charge is built
-from them by :mod:`dpdesk.engine.mechanisms.posterior`), draws only through the sampler it is given
+from them by :mod:`dpdesk.engine.dirichlet.privacy_map`), draws only through the sampler it is given
 (OpenDP's for releases), and can give its exact output distribution at any counts (for tests and the
 benchmark).
 

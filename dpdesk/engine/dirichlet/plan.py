@@ -10,7 +10,7 @@ share of the budget and builds the candidate set from it (docs/dirichlet.md §3)
 
 :class:`PosteriorAssessment` is a release plan in the sense of
 :class:`dpdesk.engine.mechanisms.base.ReleasePlan`: its ``record()`` and ``draw()`` together are the
-ledger payload that :mod:`dpdesk.engine.mechanisms.posterior` re-derives the charge and rows from.
+ledger payload that :mod:`dpdesk.engine.dirichlet.privacy_map` re-derives the charge and rows from.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from dpdesk.engine.dirichlet.mechanisms import (
     NoisySize,
     PosteriorSampler,
 )
+from dpdesk.engine.dirichlet.privacy_map import POSTERIOR_MECHANISMS
 from dpdesk.engine.dirichlet.request import PosteriorQuery
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
-from dpdesk.engine.mechanisms.registry import mechanism as registered
 
 __all__ = [
     "METHODS",
@@ -94,7 +94,7 @@ class PosteriorAssessment:
     @property
     def mechanism(self) -> Mechanism:
         """The registered mechanism whose privacy map prices this release (its name goes in the ledger)."""
-        return registered(f"posterior-{self.method}")
+        return next(m for m in POSTERIOR_MECHANISMS if m.name == f"posterior-{self.method}")
 
     @property
     def charge(self) -> Charge:

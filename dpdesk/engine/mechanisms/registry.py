@@ -1,9 +1,9 @@
-"""The one registry of release mechanisms, noise families and posterior methods.
+"""The noise families of counts and the posterior methods, each listed once.
 
-The engine, the store, argparse choices and the GUI all read these tables; nothing else lists
-families or methods, and nothing switches on their names. A new release kind adds its mechanism
-object to :data:`MECHANISMS` (one line); a new noise family for counts also goes into
-:data:`NOISE_FAMILIES`, in order of preference (:func:`family_for` picks the first that applies).
+The engine, argparse choices and the GUI read these tables; nothing else lists families or methods,
+and nothing switches on their names. A new noise family for counts goes into :data:`NOISE_FAMILIES`,
+in order of preference (:func:`family_for` picks the first that applies). Release kinds and their
+mechanisms are listed in :mod:`dpdesk.engine.registry`.
 """
 
 from __future__ import annotations
@@ -11,23 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.mechanisms.base import Mechanism
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE, NoiseMechanism
-from dpdesk.engine.mechanisms.measurement import MEASUREMENTS
-from dpdesk.engine.mechanisms.partition import PARTITION
-from dpdesk.engine.mechanisms.posterior import POSTERIOR_MECHANISMS
-from dpdesk.engine.mechanisms.postprocessing import INFERENCE, SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE
-from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX
 from dpdesk.engine.queries.query import Query
 
 __all__ = [
-    "MECHANISMS",
     "NOISE_FAMILIES",
     "POSTERIOR_METHODS",
     "check_method",
     "family_for",
-    "kinds",
-    "mechanism",
     "method_names",
     "noise_family",
     "noise_family_names",
@@ -35,21 +26,6 @@ __all__ = [
 
 # Noise for a fresh count, most preferred first: exact integer noise whenever the query allows it.
 NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE)
-
-# Every mechanism a ledger entry may name, by the name it records.
-MECHANISMS: Mapping[str, Mechanism] = {
-    m.name: m
-    for m in (
-        *NOISE_FAMILIES,
-        INFERENCE,
-        *POSTERIOR_MECHANISMS,
-        PARTITION,
-        REPORT_NOISY_MAX,
-        SHRINKAGE_ESTIMATE,
-        SYNTHETIC_TABLE,
-        *MEASUREMENTS.values(),
-    )
-}
 
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {
@@ -89,16 +65,3 @@ def noise_family(family: str | NoiseMechanism) -> NoiseMechanism:
 def family_for(query: Query) -> NoiseMechanism:
     """The preferred noise family that can answer ``query`` (discrete Laplace for integer coefficients)."""
     return next(f for f in NOISE_FAMILIES if f.applies_to(query))
-
-
-def mechanism(name: str) -> Mechanism:
-    """The registered mechanism ``name`` (as recorded in ledger entries)."""
-    try:
-        return MECHANISMS[name]
-    except (KeyError, TypeError):
-        raise DpdeskError(f"unknown mechanism {name!r} (known: {', '.join(MECHANISMS)})") from None
-
-
-def kinds() -> tuple[str, ...]:
-    """The ledger entry kinds releases are recorded as (one per mechanism kind, in registry order)."""
-    return tuple(dict.fromkeys(m.kind for m in MECHANISMS.values()))

@@ -28,9 +28,9 @@ import numpy as np
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.errors import BudgetError, PlanError
-from dpdesk.engine.mechanisms.partition import PARTITION
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
+from dpdesk.engine.partition.privacy_map import PARTITION
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.text import format_terms

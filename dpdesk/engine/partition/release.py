@@ -20,10 +20,10 @@ from typing import Any, Literal
 import numpy as np
 
 from dpdesk.engine.errors import BudgetError, Cancelled, PlanError, QueryError
-from dpdesk.engine.mechanisms.partition import PARTITION, group_structure
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance
 from dpdesk.engine.partition.guarantee import query_terms
 from dpdesk.engine.partition.plan import PartitionPlan, plan_from_json
+from dpdesk.engine.partition.privacy_map import PARTITION, group_structure
 from dpdesk.engine.partition.solver import PlanSolver, contract
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema

@@ -5,7 +5,7 @@
 members fixed before any data is read — the plan as asked, its structure by shape (per group and
 attribute, the first label of every block), the noise scale, the per-cell α and what the preview
 promised; ``draw()`` is the one step that reads the cube: the released counts, through the vetted
-sampler. The registered :data:`~dpdesk.engine.mechanisms.partition.PARTITION` mechanism reads the
+sampler. The registered :data:`~dpdesk.engine.partition.privacy_map.PARTITION` mechanism reads the
 charge and the history rows back from that payload.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
-from dpdesk.engine.mechanisms.partition import PARTITION, PartitionMechanism
 from dpdesk.engine.partition.guarantee import PlanPreview
+from dpdesk.engine.partition.privacy_map import PARTITION, PartitionMechanism
 from dpdesk.engine.partition.release import draw_release
 
 __all__ = ["PartitionReleasePlan"]

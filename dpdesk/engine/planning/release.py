@@ -15,8 +15,8 @@ from dpdesk.engine.answering.fresh import true_answer
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
-from dpdesk.engine.mechanisms.measurement import MEASUREMENTS, Measuring
 from dpdesk.engine.planning.plan import Measurement
+from dpdesk.engine.planning.privacy_map import MEASUREMENTS, Measuring
 
 __all__ = ["MeasurementPlan"]
 

@@ -1,6 +1,6 @@
 """Private max and argmax: report-noisy-max over the candidate labels, drawn by OpenDP.
 
-:class:`ReportNoisyMax` answers a :class:`~dpdesk.engine.queries.selection.SelectionQuery` by adding
+:class:`ReportNoisyMax` answers a :class:`~dpdesk.engine.selection.query.SelectionQuery` by adding
 independent exponential noise of scale ``s`` to every candidate's utility (sensitivity ``Δ = 1``) and
 releasing the label with the largest noisy utility — OpenDP's ``make_noisy_max`` under the max
 divergence, whose privacy map is ``Δ/s`` for monotonic utilities (argmax) and ``2Δ/s`` otherwise (max)
@@ -32,8 +32,8 @@ from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.queries.query import Query, Term
-from dpdesk.engine.queries.selection import SelectionQuery
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.selection.query import SelectionQuery
 
 __all__ = [
     "REPORT_NOISY_MAX",

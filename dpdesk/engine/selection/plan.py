@@ -1,6 +1,6 @@
 """A private max/argmax as a release plan: priced and decided from public inputs, drawn only on release.
 
-:func:`plan_selection` prices a :class:`~dpdesk.engine.queries.selection.SelectionQuery` at a given α
+:func:`plan_selection` prices a :class:`~dpdesk.engine.selection.query.SelectionQuery` at a given α
 or at the α meeting an accuracy target (the report-noisy-max shortfall at δ), previews the per-cell
 budget after it (α on the box's cells), and returns a :class:`SelectionPlan` — the
 :class:`~dpdesk.engine.mechanisms.base.ReleasePlan` the store records exactly (``record()`` before any
@@ -19,9 +19,9 @@ from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
-from dpdesk.engine.mechanisms.selection import REPORT_NOISY_MAX, ReportNoisyMax, SelectionMechanism, box_query
-from dpdesk.engine.queries.selection import SelectionQuery
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.selection.mechanism import REPORT_NOISY_MAX, ReportNoisyMax, SelectionMechanism, box_query
+from dpdesk.engine.selection.query import SelectionQuery
 
 __all__ = ["SelectionPlan", "plan_selection"]
 

@@ -11,7 +11,7 @@ arguments::
 e.g. ``max(age)``, ``argmax(education | sex="Female")``, ``max(age | sex="Male", income=[">50K"])``.
 
 Neither is a linear query: they are answered by a selection mechanism
-(:mod:`dpdesk.engine.mechanisms.selection`) over the candidate labels, with a *utility* per candidate
+(:mod:`dpdesk.engine.selection.mechanism`) over the candidate labels, with a *utility* per candidate
 whose value changes by at most 1 when one record is added or removed:
 
 - argmax: the candidate's count in the box (all utilities move the same way: monotonic);
