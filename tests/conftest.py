@@ -11,6 +11,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 if not os.environ.get("QT_QPA_PLATFORM"):
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
+# dpdesk's per-user data folder (source keys, demo copies): one throwaway folder per run, never the user's
+if not os.environ.get("DPDESK_DATA_DIR"):
+    os.environ["DPDESK_DATA_DIR"] = tempfile.mkdtemp(prefix="dpdesk-data-")
 if not os.environ.get("XDG_RUNTIME_DIR"):
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="dpdesk-xdg-")
     os.chmod(os.environ["XDG_RUNTIME_DIR"], 0o700)

@@ -24,10 +24,10 @@ DEMO_TABLE = "adult.parquet"
 
 
 def data_folder() -> Path:
-    """The per-user folder where dpdesk keeps demo projects (platformdirs)."""
-    import platformdirs
+    """The per-user folder where dpdesk keeps demo projects (platformdirs; ``$DPDESK_DATA_DIR`` if set)."""
+    from dpdesk.store.source_key import data_folder as user_data
 
-    return Path(platformdirs.user_data_dir("dpdesk", "dpdesk"))
+    return user_data()
 
 
 def create_demo_project(folder: Path | None = None, *, total_budget: float = DEMO_BUDGET) -> Path:

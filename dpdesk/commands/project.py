@@ -154,12 +154,22 @@ def _new(args: argparse.Namespace) -> int:
             f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
             f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}"
         )
-        print(
-            f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {src.row_count} rows, "
-            f"{src.out_of_domain} out of domain, {src.fingerprint_method} {src.fingerprint[:16]}…"
-        )
+        print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {describe_binding(src)}")
         print(f"spend policy: {describe_policy(p.spend_policy)}")
     return 0
+
+
+def describe_binding(src) -> str:
+    """How the project recognises its source (never a count: docs/project-file.md)."""
+    if src.keyed:
+        return (
+            f"its cube's fingerprint is keyed with source key {src.key_id} "
+            "(kept on this machine, not in the project file)"
+        )
+    return (
+        f"unkeyed {src.fingerprint_method} fingerprint and row count of format 7 (visible to anyone with the "
+        "file; `dpdesk project rebind` replaces them with a keyed fingerprint)"
+    )
 
 
 def describe_policy(policy) -> str:
@@ -272,6 +282,7 @@ def _info(args: argparse.Namespace) -> int:
             "look_ahead": p.look_ahead,
         }
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
+        binding_text = describe_binding(src)
         ahead_text = describe_look_ahead(p.look_ahead)
     if args.json:
         print(json.dumps(info, indent=2))
@@ -293,8 +304,7 @@ def _info(args: argparse.Namespace) -> int:
     )
     s = info["source"]
     print(
-        f"  source: {s['location']}{' table ' + s['table'] if s['table'] else ''} — {s['row_count']} rows, "
-        f"{s['out_of_domain']} out of domain; {s['status']}"
+        f"  source: {s['location']}{' table ' + s['table'] if s['table'] else ''} — {binding_text}; {s['status']}"
     )
     print(
         f"  requests: {counts['pending']} pending, {counts['answered']} answered, {counts['rejected']} rejected"
@@ -312,14 +322,11 @@ def _rebind(args: argparse.Namespace) -> int:
     from dpdesk.store.project import Project
 
     with Project.open(args.path, "w") as p:
-        problem = p.binding_problem()
-        if problem is None:
+        if p.source.keyed and p.binding_problem() is None:
             print(f"{p.path.name}: the source is unchanged; nothing to rebind")
             return 0
         entry = p.rebind()
-        cur = entry.payload["current"]
         print(
-            f"rebound {p.path.name} to {cur['location']} ({cur['row_count']} rows, fingerprint "
-            f"{cur['fingerprint'][:16]}…): ledger entry {entry.seq}"
+            f"rebound {p.path.name} to {p.source.location}: {describe_binding(p.source)}; ledger entry {entry.seq}"
         )
     return 0

@@ -64,4 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"FAILED ({where}): {report.problems[0]}")
         for extra in report.problems[1:]:
             print(f"  also: {extra}")
+    if not args.json:
+        for shown in report.exposes:  # an older file's unkeyed source bindings: not a failure, but said
+            print(f"  exposes: {shown}")
     return 0 if report.ok else 1

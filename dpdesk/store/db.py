@@ -20,7 +20,8 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
+KEYED_SOURCE_FORMAT = 8  # the first format whose source binding is a keyed fingerprint (store/binding.py)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -148,6 +149,31 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: (),
     # 7: the batch plans' look-ahead share, one of the curator's answering settings (store/answering.py)
     7: answering.LOOK_AHEAD_TABLES,
+    # 8: the source binding is a fingerprint keyed with a secret kept on the curator's machine
+    # (store/binding.py): the key's public id and the binding's salt are kept, the row and out-of-domain
+    # counts no longer (NULL in a new binding). An older binding moves over as it was (its genesis hash and
+    # ledger entries cover it) until a rebind replaces it.
+    8: (
+        "ALTER TABLE source RENAME TO source_format7",
+        """CREATE TABLE source (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            location TEXT NOT NULL,
+            table_name TEXT,
+            fingerprint_method TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            row_count INTEGER,
+            out_of_domain INTEGER,
+            bound_at TEXT NOT NULL,
+            key_id TEXT,
+            salt TEXT,
+            CHECK ((key_id IS NULL) = (salt IS NULL)),
+            CHECK (key_id IS NULL OR (row_count IS NULL AND out_of_domain IS NULL))
+        )""",
+        "INSERT INTO source (id, location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, "
+        "bound_at) SELECT id, location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, "
+        "bound_at FROM source_format7",
+        "DROP TABLE source_format7",
+    ),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

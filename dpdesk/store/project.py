@@ -25,7 +25,7 @@ from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.store import answering, db, ledger
-from dpdesk.store.binding import Snapshot, SourceBinding, snapshot
+from dpdesk.store.binding import Snapshot, SourceBinding, changed, keyed_binding, snapshot, unkeyed_binding
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
@@ -38,6 +38,7 @@ from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.releasing import Releasing
 from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
+from dpdesk.store.source_key import own_key
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 from dpdesk.store.watching import Watching
 
@@ -145,15 +146,10 @@ class Project(Releasing, Watching):
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
         snap = snapshot(source_location, source_table, schema)
         created = utc_now()
-        initial = SourceBinding(
-            source_location,
-            source_table,
-            snap.fingerprint_method,
-            snap.fingerprint,
-            snap.row_count,
-            snap.cube.out_of_domain,
-            created,
-        )
+        if db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT:
+            initial = keyed_binding(source_location, source_table, snap.cube, own_key(), created)
+        else:  # a file of an older format (only the tests make one): bound as that format did
+            initial = unkeyed_binding(source_location, source_table, snap.cube, created)
         settings = {
             "name": name.strip(),
             "total_budget": float(total_budget),
@@ -287,9 +283,11 @@ class Project(Releasing, Watching):
 
     @property
     def source(self) -> SourceBinding:
+        keyed = _keyed_source_table(self._conn)
         row = self._conn.execute(
-            "SELECT location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, bound_at "
-            "FROM source WHERE id = 1"
+            "SELECT location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, bound_at"
+            + (", key_id, salt" if keyed else "")
+            + " FROM source WHERE id = 1"
         ).fetchone()
         if row is None:
             raise StoreError(f"{self.path.name}: the source row is missing (damaged project file)")
@@ -298,7 +296,7 @@ class Project(Releasing, Watching):
     def snapshot(
         self, progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None
     ) -> Snapshot:
-        """The source as it is now (cube rebuilt, fingerprinted); cached for this open project.
+        """The source as it is now (its cube rebuilt); cached for this open project.
         ``progress``/``cancelled``: see :func:`dpdesk.store.binding.snapshot` (used when it reads the source)."""
         if self._snapshot is None:
             src = self.source
@@ -306,18 +304,15 @@ class Project(Releasing, Watching):
         return self._snapshot
 
     def binding_problem(self) -> str | None:
-        """None when the source still matches its fingerprint, else why not (vanished or changed)."""
+        """None when the source still matches its fingerprint, else why not (vanished, changed, or not
+        checkable here: its key is on another machine)."""
         src = self.source
         try:
-            snap = self.snapshot()
+            return changed(src, self.snapshot())
         except DpdeskError as exc:
             return f"{exc}"
-        if (snap.fingerprint_method, snap.fingerprint) != (src.fingerprint_method, src.fingerprint):
-            return (
-                f"source {src.location} changed since it was bound on {src.bound_at} "
-                f"(fingerprint {src.fingerprint[:12]}… is now {snap.fingerprint[:12]}…)"
-            )
-        return None
+        except OSError as exc:  # an unkeyed binding of format 7 or older hashes the files again
+            return f"source {src.location}: cannot read it ({exc.strerror or exc})"
 
     def cube(self) -> Cube:
         """The cube rebuilt from the bound source; refuses when the source vanished or changed."""
@@ -500,20 +495,19 @@ class Project(Releasing, Watching):
         )
 
     def rebind(self) -> LedgerEntry:
-        """Accept the source's current data: record old and new fingerprints in the ledger."""
+        """Accept the source's current data: record the old and new bindings in the ledger.
+
+        The new binding is keyed with this machine's source key (:mod:`dpdesk.store.source_key`); it holds
+        no count. A rebind also replaces an unkeyed binding of format 7 or older, data changed or not.
+        """
         self._require_writer()
         old = self.source
         self._snapshot = None
         snap = self.snapshot()
-        new = SourceBinding(
-            old.location,
-            old.table,
-            snap.fingerprint_method,
-            snap.fingerprint,
-            snap.row_count,
-            snap.cube.out_of_domain,
-            utc_now(),
-        )
+        if _keyed_source_table(self._conn):
+            new = keyed_binding(old.location, old.table, snap.cube, own_key(), utc_now())
+        else:  # a file of an older format (only the tests write one)
+            new = unkeyed_binding(old.location, old.table, snap.cube, utc_now())
         payload = {"previous": old.identity(), "current": new.identity()}
         return self._record("rebind", None, payload, None, source=new)
 
@@ -593,11 +587,30 @@ class Project(Releasing, Watching):
         return self._conn
 
 
+def _keyed_source_table(conn: sqlite3.Connection) -> bool:
+    """Whether the file's source table holds keyed bindings (format 8 on)."""
+    return any(r[1] == "key_id" for r in conn.execute("PRAGMA table_info(source)"))
+
+
 def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:
+    columns = ["location", "table_name", "fingerprint_method", "fingerprint", "row_count", "out_of_domain"]
+    values: list[Any] = [
+        s.location,
+        s.table,
+        s.fingerprint_method,
+        s.fingerprint,
+        s.row_count,
+        s.out_of_domain,
+    ]
+    columns.append("bound_at")
+    values.append(s.bound_at)
+    if _keyed_source_table(conn):
+        columns += ["key_id", "salt"]
+        values += [s.key_id, s.salt]
+    elif s.keyed:
+        raise StoreError("a keyed source binding needs project format 8")
     conn.execute(
-        "INSERT INTO source VALUES (1, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET location = excluded.location,"
-        " table_name = excluded.table_name, fingerprint_method = excluded.fingerprint_method,"
-        " fingerprint = excluded.fingerprint, row_count = excluded.row_count,"
-        " out_of_domain = excluded.out_of_domain, bound_at = excluded.bound_at",
-        (s.location, s.table, s.fingerprint_method, s.fingerprint, s.row_count, s.out_of_domain, s.bound_at),
+        f"INSERT INTO source (id, {', '.join(columns)}) VALUES (1, {', '.join('?' * len(columns))}) "
+        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
+        values,
     )

@@ -22,6 +22,11 @@
    rewritten and consistently re-chained passes 1–6 but not this.
 The first problem found names the entry (``entry 7: …``).
 
+Besides problems, the report says what a file of format 7 or older still *exposes* of the raw data
+(``exposes``): its unkeyed source bindings — in the genesis, in rebind entries, in the current binding —
+hold the source's plain hash, row count and out-of-domain count (store/binding.py). The hash chain
+covers them, so they stay; they are not problems, and ``ok`` does not depend on them.
+
 :func:`verify` reads only an :class:`AuditRecord`: the project file's contents exactly as stored,
 which :meth:`Project.audit_record <dpdesk.store.project.Project.audit_record>` gathers.
 """
@@ -41,6 +46,7 @@ from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store import view as view_module
+from dpdesk.store.binding import exposes
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import RawRow, thaw
 from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
@@ -85,6 +91,7 @@ class VerifyReport:
     )
     delta_cap: float = 0.0  # the project's δ cap (0: pure α-DP releases only)
     kinds: tuple[tuple[str, int], ...] = ()  # (entry kind, how many), for every kind present
+    exposes: tuple[str, ...] = ()  # what the file shows of the raw data besides releases (format 7 and older)
 
     @property
     def remaining(self) -> float | None:
@@ -107,6 +114,7 @@ class VerifyReport:
             "delta_spent": self.delta_spent,
             "delta_cap": self.delta_cap,
             "kinds": dict(self.kinds),
+            "exposes": list(self.exposes),
         }
 
 
@@ -385,6 +393,7 @@ def verify(
 
     intact = chain_problem is None
     found.sort()
+    exposures = _exposures(record, entries)
     problems = [m for _, _, m in found]
     first_bad = int(found[0][0]) if found and found[0][0] != math.inf else None
     return VerifyReport(
@@ -402,4 +411,31 @@ def verify(
         delta_spent=view.delta_spent if intact else None,
         delta_cap=delta_cap,
         kinds=tuple(sorted(counts.items())),
+        exposes=exposures,
     )
+
+
+def _exposures(record: AuditRecord, entries: Sequence[ledger.LedgerEntry]) -> tuple[str, ...]:
+    """What the file's unkeyed source bindings (format 7 and older) show of the data, where."""
+    out = []
+    initial = exposes(record.settings.get("initial_source") or {})
+    if initial:
+        out.append(f"the initial source binding (covered by the genesis hash) holds {', '.join(initial)}")
+    rebinds = [
+        e.seq
+        for e in entries
+        if e.kind == "rebind"
+        and any(exposes(thaw(e.payload.get(k)) or {}) for k in ("previous", "current") if k in e.payload)
+    ]
+    if rebinds:
+        out.append(
+            f"rebind entr{'y' if len(rebinds) == 1 else 'ies'} {', '.join(map(str, rebinds))} hold the same of "
+            "the bindings they replaced or made"
+        )
+    current = exposes(record.source)
+    if current:
+        out.append(
+            f"the current source binding holds {', '.join(current)} "
+            "(`dpdesk project rebind` replaces it with a keyed fingerprint)"
+        )
+    return tuple(out)

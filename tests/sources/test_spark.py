@@ -189,10 +189,12 @@ def test_cli_json_and_project(spark, files, table: pd.DataFrame, schema: Schema,
         )
         == 0
     )
-    assert f"bound to {MASTER} table {files.parquet}: {len(table)} rows" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"bound to {MASTER} table {files.parquet}: its cube's fingerprint is keyed" in out
     assert cli.main(["project", "info", str(project), "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert json.dumps(info).count("spark-checksum") >= 1
+    info = json.loads(capsys.readouterr().out)  # the binding: the cube's keyed fingerprint, no row count
+    assert info["source"]["fingerprint_method"] == "hmac-sha256-cube" and "row_count" not in info["source"]
+    assert info["source"]["status"] == "unchanged"
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from dpdesk.engine.answering.rounding import round_count
 from dpdesk.store import Project
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,7 @@ def _recorded_value(entry) -> float:
     """The recorded value as the command line prints it: a count rounded to an integer, another query's
     value to six significant digits (docs/project-file.md, Rounding)."""
     v = float(entry.payload["released"] if entry.kind == "fresh" else entry.payload["estimate"])
-    return float(round(v)) if entry.integral else float(f"{v:.6g}")
+    return float(round_count(v)) if entry.integral else float(f"{v:.6g}")  # halves up, as shown
 
 
 def _check_after_kill(path: Path, request_id: str, result: dict, printed_log: list) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from dpdesk.store import Project, db, ledger
 from dpdesk.store.errors import NotAProjectError, StoreError
+from dpdesk.store.source_key import own_key
 
 
 def test_create_and_reopen(store):
@@ -21,7 +22,8 @@ def test_create_and_reopen(store):
         assert p.schema.shape == (2, 2)
         assert not p.test_project
         src = p.source
-        assert src.row_count == 61 and src.out_of_domain == 1 and src.fingerprint_method == "sha256"
+        assert src.fingerprint_method == "hmac-sha256-cube" and src.key_id == own_key().key_id
+        assert src.row_count is None and src.out_of_domain is None  # no count of the data is kept
         assert p.ledger() == [] and p.history().system_cost == 0.0
         assert p.verify().ok
     raw = sqlite3.connect(path)

@@ -202,8 +202,10 @@ def test_changed_or_vanished_source_refuses_until_rebind(store, forks):
     assert res["code"] == 0 and "ledger entry 1" in res["output"], res
     with Project.open(path, "r") as p:
         (entry,) = p.ledger()
-        assert entry.kind == "rebind" and entry.payload["current"]["row_count"] == 62
-        assert entry.payload["previous"]["row_count"] == 61
+        prev, cur = entry.payload["previous"], entry.payload["current"]
+        assert entry.kind == "rebind" and prev["key_id"] == cur["key_id"] == p.source.key_id
+        assert prev["fingerprint"] != cur["fingerprint"] and prev["salt"] != cur["salt"]
+        assert "row_count" not in cur and "out_of_domain" not in cur  # no count of the data (DESIGN §4)
         assert p.verify().ok
     res = forks.run("answer", path, "--request", "r1", "--yes")
     assert res["code"] == 0, res
