@@ -1,5 +1,6 @@
 """Test-wide setup: Qt runs offscreen and never touches the user's runtime directory."""
 
+import json
 import os
 import tempfile
 
@@ -9,18 +10,26 @@ import tempfile
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-if not os.environ.get("QT_QPA_PLATFORM"):
-    os.environ["QT_QPA_PLATFORM"] = "offscreen"
 # dpdesk's per-user data folder (source keys, demo copies): one throwaway folder per run, never the user's
 if not os.environ.get("DPDESK_DATA_DIR"):
     os.environ["DPDESK_DATA_DIR"] = tempfile.mkdtemp(prefix="dpdesk-data-")
 if not os.environ.get("XDG_RUNTIME_DIR"):
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="dpdesk-xdg-")
     os.chmod(os.environ["XDG_RUNTIME_DIR"], 0o700)
+# The GUI tests run on a laptop's screen: the offscreen platform's one screen leaves 1024×700 to windows
+# (issue 34: every window and dialog must fit there), unless the caller chose a platform of their own.
+SCREEN = (1024, 700)
+if not os.environ.get("QT_QPA_PLATFORM"):
+    _screen = os.path.join(tempfile.mkdtemp(prefix="dpdesk-screen-"), "screen.json")
+    with open(_screen, "w", encoding="utf-8") as _f:
+        json.dump(
+            {"screens": [{"name": "laptop", "x": 0, "y": 0, "width": SCREEN[0], "height": SCREEN[1]}]}, _f
+        )
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_screen}"
 
 # Property tests are reproducible: the same examples on every machine and every run (CI starts from a
 # clean clone with no example database), so a green run here is a green run there.
-from hypothesis import settings
+from hypothesis import settings  # noqa: E402
 
 settings.register_profile("dpdesk", derandomize=True, database=None, deadline=None)
 settings.load_profile("dpdesk")

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QGridLayout, QLabel, QV
 
 from dpdesk import __version__
 from dpdesk.appdata.bundled import resource
+from dpdesk.gui.screen_fit import keep_on_screen
 
 LICENCE = "MIT License"
 SUMMARY = (
@@ -60,6 +61,7 @@ class AboutDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("About dpdesk")
         self.facts = about_facts()
         layout = QVBoxLayout(self)

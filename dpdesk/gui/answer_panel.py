@@ -42,6 +42,7 @@ from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
+from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
@@ -253,7 +254,10 @@ class AnswerPanel(QWidget):
         if a.decision == decision and not (
             decision == "spend" and (self.claim_blocked or a.spend_alpha > cap)
         ):
-            self._release(a)  # confirmed when the curator chose the offer: exactly this assessment
+            if decision == "spend":
+                self.spend_and_release()  # the same confirmation as every other spend
+            else:
+                self._release(a)  # free: history's answer at the accepted confidence
         else:
             self.result.setText(
                 f"Counter-offer accepted ({self.session.request(a.request_id).terms()}) but not "
@@ -459,41 +463,41 @@ class AnswerPanel(QWidget):
         self._release(a)
 
     def spend_and_release(self) -> None:
+        """Spend and release the assessment shown, after the one spend confirmation (Cancel by default)."""
         a = self.assessment
-        if self.kind is not None and a is not None and self.spend_btn.isEnabled():
-            from dpdesk.store.request_kinds import cost_text
-
-            b = a.budget
-            if dialogs.confirm(
-                self,
-                f"Release {self.kind.label}",
-                f"Release {a.request_id} ({self.kind.label})? Every cell of its box pays {cost_text(a)}."
-                f"\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} (total {b.total:g})."
-                "\n\nThis cannot be undone: the release is recorded in the ledger before it is shown.",
-            ):
-                self._release(a)
-            return
-        if a is None or a.decision != "spend" or not self.spend_btn.isEnabled():
+        if a is None or not self.spend_btn.isEnabled():
             return
         b = a.budget
-        raised = (
-            f" — the request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
-            "so later requests can be answered from history"
-            if a.needed_alpha is not None and a.spend_alpha > a.needed_alpha
-            else ""
-        )
-        ok = dialogs.confirm(
-            self,
-            "Spend privacy budget",
-            f"Release a fresh noisy answer to {a.request.id}?\n\n"
-            f"It spends α = {a.spend_alpha:.6g}{raised}.\nSystem cost: {b.system_cost:.6g} → {b.system_cost_after:.6g} "
-            f"(total {b.total:g}; remaining {b.remaining:.6g} → {b.remaining_after:.6g}).\n\n"
-            "This cannot be undone: the answer is recorded in the ledger before it is shown."
-            + "".join(f"\n\n{line}" for line in self.claim_lines if not line.startswith("Watched claims")),
-        )
-        if not ok:
-            return
-        self._release(a)
+        if self.kind is not None:
+            from dpdesk.store.request_kinds import cost_text
+
+            heading, body = spend_text(
+                f"{a.request_id} ({self.kind.label})",
+                f"{cost_text(a)} on every cell of its box",
+                b.system_cost,
+                b.system_cost_after,
+                b.total,
+                self.claim_lines,
+            )
+        else:
+            if a.decision != "spend":
+                return
+            raised = (
+                f"The request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
+                "so later requests can be answered from history."
+                if a.needed_alpha is not None and a.spend_alpha > a.needed_alpha
+                else ""
+            )
+            heading, body = spend_text(
+                f"a fresh noisy answer to {a.request.id}",
+                f"α = {a.spend_alpha:.6g}",
+                b.system_cost,
+                b.system_cost_after,
+                b.total,
+                [raised, *(line for line in self.claim_lines if not line.startswith("Watched claims"))],
+            )
+        if dialogs.confirm_spend(self, heading, body):
+            self._release(a)
 
     def offer_within_claims(self) -> None:
         """A request watched claims block: the requester accepts one offer (it becomes the request's
@@ -507,8 +511,8 @@ class AnswerPanel(QWidget):
             self,
             f"Counter-offer for {rid}",
             f"A watched claim blocks the fresh answer {rid} asks (±{a.request.eps:g} at δ = {a.request.delta:g}). "
-            f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); it is released at "
-            "once and recorded in the ledger before it is shown — this cannot be undone:",
+            f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); its terms "
+            "become the request's, which is assessed again — a fresh answer then asks for confirmation:",
             [o[0] for o in offers],
         )
         if i is None:

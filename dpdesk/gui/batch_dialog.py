@@ -46,6 +46,8 @@ from dpdesk.engine.planning.ahead import SHARE
 from dpdesk.gui import dialogs
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 HEADERS = ("request", "±ε", "δ", "alone", "in batch", "status", "if not covered")
@@ -112,6 +114,7 @@ class BatchDialog(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Plan batch")
         self.session, self.request_ids, self.method = session, request_ids, method
         self.plan: Any = None
@@ -277,16 +280,17 @@ class BatchDialog(QDialog):
         covered = plan.ids("planned") + plan.ids("answerable")
         left = plan.ids("uncovered")
         la = plan.look_ahead
-        question = (
-            f"Release {len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
+        heading, body = spend_text(
+            f"{len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
             + (f"; the first {la.measurements} look ahead for the queue" if la else "")
-            + ") and answer "
-            f"{', '.join(covered) or 'no request'} from them? The system cost becomes "
-            f"{plan.system_cost_after:.4g} of {plan.total_budget:g}."
-            + (f" {', '.join(left)} stay pending." if left else "")
-            + " This cannot be undone."
+            + f") and answer {', '.join(covered) or 'no request'} from them",
+            f"{plan.increase:.4g} of system cost (α on the cells it measures)",
+            plan.system_cost,
+            plan.system_cost_after,
+            plan.total_budget,
+            [f"{', '.join(left)} stay pending." if left else ""],
         )
-        if not dialogs.confirm(self, "Release batch", question):
+        if not dialogs.confirm_spend(self, heading, body):
             return
         from dpdesk.store.batch import release_batch
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.store.watch import claim_payload
 
 ADVICE = (
@@ -46,6 +47,7 @@ class ClaimDialog(QDialog):
 
     def __init__(self, schema: Schema, query: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Watch a claim")
         self.schema = schema
         self.claim: tuple | None = None

@@ -1,6 +1,6 @@
 """Every message box the app shows goes through these functions, so tests can intercept them.
 
-Tests replace ``show_error``, ``show_info`` or ``confirm`` with ``monkeypatch.setattr`` on this
+Tests replace ``show_error``, ``show_info``, ``confirm``, ``confirm_spend``, ``ask_text`` or ``choose`` with ``monkeypatch.setattr`` on this
 module; callers always call them as ``dialogs.show_error(...)`` for that reason. Errors say what went
 wrong and what to do. :func:`install_excepthook` turns any uncaught exception into such a dialog
 instead of a crash or a frozen window.
@@ -45,6 +45,15 @@ def confirm(parent: QWidget | None, title: str, message: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
+def confirm_spend(parent: QWidget | None, heading: str, body: str) -> bool:
+    """The one confirmation before privacy budget is spent (:mod:`dpdesk.gui.spend_dialog`); Cancel is
+    the default. ``heading`` and ``body`` come from :func:`~dpdesk.gui.spend_dialog.spend_text`."""
+    from dpdesk.gui.spend_dialog import SpendConfirmation
+
+    dlg = SpendConfirmation(heading, body, _parent(parent))
+    return dlg.exec() == SpendConfirmation.DialogCode.Accepted
+
+
 def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> str | None:
     """A multi-line note (None: cancelled)."""
     from PySide6.QtWidgets import QInputDialog
@@ -54,11 +63,11 @@ def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> 
 
 
 def choose(parent: QWidget | None, title: str, message: str, options: list[str]) -> int | None:
-    """The index of the option chosen (None: cancelled)."""
-    from PySide6.QtWidgets import QInputDialog
+    """The index of the option chosen (None: cancelled); long options wrap (:mod:`dpdesk.gui.choice_dialog`)."""
+    from dpdesk.gui.choice_dialog import ChoiceDialog
 
-    item, ok = QInputDialog.getItem(_parent(parent), title, message, options, 0, False)
-    return options.index(item) if ok else None
+    dlg = ChoiceDialog(title, message, options, _parent(parent))
+    return dlg.chosen if dlg.exec() == ChoiceDialog.DialogCode.Accepted else None
 
 
 def explain(exc: BaseException) -> tuple[str, str]:

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs
+from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.gui.tasks import TaskRunner
 
 
@@ -61,6 +62,7 @@ class EstimateDialog(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Zero-cost estimate (biased)")
         self.resize(680, 620)
         self.inputs, self.release_job, self.released_hook = inputs, release_job, released

@@ -14,6 +14,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
+from dpdesk.gui.screen_fit import keep_on_screen
 
 # term -> (short name shown in tooltips, explanation); the order is the Glossary's order
 TERMS: dict[str, tuple[str, str]] = {
@@ -195,6 +196,7 @@ class GlossaryDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Glossary — dpdesk")
         self.resize(560, 620)
         lay = QVBoxLayout(self)

@@ -22,6 +22,23 @@ def _ensure_platform(headless: bool) -> None:
         os.environ["XDG_RUNTIME_DIR"] = d
 
 
+SCREENSHOT_SCREEN = (1920, 1080)  # the offscreen screen screenshots are taken on: every size shot fits it
+
+
+def _screenshot_platform() -> None:
+    """Offscreen on a screen as large as the largest shot (the plain offscreen screen is 800×800, and the
+    window keeps inside its screen)."""
+    if os.environ.get("QT_QPA_PLATFORM", "offscreen") != "offscreen":
+        return  # a platform (or an offscreen configuration) the caller chose
+    import json
+
+    w, h = SCREENSHOT_SCREEN
+    path = os.path.join(tempfile.mkdtemp(prefix="dpdesk-screen-"), "screen.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"screens": [{"name": "shots", "x": 0, "y": 0, "width": w, "height": h}]}, f)
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={path}"
+
+
 def add_window_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The window's own options (also listed by ``dpdesk --help``; argparse only, no Qt)."""
     parser.add_argument(
@@ -75,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.screenshot:
+        _screenshot_platform()
     _ensure_platform(headless)
     if args.screenshot:
         from dpdesk.gui.screenshots import screenshot

@@ -15,15 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSettings, QThreadPool
+from PySide6.QtCore import QByteArray, QSettings, QSize, QThreadPool
 from PySide6.QtGui import QAction, QCloseEvent, QIcon
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QTabWidget, QWidget
+from PySide6.QtWidgets import QFileDialog, QFrame, QLabel, QMainWindow, QScrollArea, QTabWidget, QWidget
 
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.menus import build_menus, update_actions
+from dpdesk.gui.screen_fit import fit_window, initial_size, keep_on_screen
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.task_line import TaskLine
 from dpdesk.gui.tasks import TaskRunner
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 
 MAX_RECENT = 10
+PREFERRED_SIZE = QSize(1320, 880)  # the first size where the screen leaves room for it
 PAGES = ("start", "data", "requests", "audit")
 
 
@@ -65,7 +67,14 @@ class MainWindow(QMainWindow):
         except FileNotFoundError:
             pass
         self.tabs = QTabWidget()
-        self.setCentralWidget(self.tabs)
+        # the pages never push the window's edges out: when the window is smaller than a page needs
+        # (it never is at 1024×700 and up), the page scrolls inside it
+        self.page_area = QScrollArea()
+        self.page_area.setWidgetResizable(True)
+        self.page_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.page_area.setWidget(self.tabs)
+        self.setCentralWidget(self.page_area)
+        keep_on_screen(self)
         self.start = StartPage()
         self.data = DataPage()
         self.requests: RequestsPage | None = None
@@ -93,10 +102,11 @@ class MainWindow(QMainWindow):
         self.menu_actions = build_menus(self)
         self.menu_actions["about"].setMenuRole(QAction.MenuRole.AboutRole)  # macOS: the application menu
         update_actions(self.menu_actions, False)
-        self.resize(1320, 880)
+        self.resize(initial_size(self, PREFERRED_SIZE))
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
+            fit_window(self)  # restored within the screen it opens on now (a smaller one, perhaps)
 
     # -- recent projects -----------------------------------------------------------------------
     def recent(self) -> list[str]:

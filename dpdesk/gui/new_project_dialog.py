@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.budget.accounting import check_delta_cap
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.gui.glossary import tip
+from dpdesk.gui.screen_fit import keep_on_screen
 
 
 class NewProjectDialog(QDialog):
@@ -28,6 +29,7 @@ class NewProjectDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("New project: privacy limits")
         form = QFormLayout(self)
         self.budget = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=1.0, singleStep=0.1)

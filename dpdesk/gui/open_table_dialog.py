@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.gui.screen_fit import keep_on_screen
+
 TABLE_FILTERS = (
     "Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;All files (*)"
 )
@@ -46,6 +48,7 @@ class OpenTableDialog(QDialog):
 
     def __init__(self, parent: QWidget | None = None, spark_master: str = DEFAULT_SPARK_MASTER) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Open table")
         self.resize(620, 260)
         lay = QVBoxLayout(self)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QRadioButton,
     QSpinBox,
+    QSplitter,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -40,6 +41,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.proportions_plot import ProportionsPlot
 from dpdesk.gui.release_buttons import release_buttons
+from dpdesk.gui.screen_fit import keep_on_screen, scrolling
+from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 MECHANISMS = (
@@ -141,17 +144,24 @@ class PosteriorDialog(QDialog):
         self.text.setReadOnly(True)
         form.addRow("Text form", self.text)
         self.result = QTextBrowser()
-        self.result.setMinimumHeight(150)
+        self.result.setMinimumHeight(90)
         self.result.setText("Preview to see the cost, the guarantee and the expected accuracy.")
         self.plot = ProportionsPlot()
         buttons, self.preview_button, self.release_button = release_buttons(
             self, "Release…", self.run_preview, self.confirm_release
         )
+        self.plot.setMinimumHeight(180)
+        # on a short screen the form scrolls and the curator shares the height between text and plot;
+        # the buttons stay in view
+        shown = QSplitter(Qt.Orientation.Vertical)
+        shown.addWidget(self.result)
+        shown.addWidget(self.plot)
+        shown.setChildrenCollapsible(False)
         lay = QVBoxLayout(self)
-        lay.addLayout(form)
-        lay.addWidget(self.result, 1)
-        lay.addWidget(self.plot, 1)
+        lay.addWidget(scrolling(form), 2)
+        lay.addWidget(shown, 3)
         lay.addLayout(buttons)
+        keep_on_screen(self)
         for w in (self.attribute, self.mechanism):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.budget, self.within, self.failure, self.size, self.reference):
@@ -249,17 +259,15 @@ class PosteriorDialog(QDialog):
             return
         q = plan.query
         cost = f"α = {plan.alpha:.4g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
-        after = (
-            ""
-            if plan.budget is None
-            else f" The system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}."
+        b = plan.budget
+        heading, body = spend_text(
+            f"the posterior of the shares of {q.attribute} ({plan.mechanism.label})",
+            f"{cost} on each of the box's {int(q.box_query().support_size())} cells",
+            b.system_cost if b is not None else float("nan"),
+            b.system_cost_after if b is not None else float("nan"),
+            b.total if b is not None else float("nan"),
         )
-        question = (
-            f"Release the posterior of the shares of {q.attribute} ({plan.mechanism.label})? Each of the box's "
-            f"{int(q.box_query().support_size())} cells pays {cost}.{after} This cannot be undone: the release "
-            "is recorded in the ledger before it is shown."
-        )
-        if not dialogs.confirm(self, "Release posterior", question):
+        if not dialogs.confirm_spend(self, heading, body):
             return
         if self.release_job is None:
             self.sigRelease.emit(plan)

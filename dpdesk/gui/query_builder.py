@@ -43,6 +43,7 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.glossary import tip
+from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.store.request_kinds import kind_of_text, read_kind_request
 
 # how a request other than a count is priced (a count always states its accuracy ±ε at δ)
@@ -60,6 +61,7 @@ class QueryBuilderDialog(QDialog):
         title: str = "New request",
     ) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle(title)
         self.schema = schema
         self.submit = submit

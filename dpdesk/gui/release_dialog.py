@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QRadioButton,
     QSpinBox,
+    QSplitter,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -36,6 +37,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.release_buttons import release_buttons
+from dpdesk.gui.screen_fit import keep_on_screen, scrolling
+from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
@@ -101,18 +104,24 @@ class PublishReleaseDialog(QDialog):
             price.addWidget(w)
         form.addRow("Price", price)
         self.result = QTextBrowser()
-        self.result.setMinimumHeight(140)
+        self.result.setMinimumHeight(90)
         self.result.setText("Preview to see the cost and what the release promises.")
         self.heatmap = HeatmapView()
-        self.heatmap.setMinimumHeight(200)
+        self.heatmap.setMinimumHeight(180)
         buttons, self.preview_button, self.publish_button = release_buttons(
             self, "Publish…", self.run_preview, self.publish
         )
+        # on a short screen the form scrolls and the curator shares the height between text and heatmap;
+        # the buttons stay in view
+        shown = QSplitter(Qt.Orientation.Vertical)
+        shown.addWidget(self.result)
+        shown.addWidget(self.heatmap)
+        shown.setChildrenCollapsible(False)
         lay = QVBoxLayout(self)
-        lay.addLayout(form)
-        lay.addWidget(self.result, 1)
-        lay.addWidget(self.heatmap, 1)
+        lay.addWidget(scrolling(form), 2)
+        lay.addWidget(shown, 3)
         lay.addLayout(buttons)
+        keep_on_screen(self)
         for w in (self.kind, self.tree_attr):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.branching, self.depth, self.alpha, self.accuracy, self.delta):
@@ -203,11 +212,14 @@ class PublishReleaseDialog(QDialog):
         pv = self.preview_result
         if pv is None or not pv.fits:
             return
-        question = (
-            f"Publish {pv.plan.n_rows:,} noisy counts ({pv.plan.description})? Every cell pays α = {pv.alpha:.4g}; "
-            f"the system cost becomes {pv.budget.system_cost_after:.4g} of {pv.budget.total:g}. This cannot be undone."
+        heading, body = spend_text(
+            f"{pv.plan.n_rows:,} noisy counts ({pv.plan.description})",
+            f"α = {pv.alpha:.4g} on every cell",
+            pv.budget.system_cost,
+            pv.budget.system_cost_after,
+            pv.budget.total,
         )
-        if dialogs.confirm(self, "Publish release", question):
+        if dialogs.confirm_spend(self, heading, body):
             self.sigPublish.emit(pv)
             self.accept()
 

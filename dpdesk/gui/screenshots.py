@@ -1,8 +1,8 @@
 """``dpdesk --screenshot DIR``: every page of a freshly made demo project as PNG files, offscreen.
 
 A few demo requests are worked through first so that the pages show history, costs and a ledger.
-The window is shot at each size of :data:`SIZES`: a common laptop size into ``DIR`` itself and the
-smallest supported size into ``DIR/1024x700/``.
+The window is shot at each size of :data:`SIZES`: a common desktop size (1920×1080) into ``DIR`` itself
+and a laptop's screen (1024×700, the smallest supported) into ``DIR/1024x700/``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dpdesk.gui.app import application, settings_at
 from dpdesk.gui.main_window import MainWindow
 from dpdesk.gui.scripted import SCRIPTED, wait_until, work_through
 
-SIZES = {(1600, 1000): "", (1024, 700): "1024x700"}  # size -> sub-folder of the output folder
+SIZES = {(1920, 1080): "", (1024, 700): "1024x700"}  # size -> sub-folder of the output folder
 
 
 def screenshot(directory: str, settings_path: str | None = None, sizes=SIZES) -> int:

@@ -29,8 +29,10 @@ from PySide6.QtWidgets import (
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.release_buttons import release_buttons
+from dpdesk.gui.screen_fit import keep_on_screen, scrolling
 from dpdesk.gui.selection_chart import SelectionChart
 from dpdesk.gui.session import ProjectSession
+from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 
@@ -83,9 +85,10 @@ class SelectionDialog(QDialog):
         )
         lay = QVBoxLayout(self)
         lay.addLayout(form)
-        lay.addWidget(self.result)
+        lay.addWidget(scrolling(self.result, 60))  # a long preview scrolls, the chart keeps its height
         lay.addWidget(self.chart, 1)
         lay.addLayout(buttons)
+        keep_on_screen(self)
         self.query.textChanged.connect(self._inputs_changed)
         for w in (self.alpha, self.accuracy, self.delta):
             w.valueChanged.connect(self._inputs_changed)
@@ -164,12 +167,15 @@ class SelectionDialog(QDialog):
         plan = self.plan
         if plan is None or not plan.releasable:
             return
-        question = (
-            f"Release one label for {plan.rnm.query.text}? Every cell of its box pays α = {plan.rnm.alpha:.4g}; "
-            f"the system cost becomes {plan.budget.system_cost_after:.4g} of {plan.budget.total:g}. "
-            "This cannot be undone."
+        b = plan.budget
+        heading, body = spend_text(
+            f"one label for {plan.rnm.query.text}",
+            f"α = {plan.rnm.alpha:.4g} on every cell of its box",
+            b.system_cost,
+            b.system_cost_after,
+            b.total,
         )
-        if not dialogs.confirm(self, "Release max / argmax", question):
+        if not dialogs.confirm_spend(self, heading, body):
             return
         self.release_button.setEnabled(False)
         self.preview_button.setEnabled(False)

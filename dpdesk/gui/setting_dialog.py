@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from dpdesk.gui import dialogs
+from dpdesk.gui.screen_fit import keep_on_screen
 
 
 class SettingDialog(QDialog):
@@ -32,6 +33,7 @@ class SettingDialog(QDialog):
         self, title: str, explanation: str, switch: str, on: bool, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle(title)
         lay = QVBoxLayout(self)
         text = QLabel(explanation)

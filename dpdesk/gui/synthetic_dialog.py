@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
+from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.gui.tasks import TaskRunner
 from dpdesk.store.estimating import report_path
 
@@ -66,6 +67,7 @@ class SyntheticDialog(QDialog):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
+        keep_on_screen(self)
         self.setWindowTitle("Export synthetic table")
         self.resize(640, 520)
         self.schema, self.inputs = schema, inputs

@@ -19,6 +19,7 @@ class Dialogs:
         self.errors: list[tuple[str, str]] = []
         self.infos: list[tuple[str, str]] = []
         self.confirms: list[tuple[str, str]] = []
+        self.spends: list[tuple[str, str]] = []  # the spend confirmations (also in ``confirms``)
         self.confirm_answer = True
         self.asked: list[tuple[str, str, str]] = []
         self.text_answer: str | None = ""  # "": keep the offered text; None: cancel
@@ -31,6 +32,9 @@ def dialogs(monkeypatch) -> Dialogs:
     from dpdesk.gui import dialogs as mod
 
     rec = Dialogs()
+    rec.real = {
+        name: getattr(mod, name) for name in ("choose", "confirm_spend", "confirm")
+    }  # for tests of them
     monkeypatch.setattr(
         mod, "show_error", lambda parent, title, message, detail="": rec.errors.append((title, message))
     )
@@ -41,6 +45,12 @@ def dialogs(monkeypatch) -> Dialogs:
         return rec.confirm_answer
 
     monkeypatch.setattr(mod, "confirm", confirm)
+
+    def confirm_spend(parent, heading, body):
+        rec.spends.append((heading, body))
+        return confirm(parent, "Spend privacy budget", f"{heading}\n\n{body}")
+
+    monkeypatch.setattr(mod, "confirm_spend", confirm_spend)
 
     def ask_text(parent, title, label, text=""):
         rec.asked.append((title, label, text))

@@ -70,7 +70,7 @@ def test_beta_preview_draws_curves_and_release_emits_exactly_the_previewed_plan(
     d.sigRelease.connect(emitted.append)
     assert d.release_button.isEnabled()
     d.release_button.click()
-    assert dialogs.confirms and "Each of the box's 6 cells pays α = 0.6" in dialogs.confirms[0][1]
+    assert dialogs.spends and "It spends α = 0.6 on each of the box's 6 cells" in dialogs.spends[0][0]
     assert emitted == [plan]
 
 

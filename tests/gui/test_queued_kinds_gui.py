@@ -47,7 +47,7 @@ def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_o
     _shot(win, "queued-max-plan")
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
-    assert "Release max / argmax" in dialogs.confirms[-1][0]
+    assert "on every cell of its box" in dialogs.spends[-1][0]
     entry = win.session.project.entry_for(req.id)
     assert (entry.kind, entry.payload["alpha"]) == ("selection", 0.5)
     assert win.session.request(req.id).status == "answered"

@@ -47,7 +47,7 @@ def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialo
     d.sigPublish.connect(published.append)
     assert d.publish_button.isEnabled()
     d.publish_button.click()
-    assert dialogs.confirms and "Publish 90 noisy counts" in dialogs.confirms[0][1]
+    assert dialogs.spends and "Release 90 noisy counts" in dialogs.spends[0][0]
     assert published == [d.preview_result] and published[0].alpha == 0.4
 
 

@@ -191,12 +191,14 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
     dialogs.choice = 0
     qtbot.mouseClick(panel.offer_btn, Qt.MouseButton.LeftButton)
     message, options = dialogs.choices[-1]
-    assert "blocks the fresh answer" in message and "cannot be undone" in message
+    assert "blocks the fresh answer" in message and "asks for confirmation" in message
     assert (
         options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
     )
     qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=30000)
     wait_released(qtbot, win)
+    # the accepted offer was confirmed like every other spend, at the α the button offered
+    assert f"It spends α = {offer.alpha:.6g}" in dialogs.spends[-1][0]
     (entry,) = win.session.ledger()[entries:]
     assert entry.kind == "fresh" and entry.request_id == rid
     assert float(entry.payload["alpha"]) == pytest.approx(offer.alpha, rel=1e-12)
