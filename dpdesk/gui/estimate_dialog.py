@@ -91,7 +91,9 @@ class EstimateDialog(QDialog):
         self.result = QTextBrowser()
         self.plot = pg.PlotWidget(background="w")
         self.plot.setLabel("bottom", "shrinkage τ (log)")
-        self.plot.setLabel("left", "cross-validated RMSE")
+        # the curve chooses τ: it is the error over the history's own rows, not this estimate's error
+        self.plot.setLabel("left", "CV error over the released rows")
+        self.plot.setTitle("choosing τ (not this estimate's error)", size="9pt")
         self.plot.setLogMode(x=True, y=False)
         self.plot.setMinimumHeight(180)
         self.progress = QProgressBar()
@@ -165,7 +167,10 @@ class EstimateDialog(QDialog):
     def _show(self, plan: Any) -> None:
         self.plan = plan
         lines = [
-            f"<b>{html.escape(x)}</b>" if x.startswith("estimate ") else html.escape(x) for x in plan.lines()
+            f"<b>{html.escape(x)}</b>"
+            if x.startswith(("estimate ", "error: ", "NO ERROR BOUND"))
+            else html.escape(x)
+            for x in plan.lines()
         ]
         self.result.setHtml("<br>".join(lines))
         cv = plan.cv

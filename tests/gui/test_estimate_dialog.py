@@ -28,7 +28,15 @@ def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_rec
     plan = d.plan
     assert plan is not None, d.result.toPlainText()
     text = d.result.toPlainText()
-    assert "BIASED — it meets no (ε, δ)" in text and "5-fold cross-validation on 26 released rows" in text
+    assert (
+        "BIASED (shrunk towards the prior)" in text
+        and "5-fold cross-validation on the 26 released rows" in text
+    )
+    # issue 34 item 5: history determines count(sex="Female"): the error bound stated holds for it, and
+    # no other number (its noise, the cross-validation's error) reads like its error
+    half, words = plan.error_statement()
+    assert f"error: within {words}" in text and "s.d." not in text and "resolution" not in text
+    assert half >= abs(plan.value - float(plan.unbiased.estimate))
     assert "(cross-validation)" in text and plan.cv is not None
     curve = d.plot.getPlotItem().listDataItems()[0].getData()
     assert len(curve[0]) == int(np.sum(np.isfinite(plan.cv.mse)))  # the CV curve is drawn

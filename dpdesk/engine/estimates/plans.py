@@ -158,6 +158,9 @@ def _query_json(query: Query) -> dict[str, Any] | None:
     return query.to_json() if query.support_size() <= 1_000_000 else None
 
 
+ERROR_CONFIDENCE = 0.95  # the confidence an estimate's error statement is made at
+
+
 @dataclass(frozen=True)
 class EstimatePlan:
     """A zero-cost, biased kernel-PCA estimate of one query, ready to be recorded (module docstring)."""
@@ -226,40 +229,74 @@ class EstimatePlan:
             unbiased_estimable=bool(self.unbiased.estimable),
             unbiased=None if not self.unbiased.estimable else float(self.unbiased.estimate),
         )
+        stated = self.error_statement()
+        out["error"] = (
+            None
+            if stated is None
+            else {"half_width": stated[0], "confidence": ERROR_CONFIDENCE, "text": stated[1]}
+        )
         return out
 
+    def error_statement(self, confidence: float = ERROR_CONFIDENCE) -> tuple[float, str] | None:
+        """An error bound that holds for *this* query, or None when none can be given.
+
+        Where history determines the query, its unbiased estimate ``û`` (variance ``v``) lies within
+        ``√(v/(1 − c))`` of the truth with probability ≥ ``c`` (Chebyshev: any noise law), and the shrunk
+        estimate differs from ``û`` by a known amount (both are computed from released values). Their sum
+        bounds the error at confidence ``c``. Where history does not determine the query nothing bounds
+        its bias: None. Returns ``(half-width, words)``.
+        """
+        if not self.unbiased.estimable:
+            return None
+        u, v = float(self.unbiased.estimate), float(self.unbiased.variance)
+        shift = abs(self.value - u)
+        half = shift + math.sqrt(max(v, 0.0) / (1.0 - confidence))
+        how = "Chebyshev's bound on history's unbiased estimate" + (
+            f" plus the shrinkage's shift of {shift:.3g}" if shift > 0 else ""
+        )
+        return half, f"±{half:.3g} at {100 * confidence:g} % confidence ({how})"
+
     def lines(self) -> list[str]:
-        """The preview the curator reads before recording it."""
+        """The preview the curator reads before recording it: the estimate with the error statement that
+        holds for this query, or a plain warning that there is none — never a number that reads like its
+        error but is not (the noise it carries, the cross-validation's error over other queries)."""
         e = self.estimate
         out = [
             f"zero-cost estimate of {self.text} from {self.history_rows} released answers (kernel-PCA shrinkage)"
         ]
-        if self.unbiased.estimable:
-            out.append(
-                f"history answers this query without bias: {float(self.unbiased.estimate):.6g} "
-                f"(± {math.sqrt(float(self.unbiased.variance)):.3g} s.d.) — prefer a count request"
-            )
         tau = "∞" if not math.isfinite(e.tau) else f"{e.tau:.4g}"
-        if self.biased:
+        stated = self.error_statement()
+        if stated is None:
             out.append(
                 f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no "
                 "(ε, δ) and is not a confidence statement"
             )
-        else:
             out.append(
-                f"estimate {e.value:.6g} at shrinkage τ = ∞ ({self.tau_source}): history's unbiased estimate; "
-                "it meets no request's (ε, δ) by itself (assess the request for that)"
+                "NO ERROR BOUND: history does not determine this query, so nothing limits how far this "
+                "estimate is from the true answer — it can be off by more than the answer itself. Use it as "
+                "a guess only; for an answer with an accuracy, assess the request (a fresh answer)."
             )
-        out.append(
-            f"released noise in it: s.d. {e.noise_std:.3g} (its bias is not included); distance from what "
-            f"history determines: {e.distance:.3g}"
-        )
+        else:
+            kind = "BIASED (shrunk towards the prior)" if self.biased else "history's unbiased estimate"
+            out.append(
+                f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); {kind}; it meets no "
+                "request's (ε, δ) by itself (assess the request for that)"
+            )
+            out.append(f"error: within {stated[1]} — this bound holds for this query")
+            if self.biased:
+                out.append(
+                    f"history answers this query without bias: {float(self.unbiased.estimate):.6g} — prefer a "
+                    "count request"
+                )
         if self.cv is not None:
-            out.append(self.cv.summary())
+            out.append(
+                f"τ chosen by {self.cv.k}-fold cross-validation on the {self.cv.m} released rows (how well "
+                "other queries are fitted; it says nothing of this estimate's error)"
+            )
             if self.prior_attributes:  # the seed releases p0 separately; here it comes from the same answers
                 out.append(
-                    "caution: p0 is read from the same released answers the folds hold out, so this "
-                    "error estimate is optimistic"
+                    "caution: p0 is read from the same released answers the folds hold out, so that choice "
+                    "is optimistic"
                 )
         n = "none (the history estimates the total)" if self.table_size is None else f"{self.table_size:.6g}"
         out.append(f"table size: {n} — {self.size_source}")
