@@ -53,6 +53,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_reject)
 
 
+def _confidence(entry) -> str:  # type: ignore[no-untyped-def]
+    """`` (±a at c % confidence)`` for a count entry that states its promise, else ""."""
+    from dpdesk.engine.answering.rounding import accuracy_text
+
+    p = entry.payload
+    return f" ({accuracy_text(float(p['eps']), float(p['delta']))})" if "eps" in p and "delta" in p else ""
+
+
 def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
     done = p.entry_for(request_id)
     if done is None:
@@ -63,7 +71,7 @@ def _already(p, request_id: str) -> str | None:  # type: ignore[no-untyped-def]
         return f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}); nothing new was drawn"
     return (
         f"request {request_id!r} was already answered ({done.kind}, ledger entry {done.seq}): "
-        f"{done.shown()} {done.shown_interval()}; nothing new was drawn"
+        f"{done.shown()} {done.shown_interval()}{_confidence(done)}; nothing new was drawn"
     )
 
 
@@ -72,6 +80,7 @@ def run_answer(args: argparse.Namespace) -> int:
     import sys
 
     from dpdesk.commands.assess import assessment_json
+    from dpdesk.engine.answering.rounding import accuracy_text
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.store.checkpoints import checkpoint
     from dpdesk.store.project import Project
@@ -136,7 +145,8 @@ def run_answer(args: argparse.Namespace) -> int:
                 cost += f", fused with history (weight {release.fusion_weight:.3g})"
             # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values
             print(
-                f"answer {req.id}: {release.entry.shown()}  {release.entry.shown_interval()}  ({release.kind}, {cost}; "
+                f"answer {req.id}: {release.entry.shown()}  {release.entry.shown_interval()}  "
+                f"({accuracy_text(req.eps, req.delta)}; {release.kind}, {cost}; "
                 f"ledger entry {release.entry.seq})",
                 flush=True,
             )

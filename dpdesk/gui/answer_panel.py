@@ -46,6 +46,12 @@ from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
+# a decided request's posterior fields are history's now (which includes the release), not the release's
+DECIDED_LABELS = {
+    "estimate": "History's estimate now",
+    "interval": "History's credible interval now",
+    "conf_eps": "History's confidence at ±ε now",
+}
 BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
 
 
@@ -143,7 +149,9 @@ class AnswerPanel(QWidget):
         self.body.setMinimumHeight(90)
         lay.addWidget(self.body)
         form = QFormLayout()
+        self.form = form
         self.fields: dict[str, QLabel] = {}
+        self.field_labels: dict[str, str] = {}
         for key, label, terms in (
             ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
             ("prior", "Prior", ("bounds",)),
@@ -158,6 +166,7 @@ class AnswerPanel(QWidget):
             self.fields[key].setWordWrap(True)  # long reasons wrap instead of widening the window
             self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             form.addRow(label, self.fields[key])
+            self.field_labels[key] = label
             if terms:
                 form.labelForField(self.fields[key]).setToolTip(tip(*terms))
         body_lay.addLayout(form)
@@ -323,7 +332,14 @@ class AnswerPanel(QWidget):
                 "no posterior yet. " + reason[:1].upper() + reason[1:]
             )
         self.reason.setText(reason)
-        self.plot.set_assessment(a)
+        decided = self.session.request(a.request.id).status != "pending"
+        # a decided request's released answer is stated once (with its interval and confidence) above;
+        # the posterior below is history's now, which includes that release: said so on every label
+        self.plot.set_assessment(a, "history's posterior now (it includes this release)" if decided else "")
+        for key, label in self.field_labels.items():
+            self.form.labelForField(self.fields[key]).setText(
+                DECIDED_LABELS.get(key, label) if decided else label
+            )
         for key, text in field_texts(a).items():
             self.fields[key].setText(text)
         self._show_claims(a)
@@ -436,8 +452,7 @@ class AnswerPanel(QWidget):
             f"fresh, α = {release.alpha:.4g}" if release.kind == "fresh" else "inferred from history, cost 0"
         )
         self.result.setText(
-            f"Released for {release.request_id}: {release.entry.shown()}, interval "
-            f"{release.entry.shown_interval()} ({kind}); "
+            f"Released for {release.request_id}: {release.entry.stated()} ({kind}); "
             f"ledger entry #{release.entry.seq}"
             f"{unchanged_note(self.assessment) if release.kind == 'fresh' else ''}"
             f"\nReply: {release.reply()}"

@@ -113,10 +113,10 @@ def status_text(req, entry) -> str:
     p = entry.payload
     if entry.kind == "fresh":
         return (
-            f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.shown()} (ledger #{entry.seq})"
+            f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.stated()} (ledger #{entry.seq})"
         )
     if entry.kind == "inferred":
-        return f"answered from history (free): released {entry.shown()} (ledger #{entry.seq})"
+        return f"answered from history (free): released {entry.stated()} (ledger #{entry.seq})"
     return f"rejected (ledger #{entry.seq})"
 
 
@@ -130,12 +130,11 @@ def outcome_text(entry) -> str:
     where = f"ledger entry #{entry.seq} ({entry.hash[:12]}…)"
     if entry.kind == "rejected":
         return f"Rejected {_when(entry)}: {p.get('reason') or 'no reason given'}. {where}."
-    within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
     cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
-    value = "several values" if entry.released is None else entry.shown()
+    value = "several values" if entry.released is None else entry.stated()
     return (
-        f"Released {value}{within} on {_when(entry)}, costing {cost}; {where}. "
-        "The plot shows what history says now."
+        f"Released {value} on {_when(entry)}, costing {cost}; {where}. "
+        "Below: history's posterior now, which includes this release."
     )
 
 

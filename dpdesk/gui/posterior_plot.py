@@ -93,6 +93,7 @@ class PosteriorPlot(pg.PlotWidget):
 
     def clear_plot(self, message: str = "") -> None:
         self.plotItem.clear()
+        self.plotItem.setTitle(None)
         self.plotItem.setLabel("left", "posterior mass")
         self.bin_width = None
         legend = self.plotItem.legend
@@ -105,12 +106,14 @@ class PosteriorPlot(pg.PlotWidget):
             self._message.setPos(0, 0)
             self.plotItem.setRange(xRange=(-1, 1), yRange=(-1, 1))
 
-    def set_assessment(self, a) -> None:
+    def set_assessment(self, a, title: str = "") -> None:
+        """Draw ``a``'s posterior; ``title`` says whose it is when that needs saying (a decided request's)."""
         post = a.posterior
         if post is None:
             self.clear_plot("Not estimable from history:\nno posterior until a fresh answer is released")
             return
         self.clear_plot()
+        self.plotItem.setTitle(title or None, size="9pt")
         grid, mass = np.asarray(post.grid), np.asarray(post.mass)
         eps = a.request.eps
         if a.interval is not None:

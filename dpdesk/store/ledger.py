@@ -20,7 +20,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from dpdesk.engine.answering.rounding import format_interval, format_value
+from dpdesk.engine.answering.rounding import format_interval, format_value, stated_answer
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
@@ -111,6 +111,22 @@ class LedgerEntry:
         if iv is None or len(iv) != 2:
             return ""
         return format_interval(float(iv[0]), float(iv[1]), self.integral, self.released)
+
+    def stated(self) -> str:
+        """The released answer with its one interval and confidence, as people read it everywhere
+        (``880 in [860, 900] (±20 at 95 % confidence)``); the value alone when there is no interval."""
+        iv, p = self.payload.get("interval"), self.payload
+        if self.released is None or iv is None or len(iv) != 2:
+            return self.shown()
+        eps, delta = p.get("eps"), p.get("delta")
+        return stated_answer(
+            self.released,
+            float(iv[0]),
+            float(iv[1]),
+            self.integral,
+            None if eps is None else float(eps),
+            None if delta is None else float(delta),
+        )
 
 
 def entry_body(seq: int, time: str, kind: str, request_id: str | None, payload: Any) -> dict[str, Any]:

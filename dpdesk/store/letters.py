@@ -13,6 +13,7 @@ import html
 import re
 from pathlib import Path
 
+from dpdesk.engine.answering.rounding import accuracy_text
 from dpdesk.store.requesters import Received, RequesterAccount
 
 __all__ = ["letter_html", "letter_text", "write_letters"]
@@ -27,16 +28,38 @@ def _item_text(r: Received) -> str:
         )
     if r.released is None:
         return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
-    where = f" in {r.shown_interval()}" if r.interval else ""
     promise = (
-        f"the true count lies in this interval with probability at least {1 - r.delta:g} (you asked for "
-        f"±{r.eps:g})"
+        "the true count lies in this interval at that confidence"
         if r.interval
-        else f"within ±{r.eps:g} with probability at least {1 - r.delta:g}"
+        else f"within {accuracy_text(r.eps, r.delta)}"
+        if r.eps is not None and r.delta is not None
+        else "released"
     )
     return (
-        f"- {r.request_id}: {r.query}\n  Answer: {r.shown()}{where} — {promise}.\n"
+        f"- {r.request_id}: {r.query}\n  Answer: {r.stated()} — {promise}.\n"
         f"  Ledger entry #{r.seq}, witness {r.hash}"
+    )
+
+
+def _opening(account: RequesterAccount, project: str) -> str:
+    """What the letter is about: answers, refusals, or both — never "here are the answers" to a requester
+    who received none."""
+    answered = sum(r.kind != "rejected" for r in account.received)
+    refused = account.rejected
+    if answered and not refused:
+        return (
+            f"Here are the answers to your requests on “{project}”, released under differential privacy "
+            "(noise was added; every figure below is safe to share)."
+        )
+    if refused and not answered:
+        return (
+            f"We could not answer your request{'s' if refused > 1 else ''} on “{project}”. "
+            f"{'Each refusal' if refused > 1 else 'The refusal'} and the reason for it are below."
+        )
+    return (
+        f"Here are the decisions on your requests on “{project}”: {answered} answered under differential "
+        f"privacy (noise was added; every figure below is safe to share) and {refused} not answered, with "
+        "the reasons."
     )
 
 
@@ -46,10 +69,9 @@ def letter_text(account: RequesterAccount, project: str) -> str:
     items = "\n".join(_item_text(r) for r in account.received) or "- Nothing has been decided yet."
     pending = f"\n\n{account.pending} further request(s) are still pending." if account.pending else ""
     return (
-        f"Dear {name},\n\nHere are the answers to your requests on “{project}”, released under "
-        f"differential privacy (noise was added; every figure below is safe to share).\n\n{items}{pending}\n\n"
-        "Each witness is the hash of the ledger entry that recorded the release: keep it to check later "
-        "that the ledger still contains your answer.\n\nKind regards,\nthe data curator\n"
+        f"Dear {name},\n\n{_opening(account, project)}\n\n{items}{pending}\n\n"
+        "Each witness is the hash of the ledger entry that recorded the decision: keep it to check later "
+        "that the ledger still contains it.\n\nKind regards,\nthe data curator\n"
     )
 
 
@@ -65,8 +87,8 @@ def letter_html(account: RequesterAccount, project: str) -> str:
         elif r.released is None:
             value, promise = "several values", ""
         else:
-            where = f" in {r.shown_interval()}" if r.interval else ""
-            value, promise = f"{r.shown()}{where}", f"±{r.eps:g} at probability ≥ {1 - r.delta:g}"
+            value = esc(r.stated())
+            promise = "the true count lies in this interval at that confidence" if r.interval else ""
         rows.append(
             f"<tr><td>{esc(r.request_id)}</td><td>{esc(r.query)}</td><td>{value}</td><td>{promise}</td>"
             f"<td>#{r.seq} <code>{esc(r.hash)}</code></td></tr>"
@@ -75,11 +97,11 @@ def letter_html(account: RequesterAccount, project: str) -> str:
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Answers for "
         f"{esc(account.requester or 'requester')}</title></head><body style='font-family: sans-serif'>"
-        f"<p>Dear {esc(account.requester or 'requester')},</p><p>Here are the answers to your requests on "
-        f"“{esc(project)}”, released under differential privacy.</p><table border='1' cellpadding='4' "
+        f"<p>Dear {esc(account.requester or 'requester')},</p><p>{esc(_opening(account, project))}</p>"
+        "<table border='1' cellpadding='4' "
         "style='border-collapse: collapse'><tr><th>request</th><th>query</th><th>answer</th><th>promise</th>"
         f"<th>ledger entry, witness</th></tr>{''.join(rows)}</table>{pending}<p>Keep each witness to check "
-        "later that the ledger still contains your answer.</p><p>Kind regards,<br>the data curator</p>"
+        "later that the ledger still contains the decision.</p><p>Kind regards,<br>the data curator</p>"
         "</body></html>\n"
     )
 

@@ -50,10 +50,7 @@ class Release:
         who = f"request {self.request_id}" if self.request_id else f"release #{self.entry.seq}"
         if self.answer is not None and self.interval is not None and "eps" in p:
             # as shown everywhere: a count rounded to an integer, its interval the integers inside it
-            what = (
-                f"{who}: {self.entry.shown()} in {self.entry.shown_interval()} (the true answer lies in this "
-                f"interval with probability ≥ {1 - float(p['delta']):g}; asked for ±{float(p['eps']):g})"
-            )
+            what = f"{who}: {self.entry.stated()}: the true answer lies in this interval at that confidence"
         elif "label" in p:  # a max/argmax: the label drawn, and its public accuracy statement
             what = f"{who}: {p['label']} ({p.get('text') or p.get('query')}; {p.get('accuracy', self.kind)})"
         else:

@@ -228,7 +228,7 @@ def html_parts(
         rows.append(
             f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
             f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
-            f"<td>{esc(str(_answer(e)))}</td><td>{alpha:.6g}</td>"
+            f"<td>{esc(str(e.stated() if e.released is not None else _answer(e)))}</td><td>{alpha:.6g}</td>"
             f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>"
         )
     cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows]

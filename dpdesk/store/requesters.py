@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpdesk.engine.answering.rounding import format_interval, format_value
+from dpdesk.engine.answering.rounding import format_interval, format_value, stated_answer
 
 __all__ = ["Received", "RequesterAccount", "accounts", "requester_of"]
 
@@ -45,6 +45,12 @@ class Received:
         if self.interval is None:
             return ""
         return format_interval(self.interval[0], self.interval[1], self.integral, self.released)
+
+    def stated(self) -> str:
+        """The answer with its one interval and confidence (``880 in [860, 900] (±20 at 95 % confidence)``)."""
+        if self.released is None or self.interval is None:
+            return self.shown()
+        return stated_answer(self.released, *self.interval, self.integral, self.eps, self.delta)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,25 @@ def test_answered_request_shows_its_release_not_a_live_decision(demo_window, qtb
     assert f"Released {entry.released:.6g}" in reason and f"ledger entry #{entry.seq}" in reason
     assert f"α = {float(entry.payload['alpha']):.4g}" in reason and entry.time[:10] in reason
     assert "already decided" in panel.fields["cost"].text()
+    # issue 34 item 3: one interval for the released answer, with its confidence; the posterior fields and
+    # the plot are history's now (which includes the release), and say so
+    req = win.session.request("q01")
+    lo, hi = (round(v) for v in entry.payload["interval"])
+    assert f"in [{lo}, {hi}] (±{req.eps:g} at {100 * (1 - req.delta):g} % confidence)" in reason
+    assert reason.count("[") == 1
+    form = panel.form
+    assert form.labelForField(panel.fields["interval"]).text() == "History's credible interval now"
+    assert form.labelForField(panel.fields["estimate"]).text() == "History's estimate now"
+    assert "history's posterior now" in panel.plot.plotItem.titleLabel.text
     assert (
         not panel.spend_btn.isEnabled()
         and not panel.infer_btn.isEnabled()
         and not panel.reject_btn.isEnabled()
     )
+    win.requests.select_request("q02")  # pending again: the ordinary labels
+    wait_assessed(qtbot, win, "q02")
+    assert form.labelForField(panel.fields["interval"]).text() == "Credible interval"
+    assert not panel.plot.plotItem.titleLabel.isVisible()
 
 
 def test_reject_with_a_note_and_cancel_rejects_nothing(demo_window, qtbot, dialogs):

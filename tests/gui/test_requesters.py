@@ -100,8 +100,9 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(
     req = win.session.request("q01")
     lo, hi = e.payload["interval"]
     assert f"Answer: {int(e.released)} in [{int(lo)}, {int(hi)}]" in text
+    # one interval, with the confidence it was released at, in the words the DP world uses
     assert (
-        f"lies in this interval with probability at least {1 - req.delta:g} (you asked for ±{req.eps:g})"
+        f"(±{req.eps:g} at {100 * (1 - req.delta):g} % confidence) — the true count lies in this interval"
         in text
     )
     # q03 is inferred: a float estimate such as 59950.999999999985, shown as the count it is
@@ -113,4 +114,8 @@ def test_reply_letters_one_per_requester_with_value_interval_confidence(
     assert e.hash in text and req.query_text in text
     rejected = (folder / f"{who['q10']}.txt").read_text(encoding="utf-8")
     assert "Not answered. Too fine-grained for the agreement." in rejected
+    # univ-econ received only q10's refusal: not told "here are the answers"
+    assert "Here are" not in rejected and rejected.startswith(
+        f"Dear {who['q10']},\n\nWe could not answer your request"
+    )
     assert "<table" in (folder / f"{who['q01']}.html").read_text(encoding="utf-8")

@@ -22,12 +22,15 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "accuracy_text",
+    "confidence_text",
     "count_interval",
     "format_interval",
     "format_value",
     "round_count",
     "shown_interval",
     "shown_value",
+    "stated_answer",
 ]
 
 # Floating-point error in a computed end point (e.g. 60033.999999999985 for 60034): an interval is only
@@ -95,3 +98,36 @@ def format_interval(low: float, high: float, integral: bool, value: float | None
     """``[first, last]`` of :func:`shown_interval`, each end formatted like :func:`format_value`."""
     lo, hi = shown_interval(low, high, integral, value)
     return f"[{format_value(lo, integral)}, {format_value(hi, integral)}]"
+
+
+def confidence_text(delta: float) -> str:
+    """A confidence ``1 − δ`` as people read it: ``95 %``, ``99.9 %``.
+
+    >>> confidence_text(0.05), confidence_text(0.001), confidence_text(0.1637)
+    ('95 %', '99.9 %', '83.63 %')
+    """
+    return f"{100 * (1 - float(delta)):.4g} %"
+
+
+def accuracy_text(eps: float, delta: float) -> str:
+    """An accuracy as the DP world states it: ``±a at c % confidence``.
+
+    >>> accuracy_text(20, 0.05)
+    '±20 at 95 % confidence'
+    """
+    return f"±{float(eps):g} at {confidence_text(delta)} confidence"
+
+
+def stated_answer(
+    value: float, low: float, high: float, integral: bool, eps: float | None, delta: float | None
+) -> str:
+    """A released answer with its one interval and the confidence it was released at — the same words in
+    the app, the reply, the letters and the report: ``880 in [860, 900] (±20 at 95 % confidence)``.
+
+    >>> stated_answer(879.6, 859.6, 899.6, True, 20, 0.05)
+    '880 in [860, 900] (±20 at 95 % confidence)'
+    """
+    text = f"{format_value(value, integral)} in {format_interval(low, high, integral, value)}"
+    if eps is not None and delta is not None:
+        text += f" ({accuracy_text(eps, delta)})"
+    return text
