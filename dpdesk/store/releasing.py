@@ -256,6 +256,11 @@ class Releasing:
                 f"request {rid!r} cannot be answered: {plan.reason}; nothing was spent "
                 "(record the refusal with `dpdesk reject`)"
             )
+        if plan.charge.measure != "epsilon":  # a Gaussian release: only zCDP accounting can price it
+            raise BudgetError(
+                f"{what_of(plan)} is priced in ρ (zCDP) and {self.path.name} accounts in pure ε; "
+                "nothing was released"
+            )
         costs = self.view().cell_costs
         after = costs + plan.charge.dense(costs.size)
         if after.size and float(after.max()) > float(self.total_budget):

@@ -283,6 +283,8 @@ class LedgerView:
             contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        if contribution.charge.measure != "epsilon":  # only zCDP accounting adds ρ (engine/budget/zcdp.py)
+            return None, f"entry {entry.seq}: {mech.name} is priced in ρ (zCDP), the project in pure ε"
         return ViewedRelease(
             entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT
         ), None

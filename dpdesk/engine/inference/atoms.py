@@ -1,6 +1,6 @@
-"""The exact law of a sum of discrete-Laplace terms on different lattices, by enumerating its atoms.
+"""The exact law of a sum of discrete terms on different lattices, by enumerating its atoms.
 
-``S = Σ_k a_k K_k`` with integer discrete-Laplace ``K_k`` takes the values ``Σ_k a_k n_k``; when the
+``S = Σ_k a_k K_k`` with integer discrete-Laplace or discrete-Gaussian ``K_k`` takes the values ``Σ_k a_k n_k``; when the
 ``a_k`` are not multiples of one step there is no common grid, and rounding each term to one (paper
 Algorithm 2) is not exact. Where the support is small this module lists the atoms themselves: terms with
 the same coefficient are first added on their own lattice (an integer convolution), then the groups are
@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.inference.gauss_kernels import dg_half_width
 from dpdesk.engine.inference.grid import Components
+from dpdesk.engine.mechanisms import discrete_gaussian as _dg
 
 __all__ = ["Atoms", "enumerate_atoms"]
 
@@ -136,6 +138,12 @@ def _term(p: float, q: float, tail: float) -> tuple[np.ndarray, float]:
     return pmf, 2.0 * p ** (n + 1) / (1 + p)
 
 
+def _dg_term(sigma: float, tail: float) -> tuple[np.ndarray, float]:
+    """Masses of a discrete Gaussian on ``−n..n`` with ``Pr(|K| > n) ≤ tail``, and the dropped mass (exact)."""
+    n = dg_half_width(sigma, tail)
+    return _dg.pmf(sigma, np.arange(-n, n + 1)), _dg.tail(sigma, n)
+
+
 def enumerate_atoms(
     comp: Components, tail: float, cancelled: Callable[[], bool] | None = None
 ) -> Atoms | None:
@@ -144,19 +152,28 @@ def enumerate_atoms(
     ``tail`` is the mass each term may drop at its ends; the total dropped, plus atoms below ``FLOOR``,
     is :attr:`Atoms.missing`.
     """
-    if comp.c.size or not comp.a.size:
+    if comp.continuous or not comp.steps.size:
         raise ValueError("atoms are enumerated for purely discrete sums")
-    scale = float(np.sum(comp.a * (1 + comp.p) / comp.q))  # ≥ E|S|, a size to measure rounding against
-    tol = 1e-12 * max(scale, float(comp.a.max()))
+    # ≥ E|S|, a size to measure rounding against
+    scale = float(np.sum(comp.a * (1 + comp.p) / comp.q) + np.sum(comp.ga * (comp.gs + 1.0)))
+    tol = 1e-12 * max(scale, float(comp.steps.max()))
+    # each term: (|A|, its width on its lattice, how to list its masses); Laplace then Gaussian
+    listed = [
+        (float(a), 2 * _half_width(float(p), tail) + 1, lambda p=float(p), q=float(q): _term(p, q, tail))
+        for a, p, q in zip(comp.a, comp.p, comp.q)
+    ] + [
+        (float(a), 2 * dg_half_width(float(s), tail) + 1, lambda s=float(s): _dg_term(s, tail))
+        for a, s in zip(comp.ga, comp.gs)
+    ]
     # terms with one coefficient live on one lattice: add them there first (exactly)
-    order = np.argsort(comp.a, kind="stable")
+    by_step = sorted(range(len(listed)), key=lambda i: listed[i][0])
     # the groups' sizes first, from the terms' widths alone: unless the coefficients are commensurate a
     # long list cannot fit, and a wide term (a small α) cannot even be listed on its own lattice — give up
     # before any array is formed (the caller brackets the law instead)
     sizes: list[int] = []
     previous = None
-    for i in order:
-        a, width = float(comp.a[i]), 2 * _half_width(float(comp.p[i]), tail) + 1
+    for i in by_step:
+        a, width = listed[i][0], listed[i][1]
         if previous is not None and abs(previous - a) <= 1e-12 * a:
             sizes[-1] += width - 1
         else:
@@ -164,7 +181,7 @@ def enumerate_atoms(
         previous = a
     if max(sizes) > MAX_GROUP or math.prod(sizes) > 20 * MAX_PAIRS:
         return None
-    terms = [(float(comp.a[i]), *_term(float(comp.p[i]), float(comp.q[i]), tail)) for i in order]
+    terms = [(listed[i][0], *listed[i][2]()) for i in by_step]
     groups: list[tuple[float, np.ndarray]] = []
     missing = 0.0
     for a, pmf, lost in terms:

@@ -1,7 +1,11 @@
 """The characteristic function of a noise sum, the kernel under every posterior method but Monte Carlo.
 
-``S = Σ_k A_k N_k`` with independent continuous Laplace (scales ``c``) and discrete Laplace (``|A|``
-and ``p = e^{-1/b}``) terms: :class:`Components` holds them; :func:`log_phi`/:func:`phi` evaluate
+``S = Σ_k A_k N_k`` with independent continuous Laplace (scales ``c``), discrete Laplace (``|A|``
+and ``p = e^{-1/b}``), continuous Gaussian and discrete Gaussian terms: :class:`Components` holds them
+(the continuous Gaussians as one, their variances added: a sum of Gaussians is Gaussian, so that part of
+``φ`` is ``exp(−g2·t²/2)`` in closed form; each discrete Gaussian ``|A|·N_Z(0, σ²)`` keeps its lattice and
+its theta-function ``φ``, :mod:`~dpdesk.engine.mechanisms.discrete_gaussian`);
+:func:`log_phi`/:func:`phi` evaluate
 ``φ_S`` at any frequencies, with a power-sum series for the many small continuous terms, pruning where
 the product is already below ``e^-80``, and — where the frequencies are an arithmetic progression
 (:func:`phi_nodes`, the transform's alias grids) — the discrete terms' sines from the angle-addition
@@ -13,35 +17,67 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+
+from dpdesk.engine.mechanisms import discrete_gaussian as _dg
 
 _SERIES_X = 0.5  # |c t| below this uses the power-sum series of log1p(x²)
 _SERIES_TERMS = 28  # 0.25**28 / 28 < 1e-18
 _LOG_TINY = -80.0  # |φ| below e^-80 is treated as zero
 
 
+def _empty() -> np.ndarray:
+    return np.zeros(0)
+
+
 @dataclass(frozen=True)
 class Components:
-    """The non-zero noise terms: continuous scales ``c`` and discrete ``(a = |A|, p = exp(-1/b))``.
+    """The non-zero noise terms: continuous Laplace scales ``c``, discrete Laplace ``(a = |A|,
+    p = exp(-1/b))``, the continuous Gaussians' summed variance ``g2`` and discrete Gaussians ``(ga = |A|,
+    gs = σ)``.
 
     ``q = 1 − p`` is kept separately (from ``expm1``) so that very wide discrete noise, where ``p``
     rounds to 1, still has an exact variance, characteristic function and tail bound.
     """
 
-    c: np.ndarray  # continuous scales |A_k| b_k, sorted ascending
-    a: np.ndarray  # discrete |A_k|, sorted by descending variance
+    c: np.ndarray  # continuous Laplace scales |A_k| b_k, sorted ascending
+    a: np.ndarray  # discrete Laplace |A_k|, sorted by descending variance
     p: np.ndarray  # discrete exp(-1/b_k)
     q: np.ndarray  # discrete 1 - exp(-1/b_k)
+    g2: float = 0.0  # Σ (|A_k| σ_k)² over the continuous Gaussian terms
+    ga: np.ndarray = field(default_factory=_empty)  # discrete Gaussian |A_k|
+    gs: np.ndarray = field(default_factory=_empty)  # discrete Gaussian σ_k
 
     @property
     def variance(self) -> float:
-        return float(np.sum(2.0 * self.c**2) + np.sum(self.a**2 * 2.0 * self.p / self.q**2))
+        dg = sum(a * a * _dg.variance(s) for a, s in zip(self.ga, self.gs))
+        return float(np.sum(2.0 * self.c**2) + np.sum(self.a**2 * 2.0 * self.p / self.q**2) + self.g2 + dg)
+
+    @property
+    def continuous(self) -> bool:
+        """Whether any term has a density (a continuous Laplace or Gaussian one)."""
+        return bool(self.c.size) or self.g2 > 0
+
+    @property
+    def steps(self) -> np.ndarray:
+        """The discrete terms' lattice steps ``|A_k|`` (Laplace, then Gaussian)."""
+        return np.concatenate([self.a, self.ga]) if self.ga.size else self.a
+
+    @property
+    def empty(self) -> bool:
+        return not (self.c.size or self.a.size or self.ga.size or self.g2 > 0)
+
+    @property
+    def subgaussian(self) -> float:
+        """``v`` with ``E e^{sG} ≤ e^{v s²/2}`` for the Gaussian part ``G`` (CKS20 Cor. 9 for the discrete ones)."""
+        return float(self.g2 + np.sum((self.ga * self.gs) ** 2))
 
     @property
     def max_scale(self) -> float:
+        """The widest Laplace term's scale (continuous ``c`` or discrete ``|A|·b``; 0 without any)."""
         disc = self.a / -np.log1p(-self.q) if self.a.size else np.zeros(0)
         return float(max(np.max(self.c, initial=0.0), np.max(disc, initial=0.0)))
 
@@ -60,15 +96,24 @@ class Components:
         return np.ascontiguousarray(ratio * sign[None, :])
 
 
-def make_components(coefficients: np.ndarray, scales: np.ndarray, discrete: np.ndarray) -> Components:
+def make_components(
+    coefficients: np.ndarray, scales: np.ndarray, discrete: np.ndarray, gaussian: np.ndarray | None = None
+) -> Components:
+    """The terms ``|A_k| N_k`` (zeros dropped): Laplace unless ``gaussian`` marks a row, lattice where
+    ``discrete`` does; for a Gaussian row the scale ``b_k`` is its standard deviation σ_k."""
     keep = coefficients != 0
-    A, b, d = np.abs(coefficients[keep]), scales[keep], discrete[keep]
-    c = np.sort(A[~d] * b[~d])
-    a, bd = A[d], b[d]
+    gauss = np.zeros(coefficients.shape, bool) if gaussian is None else np.asarray(gaussian, bool)
+    A, b, d, g = np.abs(coefficients[keep]), scales[keep], discrete[keep], gauss[keep]
+    lap = ~g
+    c = np.sort(A[lap & ~d] * b[lap & ~d])
+    a, bd = A[lap & d], b[lap & d]
     p = np.exp(-1.0 / bd)
     q = -np.expm1(-1.0 / bd)
     order = np.argsort(-(a**2) * p / q**2, kind="stable")
-    return Components(c=c, a=a[order], p=p[order], q=q[order])
+    g2 = float(np.sum((A[g & ~d] * b[g & ~d]) ** 2))
+    ga, gs = A[g & d], b[g & d]
+    wide = np.argsort(-((ga * gs) ** 2), kind="stable")
+    return Components(c=c, a=a[order], p=p[order], q=q[order], g2=g2, ga=ga[wide], gs=gs[wide])
 
 
 # ---------------------------------------------------------------- characteristic function
@@ -91,7 +136,7 @@ def log_phi(
     is then ``j·θ`` rounded once per term rather than per product (the two differ by rounding, ~1e-14).
     """
     t = np.abs(np.asarray(t, dtype=float))
-    out = np.zeros(t.shape)
+    out = np.zeros(t.shape) if not comp.g2 else -0.5 * comp.g2 * t * t  # the continuous Gaussians
     live = np.ones(t.shape, bool) if skip is None else ~skip
     c = comp.c
     if 0 < c.size <= 48:  # few terms: evaluating each is cheaper than the series
@@ -131,6 +176,12 @@ def log_phi(
             out[sel] -= np.log1p(x * x).sum(axis=1)
             lo, chunk = lo + cc.size, min(2 * chunk, 256)
     live &= out > _LOG_TINY
+    for a, s in zip(comp.ga, comp.gs):  # discrete Gaussians: theta functions, where still alive
+        sel = np.flatnonzero(live)
+        if not sel.size:
+            break
+        out[sel] += _dg.log_cf(a * t[sel], s)
+        live[sel] = out[sel] > _LOG_TINY
     if steps is not None and comp.a.size:
         _discrete_steps(out, live, comp, *steps)
         return np.maximum(out, _LOG_TINY)

@@ -32,7 +32,8 @@ characteristic function is sampled once at ``2πj/P``; the fused sum's at its pe
 times the fresh term's closed form, and Selberg's brackets (:mod:`.selberg`) read the mass on ``±ε``
 (a half-gap up to ``SPECTRAL_TARGET``: wider than the others, which only raises the plan's ``α`` a
 little). A continuous fresh term next to a smooth history is left to the whole fused posterior, whose
-transform converges fast when every term is continuous (``None`` from :func:`fused_mass`).
+transform converges fast when every term is continuous (``None`` from :func:`fused_mass`); so is any
+sum with a Gaussian term (fresh or in history), whose laws this module does not hold.
 Private to the engine.
 """
 
@@ -317,6 +318,8 @@ class FusedMass:
 def fused_mass(estimate: Estimate, sensitivity: float, family, eps: float) -> FusedMass | None:
     """A :class:`FusedMass` for the request, or None when history's law does not allow it (see the notes)."""
     fam = noise_family(family)
+    if fam.gaussian or any(noise_family(f).gaussian for f in set(estimate.families)):
+        return None  # Gaussian terms: the whole fused posterior (its kernels hold them exactly)
     law = _history_law(estimate)
     if isinstance(law, (_Smooth, _Laplace)) and not fam.lattice:
         return None  # both parts continuous: the whole fused posterior's transform converges fast

@@ -1,7 +1,7 @@
 """Numerical kernels behind :mod:`dpdesk.engine.inference.posterior`: the grid and the three mass-function methods.
 
 This module owns the arithmetic that turns a noise mixture ``S = Σ_k A_k N_k`` (independent continuous
-or discrete Laplace ``N_k``) into probability masses on a grid of bins centred on ``j·h``: the tail bound
+or discrete Laplace or Gaussian ``N_k``) into probability masses on a grid of bins centred on ``j·h``: the tail bound
 that sizes the grid, the ``fft`` method with its rigorous aliasing bound, the exact lattice transform, the
 literal paper Algorithm 2 (``direct``) and Algorithm 1 (``mc``). Everything here works on offsets from
 the centre; :mod:`dpdesk.engine.inference.posterior` validates input and wraps the result. The
@@ -10,8 +10,10 @@ characteristic function itself is :mod:`~dpdesk.engine.inference.charfn`'s. Priv
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
+from statistics import NormalDist
 
 import numpy as np
 
@@ -24,6 +26,8 @@ from dpdesk.engine.inference.charfn import (  # noqa: F401  (re-exported: the ke
     phi,
     phi_nodes,
 )
+from dpdesk.engine.inference.gauss_kernels import dg_half_width, fft_gaussian, gauss_bins, lattice_bins
+from dpdesk.engine.mechanisms import discrete_gaussian as _dg
 
 LATTICE_MAX_POINTS = 2**20 + 1
 OUTPUT_POINTS = 2000
@@ -64,11 +68,23 @@ def _check(cancelled: Callable[[], bool] | None) -> None:
 
 
 def tail_halfwidth(comp: Components, tail: float) -> float:
-    """Smallest T found with ``P(|S| > T) <= tail`` by a Chernoff bound over a grid of tilts."""
+    """Smallest T found with ``P(|S| > T) <= tail`` by a Chernoff bound over a grid of tilts.
+
+    The Laplace terms' moment generating functions are finite below ``s = 1/c_max``; the Gaussian part
+    adds ``v s²/2`` to ``log M(s)`` (``v``: :attr:`Components.subgaussian`; the discrete Gaussian's is
+    at most the continuous one's, CKS20 Cor. 9), and brings tilts of its own around ``√(2 ln(2/tail)/v)``.
+    """
     cmax = comp.max_scale
-    u = np.concatenate([np.linspace(0.02, 0.9, 24), 1 - np.geomspace(0.1, 1e-4, 16)])
-    s = u / cmax
-    logm = np.zeros_like(s)
+    v = comp.subgaussian
+    parts = []
+    if cmax > 0:
+        u = np.concatenate([np.linspace(0.02, 0.9, 24), 1 - np.geomspace(0.1, 1e-4, 16)])
+        parts.append(u / cmax)
+    if v > 0:
+        sg = math.sqrt(2.0 * math.log(2.0 / tail) / v) * np.geomspace(0.02, 2.0, 32)
+        parts.append(sg[sg * cmax < 1 - 1e-4] if cmax > 0 else sg)
+    s = np.concatenate(parts)
+    logm = 0.5 * v * s * s
     for lo in range(0, comp.c.size, 512):
         x = np.outer(s, comp.c[lo : lo + 512]) ** 2
         logm -= np.log1p(-x).sum(axis=1)
@@ -108,9 +124,9 @@ def odd_fast_len(n: int) -> int:
 
 def lattice_step(comp: Components) -> float | None:
     """The step g of the lattice ``gZ`` that all discrete atoms live on, or None (paper-free extension)."""
-    if comp.c.size or not comp.a.size:
+    if comp.continuous or not comp.steps.size:
         return None
-    return common_step(comp.a)
+    return common_step(comp.steps)
 
 
 def common_step(a: np.ndarray) -> float | None:
@@ -216,14 +232,19 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
     summing them, since the caller would discard masses that loose. ``φ`` is even and, ``L`` being odd,
     the frequencies of aliases ``n`` and ``−n`` (and of ``w`` itself) are mirror images: each ``|t|`` is
     evaluated once.
+
+    Continuous Gaussian terms are part of the rest ``R`` (they make ``|R(t)| ≤ e^{−g2 t²/2}`` fall fast);
+    without any continuous Laplace term, :func:`~.gauss_kernels.fft_gaussian` bounds the aliases by the Gaussian alone.
     """
-    rest = Components(c=comp.c[:-1], a=comp.a, p=comp.p, q=comp.q) if comp.c.size else comp
+    if not comp.c.size and comp.g2 > 0:
+        return fft_gaussian(comp, h, n_out, target, cancelled, give_up)
+    rest = dataclasses.replace(comp, c=comp.c[:-1]) if comp.c.size else comp
     c1 = float(comp.c[-1]) if comp.c.size else None
     var_rest = rest.variance
     top = rest.c[-8:]
 
     def bound_rest(tau):
-        return float(np.prod(1.0 / (1.0 + (top * tau) ** 2)))
+        return float(np.prod(1.0 / (1.0 + (top * tau) ** 2))) * math.exp(-0.5 * rest.g2 * tau * tau)
 
     for r in (1, 3, 5, 9, 15, 25, 45, 75, 135, 225, 405):
         _check(cancelled)
@@ -319,10 +340,11 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
 
     The result is the law of ``Σ_k round_h(A_k N_k)``, which differs from the binned law of ``S``
     by the per-term rounding; ``discretisation`` estimates that second-order effect
-    (``V·∫|f''|/4`` with ``V = Σ min(h²/12, Var term)`` and ``∫|f''| ≤ 2/c_max²``). Exact when every
-    term lives on the lattice ``hZ``.
+    (``V·∫|f''|/4`` with ``V = Σ min(h²/12, Var term)`` and ``∫|f''| ≤ 2/c_max²`` for the widest continuous
+    Laplace term, ``4/(σ²√(2πe))`` for the continuous Gaussian part). Exact when every term lives on the
+    lattice ``hZ``. The continuous Gaussian terms are one term (their sum is Gaussian).
     """
-    m = comp.c.size + comp.a.size
+    m = comp.c.size + comp.a.size + comp.ga.size + (comp.g2 > 0)
     each = gamma / m
     vectors = []
     for c in comp.c:
@@ -332,6 +354,13 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
         n = math.ceil(math.log(each * (1 + p) / 2) / math.log1p(-q)) if p > 0 else 0
         k = int(math.ceil(a * n / h + 0.5))
         vectors.append(_component_bins(h, k, a=a, p=p))
+    if comp.g2 > 0:
+        sd = math.sqrt(comp.g2)
+        k = int(math.ceil(sd * -NormalDist().inv_cdf(each / 2) / h + 0.5))
+        vectors.append(gauss_bins(h, k, sd))
+    for a, sigma in zip(comp.ga, comp.gs):
+        n = dg_half_width(sigma, each)
+        vectors.append(lattice_bins(h, a, n, _dg.pmf(sigma, np.arange(-n, n + 1))))
     vectors.sort(key=len)
     out = vectors[0]
     for i, v in enumerate(vectors[1:], 1):
@@ -341,12 +370,20 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
             progress(i / m)
     if progress is not None:
         progress(1.0)
-    v_disc = np.sum(np.minimum(h * h / 12, 2 * comp.c**2))
-    on_lattice = np.abs(comp.a / h - np.round(comp.a / h)) <= 1e-9 * comp.a / h
-    var_d = comp.a**2 * 2 * comp.p / comp.q**2
+    v_disc = np.sum(np.minimum(h * h / 12, 2 * comp.c**2)) + min(h * h / 12, comp.g2)
+    steps = comp.steps
+    on_lattice = np.abs(steps / h - np.round(steps / h)) <= 1e-9 * steps / h
+    var_dg = np.array([a * a * _dg.variance(s) for a, s in zip(comp.ga, comp.gs)])
+    var_d = np.concatenate([comp.a**2 * 2 * comp.p / comp.q**2, var_dg])
     v_disc += np.sum(np.where(on_lattice, 0.0, np.minimum(h * h / 12, var_d)))
-    scale = comp.max_scale
-    discretisation = float(v_disc / (2 * scale**2)) if v_disc > 0 else 0.0
+    # ∫|f''| of the density: at most that of any one continuous part (the rest only smooths it)
+    # (the widest Laplace term's, continuous or not, as always; a discrete Gaussian's as if continuous)
+    curv = [2.0 / comp.max_scale**2] if comp.max_scale > 0 else []
+    if comp.g2 > 0:
+        curv.append(4.0 / (comp.g2 * math.sqrt(2 * math.pi * math.e)))
+    if comp.ga.size:
+        curv.append(4.0 / (float(np.max(comp.ga * comp.gs)) ** 2 * math.sqrt(2 * math.pi * math.e)))
+    discretisation = float(v_disc * min(curv) / 4) if v_disc > 0 else 0.0
     return np.clip(out, 0.0, None), discretisation
 
 
@@ -363,6 +400,10 @@ def draw(comp, rng, n):
         # discrete Laplace = difference of two geometric counts on {0, 1, ...}
         g1 = rng.geometric(q, size=(n, a.size)) - rng.geometric(q, size=(n, a.size))
         s += (g1 * a).sum(axis=1)
+    if comp.g2 > 0:
+        s += rng.normal(0.0, math.sqrt(comp.g2), n)
+    for a, sigma in zip(comp.ga, comp.gs):
+        s += a * _dg.draw(rng, float(sigma), n)
     return s
 
 

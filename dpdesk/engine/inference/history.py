@@ -172,8 +172,10 @@ class History:
         self._scales.append(row.scale)
         self._variances.append(row.variance)
         self._families.append(row.family)
-        # paper Thm 5.4: cell j loses α_i |H_ij| / S_i
-        self._costs.add(row.alpha / row.sensitivity, row.query)
+        # paper Thm 5.4: cell j loses α_i |H_ij| / S_i (pure ε rows; a Gaussian row's ρ is accounted in
+        # engine/budget/zcdp.py, never here)
+        if noise_family(row.family).measure == "epsilon":
+            self._costs.add(row.alpha / row.sensitivity, row.query)
         for space in self._spaces.values():
             self._feed(space, len(self.rows) - 1)
 
@@ -209,14 +211,25 @@ class History:
         """Primal while the cube is small next to the history, dual once n dominates (DESIGN §1)."""
         return "primal" if self.n_cells <= max(1024, len(self.rows)) else "dual"
 
+    def _pure(self) -> None:
+        """Refuse a pure-ε reading of a history holding rows priced in ρ (Gaussian noise)."""
+        zcdp = sorted(f for f in set(self._families) if noise_family(f).measure != "epsilon")
+        if zcdp:
+            raise HistoryError(
+                f"history: its {', '.join(zcdp)} rows are priced in ρ (zCDP) and have no pure-ε cost; "
+                "read its per-cell ρ with engine.budget.zcdp.history_rho"
+            )
+
     @property
     def cell_costs(self) -> np.ndarray:
-        """Per-cell privacy loss ``B = (α/S)ᵀ|H|`` (paper Thm 5.4), read-only copy."""
+        """Per-cell privacy loss ``B = (α/S)ᵀ|H|`` (paper Thm 5.4), read-only copy (pure ε rows only)."""
+        self._pure()
         return _readonly(self._costs.values.copy())
 
     @property
     def system_cost(self) -> float:
         """``ᾱ = max_j B_j``: the privacy guarantee of everything released so far."""
+        self._pure()
         return float(self._costs.values.max()) if len(self.rows) else 0.0
 
     def estimate(self, query: Query, form: Form = "auto") -> Estimate:

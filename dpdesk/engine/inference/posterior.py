@@ -4,8 +4,8 @@ This module owns the step from "history says θ̂ = center and θ = θ̂ − Σ_
 reads: the probability mass function of θ on an adaptive grid (paper §4, three methods: ``fft``,
 ``direct`` = paper Algorithm 2, ``mc`` = paper Algorithm 1), the narrowest ``1−δ`` credible interval
 (paper Algorithm 3), and the probability of any interval or one-sided claim. The noise ``N_k`` is
-continuous Laplace or discrete (integer) Laplace, per history row, so the posterior always matches the
-noise actually drawn. The numerical kernels live in :mod:`dpdesk.engine.inference.grid`; the value it
+continuous or discrete (integer) Laplace, or continuous or discrete Gaussian, per history row, so the
+posterior always matches the noise actually drawn. The numerical kernels live in :mod:`dpdesk.engine.inference.grid`; the value it
 returns, :class:`Posterior`, and its readings in :mod:`dpdesk.engine.inference.posterior_mass`.
 """
 
@@ -45,17 +45,23 @@ def _vector(name: str, value: object) -> np.ndarray:
     return arr
 
 
-def _prune_negligible(A: np.ndarray, b: np.ndarray, discrete: np.ndarray) -> tuple[np.ndarray, float]:
+def _prune_negligible(
+    A: np.ndarray, b: np.ndarray, discrete: np.ndarray, gaussian: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
     """Zero the terms whose combined size is rounding noise next to the largest one.
 
     A BLUE over thousands of rows often carries coefficients of 1e-13 that are the solver's rounding,
     not signal; each would still cost a pass over the frequency grid. Terms are dropped smallest first
     while their summed mean absolute size stays below 1e-10 of the largest term's; shifting a density
     of bounded variation ``2 f(0) ≤ 1/c_max`` by ``Y`` moves at most ``E|Y|/c_max`` of mass, which is
-    returned and added to the error bound.
+    returned and added to the error bound. A Gaussian largest term has ``2 f(0) = √(2/π)/σ``, below
+    ``1/E|N| = √(π/2)/σ``, so ``E|Y|/E|N_max|`` bounds the moved mass for it too.
     """
     p, q = np.exp(-1.0 / b), -np.expm1(-1.0 / b)
     size = np.abs(A) * np.where(discrete, 2.0 * p / (q * (1.0 + p)), b)  # E|A_k N_k|
+    if gaussian is not None and np.any(gaussian):
+        # Gaussian rows: E|N| = σ√(2/π) (the discrete Gaussian's is within rounding of it for σ ≥ 1)
+        size = np.where(gaussian, np.abs(A) * b * math.sqrt(2.0 / math.pi), size)
     nz = size > 0
     if nz.sum() < 2:
         return A, 0.0
@@ -96,8 +102,9 @@ def posterior(
     noise_scales : array_like
         ``b_k = S_k/α_k`` > 0, the scale of row k's noise.
     families : str or sequence of str
-        ``"laplace"`` (density ``exp(−|z|/b)/(2b)``) or ``"discrete_laplace"`` (integers, mass
-        ``∝ exp(−|k|/b)``), for all rows or per row.
+        ``"laplace"`` (density ``exp(−|z|/b)/(2b)``), ``"discrete_laplace"`` (integers, mass
+        ``∝ exp(−|k|/b)``), ``"gaussian"`` (standard deviation ``b``) or ``"discrete_gaussian"`` (integers,
+        mass ``∝ exp(−k²/(2b²))``), for all rows or per row.
     method : {"fft", "direct", "mc"}
         ``fft``: characteristic function (paper Thm 4.1) with bin integration, summed over its
         aliases until a rigorous bound on the error is below γ/2. ``direct``: paper Algorithm 2, the
@@ -162,10 +169,11 @@ def posterior(
     fam = list(families)
     if len(fam) != A.size:
         raise DpdeskError(f"families has {len(fam)} entries but coefficients has {A.size}")
-    on_integers = []
+    on_integers, bell = [], []
     for i, f in enumerate(fam):
         try:
             on_integers.append(noise_family(f).lattice)
+            bell.append(noise_family(f).gaussian)
         except DpdeskError as exc:
             raise DpdeskError(f"families[{i}]: {exc}") from None
     check_method(method)
@@ -175,11 +183,11 @@ def posterior(
     if samples is not None and (int(samples) != samples or samples < 1):
         raise DpdeskError(f"samples ({samples}) must be a positive integer")
 
-    discrete = np.array(on_integers, bool)
-    A, pruned = _prune_negligible(A, b, discrete)
-    comp = _g.make_components(A, b, discrete)
+    discrete, gaussian = np.array(on_integers, bool), np.array(bell, bool)
+    A, pruned = _prune_negligible(A, b, discrete, gaussian)
+    comp = _g.make_components(A, b, discrete, gaussian)
     std = math.sqrt(comp.variance)
-    if comp.c.size + comp.a.size == 0:  # no noise at all: θ is known exactly
+    if comp.empty:  # no noise at all: θ is known exactly
         return Posterior(center, 0.0, method, np.array([center]), np.array([1.0]), 1.0, 0.0, True)
 
     tail = gamma / 4
@@ -205,9 +213,10 @@ def posterior(
     # discrete terms whose atoms do not all fall on bin centres: rounding them (paper Algorithm 2) is not
     # exact and, without a continuous term, the transform's aliasing bound is not rigorous; such sums
     # are computed exactly (their atoms listed) or bracketed with proven bounds (:mod:`.selberg`)
-    off_grid = not lattice and bool(np.any(np.abs(comp.a / h - np.round(comp.a / h)) > 1e-9 * comp.a / h))
-    exact = method in ("fft", "direct") and off_grid and (method == "direct" or not comp.c.size)
-    atomic = not lattice and comp.a.size > 0  # atoms, or a density with a bump at each of them
+    steps = comp.steps
+    off_grid = not lattice and bool(np.any(np.abs(steps / h - np.round(steps / h)) > 1e-9 * steps / h))
+    exact = method in ("fft", "direct") and off_grid and (method == "direct" or not comp.continuous)
+    atomic = not lattice and steps.size > 0  # atoms, or a density with a bump at each of them
     if method == "fft" and not exact:
         # discrete terms next to a tiny continuous one: the transform cannot resolve them in its budget
         loose = max(1e-6, 1e3 * gamma)
@@ -220,7 +229,9 @@ def posterior(
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
         exact = err > loose
     if exact:
-        law: Atoms | Bandlimited | None = enumerate_atoms(comp, tail, cancelled) if not comp.c.size else None
+        law: Atoms | Bandlimited | None = (
+            enumerate_atoms(comp, tail, cancelled) if not comp.continuous else None
+        )
         if law is not None:
             method, mass, err = "atoms", law.binned(h, half), law.missing
         else:
@@ -262,7 +273,7 @@ def _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled):
     """Paper Algorithm 1, vectorised, with Corollary 4.1's sample size."""
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
-    m = comp.c.size + comp.a.size
+    m = comp.c.size + comp.a.size + comp.ga.size + (comp.g2 > 0)
     if samples is None:
         pilot = _g.histogram(_g.draw(comp, rng, _MC_FLOOR), h, half) / _MC_FLOOR
         span = np.flatnonzero(pilot)

@@ -1,7 +1,7 @@
 """Interval probabilities of a noise sum from its characteristic function, with a proven error bound.
 
 This module owns the ``bandlimited`` computation: for ``S = Σ_k A_k N_k`` (independent continuous or
-discrete Laplace terms, on one lattice or not) it brackets ``Pr(S ∈ [c − w, c + w])`` between two numbers
+discrete Laplace or Gaussian terms, on one lattice or not) it brackets ``Pr(S ∈ [c − w, c + w])`` between two numbers
 computed from the characteristic function ``φ`` on finitely many frequencies, so the result is exact to
 a stated bound whatever the atoms of ``S`` look like.
 
@@ -57,17 +57,18 @@ _CUT_ERROR = 1e-30
 def decay_cutoff(comp: _g.Components) -> float:
     """A frequency beyond which ``|φ(u)| < e^-80``, from the continuous terms (inf without any).
 
-    Each continuous factor ``1/(1 + c²u²)`` falls with ``|u|`` and every factor is at most 1, so the
-    product of the continuous ones bounds ``|φ|`` and crosses ``e^-80`` once.
+    Each continuous factor (``1/(1 + c²u²)``, and ``e^{−g2 u²/2}`` for the Gaussian part) falls with ``|u|``
+    and every factor is at most 1, so the product of the continuous ones bounds ``|φ|`` and crosses
+    ``e^-80`` once.
     """
-    c = comp.c
-    if not c.size:
+    c, g2 = comp.c, comp.g2
+    if not comp.continuous:
         return math.inf
 
     def logm(u: float) -> float:
-        return float(np.sum(np.log1p((c * u) ** 2)))
+        return float(np.sum(np.log1p((c * u) ** 2)) + 0.5 * g2 * u * u)
 
-    hi = 1.0 / float(c.max())
+    hi = 1.0 / float(c.max()) if c.size else 1.0 / math.sqrt(g2)
     while logm(hi) < _LOG_CUT:
         hi *= 2.0
     lo = hi / 2.0 if logm(hi / 2.0) < _LOG_CUT else 0.0

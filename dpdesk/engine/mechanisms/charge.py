@@ -5,6 +5,10 @@ A release charges cell ``j`` the privacy loss ``Σ_t s_t·|Q_t,j|`` — a sum of
 ``|Q|``) or the same amount on every cell (``query=None``: a one-shot partition release, where every
 record falls in exactly one cell of each released partition). ``delta`` is the release's δ for
 mechanisms charged in ``(α, δ)``; pure mechanisms leave it 0. Zero-cost post-processing has no terms.
+``measure`` says what the terms are: ``"epsilon"`` (pure ε-DP per cell, every mechanism but the Gaussian
+families) or ``"rho"`` (ρ-zCDP per cell: the Gaussian families, :mod:`~dpdesk.engine.mechanisms.gaussian`).
+A charge is added to per-cell totals only in its own measure or through the conversion of
+:mod:`dpdesk.engine.budget.zcdp` (pure ε → ρ per cell, ``ρ = ε²/2``); a ρ charge has no pure-ε reading.
 
 A charge is what the ledger records per release and what verify re-derives from the mechanism's
 privacy map; :meth:`Charge.to_json` writes a term's query by reference (the name of a payload member
@@ -26,7 +30,9 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.algebra import abs_dense
 from dpdesk.engine.queries.query import Query, query_from_json
 
-__all__ = ["Charge", "ChargeTerm", "same_charge"]
+__all__ = ["MEASURES", "Charge", "ChargeTerm", "same_charge"]
+
+MEASURES = ("epsilon", "rho")  # pure ε-DP, ρ-zCDP
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,11 +98,14 @@ class Charge:
 
     terms: tuple[ChargeTerm, ...] = ()
     delta: float = 0.0
+    measure: str = "epsilon"  # "epsilon" (pure ε per cell) or "rho" (ρ-zCDP per cell)
 
     def __post_init__(self) -> None:
         d = self.delta
         if isinstance(d, bool) or not isinstance(d, (int, float, np.number)) or not 0.0 <= d < 1.0:
             raise DpdeskError(f"charge delta ({d!r}) must be in [0, 1)")
+        if self.measure not in MEASURES:
+            raise DpdeskError(f"charge measure ({self.measure!r}) must be one of {', '.join(MEASURES)}")
         object.__setattr__(self, "terms", tuple(self.terms))
         object.__setattr__(self, "delta", float(d))
 
@@ -135,6 +144,7 @@ class Charge:
         """Term by term the same charge (scales within ``rel_tol``, identical queries) and the same δ."""
         return (
             len(self.terms) == len(other.terms)
+            and self.measure == other.measure
             and math.isclose(self.delta, other.delta, rel_tol=rel_tol, abs_tol=0.0)
             and all(a.same_as(b, rel_tol) for a, b in zip(self.terms, other.terms))
         )
@@ -142,7 +152,8 @@ class Charge:
     # -- the ledger's form --------------------------------------------------------------------
     def to_json(self, payload: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``{"terms": [{"scale": s, "query": Q}], "delta": δ}``; ``query`` is ``"all"`` for every cell,
-        or the name of a member of ``payload`` (the entry's plain JSON) that holds the same query."""
+        or the name of a member of ``payload`` (the entry's plain JSON) that holds the same query;
+        ``"measure": "rho"`` is added for a ρ-zCDP charge (a pure one writes no measure, as always)."""
         terms = []
         for t in self.terms:
             if t.query is None:
@@ -151,7 +162,10 @@ class Charge:
                 q = t.query.to_json()
                 ref = next((k for k, v in (payload or {}).items() if isinstance(v, dict) and v == q), q)
             terms.append({"scale": t.scale, "query": ref})
-        return {"terms": terms, "delta": self.delta}
+        out: dict[str, Any] = {"terms": terms, "delta": self.delta}
+        if self.measure != "epsilon":
+            out["measure"] = self.measure
+        return out
 
     @classmethod
     def from_json(cls, obj: Any, payload: Mapping[str, Any], n_cells: int, shape: Sequence[int]) -> Charge:
@@ -174,13 +188,16 @@ class Charge:
                     ref = payload[ref]
                 q = query_from_json(ref, n_cells, shape)
             terms.append(ChargeTerm(t["scale"], q))
-        return cls(tuple(terms), obj.get("delta", 0.0))
+        return cls(tuple(terms), obj.get("delta", 0.0), obj.get("measure", "epsilon"))
 
 
 def same_charge(a: Charge, b: Charge, n_cells: int, rel_tol: float = 1e-9) -> bool:
-    """The same per-cell charge: term by term, or else cell by cell (within ``rel_tol``), and the same δ."""
+    """The same per-cell charge: term by term, or else cell by cell (within ``rel_tol``), the same δ and
+    the same measure."""
     if a.same_as(b, rel_tol):
         return True
+    if a.measure != b.measure:
+        return False
     return math.isclose(a.delta, b.delta, rel_tol=rel_tol, abs_tol=0.0) and bool(
         np.allclose(a.dense(n_cells), b.dense(n_cells), rtol=rel_tol, atol=1e-15)
     )

@@ -32,13 +32,19 @@ def _check_alpha_inputs(sensitivity: float, eps: float, delta: float) -> None:
 
 
 class NoiseMechanism:
-    """Additive noise of scale ``S/α`` on a linear query: the part both Laplace families share."""
+    """Additive noise of scale ``S/α`` on a linear query: the part every noise family shares.
+
+    ``measure`` names what its privacy map charges: ``"epsilon"`` (pure ε-DP, the Laplace families) or
+    ``"rho"`` (ρ-zCDP, the Gaussian ones in :mod:`~dpdesk.engine.mechanisms.gaussian`).
+    """
 
     kind = "fresh"
     name: str
     label: str
     lattice: bool  # True when the noise lives on the integers
     zero: Any  # the value the OpenDP measurement is applied to (the caller adds the true answer)
+    measure = "epsilon"  # the measure of its charge (see engine/mechanisms/charge.py)
+    gaussian = False  # True for Gaussian tails (the posterior's kernels treat them in closed form)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} mechanism {self.name!r}>"
@@ -58,6 +64,10 @@ class NoiseMechanism:
     def charge_for(query: Query, alpha: float) -> Charge:
         """A fresh answer's per-cell charge ``α|Q_j|/S`` (paper Thm 5.4)."""
         return Charge((ChargeTerm(alpha / query.sensitivity, query),))
+
+    def opendp_loss(self, meas: Any, sensitivity: float) -> float:
+        """The ``α`` OpenDP's own privacy map states for ``meas`` at ``sensitivity`` (``meas.map(S)``)."""
+        return float(meas.map(int(sensitivity) if self.lattice else float(sensitivity)))
 
     def contribution(self, payload: Mapping[str, Any], shape: tuple[int, ...]) -> Contribution:
         """A recorded fresh count: ``query``, ``alpha`` and the raw noisy ``answer`` (sensitivity re-derived)."""

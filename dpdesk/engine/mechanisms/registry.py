@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.mechanisms.gaussian import DISCRETE_GAUSSIAN, GAUSSIAN
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE, NoiseMechanism
 from dpdesk.engine.queries.query import Query
 
@@ -24,8 +25,10 @@ __all__ = [
     "noise_family_names",
 ]
 
-# Noise for a fresh count, most preferred first: exact integer noise whenever the query allows it.
-NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE)
+# Noise for a fresh count, most preferred first: exact integer noise whenever the query allows it. Laplace
+# applies to every query, so the Gaussian families (priced in ρ-zCDP) are never picked by default: a
+# project accounted in zCDP names them (engine/budget/zcdp.py).
+NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE, DISCRETE_GAUSSIAN, GAUSSIAN)
 
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {

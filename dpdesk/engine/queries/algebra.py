@@ -1,4 +1,4 @@
-"""Arithmetic on queries that never builds what it does not need: inner products and |Q|.
+"""Arithmetic on queries that never builds what it does not need: inner products, |Q| and Q².
 
 Inner products of product-form queries factor over attributes (``⟨q, r⟩ = Π_d ⟨q_d, r_d⟩``, DESIGN §1),
 so they cost ``Σ_d |dom_d|`` rather than ``n``. :func:`abs_dense` gives the per-cell ``|Q|`` of the privacy
@@ -13,7 +13,7 @@ from functools import reduce
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.query import Query, Term
 
 
 def abs_dense(q: Query) -> np.ndarray:
@@ -27,6 +27,25 @@ def abs_dense(q: Query) -> np.ndarray:
         t = q.terms[0]
         return (abs(t.weight) * reduce(np.multiply.outer, [np.abs(f) for f in t.factors])).reshape(-1)
     return np.abs(q.dense())
+
+
+def squared(q: Query) -> Query:
+    """The query whose coefficients are ``Q_j²`` (product form kept for a single product term).
+
+    A Gaussian release charges cell ``j`` in proportion to ``Q_j²`` (ρ-zCDP), where a Laplace one charges
+    ``|Q_j|``; the squared query carries that through the per-cell accounting unchanged.
+
+    Examples
+    --------
+    >>> from dpdesk.engine.queries.query import query_from_vector
+    >>> squared(query_from_vector([2, -1, 0], (3,))).dense().tolist()
+    [4.0, 1.0, 0.0]
+    """
+    if q.terms is not None and len(q.terms) == 1:
+        t = q.terms[0]
+        return Query(q.shape, terms=(Term(t.weight * t.weight, tuple(f * f for f in t.factors)),))
+    idx, val = q.sparse()
+    return Query(q.shape, indices=idx, values=val * val)
 
 
 def inner(q: Query, r: Query) -> float:
