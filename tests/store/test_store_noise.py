@@ -114,7 +114,7 @@ def test_opendp_float_laplace_scale():
     draws = np.array(sampler.draw_many("laplace", 3.0, 4000))
     assert stats.kstest(draws, stats.laplace(scale=3.0).cdf).pvalue > 1e-4
     with pytest.raises(ValueError):
-        sampler.draw("gaussian", 1.0)  # type: ignore[arg-type]
+        sampler.draw("cauchy", 1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         sampler.draw("laplace", 0.0)
 
