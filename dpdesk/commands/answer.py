@@ -3,8 +3,10 @@
 ``answer`` shows the assessment (decision, cost, budget before and after), asks for confirmation on
 stdin unless ``--yes`` (end of input counts as "no"), then releases exactly that assessment — an
 inferred answer for free or a fresh noisy one — recorded durably in the ledger *before* it is printed,
-with the ledger head it leaves (the requester's witness for ``dpdesk verify --extends``). Exit codes:
-0 released, 1 not released (the decision is reject, or not confirmed), 2 bad input.
+with the ledger head it leaves (the requester's witness for ``dpdesk verify --extends``). A request a
+watched claim declines is never offered for confirmation: its decision reads ``declined by claim c1``
+with the counter-offer within the claims. Exit codes: 0 released, 1 not released (the decision is reject,
+or not confirmed), 2 bad input, 3 declined by a watched claim (:data:`DECLINED_BY_CLAIM`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,32 @@ from __future__ import annotations
 import argparse
 
 from dpdesk.commands.confirm import confirmed
+
+DECLINED_BY_CLAIM = 3  # the exit code of a request a watched claim declines (2 is bad input)
+
+
+def declined_by_claims(p, plan, out) -> int | None:  # type: ignore[no-untyped-def]
+    """Print the decision ``declined by claim …`` (and, for a count, the counter-offer within the claims)
+    when a watched claim declines ``plan``; its exit code, or None when no claim declines it."""
+    statuses = p.claim_statuses(plan)
+    declined = [s for s in statuses if s.verdict == "declined"]
+    if not declined:
+        return None
+    ids = ", ".join(s.watched.id for s in declined)
+    print(f"decision: declined by claim {ids} — {declined[0].check.reason}", file=out)
+    if hasattr(plan, "decision"):  # a count: the counter-offer within the claims
+        from dpdesk.commands.assess import claim_offer_text
+        from dpdesk.store.watching import offer_within_claims
+
+        offer = offer_within_claims(statuses, plan, float(p.total_budget))
+        if offer is not None:
+            print(claim_offer_text(offer, plan, str(p.path)), file=out)
+    print(
+        f"not answered: accept a counter-offer (dpdesk requests edit), or record the refusal with "
+        f"`dpdesk reject {p.path} --request {plan.request_id}`",
+        file=out,
+    )
+    return DECLINED_BY_CLAIM
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -111,6 +139,11 @@ def run_answer(args: argparse.Namespace) -> int:
             f"request {req.id}: {req.describe()}  (±{req.eps:g} with probability ≥ {1 - req.delta:g})",
             file=out,
         )
+        refused = declined_by_claims(p, a, out) if a.decision == "spend" else None
+        if refused is not None:
+            if args.json:
+                print(json.dumps({"assessment": assessment_json(a, args), "release": None}))
+            return refused
         print(f"decision: {a.decision} — {a.reason}", file=out)
         print(
             f"budget: system cost {b.system_cost:.6g} → "
@@ -172,6 +205,11 @@ def answer_plan(p, req, args: argparse.Namespace) -> int:  # type: ignore[no-unt
     out = sys.stderr if args.json else sys.stdout
     print(f"request {req.id}: {req.describe()}  ({kind.label}; {req.terms()})", file=out)
     print("\n".join(kind.preview(plan)), file=out)
+    refused = declined_by_claims(p, plan, out) if plan.releasable else None
+    if refused is not None:
+        if args.json:
+            print(json.dumps({"assessment": plan.to_json(), "release": None}))
+        return refused
     if not plan.releasable:
         print(f"not answered: record the refusal with `dpdesk reject {p.path} --request {req.id}`", file=out)
         if args.json:

@@ -179,7 +179,7 @@ def _num(v: Any, where: str, name: str) -> float:
     return float(v)
 
 
-def format_assessment(a: Any) -> str:
+def format_assessment(a: Any, declined: tuple[str, ...] = ()) -> str:
     """Human-readable summary of an assessment."""
     r = a.request
     q = r.query.text or f"query with {len(r.query.sparse()[0])} nonzero coefficients"
@@ -221,7 +221,13 @@ def format_assessment(a: Any) -> str:
                 f"dpdesk assess PROJECT --query 'estimate({r.query.text})'"
             )
     b = a.budget
-    lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
+    if declined and a.decision == "spend":  # watched claims decline the fresh answer: that is the decision
+        lines.append(
+            f"  decision        DECLINED BY CLAIM {', '.join(declined)}: a fresh answer would spend more of "
+            f"the claim's risk than it has left (without the claims: {a.reason})"
+        )
+    else:
+        lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (
         f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
         if a.spend_alpha < a.fresh_alpha
@@ -253,11 +259,19 @@ def preview_queued(project: Any, args: argparse.Namespace) -> int:
         raise DpdeskError(f"{unused[0]} applies to count requests; {req.id} is a {req.kind} request")
     kind = kind_named(req.kind)
     plan = project.assess(req.id, reference_size=getattr(args, "reference_size", None))
+    claims = project.claim_statuses(plan)  # every kind's verdict before anything is confirmed
     if args.json:
-        print(json.dumps(plan.to_json()))
+        print(json.dumps({**plan.to_json(), "claims": [s.to_json() for s in claims]}))
     else:
+        from dpdesk.commands.watch import status_line
+
         print(f"request {req.id}: {req.describe()}  ({kind.label}; {req.terms()})")
         print("\n".join(kind.preview(plan)))
+        declined = [s.watched.id for s in claims if s.verdict == "declined"]
+        if declined:
+            print(f"decision: declined by claim {', '.join(declined)}")
+        for s in claims:
+            print(f"  claim           {status_line(s)}")
         print("nothing was spent (preview only)")
     return 0
 
@@ -269,7 +283,8 @@ def claim_offer_text(offer, a, path: str) -> str:
     lines = []
     if offer.eps is not None:
         lines.append(
-            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes) "
+            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes the claims "
+            "and fits the cells' budget) "
             f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
             f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}"
         )
@@ -328,9 +343,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             from dpdesk.commands.watch import status_line
 
-            print(format_assessment(results[0]))
+            declined = tuple(s.watched.id for s in claims if s.verdict == "declined")
+            print(format_assessment(results[0], declined))
             for s in claims:
-                print(f"  claim           {status_line(s)}")
+                print(f"  claim           {status_line(s, offer)}")
             if offer is not None:
                 print(claim_offer_text(offer, results[0], args.project))
         sys.stdout.flush()

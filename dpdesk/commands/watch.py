@@ -80,8 +80,9 @@ def _sides(args: argparse.Namespace) -> tuple[float | None, float | None]:
     return _number(args.at_least, "--at-least"), None
 
 
-def status_line(s) -> str:
-    """One claim for a terminal: id, claim, Pr(C) now, risk left, and a plan's verdict if any."""
+def status_line(s, offer=None) -> str:
+    """One claim for a terminal: id, claim, Pr(C) now, risk left, and a plan's verdict if any (``offer``:
+    the counter-offer within the claims, whose α is the one stated)."""
     c, r = s.watched.claim, s.reading
     now = f"Pr(C) = {r.probability:.4f}" if r.estimable else "Pr(C) not estimable (worst case)"
     line = (
@@ -91,7 +92,9 @@ def status_line(s) -> str:
         line += f"\t{s.verdict.upper()}"
         if s.check.touches:
             line += f" (risk of crossing {s.check.risk:.4g})"
-        if s.largest_alpha is not None:
+        if offer is not None and offer.eps is not None and s.verdict == "declined":
+            line += f"; up to α = {offer.alpha:.4g} passes the claims and fits the budget"
+        elif s.largest_alpha is not None and offer is None:
             line += f"; largest α that passes {s.largest_alpha:.4g}"
     return line
 

@@ -305,11 +305,17 @@ class AnswerPanel(QWidget):
 
     def show_plan(self, result) -> None:
         """A queued max/argmax or posterior request's plan (and a max/argmax's private output law)."""
-        plan, probabilities = result
+        plan, probabilities, statuses = result
         if self.kind is None or plan.request_id != self.request_id:
             return  # another request was selected meanwhile
         self.assessment = plan
-        self._badge(*(DECISION_STYLE["spend"] if plan.releasable else DECISION_STYLE["reject"]))
+        # every kind shows its watched claims' verdict before anything is confirmed (item 7)
+        self.claim_lines, self.claim_blocked, colour = claim_notes(statuses)
+        self.claims_note.setText("\n".join(self.claim_lines))
+        self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
+        self.claims_note.setVisible(bool(self.claim_lines))
+        releasable = plan.releasable and not self.claim_blocked
+        self._badge(*(DECISION_STYLE["spend"] if releasable else DECISION_STYLE["reject"]))
         self.reason.setText(plan.reason)
         self.plan_view.show_plan(self.kind, plan, probabilities, self.session.schema)
         self._set_buttons(plan)
@@ -355,11 +361,11 @@ class AnswerPanel(QWidget):
             statuses = []
         else:
             statuses = given if given is not None else self.session.claim_statuses(a)
-        self.claim_lines, self.claim_blocked, colour = claim_notes(statuses)
-        if self.claim_blocked:
-            from dpdesk.store.watching import offer_within_claims
+        from dpdesk.store.watching import offer_within_claims
 
-            self.claim_offer = offer_within_claims(statuses, a, self.session.total_budget)
+        # the counter-offer first: the note and the button state its one α
+        self.claim_offer = offer_within_claims(statuses, a, self.session.total_budget)
+        self.claim_lines, self.claim_blocked, colour = claim_notes(statuses, self.claim_offer)
         self.claims_note.setText("\n".join(self.claim_lines))
         self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
         self.claims_note.setVisible(bool(self.claim_lines))
@@ -391,7 +397,7 @@ class AnswerPanel(QWidget):
             from dpdesk.store.request_kinds import cost_text
 
             self.infer_btn.setVisible(False)
-            self.spend_btn.setEnabled(pending and a.releasable)
+            self.spend_btn.setEnabled(pending and a.releasable and not self.claim_blocked)
             self.spend_btn.setText(f"Release ({cost_text(a)} per cell)" if a is not None else "Release")
             self.reject_btn.setEnabled(
                 self.request_id is not None

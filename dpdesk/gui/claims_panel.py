@@ -49,21 +49,26 @@ def claim_rows(statuses) -> list[tuple]:
     return out
 
 
-def claim_notes(statuses) -> tuple[list[str], bool, str]:
+def claim_notes(statuses, offer=None) -> tuple[list[str], bool, str]:
     """What watched claims say of one request, for the answer panel: its lines, whether a claim blocks
-    the fresh answer, and the colour to show them in."""
+    the release, and the colour to show them in. ``offer`` (a count's counter-offer within the claims)
+    gives the one α the note and the counter-offer button both state."""
     checked = [s for s in statuses if s.check is not None]
     lines = []
     for s in checked:
         w, c = s.watched, s.check
         if s.verdict == "declined":
-            best = (
-                f"; the largest α that passes is {s.largest_alpha:.4g} (a wider ±ε: counter-offer it)"
-                if s.largest_alpha is not None
-                else "; no fresh answer passes"
-            )
+            if offer is not None and offer.eps is not None:
+                best = (
+                    f"; up to α = {offer.alpha:.4g} passes the claims and fits the cells' budget "
+                    f"(±{offer.eps:g}: counter-offer it)"
+                )
+            elif s.largest_alpha is not None and offer is None:
+                best = f"; up to α = {s.largest_alpha:.4g} passes this claim"
+            else:
+                best = "; no fresh release of it passes"
             lines.append(
-                f"Blocked by watched claim {w.id} ({w.claim.name}): a fresh answer would make Pr(claim) "
+                f"Blocked by watched claim {w.id} ({w.claim.name}): this release would make Pr(claim) "
                 f"reach τ = {w.claim.threshold:g} with probability {c.risk:.3g}, over the risk left "
                 f"({c.remaining:.3g}){best}. Answer from history only (inference), counter-offer, or reject."
             )

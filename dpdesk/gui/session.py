@@ -232,23 +232,26 @@ class ProjectSession(QObject):
     def _changed(self) -> None:
         self.sigChanged.emit()
 
-    def plan_job(self, request_id: str) -> Callable[[Any], tuple[Any, Any]]:
+    def plan_job(self, request_id: str) -> Callable[[Any], tuple[Any, Any, list]]:
         """The work of planning a queued max/argmax or posterior request, for the task runner.
 
-        The ledger's public inputs are read now, on the GUI thread; the job prices the plan on the worker
-        and, for a max/argmax, computes the mechanism's exact output probabilities from the data on a
-        sibling connection (for the curator's eyes only). It returns ``(plan, probabilities or None)``.
+        The ledger's public inputs are read now, on the GUI thread; the job prices the plan on the worker,
+        checks it against the watched claims (public inputs only, as for a count) and, for a max/argmax,
+        computes the mechanism's exact output probabilities from the data on a sibling connection (for
+        the curator's eyes only). It returns ``(plan, probabilities or None, claim statuses)``.
         """
         from dpdesk.store.request_kinds import plan_for
 
         req, schema, public, project = self.request(request_id), self.schema, self.plan_inputs(), self.project
+        view, size = self.view(), project.table_size()
 
-        def job(state: Any = None) -> tuple[Any, Any]:
+        def job(state: Any = None) -> tuple[Any, Any, list]:
             plan = plan_for(req, schema, public)
+            statuses = claim_statuses(view, plan, size)
             if req.kind != "selection":
-                return plan, None
+                return plan, None, statuses
             with project.sibling() as sibling:  # the one step here that reads the data
-                return plan, plan.rnm.probabilities(sibling.cube().counts, schema)
+                return plan, plan.rnm.probabilities(sibling.cube().counts, schema), statuses
 
         return job
 

@@ -33,10 +33,21 @@ __all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "offer_wi
 
 def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query, float, str]] | None:
     """The noisy rows ``plan`` will add, known before the draw: a count assessment's one fresh row (none
-    for inference); None for other kinds (the release path checks their rows after the draw, before
-    anything is recorded or shown)."""
+    for inference), a max/argmax's none, a posterior's noisy counts or size (``plan.noisy_rows()``); None
+    for other kinds (the release path checks their rows after the draw, before anything is recorded or
+    shown)."""
     if not plan.needs_data:
         return []
+    rows = getattr(plan, "noisy_rows", None)
+    if rows is not None:
+        return [
+            (
+                query_from_json(json.loads(canonical_json(q.to_json())), math.prod(shape), shape),
+                float(a),
+                str(f),
+            )
+            for q, a, f in rows()
+        ]
     if isinstance(plan, Assessment):
         # the query as the recorded entry will give it back (verify recomputes the check from that)
         q = product_form(

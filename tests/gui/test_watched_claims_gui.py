@@ -72,7 +72,7 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(
     assert (
         note.isVisible()
         and "Blocked by watched claim c1" in note.text()
-        and "no fresh answer passes" in note.text()
+        and "no fresh release of it passes" in note.text()
     )
     assert not page.answer.spend_btn.isEnabled() and page.answer.reject_btn.isEnabled()
     win.resize(1320, 880)

@@ -179,9 +179,11 @@ def test_assess_json_lists_the_claims(store):
         and c["risk_of_crossing"] > 0.99
     )
     text = store.cli("assess", path, "--request", "r1").stdout
-    assert "c1" in text and "DECLINED" in text and "largest α that passes" in text
-    out = store.cli("answer", path, "--request", "r1", "--yes")
-    assert out.returncode == 2 and "declined by watched claim c1" in out.stderr
+    assert "c1" in text and "decision        DECLINED BY CLAIM c1" in text and "SPEND" not in text
+    # issue 34 item 7: answer says so as its decision, asks nothing, and exits 3 (2 is bad input)
+    out = store.cli("answer", path, "--request", "r1")
+    assert out.returncode == 3 and "decision: declined by claim c1 — " in out.stdout
+    assert "[y/N]" not in out.stderr and "decision: spend" not in out.stdout
 
 
 def test_a_format_5_project_migrates_keeping_every_hash(store, monkeypatch):
@@ -296,3 +298,39 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
     with Project.open(path, "r") as p:
         last = p.ledger()[-1]
         assert last.kind == "inferred" and last.request_id == "r2" and p.claims()[0].spent == w.spent
+
+
+@pytest.mark.parametrize(
+    "text, alpha",
+    [
+        ('posterior(income | age="0-30"; prior=1; mechanism=laplace)', 1.0),  # noisy counts: history rows
+        ('posterior(income | age="0-30"; prior=1; mechanism=global)', 1.0),  # a noisy size, then a choice
+        ('argmax(income | age="0-30")', 1.0),  # no rows: the whole charge on the claim's cell
+        ('posterior(income | age="30-150"; prior=1; mechanism=laplace)', 1.0),  # away from the claim
+    ],
+)
+def test_every_kind_has_its_claim_verdict_before_the_draw_and_the_release_keeps_it(store, text, alpha):
+    """Issue 34 item 7: a max/argmax or posterior request is checked against the watched claims in its
+    preview, from public inputs only, with the verdict and risk the release path then applies."""
+    path = store.new_project(budget=5.0, test_project=True)
+    with Project.open(path, "w") as p:
+        p.watch(CELL, 0, 25, 0.8, 0.05)
+        rid = p.add_request(text, alpha=alpha).id
+        plan = p.assess(rid)
+        (status,) = p.claim_statuses(plan)
+        assert status.check is not None, "no verdict before the draw"
+        before = len(p.ledger())
+        if status.verdict == "declined":
+            with pytest.raises(ClaimDeclined):
+                p.release(plan, SeededSampler(3))
+            assert len(p.ledger()) == before  # nothing drawn, nothing recorded
+        else:
+            release = p.release(plan, SeededSampler(3))
+            recorded = {c["id"]: c["risk"] for c in release.entry.payload.get("claims", ())}
+            assert recorded == ({"c1": pytest.approx(status.check.risk)} if status.check.touches else {})
+    if "30-150" in text:
+        assert status.verdict == "untouched"
+    else:
+        assert status.verdict == "declined"
+        out = store.cli("answer", path, "--request", rid)
+        assert out.returncode == 3 and "decision: declined by claim c1" in out.stdout

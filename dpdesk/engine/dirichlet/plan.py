@@ -105,6 +105,20 @@ class PosteriorAssessment:
     def posterior_alpha(self) -> float:
         return self.alpha - self.size_alpha
 
+    def noisy_rows(self) -> tuple[tuple[Any, float, str], ...]:
+        """The noisy linear answers this release will add to history, ``(query, α, family)``, known before
+        the draw: the mechanism's privacy map on the planned payload with placeholder values (the rows'
+        queries, α and family never depend on the values drawn). Watched claims are checked on them in
+        the preview, exactly as the release path checks the recorded payload."""
+        payload = self.record()
+        if self.method == "laplace":
+            payload["noisy_counts"] = [0.0] * self.query.k
+        elif self.candidates is None:
+            payload["noisy_size"] = 0.0
+        payload["values"] = [1.0] * self.query.k
+        rows = self.mechanism.contribution(payload, self.query.schema.shape).rows
+        return tuple((r.query, r.alpha, r.family) for r in rows)
+
     def record(self) -> dict[str, Any]:
         """The ledger members fixed before the data is read: request, box, mechanism parameters, α, δ."""
         out: dict[str, Any] = {

@@ -54,6 +54,11 @@ class SelectionPlan:
             f"report-noisy-max at α = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
         )
 
+    def noisy_rows(self) -> tuple[()]:
+        """A max/argmax adds no noisy linear answer to history: its whole charge on the box is what
+        watched claims must weigh (known before the draw)."""
+        return ()
+
     @property
     def charge(self) -> Charge:
         box = self._box()
