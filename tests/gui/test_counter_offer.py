@@ -20,7 +20,7 @@ def test_counter_offer_for_an_overspending_request_is_the_narrowest_affordable_e
     assert a.decision == "reject"  # ±2 at δ = 0.01 would exceed the total budget
     qtbot.mouseClick(page.offer_btn, Qt.MouseButton.LeftButton)
     message, options = dialogs.choices[-1]
-    assert "q34 asks ±2 at δ = 0.01" in message and options[0].startswith("a fresh answer within ±")
+    assert "q34 asks ±2 at δ = 0.01" in message and "a fresh answer within ±" in options[0]
     room, _ = headroom(a.request.query, a.cell_costs, 1.0)
     offered = win.session.request("q34")
     assert offered.delta == 0.01 and offered.eps > 2
@@ -69,3 +69,25 @@ def test_counter_offer_free_from_history_at_its_confidence(demo_window, qtbot, d
     old = win.session.request("q06")
     qtbot.mouseClick(page.offer_btn, Qt.MouseButton.LeftButton)
     assert win.session.request("q06") == old
+
+
+def test_counter_offer_under_a_spend_policy_cap_is_the_best_answer_the_cap_allows(
+    demo_window, qtbot, dialogs
+):
+    """Issue 34 item 8: not only tighter, dearer answers: the best answer the budget and the curator's cap
+    allow, which the same policy then answers."""
+    from dpdesk.engine.budget.policy import SpendPolicy
+
+    win = demo_window
+    page = win.requests
+    win.session.set_spend_policy(SpendPolicy(cap=0.03))
+    page.select_request("q01")
+    a = wait_assessed(qtbot, win, "q01")
+    assert a.decision == "reject"  # needs α ≈ 0.05 of a headroom of 1: over the cap of 3 %
+    qtbot.mouseClick(page.offer_btn, Qt.MouseButton.LeftButton)
+    _message, options = dialogs.choices[-1]
+    assert "wider than the ±60 asked" in options[0] and "your spend policy" in options[0]
+    offered = win.session.request("q01")
+    assert offered.eps > 60 and offered.delta == a.request.delta
+    b = wait_assessed(qtbot, win, "q01")
+    assert b.decision == "spend" and b.spend_alpha <= 0.03 + 1e-12
