@@ -152,7 +152,7 @@ def ledger_table(project: Any) -> LedgerTable:
     return LedgerTable(
         entries,
         ledger_rows(entries, schema, requester_of(reqs)),
-        accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+        accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
         view.cost_curve(),
     )
 

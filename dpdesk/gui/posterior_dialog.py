@@ -46,6 +46,7 @@ from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 MECHANISMS = (
+    ("best", "The more accurate at this size (chosen by expected accuracy at the preview)"),
     ("global", "Exponential mechanism, global sensitivity (α-DP)"),
     ("smooth", "Exponential mechanism, smooth sensitivity ((α, δ)-DP)"),
     ("laplace", "Laplace noise on every count, conjugate update (α-DP)"),
@@ -178,7 +179,7 @@ class PosteriorDialog(QDialog):
         return MECHANISMS[self.mechanism.currentIndex()][0]
 
     def _inputs_changed(self, *_: Any) -> None:
-        glob = self.method == "global"
+        glob = self.method in ("global", "best")  # an accuracy target is the global mechanism's
         if not glob and self.by_target.isChecked():
             self.by_budget.setChecked(True)  # only the global mechanism's accuracy is data-free
         self.by_target.setEnabled(glob)
@@ -198,10 +199,9 @@ class PosteriorDialog(QDialog):
         head = name if _NAME.match(name) else '"' + name.replace('"', '\\"') + '"'
         box = self.box.text().strip()
         prior = self.prior.text().strip()
-        parts = [
-            f"prior={prior if ',' not in prior else '[' + prior.strip('[]') + ']'}",
-            f"mechanism={self.method}",
-        ]
+        parts = [f"prior={prior if ',' not in prior else '[' + prior.strip('[]') + ']'}"]
+        if self.method != "best":  # named none: the engine chooses by expected accuracy at the size
+            parts.append(f"mechanism={self.method}")
         if self.by_target.isChecked():
             parts += [f"within={self.within.value():g}", f"failure={self.failure.value():g}"]
         else:

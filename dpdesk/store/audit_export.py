@@ -98,7 +98,7 @@ def report_parts(
         delta_cap=project.delta_cap,
         delta_spent=view.delta_spent,
         requesters=requester_of(reqs),
-        accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+        accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
         claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()],
     )
     if progress is not None:

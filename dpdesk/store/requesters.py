@@ -80,21 +80,37 @@ def requester_of(requests: Sequence[Any]) -> dict[str, str]:
     return {r.id: r.requester for r in requests}
 
 
-def _in_words(entry: Any) -> str:
-    """A max/argmax's label with its public accuracy, or a posterior's released Dirichlet ('' for counts)."""
+def _in_words(entry: Any, schema: Any = None) -> str:
+    """A max/argmax's label with its public accuracy, or a posterior's shares with the bands the app shows
+    (including the Laplace noise where it can; '' for counts)."""
     p = entry.payload
     if "label" in p:
         return f"{p['label']} ({p.get('accuracy', '')})"
     if entry.kind == "posterior":
-        values = ", ".join(f"{float(v):.4g}" for v in p.get("values", ()))
-        return f"posterior {'Beta' if len(p.get('values', ())) == 2 else 'Dirichlet'}({values})"
+        from dpdesk.engine.dirichlet.summary import shares_text
+
+        values = [float(v) for v in p.get("values", ())]
+        params = f"{'Beta' if len(values) == 2 else 'Dirichlet'}({', '.join(f'{v:.4g}' for v in values)})"
+        request = p.get("request") or {}
+        try:
+            labels = schema.attribute(request["attribute"]).labels
+        except (AttributeError, KeyError, TypeError):
+            labels = [f"category {i + 1}" for i in range(len(values))]
+        prior = request.get("prior") or [1.0] * len(values)
+        shares = shares_text(
+            labels, values, str(p.get("method", "")), prior, p.get("noisy_counts"), float(p.get("alpha", 0.0))
+        )
+        return f"posterior {params}: {shares}"
     return ""
 
 
-def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = None) -> list[RequesterAccount]:
+def accounts(
+    entries: Sequence[Any], requests: Sequence[Any], describe: Any = None, schema: Any = None
+) -> list[RequesterAccount]:
     """One account per requester (named ones alphabetically, then anonymous), from the ledger and queue.
 
-    ``describe(request)`` gives a request's readable query (default: the request's own ``describe()``).
+    ``describe(request)`` gives a request's readable query (default: the request's own ``describe()``);
+    ``schema`` names a posterior's categories.
     """
     by_id: Mapping[str, Any] = {r.id: r for r in requests}
     got: dict[str, list[Received]] = {}
@@ -119,7 +135,7 @@ def accounts(entries: Sequence[Any], requests: Sequence[Any], describe: Any = No
                 e.time,
                 str(p.get("reason", "")) if e.kind == "rejected" else "",
                 e.integral,
-                _in_words(e),
+                _in_words(e, schema),
             )
         )
     pending: dict[str, int] = {}

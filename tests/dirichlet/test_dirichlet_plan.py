@@ -45,7 +45,7 @@ def cube():
 
 
 def test_public_size_fixes_the_candidates_and_the_draw_picks_one(cube):
-    a = assess_posterior(QUERY, budget=0.8, size=40)
+    a = assess_posterior(QUERY, mechanism="exponential-global", budget=0.8, size=40)
     assert _box_charge(a) == (0.8, 0.0) and a.size_alpha == 0
     assert a.candidates is not None and a.candidates.count == math.comb(42, 2)
     assert a.reference_counts is not None and sum(a.reference_counts) == 40
@@ -102,11 +102,11 @@ def test_accuracy_target_sets_the_budget_of_the_global_mechanism():
         (dict(budget=1, within=0.1, failure=0.1), "not both"),
         (dict(mechanism="laplace", within=0.1, failure=0.1), "global-sensitivity mechanism only"),
         (dict(mechanism="exponential-smooth", budget=1), "delta"),
-        (dict(budget=1, delta=0.01), "smooth-sensitivity mechanism only"),
+        (dict(mechanism="exponential-global", budget=1, delta=0.01), "smooth-sensitivity mechanism only"),
         (dict(budget=1, size=-3), "size"),
         (dict(budget=1, size=2.5), "size"),
         (dict(within=0, failure=0.1), "distance"),
-        (dict(budget=1, size_share=1.0), "size share"),
+        (dict(mechanism="exponential-global", budget=1, size_share=1.0), "size share"),
     ],
 )
 def test_bad_settings_are_one_line_errors(kwargs, message):
@@ -118,7 +118,7 @@ def test_bad_settings_are_one_line_errors(kwargs, message):
 def test_the_ledger_payload_rederives_charge_rows_and_values(cube):
     """record() + draw() is what the ledger holds; the registered mechanism's privacy map reads it back."""
     for kwargs in (
-        dict(budget=0.6, size=40),
+        dict(mechanism="exponential-global", budget=0.6, size=40),
         dict(mechanism="exponential-smooth", budget=0.9, delta=1e-6),
         dict(mechanism="laplace", budget=0.3),
     ):
@@ -147,15 +147,21 @@ def test_the_ledger_payload_rederives_charge_rows_and_values(cube):
 def test_budget_and_delta_cap_decide_from_public_costs():
     costs = np.zeros(SCHEMA.n_cells)
     costs[4] = 0.7  # a cell inside the box (age 65-90) already paid 0.7
-    ok = assess_posterior(QUERY, budget=0.3, size=40, cell_costs=costs, total_budget=1.0)
+    ok = assess_posterior(
+        QUERY, mechanism="exponential-global", budget=0.3, size=40, cell_costs=costs, total_budget=1.0
+    )
     assert ok.releasable and ok.budget.system_cost_after == pytest.approx(1.0)
-    over = assess_posterior(QUERY, budget=0.31, size=40, cell_costs=costs, total_budget=1.0)
+    over = assess_posterior(
+        QUERY, mechanism="exponential-global", budget=0.31, size=40, cell_costs=costs, total_budget=1.0
+    )
     assert not over.releasable and "above the total budget" in over.reason
     with pytest.raises(BudgetError, match="refused"):
         over.draw(None, SeededSampler(0), allow_insecure=True)
     outside = np.zeros(SCHEMA.n_cells)
     outside[0] = 0.9  # a cell outside the box does not limit it
-    assert assess_posterior(QUERY, budget=0.5, size=40, cell_costs=outside, total_budget=1.0).releasable
+    assert assess_posterior(
+        QUERY, mechanism="exponential-global", budget=0.5, size=40, cell_costs=outside, total_budget=1.0
+    ).releasable
     deltas = np.full(SCHEMA.n_cells, 4e-6)
     capped = assess_posterior(
         QUERY,
@@ -167,3 +173,30 @@ def test_budget_and_delta_cap_decide_from_public_costs():
         delta_cap=5e-6,
     )
     assert not capped.releasable and "cap" in capped.reason and capped.delta_after == pytest.approx(6e-6)
+
+
+@pytest.mark.parametrize("size, best", [(2000, "laplace"), (None, "laplace")])
+def test_a_request_naming_no_mechanism_gets_the_more_accurate_one_at_its_size(size, best):
+    """Issue 34 item 4: the default is chosen by expected accuracy at the request's (public or reference)
+    size; the preview says which and why."""
+    from dpdesk.engine.dirichlet.summary import preview_lines
+
+    a = assess_posterior(QUERY, budget=0.5, reference_size=size)
+    assert a.method == best and a.chosen_by
+    if size is not None:
+        assert a.reference[best] == min(a.reference.values())  # the one with the smaller expected distance
+        assert f"{size:,} records" in a.chosen_by
+    text = "\n".join(preview_lines(a))
+    assert "mechanism chosen by expected accuracy" in text
+
+
+def test_the_global_guarantee_is_a_usable_distance_or_says_it_promises_nothing():
+    from dpdesk.engine.dirichlet.summary import preview_lines
+
+    small = assess_posterior(QUERY, mechanism="exponential-global", budget=0.5, size=40)
+    large = assess_posterior(QUERY, mechanism="exponential-global", budget=400.0, size=40)
+    small_text, large_text = "\n".join(preview_lines(small)), "\n".join(preview_lines(large))
+    assert small.guarantee["within_at_0.9"] >= 1 and "no useful data-free guarantee" in small_text
+    assert "Pr(H ≤ H_min + 0.1) ≥ 0" not in small_text
+    t = large.guarantee["within_at_0.9"]
+    assert t < 1 and f"within Hellinger distance {t:.3g}" in large_text

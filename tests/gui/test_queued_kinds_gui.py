@@ -75,8 +75,10 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
     plot = panel.plan_view.proportions
     assert plot.mode == "curves"  # two categories: Beta densities
     names = [item.name() for item in plot.plotItem.listDataItems()]
-    assert names[0].startswith("prior") and "Laplace baseline at α = 0.4" in names[3], names
-    assert "exponential mechanism (global)" in names[2] and "public table of 100" in names[1]
+    assert names[0].startswith("prior") and "public table of 100" in names[1], names
+    # the chosen mechanism (the more accurate at the reference size) and the other one beside it
+    assert {n.split(" at α")[0] for n in names[2:]} == {"Laplace baseline", "exponential mechanism (global)"}
+    assert "mechanism chosen by expected accuracy" in panel.plan_view.text.text()
     # each mechanism's curve integrates to 1 (a law of posteriors), and Laplace's is the wider one here
     curves = {n: item.getData() for n, item in zip(names, plot.plotItem.listDataItems())}
     for x, y in list(curves.values())[1:]:  # the window holds all but 1e-4 of every posterior's mass
@@ -89,10 +91,12 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
     assert entry.kind == "posterior" and entry.payload["request"]["attribute"] == "income"
     assert plan.request_id == req.id and "released posterior Beta(" in panel.result.text()
     names = [item.name() for item in plot.plotItem.listDataItems()]
-    assert (
-        names[1].startswith("released posterior: Beta(")
-        and names[2] == "Laplace baseline at the same α around it"
-    )
+    # issue 34 item 4: the released posterior is labelled as leaving out the noise, beside the law of the
+    # true shares that includes it (the Laplace noise is public), and the other mechanism around it
+    assert names[1].startswith("released posterior (leaves out the noise): Beta(")
+    assert names[2] == "true shares: released posterior with the Laplace noise"
+    assert names[3] == "exponential mechanism (global) at the same α around it"
+    assert "band including the Laplace noise" in panel.result.text()
     _shot(win, "queued-posterior-released")
 
 

@@ -30,7 +30,7 @@ def test_each_mechanism_releases_on_its_box_and_verify_recomputes_it(store):
     path = store.new_project(budget=5.0, test_project=True, delta_cap=1e-5)
     with Project.open(path, "w") as p:
         texts = [
-            'posterior(income | age="0-30"; prior=[1, 2]; budget=0.5; size=30)',
+            'posterior(income | age="0-30"; prior=[1, 2]; mechanism=global; budget=0.5; size=30)',
             "posterior(income; mechanism=laplace; budget=0.25)",
             SMOOTH,
         ]
@@ -133,7 +133,7 @@ def test_the_csv_lists_posterior_entries_with_their_mechanism_and_delta(store):
 
 def test_cli_answer_previews_asks_then_releases_and_prints_the_dirichlet(store, capsys, monkeypatch):
     path = store.new_project(budget=2.0, delta_cap=1e-5)
-    text = 'posterior(income | age="0-30"; prior=1; budget=0.5; size=30)'
+    text = 'posterior(income | age="0-30"; prior=1; mechanism=global; budget=0.5; size=30)'
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # end of input: not confirmed
     before = store.digest(path)
     assert main(["answer", str(path), "--query", text]) == 1

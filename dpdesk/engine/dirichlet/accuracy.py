@@ -41,6 +41,7 @@ __all__ = [
     "expected_hellinger_noisy_size",
     "reference_counts",
     "tail_bound",
+    "within_at",
 ]
 
 # Noise vectors are enumerated exactly up to this many points; beyond it the Laplace baseline uses
@@ -54,6 +55,13 @@ def tail_bound(prior: Any, alpha: float, n_candidates: int, t: float) -> float:
     """``min(1, N·exp(-α·t/(2Δ)))``: bound on Pr[H > H_min + t] for the global mechanism."""
     delta_g = global_sensitivity(np.asarray(prior, dtype=float))
     return min(1.0, n_candidates * math.exp(-alpha * t / (2 * delta_g)))
+
+
+def within_at(prior: Any, alpha: float, n_candidates: int, failure: float) -> float:
+    """The distance ``t`` with ``Pr[H > H_min + t] ≤ failure`` for the global mechanism (inverting
+    :func:`tail_bound`): ``(2Δ/α)·ln(N/failure)``; 1 or more means the bound promises nothing."""
+    delta_g = global_sensitivity(np.asarray(prior, dtype=float))
+    return 2 * delta_g / alpha * max(math.log(n_candidates / failure), 0.0)
 
 
 def expected_bound(prior: Any, alpha: float, n_candidates: int) -> float:

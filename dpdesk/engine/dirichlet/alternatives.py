@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.dirichlet.candidates import CandidateSet
-from dpdesk.engine.dirichlet.display import DirichletMixture
+from dpdesk.engine.dirichlet.display import DirichletMixture, noisy_counts_law
 from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmooth, LaplaceCounts
 
 __all__ = ["expected_release_series", "release_law", "released_series"]
@@ -106,9 +106,20 @@ def released_series(plan: Any, release: Any) -> list[tuple[str, Any]]:
     params = np.asarray(release.parameters, dtype=float)
     counts = np.maximum(0, np.rint(params - q.prior)).astype(np.int64)
     alt = _alternative(plan)
+    if plan.method == "laplace" and release.noisy_counts is not None:
+        # the noise is public: what the true shares may be is the released posterior *and* the noise
+        return [
+            ("prior", q.prior),
+            ("released posterior (leaves out the noise)", params),
+            (
+                "true shares: released posterior with the Laplace noise",
+                noisy_counts_law(q.prior, release.noisy_counts, plan.alpha),
+            ),
+            (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts)),
+        ]
     return [
         ("prior", q.prior),
-        ("released posterior", params),
+        ("released posterior (alone: leaves out the mechanism's randomness)", params),
         (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts)),
     ]
 

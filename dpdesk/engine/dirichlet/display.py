@@ -8,7 +8,9 @@ the first proportion. These are functions of released (or prior) parameters only
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -20,6 +22,8 @@ __all__ = [
     "beta_density",
     "curve_range",
     "density_of",
+    "noisy_counts_bands",
+    "noisy_counts_law",
     "proportion_bands",
 ]
 
@@ -151,3 +155,61 @@ def curve_range(items: list[np.ndarray | DirichletMixture], tail: float = 1e-4) 
     pad = 0.1 * (hi - lo)
     lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
     return (0.0, 1.0) if hi - lo > 0.5 or hi <= lo else (lo, hi)
+
+
+def _true_counts(noisy_counts: Any, alpha: float, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` samples of the true counts given the noisy ones (see :func:`noisy_counts_law`)."""
+    noisy = np.rint(np.asarray(noisy_counts, dtype=float))
+    p = -math.expm1(-float(alpha))
+    c = np.empty((draws, noisy.size))
+    todo = np.ones_like(c, dtype=bool)
+    for _ in range(200):  # rejection of c < 0: each pass keeps at least the half with z ≤ 0
+        n = int(todo.sum())
+        if n == 0:
+            break
+        z = rng.geometric(p, size=n) - rng.geometric(p, size=n)
+        cand = np.broadcast_to(noisy, c.shape)[todo] - z
+        ok = cand >= 0
+        idx = np.flatnonzero(todo)
+        c.flat[idx[ok]] = cand[ok]
+        todo.flat[idx[ok]] = False
+    c[todo] = 0.0  # never reached in practice (a count far below zero keeps 0)
+    return c
+
+
+def noisy_counts_law(
+    prior: Any, noisy_counts: Any, alpha: float, *, draws: int = 1000, seed: int = 0
+) -> DirichletMixture:
+    """What the true shares may be after a Laplace release: the released posterior *and* the noise.
+
+    Each released count is ``c + Z`` with ``Z`` discrete Laplace of scale ``1/α`` (``Pr(z) ∝ e^{−α|z|}``).
+    With a flat prior on the true counts ``c ≥ 0``, ``c`` given the noisy count ``ñ`` has ``Pr(c) ∝
+    e^{−α|ñ − c|}``; the shares then follow ``Dir(prior + c)``. The mixture over ``draws`` seeded draws of
+    ``c`` (public inputs only: the release and its noise scale; not privacy-relevant randomness) is the law
+    whose bands include the mechanism's noise — the released posterior ``Dir(prior + max(0, ñ))`` alone
+    leaves it out and can miss the truth.
+    """
+    rng = np.random.default_rng(seed)
+    return DirichletMixture(
+        np.ones(draws), np.asarray(prior, dtype=float) + _true_counts(noisy_counts, alpha, draws, rng)
+    )
+
+
+def noisy_counts_bands(
+    prior: Any, noisy_counts: Any, alpha: float, level: float = 0.95, *, samples: int = 20_000, seed: int = 0
+) -> ProportionBands:
+    """Each share's mean and equal-tailed ``level`` band under :func:`noisy_counts_law`, from ``samples``
+    seeded draws of the shares (a true-count draw, then a Dirichlet draw): quantiles to about ±0.002 of
+    the band's probability, in milliseconds where the exact mixture's CDF takes seconds."""
+    rng = np.random.default_rng(seed)
+    prior = np.asarray(prior, dtype=float)
+    g = rng.standard_gamma(prior + _true_counts(noisy_counts, alpha, samples, rng))
+    shares = g / g.sum(axis=1, keepdims=True)
+    tail = (1 - level) / 2
+    return ProportionBands(
+        _readonly(prior + np.maximum(0.0, np.asarray(noisy_counts, dtype=float))),
+        float(level),
+        _readonly(shares.mean(axis=0)),
+        _readonly(np.quantile(shares, tail, axis=0)),
+        _readonly(np.quantile(shares, 1 - tail, axis=0)),
+    )

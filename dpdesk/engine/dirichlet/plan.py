@@ -29,6 +29,7 @@ from dpdesk.engine.dirichlet.accuracy import (
     expected_hellinger_noisy_size,
     reference_counts,
     tail_bound,
+    within_at,
 )
 from dpdesk.engine.dirichlet.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
 from dpdesk.engine.dirichlet.mechanisms import (
@@ -88,6 +89,7 @@ class PosteriorAssessment:
     delta_after: float | None = None
     releasable: bool = True
     reason: str = ""
+    chosen_by: str = ""  # why this mechanism, when the request did not name one
 
     needs_data = True
 
@@ -153,6 +155,7 @@ class PosteriorAssessment:
             releasable=self.releasable,
             reason=self.reason,
             delta_after=self.delta_after,
+            chosen_by=self.chosen_by or None,
         )
         if self.candidates is not None:
             out["candidates"] = self.candidates.to_json()
@@ -227,10 +230,55 @@ def _make(mechanism: str, cs: CandidateSet, alpha: float, delta: float, split: f
     return ExponentialSmooth(cs, alpha, delta, split)
 
 
+def choose_mechanism(
+    query: PosteriorQuery,
+    *,
+    budget: float | None,
+    size: int | None,
+    reference_size: int | None,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    size_share: float = DEFAULT_SIZE_SHARE,
+) -> tuple[str, str]:
+    """The mechanism a request that names none is released with, and why (public inputs only).
+
+    The one with the smaller expected Hellinger distance at the request's size — the size the curator
+    declared public, else the reference size (a public guess) — at the request's budget: the global
+    mechanism's accuracy does not grow with the table as the Laplace baseline's does (docs/dirichlet.md),
+    so the right choice depends on the size. Without a size to compare at: the Laplace baseline, whose
+    accuracy improves with every record.
+    """
+    n = size if size is not None else reference_size
+    if budget is None or n is None or n <= 0:
+        return (
+            "laplace",
+            "the Laplace baseline (no size to compare the mechanisms at: declare a size or give a reference size)",
+        )
+    counts = reference_counts(query.prior, int(n))
+    ref = _reference(
+        query,
+        "exponential-global",
+        counts,
+        size is not None,
+        float(budget),
+        size_share,
+        0.0,
+        max_candidates,
+        0.5,
+    )
+    best = min(("laplace", "exponential-global"), key=lambda m: ref[m])
+    other = "exponential-global" if best == "laplace" else "laplace"
+    words = {"laplace": "Laplace baseline", "exponential-global": "exponential mechanism (global)"}
+    where = "the public size" if size is not None else "the reference size"
+    return best, (
+        f"the {words[best]}: the more accurate at {where} of {int(n):,} records "
+        f"(expected Hellinger distance {ref[best]:.3g} against {ref[other]:.3g} for the {words[other]})"
+    )
+
+
 def assess_posterior(
     query: PosteriorQuery,
     *,
-    mechanism: str = "exponential-global",
+    mechanism: str | None = None,
     budget: float | None = None,
     delta: float = 0.0,
     within: float | None = None,
@@ -251,7 +299,26 @@ def assess_posterior(
 
     With the ledger's per-cell costs and the total budget (and per-cell δ and the project's δ cap),
     the assessment says whether the release fits; a release that does not is not ``releasable``.
+    ``mechanism`` None chooses it (:func:`choose_mechanism`; an accuracy target is the global
+    mechanism's, δ the smooth one's).
     """
+    chosen_by = ""
+    if mechanism is None:
+        if within is not None or failure is not None:
+            mechanism, chosen_by = (
+                "exponential-global",
+                "the exponential mechanism (global): an accuracy target is its",
+            )
+        elif delta:
+            mechanism, chosen_by = "exponential-smooth", "the exponential mechanism (smooth): a δ was given"
+        else:
+            mechanism, chosen_by = choose_mechanism(
+                query,
+                budget=budget if isinstance(budget, (int, float)) and budget > 0 else None,
+                size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                reference_size=reference_size,
+                max_candidates=max_candidates if isinstance(max_candidates, int) else DEFAULT_MAX_CANDIDATES,
+            )
     if mechanism not in METHODS:
         raise DpdeskError(f"mechanism ({mechanism!r}) must be one of {', '.join(METHODS)}")
     target = None
@@ -305,6 +372,10 @@ def assess_posterior(
             "n_candidates": float(n_bound),
             "expected_excess": expected_bound(query.prior, posterior_alpha, n_bound),
             "within_0.1": 1 - tail_bound(query.prior, posterior_alpha, n_bound, 0.1),
+            # what a curator can use: the distance reached with probability 0.9, and the budget that
+            # would bring it to 0.5
+            "within_at_0.9": within_at(query.prior, posterior_alpha, n_bound, 0.1),
+            "alpha_for_0.5": alpha_for_target(query.prior, n_bound, 0.5, 0.1) / (1 - share),
         }
     ref_size = size if size is not None else reference_size
     ref, ref_counts = {}, None
@@ -330,6 +401,7 @@ def assess_posterior(
         ref,
         request_id,
         basis or Basis(),
+        chosen_by=chosen_by,
     )
     return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap)
 

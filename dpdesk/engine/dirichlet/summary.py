@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from dpdesk.engine.dirichlet.display import proportion_bands
+from dpdesk.engine.dirichlet.display import noisy_counts_bands, proportion_bands
 from dpdesk.engine.dirichlet.plan import PosteriorAssessment, PosteriorRelease
 from dpdesk.engine.dirichlet.request import MECHANISM_NAMES, PosteriorQuery
 
-__all__ = ["SHORT_NAMES", "dirichlet_text", "preview_lines", "release_lines"]
+__all__ = ["SHORT_NAMES", "dirichlet_text", "preview_lines", "release_lines", "share_bands", "shares_text"]
 
 # the mechanisms' own names -> their text-form names (global, smooth, laplace)
 SHORT_NAMES = {v: k for k, v in MECHANISM_NAMES.items()}
@@ -64,12 +64,19 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
             f"  size not public: α = {a.size_alpha:.4g} of it buys the box's noisy total first (released too); "
             f"then at most {a.max_candidates:,} candidates around it"
         )
+    if a.chosen_by:
+        lines.append(f"mechanism chosen by expected accuracy: {a.chosen_by}")
     g = a.guarantee
-    if g:
+    if g and g.get("within_at_0.9", 1.0) < 1.0:
         lines.append(
-            f"guarantee (data-free, any table): E[H − H_min] ≤ {g['expected_excess']:.3g}; "
-            f"Pr(H ≤ H_min + 0.1) ≥ {g['within_0.1']:.3g}  (H: Hellinger distance to the true posterior, "
-            f"H_min: the nearest candidate's; N ≤ {int(g['n_candidates']):,})"
+            f"guarantee (data-free, any table): with probability ≥ 0.9 the released posterior is within "
+            f"Hellinger distance {g['within_at_0.9']:.3g} of the nearest candidate's (0: the truth itself; "
+            "1: nothing alike)"
+        )
+    elif g:
+        lines.append(
+            f"no useful data-free guarantee at this budget (it would need α ≥ {g['alpha_for_0.5']:.3g} to "
+            "promise a distance below 0.5 with probability 0.9): judge it by the expected accuracy below"
         )
     elif a.method == "exponential-smooth":
         lines.append(
@@ -104,12 +111,49 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
     return lines
 
 
+def share_bands(
+    parameters: Any, method: str, prior: Any, noisy_counts: Any, alpha: float, level: float = 0.95
+) -> tuple[Any, str]:
+    """Each share's band as a curator should read it, and what it is.
+
+    A Laplace release's noise is public (its scale ``1/α``), so the band is that of the true shares given
+    the noisy counts — the released posterior *and* the noise (:func:`noisy_counts_law`). An exponential
+    mechanism's choice cannot be undone that way: its band is the released posterior's alone, and says so.
+    """
+    if method == "laplace" and noisy_counts is not None:
+        return noisy_counts_bands(prior, noisy_counts, alpha, level), (
+            f"{100 * level:g} % band including the Laplace noise"
+        )
+    return proportion_bands(np.asarray(parameters, dtype=float), level), (
+        f"{100 * level:g} % band of the released posterior alone — it leaves out the exponential "
+        "mechanism's randomness, so the true share can lie outside it"
+    )
+
+
+def shares_text(
+    labels: Any, parameters: Any, method: str, prior: Any, noisy_counts: Any, alpha: float
+) -> str:
+    """One line of shares and bands, as the letter gives them: ``A 0.715 (0.684–0.745), B … (95 % band …)``."""
+    bands, what = share_bands(parameters, method, prior, noisy_counts, alpha)
+    shares = ", ".join(
+        f"{lab} {m:.3f} ({lo:.3f}–{hi:.3f})"
+        for lab, m, lo, hi in zip(labels, bands.mean, bands.low, bands.high)
+    )
+    return f"shares {shares}; {what}"
+
+
 def release_lines(release: PosteriorRelease, query: PosteriorQuery, level: float = 0.95) -> list[str]:
-    """The released posterior: its parameters, each share's mean and credible band, what else was released."""
+    """The released posterior: its parameters, each share's mean and band (including the noise where it
+    can: see :func:`share_bands`), what else was released."""
     lines = [f"released posterior {dirichlet_text(release.parameters)}"]
-    bands = proportion_bands(release.parameters, level)
+    method = str(release.details.get("method", "")) if release.details else ""
+    if release.noisy_counts is not None:
+        method = "laplace"
+    alpha = float(release.details.get("alpha", 0.0)) if release.details else 0.0
+    bands, what = share_bands(release.parameters, method, query.prior, release.noisy_counts, alpha, level)
+    lines.append(f"  each share with its {what}:")
     for lab, m, lo, hi in zip(query.labels, bands.mean, bands.low, bands.high):
-        lines.append(f"  {lab}: share {m:.3f}  ({100 * level:g}% credible band {lo:.3f} – {hi:.3f})")
+        lines.append(f"  {lab}: share {m:.3f}  ({lo:.3f} – {hi:.3f})")
     if release.noisy_size is not None:
         lines.append(f"  noisy total of the box (released first): {release.noisy_size:g}")
     if release.noisy_counts is not None:
