@@ -38,6 +38,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -167,11 +168,13 @@ def epsilon(rho: float, delta: float, conversion: str = "tight") -> float:
     raise BudgetError(f"conversion ({conversion!r}) must be one of {', '.join(CONVERSIONS)}")
 
 
+@functools.lru_cache(maxsize=64)
 def rho_for(eps: float, delta: float, conversion: str = "tight") -> float:
     """The largest ρ whose conversion at ``δ`` is at most ``eps`` (the per-cell budget of a total (ε, δ)).
 
     The simple conversion inverts in closed form, ``ρ = (√(ln(1/δ) + ε) − √ln(1/δ))²``; the tight one by
-    bisection on ρ (its ε grows with ρ), ending on a ρ whose ε is within ``eps``.
+    bisection on ρ (its ε grows with ρ), ending on a ρ whose ε is within ``eps``. A project asks it for
+    the same total at every preview: the answers are kept.
     """
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
         raise BudgetError(f"total epsilon ({eps!r}) must be a positive finite number")
