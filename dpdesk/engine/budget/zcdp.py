@@ -24,6 +24,14 @@ The inverse, :func:`rho_for`, is the largest per-cell ρ whose tight conversion 
 (ε, δ); the hard stop (:func:`zcdp_preview`) refuses a release that would take any cell's converted figure
 above the total. Everything here reads public quantities only.
 
+Why a hard stop on adaptively chosen charges is sound: each release's ρ is chosen after seeing earlier
+releases, so the guarantee is that of a *privacy filter*. Halting a record's cell when its ρ would pass
+the budget is Feldman & Zrnic's individual Rényi filter (2021) at every order at once (a charge ρ is
+``a·ρ`` at order ``a`` for every ``a``), so each record's loss is ρ-zCDP and converts as above. A per-cell
+figure taking the better of the pure-ε and the zCDP reading (tempting where cells hold few answers) is
+*not* used: stopping on the smaller of two accountings is neither filter, and no argument here covers
+it — which is why the accounting mode is chosen once, when the project is made.
+
 Examples
 --------
 >>> round(epsilon_simple(0.005, 1e-6), 6)
