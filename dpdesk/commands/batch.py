@@ -134,25 +134,25 @@ def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyp
         *([ahead] if ahead else []),
         f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
         f"{', watched claims aside' if plan.left_out else ''}) would answer "
-        f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one.answered} at system cost "
+        f"{'' if plan.one_by_one.checked else 'at most '}{plan.one_by_one_answered} at system cost "
         f"{plan.one_by_one.system_cost_after:.6g}",
+        plan.why(),
     ]
-    share = plan.increase / max(1, len(plan.ids("planned")))
-    lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone':>10} {'in batch':>10}  status")
+    lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone α':>10}  with the batch")
     for p in plan.requests:
-        alone = "refused" if p.alone is None else f"{p.alone:.4g}"
-        inb = {"answerable": "0", "planned": f"~{share:.3g}", "uncovered": "—"}[p.status]
+        alone = (
+            "refused" if p.alone_alpha is None else "free" if p.alone_alpha == 0 else f"{p.alone_alpha:.4g}"
+        )
+        inb = {"answerable": "free now", "planned": "free after it", "uncovered": "not covered"}[p.status]
         note = ""
         if p.status == "uncovered":
             offer = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
             free = "" if p.free_eps is None else f"; history gives ±{p.free_eps:.4g} free"
             note = f" ({offer}{free})"
-        lines.append(
-            f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10} {inb:>10}  {p.status}{note}"
-        )
+        lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10}  {inb}{note}")
     lines.append(
-        "in batch: the plan's rise of the system cost shared over the requests it covers (a plan is not "
-        "separable); alone: the rise answering that request alone now would cause"
+        "alone α: the privacy loss a fresh answer to that request alone would charge its cells now (today's "
+        "rules; the system cost rises only where it passes the most-spent cell)"
     )
     cands = ", ".join(
         f"{c.name} {'' if c.checked else 'at most '}{c.answered} at {c.system_cost_after:.4g}"

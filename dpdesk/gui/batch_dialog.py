@@ -2,7 +2,8 @@
 
 On opening, :func:`~dpdesk.store.batch.plan_pending` runs off the GUI thread on a sibling connection
 (public inputs only, nothing spent). The dialog shows each request's cost alone (today's rules) against
-its share in the batch, the batch's system cost before and after, the heatmap of per-cell costs after
+what the batch does for it, a sentence saying why the batch saves or does not, the batch's system cost
+before and after, the heatmap of per-cell costs after
 the plan, and the requests the budget cannot cover with their counter-offers. *Release batch…* asks
 once, then :func:`~dpdesk.store.batch.release_batch` records the measurements (one ledger entry each,
 vetted noise, recorded before shown) and answers every covered request from history. Both jobs report
@@ -50,7 +51,7 @@ from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
-HEADERS = ("request", "±ε", "δ", "alone", "in batch", "status", "if not covered")
+HEADERS = ("request", "asks", "alone today spends", "with the batch", "if not covered")
 
 LOOK_AHEAD_WORDS = (
     "Looking ahead spends, now and at once, the chosen share of the budget left on cells nobody has paid for yet, "
@@ -86,21 +87,29 @@ def look_ahead_summary(plan: Any, share: float | None) -> str:
     )
 
 
-def batch_share(plan: Any) -> float:
-    """The plan's rise of the system cost shared over the requests it newly covers (a plan is not separable)."""
-    return plan.increase / max(1, len(plan.ids("planned")))
+WITH_BATCH = {
+    "answerable": "free now (from history)",
+    "planned": "free after the batch's measurements",
+    "uncovered": "not covered",
+}
 
 
 def row_cells(plan: Any, p: Any) -> list[str]:
-    """One table row: the numbers of planned request ``p`` as the curator reads them."""
-    alone = "refused" if p.alone is None else f"{p.alone:.4g}"
-    inb = {"answerable": "0", "planned": f"~{batch_share(plan):.3g}", "uncovered": "—"}[p.status]
+    """One table row: what request ``p`` asks, what it spends alone today (α on its cells; the system cost
+    may not move), and what the batch does for it."""
+    if p.alone_alpha is None:
+        alone = "refused (the budget or the spend policy)"
+    elif p.alone_alpha == 0:
+        alone = "nothing: free from history"
+    else:
+        alone = f"α = {p.alone_alpha:.4g} on its cells"
     note = ""
     if p.status == "uncovered":
         note = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
         if p.free_eps is not None:
             note += f"; history gives ±{p.free_eps:.4g} free"
-    return [p.id, f"{p.request.eps:.4g}", f"{p.request.delta:.3g}", alone, inb, p.status, note]
+    asks = f"±{p.request.eps:.4g} at {100 * (1 - p.request.delta):.4g} % confidence"
+    return [p.id, asks, alone, WITH_BATCH[p.status], note]
 
 
 class BatchDialog(QDialog):
@@ -145,8 +154,8 @@ class BatchDialog(QDialog):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setToolTip(
-            "alone: the rise of the system cost answering that request alone now would cause; "
-            "in batch: the plan's rise shared over the requests it covers"
+            "alone today spends: the privacy loss a fresh answer to that request alone would charge its "
+            "cells now (today's rules); with the batch: how it is answered once the batch is released"
         )
         self.heatmap = HeatmapView()
         self.heatmap.setMinimumHeight(200)
@@ -242,12 +251,12 @@ class BatchDialog(QDialog):
         self.progress.setValue(100)
         one = plan.one_by_one
         self.summary.setText(
-            f"<b>{plan.strategy}</b>: {len(plan.measurements)} measurement(s); system cost "
+            f"<b>{html.escape(plan.strategy)}</b>: {len(plan.measurements)} measurement(s); system cost "
             f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
-            f"Answers {plan.answered} of {len(plan.requests)} (one by one today"
-            f"{', watched claims aside' if plan.left_out else ''}: "
-            f"{'' if one.checked else 'at most '}{one.answered}, system cost "
-            f"{one.system_cost_after:.4g})."
+            f"Answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
+            f"{', watched claims aside' if plan.left_out else ''}) would answer "
+            f"{'' if one.checked else 'at most '}{plan.one_by_one_answered} at system cost "
+            f"{one.system_cost_after:.4g}.<br>{html.escape(plan.why())}"
             + (
                 f"<br>{look_ahead_summary(plan, self._planned_share)}"
                 if self._planned_share is not None

@@ -46,11 +46,21 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     table = [[d.table.item(r, c).text() for c in range(len(HEADERS))] for r in range(d.table.rowCount())]
     assert table == [row_cells(expected, p) for p in expected.requests]
     by_id = {row[0]: row for row in table}
-    assert by_id["q02"][COL["alone"]] == f"{expected.requests[0].alone:.4g}"
-    share = expected.increase / len(expected.ids("planned"))
-    assert by_id["q02"][COL["in batch"]] == f"~{share:.3g}" and by_id["q02"][COL["status"]] == "planned"
+    # issue 34 item 6: a request that is not free shows the α it would spend alone (never a "0" that is
+    # only the system cost not moving), and what the batch does for it
+    q02 = expected.requests[0]
+    assert (
+        q02.alone_alpha > 0
+        and by_id["q02"][COL["alone today spends"]] == f"α = {q02.alone_alpha:.4g} on its cells"
+    )
+    assert by_id["q02"][COL["with the batch"]] == "free after the batch's measurements"
+    assert by_id["q02"][COL["asks"]] == "±60 at 95 % confidence"
     q34 = expected.requests[2]
-    assert q34.status == "uncovered" and by_id["q34"][COL["alone"]] == "refused"
+    assert q34.status == "uncovered" and by_id["q34"][COL["alone today spends"]].startswith("refused")
+    # one by one is one number (the requests already free counted, as the plan's own count is), and a
+    # sentence says why the batch saves or not
+    assert f"one by one (today's rules) would answer {expected.one_by_one_answered} at" in d.summary.text()
+    assert expected.why() in d.summary.text().replace("&#x27;", "'")
     assert f"offer ±{q34.offer_eps:.4g} at δ 0.01" in by_id["q34"][COL["if not covered"]]
     assert (
         f"system cost {expected.system_cost:.4g} now → {expected.system_cost_after:.4g} after"

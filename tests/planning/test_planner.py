@@ -177,3 +177,19 @@ def test_decision_only_inference_reads_the_same_probabilities():
         assert answerable(quick, r) == answerable(full, r)
         decisions.add(answerable(full, r))
     assert seen == {"bandlimited"} and decisions == {True, False}, (seen, decisions)
+
+
+def test_the_plan_says_why_it_saves_or_not_and_counts_one_by_one_as_it_counts_itself():
+    """Issue 34 item 6: "one by one" is one number, counted like the plan's own (requests already free
+    included), and one sentence says why the batch saves or does not."""
+    saves = plan_batch(History((N,)), _batch(5, 24, eps2=(6.0, 40.0)), Settings(0.2))  # overlapping ranges
+    assert saves.strategy != "one by one"
+    why = saves.why()
+    assert why.startswith("The batch saves:") and f"{len(saves.measurements)} measurement(s)" in why
+    assert f"answers {saves.answered - saves.one_by_one_answered} more" in why
+    alone = plan_batch(History((N,)), [_batch(5, 24)[0]], Settings(0.2))  # one request: nothing to share
+    assert alone.strategy == "one by one" and alone.why().startswith("No saving:")
+    for plan in (saves, alone):
+        assert plan.one_by_one_answered == len(plan.ids("answerable")) + plan.one_by_one.answered
+    for p in saves.requests:  # the α alone today, not the system cost's rise (0 when the cell is not the max)
+        assert p.alone_alpha is None or p.alone_alpha >= (p.alone or 0.0) - 1e-12

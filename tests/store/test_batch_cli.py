@@ -67,7 +67,7 @@ def test_uncovered_requests_get_a_counter_offer_and_stay_pending(store, capsys):
     _queue(path, eps=(0.5, 0.5, 0.5, 40.0, 40.0, 40.0))
     assert main(["batch", "plan", str(path), "--requests", "q1,q4,q5"]) == 0
     text = capsys.readouterr().out
-    assert "q1" in text and "uncovered" in text and "offer ±" in text
+    assert "q1" in text and "not covered" in text and "offer ±" in text
     assert "q2" not in text  # only the listed requests
     assert main(["batch", "answer", str(path), "--requests", "q1,q4,q5", "--yes"]) == 0
     text = capsys.readouterr().out

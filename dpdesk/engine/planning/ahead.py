@@ -252,6 +252,7 @@ def plan_ahead(
     if queue_score(kept, requests, workload, future) < queue_score(plain, requests, workload, future):
         return plain
     alone = {p.id: p.alone for p in plain.requests}
+    alone_alpha = {p.id: p.alone_alpha for p in plain.requests}
     final = after
     if inner.measurements:
         final = History(history.shape, rows=list(after.rows))
@@ -268,7 +269,7 @@ def plan_ahead(
                 confidence=conf,
                 reason=f"answerable from history after the plan ({s.name})",
             )
-        out.append(replace(p, alone=alone[p.id]))
+        out.append(replace(p, alone=alone[p.id], alone_alpha=alone_alpha[p.id]))
     return replace(
         kept,
         strategy=f"{s.name} + {inner.strategy}",

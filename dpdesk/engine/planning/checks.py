@@ -224,17 +224,20 @@ def without(
             out.append(replace(p, confidence=conf[p.id]))
         else:  # newly uncovered, or uncovered before: counter-offers against the costs after this plan
             out.append(
-                uncovered(
-                    p.request,
-                    p.alone,
-                    final,
-                    after,
-                    plan.total_budget,
-                    fam,
-                    checker.method,
-                    releases,
-                    free=n_uncovered <= FREE_LIMIT,
-                    because=because if p.status == "planned" else "",
+                replace(
+                    uncovered(
+                        p.request,
+                        p.alone,
+                        final,
+                        after,
+                        plan.total_budget,
+                        fam,
+                        checker.method,
+                        releases,
+                        free=n_uncovered <= FREE_LIMIT,
+                        because=because if p.status == "planned" else "",
+                    ),
+                    alone_alpha=p.alone_alpha,
                 )
             )
     after.setflags(write=False)

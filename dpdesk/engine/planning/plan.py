@@ -60,6 +60,7 @@ class PlannedRequest:
     )
     free_eps: float | None = None  # uncovered: ±ε history alone gives at its δ after the plan (free)
     reason: str = ""
+    alone_alpha: float | None = None  # the α it would spend on its cells alone now (0: free; None: refused)
 
     @property
     def id(self) -> str:
@@ -77,6 +78,7 @@ class PlannedRequest:
             "offer_eps": self.offer_eps,
             "free_eps": self.free_eps,
             "reason": self.reason,
+            "alone_alpha": self.alone_alpha,
         }
 
 
@@ -173,6 +175,39 @@ class BatchPlan:
     def answered(self) -> int:
         """Requests answerable after the plan (already answerable ones included)."""
         return sum(p.status != "uncovered" for p in self.requests)
+
+    @property
+    def one_by_one_answered(self) -> int:
+        """What today's rules answer request after request, counted as :attr:`answered` is (the requests
+        already answerable included): the one number "one by one" stands for."""
+        return len(self.ids("answerable")) + self.one_by_one.answered
+
+    def why(self) -> str:
+        """One sentence: why the batch saves against one by one, or why it does not."""
+        one, n_free = self.one_by_one, len(self.ids("answerable"))
+        at_most = "" if one.checked else "at most "
+        if self.strategy == "none":
+            return "Nothing can be answered: the budget left on these requests' cells covers none of them."
+        if self.strategy == "one by one":
+            return (
+                f"No saving: measured together, no strategy tried ({len(self.candidates) - 1}) answers more "
+                f"than today's rules request after request ({self.answered} of {len(self.requests)}) or as "
+                "many for less — these requests share too few cells for one measurement to serve several."
+            )
+        more = self.answered - self.one_by_one_answered
+        gain = (
+            f"answers {more} more ({self.answered} against {at_most}{self.one_by_one_answered})"
+            if more > 0
+            else f"answers as many ({self.answered}) for a system cost of {self.system_cost_after:.4g} "
+            f"against {one.system_cost_after:.4g}"
+        )
+        return (
+            f"The batch saves: {len(self.measurements)} measurement(s) of {self.strategy} are shared by "
+            f"{len(self.ids('planned'))} request(s), each answered from history, where today's rules buy "
+            f"{one.rows} answer(s) one at a time; it {gain}"
+            + (f" ({n_free} already free from history)" if n_free else "")
+            + "."
+        )
 
     def check_affordable(self, cell_costs: np.ndarray, total: float) -> None:
         """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell."""

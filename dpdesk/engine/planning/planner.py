@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -244,6 +245,7 @@ def plan_batch(
 
     # alone: each request against today's history (today's rules)
     alone: list[float | None] = []
+    alone_alpha: list[float | None] = []  # what it spends on its cells alone (the system cost may not move)
     now_ok: list[bool] = []
     for k, r in enumerate(requests):
         if cancelled is not None and cancelled():
@@ -263,6 +265,9 @@ def plan_batch(
             0.0
             if a.decision == "infer"
             else (float(a.budget.system_cost_after or 0.0) - sys0 if a.decision == "spend" else None)
+        )
+        alone_alpha.append(
+            0.0 if a.decision == "infer" else (float(a.spend_alpha) if a.decision == "spend" else None)
         )
         report(0.25 * (k + 1) / len(requests))
     pending = [r for r, ok in zip(requests, now_ok) if not ok]
@@ -406,20 +411,32 @@ def plan_batch(
     by_id = {r.id: c for r, c in zip(pending, conf)} if best_n else {}
     out: list[PlannedRequest] = []
     n_uncovered = sum(1 for r, ok in zip(requests, now_ok) if not ok and by_id.get(r.id) is None)
-    for r, ok, al in zip(requests, now_ok, alone):
+    for r, ok, al, aa in zip(requests, now_ok, alone, alone_alpha):
         if ok:
             out.append(
-                PlannedRequest(r, "answerable", al, None, reason="answerable from history now (costs 0)")
+                PlannedRequest(
+                    r, "answerable", al, None, reason="answerable from history now (costs 0)", alone_alpha=aa
+                )
             )
             continue
         c = by_id.get(r.id)
         if c is not None:
             out.append(
-                PlannedRequest(r, "planned", al, c, reason=f"answerable from history after the plan ({name})")
+                PlannedRequest(
+                    r,
+                    "planned",
+                    al,
+                    c,
+                    reason=f"answerable from history after the plan ({name})",
+                    alone_alpha=aa,
+                )
             )
             continue
         out.append(
-            uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= FREE_LIMIT)
+            replace(
+                uncovered(r, al, final, after, total, fam, method, releases, free=n_uncovered <= FREE_LIMIT),
+                alone_alpha=aa,
+            )
         )
     after.setflags(write=False)
     return BatchPlan(
