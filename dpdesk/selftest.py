@@ -84,7 +84,7 @@ def step_platform(run: Run) -> None:
     # An empty QT_QPA_PLATFORM counts as set for Qt, so test for a value rather than use setdefault.
     if not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    if not os.environ.get("XDG_RUNTIME_DIR"):
+    if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
         xdg = run.workdir / "xdg-runtime"
         xdg.mkdir(mode=0o700)
         os.environ["XDG_RUNTIME_DIR"] = str(xdg)
@@ -278,12 +278,14 @@ STEPS: tuple[tuple[str, Callable[[Run], None]], ...] = (
 
 def _seconds_since_process_start() -> float | None:
     """Wall time since this process started, from the kernel's records (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        with open("/proc/self/stat", encoding="ascii") as fh:
+        with open("/proc/self/stat", encoding="ascii") as fh:  # portable: Linux only, checked above
             start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime", encoding="ascii") as fh:
+        with open("/proc/uptime", encoding="ascii") as fh:  # portable: Linux only, checked above
             uptime = float(fh.read().split()[0])
-        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+        return uptime - start_ticks / os.sysconf("SC_CLK_TCK")  # portable: Linux only, checked above
     except (OSError, ValueError, IndexError):
         return None
 

@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     with Project.open(args.path, "r") as p:
         obj = p.export_history()
     out = Path(args.history)
-    write_atomically(out, lambda tmp: tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8"))
+    write_atomically(
+        out, lambda tmp: tmp.write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8", newline="\n")
+    )
     print(f"wrote {len(obj['rows'])} released answer(s) to {out}")
     return 0

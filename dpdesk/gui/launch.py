@@ -16,10 +16,9 @@ from collections.abc import Sequence
 def _ensure_platform(headless: bool) -> None:
     if headless and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    if not os.environ.get("XDG_RUNTIME_DIR"):
-        d = tempfile.mkdtemp(prefix="dpdesk-xdg-")
-        os.chmod(d, 0o700)
-        os.environ["XDG_RUNTIME_DIR"] = d
+    # Qt on Linux wants a private runtime folder; Windows and macOS have no such thing.
+    if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="dpdesk-xdg-")  # mode 0700 already
 
 
 SCREENSHOT_SCREEN = (1920, 1080)  # the offscreen screen screenshots are taken on: every size shot fits it

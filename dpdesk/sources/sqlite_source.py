@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpdesk.engine.cube import Cube
@@ -50,7 +50,7 @@ def affinity_kind(declared: str) -> str:
 
 
 def _connect_readonly(location: str) -> sqlite3.Connection:
-    uri = "file:" + urllib.parse.quote(os.path.abspath(location)) + "?mode=ro"
+    uri = Path(location).resolve().as_uri() + "?mode=ro"  # file:///C:/... on Windows
     try:
         return sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:

@@ -118,7 +118,7 @@ def export_report(
     parts, verdict = report_parts(project, images, progress=_part(progress, 0.0, 0.95), cancelled=cancelled)
 
     def write(tmp: Path) -> None:
-        with tmp.open("w", encoding="utf-8") as f:
+        with tmp.open("w", encoding="utf-8", newline="\n") as f:
             for i, part in enumerate(parts):
                 if i % _PART_STEP == 0:
                     if cancelled is not None and cancelled():

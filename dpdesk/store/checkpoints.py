@@ -1,6 +1,6 @@
 """Test-only crash points along the release path.
 
-With ``DPDESK_TEST_KILL_AT=N`` in the environment the process SIGKILLs itself at the N-th checkpoint
+With ``DPDESK_TEST_KILL_AT=N`` in the environment the process kills itself (SIGKILL; TerminateProcess on Windows) at the N-th checkpoint
 it passes, so a fault-injection test can stop ``dpdesk answer`` anywhere before, inside or after the
 commit of a fresh answer. Checkpoints are explicit :func:`checkpoint` calls between steps and, while a
 ledger transaction runs, SQLite's progress handler (every few virtual-machine instructions). With
@@ -47,7 +47,9 @@ def checkpoint(label: str) -> None:
         with open(_LOG, "a", encoding="utf-8") as f:
             f.write(f"{_count} {label}\n")
     if _count == _KILL_AT:
-        os.kill(os.getpid(), signal.SIGKILL)
+        # A crash: nothing runs after it. SIGKILL on Linux and macOS; Windows has no SIGKILL, and its
+        # os.kill with any other signal is TerminateProcess, which is the same abrupt end.
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def install_sqlite(conn: sqlite3.Connection) -> None:

@@ -222,7 +222,7 @@ def check_header(path: Path) -> int:
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection that can never change the file (``mode=ro``; ``immutable`` if needed)."""
-    uri = f"file:{_quote(path)}?mode=ro"
+    uri = f"{file_uri(path)}?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -309,20 +309,47 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def fsync(path: Path) -> None:
-    """Flush ``path`` (a file or a folder) to disk."""
-    fd = os.open(path, os.O_RDONLY)
+    """Flush the file ``path`` to disk (opened for writing: Windows flushes only such a handle)."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def publish(tmp: Path, path: Path) -> None:
+    """Give the finished file ``tmp`` the name ``path`` too, atomically, never replacing a file created
+    meanwhile (:class:`FileExistsError` then).
+
+    A hard link does it everywhere it exists (Linux, macOS, NTFS); where a folder cannot hold one (FAT
+    or exFAT removable drives, some network shares) Windows' rename does the same, since it never
+    replaces an existing name. The caller removes ``tmp``.
+    """
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.name != "nt":
+            raise
+        os.rename(tmp, path)
+
+
 def fsync_dir(path: Path) -> None:
-    """Flush the folder holding ``path``, so that a file created or renamed there survives a crash."""
-    fsync(path.parent or Path("."))
+    """Flush the folder holding ``path``, so that a file created or renamed there survives a crash.
+
+    Windows cannot open a folder to flush it; NTFS journals the new name itself.
+    """
+    if os.name == "nt":
+        return
+    fd = os.open(path.parent or Path("."), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
-def _quote(path: Path) -> str:
-    from urllib.parse import quote
-
-    return quote(str(path.resolve()), safe="/")
+def file_uri(path: Path) -> str:
+    """``path`` as SQLite's ``file:`` URI: ``file:///home/x/P.dpdesk``, ``file:///C:/Users/x/P.dpdesk``
+    (``?`` and ``#`` in a name percent-encoded)."""
+    return path.resolve().as_uri()

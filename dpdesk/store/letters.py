@@ -106,8 +106,20 @@ def letter_html(account: RequesterAccount, project: str) -> str:
     )
 
 
+# Names Windows reserves for devices, with any extension (``con.txt`` is the console too).
+_RESERVED = {
+    "CON",
+    "PRN",
+    "AUX",
+    "NUL",
+    *(f"COM{i}" for i in range(1, 10)),
+    *(f"LPT{i}" for i in range(1, 10)),
+}
+
+
 def _file_stem(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "anonymous"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_.") or "anonymous"
+    return f"_{stem}" if stem.split(".")[0].upper() in _RESERVED else stem
 
 
 def write_letters(folder: str | Path, accounts: list[RequesterAccount], project: str) -> list[Path]:
@@ -115,12 +127,18 @@ def write_letters(folder: str | Path, accounts: list[RequesterAccount], project:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    taken: set[str] = set()  # lower-case: "Alice" and "alice" are one file on Windows and macOS
     for a in accounts:
         if not a.received:
             continue
-        stem = _file_stem(a.requester)
+        stem = base = _file_stem(a.requester)
+        k = 1
+        while stem.lower() in taken:
+            k += 1
+            stem = f"{base}-{k}"
+        taken.add(stem.lower())
         for suffix, body in ((".txt", letter_text(a, project)), (".html", letter_html(a, project))):
             path = out / f"{stem}{suffix}"
-            path.write_text(body, encoding="utf-8")
+            path.write_text(body, encoding="utf-8", newline="\n")
             written.append(path)
     return written

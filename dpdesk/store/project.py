@@ -189,7 +189,7 @@ class Project(Releasing, Watching):
             finally:
                 conn.close()
             db.fsync(tmp)
-            os.link(tmp, path)  # atomic and never clobbers a file created meanwhile
+            db.publish(tmp, path)  # atomic and never clobbers a file created meanwhile
             db.fsync_dir(path)
         except FileExistsError:
             raise StoreError(f"{path}: already exists (a project is never overwritten)") from None

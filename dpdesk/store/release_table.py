@@ -56,7 +56,7 @@ def write_table(release: PartitionRelease, out: str | os.PathLike[str], form: st
 
     def write(tmp: Path) -> None:
         if suffix == ".csv":
-            table.to_csv(tmp, index=False)
+            table.to_csv(tmp, index=False, lineterminator="\n")
             return
         try:
             table.to_parquet(tmp, index=False)
