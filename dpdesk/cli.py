@@ -123,6 +123,30 @@ def fail(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of the output went away (``dpdesk … --json | head``): stop quietly, as ``cat`` does.
+
+    Nothing is lost that was recorded: a release is in the ledger before it is printed. Python flushes
+    stdout once more at exit and would report the broken pipe again, so stdout is pointed at the null
+    device first. Portable: no SIGPIPE handler (Windows has none); exit code 1, Python's advice.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a descriptor
+        pass
+    return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--self-test" in argv or "--startup-probe" in argv:
         from dpdesk import selftest
@@ -150,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        raise  # an OSError, but not the curator's: main() ends quietly
     except DpdeskError as exc:
         return fail(str(exc))
     except OSError as exc:

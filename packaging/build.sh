@@ -4,7 +4,11 @@
 #   dist/dpdesk/                            the PyInstaller one-folder bundle (dpdesk, _internal/)
 #   dpdesk_VERSION_ARCH.deb                 the Debian package (/opt/dpdesk, /usr/bin/dpdesk, menu entry, icons)
 #
-# Usage: packaging/build.sh [all|wheel|bundle|deb]     (default: all; `make package` runs all)
+# Usage: packaging/build.sh [all|wheel|bundle|deb|maintainer]     (default: all; `make package` runs all)
+#
+# The .deb's Maintainer is whoever builds and ships it, named as Debian's own tools name a packager:
+# DEBFULLNAME and DEBEMAIL, else the builder's `git config user.name` / `user.email`. A placeholder
+# address (example.org, *.example, *.invalid, *.test) is refused. `build.sh maintainer` prints it.
 #
 # The bundle is built in a build venv (packaging/out/build-venv, created on first use and reused; set
 # DPDESK_BUILD_VENV to use another) where dpdesk is installed NON-editable from the wheel, so the bundle
@@ -22,6 +26,22 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 log() { printf '[build %5ss] %s\n' "$SECONDS" "$*"; }
 
 version() { sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO/dpdesk/__init__.py"; }
+
+maintainer() {
+  local name="${DEBFULLNAME:-$(git -C "$REPO" config user.name 2>/dev/null || true)}"
+  local mail="${DEBEMAIL:-$(git -C "$REPO" config user.email 2>/dev/null || true)}"
+  local domain="${mail##*@}"
+  if [ -z "$name" ] || [[ "$mail" != ?*@?* ]] || [[ "$name$mail" == *[\<\>\|]* ]]; then
+    echo "build.sh: the .deb needs a maintainer: set DEBFULLNAME and DEBEMAIL (or git config user.name and user.email)" >&2
+    exit 2
+  fi
+  case "$domain" in
+    example|example.*|*.example|invalid|*.invalid|test|*.test)
+      echo "build.sh: the maintainer address $mail is a placeholder (RFC 2606); set DEBEMAIL to where users reach the packager" >&2
+      exit 2 ;;
+  esac
+  printf '%s <%s>\n' "$name" "$mail"
+}
 
 build_wheel() {
   # Build from a clean copy of the tree (tracked and new files, nothing ignored): an in-tree build
@@ -76,6 +96,8 @@ build_deb() {
     zstd:[0-9]|zstd:1[0-9]|xz:[0-9]|gzip:[0-9]) ;;
     *) echo "build.sh: DPDESK_DEB_COMPRESS=$compress: expected zstd:0-19, xz:0-9 or gzip:0-9" >&2; exit 2 ;;
   esac
+  local who
+  who="$(maintainer)"
   test -x "$OUT/dist/dpdesk/dpdesk" || build_bundle
   command -v dpkg-deb >/dev/null || { echo "build.sh: dpkg-deb not found (Debian's dpkg package)" >&2; exit 1; }
   local ver arch root deb icon icons date
@@ -111,7 +133,7 @@ build_deb() {
   install -m 0644 "$PKG/deb/copyright" "$root/usr/share/doc/dpdesk/copyright"
   install -m 0755 "$PKG/deb/postinst" "$root/DEBIAN/postinst"
   install -m 0755 "$PKG/deb/postrm" "$root/DEBIAN/postrm"
-  sed -e "s/@VERSION@/$ver/" -e "s/@ARCH@/$arch/" \
+  sed -e "s/@VERSION@/$ver/" -e "s/@ARCH@/$arch/" -e "s|@MAINTAINER@|$who|" \
       -e "s/@SIZE@/$(du -sk --exclude=DEBIAN "$root" | cut -f1)/" "$PKG/deb/control.in" > "$root/DEBIAN/control"
   # Files root-owned, directories 0755, nothing group/world-writable.
   chmod -R u+rwX,go+rX,go-w "$root"
@@ -126,7 +148,8 @@ case "$what" in
   wheel) build_wheel ;;
   bundle) build_wheel; build_bundle ;;
   deb) build_deb ;;
-  all) build_wheel; build_bundle; build_deb ;;
-  *) echo "usage: $0 [all|wheel|bundle|deb]" >&2; exit 2 ;;
+  all) maintainer >/dev/null; build_wheel; build_bundle; build_deb ;;
+  maintainer) maintainer; exit 0 ;;
+  *) echo "usage: $0 [all|wheel|bundle|deb|maintainer]" >&2; exit 2 ;;
 esac
 log "done"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -65,6 +66,9 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
     _run(["bash", str(BUILD), "wheel"], timeout=600)
     wheels = sorted((REPO / "packaging" / "out" / "wheel").glob("dpdesk-*.whl"))
     assert len(wheels) == 1, wheels
+    # every folder that ships is a declared package (setuptools warns, and will stop shipping it, if not)
+    log = (REPO / "packaging" / "out" / "wheel.log").read_text(encoding="utf-8", errors="replace")
+    assert "BuildBackendWarning" not in log and "absent from the `packages`" not in log, log[-3000:]
     names = set(zipfile.ZipFile(wheels[0]).namelist())
     for needed in (
         "dpdesk/resources/demo/adult.parquet",
@@ -74,6 +78,8 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
         "dpdesk/resources/icons/dpdesk.svg",
         "dpdesk/resources/icons/dpdesk.ico",
         "dpdesk/resources/icons/dpdesk.icns",
+        "dpdesk/resources/examples/paper.history.json",
+        "dpdesk/resources/spark/log4j2.properties",
         "dpdesk/selftest.py",
         "dpdesk/gui/launch.py",
     ):
@@ -119,7 +125,8 @@ def _debian_root() -> str | None:
 def test_deb_smoke() -> None:
     if not _launch_dispatches():
         pytest.xfail(MISSING_DISPATCH)  # the installed `dpdesk --self-test` could not pass; save 5 minutes
-    _run(["bash", str(BUILD), "all"], timeout=1800)
+    packager = {"DEBFULLNAME": "dpdesk smoke test", "DEBEMAIL": f"root@{socket.gethostname()}"}
+    _run(["bash", str(BUILD), "all"], timeout=1800, **packager)
     debs = sorted((REPO / "packaging" / "out").glob("dpdesk_*.deb"))
     assert len(debs) == 1, debs
     contents = _run(["dpkg-deb", "--contents", str(debs[0])], timeout=120).stdout
@@ -131,6 +138,8 @@ def test_deb_smoke() -> None:
         "./opt/dpdesk/_internal/dpdesk/resources/demo/adult.parquet",
     ):
         assert needed in contents, f"the .deb lacks {needed}"
+    maintainer = _run(["dpkg-deb", "--field", str(debs[0]), "Maintainer"], timeout=60).stdout.strip()
+    assert maintainer == f"{packager['DEBFULLNAME']} <{packager['DEBEMAIL']}>"
     control = _run(["dpkg-deb", "--field", str(debs[0]), "Depends"], timeout=60).stdout
     for lib in ("libgl1", "libegl1", "libfontconfig1", "libxcb-icccm4", "libxcb-keysyms1"):
         assert lib in control, f"Depends lacks {lib}"
