@@ -179,7 +179,7 @@ class LedgerView:
             raise StoreError("the stored view does not match the cube")
         v._head0, v._prefix = (int(head[0]), str(head[1])), load_prefix
         v._prefix_releases, v._prefix_structured = int(releases), tuple(int(s) for s in structured)
-        v._costs._dense = np.array(costs, dtype=float)
+        v._costs.load(costs)
         v._deltas = np.array(deltas, dtype=float)
         v._history, v._rows_offset = history, len(history)
         v.cache_key = v._head0
@@ -317,11 +317,10 @@ class LedgerView:
 
     @property
     def cell_costs(self) -> np.ndarray:
-        """Per-cell privacy loss of everything released (paper Thm 5.4), a read-only copy."""
+        """Per-cell privacy loss of everything released (paper Thm 5.4): a read-only copy, the same object
+        until the next release is added."""
         with self._lock:
-            out = self._costs.values.copy()
-        out.setflags(write=False)
-        return out
+            return self._costs.snapshot()
 
     @property
     def system_cost(self) -> float:

@@ -10,10 +10,12 @@ a release that would exceed the total by any amount is refused.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
+from dpdesk.engine.budget.peaks import Peaks, peaks_of
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge
@@ -58,7 +60,11 @@ def fresh_alpha(sensitivity: float, eps: float, delta: float, family: NoiseFamil
 
 @dataclass(frozen=True)
 class BudgetPreview:
-    """System cost and remaining budget now and after a hypothetical fresh answer."""
+    """System cost and remaining budget now and after a hypothetical fresh answer.
+
+    ``cell_costs_after`` (every cell's cost after the release, read-only) is built when first read:
+    the figures above it come from the cells the release touches alone.
+    """
 
     total: float
     system_cost: float
@@ -66,28 +72,70 @@ class BudgetPreview:
     system_cost_after: float | None = None
     remaining_after: float | None = None
     limiting_cell: int | None = None  # the cell reaching system_cost_after
-    cell_costs_after: np.ndarray | None = None
+    cell_costs: np.ndarray | None = field(default=None, repr=False)
+    charge: Charge | None = field(default=None, repr=False)
 
     @property
     def fits(self) -> bool:
         return self.system_cost_after is not None and self.system_cost_after <= self.total
 
+    @cached_property
+    def cell_costs_after(self) -> np.ndarray | None:
+        if self.charge is None or self.cell_costs is None:
+            return None
+        after = self.cell_costs + self.charge.dense(self.cell_costs.size)
+        after.setflags(write=False)
+        return after
+
 
 def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) -> BudgetPreview:
-    """Budget figures now and, if a release's per-cell ``charge`` is given, after it."""
+    """Budget figures now and, if a release's per-cell ``charge`` is given, after it.
+
+    A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
+    and the largest cost among the others (:mod:`~dpdesk.engine.budget.peaks`); any other charge on the
+    dense vector. Both give the same numbers, to the bit, and the same limiting cell.
+    """
     check_total_budget(total)
-    now = float(cell_costs.max()) if cell_costs.size else 0.0
+    peaks = peaks_of(cell_costs)
+    now = peaks.max
     if charge is None:
         return BudgetPreview(total=total, system_cost=now, remaining=total - now)
-    after = cell_costs + charge.dense(cell_costs.size)
-    after.setflags(write=False)
-    j = int(np.argmax(after))
+    top = _after_touched(cell_costs, peaks, charge)
+    if top is None:
+        after = cell_costs + charge.dense(cell_costs.size)
+        j = int(np.argmax(after))
+        top = float(after[j]), j
+    value, j = top
     return BudgetPreview(
         total=total,
         system_cost=now,
         remaining=total - now,
-        system_cost_after=float(after[j]),
-        remaining_after=total - float(after[j]),
+        system_cost_after=value,
+        remaining_after=total - value,
         limiting_cell=j,
-        cell_costs_after=after,
+        cell_costs=cell_costs,
+        charge=charge,
     )
+
+
+def _after_touched(cell_costs: np.ndarray, peaks: Peaks, charge: Charge) -> tuple[float, int] | None:
+    """``(max, argmax)`` of ``cell_costs + charge.dense()`` from the touched cells and the top of the
+    untouched ones, or None when the charge is not one query's (then the caller builds the vector).
+
+    ``Charge.dense`` adds ``scale·|Q_j|`` to zeros, and ``|Q_j|`` is the query's sparse coefficient's
+    magnitude to the bit (both are the same products of the factors; negation is exact), so the
+    touched cells' sums here are the dense ones; an untouched cell keeps its cost exactly.
+    """
+    if len(charge.terms) != 1 or charge.terms[0].query is None:
+        return None
+    term = charge.terms[0]
+    idx, val = term.query.sparse()
+    if idx.size == 0:
+        return None
+    sums = cell_costs[idx] + (0.0 + term.scale * np.abs(val))
+    k = int(np.argmax(sums))  # idx ascending: the lowest cell among equal sums
+    best = (float(sums[k]), int(idx[k]))
+    outside = peaks.largest_outside(idx)
+    if outside is not None and (outside[0] > best[0] or (outside[0] == best[0] and outside[1] < best[1])):
+        best = outside
+    return best

@@ -51,9 +51,16 @@ class CellCosts:
         self._dense = np.zeros(math.prod(self.shape))
         self._h = _split(self.shape) if len(self.shape) > 1 else 0
         self._pending: list[tuple[float, tuple[np.ndarray, ...]]] = []
+        self._snapshot: np.ndarray | None = None  # a read-only copy of B, until B next changes
+
+    def load(self, values: np.ndarray) -> None:
+        """Set ``B`` to ``values`` (a stored copy read back)."""
+        self._dense = np.array(values, dtype=float)
+        self._pending, self._snapshot = [], None
 
     def add(self, scale: float, query: Query) -> None:
         """``B += scale·|Q|`` (``scale = α/S``)."""
+        self._snapshot = None
         terms = query.terms
         if self._h and terms is not None and len(terms) == 1 and len(terms[0].factors) == len(self.shape):
             t = terms[0]
@@ -71,6 +78,7 @@ class CellCosts:
         added are those :meth:`add` would add, rounded alike (a product term as left block × right block).
         """
         self._apply()
+        self._snapshot = None
         terms = query.terms
         if not (
             self._h and terms is not None and len(terms) == 1 and len(terms[0].factors) == len(self.shape)
@@ -93,6 +101,7 @@ class CellCosts:
 
     def add_uniform(self, amount: float) -> None:
         """``B += amount`` on every cell (a release charged the same on every cell, e.g. a partition)."""
+        self._snapshot = None
         self._dense += amount
 
     def _apply(self) -> None:
@@ -113,3 +122,12 @@ class CellCosts:
         """The dense ``B`` (the internal array: do not modify)."""
         self._apply()
         return self._dense
+
+    def snapshot(self) -> np.ndarray:
+        """A read-only copy of ``B``, the same object until ``B`` next changes: what previews are handed,
+        so that what they learn of it (:func:`~dpdesk.engine.budget.peaks.peaks_of`) is learnt once."""
+        if self._snapshot is None:
+            out = self.values.copy()
+            out.setflags(write=False)
+            self._snapshot = out
+        return self._snapshot

@@ -222,9 +222,10 @@ class History:
 
     @property
     def cell_costs(self) -> np.ndarray:
-        """Per-cell privacy loss ``B = (α/S)ᵀ|H|`` (paper Thm 5.4), read-only copy (pure ε rows only)."""
+        """Per-cell privacy loss ``B = (α/S)ᵀ|H|`` (paper Thm 5.4) (pure ε rows only): a read-only copy,
+        the same object until the next row is appended."""
         self._pure()
-        return _readonly(self._costs.values.copy())
+        return self._costs.snapshot()
 
     @property
     def system_cost(self) -> float:

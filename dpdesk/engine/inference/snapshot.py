@@ -265,7 +265,7 @@ def history_from_arrays(meta: dict[str, Any], arrays: Arrays) -> History:
         h.rows = rows  # type: ignore[assignment]
         h._w, h._answers = _grown(arrays["w"]), _grown(arrays["answer"])
         h._scales, h._variances = _grown(arrays["scales"]), _grown(arrays["variances"])
-        h._costs._dense = np.array(arrays["costs"])
+        h._costs.load(arrays["costs"])
         h._families = [meta["families"][int(k)] for k in arrays["family"]]
         st = h._stack
         st.rows = _StoredQueries(rows)  # type: ignore[assignment]

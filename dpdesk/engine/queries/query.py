@@ -101,6 +101,17 @@ class Term:
         return self.weight * reduce(np.multiply.outer, parts).reshape(-1)
 
 
+def _box_cells(t: Term, shape: tuple[int, ...]) -> np.ndarray:
+    """The flat indices of the cells where ``t`` is nonzero, ascending."""
+    nz = [np.flatnonzero(f) for f in t.factors]
+    grids = np.meshgrid(*nz, indexing="ij")
+    return np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), shape).astype(np.int64)
+
+
+def _integral_term(t: Term) -> bool:
+    return float(t.weight).is_integer() and all(bool(np.all(f == np.round(f))) for f in t.factors)
+
+
 @dataclass(frozen=True, eq=False)
 class Query:
     """A linear query ``Q`` over a cube of ``shape`` (C order, last attribute fastest).
@@ -219,6 +230,8 @@ class Query:
             vs = self.terms[0].value_set()
             if vs is not None:
                 return bool(np.all(vs == np.round(vs)))
+        if self.terms is not None and all(_integral_term(t) for t in self.terms):
+            return True  # products and sums of integer floats are integer floats
         v = self.sparse()[1]
         return bool(np.all(v == np.round(v)))
 
@@ -249,8 +262,16 @@ class Query:
             idx = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), self.shape).astype(np.int64)
             val = t.weight * reduce(np.multiply.outer, [f[i] for f, i in zip(t.factors, nz)]).reshape(-1)
             return _readonly(idx), _readonly(val)
+        # the union of the terms' boxes, then the (cleaned) dense coefficients there: the same as the
+        # nonzero cells of the dense vector, without a pass over every cell of a large cube
         d = self._dense
-        idx = np.flatnonzero(d).astype(np.int64)
+        if self._support_size < self.n_cells // 8:
+            idx = np.concatenate([_box_cells(t, self.shape) for t in self.terms])
+            idx.sort()
+            idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
+        else:
+            idx = np.arange(self.n_cells, dtype=np.int64)
+        idx = idx[d[idx] != 0]
         return _readonly(idx), _readonly(d[idx])
 
     def dense(self) -> np.ndarray:
