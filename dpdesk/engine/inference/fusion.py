@@ -26,6 +26,7 @@ import numpy as np
 from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
 from dpdesk.engine.inference.history import Estimate
 from dpdesk.engine.inference.posterior import Posterior, posterior
+from dpdesk.engine.inference.roots import brentq, erfinv
 from dpdesk.engine.mechanisms.base import meets
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import noise_family
@@ -187,7 +188,7 @@ def plan_fusion(
     ):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
         return FusionPlan(fresh, fresh, None, None)
     # normal approximation of the fused α: fused sd = ε / z, i.e. V_new = V_H v / (V_H − v)
-    z = math.sqrt(2.0) * _erfinv(need)
+    z = math.sqrt(2.0) * erfinv(need)
     v = (eps / z) ** 2
     vh = float(estimate.variance)
     guess = fresh
@@ -218,8 +219,6 @@ def plan_fusion(
     if hi / lo > 1.0 + rtol:
         f = lambda la: conf(math.exp(la)) - need
         try:
-            from scipy.optimize import brentq  # slow to import; only needed here
-
             root = math.exp(brentq(f, math.log(lo), math.log(hi), xtol=rtol / 4, rtol=1e-12, maxiter=60))
             conf(root * (1.0 + rtol / 2))
         except ValueError:  # pragma: no cover - bracket lost to rounding; hi is feasible
@@ -232,9 +231,3 @@ def plan_fusion(
 def _weight(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily) -> float:
     assert estimate.variance is not None
     return fusion_weight(estimate.variance, noise_family(family).variance(sensitivity / alpha))
-
-
-def _erfinv(p: float) -> float:
-    from scipy.special import erfinv
-
-    return float(erfinv(p))
