@@ -14,8 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the count cube of a table (private: true counts)",
         description="Build the count cube of a table for a schema and print its shape, total and "
         "out-of-domain count. SOURCE is a CSV/TSV/Parquet file or glob, an .xlsx workbook, an "
-        ".sqlite/.db file (with --table), a postgresql:// URL (with --table), or, with --spark MASTER, a "
-        "table in Spark's catalog or a Parquet/CSV/Delta path that Spark reads. The counts are private.",
+        ".sqlite/.db file (with --table), a postgresql:// URL (with --table), or, with --spark sc://HOST:PORT "
+        "(Spark Connect) or --spark MASTER, a table in Spark's catalog or a Parquet/CSV/Delta path that Spark "
+        "reads. The counts are private.",
     )
     p.add_argument(
         "source", metavar="SOURCE", help="file, glob (quote it), postgresql:// URL, or a Spark table/path"
@@ -41,21 +42,40 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--spark",
         metavar="MASTER",
-        help="count with Spark (needs dpdesk[spark]): local[*], local[N], spark://HOST:PORT, yarn or "
-        "k8s://...; the source is then a table in Spark's catalog or a Parquet/CSV/Delta path",
+        help="count with Spark (needs dpdesk[spark]): sc://HOST:15002 (a Spark Connect server: a cluster), "
+        "or in this process local[*], local[N], spark://HOST:PORT, yarn or k8s://...; the source is then a "
+        "table in Spark's catalog or a Parquet/CSV/Delta path",
+    )
+    p.add_argument(
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a Spark session setting (repeatable), kept with the project's source; a secret (a key naming "
+        "a password, secret, token or key) is used now but never stored: later commands read it from "
+        "DPDESK_SPARK_SECRET_<KEY> (the token of an sc:// address from SPARK_CONNECT_AUTHENTICATE_TOKEN)",
     )
 
 
-def source_location(source: str, table: str | None, spark: str | None) -> tuple[str, str | None]:
-    """``(location, table)`` for :func:`dpdesk.sources.open_source` from SOURCE, --table and --spark."""
-    if spark is None:
-        return source, table
+def source_location(
+    source: str, table: str | None, spark: str | None, spark_conf: list[str] | None = None
+) -> tuple[str, str | None]:
+    """``(location, table)`` for :func:`dpdesk.sources.open_source` from SOURCE, --table, --spark and
+    --spark-conf (a Spark location as a project stores it: secrets out, see sources/spark_session.py)."""
     from dpdesk.sources import SourceError
+
+    if spark is None:
+        if spark_conf:
+            raise SourceError(
+                "--spark-conf applies to a Spark source: add --spark sc://HOST:PORT or a master"
+            )
+        return source, table
     from dpdesk.sources.spark import spark_location
+    from dpdesk.sources.spark_session import public_location
 
     if table:
         raise SourceError("with --spark, SOURCE is the table or path Spark reads: drop --table")
-    return spark_location(spark), source
+    return public_location(spark_location(spark), spark_conf or ()), source
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from dpdesk.store.inputs import read_schema_file
 
     schema = read_schema_file(args.schema)
-    location, table = source_location(args.source, args.table, args.spark)
+    location, table = source_location(args.source, args.table, args.spark, args.spark_conf)
     source = open_source(location, table=table)
     if args.show_sql:
         sql = source.sql(schema)

@@ -136,7 +136,7 @@ def _new(args: argparse.Namespace) -> int:
     pace = policy_from_args(args)  # checked before anything is created
     from dpdesk.commands.cube import source_location
 
-    location, table = source_location(args.source, args.table, args.spark)
+    location, table = source_location(args.source, args.table, args.spark, args.spark_conf)
     with Project.create(
         args.path,
         name=name,

@@ -2,7 +2,7 @@
 
 ``open_source(location, table=None)`` picks the engine from the location: CSV/TSV/Parquet files or globs
 go to DuckDB, Excel workbooks to pandas, ``.sqlite``/``.db`` files to SQLite, ``postgresql://`` URLs to the
-server, ``spark://MASTER`` to Spark. In-memory tables use :class:`DataFrameSource`. Engines are imported only
+server, ``sc://HOST:PORT`` (Spark Connect) and ``spark://MASTER`` to Spark. In-memory tables use :class:`DataFrameSource`. Engines are imported only
 when used; an engine from an extra that is not installed is a one-line SourceError naming the extra
 (``dpdesk[postgresql]``, ``dpdesk[excel]``, ``dpdesk[spark]``).
 """
@@ -26,7 +26,8 @@ def is_sqlite_file(location: str) -> bool:
 
 
 def open_source(location: str, *, table: str | None = None) -> Source:
-    """The :class:`Source` for ``location`` (a path, a glob, a ``postgresql://`` URL or ``spark://MASTER``).
+    """The :class:`Source` for ``location`` (a path, a glob, a ``postgresql://`` URL, ``sc://HOST:PORT`` or
+    ``spark://MASTER``).
 
     ``table`` names the table or view inside a database (required for SQLite, PostgreSQL and Spark; for
     Spark it may also be a Parquet/CSV/Delta path) or the worksheet of an Excel workbook (optional).
@@ -34,9 +35,11 @@ def open_source(location: str, *, table: str | None = None) -> Source:
     missing optional package.
     """
     if not isinstance(location, str) or not location.strip():
-        raise SourceError("no source given: name a file, a glob, a postgresql:// URL or spark://MASTER")
+        raise SourceError(
+            "no source given: name a file, a glob, a postgresql:// URL, sc://HOST:PORT or spark://MASTER"
+        )
     low = location.lower()
-    if low.startswith("spark://"):
+    if low.startswith(("spark://", "sc://")):
         from dpdesk.sources.spark import SparkSource
 
         return SparkSource(location, table)
@@ -63,5 +66,5 @@ def open_source(location: str, *, table: str | None = None) -> Source:
         return DuckDBSource(location)
     raise SourceError(
         f"{location}: unknown source type (expected .csv, .tsv, .parquet, a glob of those, .xlsx, "
-        ".sqlite/.db, a postgresql:// URL or spark://MASTER)"
+        ".sqlite/.db, a postgresql:// URL, sc://HOST:PORT or spark://MASTER)"
     )

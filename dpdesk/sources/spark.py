@@ -1,8 +1,11 @@
 """A table, a view or a lake path counted by Apache Spark (PySpark, the ``dpdesk[spark]`` extra).
 
-The location is ``spark://MASTER``: ``spark://local[*]`` (or ``local[N]``) runs Spark inside this process's
-JVM, ``spark://HOST:PORT`` is a standalone cluster's master, ``spark://yarn`` and ``spark://k8s://...`` name
-those cluster managers. ``table`` is either a name in the session's catalog (``people``, ``db.people``,
+The location is ``sc://HOST:PORT`` — a Spark Connect server, the way to a cluster: pyspark's thin
+client, no JVM in this process — or ``spark://MASTER``: ``spark://local[*]`` (or ``local[N]``) runs Spark
+inside this process's JVM (a laptop without a cluster), ``spark://HOST:PORT`` is a standalone cluster's
+master, ``spark://yarn`` and ``spark://k8s://...`` name those cluster managers. Either may carry session
+settings and Spark Connect parameters (:mod:`dpdesk.sources.spark_session`: their form, and the
+secrets that are never stored). ``table`` is either a name in the session's catalog (``people``, ``db.people``,
 ``catalog.db.people``) or a path Spark reads: a Parquet file or folder, a CSV/TSV file, or a Delta table
 (a folder holding ``_delta_log``, or any path written ``delta:PATH``; Delta needs the Delta Lake jars in
 the session). Paths are read into a temporary view named by dpdesk.
@@ -20,14 +23,9 @@ from __future__ import annotations
 
 import glob as globmod
 import hashlib
-import importlib.resources
 import os
-import re
 import threading
 import uuid
-import warnings
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.cube import Cube
@@ -48,25 +46,28 @@ from dpdesk.sources.base import (
     require_extra,
     run_in_worker,
 )
+from dpdesk.sources.spark_session import (
+    SCHEMES,
+    SESSION_CONF,
+    location_session,
+    parse_location,
+    spark_session,
+)
+
+__all__ = [
+    "FINGERPRINT_CAVEAT",
+    "SESSION_CONF",
+    "SparkSource",
+    "master_of",
+    "spark_location",
+    "spark_session",
+]
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SCHEME = "spark://"
 FORMAT_PREFIXES = ("parquet:", "delta:", "csv:", "tsv:")
-_LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?")
-_SESSION_LOCK = threading.Lock()
-# Errors only in the driver's log: dpdesk reports failures itself, in one line.
-_LOG_CONFIG = Path(str(importlib.resources.files("dpdesk.resources").joinpath("spark", "log4j2.properties")))
-
-# Settings dpdesk gives the session it starts. ANSI mode makes a bad value in a column read as numbers
-# an error (as DuckDB's typed CSV read does) instead of a silent NULL that would count as out of domain.
-SESSION_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.ansi.enabled": "true",
-    "spark.sql.session.timeZone": "UTC",
-}
 
 FINGERPRINT_CAVEAT = (
     "best effort: a lake table has no single file to hash, so this is Spark's row count plus an "
@@ -78,21 +79,20 @@ FINGERPRINT_CAVEAT = (
 
 
 def spark_location(master: str) -> str:
-    """The source location for a Spark master URL (``local[2]`` → ``spark://local[2]``)."""
+    """The source location for a Spark master URL or Spark Connect address (``local[2]`` →
+    ``spark://local[2]``; ``sc://HOST:PORT`` as it is)."""
     master = master.strip()
     if not master:
-        raise SourceError("--spark needs a master: local[*], local[N], spark://HOST:PORT, yarn or k8s://...")
-    return master if master.startswith(SCHEME) else SCHEME + master
+        raise SourceError(
+            "--spark needs a master: sc://HOST:15002 (Spark Connect), local[*], local[N], "
+            "spark://HOST:PORT, yarn or k8s://..."
+        )
+    return master if master.startswith(SCHEMES) else SCHEME + master
 
 
 def master_of(location: str) -> str:
     """The Spark master URL a ``spark://`` location names."""
-    rest = location[len(SCHEME) :] if location.startswith(SCHEME) else location
-    if not rest:
-        raise SourceError(f"{location}: no Spark master (try spark://local[*] or spark://HOST:7077)")
-    if _LOCAL_MASTER.fullmatch(rest) or rest == "yarn" or re.match(r"(k8s|mesos)://", rest):
-        return rest
-    return SCHEME + rest  # a standalone cluster: Spark's own URL is spark://HOST:PORT
+    return parse_location(location if location.startswith(SCHEMES) else SCHEME + location).master
 
 
 def is_path(table: str) -> bool:
@@ -122,51 +122,6 @@ def path_format(path: str) -> tuple[str, str]:
     return "parquet", path  # a .parquet file or a folder of them (partitioned or not)
 
 
-def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Any:
-    """The process's Spark session for ``master`` (started with :data:`SESSION_CONF` and ``conf`` if none
-    runs; ``conf`` may hold start-up settings such as ``spark.driver.extraJavaOptions``).
-
-    One process has one Spark driver: a session for another master is stopped first.
-    """
-    require_extra("pyspark", "spark", "a Spark source")
-    # PySpark warns about pandas 3 on every first use; dpdesk hands it no pandas objects.
-    warnings.filterwarnings(
-        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-    )
-    from pyspark.sql import SparkSession
-
-    settings = {**SESSION_CONF, **(conf or {})}
-    settings["spark.driver.extraJavaOptions"] = " ".join(
-        filter(
-            None,
-            [
-                f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}",
-                settings.get("spark.driver.extraJavaOptions"),
-            ],
-        )
-    )
-    if _LOCAL_MASTER.fullmatch(master):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # in-process Spark listens on loopback only
-    with _SESSION_LOCK:
-        builder = SparkSession.builder.master(master).appName("dpdesk")
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        try:
-            spark = builder.getOrCreate()
-            if spark.sparkContext.master != master:
-                spark.stop()
-                spark = builder.getOrCreate()
-        except Exception as exc:  # the JVM could not start, the master is unreachable, ...
-            hint = (
-                " (is Java 17 or later installed? JAVA_HOME names it)" if "JAVA_GATEWAY" in str(exc) else ""
-            )
-            raise SourceError(f"cannot start Spark at {master}: {one_line(exc)}{hint}") from None
-        spark.sparkContext.setLogLevel("ERROR")
-        for key in ("spark.sql.ansi.enabled", "spark.sql.session.timeZone"):
-            spark.conf.set(key, SESSION_CONF[key])  # also in a session that was already running
-        return spark
-
-
 def _type_kind(data_type: Any) -> str:
     from pyspark.sql import types as T
 
@@ -178,13 +133,16 @@ def _type_kind(data_type: Any) -> str:
 
 
 class SparkSource(Source):
-    """A Spark catalog table or view, or a Parquet/CSV/Delta path, under a ``spark://MASTER`` location."""
+    """A Spark catalog table or view, or a Parquet/CSV/Delta path, under a ``spark://MASTER`` or
+    ``sc://HOST:PORT`` location."""
 
     kind = "spark"
 
     def __init__(self, location: str, table: str | None):
         self.location = spark_location(location)
-        self.master = master_of(self.location)
+        where = parse_location(self.location)
+        self.remote = where.remote
+        self.master = where.base if self.remote else where.master  # what messages name
         if not table or not table.strip():
             raise SourceError(f"{self.location}: name the table, view or path Spark should count (--table)")
         require_extra("pyspark", "spark", "a Spark source")
@@ -192,7 +150,12 @@ class SparkSource(Source):
         self.path: str | None = None
         if is_path(table):
             fmt, path = path_format(table)
-            if "://" not in path and not path.startswith("file:"):
+            if self.remote and "://" not in path and not path.startswith("file:"):
+                if not os.path.isabs(
+                    path
+                ):  # the server reads it: a path of the client's folder means nothing
+                    raise SourceError(f"{path}: a path Spark Connect reads must be absolute (or a URI)")
+            elif "://" not in path and not path.startswith("file:"):
                 path = os.path.abspath(os.path.expanduser(path))
                 if any(ch in path for ch in "*?[") and not globmod.glob(path):  # Spark reads globs itself
                     raise SourceError(f"no files match {path}")
@@ -210,8 +173,10 @@ class SparkSource(Source):
     # --- session and the table -----------------------------------------------------------------
 
     def _session(self) -> Any:
-        if self._spark is None or self._spark.sparkContext._jsc is None:  # none yet, or stopped since
-            self._spark = spark_session(self.master)
+        if (
+            self.remote or self._spark is None or self._spark.sparkContext._jsc is None
+        ):  # the process's session for that server, kept (and its settings set)
+            self._spark = location_session(self.location)
         return self._spark
 
     def _reader_text(self) -> str:
@@ -284,6 +249,8 @@ class SparkSource(Source):
         """Collect one statement's rows under a fresh job group: progress from its stages, Cancel
         cancels the group (running tasks are interrupted)."""
         spark = self._session()
+        if self.remote:
+            return self._run_remote(spark, sql, params, progress, cancelled)
         sc = spark.sparkContext
         group = self.last_job_group = f"dpdesk-{uuid.uuid4().hex}"
         seen = [0.0]
@@ -320,6 +287,51 @@ class SparkSource(Source):
             raise
         except Exception as exc:
             raise self._error(exc) from None
+
+    def _run_remote(
+        self, spark: Any, sql: str, params: tuple[Any, ...], progress: Progress, cancelled: CancelCheck
+    ) -> list[Any]:
+        """:meth:`_run` through Spark Connect: the statement carries a fresh tag (Cancel interrupts the
+        tag's operations on the server) and the server streams its stages' progress back."""
+        tag = self.last_job_group = f"dpdesk-{uuid.uuid4().hex}"
+        seen = [0.0]
+
+        def on_progress(stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
+            total = finished = 0
+            for stage in stages or ():
+                total, finished = total + stage.num_tasks, finished + stage.num_completed_tasks
+            if total:  # later stages appear as earlier ones finish: never report going back
+                seen[0] = max(seen[0], min(0.99, finished / total))
+                report(progress, seen[0])
+
+        finished = threading.Event()
+
+        def work() -> list[Any]:
+            spark.addTag(tag)  # tags belong to the thread that adds them
+            try:
+                return spark.sql(sql, args=list(params)).collect()
+            finally:
+                spark.removeTag(tag)
+                finished.set()
+
+        def interrupt() -> None:
+            # until the statement has ended: an interrupt sent before the server registered the
+            # operation finds nothing to stop
+            spark.interruptTag(tag)
+            while not finished.wait(0.5):
+                spark.interruptTag(tag)
+
+        if progress is not None:
+            spark.registerProgressHandler(on_progress)
+        try:
+            return run_in_worker(work, name="dpdesk-spark-connect", interrupt=interrupt, cancelled=cancelled)
+        except (SourceError, Cancelled):
+            raise
+        except Exception as exc:
+            raise self._error(exc) from None
+        finally:
+            if progress is not None:
+                spark.removeProgressHandler(on_progress)
 
     # --- the Source interface --------------------------------------------------------------------
 

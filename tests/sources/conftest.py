@@ -312,3 +312,29 @@ def postgres(table: pd.DataFrame) -> PostgresServer:
         )
     finally:
         stop()
+
+
+# --- a real Spark Connect server, one per run ------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark_connect():
+    """A running ``local[2]`` Spark Connect server (``tests/sources/connect_server.py``), started once for
+    the run from the pyspark package and stopped at its end; yields it (``.url`` is ``sc://127.0.0.1:P``)."""
+    pytest.importorskip(
+        "pyspark", reason="the Spark Connect tests need dpdesk[spark] (make test installs it)"
+    )
+    pytest.importorskip("grpc", reason="the Spark Connect tests need dpdesk[spark] (pyspark[connect])")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        pytest.skip("the Spark Connect tests need Java 17 or later (make sysdeps installs it)")
+    from .connect_server import start
+
+    server = start()
+    atexit.register(server.stop)  # also when the run is interrupted
+    print(f"\nSpark Connect server on {server.url}: answered after {server.started_in:.1f} s")
+    yield server
+    from dpdesk.sources.spark_session import release_sessions
+
+    release_sessions()  # this process's sessions on the server, before it goes
+    server.stop()
+    atexit.unregister(server.stop)
