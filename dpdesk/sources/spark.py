@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import glob as globmod
 import hashlib
+import itertools
 import os
 import threading
 import uuid
@@ -316,10 +317,16 @@ class SparkSource(Source):
 
         def interrupt() -> None:
             # until the statement has ended: an interrupt sent before the server registered the
-            # operation finds nothing to stop
+            # operation finds nothing to stop. After 10 s every operation of this process's session is
+            # interrupted (the session is dpdesk's own).
             spark.interruptTag(tag)
-            while not finished.wait(0.5):
-                spark.interruptTag(tag)
+            for k in itertools.count(1):
+                if finished.wait(0.5):
+                    return
+                if k >= 20:
+                    spark.interruptAll()
+                else:
+                    spark.interruptTag(tag)
 
         if progress is not None:
             spark.registerProgressHandler(on_progress)

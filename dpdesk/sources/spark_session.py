@@ -53,6 +53,7 @@ SECRET_KEY = re.compile(
     r"pass(word|wd)?|secret|token|credential|private[._-]?key|access[._-]?key|api[._-]?key|sas", re.IGNORECASE
 )
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+_CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 _LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?")
 _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _SESSION_LOCK = threading.Lock()
@@ -227,11 +228,17 @@ def connect_session(location: str) -> Any:
     with _SESSION_LOCK:
         spark = _REMOTE.get(url)
         if spark is None or spark.is_stopped:
+            # pyspark marks the whole process as "Spark Connect" when it makes a remote session, after
+            # which a local session (spark://local[*]) can no longer start; the mark is put back as it was
+            mode = os.environ.get(_CONNECT_MODE)
             try:
                 spark = SparkSession.builder.remote(url).create()
                 spark.catalog.currentDatabase()  # reach the server now: a wrong address fails here
             except Exception as exc:  # unreachable, refused, TLS, authentication, ...
                 raise SourceError(f"cannot reach Spark Connect at {loc.base}: {one_line(exc)}") from None
+            finally:
+                if mode is None:
+                    os.environ.pop(_CONNECT_MODE, None)
             _REMOTE[url] = spark
             _APPLIED[id(spark)] = {}
         wanted = {**{k: SESSION_CONF[k] for k in RUNTIME_CONF}, **loc.settings}
