@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import glob as globmod
 import hashlib
-import itertools
 import os
 import threading
 import uuid
@@ -305,33 +304,37 @@ class SparkSource(Source):
                 seen[0] = max(seen[0], min(0.99, finished / total))
                 report(progress, seen[0])
 
+        result: dict[str, Any] = {}
         finished = threading.Event()
 
-        def work() -> list[Any]:
+        def work() -> None:
             spark.addTag(tag)  # tags belong to the thread that adds them
             try:
-                return spark.sql(sql, args=list(params)).collect()
+                result["rows"] = spark.sql(sql, args=list(params)).collect()
+            except BaseException as exc:  # handed to the calling thread
+                result["error"] = exc
             finally:
                 spark.removeTag(tag)
                 finished.set()
 
-        def interrupt() -> None:
-            # until the statement has ended: an interrupt sent before the server registered the
-            # operation finds nothing to stop. After 10 s every operation of this process's session is
-            # interrupted (the session is dpdesk's own).
-            spark.interruptTag(tag)
-            for k in itertools.count(1):
-                if finished.wait(0.5):
-                    return
-                if k >= 20:
-                    spark.interruptAll()
-                else:
-                    spark.interruptTag(tag)
-
         if progress is not None:
             spark.registerProgressHandler(on_progress)
         try:
-            return run_in_worker(work, name="dpdesk-spark-connect", interrupt=interrupt, cancelled=cancelled)
+            worker = threading.Thread(target=work, name="dpdesk-spark-connect", daemon=True)
+            worker.start()
+            while not finished.wait(0.1):
+                if cancelled is not None and cancelled():
+                    # interrupt the tag until the statement ends (an interrupt sent before the server
+                    # registered the operation finds nothing), for at most 10 s; then leave the worker
+                    # to its end on its own: Cancel never waits on the network
+                    for _ in range(20):
+                        spark.interruptTag(tag)
+                        if finished.wait(0.5):
+                            break
+                    raise Cancelled("cube build cancelled")
+            if "error" in result:
+                raise result["error"]
+            return list(result["rows"])
         except (SourceError, Cancelled):
             raise
         except Exception as exc:
