@@ -325,10 +325,11 @@ class SparkSource(Source):
             while not finished.wait(0.1):
                 if cancelled is not None and cancelled():
                     # interrupt the tag until the statement ends (an interrupt sent before the server
-                    # registered the operation finds nothing), for at most 10 s; then leave the worker
-                    # to its end on its own: Cancel never waits on the network
-                    for _ in range(20):
-                        spark.interruptTag(tag)
+                    # registered the operation finds nothing, and the client may resubmit a cancelled
+                    # stream under a new operation): then every operation of this process's session,
+                    # which is dpdesk's own; for at most 10 s, then the worker is left to end on its own
+                    for k in range(20):
+                        spark.interruptTag(tag) if k < 4 else spark.interruptAll()
                         if finished.wait(0.5):
                             break
                     raise Cancelled("cube build cancelled")
