@@ -307,10 +307,15 @@ class SparkSource(Source):
         result: dict[str, Any] = {}
         finished = threading.Event()
 
+        stop = threading.Event()
+
         def work() -> None:
             spark.addTag(tag)  # tags belong to the thread that adds them
             try:
-                result["rows"] = spark.sql(sql, args=list(params)).collect()
+                frame = spark.sql(sql, args=list(params))  # the statement is analysed here ...
+                if stop.is_set():  # ... and run here: not once Cancel was asked
+                    raise Cancelled("cube build cancelled")
+                result["rows"] = frame.collect()
             except BaseException as exc:  # handed to the calling thread
                 result["error"] = exc
             finally:
@@ -324,6 +329,7 @@ class SparkSource(Source):
             worker.start()
             while not finished.wait(0.1):
                 if cancelled is not None and cancelled():
+                    stop.set()
                     # interrupt the tag until the statement ends (an interrupt sent before the server
                     # registered the operation finds nothing, and the client may resubmit a cancelled
                     # stream under a new operation): then every operation of this process's session,
