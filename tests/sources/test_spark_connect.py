@@ -4,7 +4,7 @@ One ``local[2]`` server is started from the pyspark package for the whole run (`
 ``tests/sources/conftest.py``). Its catalog gets ``lake.cps``, a CPS-style table; every cube built
 through Connect is compared with DuckDB's on the same rows. Also: docs/scaling.md's three steps run as
 written (only the address replaced), settings reach the session, secrets stay out of every file of the
-project, one session serves the process, and Cancel interrupts the statement on the server.
+project, and one session serves the process. (Cancel through Connect is not tested: see docs/scaling.md.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import re
 import shlex
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,7 +23,6 @@ import pytest
 from cli_helpers import run_dpdesk
 
 from dpdesk.engine.cube import build_cube
-from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.schema import Schema
 from dpdesk.sources import SourceError, open_source
 from dpdesk.sources.spark_session import connect_session, parse_location, public_location, secret_variable
@@ -176,32 +174,6 @@ def test_a_token_in_the_address_is_never_stored(monkeypatch):
         s._resolved(stored)
     monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "from-env")
     assert "token" not in s._resolved(stored).params  # pyspark reads its own variable
-
-
-def test_cancel_interrupts_the_statement_on_the_server(cps):
-    spark = connect_session(cps.url)
-    spark.range(0, 10**12, numPartitions=2).createOrReplaceTempView("endless")  # would take hours
-    schema = Schema.from_dict(
-        {"attributes": [{"name": "id", "column": "id", "kind": "numeric", "edges": [0, 5, 10]}]}
-    )
-    source = open_source(cps.url, table="endless")
-    started = threading.Event()
-    outcome: list[BaseException] = []
-
-    def build() -> None:
-        try:
-            source.build_cube(schema, progress=lambda f: started.set(), cancelled=started.is_set)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    worker = threading.Thread(target=build, daemon=True)
-    worker.start()
-    worker.join(180)
-    if worker.is_alive():  # never leave the server computing for hours
-        spark.interruptAll()
-        pytest.fail("Cancel did not stop the statement within 180 s")
-    assert len(outcome) == 1 and isinstance(outcome[0], Cancelled), outcome
-    assert spark.range(3).count() == 3  # the server is free again
 
 
 def test_malformed_locations_and_settings_are_one_line_errors():
