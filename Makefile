@@ -28,7 +28,7 @@ test: sysdeps venv lint
 	$(BIN)/python -m pytest
 
 test-fast: venv
-	$(BIN)/python -m pytest -m "not slow and not calibration"
+	$(BIN)/python -m pytest -m "not slow and not calibration and not installers"
 
 run: sysdeps venv
 	$(BIN)/dpdesk --demo
@@ -40,10 +40,12 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache
 
 # Standalone installers (docs/install.md): the wheel, the PyInstaller bundle and the .deb into
-# packaging/out/; package-test installs the .deb (root), runs its self-test and removes it.
+# packaging/out/. package-test builds them and checks them as installed: the wheel in a fresh venv, and
+# (as root on Debian/Ubuntu) the .deb installed, self-tested and removed (packaging/smoke_test.sh).
+# CI (.ci/run) runs it after make test.
 .PHONY: package package-test
 package:
 	bash packaging/build.sh all
 
-package-test:
-	bash packaging/smoke_test.sh
+package-test: sysdeps venv
+	$(BIN)/python -m pytest -m installers tests/packaging/test_packaging.py

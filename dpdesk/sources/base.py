@@ -152,7 +152,11 @@ def run_in_worker(
 ) -> T:
     """``work()`` in a daemon thread while this thread watches: once ``cancelled()`` turns True it calls
     ``interrupt()`` (the engine's own way to stop a statement), waits and raises Cancelled; between
-    checks it calls ``poll()`` (progress). An exception raised by ``work`` is raised here."""
+    checks it calls ``poll()`` (progress). An exception raised by ``work`` is raised here.
+
+    An engine forgets an interrupt that comes before its statement starts (DuckDB and PostgreSQL stop
+    only the statement running then), and on a loaded machine the worker may not have reached it when
+    Cancel is asked; so the interrupt is repeated every 0.1 s until the worker ends."""
     result: dict[str, Any] = {}
 
     def target() -> None:
@@ -166,8 +170,9 @@ def run_in_worker(
     while worker.is_alive():
         worker.join(0.1)
         if cancelled is not None and worker.is_alive() and cancelled():
-            interrupt()
-            worker.join()
+            while worker.is_alive():
+                interrupt()
+                worker.join(0.1)
             raise Cancelled("cube build cancelled")
         if poll is not None and worker.is_alive():
             poll()

@@ -1,7 +1,9 @@
-"""Released outputs follow the mechanisms' exact distributions (chi-square), with OpenDP's samplers.
+"""Released outputs follow the mechanisms' exact distributions, with OpenDP's samplers and the seeded one.
 
-OpenDP cannot be seeded, so its tests use p > 1e-4 (a false alarm once in 10 000 runs) and each
-shows its power by rejecting a wrong distribution with the same draws.
+OpenDP cannot be seeded, so its tests bound their false-failure probability instead: every category's
+count is checked against its exact binomial bounds (tests/stats_helpers.py), and a correct sampler
+fails a test with probability at most 10⁻⁶; each shows its power by bounding the chance that draws
+from a wrong law pass (below 10⁻⁶ too). The seeded sampler's tests are deterministic (χ²).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from stats_helpers import FALSE_FAILURE, assert_counts_follow, chance_to_pass
 
 from dpdesk.engine.dirichlet.candidates import CandidateSet
 from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmooth, LaplaceCounts, NoisySize
@@ -41,16 +44,14 @@ def test_exponential_release_matches_exact_probabilities_with_opendp(kind):
     prior = np.array([1.0, 1.0, 1.0])
     cs = CandidateSet(prior, 6, 6)
     mech = ExponentialGlobal(cs, 2.0) if kind == "global" else ExponentialSmooth(cs, 4.0, 1e-3)
-    counts = np.array([4, 1, 1])
+    counts, n = np.array([4, 1, 1]), 2000
     sampler = OpenDPSampler()
-    draws = [mech.release(counts, sampler) for _ in range(2000)]
+    draws = [mech.release(counts, sampler) for _ in range(n)]
     assert not draws[0].flags.writeable
-    idx = _indices(mech, draws)
-    observed = np.bincount(idx, minlength=cs.count)
-    probs = mech.probabilities(counts)
-    assert _chisquare(observed, probs) > 1e-4
-    # power: the same draws reject the distribution at other counts
-    assert _chisquare(observed, mech.probabilities(np.array([1, 1, 4]))) < 1e-4
+    observed = np.bincount(_indices(mech, draws), minlength=cs.count)
+    bounds = assert_counts_follow(observed, mech.probabilities(counts))
+    # power: the law at other counts would pass these bounds with probability below 10⁻⁶
+    assert chance_to_pass(n, bounds, mech.probabilities(np.array([1, 1, 4]))) < FALSE_FAILURE
 
 
 def test_exponential_release_with_the_seeded_sampler():
@@ -65,27 +66,26 @@ def test_exponential_release_with_the_seeded_sampler():
 
 
 def test_laplace_counts_match_the_clipped_discrete_laplace():
-    alpha = 0.6
+    alpha, n, upto = 0.6, 3000, 30
     mech = LaplaceCounts(np.array([1.0, 2.0]), alpha)
     counts = np.array([1, 6])
     sampler = OpenDPSampler()
-    released = np.array([mech.release(counts, sampler) for _ in range(3000)]) - mech.prior
+    released = np.array([mech.release(counts, sampler) for _ in range(n)]) - mech.prior
     assert np.all(released >= 0) and np.all(released == np.round(released))
-    upto = 30
-    for i in range(2):
-        v = np.minimum(released[:, i].astype(int), upto)
-        pmf = mech.marginal(int(counts[i]), upto)
-        pmf[-1] += 1 - pmf.sum()  # the last bin holds everything above
-        observed = np.bincount(v, minlength=upto + 1)
-        assert _chisquare(observed, pmf) > 1e-4
-    # clipping puts Pr(Z <= -1) = e^-α/(1+e^-α) at 0 for the count of 1, and the draws show it
-    assert np.mean(released[:, 0] == 0) == pytest.approx(math.exp(-alpha) / (1 + math.exp(-alpha)), abs=0.04)
-    wrong = mech.marginal(2, upto)
-    wrong[-1] += 1 - wrong.sum()
-    assert (
-        _chisquare(np.bincount(np.minimum(released[:, 0].astype(int), upto), minlength=upto + 1), wrong)
-        < 1e-4
-    )
+
+    def pmf(count: int) -> np.ndarray:
+        out = mech.marginal(count, upto)
+        out[-1] += 1 - out.sum()  # the last bin holds everything above
+        return out
+
+    for i in range(2):  # two coordinates: each at half the false-failure probability
+        observed = np.bincount(np.minimum(released[:, i].astype(int), upto), minlength=upto + 1)
+        bounds = assert_counts_follow(observed, pmf(int(counts[i])), FALSE_FAILURE / 2)
+        # power: the law of a count one larger would pass with probability below 10⁻⁶
+        assert chance_to_pass(n, bounds, pmf(int(counts[i]) + 1)) < FALSE_FAILURE
+    # the law tested, in closed form where clipping acts: Pr(Z ≤ −1) = e^-α/(1+e^-α) lands at 0 for the
+    # count of 1, and nothing below
+    assert pmf(1)[0] == pytest.approx(math.exp(-alpha) / (1 + math.exp(-alpha)), rel=1e-12)
 
 
 def test_noisy_size_matches_its_pmf():

@@ -111,7 +111,16 @@ def test_bad_marginals_are_named():
 
 
 def _dense_dual(shape, answers, scales, axes_list, n, tau):
-    """The seed's dual (Eq. 37) over every cell: max Σ w_i a_i/n − ln Z_w, |w_i| ≤ τ n/s_i."""
+    """The seed's dual (Eq. 37) over every cell: max Σ w_i a_i/n − ln Z_w, |w_i| ≤ τ n/s_i.
+
+    Solved to its optimality (KKT) conditions, which are checked: every dual variable strictly inside
+    its box has a zero gradient (the expected count matches the target), and one on the box has a
+    gradient that pushes outwards. One L-BFGS-B run is not enough where no non-negative table has the
+    targets as its marginals (the sparse case below): the optimum then lies on the box, hundreds of
+    units out, the problem is badly conditioned, and a run stops where its line search stalls (the run
+    from 0 stopped at a mean squared misfit of 0.52 noise scales², the optimum's is 2·10⁻⁴). Restarting
+    from the last point, with a fresh curvature memory, until the objective stops falling reaches it.
+    """
     F = np.vstack([_operator(shape, a) for a in axes_list])
 
     def f(w):
@@ -120,15 +129,29 @@ def _dense_dual(shape, answers, scales, axes_list, n, tau):
         return -(w @ answers / n - logsumexp(logit)), -(answers / n - F @ p)
 
     box = tau * n / scales
-    res = minimize(
-        f,
-        np.zeros(answers.size),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=list(zip(-box, box)),
-        options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50},
-    )
-    p = np.exp(res.x @ F - logsumexp(res.x @ F))
+    w, best = np.zeros(answers.size), math.inf
+    for _ in range(100):
+        res = minimize(
+            f,
+            w,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(zip(-box, box)),
+            options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 50000, "maxcor": 50},
+        )
+        w = res.x
+        if not res.fun < best - 1e-14:
+            break
+        best = res.fun
+    else:
+        raise AssertionError("the dense dual did not settle in 100 restarts")
+    grad = f(w)[1]
+    # the KKT conditions, in counts: a free variable's expected count within 10⁻³ of its target
+    inside = np.abs(w) < box * (1 - 1e-9)
+    assert n * np.abs(grad[inside]).max(initial=0.0) < 1e-3, n * np.abs(grad[inside]).max()
+    assert np.all(n * grad[~inside] * np.sign(w[~inside]) < 1e-3)
+    logit = w @ F
+    p = np.exp(logit - logsumexp(logit))
     return n * F @ p, p
 
 

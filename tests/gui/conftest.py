@@ -13,6 +13,11 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pyqtgraph")
 
+# How long a test waits for the GUI to reach a state, in milliseconds: a bound on a hang, not a speed
+# requirement — a loaded machine may take many times a quiet one's seconds, and a test that waits for
+# something that never comes still fails (here, or at pytest-timeout's limit per test, pyproject.toml).
+WAIT = 120_000
+
 
 class Dialogs:
     def __init__(self) -> None:
@@ -73,7 +78,7 @@ def settings(tmp_path: Path):
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
-def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 20000):
+def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = WAIT):
     panel = window.requests.answer
     qtbot.waitUntil(
         lambda: (
@@ -86,7 +91,7 @@ def wait_assessed(qtbot, window, request_id: str | None = None, timeout: int = 2
     return panel.assessment
 
 
-def wait_released(qtbot, window, timeout: int = 30000) -> None:
+def wait_released(qtbot, window, timeout: int = WAIT) -> None:
     """Wait until the answer panel's release (run off the GUI thread) was recorded or refused."""
     panel = window.requests.answer
     qtbot.waitUntil(lambda: not panel.release_runner.is_running(), timeout=timeout)
@@ -103,7 +108,7 @@ def demo_window(qtbot, tmp_path: Path, settings, dialogs):
     qtbot.addWidget(win)
     win.show()
     qtbot.mouseClick(win.start.demo_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: win.session is not None, timeout=30000)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=WAIT)
     wait_assessed(qtbot, win)
     yield win
     if win.session is not None:

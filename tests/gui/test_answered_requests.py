@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_answered_request_shows_its_release_not_a_live_decision(demo_window, qtbot):
@@ -105,7 +105,7 @@ def test_answer_all_free_releases_exactly_the_free_requests_each_ledgered(demo_w
         free = [r.id for r in ro.requests("pending") if ro.assess(r.id).decision == "infer"]
     assert free  # e.g. q03 = count(sex in [Female, Male]) and q05 from q04
     win.menu_actions["answer_all_free"].trigger()
-    qtbot.waitUntil(lambda: not win.requests.free_runner.is_running(), timeout=60000)
+    qtbot.waitUntil(lambda: not win.requests.free_runner.is_running(), timeout=WAIT)
     assert dialogs.confirms[-1][0] == "Answer all free requests"
     new = win.session.ledger()[len(before) :]
     assert [e.request_id for e in new] == free and all(e.kind == "inferred" for e in new)

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from .conftest import wait_assessed
+from .conftest import WAIT, wait_assessed
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def audit_window(qtbot, tmp_path, settings, dialogs):
     win.open_project(str(path))
     wait_assessed(qtbot, win)
     win.show_page("audit")
-    qtbot.waitUntil(lambda: win.audit.model.rowCount() == 3, timeout=20000)
+    qtbot.waitUntil(lambda: win.audit.model.rowCount() == 3, timeout=WAIT)
     yield win
     win.close()
 
@@ -56,7 +56,7 @@ class Spy:
             progress(f)
             if self.hold and not self.reached.is_set():
                 self.reached.set()
-                self.go.wait(20)
+                self.go.wait(WAIT / 1000)
 
         return self.fn(project, out, *args, progress=report, cancelled=cancelled, **kw)
 
@@ -115,7 +115,7 @@ def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_befo
     )  # the click returned; a worker writes
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     audit.html_btn.click()  # while the CSV may still be written: neither cancels the other
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=WAIT)
     assert csv_spy.on_gui_thread is False and html_spy.on_gui_thread is False
     for spy in (csv_spy, html_spy):
         assert (
@@ -149,14 +149,14 @@ def test_a_cancelled_export_leaves_no_file_and_an_older_one_as_it_was(
     line, button = (audit.csv_task, audit.csv_btn) if kind == "csv" else (audit.html_task, audit.html_btn)
     button.click()
     qtbot.waitUntil(
-        spy.reached.is_set, timeout=20000
+        spy.reached.is_set, timeout=WAIT
     )  # the worker is midway (the CSV: its first rows written)
     if kind == "csv":
         assert [p for p in tmp_path.iterdir() if p.name.endswith(".part")]  # the write under way
     line.stop_btn.click()
     assert line.is_running()  # the line waits for the worker to stop, not just drops it
     spy.release()
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=20000)
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=WAIT)
     assert out.read_text(encoding="utf-8") == "an older export\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
     assert "cancelled; nothing was written" in audit.note.text() and button.isEnabled()

@@ -9,7 +9,7 @@ import struct
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_cost_curve_holds_its_last_level_and_report_plots_are_large(
@@ -36,7 +36,7 @@ def test_cost_curve_holds_its_last_level_and_report_plots_are_large(
     html_path = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=WAIT)  # written on a worker
     pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", html_path.read_text(encoding="utf-8"))
     widths = [struct.unpack(">II", base64.b64decode(p)[16:24])[0] for p in pngs]
     assert len(widths) == 2 and min(widths) >= 900

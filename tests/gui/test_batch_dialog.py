@@ -7,6 +7,8 @@ from PySide6.QtCore import QItemSelectionModel
 
 from dpdesk.gui.batch_dialog import HEADERS, row_cells
 
+from .conftest import WAIT
+
 COL = {name: i for i, name in enumerate(HEADERS)}
 
 
@@ -22,7 +24,7 @@ def _select(page, ids):
 
 
 def _planned(qtbot, d):
-    qtbot.waitUntil(lambda: d.plan is not None and not d.runner.is_running(), timeout=30000)
+    qtbot.waitUntil(lambda: d.plan is not None and not d.runner.is_running(), timeout=WAIT)
     return d.plan
 
 
@@ -74,7 +76,7 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     d.release_button.click()
     assert dialogs.confirms and "answer q02, q03 from them" in dialogs.confirms[-1][1]
     assert "q34 stay pending" in dialogs.confirms[-1][1]
-    qtbot.waitUntil(lambda: d.outcome is not None, timeout=60000)
+    qtbot.waitUntil(lambda: d.outcome is not None, timeout=WAIT)
     new = win.session.ledger()[before:]
     n = len(expected.measurements)
     assert [e.kind for e in new[:n]] == ["measurement"] * n and len(new) == n + 2
@@ -107,7 +109,7 @@ def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spendin
     _planned(qtbot, d2)
     win.session.reject("q05", "out of scope")  # the ledger moves after planning: the plan is stale
     d2.release_button.click()
-    qtbot.waitUntil(lambda: not d2.runner.is_running(), timeout=30000)
+    qtbot.waitUntil(lambda: not d2.runner.is_running(), timeout=WAIT)
     assert "plan the batch again" in d2.summary.text() and d2.outcome is None
     assert [e.kind for e in win.session.ledger()[before:]] == ["rejected"]
     assert win.session.request("q02").status == "pending" and win.session.verify().ok
@@ -135,17 +137,17 @@ def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(
     def held(self, cube, sampler, **kwargs):
         if self.index == 1:
             drawing.set()
-            assert go.wait(60)
+            assert go.wait(WAIT / 1000)
         return draw(self, cube, sampler, **kwargs)
 
     monkeypatch.setattr(MeasurementPlan, "draw", held)
     d.release_button.click()
     assert dialogs.confirms
-    qtbot.waitUntil(drawing.is_set, timeout=60000)
+    qtbot.waitUntil(drawing.is_set, timeout=WAIT)
     d.cancel_button.click()  # cancel is checked before each measurement: the one being drawn is recorded
     assert "Cancelling" in d.summary.text() and not d.cancel_button.isEnabled()
     go.set()
-    qtbot.waitUntil(lambda: not d.runner.is_running(), timeout=60000)
+    qtbot.waitUntil(lambda: not d.runner.is_running(), timeout=WAIT)
     new = win.session.ledger()[before:]
     assert [e.kind for e in new] == ["measurement", "measurement"]  # recorded, and nothing else
     assert [e.payload["batch"]["index"] for e in new] == [0, 1] and all(e.request_id is None for e in new)

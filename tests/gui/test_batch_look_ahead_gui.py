@@ -9,6 +9,8 @@ import threading
 
 import numpy as np
 
+from .conftest import WAIT
+
 SCHEMA = {
     "attributes": [
         {
@@ -48,7 +50,7 @@ def _project(tmp_path):
 
 
 def _planned(qtbot, d):
-    qtbot.waitUntil(lambda: d.plan is not None and not d.runner.is_running(), timeout=30000)
+    qtbot.waitUntil(lambda: d.plan is not None and not d.runner.is_running(), timeout=WAIT)
     return d.plan
 
 
@@ -81,7 +83,7 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
         def holding(*args, **kwargs):
             on_gui.append(threading.current_thread() is threading.main_thread())
             held.set()
-            assert go.wait(30)
+            assert go.wait(WAIT / 1000)
             try:
                 return real(*args, **kwargs)
             finally:
@@ -92,12 +94,12 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
         assert d.share.isEnabled() and d.share.value() == 100 and session.look_ahead == 1.0
         with Project.open(path, "r") as p:  # remembered in the project file
             assert p.look_ahead == 1.0
-        qtbot.waitUntil(held.is_set, timeout=10000)
+        qtbot.waitUntil(held.is_set, timeout=WAIT)
         assert d.plan is None and not d.release_button.isEnabled() and d.runner.is_running()
         d.cancel_button.click()
         assert "Planning cancelled; nothing was spent" in d.summary.text() and not d.runner.is_running()
         go.set()
-        qtbot.waitUntil(returned.is_set, timeout=30000)
+        qtbot.waitUntil(returned.is_set, timeout=WAIT)
         qtbot.wait(100)
         assert d.plan is None and on_gui == [
             False
@@ -123,7 +125,7 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
         d.release_button.click()
         assert f"the first {la.measurements} look ahead for the queue" in dialogs.confirms[-1][1]
         assert not d.look_ahead.isEnabled() and not d.share.isEnabled()
-        qtbot.waitUntil(lambda: d.outcome is not None, timeout=60000)
+        qtbot.waitUntil(lambda: d.outcome is not None, timeout=WAIT)
         new = session.ledger()[before:]
         n = len(plan.measurements)
         assert [e.kind for e in new] == ["measurement"] * n + ["inferred"] * 2

@@ -3,7 +3,7 @@
 A real window (offscreen) on a real demo project with a few releases; ``view_cache.MIN_ROWS`` is lowered
 so its short view is worth caching (a long project's takes ~20 s of CPU, benchmarks/bench_gui_exports.py).
 ``Project.save_view_cache`` is wrapped only to see where it runs and what progress it reports; with
-``hold`` the worker waits at its first report until the test lets it go.
+``hold`` the worker waits at its first report until the test lets it go or the window cancels it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from .conftest import wait_assessed
+from .conftest import WAIT, wait_assessed
 
 
 @pytest.fixture
@@ -50,7 +50,10 @@ class SaveSpy:
                     progress(f)
                 if spy.hold and not spy.reached.is_set():
                     spy.reached.set()
-                    spy.go.wait(20)
+                    # held until the test lets it go or the window asks it to stop, whichever comes first
+                    for _ in range(int(WAIT / 10)):
+                        if spy.go.wait(0.01) or (cancelled is not None and cancelled()):
+                            break
 
             return spy.original(project, progress=report, cancelled=cancelled)
 
@@ -86,7 +89,7 @@ def test_closing_writes_the_cache_on_a_worker_with_progress(
     assert (
         win.session is None and win.closing.is_running()
     )  # the pages are gone; the cache is written meanwhile
-    qtbot.waitUntil(lambda: not win.closing.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: not win.closing.is_running(), timeout=WAIT)
     assert spy.threads == [False]  # once, off the GUI thread (closing the project then has nothing to write)
     assert spy.progress and spy.progress == sorted(spy.progress) and spy.progress[-1] == pytest.approx(1.0)
     assert view_cache.cache_path(project_path).exists() and _lock_free(project_path)
@@ -101,12 +104,12 @@ def test_quitting_waits_for_the_cache_and_a_second_close_skips_it(
     spy = SaveSpy(monkeypatch, hold=True)
     win = _open(qtbot, settings, project_path)
     win.close()
-    qtbot.waitUntil(spy.reached.is_set, timeout=20000)
+    qtbot.waitUntil(spy.reached.is_set, timeout=WAIT)
     assert win.isVisible() and win.closing.isVisibleTo(win)  # waits for the cache, showing it
     win.close()  # asked again: skip it
     assert win.isVisible()  # until the worker has stopped
     spy.go.set()
-    qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=WAIT)
     assert spy.threads == [False] and _lock_free(project_path)
     folder = project_path.parent
     assert not view_cache.cache_path(project_path).exists()  # skipped: nothing written, no temporary left
@@ -120,7 +123,7 @@ def test_quitting_finishes_the_cache(qtbot, settings, dialogs, monkeypatch, proj
     spy = SaveSpy(monkeypatch)
     win = _open(qtbot, settings, project_path)
     win.close()
-    qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=WAIT)
     assert (
         spy.threads == [False] and view_cache.cache_path(project_path).exists() and _lock_free(project_path)
     )
@@ -134,12 +137,12 @@ def test_reopening_the_project_while_its_cache_is_written_skips_the_cache(
     spy = SaveSpy(monkeypatch, hold=True)
     win = _open(qtbot, settings, project_path)
     win.close_project()
-    qtbot.waitUntil(spy.reached.is_set, timeout=20000)
-    threading.Timer(0.3, spy.go.set).start()  # the worker goes on while the window waits for it to stop
+    qtbot.waitUntil(spy.reached.is_set, timeout=WAIT)
+    # the worker is held until the window asks it to stop: it goes on while the window waits for it
     assert win.open_project(str(project_path))  # the file is free again: its cache write was skipped
     assert not win.closing.is_running() and win.session is not None and not dialogs.errors
     assert not view_cache.cache_path(project_path).exists()
     wait_assessed(qtbot, win)
     win.close()  # quitting writes the cache this time (nothing holds the worker any more)
-    qtbot.waitUntil(lambda: not win.isVisible(), timeout=20000)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=WAIT)
     assert view_cache.cache_path(project_path).exists()

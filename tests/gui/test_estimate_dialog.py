@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .conftest import WAIT
 from .test_synthetic_dialog import _release_marginals
 
 
@@ -21,10 +22,10 @@ def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_rec
     win.menu_actions["new_estimate"].trigger()
     d = win.estimate_dialog
     assert isinstance(d, EstimateDialog) and d.query.text() == session.request(rid).describe(session.schema)
-    qtbot.waitUntil(d.isVisible, timeout=5000)
+    qtbot.waitUntil(d.isVisible, timeout=WAIT)
     d.preview_button.click()
     assert d.cancel_button.isEnabled()  # cross-validation runs off the GUI thread
-    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=60000)
+    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=WAIT)
     plan = d.plan
     assert plan is not None, d.result.toPlainText()
     text = d.result.toPlainText()
@@ -43,7 +44,7 @@ def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_rec
     d.grab().save(str(tmp_path / "estimate_dialog.png"))
     d.record_button.click()
     assert dialogs.confirms and "meets no (ε, δ)" in dialogs.confirms[-1][1]
-    qtbot.waitUntil(lambda: d.release is not None, timeout=30000)
+    qtbot.waitUntil(lambda: d.release is not None, timeout=WAIT)
     entry = session.ledger()[-1]
     assert entry.kind == "estimate" and float(entry.payload["estimate"]) == plan.value
     assert np.array_equal(session.view().cell_costs, costs)  # free

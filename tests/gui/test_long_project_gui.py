@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
@@ -46,7 +46,7 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
     a = wait_assessed(qtbot, win)
     assert session.loaded and a.request_id == first_pending
     qtbot.waitUntil(
-        lambda: win.requests.model.rowCount() == n_requests, timeout=20000
+        lambda: win.requests.model.rowCount() == n_requests, timeout=WAIT
     )  # the queue, from a worker
     assert win.requests.statuses[first_pending] == "pending"
     assert (
@@ -56,7 +56,7 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
     assert win.audit.model.rowCount() == 0  # the Audit page reads its table when it is first shown
     win.show_page("audit")
     qtbot.waitUntil(
-        lambda: win.audit.model.rowCount() == 3 and not win.audit.runner.is_running(), timeout=20000
+        lambda: win.audit.model.rowCount() == 3 and not win.audit.runner.is_running(), timeout=WAIT
     )
     assert win.audit.curve[-1][1] == session.budget().system_cost > 0
 
@@ -66,10 +66,10 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
     (panel.release_inferred if decided == "infer" else panel.spend_and_release)()
     wait_released(qtbot, win)
     assert not dialogs.errors
-    qtbot.waitUntil(lambda: win.requests.statuses.get(first_pending) == "answered", timeout=20000)
+    qtbot.waitUntil(lambda: win.requests.statuses.get(first_pending) == "answered", timeout=WAIT)
     win.show_page("audit")
     qtbot.waitUntil(
-        lambda: win.audit.model.rowCount() == 4 and not win.audit.runner.is_running(), timeout=20000
+        lambda: win.audit.model.rowCount() == 4 and not win.audit.runner.is_running(), timeout=WAIT
     )
     assert len(on_gui_thread) == 4 and not any(on_gui_thread)  # every entry was taken on a worker
     win.close()

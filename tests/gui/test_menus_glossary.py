@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFormLayout, QLabel
 
+from .conftest import WAIT
+
 
 def _menu_titles(win):
     return [a.text() for a in win.menuBar().actions()]
@@ -24,7 +26,7 @@ def test_menus_close_project_and_quit(demo_window, qtbot):
     win.open_project(win.start.recent.item(0).data(Qt.ItemDataRole.UserRole))
     assert win.session is not None and acts["close_project"].isEnabled()
     acts["quit"].trigger()
-    qtbot.waitUntil(lambda: not win.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=WAIT)
     assert win.session is None  # quitting closed the project (its lock is released)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from PySide6.QtCore import Qt
 
+from .conftest import WAIT
+
 
 def _write_csv(path) -> None:
     pd.DataFrame({"region": ["north", "south", "south", "east"] * 25, "visits": list(range(100))}).to_csv(
@@ -19,7 +21,7 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(
 
     win = demo_window
     page = win.data
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     assert not page.editor.table.isEnabled()  # the demo's schema is fixed while it is open
     qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
     assert win.session is None and win.tabs.currentWidget() is page
@@ -28,7 +30,7 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(
     table = tmp_path / "visits.csv"
     _write_csv(table)
     page.open_table(str(table))
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     assert (
         page.model.columnCount() == 2 and page.model.rowCount() == 100
     )  # this table's preview, not the demo's
@@ -40,7 +42,7 @@ def test_new_project_after_the_demo_starts_from_a_clean_editable_page(
     assert not page.create_btn.isEnabled()  # not before the schema was reviewed
     page.reviewed.setChecked(True)
     qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: win.session is not None, timeout=20000)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=WAIT)
     assert not dialogs.errors
     assert win.session.path == target and win.session.schema.names == ("region", "visits")
     assert win.session.schema.shape == (4, 2)
@@ -62,7 +64,7 @@ def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_i
     table = tmp_path / "visits.csv"
     _write_csv(table)
     page.open_table(str(table))
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     editor = page.editor
     qtbot.mouseClick(editor.suggest_btn, Qt.MouseButton.LeftButton)
     assert editor.data_derived and editor.banner.isVisibleTo(page)
@@ -94,7 +96,7 @@ def test_guided_new_project_steps_and_schema_review(qtbot, tmp_path, settings, d
     table = tmp_path / "visits.csv"
     _write_csv(table)
     page.open_table(str(table))
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     assert page.step() == 2 and not page.reviewed.isEnabled()
     page.editor.set_attribute("region", "region", "categorical", [])
     assert page.step() == 3 and "<b>3. declare their domains</b>" in page.steps.text()

@@ -14,6 +14,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.gui.open_table_dialog import OpenTableDialog
 from dpdesk.sources import open_source
 
+from .conftest import WAIT
+
 
 def _open_enabled(dlg: OpenTableDialog) -> bool:
     return dlg.buttons.button(QDialogButtonBox.StandardButton.Open).isEnabled()
@@ -66,13 +68,13 @@ def test_spark_tab_opens_previews_and_counts_a_lake_file(
     qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
     page = win.data
     qtbot.mouseClick(page.open_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=120000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     assert not dialogs.errors
     assert page.source.kind == "spark" and page.source.location == "spark://local[2]"
     assert "spark://local[2]" in page.location.text() and page.model.rowCount() > 0
     page.editor.set_schema(schema)
     qtbot.mouseClick(page.build_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: page.cube is not None and not page.runner.is_running(), timeout=120000)
+    qtbot.waitUntil(lambda: page.cube is not None and not page.runner.is_running(), timeout=WAIT)
     reference = open_source(str(table)).build_cube(schema)
     np.testing.assert_array_equal(page.cube.counts, reference.counts)
     assert page.cube.out_of_domain == reference.out_of_domain and "Cube:" in page.cube_info.text()

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from dpdesk.appdata.bundled import resource
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, settings, dialogs, monkeypatch):
@@ -26,7 +26,7 @@ def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, setti
     assert win.tabs.currentWidget() is win.data
     page = win.data
     page.open_table(str(table))
-    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
     assert not page.editor.banner.isVisibleTo(page)
     for col in ("sex", "income"):
         page.editor.set_attribute(col, col, "categorical", [])
@@ -41,7 +41,7 @@ def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, setti
     page.reviewed.setChecked(True)
     qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
     assert dialogs.confirms and "suggested from the data" in dialogs.confirms[-1][1]
-    qtbot.waitUntil(lambda: win.session is not None, timeout=20000)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=WAIT)
     assert win.session.path == target and win.session.total_budget == 2.0
     assert win.requests.model.rowCount() == 0
     win.close()
@@ -105,14 +105,14 @@ def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path
     html_path, csv_path = tmp_path / "report.html", tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html_path))
     qtbot.mouseClick(audit.html_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=WAIT)  # written on a worker
     text = html_path.read_text(encoding="utf-8")
     assert text.count("data:image/png;base64,") == 2 and "Integrity verified" in text
     for e in win.session.ledger():
         assert e.hash[:16] in text
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(audit.csv_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not audit.exporting(), timeout=WAIT)  # written on a worker
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["fresh", "fresh", "inferred"]
     assert float(rows[2]["alpha"]) == 0.0
@@ -153,7 +153,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     released, raw = entry.payload["released"], entry.payload["answer"]
     assert released != raw and released != round(released)  # t·ỹ + (1−t)·θ̂ is not a whole number
     # a count is an integer: every place shows the fused value rounded (the ledger keeps it exact)
-    shown = round(released)
+    shown = math.floor(released + 0.5)  # the nearest integer, halves up (docs/project-file.md, Rounding)
     lo, hi = entry.payload["interval"]
     # the integers inside the released interval; an end point computed at an integer atom may carry
     # floating-point error (14448.0000000003), which the documented rule absorbs (tolerance 1e-6)
@@ -167,7 +167,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=WAIT)  # written on a worker
     q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
     assert q37["released"] == str(shown) and float(q37["answer"]) == raw
     assert f"<td>{shown}</td>" in win.audit.report_html()

@@ -10,7 +10,7 @@ from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.gui.policy_dialog import SpendPolicyDialog
 from dpdesk.store.project import Project
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_policy_dialog_edits_and_checks_the_fractions(qtbot):
@@ -52,7 +52,7 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
         lambda: (
             win.requests.answer.assessment is not None and win.requests.answer.assessment.policy != "greedy"
         ),
-        timeout=20000,
+        timeout=WAIT,
     )
     paced = win.requests.answer.assessment
     assert paced.needed_alpha == pytest.approx(plain.spend_alpha)
@@ -91,6 +91,6 @@ def test_known_bounds_from_the_answer_panel(demo_window, qtbot, monkeypatch):
     qtbot.mouseClick(panel.prior_btn, Qt.MouseButton.LeftButton)
     with Project.open(win.session.path, "r") as ro:
         assert ro.prior == BoundedPrior(100000)
-    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.prior != "flat", timeout=20000)
+    qtbot.waitUntil(lambda: panel.assessment is not None and panel.assessment.prior != "flat", timeout=WAIT)
     assert panel.assessment.prior.startswith("bounded [0, ")
     assert panel.fields["prior"].text().startswith("known bounds: [0, ")

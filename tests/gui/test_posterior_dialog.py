@@ -7,6 +7,8 @@ import numpy as np
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.models import LEDGER_HEADERS
 
+from .conftest import WAIT
+
 SCHEMA = Schema.from_dict(
     {
         "attributes": [
@@ -42,7 +44,7 @@ def _dialog(qtbot, costs=None, total=1.0):
 
 def _preview(qtbot, d):
     d.run_preview()
-    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=30000)
+    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=WAIT)
     return d.plan
 
 
@@ -152,7 +154,7 @@ def test_a_posterior_release_from_the_requests_page_is_recorded_off_the_gui_thre
     assert plan.releasable and plan.basis.ledger_head == win.session.project.head()[1]
     entries_before = len(win.session.ledger())
     d.release_button.click()
-    qtbot.waitUntil(lambda: d.release is not None or "Not released" in d.result.toPlainText(), timeout=60000)
+    qtbot.waitUntil(lambda: d.release is not None or "Not released" in d.result.toPlainText(), timeout=WAIT)
     assert d.release is not None, d.result.toPlainText()
     text = d.result.toPlainText()
     assert text.startswith("released posterior Beta(") and "95 % band of the released posterior alone" in text

@@ -9,7 +9,7 @@ import os
 import numpy as np
 from PySide6.QtCore import Qt
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 SHOTS = os.environ.get("DPDESK_SHOTS")  # a folder: save what the test looked at, to open by hand
 
@@ -58,7 +58,7 @@ def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_o
     wait_assessed(qtbot, win, "q01")
     assert panel.plot.isVisible() and not view.isVisible()  # a count request: the count panel again
     win.requests.select_request(req.id)
-    qtbot.waitUntil(lambda: panel.decision.text().startswith("ANSWERED"), timeout=10000)
+    qtbot.waitUntil(lambda: panel.decision.text().startswith("ANSWERED"), timeout=WAIT)
     assert entry.payload["label"] in panel.reason.text() and f"#{entry.seq}" in panel.reason.text()
     assert not panel.spend_btn.isEnabled() and not panel.reject_btn.isEnabled()
 

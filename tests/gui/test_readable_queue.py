@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.queries.text import describe_query, parse_query
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_describe_query_reads_labels_never_indices(demo_window):
@@ -76,7 +76,7 @@ def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dial
     target = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(target))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=WAIT)  # written on a worker
     assert target.exists() and dialogs.infos[-1] == (
         "Ledger exported",
         f"Wrote 0 ledger entries to {target}.",
@@ -84,7 +84,7 @@ def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dial
     html = tmp_path / "report.html"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(html))
     qtbot.mouseClick(win.audit.html_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=30000)  # written on a worker
+    qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=WAIT)  # written on a worker
     assert html.exists() and dialogs.infos[-1][0] == "Report exported" and str(html) in dialogs.infos[-1][1]
 
 

@@ -7,6 +7,8 @@ import numpy as np
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.models import LEDGER_HEADERS
 
+from .conftest import WAIT
+
 SCHEMA = Schema.from_dict(
     {
         "attributes": [
@@ -34,7 +36,7 @@ def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialo
     d.alpha.setValue(0.4)
     assert not d.publish_button.isEnabled()
     d.run_preview()
-    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=WAIT)
     text = d.result.toPlainText()
     assert "interval tree over age (branching 2, 4 levels), crossed with sex, edu" in text
     assert "Every cell pays α = 0.4 (4 count(s) per record, each at 0.1" in text
@@ -59,7 +61,7 @@ def test_changing_an_input_discards_the_preview_and_a_plan_that_does_not_fit_can
     d = _dialog(qtbot, costs, total=1.0)
     d.alpha.setValue(0.2)
     d.run_preview()
-    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=WAIT)
     assert "does not fit" in d.result.toPlainText() and not d.publish_button.isEnabled()
     assert "simultaneous (seed Thm 4.2): every count query over the 48 cells" in d.result.toPlainText()
     d.alpha.setValue(0.05)
@@ -90,15 +92,15 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     panel = win.requests.budget
     before = win.session.view().system_cost
     d = panel.publish_release()
-    qtbot.waitUntil(d.isVisible, timeout=5000)
+    qtbot.waitUntil(d.isVisible, timeout=WAIT)
     d.kind.setCurrentIndex(1)  # all one-way marginals: a few counts, charged α on every cell
     d.orders.setText("1")
     d.alpha.setValue(0.01)
     d.run_preview()
-    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=20000)
+    qtbot.waitUntil(lambda: d.preview_result is not None, timeout=WAIT)
     n_rows = d.preview_result.plan.n_rows
     d.publish_button.click()
-    qtbot.waitUntil(lambda: not panel.release_runner.is_running() and bool(dialogs.infos), timeout=30000)
+    qtbot.waitUntil(lambda: not panel.release_runner.is_running() and bool(dialogs.infos), timeout=WAIT)
     assert not dialogs.errors, dialogs.errors
     entry = win.session.ledger()[-1]
     assert entry.kind == "partition" and len([v for g in entry.payload["values"] for v in g]) == n_rows

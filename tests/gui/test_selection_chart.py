@@ -9,6 +9,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.engine.selection.mechanism import ReportNoisyMax
 from dpdesk.engine.selection.query import parse_selection
 
+from .conftest import WAIT
+
 
 def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(qtbot, tmp_path):
     from dpdesk.gui.selection_chart import SelectionChart
@@ -53,7 +55,7 @@ def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(
     released through the release path and outlined only after it is recorded."""
     win = demo_window
     d = win.requests.budget.release_selection()
-    qtbot.waitUntil(d.isVisible, timeout=5000)
+    qtbot.waitUntil(d.isVisible, timeout=WAIT)
     d.query.setText("argmax(height)")
     d.run_preview()
     assert "unknown attribute 'height'" in d.result.text() and d.plan is None
@@ -62,7 +64,7 @@ def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(
     d.query.setText(f"argmax({attr.name})")
     d.alpha.setValue(0.05)
     d.run_preview()
-    qtbot.waitUntil(lambda: d.plan is not None, timeout=30000)
+    qtbot.waitUntil(lambda: d.plan is not None, timeout=WAIT)
     chart = d.chart
     assert chart.labels == attr.labels and abs(chart.probabilities.sum() - 1) < 1e-9
     assert chart.badge.isVisible() and "only one draw is released" in chart.note.text()
@@ -71,7 +73,7 @@ def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(
     before = len(win.session.ledger())
     d.grab().save(str(tmp_path / "selection_dialog.png"))
     d.release_button.click()
-    qtbot.waitUntil(lambda: d.released is not None or "Not released" in d.result.text(), timeout=30000)
+    qtbot.waitUntil(lambda: d.released is not None or "Not released" in d.result.text(), timeout=WAIT)
     entry = win.session.ledger()[-1]
     assert len(win.session.ledger()) == before + 1 and entry.kind == "selection"
     assert f"Released: <b>{entry.payload['label']}</b>" in d.result.text()

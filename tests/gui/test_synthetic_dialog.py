@@ -9,6 +9,8 @@ import numpy as np
 
 from dpdesk.gui.models import LEDGER_HEADERS
 
+from .conftest import WAIT
+
 
 def _release_marginals(session, alpha=0.05):
     """Publish the demo's 1- and 2-way marginals of age, sex and edu (the history the table is drawn from)."""
@@ -34,7 +36,7 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     win.menu_actions["export_synthetic"].trigger()
     d = win.audit.synthetic_dialog
     assert isinstance(d, SyntheticDialog)
-    qtbot.waitUntil(d.isVisible, timeout=5000)
+    qtbot.waitUntil(d.isVisible, timeout=WAIT)
     assert win.tabs.currentWidget() is win.audit
     d.rows.setValue(400)
     d.seed.setValue(3)
@@ -45,7 +47,7 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert not d.export_button.isEnabled()
     d.preview_button.click()
     assert d.cancel_button.isEnabled()  # the fit runs off the GUI thread
-    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=60000)
+    qtbot.waitUntil(lambda: d.plan is not None or "color:#c0392b" in d.result.toHtml(), timeout=WAIT)
     plan = d.plan
     assert plan is not None, d.result.toPlainText()
     text = d.result.toPlainText()
@@ -56,7 +58,7 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
     assert not [e for e in session.ledger() if e.kind == "synthetic"]
     d.export_button.click()
     assert dialogs.confirms and "write 400 synthetic rows" in dialogs.confirms[-1][1]
-    qtbot.waitUntil(lambda: d.release is not None, timeout=30000)
+    qtbot.waitUntil(lambda: d.release is not None, timeout=WAIT)
     entry = session.ledger()[-1]
     assert entry.kind == "synthetic" and entry.payload["rows_sha256"] == plan.digest
     assert "Recorded as ledger entry" in d.result.toPlainText()

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 
 from dpdesk.gui import claim_dialog
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 SHOTS = os.environ.get("DPDESK_SHOTS")  # a folder: also save screenshots there (to look at them)
 
@@ -61,7 +61,7 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(
     monkeypatch.setattr(claim_dialog, "run_dialog", lambda d: fill(d, a.request.query.text))
     win.menu_actions["watch_claim"].trigger()
     assert page.lower.currentWidget() is page.claims
-    qtbot.waitUntil(lambda: len(page.claims.statuses) == 1, timeout=20000)  # read off the GUI thread
+    qtbot.waitUntil(lambda: len(page.claims.statuses) == 1, timeout=WAIT)  # read off the GUI thread
     (status,) = page.claims.statuses
     assert status.watched.id == "c1" and page.claims.model.rowCount() == 1
     assert win.session.ledger()[-1].kind == "watch"
@@ -96,10 +96,10 @@ def test_claims_panel_blocks_a_release_that_would_make_a_claim_sure(
     page.claims.table.selectRow(0)
     qtbot.mouseClick(page.claims.remove_btn, Qt.MouseButton.LeftButton)
     assert dialogs.confirms[-1][0] == "Stop watching a claim"
-    qtbot.waitUntil(lambda: page.claims.statuses == [], timeout=20000)
+    qtbot.waitUntil(lambda: page.claims.statuses == [], timeout=WAIT)
     assert win.session.ledger()[-1].kind == "unwatch"
     wait_assessed(qtbot, win, rid)
-    qtbot.waitUntil(lambda: page.answer.spend_btn.isEnabled(), timeout=20000)
+    qtbot.waitUntil(lambda: page.answer.spend_btn.isEnabled(), timeout=WAIT)
     assert not page.answer.claims_note.isVisible()
     qtbot.mouseClick(page.answer.spend_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
@@ -132,13 +132,13 @@ def test_a_touching_release_moves_the_claims_plot(demo_window, qtbot, dialogs, m
     assert "Touches watched claim c1 (exactly a hundred)" in note.text(), note.text()
     (status,) = win.session.claim_statuses(b)
     assert status.verdict == "allowed" and status.check.risk <= 0.5
-    qtbot.waitUntil(lambda: page.answer.spend_btn.isEnabled(), timeout=20000)
+    qtbot.waitUntil(lambda: page.answer.spend_btn.isEnabled(), timeout=WAIT)
     qtbot.mouseClick(page.answer.spend_btn, Qt.MouseButton.LeftButton)
     assert "Touches watched claim c1" in dialogs.confirms[-1][1]  # the confirmation repeats the warning
     wait_released(qtbot, win)
     assert win.session.request(a.request.id).status == "answered"
     qtbot.waitUntil(
-        lambda: bool(page.claims.statuses and page.claims.statuses[0].watched.touched), timeout=20000
+        lambda: bool(page.claims.statuses and page.claims.statuses[0].watched.touched), timeout=WAIT
     )
     assert page.claims.statuses[0].watched.touched[-1][0] == win.session.ledger()[-1].seq
     # the one-person DP bound on the claim's cells: e^(their largest cost) = e^α of the one release
@@ -176,7 +176,7 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
 
     monkeypatch.setattr(claim_dialog, "run_dialog", fill)
     win.menu_actions["watch_claim"].trigger()
-    qtbot.waitUntil(lambda: panel.claim_blocked and panel.offer_btn.isVisible(), timeout=20000)
+    qtbot.waitUntil(lambda: panel.claim_blocked and panel.offer_btn.isVisible(), timeout=WAIT)
     blocked = panel.assessment
     offer = panel.claim_offer
     assert not panel.spend_btn.isEnabled() and offer.alpha < blocked.spend_alpha and offer.eps > eps
@@ -195,7 +195,7 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
     assert (
         options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
     )
-    qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=30000)
+    qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=WAIT)
     wait_released(qtbot, win)
     # the accepted offer was confirmed like every other spend, at the α the button offered
     assert f"It spends α = {offer.alpha:.6g}" in dialogs.spends[-1][0]

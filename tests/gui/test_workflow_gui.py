@@ -11,7 +11,7 @@ from dpdesk.engine.budget.accounting import preview
 from dpdesk.gui.heatmap_view import project_2d
 from dpdesk.store.project import Project
 
-from .conftest import wait_assessed, wait_released
+from .conftest import WAIT, wait_assessed, wait_released
 
 
 def select(qtbot, win, rid):
@@ -31,7 +31,7 @@ def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path, qtbot
     assert win.requests.budget.gauge.remaining == 1.0
     # Open demo again: the same copy, untouched, not another folder in the data folder.
     qtbot.mouseClick(win.start.demo_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: win.session is not None and win.start.demo_btn.isEnabled(), timeout=30000)
+    qtbot.waitUntil(lambda: win.session is not None and win.start.demo_btn.isEnabled(), timeout=WAIT)
     assert win.session.path == path and "reopened" in win.start.status.text()
     assert list((tmp_path / "data").glob("demo-*")) == [path.parent]
 
@@ -39,11 +39,11 @@ def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path, qtbot
 def test_build_cube_in_background(demo_window, qtbot):
     win = demo_window
     data = win.data
-    qtbot.waitUntil(lambda: data.source is not None and not data.runner.is_running(), timeout=20000)
+    qtbot.waitUntil(lambda: data.source is not None and not data.runner.is_running(), timeout=WAIT)
     assert data.model.rowCount() > 0 and data.preview_badge.isVisibleTo(data)
     assert data.preview_badge.text() == "PRIVATE"
     qtbot.mouseClick(data.build_btn, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: data.cube is not None, timeout=20000)
+    qtbot.waitUntil(lambda: data.cube is not None, timeout=WAIT)
     reference = win.session.project.cube()  # the store's own cube of the bound source
     assert np.array_equal(data.cube.counts, reference.counts)
     assert data.cube.out_of_domain == reference.out_of_domain == 60
@@ -110,7 +110,7 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
         lambda: (
             panel.assessment is not None and panel.assessment.method == "mc" and not panel.runner.is_running()
         ),
-        timeout=20000,
+        timeout=WAIT,
     )
     shown = panel.fields["method"].text()
     assert shown.startswith(METHOD_WORDS["mc"]) and "exact" not in shown.lower() and "0.999" in shown
@@ -121,7 +121,7 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
             and panel.assessment.method == a.method
             and not panel.runner.is_running()
         ),
-        timeout=20000,
+        timeout=WAIT,
     )
     qtbot.mouseClick(panel.infer_btn, Qt.MouseButton.LeftButton)
     wait_released(qtbot, win)
@@ -179,7 +179,7 @@ def test_malformed_table_gives_a_dialog_not_a_crash(demo_window, qtbot, dialogs,
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"PAR1 this is not really parquet \x00\x01\x02")
     win.data.open_table(str(bad))
-    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=10000)
+    qtbot.waitUntil(lambda: bool(dialogs.errors), timeout=WAIT)
     title, message = dialogs.errors[-1]
     assert "broken.parquet" in message and "try again" in message.lower()
     assert win.data.source is None and win.isVisible()
