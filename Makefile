@@ -23,6 +23,7 @@ venv: $(STAMP)
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: sysdeps venv lint
 	$(BIN)/python -m pytest
@@ -37,7 +38,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_engine.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache
 
 # Standalone installers (docs/install.md): the wheel, the PyInstaller bundle and the .deb into
 # packaging/out/. package-test builds them and checks them as installed: the wheel in a fresh venv, and

@@ -83,7 +83,7 @@ def _numeric_codes(series: pd.Series, edges: tuple[float, ...]) -> np.ndarray:
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     e = np.asarray(edges, dtype=np.float64)
     k = len(e) - 1
-    codes = np.searchsorted(e, values, side="right").astype(np.int64) - 1
+    codes: np.ndarray = np.searchsorted(e, values, side="right").astype(np.int64) - 1
     codes[values == e[-1]] = k - 1  # the last bin is closed on the right
     # NaN fails both comparisons, so missing and non-numeric values land here too.
     inside = (values >= e[0]) & (values <= e[-1])

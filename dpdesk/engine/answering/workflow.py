@@ -354,7 +354,9 @@ def assess(
         settings = Settings(settings)
     check_method(method)
     if method == "mc" and seed is None:
-        seed = int(np.random.SeedSequence().entropy)  # recorded: the assessment can be reproduced
+        entropy = np.random.SeedSequence().entropy  # an int when the sequence draws it itself
+        assert isinstance(entropy, int)
+        seed = entropy  # recorded: the assessment can be reproduced
     elif method != "mc":
         seed = None
     if interval is not None:

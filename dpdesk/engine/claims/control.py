@@ -31,7 +31,7 @@ An inferred answer is computed from released values only; it changes no posterio
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +78,7 @@ def touches(before: Estimate, after: Estimate, new_rows: int = 1) -> bool:
     return weight > _WEIGHT_TOL * max(after.std, 1e-300)
 
 
-def _bisect(f, inside: float, outside: float, steps: int = 80) -> float:
+def _bisect(f: Callable[[float], bool], inside: float, outside: float, steps: int = 80) -> float:
     """The boundary between ``f(inside)`` True and ``f(outside)`` False."""
     for _ in range(steps):
         mid = 0.5 * (inside + outside)
@@ -138,6 +138,7 @@ def _lattice_count(grid: np.ndarray, step: float, x: np.ndarray, side: str) -> n
     """
     n = grid.size
     u = (x - grid[0]) / step
+    k: np.ndarray
     if side == "right":  # points ≤ x
         k = np.clip(np.floor(u) + 1, 0, n).astype(np.intp)
         k += (k < n) & (grid[np.minimum(k, n - 1)] <= x)
@@ -159,7 +160,7 @@ def _lattice_claim_mass(
     grid, h = shape.grid, shape.spacing
     hi = cum[-1] if math.isinf(high) else cum[_lattice_count(grid, h, high - centres + tol, "right")]
     lo = 0.0 if math.isinf(low) else cum[_lattice_count(grid, h, low - centres - tol, "left")]
-    return hi - lo
+    return np.asarray(hi - lo)
 
 
 def _lattice_risk(shape: Posterior, claim: Claim, truths: list[float]) -> float:

@@ -87,7 +87,7 @@ def reference_counts(prior: Any, size: int) -> np.ndarray:
     """A public reference table: ``size`` records split in the prior's proportions (largest remainder)."""
     prior = np.asarray(prior, dtype=float)
     share = size * prior / prior.sum()
-    base = np.floor(share).astype(np.int64)
+    base: np.ndarray = np.floor(share).astype(np.int64)
     rest = int(size - base.sum())
     base[np.argsort(-(share - base), kind="stable")[:rest]] += 1
     return base
@@ -115,8 +115,8 @@ def _laplace_expected(mech: LaplaceCounts, counts: np.ndarray, samples: int, see
         h = hellinger(truth, params)
         return float((probs.reshape(-1) * h).sum() / probs.sum())
     rng = np.random.default_rng(seed)
-    p = -math.expm1(-mech.alpha)
-    z = rng.geometric(p, size=(samples, k)) - rng.geometric(p, size=(samples, k))
+    success = -math.expm1(-mech.alpha)  # a geometric count's: the discrete Laplace is the difference of two
+    z = rng.geometric(success, size=(samples, k)) - rng.geometric(success, size=(samples, k))
     params = mech.prior + np.maximum(0, counts + z)
     return float(hellinger(truth, params).mean())
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class CandidateSet:
     prior: np.ndarray
     size: int
     resolution: int
-    _params: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _params: list[np.ndarray] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         prior = np.array(self.prior, dtype=float).reshape(-1)
@@ -127,7 +128,7 @@ class CandidateSet:
             self._params.append(params)
         return self._params[0]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """What the ledger records: the public description, never data."""
         return {
             "prior": self.prior.tolist(),

@@ -75,7 +75,7 @@ def beta_density(parameters: np.ndarray, grid: np.ndarray) -> np.ndarray:
     a = np.asarray(parameters, dtype=float)
     if a.shape != (2,):
         raise ValueError("a density curve needs exactly two categories")
-    return stats.beta.pdf(np.asarray(grid, dtype=float), a[0], a[1])
+    return np.asarray(stats.beta.pdf(np.asarray(grid, dtype=float), a[0], a[1]))
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class DirichletMixture:
     @property
     def mean(self) -> np.ndarray:
         """``E[proportions]`` under the mixture."""
-        return self.weights @ (self.parameters / self.parameters.sum(axis=1, keepdims=True))
+        return np.asarray(self.weights @ (self.parameters / self.parameters.sum(axis=1, keepdims=True)))
 
 
 def density_of(item: np.ndarray | DirichletMixture, grid: np.ndarray) -> np.ndarray:
@@ -115,7 +115,9 @@ def density_of(item: np.ndarray | DirichletMixture, grid: np.ndarray) -> np.ndar
         a = item.parameters
         if a.shape[1] != 2:
             raise ValueError("a density curve needs exactly two categories")
-        return item.weights @ stats.beta.pdf(np.asarray(grid, dtype=float)[None, :], a[:, :1], a[:, 1:])
+        return np.asarray(
+            item.weights @ stats.beta.pdf(np.asarray(grid, dtype=float)[None, :], a[:, :1], a[:, 1:])
+        )
     return beta_density(item, grid)
 
 

@@ -46,7 +46,7 @@ def step_hellinger(p: np.ndarray | float, total: np.ndarray | float) -> np.ndarr
     ``H² = 1 - g(p)/g(total)``; requires ``0 < p < total``.
     """
     d = log_g(p) - log_g(total)
-    return np.sqrt(np.maximum(-np.expm1(d), 0.0))
+    return np.asarray(np.sqrt(np.maximum(-np.expm1(d), 0.0)))
 
 
 def global_sensitivity(prior: np.ndarray) -> float:
@@ -78,4 +78,4 @@ def hellinger(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     per = gammaln(m) - 0.5 * (gammaln(a) + gammaln(b))
     tot = gammaln(m.sum(axis=-1)) - 0.5 * (gammaln(a.sum(axis=-1)) + gammaln(b.sum(axis=-1)))
     log_bc = per.sum(axis=-1) - tot
-    return np.sqrt(np.clip(-np.expm1(np.minimum(log_bc, 0.0)), 0.0, 1.0))
+    return np.asarray(np.sqrt(np.clip(-np.expm1(np.minimum(log_bc, 0.0)), 0.0, 1.0)))

@@ -66,12 +66,12 @@ def _counts(counts: Any, k: int) -> np.ndarray:
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
     w = np.exp(logits - logits.max())
-    return w / w.sum()
+    return np.asarray(w / w.sum())
 
 
 def discrete_laplace_pmf(z: np.ndarray, alpha: float) -> np.ndarray:
     """``Pr(Z = z) = tanh(α/2)·exp(-α|z|)``: discrete Laplace with scale ``1/α``."""
-    return math.tanh(alpha / 2) * np.exp(-alpha * np.abs(np.asarray(z, dtype=float)))
+    return np.asarray(math.tanh(alpha / 2) * np.exp(-alpha * np.abs(np.asarray(z, dtype=float))))
 
 
 def clipped_count_pmf(count: int, alpha: float, upto: int) -> np.ndarray:
@@ -194,7 +194,7 @@ class LaplaceCounts:
         return np.array([max(0.0, ci + sampler.draw("discrete_laplace", 1.0 / self.alpha)) for ci in c])
 
     def release(self, counts: Any, sampler: PosteriorSampler) -> np.ndarray:
-        out = self.prior + self.noisy_counts(counts, sampler)
+        out: np.ndarray = self.prior + self.noisy_counts(counts, sampler)
         out.setflags(write=False)
         return out
 

@@ -89,12 +89,12 @@ class PosteriorQuery:
 
     def box_query(self) -> Query:
         """The count of every record in the box (any label of the attribute): the cells charged."""
-        return count(self.schema, **{name: list(labels) for name, labels in self.box})
+        return count(self.schema, 1.0, **{name: list(labels) for name, labels in self.box})
 
     def category_queries(self) -> list[Query]:
         """One count per label of the attribute inside the box (the Laplace baseline's rows)."""
         box = {name: list(labels) for name, labels in self.box}
-        return [count(self.schema, **box, **{self.attribute: label}) for label in self.labels]
+        return [count(self.schema, 1.0, **box, **{self.attribute: label}) for label in self.labels]
 
     def counts(self, cube: Any) -> np.ndarray:
         """The attribute's counts inside the box (PRIVATE: for the mechanism's draw only)."""
@@ -106,7 +106,7 @@ class PosteriorQuery:
         sub = arr[np.ix_(*index)]
         axis = self.schema.axis(self.attribute)
         other = tuple(a for a in range(arr.ndim) if a != axis)
-        out = sub.sum(axis=other).astype(np.int64)
+        out: np.ndarray = sub.sum(axis=other).astype(np.int64)
         out.setflags(write=False)
         return out
 

@@ -55,7 +55,7 @@ def _best_over_added(p: np.ndarray, t: np.ndarray, d0: np.ndarray, room: np.ndar
     """
 
     def score(u: np.ndarray) -> np.ndarray:
-        return np.log(np.maximum(step_hellinger(p, t + u), 1e-300)) - beta * u
+        return np.asarray(np.log(np.maximum(step_hellinger(p, t + u), 1e-300)) - beta * u)
 
     lo, hi = np.zeros_like(room), room.copy()
     while np.any(lo < hi):

@@ -35,18 +35,21 @@ _REFINE_EVALUATIONS = 12
 
 
 def _ro(a: Any) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
+    out: np.ndarray = np.array(a, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 class NoiseFloorCurve:
     """What a CV curve of MSE estimates (``mse``) with a noise floor (``floor_sd``) can and cannot say."""
 
+    mse: np.ndarray  # the curve's MSE estimates (fields of the dataclasses that use this)
+    floor_sd: float
+
     @property
     def rmse(self) -> np.ndarray:
         """``√MSE`` where the estimate is positive, else 0 (the curve is still what the data say)."""
-        return np.sqrt(np.maximum(self.mse, 0.0))
+        return np.asarray(np.sqrt(np.maximum(self.mse, 0.0)))
 
     @property
     def resolution(self) -> float:
@@ -116,7 +119,14 @@ def _split(m: int, k: int, seed: int) -> list[np.ndarray]:
 class _RefitFolds:
     """The seed's procedure: one model per training set; held-out estimates at any τ cost O(m·r)."""
 
-    def __init__(self, model: ShrinkageModel, k: int, seed: int, progress, cancelled) -> None:
+    def __init__(
+        self,
+        model: ShrinkageModel,
+        k: int,
+        seed: int,
+        progress: Callable[[float], None] | None,
+        cancelled: Callable[[], bool] | None,
+    ) -> None:
         released = model.released
         stack = QueryStack(released.queries, released.shape)
         u = QueryStack([universal(released.shape)], released.shape)
@@ -165,7 +175,14 @@ class _BlockFolds:
     ~35 τ values a curve and its refinement need. ``benchmarks/bench_estimates.py --refit`` measures both.
     """
 
-    def __init__(self, model: ShrinkageModel, k: int, seed: int, cancelled, tick=None) -> None:
+    def __init__(
+        self,
+        model: ShrinkageModel,
+        k: int,
+        seed: int,
+        cancelled: Callable[[], bool] | None,
+        tick: Callable[[], None] | None = None,
+    ) -> None:
         self.model = model
         self.cancelled = cancelled
         self.tick = tick  # called after every τ (progress)

@@ -73,7 +73,7 @@ def _query_table(q: AnyQuery, shape: tuple[int, ...], row: int) -> tuple[tuple[i
 
 def cliques_of(queries: Sequence[AnyQuery], shape: tuple[int, ...]) -> tuple[list[Clique], dict[int, float]]:
     """Group queries by the attributes they depend on; also return the constant rows ``{i: c}`` (``c·u``)."""
-    groups: dict[tuple[int, ...], tuple[list[int], list[np.ndarray]]] = {}
+    groups: dict[tuple[int, ...], tuple[list[int], list[tuple[np.ndarray, np.ndarray]]]] = {}
     constant: dict[int, float] = {}
     for i, q in enumerate(queries):
         got = _query_table(q, shape, i)
@@ -134,9 +134,9 @@ class CliqueModel:
         out = np.zeros(m)
         for i, c in self.constant.items():
             out[i] = c  # a multiple of the universal query: its expectation is that multiple
-        for c, k in zip(self.cliques, codes):
-            hist = np.bincount(k, weights=weights, minlength=c.cells)
-            out[c.rows] = c.tables @ hist
+        for clique, k in zip(self.cliques, codes):
+            hist = np.bincount(k, weights=weights, minlength=clique.cells)
+            out[clique.rows] = clique.tables @ hist
         return out
 
     def sample_prior(self, rng: np.random.Generator, count: int) -> np.ndarray:

@@ -8,6 +8,7 @@ misfit beyond Monte Carlo error ``B``, its standard error at zero misfit, and th
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,15 @@ class FitCheck:
         return self.bias_upper <= gtol
 
 
-def check_fit(hists, targets, scale2, theta, bound, n: float, particles: int) -> FitCheck:
+def check_fit(
+    hists: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    scale2: Sequence[float],
+    theta: Sequence[np.ndarray],
+    bound: Sequence[float],
+    n: float,
+    particles: int,
+) -> FitCheck:
     """The convergence statistics of :func:`fit_marginals` (its docstring), from unweighted particle counts."""
     b_num = b_var = z_num = v_sum = s_sum = 0.0
     count = z_count = 0

@@ -231,7 +231,13 @@ def _kron_rows(mats: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _sum_out(tables: np.ndarray, axes: tuple[int, ...], keep: tuple[int, ...], shape, prior) -> np.ndarray:
+def _sum_out(
+    tables: np.ndarray,
+    axes: tuple[int, ...],
+    keep: tuple[int, ...],
+    shape: tuple[int, ...],
+    prior: Sequence[np.ndarray],
+) -> np.ndarray:
     """Contract each table over ``axes \\ keep`` with the prior: returns ``k × Π |A_keep|``."""
     k = tables.shape[0]
     t = tables.reshape((k,) + tuple(shape[a] for a in axes))
@@ -241,7 +247,9 @@ def _sum_out(tables: np.ndarray, axes: tuple[int, ...], keep: tuple[int, ...], s
     return t.reshape(k, -1)
 
 
-def _prod_local(stack: QueryStack, axes, tables, prior) -> np.ndarray:
+def _prod_local(
+    stack: QueryStack, axes: tuple[int, ...], tables: np.ndarray, prior: Sequence[np.ndarray]
+) -> np.ndarray:
     """Product terms (rows) against local tables on ``axes`` (columns): ``kp × kl``."""
     nd = len(stack.shape)
     scal = stack.p_weight.copy()
@@ -259,7 +267,7 @@ def _prod_local(stack: QueryStack, axes, tables, prior) -> np.ndarray:
     return out
 
 
-def _prod_prod(a: QueryStack, b: QueryStack, prior) -> np.ndarray:
+def _prod_prod(a: QueryStack, b: QueryStack, prior: Sequence[np.ndarray]) -> np.ndarray:
     ka, kb = a.p_weight.size, b.p_weight.size
     out = np.empty((ka, kb))
     step = max(1, _BLOCK // max(kb, 1))
@@ -272,14 +280,21 @@ def _prod_prod(a: QueryStack, b: QueryStack, prior) -> np.ndarray:
     return out
 
 
-def _local_local(ax_a, ta, ax_b, tb, shape, prior) -> np.ndarray:
+def _local_local(
+    ax_a: tuple[int, ...],
+    ta: np.ndarray,
+    ax_b: tuple[int, ...],
+    tb: np.ndarray,
+    shape: tuple[int, ...],
+    prior: Sequence[np.ndarray],
+) -> np.ndarray:
     shared = tuple(x for x in ax_a if x in ax_b)
     ma = ta if ax_a == shared else _sum_out(ta, ax_a, shared, shape, prior)
     mb = tb if ax_b == shared else _sum_out(tb, ax_b, shared, shape, prior)
     if shared:
         w = reduce(np.multiply.outer, [prior[x] for x in shared]).reshape(-1)
-        return (ma * w) @ mb.T
-    return ma @ mb.T
+        return np.asarray((ma * w) @ mb.T)
+    return np.asarray(ma @ mb.T)
 
 
 def _evaluate_at(stack: QueryStack, coords: tuple[np.ndarray, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -296,7 +311,7 @@ def _evaluate_at(stack: QueryStack, coords: tuple[np.ndarray, ...]) -> list[tupl
     return out
 
 
-def _dense_sparse(dense_side: QueryStack, sparse_side: QueryStack, prior) -> np.ndarray:
+def _dense_sparse(dense_side: QueryStack, sparse_side: QueryStack, prior: Sequence[np.ndarray]) -> np.ndarray:
     """Product and local terms of one stack against the sparse rows of the other: ``m_dense × m_sparse``."""
     out = np.zeros((dense_side.m, sparse_side.m))
     if not sparse_side.s_idx.size:
@@ -311,7 +326,7 @@ def _dense_sparse(dense_side: QueryStack, sparse_side: QueryStack, prior) -> np.
     return out
 
 
-def _sparse_sparse(out: np.ndarray, a: QueryStack, b: QueryStack, prior) -> None:
+def _sparse_sparse(out: np.ndarray, a: QueryStack, b: QueryStack, prior: Sequence[np.ndarray]) -> None:
     cells, inv = np.unique(np.concatenate([a.s_idx, b.s_idx]), return_inverse=True)
     coords = np.unravel_index(cells, a.shape)
     p0 = reduce(np.multiply, [prior[d][c] for d, c in enumerate(coords)])

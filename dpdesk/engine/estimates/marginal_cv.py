@@ -31,6 +31,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,10 +42,10 @@ from dpdesk.engine.estimates.marginals import Marginal, fit_marginals
 __all__ = ["MarginalCV", "cross_validate_marginals"]
 
 
-def _ro(a) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
+def _ro(a: Any) -> np.ndarray:
+    out: np.ndarray = np.array(a, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class MarginalCV(NoiseFloorCurve):
             f"{self.floor_sd:.3g}); {int(self.converged.sum())} of {self.converged.size} fits converged"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "taus": self.taus.tolist(),
             "mse": self.mse.tolist(),
@@ -140,7 +141,7 @@ def cross_validate_marginals(
     seed: int = 0,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
-    **fit_options,
+    **fit_options: Any,
 ) -> MarginalCV:
     """Choose the max-entropy trade-off τ by k-fold cross-validation over whole marginals (module docstring).
 

@@ -528,7 +528,15 @@ def _tail_average(iterates: list[list[np.ndarray]]) -> list[np.ndarray]:
     return [np.mean([th[k] for th in tail], axis=0) for k in range(len(tail[0]))]
 
 
-def _start(shape, marginals, model, plus, kappa, bound, start) -> list[np.ndarray]:
+def _start(
+    shape: Sequence[int],
+    marginals: Sequence[Marginal],
+    model: CliqueModel,
+    plus: Sequence[np.ndarray],
+    kappa: float,
+    bound: Sequence[float],
+    start: str,
+) -> list[np.ndarray]:
     """The starting θ: the Bethe-style guess (each marginal's pointwise mutual information) or independence."""
     log_target = [np.log(t + kappa) for t in plus]
     holders = [sum(a in mg.axes for mg in marginals) for a in range(len(shape))]
@@ -540,7 +548,7 @@ def _start(shape, marginals, model, plus, kappa, bound, start) -> list[np.ndarra
                 one_target[a] = np.log(t.sum(axis=tuple(k for k, b in enumerate(mg.axes) if b != a)) + kappa)
                 break
     # the 1-way targets in place of the prior's margins, shared out over the marginals holding each attribute
-    theta = []
+    theta: list[np.ndarray] = []
     for mg, lt in zip(marginals, log_target):
         th = lt.copy() if start == "bethe" else np.zeros(mg.table.shape)
         for pos, a in enumerate(mg.axes):

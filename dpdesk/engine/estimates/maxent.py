@@ -39,9 +39,9 @@ __all__ = ["MaxEntCV", "MaxEntFit", "consistent_answers", "cross_validate_maxent
 
 
 def _ro(a: Any) -> np.ndarray:
-    a = np.array(a, copy=True)
-    a.setflags(write=False)
-    return a
+    out: np.ndarray = np.array(a, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,11 +70,11 @@ class MaxEntFit:
 
     @property
     def w(self) -> np.ndarray:
-        return self.scaled_weights * self.table_size / self.scales
+        return np.asarray(self.scaled_weights * self.table_size / self.scales)
 
     def misfit(self, answers: np.ndarray) -> np.ndarray:
         """Each released row's ``(a_i − n·p_w[f_i]) / s_i``."""
-        return (answers - self.expected) / self.scales
+        return np.asarray((answers - self.expected) / self.scales)
 
     def sample(
         self,
@@ -141,7 +141,16 @@ def _systematic(weights: np.ndarray, k: int, rng: np.random.Generator) -> np.nda
 class _Problem:
     """The dual (seed Eq. 37) on a fixed particle set, with importance log-weights ``base``."""
 
-    def __init__(self, model: CliqueModel, codes, base, answers, scales, n, rows) -> None:
+    def __init__(
+        self,
+        model: CliqueModel,
+        codes: list[np.ndarray],
+        base: np.ndarray,
+        answers: np.ndarray,
+        scales: np.ndarray,
+        n: float,
+        rows: np.ndarray,
+    ) -> None:
         self.model, self.codes, self.base = model, codes, base
         self.rows = rows  # released rows in the objective (others get weight 0)
         self.target = np.zeros(scales.size)

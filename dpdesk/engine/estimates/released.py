@@ -21,9 +21,9 @@ __all__ = ["Released"]
 
 
 def _ro(a: Any) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True).reshape(-1)
-    a.setflags(write=False)
-    return a
+    out: np.ndarray = np.array(a, dtype=np.float64, copy=True).reshape(-1)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,9 +78,9 @@ class Released:
         return cls(
             tuple(history.shape),
             tuple(r.query for r in rows),
-            [r.answer for r in rows],
-            [r.variance for r in rows],
-            [noise_family(r.family).fourth_moment(r.scale) for r in rows],
+            np.array([r.answer for r in rows], dtype=float),
+            np.array([r.variance for r in rows], dtype=float),
+            np.array([noise_family(r.family).fourth_moment(r.scale) for r in rows], dtype=float),
         )
 
     def subset(self, keep: np.ndarray) -> Released:

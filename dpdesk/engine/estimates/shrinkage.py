@@ -105,6 +105,20 @@ class ShrinkageModel:
     20.0
     """
 
+    shape: tuple[int, ...]
+    prior: tuple[np.ndarray, ...]
+    table_size: float | None
+    released: Released
+    _stack: QueryStack
+    _u: QueryStack
+    _h: np.ndarray  # the rows' inner products with the universal query
+    _d: np.ndarray  # 1/σ per row (whitening)
+    _lam2: np.ndarray  # eigenvalues, 0 outside the range
+    _range: np.ndarray  # bool: which eigenvectors span the rows' range
+    _U: np.ndarray
+    _za: np.ndarray
+    _zh: np.ndarray
+
     def __init__(self) -> None:  # use fit()
         raise TypeError("use ShrinkageModel.fit(released, ...)")
 
@@ -211,7 +225,7 @@ class ShrinkageModel:
 
     def coordinates(self, k: np.ndarray, hq: np.ndarray) -> np.ndarray:
         """Targets' whitened eigen-coordinates from their inner products with the rows (``T × m``) and ``u``."""
-        c = (k - np.outer(hq, self._h)) * self._d[None, :] @ self._U
+        c: np.ndarray = (k - np.outer(hq, self._h)) * self._d[None, :] @ self._U
         c[:, ~self._range] = 0.0  # the null space carries no query (its combinations are 0)
         return c
 
@@ -220,13 +234,14 @@ class ShrinkageModel:
         c, hq = self._targets(queries)
         return self.predict(c, hq, taus)
 
-    def predict(self, c: np.ndarray, hq: np.ndarray, taus: Sequence[float]) -> np.ndarray:
+    def predict(self, c: np.ndarray, hq: np.ndarray, taus: Sequence[float] | np.ndarray) -> np.ndarray:
         """Estimates from eigen-coordinates ``c`` (see :meth:`coordinates`): ``len(c) × len(taus)``."""
         g, d = shrinkage_factors(np.asarray(taus, dtype=float), self._lam2, self._range)
         beta, _ = self._beta(d)
         # Σ_j g_j c_j (za_j − zh_j β)
-        out = c @ (g * self._za[:, None]) - (c @ (g * self._zh[:, None])) * beta[None, :]
-        return out + hq[:, None] * beta[None, :]
+        out: np.ndarray = c @ (g * self._za[:, None]) - (c @ (g * self._zh[:, None])) * beta[None, :]
+        out += hq[:, None] * beta[None, :]
+        return out
 
     def noise_std_many(self, queries: Sequence[AnyQuery], taus: Sequence[float]) -> np.ndarray:
         """The released noise's standard deviation in each estimate (``len(queries) × len(taus)``).

@@ -264,11 +264,16 @@ def phi_nodes(start: int, stop: int, period: float, comp: Components) -> np.ndar
     return phi(2.0 * math.pi * (np.arange(start, stop) / period), comp, steps=(start, 2.0 * math.pi / period))
 
 
-def _even(f: Callable, t: np.ndarray, comp: Components, dt: float | None = None) -> np.ndarray:
+def _even(
+    f: Callable[[np.ndarray, Components, tuple[int, float] | None], np.ndarray],
+    t: np.ndarray,
+    comp: Components,
+    dt: float | None = None,
+) -> np.ndarray:
     """``f(t, comp)`` for an even ``f`` on a grid ordered like ``fftfreq`` of odd length (``t[L−k] = −t[k]``):
     the non-negative half is evaluated, the rest mirrored. ``dt``: ``t[k] = k·dt`` (see :func:`log_phi`)."""
     L = t.size
     if L % 2 == 0 or L < 3:
-        return f(t, comp)
+        return f(t, comp, None)
     half = f(t[: (L + 1) // 2], comp, None if dt is None else (0, dt))
     return np.concatenate([half, half[:0:-1]])

@@ -48,6 +48,7 @@ from dpdesk.engine.inference import grid as _g
 from dpdesk.engine.inference.atoms import enumerate_atoms
 from dpdesk.engine.inference.history import Estimate
 from dpdesk.engine.inference.selberg import FIRST_NODES, MAX_NODES, central_sums, selberg_weights
+from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import noise_family
 
 __all__ = ["FusedMass", "fused_mass"]
@@ -83,7 +84,9 @@ class _Smooth:
     error: float  # bound on |read − exact| for any interval's mass (two distribution-function reads)
 
     def mass(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-        return np.maximum(np.interp(high, self.edges, self.cum) - np.interp(low, self.edges, self.cum), 0.0)
+        return np.asarray(
+            np.maximum(np.interp(high, self.edges, self.cum) - np.interp(low, self.edges, self.cum), 0.0)
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +101,7 @@ class _Laplace:
         return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
     def mass(self, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-        return np.maximum(self.cdf(high) - self.cdf(low), 0.0)
+        return np.asarray(np.maximum(self.cdf(high) - self.cdf(low), 0.0))
 
 
 class _Spectral:
@@ -178,11 +181,11 @@ def _history_law(estimate: Estimate) -> _Stepped | _Smooth | _Laplace | _Spectra
         h = T / half
     n = _g.odd_fast_len(2 * half + 1)
     half = n // 2
-    mass, err = _g.fft_general(comp, h, n, 1e-9, give_up=lambda e: e > 1e-6)
-    if err > 1e-6:  # discrete terms next to a narrow continuous one: not resolved within the budget
+    binned, err = _g.fft_general(comp, h, n, 1e-9, give_up=lambda e: e > 1e-6)
+    if binned is None or err > 1e-6:  # discrete terms next to a narrow continuous one: not resolved in budget
         return _Spectral(comp, pruned)
     edges = h * (np.arange(-half, half + 2) - 0.5)
-    cum = np.concatenate([[0.0], np.cumsum(mass)])
+    cum = np.concatenate([[0.0], np.cumsum(binned)])
     each = err + 2 * TAIL + h * h / (16 * c1 * c1)  # one read of the distribution function
     return _Smooth(edges, cum, 2 * each + pruned)
 
@@ -204,7 +207,14 @@ class FusedMass:
         ``H``'s law as built by :func:`fused_mass` (it is what is reused).
     """
 
-    def __init__(self, estimate: Estimate, sensitivity: float, family, eps: float, law) -> None:
+    def __init__(
+        self,
+        estimate: Estimate,
+        sensitivity: float,
+        family: NoiseFamily,
+        eps: float,
+        law: _Stepped | _Smooth | _Laplace | _Spectral,
+    ) -> None:
         assert estimate.variance is not None
         self.variance = float(estimate.variance)
         self.sensitivity = float(sensitivity)
@@ -233,9 +243,13 @@ class FusedMass:
             w = np.diff(law.cum)
             hi = (eps - (1 - t) * law.points) / c
             lo = (-eps - (1 - t) * law.points) / c
-            cdf = lambda x: np.where(
-                x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0))
-            )
+
+            def cdf(x: np.ndarray) -> np.ndarray:
+                out: np.ndarray = np.where(
+                    x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0))
+                )
+                return out
+
             m = float(np.dot(w, cdf(hi) - cdf(lo)))
             lower, upper = m - law.error, m + law.error
         return max(lower, 0.0), min(upper, 1.0)
@@ -248,6 +262,7 @@ class FusedMass:
         (any fresh term narrower than ``MAX_BLOCKS`` atoms) make the two one, exact to ``H``'s bound.
         """
         eps, law = self.eps, self.law
+        assert not isinstance(law, _Spectral)  # bounds() asks _spectral for that law
         p = math.exp(-1.0 / b)
         # atoms |k| ≤ n, with Pr(|K| > n) = 2 p^(n+1)/(1 + p) ≤ TAIL left out
         n = max(0, math.ceil(math.log(TAIL * (1 + p) / 2) / math.log(p) - 1)) if p > 0 else 0
@@ -257,9 +272,10 @@ class FusedMass:
         k1 = np.minimum(k0 + width - 1, n)
 
         def below(x: np.ndarray) -> np.ndarray:  # Pr(K ≤ x) for integers x
-            return np.where(
+            out: np.ndarray = np.where(
                 x >= 0, 1 - p ** (np.maximum(x, -1) + 1) / (1 + p), p ** np.maximum(-x, 0) / (1 + p)
             )
+            return out
 
         pk = below(k1) - below(k0 - 1)
         if t >= 1.0:  # (only by rounding) history no longer matters
@@ -275,6 +291,7 @@ class FusedMass:
     def _spectral(self, t: float, b: float) -> tuple[float, float]:
         """Selberg's brackets (:mod:`.selberg`) for ``S`` from ``H``'s samples and ``N``'s closed form."""
         law, fam = self.law, self.family
+        assert isinstance(law, _Spectral)
         if fam.lattice:
             p = math.exp(-1.0 / b)
             q = -math.expm1(-1.0 / b)
@@ -315,7 +332,7 @@ class FusedMass:
         return self.bounds(alpha)[0]
 
 
-def fused_mass(estimate: Estimate, sensitivity: float, family, eps: float) -> FusedMass | None:
+def fused_mass(estimate: Estimate, sensitivity: float, family: NoiseFamily, eps: float) -> FusedMass | None:
     """A :class:`FusedMass` for the request, or None when history's law does not allow it (see the notes)."""
     fam = noise_family(family)
     if fam.gaussian or any(noise_family(f).gaussian for f in set(estimate.families)):

@@ -19,6 +19,7 @@ answer and no fusion.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,7 +76,9 @@ def fuse(history_estimate: float, new_answer: float, weight: float) -> float:
     return weight * new_answer + (1.0 - weight) * history_estimate
 
 
-def _parts(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily):
+def _parts(
+    estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily
+) -> tuple[float, np.ndarray, np.ndarray, list[str]]:
     assert estimate.estimable and estimate.variance is not None
     assert estimate.coefficients is not None and estimate.noise_scales is not None
     scale = sensitivity / alpha
@@ -128,10 +131,12 @@ def fused_confidence(
     exact distribution too. Computed from history's law and the fresh term's
     (:mod:`~dpdesk.engine.inference.fusedmass`) where that applies, else from the whole fused posterior.
     """
-    return _evaluator(estimate, sensitivity, family, eps, method)(alpha)
+    return float(_evaluator(estimate, sensitivity, family, eps, method)(alpha))
 
 
-def _evaluator(estimate: Estimate, sensitivity: float, family: NoiseFamily, eps: float, method: str):
+def _evaluator(
+    estimate: Estimate, sensitivity: float, family: NoiseFamily, eps: float, method: str
+) -> Callable[[float], float]:
     """``α ↦`` a lower bound of the fused mass on ``±ε``; history's law is computed once, up front."""
     mass: FusedMass | None = fused_mass(estimate, sensitivity, family, eps)
     if mass is not None:

@@ -257,7 +257,7 @@ class GrowingCholesky:
         b = np.asarray(b, dtype=float)
         r0 = S.shape[0]
         if r0 == n:
-            return solve_triangular(S, b, lower=True, trans=trans, check_finite=False)
+            return np.asarray(solve_triangular(S, b, lower=True, trans=trans, check_finite=False))
         # L = [[S, 0], [L21, L22]] with S the copy of the leading rows: the rows appended since are a
         # block solved beside it (copying r² numbers after every appended row — assess, release, assess,
         # … — cost more than the solves themselves on a history of thousands of rows)

@@ -86,7 +86,7 @@ class Posterior:
     lattice: bool
     atomic: bool = False
     law: Atoms | Bandlimited | None = field(default=None, repr=False)  # exact reads: listed atoms or brackets
-    _cum: np.ndarray = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _cum: np.ndarray = field(init=False, repr=False, compare=False)  # cumulative mass, set from mass
 
     def __post_init__(self) -> None:
         for name in ("grid", "mass"):
@@ -140,7 +140,7 @@ class Posterior:
         are proven brackets that cost a transform each, it is what a plot of many bins should use.
         """
         edges = self.grid[0] - self.spacing / 2 + self.spacing * np.arange(self.grid.size + 1)
-        return np.interp(np.asarray(c, dtype=float), edges, self._cum)
+        return np.asarray(np.interp(np.asarray(c, dtype=float), edges, self._cum))
 
     def prob_less(self, c: float) -> float:
         """``Pr(θ < c)``."""

@@ -104,7 +104,7 @@ class _ProductStack:
 
     def squared_norms(self, ids: np.ndarray) -> np.ndarray:
         """``‖row_j‖²`` of the selected rows: w² Π_d |f_d|² for a one-term row, its own inner product else."""
-        norms = self._weights.view[ids] ** 2
+        norms: np.ndarray = self._weights.view[ids] ** 2
         for f in self._factors:
             norms = norms * np.einsum("ij,ij->i", f.view[ids], f.view[ids])
         for k in np.flatnonzero(self._single.view[ids] == 0):  # the others, one by one
@@ -211,6 +211,10 @@ class _RowSpace:
     def _basis_lam(self, v: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def coordinates(self, q: Query) -> tuple[np.ndarray, float]:
+        """``μ`` (``q``'s coordinates in the basis) and the relative squared residual of ``q`` off the rows."""
+        raise NotImplementedError
+
 
 class _PrimalSpace(_RowSpace):
     """Orthonormal basis vectors of length n (good when the cube is small)."""
@@ -285,7 +289,7 @@ class _PrimalSpace(_RowSpace):
             for j, c in enumerate(self._own):
                 R[j, : j + 1] = c
             self._R = R
-        return self._R @ v
+        return np.asarray(self._R @ v)
 
     def coordinates(self, q: Query) -> tuple[np.ndarray, float]:
         qd = q.dense()
@@ -314,7 +318,7 @@ class _DualSpace(_RowSpace):
 
     def _basis_dots(self, q: Query) -> np.ndarray:
         """``⟨z_B, q⟩`` for the whitened basis rows."""
-        return self.stack.dots(q, self._ids) * self.weights.view[self._ids]
+        return np.asarray(self.stack.dots(q, self._ids) * self.weights.view[self._ids])
 
     def add(self, z_query: Query, w: float) -> None:
         g = self._basis_dots(z_query) * w

@@ -53,6 +53,9 @@ TAIL = 1e-12  # Pr(|S| > T): the periodisation's only one-sided error
 _LOG_CUT = 80.0  # |φ| < e^-80 beyond the decay cutoff; the samples left out change a sum by < 1e-30
 _CUT_ERROR = 1e-30
 
+# sin(x·w), cos(x·w) and cos(x·c) at the nodes x (the last None where the interval is centred, c = 0)
+Trig = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+
 
 def decay_cutoff(comp: _g.Components) -> float:
     """A frequency beyond which ``|φ(u)| < e^-80``, from the continuous terms (inf without any).
@@ -103,7 +106,7 @@ def central_sums(
     w: float,
     c: float = 0.0,
     weights: tuple[np.ndarray, np.ndarray] | None = None,
-    trig: tuple[np.ndarray, ...] | None = None,
+    trig: Trig | None = None,
 ) -> tuple[float, float]:
     """``(lower, half-gap)`` for ``Pr(|S − c| ≤ w)`` from ``φ`` at ``2πj/P`` (``ph``), bandwidth ``n/P``.
 
@@ -141,9 +144,7 @@ class Bandlimited:
             raise ValueError(f"period ({self.period}) must be at least 2T ({2 * self.T})")
         self._phi = np.ones(1)  # φ at ν_0 = 0
         self._cancelled = cancelled
-        self._trig: dict[
-            tuple[float, float], tuple[np.ndarray, ...]
-        ] = {}  # per (c, w): sin, cos at the nodes
+        self._trig: dict[tuple[float, float], Trig] = {}  # per (c, w): sin, cos at the nodes
         self._asked: dict[tuple[float, float, float, int, int], tuple[float, float]] = {}
         cut = decay_cutoff(comp)  # samples beyond this index are below e^-80
         self.jcut = math.ceil(cut * self.period / (2 * math.pi)) + 1 if math.isfinite(cut) else None
@@ -171,6 +172,7 @@ class Bandlimited:
         if abs(c) + w > self.period - self.T:  # cannot happen after clipping with P ≥ 2T
             raise ValueError("interval outside the periodisation's reach")
         ph = self.phi(n)[1:]
+        weights = _weights_upto(n)
         lower, gap = central_sums(
             ph,
             np.arange(1, ph.size + 1),
@@ -178,26 +180,26 @@ class Bandlimited:
             self.period,
             w,
             c,
-            weights=tuple(v[: ph.size] for v in _weights_upto(n)),
+            weights=(weights[0][: ph.size], weights[1][: ph.size]),
             trig=self._trig_at(c, w, ph.size),
         )
         upper = lower + 2 * gap + self.tail + (self.tail if clipped else 0.0)
         return max(lower, 0.0), min(upper, 1.0)
 
-    def _trig_at(self, c: float, w: float, size: int) -> tuple[np.ndarray, ...]:
+    def _trig_at(self, c: float, w: float, size: int) -> Trig:
         """``sin(x_j w)``, ``cos(x_j w)`` and ``cos(x_j c)`` at ``x_j = 2πj/P``, ``j = 1 … size`` (kept and
         extended: the doubling node counts of one interval share their first nodes)."""
         have = self._trig.get((c, w))
         done = 0 if have is None else have[0].size
         if done < size:
             x = 2.0 * math.pi * np.arange(done + 1, size + 1) / self.period
-            more = (np.sin(x * w), np.cos(x * w), np.cos(x * c) if c else None)
-            have = self._trig[(c, w)] = (
-                more
-                if have is None
-                else tuple(None if v is None else np.concatenate([v, m]) for v, m in zip(have, more))
-            )
-        return tuple(None if v is None else v[:size] for v in have)
+            more: Trig = (np.sin(x * w), np.cos(x * w), np.cos(x * c) if c else None)
+            if have is not None:
+                cos_c = None if have[2] is None or more[2] is None else np.concatenate([have[2], more[2]])
+                more = (np.concatenate([have[0], more[0]]), np.concatenate([have[1], more[1]]), cos_c)
+            have = self._trig[(c, w)] = more
+        assert have is not None  # size ≥ 1
+        return have[0][:size], have[1][:size], None if have[2] is None else have[2][:size]
 
     def interval_to(
         self,

@@ -72,9 +72,20 @@ class Contribution:
 class Mechanism(Protocol):
     """A registered release mechanism. See the module docstring and docs/architecture.md."""
 
-    name: str  # registry key, recorded as the ledger entry's "mechanism"
-    kind: str  # the ledger entry kind its releases are recorded as ("fresh", "inferred", ...)
-    label: str  # how the curator reads it ("discrete Laplace noise", "inference from history")
+    @property
+    def name(self) -> str:
+        """Registry key, recorded as the ledger entry's "mechanism"."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """The ledger entry kind its releases are recorded as ("fresh", "inferred", ...)."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """How the curator reads it ("discrete Laplace noise", "inference from history")."""
+        ...
 
     def contribution(self, payload: Mapping[str, Any], shape: tuple[int, ...]) -> Contribution:
         """Its privacy map and rows for a release recorded with ``payload`` (plain JSON)."""

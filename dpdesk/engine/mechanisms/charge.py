@@ -64,7 +64,9 @@ class ChargeTerm:
             return self.scale
         if q.terms is not None and len(q.terms) == 1:
             t = q.terms[0]
-            return self.scale * (abs(t.weight) * reduce(operator.mul, [np.max(np.abs(f)) for f in t.factors]))
+            return float(
+                self.scale * (abs(t.weight) * reduce(operator.mul, [np.max(np.abs(f)) for f in t.factors]))
+            )
         # sparse form: its coefficients; several product terms: the dense vector built at construction
         return self.scale * float(np.max(np.abs(q.sparse()[1] if q.terms is None else q.dense())))
 

@@ -83,7 +83,7 @@ class OpenDPSampler:
     def noisy_max_measurement(self, scale: float, monotonic: bool) -> Any:
         """OpenDP's report-noisy-max over score vectors with ``LInfDistance`` (monotonic or not); cached."""
         key = ("noisy_max", float(scale), bool(monotonic))
-        meas = self._cache.get(key)  # type: ignore[arg-type]
+        meas = self._cache.get(key)
         if meas is None:
             dp = self._prelude()
             meas = dp.m.make_noisy_max(
@@ -92,7 +92,7 @@ class OpenDPSampler:
                 dp.max_divergence(),
                 scale=float(scale),
             )
-            self._cache[key] = meas  # type: ignore[index]
+            self._cache[key] = meas
         return meas
 
     def noisy_max(self, scores: np.ndarray, scale: float, monotonic: bool = False) -> int:

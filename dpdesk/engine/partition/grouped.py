@@ -65,7 +65,9 @@ def _log_mgf(s: np.ndarray, p: float, q: float, m: np.ndarray, u: np.ndarray) ->
     """``log E exp(s·S)`` for ``S = Σ u_j K_j`` at tilts ``s`` (needs ``s·u_j < 1/b``)."""
     r = -math.log(p)  # 1/b
     su = np.outer(s, u)
-    return (m * (2 * math.log(q) - np.log(-np.expm1(su - r)) - np.log(-np.expm1(-su - r)))).sum(axis=1)
+    return np.asarray(
+        (m * (2 * math.log(q) - np.log(-np.expm1(su - r)) - np.log(-np.expm1(-su - r)))).sum(axis=1)
+    )
 
 
 def _tail_bound(u: np.ndarray, m: np.ndarray, p: float, q: float, tail: float) -> float:

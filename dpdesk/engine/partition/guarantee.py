@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from dpdesk.engine.partition.privacy_map import PARTITION
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.text import format_terms
+from dpdesk.engine.schema import Schema
 
 __all__ = [
     "Guarantee",
@@ -75,8 +76,8 @@ class QueryClass:
         )
         return f"every interval of {self.attribute} ({rest})"
 
-    def to_json(self) -> dict:
-        out: dict = {"kind": self.kind}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
         if self.kind == "interval":
             out.update(attribute=self.attribute, within=self.within)
         if self.kind == "marginal":
@@ -97,7 +98,7 @@ class Guarantee:
     worst: Query | None = None
     kind: str = "per query (exact posterior)"
 
-    def text(self, schema=None) -> str:
+    def text(self, schema: Schema | None = None) -> str:
         what = self.query_class.describe()
         if not self.estimable:
             return f"{self.kind}: {what}: not estimable from this release"
@@ -108,7 +109,7 @@ class Guarantee:
         )
         return f"{self.kind}: {what} within ±{self.halfwidth:.4g} at {100 * (1 - self.delta):.4g}%{worst}"
 
-    def to_json(self, schema=None) -> dict:
+    def to_json(self, schema: Schema | None = None) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "query_class": self.query_class.to_json(),
@@ -141,7 +142,7 @@ class SimultaneousBound:
             f"at once, with probability {100 * (1 - self.delta):.4g}%"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "applies": self.applies,
@@ -175,7 +176,7 @@ class PlanPreview:
     def fits(self) -> bool:
         return self.budget.fits
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         s = self.plan.schema
         return {
             "plan": self.plan.to_json(),
@@ -201,7 +202,7 @@ class PlanPreview:
         }
 
 
-def describe_box(schema, query: Query) -> str:
+def describe_box(schema: Schema, query: Query) -> str:
     """``age=20-30..60-70, sex=F`` for a one-term 0/1 query whose factors are label ranges."""
     if query.terms is None or len(query.terms) != 1:
         return format_terms(query.terms, schema) or query.describe() if query.terms else query.describe()

@@ -22,7 +22,7 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -190,9 +190,9 @@ class PartitionPlan:
             raise PlanError(f"cube has shape {counts.shape}, the plan was made for {self.shape}")
         return [g.aggregate(counts) for g in self.groups]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """How the plan was asked for (enough to rebuild it with :func:`plan_from_json`)."""
-        out: dict = {"kind": self.kind}
+        out: dict[str, Any] = {"kind": self.kind}
         if self.kind == "marginals":
             out["marginals"] = [
                 [self.schema.names[d] for d, b in enumerate(g.blocks) if not b.is_total] for g in self.groups
@@ -365,7 +365,7 @@ def tree_plan(
     )
 
 
-def plan_from_json(schema: Schema, obj: dict) -> PartitionPlan:
+def plan_from_json(schema: Schema, obj: dict[str, Any]) -> PartitionPlan:
     """Rebuild a plan from :meth:`PartitionPlan.to_json`."""
     if not isinstance(obj, dict) or obj.get("kind") not in ("cells", "marginals", "tree"):
         raise PlanError("plan: 'kind' must be one of 'cells', 'marginals', 'tree'")
@@ -373,6 +373,7 @@ def plan_from_json(schema: Schema, obj: dict) -> PartitionPlan:
         return cells_plan(schema)
     if obj["kind"] == "marginals":
         return marginals_plan(schema, obj.get("marginals", []))
-    return tree_plan(
-        schema, obj.get("attribute"), obj.get("branching", 2), obj.get("depth"), obj.get("cross", True)
-    )
+    attribute = obj.get("attribute")
+    if not isinstance(attribute, str):
+        raise PlanError("plan: a tree needs 'attribute', the name of the attribute it splits")
+    return tree_plan(schema, attribute, obj.get("branching", 2), obj.get("depth"), obj.get("cross", True))

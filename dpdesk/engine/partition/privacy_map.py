@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -57,7 +57,7 @@ def _indicator(starts: np.ndarray, size: int, block: int) -> np.ndarray:
     return f
 
 
-class _Rows(Sequence):
+class _Rows(Sequence[NoisyRow]):
     """The release's noisy rows, built one at a time (a release may hold millions of counts)."""
 
     def __init__(
@@ -76,7 +76,13 @@ class _Rows(Sequence):
     def __len__(self) -> int:
         return int(self.offsets[-1])
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> NoisyRow: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[NoisyRow]: ...
+
+    def __getitem__(self, i: int | slice) -> NoisyRow | list[NoisyRow]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if not -len(self) <= i < len(self):

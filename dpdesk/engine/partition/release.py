@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from dpdesk.engine.partition.privacy_map import PARTITION, group_structure
 from dpdesk.engine.partition.solver import PlanSolver, contract
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
+
+if TYPE_CHECKING:
+    from dpdesk.engine.inference.history import Estimate, HistoryRow
+    from dpdesk.engine.inference.posterior import Posterior
 
 __all__ = ["TABLE_FORMS", "PartitionRelease", "ReleaseEstimate", "draw_release", "structured_release"]
 
@@ -43,7 +47,7 @@ class ReleaseEstimate:
     std: float | None = None
     posterior: GroupedPosterior | None = None
 
-    def to_posterior(self):
+    def to_posterior(self) -> Posterior:
         """The engine's Posterior of the query's true answer (conservative; see ``GroupedPosterior.to_posterior``)."""
         if self.posterior is None or self.estimate is None:
             raise QueryError("the query is not estimable from this release")
@@ -119,7 +123,7 @@ class PartitionRelease:
             True, total, math.sqrt(discrete_variance(self.scale) * s.variance_factor(query)), post
         )
 
-    def served(self, query: Query):  # -> tuple[Estimate, Posterior] | None
+    def served(self, query: Query) -> tuple[Estimate, Posterior] | None:
         """This release's estimate of ``query`` as the engine's Estimate and Posterior (see
         :mod:`dpdesk.engine.inference.structured`); None when the release cannot estimate it."""
         from dpdesk.engine.inference.history import Estimate
@@ -163,7 +167,7 @@ class PartitionRelease:
             out.append(Query(self.plan.shape, terms=(Term(1.0, tuple(m[i] for m, i in zip(mats, idx))),)))
         return out
 
-    def history_rows(self) -> list:
+    def history_rows(self) -> list[HistoryRow]:
         """Every released count as an engine history row (``α/coverage``, discrete Laplace)."""
         from dpdesk.engine.inference.history import HistoryRow
 
@@ -204,7 +208,7 @@ class PartitionRelease:
         return df.rename(columns={"value": "noisy_count"})
 
     # -- serialisation (the ledger entry's released values) ------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "plan": self.plan.to_json(),
             "alpha": self.alpha,
@@ -242,7 +246,7 @@ class PartitionRelease:
         return cls(plan, plan.coverage / scale, values, str(payload.get("sampler", "")))
 
     @classmethod
-    def from_json(cls, schema: Schema, obj: dict) -> PartitionRelease:
+    def from_json(cls, schema: Schema, obj: dict[str, Any]) -> PartitionRelease:
         plan = plan_from_json(schema, obj["plan"])
         return cls(
             plan,

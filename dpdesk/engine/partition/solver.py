@@ -127,7 +127,7 @@ def _contrast(k: int) -> Operator:
 
 def _gram(blocks: Blocks) -> np.ndarray:
     m = blocks.matrix()
-    return m.T @ m
+    return np.asarray(m.T @ m)
 
 
 # A linear combination of product vectors: [(coefficient, (v_1, ..., v_N)), ...]
@@ -204,9 +204,8 @@ class PlanSolver:
         for d, k in enumerate(self.shape):
             if rng[d].a == 1.0 and rng[d].b == 0 and rng[d].dense is None:
                 continue
-            comp = Operator(
-                k, a=1.0 - rng[d].a, b=-rng[d].b, dense=None if rng[d].dense is None else -rng[d].dense
-            )
+            dense = rng[d].dense
+            comp = Operator(k, a=1.0 - rng[d].a, b=-rng[d].b, dense=None if dense is None else -dense)
             self.null.append(tuple(rng[:d]) + (comp,) + tuple(_identity(j) for j in self.shape[d + 1 :]))
 
     def _marginal(self) -> None:
@@ -277,14 +276,22 @@ class PlanSolver:
                 out.append(acc)
             return out
         x = self._dense(query)
-        z = sum(c * _apply_all(x, ops) for c, ops in self.terms)
+        z = self._combined(x)
         for g in self.plan.groups:
             out.append(g.aggregate(z))
         return out
 
     def apply_pinv(self, x: np.ndarray) -> np.ndarray:
         """``G⁺`` applied to an array of the cube's shape."""
-        return sum(c * _apply_all(np.asarray(x, dtype=float), ops) for c, ops in self.terms)
+        return self._combined(np.asarray(x, dtype=float))
+
+    def _combined(self, x: np.ndarray) -> np.ndarray:
+        """``Σ_t c_t · (⊗ ops_t) x`` over the pseudo-inverse's terms."""
+        (c, ops), *rest = self.terms
+        out: np.ndarray = c * _apply_all(x, ops)
+        for c, ops in rest:
+            out = out + c * _apply_all(x, ops)
+        return out
 
     def _check(self, query: Query) -> None:
         if not isinstance(query, Query):

@@ -55,6 +55,7 @@ import numpy as np
 from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, costs_after
 from dpdesk.engine.planning.planner import needed_scales, plan_batch
@@ -95,7 +96,7 @@ def ahead_strategies(
     in_support = np.zeros(fresh.size, dtype=bool)
     in_support[support] = True
 
-    def usable(per_axis) -> list[Query]:
+    def usable(per_axis: Sequence[Sequence[np.ndarray]]) -> list[Query]:
         """The Kronecker product's rows that meet the workload and whose every cell is unspent."""
         return [
             r
@@ -140,9 +141,9 @@ def _unit(size: int, position: int) -> np.ndarray:
 
 def _best(
     strategies: Sequence[Strategy], seen: Sequence[Request], room: np.ndarray, share: float, cap: float
-):
+) -> tuple[Strategy, float, int] | None:
     """The strategy (and its scale) under which the most seen requests are met by the search's reckoning."""
-    best = None
+    best: tuple[Strategy, float, int] | None = None
     for s in strategies:
         used = s.profile > 0
         t = share * min(cap, 1.0) * float(np.min(np.maximum(room[used], 0.0) / s.profile[used])) * (1 - 1e-9)
@@ -155,7 +156,7 @@ def _best(
     return best
 
 
-def _serves(measurements: Sequence[Measurement], own: set, workload: Sequence[Request]) -> int:
+def _serves(measurements: Sequence[Measurement], own: set[Query], workload: Sequence[Request]) -> int:
     """How many of ``workload`` the ``measurements`` not bought for a request of their own would meet (the
     search's reckoning: these rows alone, at their α's)."""
     rows = [m for m in measurements if m.query not in own]
@@ -237,7 +238,7 @@ def plan_ahead(
     )
     s, t, _met = pick
 
-    def fam(q):
+    def fam(q: Query) -> NoiseMechanism:
         return noise_family(family) if family is not None else family_for(q)
 
     rows = [Measurement(q, float(w) * t, fam(q).name) for q, w in zip(s.rows, s.weights)]
@@ -262,7 +263,8 @@ def plan_ahead(
     for p in inner.requests:
         if p.status == "answerable" and alone[p.id] != 0.0:  # met thanks to the look-ahead rows
             inf = infer(final, p.request, method="fft" if method == "mc" else method, releases=releases)
-            conf = inf.confidence_at_eps - inf.error_bound if answerable(inf, p.request) else None
+            c = inf.confidence_at_eps
+            conf = c - inf.error_bound if c is not None and answerable(inf, p.request) else None
             p = replace(
                 p,
                 status="planned",

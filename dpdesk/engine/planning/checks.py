@@ -26,8 +26,10 @@ from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.budget.policy import headroom
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.planning.plan import BatchPlan, Measurement, PlannedRequest
+from dpdesk.engine.queries.query import Query
 
 __all__ = ["FREE_LIMIT", "Checker", "narrowest_eps", "threads", "uncovered", "without"]
 
@@ -82,7 +84,7 @@ class Checker:
         requests: Sequence[Request],
         only: Sequence[bool] | None = None,
         *,
-        order: Sequence[int] | None = None,
+        order: Sequence[int] | np.ndarray | None = None,
         allowed_misses: int | None = None,
     ) -> tuple[list[float | None], bool]:
         """:meth:`confidences` asked in ``order``, stopping once more than ``allowed_misses`` of the asked
@@ -157,7 +159,7 @@ def uncovered(
     final: History,
     after: np.ndarray,
     total: float,
-    fam: Callable,
+    fam: Callable[[Query], NoiseMechanism],
     method: str,
     releases: Sequence[tuple[int, Any]],
     free: bool = True,

@@ -42,7 +42,7 @@ class Measurement:
 
 def costs_after(costs0: np.ndarray, rows: Sequence[Measurement]) -> np.ndarray:
     """The per-cell costs ``costs0`` plus every measurement's charge (Thm 5.4, per cell)."""
-    return costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0))
+    return np.asarray(costs0 + sum((m.charge.dense(costs0.size) for m in rows), np.zeros_like(costs0)))
 
 
 @dataclass(frozen=True)

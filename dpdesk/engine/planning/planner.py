@@ -37,6 +37,7 @@ from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.planning.checks import FREE_LIMIT, Checker, uncovered
 from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest, costs_after
@@ -54,6 +55,14 @@ __all__ = ["needed_scales", "plan_batch"]
 _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted request short
 _EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
 _MARGIN = 1.3  # requests whose searched need is within this factor of the scale are checked exactly too
+# (requests answered, system cost after, per-cell costs after) of a candidate's rows
+Score = tuple[int, float, np.ndarray]
+# each pending request's confidence at ±ε less the error bound where the rows meet it, else None
+Confidences = list[float | None]
+# the search's pick for a strategy: (s, t, targeted, system-cost rise, t limit, requests to check exactly)
+Guess = tuple[Strategy, float, np.ndarray, float, float, np.ndarray]
+NoiseFor = Callable[[Query], NoiseMechanism]  # the noise family a row on a query is answered with
+
 _LOWER_TRY = 60  # batches up to this size also try the exact check a little below the search's scale
 
 
@@ -94,7 +103,7 @@ def _deviations(rows: np.ndarray, precision: np.ndarray, targets: np.ndarray) ->
     sv, vt = sv[keep], vt[keep]
     coord = targets @ vt.T
     resid = np.linalg.norm(targets - coord @ vt, axis=1)
-    sd = np.sqrt(2.0 * np.sum((coord / sv) ** 2, axis=1))
+    sd: np.ndarray = np.sqrt(2.0 * np.sum((coord / sv) ** 2, axis=1))
     sd[resid > 1e-8 * np.maximum(1.0, np.linalg.norm(targets, axis=1))] = np.inf
     return sd
 
@@ -121,7 +130,9 @@ def needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray
     return out
 
 
-def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: Callable, rounds: int = 8):
+def _joint(
+    pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: NoiseFor, rounds: int = 8
+) -> Guess | None:
     """The requests' own queries with jointly chosen α's: each row's α follows its request's slack until
     every targeted request is just met; while the plan does not fit, the dearest requests on the cells
     that overflow make way."""
@@ -148,7 +159,7 @@ def _joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam
         w, v = np.linalg.eigh(m)
         good = w > w.max() * 1e-12
         proj = us[idx] @ v[:, good]
-        return np.sqrt(2.0 * np.sum(proj**2 / w[good], axis=1))
+        return np.asarray(np.sqrt(2.0 * np.sum(proj**2 / w[good], axis=1)))
 
     while keep.any():
         idx = np.flatnonzero(keep)
@@ -240,7 +251,7 @@ def plan_batch(
     sys0 = float(costs0.max()) if costs0.size else 0.0
     report = progress or (lambda f: None)
 
-    def fam(q):
+    def fam(q: Query) -> NoiseMechanism:
         return noise_family(family) if family is not None else family_for(q)
 
     # alone: each request against today's history (today's rules)
@@ -306,11 +317,11 @@ def plan_batch(
     obo_conf: list[float | None] | None = None
     report(0.5)
 
-    def score(rows, conf):
+    def score(rows: Sequence[Measurement], conf: Confidences) -> Score:
         after = costs_after(costs0, rows)
         return sum(c is not None for c in conf), (float(after.max()) if after.size else 0.0), after
 
-    checked: list[tuple[tuple[int, float, np.ndarray], str, list[Measurement], list]] = []
+    checked: list[tuple[Score, str, list[Measurement], Confidences | None]] = []
     if pending:
         if strategies is None:
             weights = [fam(r.query).alpha_for(r.query.sensitivity, r.eps, r.delta) for r in pending]
@@ -378,6 +389,7 @@ def plan_batch(
                 seq_costs = costs_after(costs0, seq_rows)
                 obo_cost = float(seq_costs.max()) if seq_costs.size else 0.0
                 if hist is not None:
+                    assert last is not None  # a step was taken: its check and its history come together
                     # the last raise's check asked its requests of these very rows: its misses are misses
                     bound = obo_bound - sum(1 for k in np.flatnonzero(last) if obo_conf[k] is None)
                     if not _settled(top, bound, obo_cost, len(tried) >= exact):
@@ -408,6 +420,7 @@ def plan_batch(
     if best_n == 0:
         name, rows, after = "none", [], costs0.copy()
     final = checker.history_with(rows)
+    assert conf is not None  # only checked candidates compete
     by_id = {r.id: c for r, c in zip(pending, conf)} if best_n else {}
     out: list[PlannedRequest] = []
     n_uncovered = sum(1 for r, ok in zip(requests, now_ok) if not ok and by_id.get(r.id) is None)
@@ -453,7 +466,7 @@ def plan_batch(
     )
 
 
-def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings):
+def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings) -> Guess | None:
     """The search's pick for a strategy: ``(s, t, targeted requests, system-cost rise, t limit)`` or None."""
     used = s.profile > 0
     if not used.any():
@@ -474,7 +487,7 @@ def _predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings
 def _margin(a: Any) -> float:
     """How far an assessment cleared its (ε, δ): its confidence at ±ε (history's, the fused answer's or the
     fresh answer's) less ``1 − δ``; −inf when refused."""
-    r = a.request
+    r: Request = a.request
     if a.decision == "infer":
         return float(a.inference.confidence_at_eps - a.inference.error_bound) - (1.0 - r.delta)
     if a.decision != "spend":
@@ -488,7 +501,7 @@ def _margin(a: Any) -> float:
     return float(conf) - (1.0 - r.delta)
 
 
-def _rise(guess, costs0: np.ndarray) -> float:
+def _rise(guess: Guess, costs0: np.ndarray) -> float:
     """The system cost after a guessed strategy at its scale."""
     s, t = guess[0], guess[1]
     return float(np.max(costs0 + t * s.profile))
@@ -501,14 +514,14 @@ def _exact(
     t_lim: float,
     pending: Sequence[Request],
     checker: Checker,
-    fam: Callable,
+    fam: NoiseFor,
     maybe: np.ndarray,
     lower: bool = True,
-) -> tuple[list[Measurement], list]:
+) -> tuple[list[Measurement], Confidences]:
     """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
     check, lowered once while none does) and the exact check's confidences."""
 
-    def at(scale: float):
+    def at(scale: float) -> tuple[list[Measurement], Confidences, np.ndarray]:
         rows = [Measurement(q, float(w) * scale, fam(q).name) for q, w in zip(s.rows, s.weights)]
         conf = checker.confidences(checker.history_with(rows), pending, maybe | target)
         return rows, conf, np.array([c is not None for c in conf])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,7 @@ class Strategy:
     profile: np.ndarray  # per-cell charge at t = 1 (read-only); max 1
 
     @classmethod
-    def build(cls, name: str, rows: Sequence[Query], weights: Sequence[float]) -> Strategy:
+    def build(cls, name: str, rows: Sequence[Query], weights: Sequence[float] | np.ndarray) -> Strategy:
         w = np.asarray(weights, dtype=float)
         if not rows:
             raise ValueError("a strategy needs at least one row")
@@ -109,7 +109,7 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
 
 
 def kronecker_axes(
-    shape: tuple[int, ...], vary: frozenset[int], ordered: Sequence[bool], touched: Sequence[Sequence[int]]
+    shape: tuple[int, ...], vary: frozenset[int], ordered: Sequence[bool], touched: Sequence[Collection[int]]
 ) -> list[list[np.ndarray]]:
     """Per axis, the factors of a Kronecker strategy: a binary range tree over the span of the positions
     ``touched`` on an ordered axis, their set and each of them on an unordered one, and the axis's total

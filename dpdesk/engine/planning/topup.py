@@ -26,7 +26,9 @@ def beats(n: int, cost: float, n_ref: int, cost_ref: float) -> bool:
     return n > n_ref or (n == n_ref and cost < cost_ref)
 
 
-def misses(conf: Sequence, ok: Sequence[bool], order: Sequence[int], allowed: int | None) -> list[int]:
+def misses(
+    conf: Sequence[float | None], ok: Sequence[bool], order: Sequence[int] | np.ndarray, allowed: int | None
+) -> list[int]:
     """The requests asked (``ok``) in ``order`` that the check found short; with ``allowed`` the check
     stopped at its ``allowed + 1``-th miss and the requests after it were not asked."""
     out = []
@@ -43,12 +45,12 @@ def top_up(
     row_of: dict[int, int],
     ok: Sequence[bool],
     short: Sequence[int],
-    conf: list,
+    conf: list[float | None],
     pending: Sequence[Request],
     checker: Checker,
     costs0: np.ndarray,
     total: float,
-) -> tuple[list[Measurement], list, list[bool] | None, History | None]:
+) -> tuple[list[Measurement], list[float | None], list[bool] | None, History | None]:
     """One by one's rows with the rows of the requests ``short`` (met at their turn, not by the final
     history) raised a little until the final history meets them.
 
@@ -129,13 +131,13 @@ def _raised(
 
 
 def confirm(
-    conf: list,
+    conf: list[float | None],
     last: Sequence[bool],
     hist: History,
     ok: Sequence[bool],
     pending: Sequence[Request],
     checker: Checker,
-) -> list:
+) -> list[float | None]:
     """The top-up's rows checked in full: every request not refused at its turn (``ok``) asked of ``hist``,
     those the last step asked (``last``) keeping its answers on the same rows. The confidences returned
     are then those of the rows, not an assumption."""
@@ -143,7 +145,9 @@ def confirm(
     return [conf[k] if last[k] else rest[k] for k in range(len(pending))]
 
 
-def settled(top: tuple | None, bound: int, cost: float, all_tried: bool) -> bool:
+def settled(
+    top: tuple[int, float] | tuple[int, float, np.ndarray] | None, bound: int, cost: float, all_tried: bool
+) -> bool:
     """Whether one by one's exact count can no longer change the plan: the best checked strategy ``top``
     (answered, system cost) beats even the ``bound`` on it (at one by one's ``cost``), and no strategy is
     left to check (``all_tried``; otherwise that count decides which ones are checked next)."""

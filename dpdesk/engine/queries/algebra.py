@@ -25,8 +25,10 @@ def abs_dense(q: Query) -> np.ndarray:
     """
     if q.terms is not None and len(q.terms) == 1:
         t = q.terms[0]
-        return (abs(t.weight) * reduce(np.multiply.outer, [np.abs(f) for f in t.factors])).reshape(-1)
-    return np.abs(q.dense())
+        return np.asarray(
+            (abs(t.weight) * reduce(np.multiply.outer, [np.abs(f) for f in t.factors])).reshape(-1)
+        )
+    return np.asarray(np.abs(q.dense()))
 
 
 def squared(q: Query) -> Query:

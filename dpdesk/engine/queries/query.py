@@ -65,7 +65,7 @@ class Term:
         object.__setattr__(self, "weight", w)
         object.__setattr__(self, "factors", tuple(factors))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[Term], tuple[float, tuple[np.ndarray, ...]]]:
         return (Term, (self.weight, self.factors))  # re-validate: unpickled arrays come back writable
 
     @property
@@ -314,11 +314,11 @@ class Query:
         idx, val = self.sparse()
         return float(np.dot(val, x[idx]))
 
-    def to_json(self) -> dict[str, list]:
+    def to_json(self) -> dict[str, list[int] | list[int | float]]:
         """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints)."""
         idx, val = self.sparse()
         if np.all(np.mod(val, 1.0) == 0) and np.all(np.abs(val) < 2.0**53):  # integral: ints, as _fmt_number
-            values: list = val.astype(np.int64).tolist()
+            values: list[int | float] = val.astype(np.int64).tolist()
         else:
             values = [_fmt_number(v) for v in val]
         return {"indices": np.asarray(idx, dtype=np.int64).tolist(), "values": values}
@@ -333,7 +333,7 @@ class Query:
             f"sensitivity {_fmt_number(self.sensitivity)}"
         )
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
         return (Query, (self.shape, self.terms, self.indices, self.values, self.text))
 
     def __eq__(self, other: object) -> bool:

@@ -160,9 +160,10 @@ class _Parser:
             rhs = self.unary()
             if isinstance(acc, float) and isinstance(rhs, float):
                 acc = self._finite(acc * rhs, star.col)
-            elif isinstance(acc, float) or isinstance(rhs, float):
-                k, lin = (acc, rhs) if isinstance(acc, float) else (rhs, acc)
-                acc = [(self._finite(k * w, star.col), labels, col) for w, labels, col in lin]  # type: ignore[union-attr]
+            elif isinstance(acc, float) and not isinstance(rhs, float):
+                acc = [(self._finite(acc * w, star.col), labels, col) for w, labels, col in rhs]
+            elif isinstance(rhs, float) and not isinstance(acc, float):
+                acc = [(self._finite(rhs * w, star.col), labels, col) for w, labels, col in acc]
             else:
                 raise _error(star.col, "cannot multiply two counts (the query would not be linear)")
         return acc
@@ -311,7 +312,7 @@ def parse_query(text: str, schema: Schema) -> Query:
         raise _error(p.tok.col, f"expected '+', '-', '*' or end of query but found {p.tok.describe()}")
     if isinstance(value, float):
         raise _error(1, "the query is a constant; expected at least one count(...)")
-    terms = []
+    terms: list[Term] = []
     for w, labels, col in value:
         if isinstance(labels, tuple):  # ready product terms (parity)
             terms.extend(Term(w * t.weight, t.factors) for t in labels)
@@ -406,7 +407,8 @@ def describe_query(query: Query, schema: Schema, max_cells: int = 3) -> str:
             for a, u, n in zip(schema.attributes, used, schema.shape)
             if u.size < n
         }
-        text = format_terms(count(schema, float(vals[0]), **chosen).terms, schema)
+        terms = count(schema, float(vals[0]), **chosen).terms
+        text = None if terms is None else format_terms(terms, schema)
         if text is not None:
             return text
     weights = np.unique(vals)

@@ -69,7 +69,7 @@ def noisy_max_probabilities(utilities: np.ndarray, scale: float) -> np.ndarray:
     logs = np.log1p(-np.outer(x, w))  # nodes × k; x < 1 so every factor is positive
     total = logs.sum(axis=1, keepdims=True)
     p = w * (wt[:, None] * np.exp(total - logs)).sum(axis=0)
-    return p / p.sum()  # the exact masses already sum to 1; this only removes rounding
+    return np.asarray(p / p.sum())  # the exact masses already sum to 1; this only removes rounding
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class SelectionRelease:
     sampler: str
     scale: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query.text,
             "kind": self.query.kind,

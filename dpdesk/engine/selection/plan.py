@@ -128,11 +128,11 @@ def plan_selection(
     """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs)."""
     if (alpha is None) == (accuracy is None):
         raise BudgetError("give exactly one of alpha and accuracy")
-    rnm = (
-        ReportNoisyMax(query, alpha)
-        if alpha is not None
-        else ReportNoisyMax.for_accuracy(query, schema, accuracy, delta)
-    )  # type: ignore[arg-type]
+    if alpha is not None:
+        rnm = ReportNoisyMax(query, alpha)
+    else:
+        assert accuracy is not None  # exactly one of the two was given
+        rnm = ReportNoisyMax.for_accuracy(query, schema, accuracy, delta)
     rnm.shortfall(schema, delta)  # checks δ
     costs = np.zeros(schema.n_cells) if cell_costs is None else np.asarray(cell_costs, dtype=float)
     if costs.size != schema.n_cells:

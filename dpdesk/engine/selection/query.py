@@ -78,7 +78,7 @@ class SelectionQuery:
         """Private: records in the box per label of ``attribute``."""
         axis = schema.axis(self.attribute)
         inside = np.where(self.box(schema), counts, 0)
-        return inside.sum(axis=tuple(d for d in range(inside.ndim) if d != axis)).astype(np.int64)
+        return np.asarray(inside.sum(axis=tuple(d for d in range(inside.ndim) if d != axis)).astype(np.int64))
 
     def utilities(self, counts: np.ndarray, schema: Schema) -> np.ndarray:
         """Private: each candidate's utility (sensitivity 1; see the module docstring)."""
@@ -92,7 +92,7 @@ def utilities_from_label_counts(kind: str, c: np.ndarray) -> np.ndarray:
         return c.astype(float)
     above = np.concatenate([np.cumsum(c[::-1])[::-1][1:], [0]])  # N_{>r}
     at_or_above = above + c  # N_{≥r}
-    return -(above + (at_or_above == 0)).astype(float)
+    return np.asarray(-(above + (at_or_above == 0)).astype(float))
 
 
 class _SelectionParser(_Parser):
