@@ -19,19 +19,17 @@ from dpdesk.engine.selection.mechanism import REPORT_NOISY_MAX
 
 __all__ = ["MECHANISMS", "kinds", "mechanism"]
 
-MECHANISMS: Mapping[str, Mechanism] = {
-    m.name: m
-    for m in (
-        *NOISE_FAMILIES,
-        INFERENCE,
-        *POSTERIOR_MECHANISMS,
-        PARTITION,
-        REPORT_NOISY_MAX,
-        SHRINKAGE_ESTIMATE,
-        SYNTHETIC_TABLE,
-        *MEASUREMENTS.values(),
-    )
-}
+_ALL: tuple[Mechanism, ...] = (
+    *NOISE_FAMILIES,
+    INFERENCE,
+    *POSTERIOR_MECHANISMS,
+    PARTITION,
+    REPORT_NOISY_MAX,
+    SHRINKAGE_ESTIMATE,
+    SYNTHETIC_TABLE,
+    *MEASUREMENTS.values(),
+)
+MECHANISMS: Mapping[str, Mechanism] = {m.name: m for m in _ALL}
 
 
 def mechanism(name: str) -> Mechanism:

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpdesk.engine.budget.policy import headroom
+
+if TYPE_CHECKING:
+    from dpdesk.engine.answering.assessment import Assessment
+    from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 
 __all__ = ["CounterOffer", "claim_offer", "counter_offer", "eps_for_alpha"]
 
@@ -40,10 +45,10 @@ def _tidy_up(x: float) -> float:
     if x <= 0 or not math.isfinite(x):
         return x
     step = 10 ** (math.floor(math.log10(x)) - 2)
-    return round(math.ceil(x / step - 1e-9) * step, 12)
+    return float(round(math.ceil(x / step - 1e-9) * step, 12))
 
 
-def eps_for_alpha(noise, sensitivity: float, alpha: float, delta: float) -> float | None:
+def eps_for_alpha(noise: NoiseMechanism, sensitivity: float, alpha: float, delta: float) -> float | None:
     """The narrowest ±ε (rounded up to three digits) that a fresh answer spending at most ``alpha`` meets
     at ``delta`` (Thm 5.3's α for ``noise``, alone: fusion with history can only make it cheaper);
     None when ``alpha`` buys nothing."""
@@ -58,7 +63,7 @@ def eps_for_alpha(noise, sensitivity: float, alpha: float, delta: float) -> floa
     return _tidy_up(hi)
 
 
-def _fused_eps(assessment, alpha: float, delta: float, alone: float) -> float:
+def _fused_eps(assessment: Assessment, alpha: float, delta: float, alone: float) -> float:
     """The narrowest ±ε a fresh answer spending ``alpha``, fused with history's estimate, meets at δ
     (bisection on a mass that grows with ε; never wider than ``alone``, the answer without history)."""
     from dpdesk.engine.inference.fusion import fused_confidence
@@ -79,7 +84,7 @@ def _fused_eps(assessment, alpha: float, delta: float, alone: float) -> float:
     return hi
 
 
-def _offer(assessment, alpha_cap: float, limit: str) -> CounterOffer:
+def _offer(assessment: Assessment, alpha_cap: float, limit: str) -> CounterOffer:
     req = assessment.request
     eps = eps_for_alpha(assessment.noise, assessment.sensitivity, alpha_cap, req.delta)
     alpha = 0.0
@@ -95,7 +100,7 @@ def _offer(assessment, alpha_cap: float, limit: str) -> CounterOffer:
     return CounterOffer(eps, float(req.delta), float(alpha), conf, free_delta, limit)
 
 
-def _room(assessment, total: float) -> tuple[float, str]:
+def _room(assessment: Assessment, total: float) -> tuple[float, str]:
     """The most one fresh answer may spend: the cells' headroom, times the spend policy's cap."""
     room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total)
     room = room if room > 0 and math.isfinite(room) else 0.0
@@ -105,14 +110,14 @@ def _room(assessment, total: float) -> tuple[float, str]:
     return room, "budget"
 
 
-def counter_offer(assessment, total: float) -> CounterOffer:
+def counter_offer(assessment: Assessment, total: float) -> CounterOffer:
     """The counter-offer for ``assessment``'s request under budget ``total`` and the assessment's spend
     policy (engine values only): the best answer they allow, and history's free answer."""
     room, limit = _room(assessment, total)
     return _offer(assessment, room, limit)
 
 
-def claim_offer(assessment, largest_alpha: float | None, total: float) -> CounterOffer:
+def claim_offer(assessment: Assessment, largest_alpha: float | None, total: float) -> CounterOffer:
     """The counter-offer for a request a watched claim declines: a fresh answer at no more than
     ``largest_alpha`` (the largest α that passes; None: none does) nor what the budget and the spend
     policy allow under ``total``, at the ±ε that α buys at the request's δ — and history's free answer

@@ -14,20 +14,36 @@ import dataclasses
 import math
 from collections.abc import Callable
 from statistics import NormalDist
+from typing import overload
 
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled
-from dpdesk.engine.inference.charfn import (  # noqa: F401  (re-exported: the kernels' callers read them here)
-    Components,
-    _even,
-    log_phi,
-    make_components,
-    phi,
-    phi_nodes,
-)
+from dpdesk.engine.inference.charfn import Components, _even, log_phi, make_components, phi, phi_nodes
 from dpdesk.engine.inference.gauss_kernels import dg_half_width, fft_gaussian, gauss_bins, lattice_bins
 from dpdesk.engine.mechanisms import discrete_gaussian as _dg
+
+# the characteristic-function names are re-exported: the kernels' callers read them here
+__all__ = [
+    "LATTICE_MAX_POINTS",
+    "OUTPUT_POINTS",
+    "Components",
+    "common_step",
+    "direct",
+    "draw",
+    "fast_len",
+    "fft_general",
+    "fft_lattice",
+    "histogram",
+    "lattice_step",
+    "log_phi",
+    "make_components",
+    "nice_spacing",
+    "odd_fast_len",
+    "phi",
+    "phi_nodes",
+    "tail_halfwidth",
+]
 
 LATTICE_MAX_POINTS = 2**20 + 1
 OUTPUT_POINTS = 2000
@@ -150,13 +166,23 @@ def _laplace_bins_dtft(c1: float, h: float, w: np.ndarray) -> np.ndarray:
     # written with 1 − e^{−x} = −expm1(−x) and 1 − cos w = 2 sin²(w/2): no cancellation near w = 0
     d = -math.expm1(-x)
     s2 = 2.0 * np.sin(w / 2) ** 2
-    return -np.expm1(-x / 2) + coef * (d - s2) / (d * d + 2.0 * math.exp(-x) * s2)
+    out: np.ndarray = -np.expm1(-x / 2) + coef * (d - s2) / (d * d + 2.0 * math.exp(-x) * s2)
+    return out
 
 
 # ---------------------------------------------------------------- fft, general (non-lattice) case
 
 
-def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from, mirrored=True):
+def _alias_residual(
+    w: np.ndarray,
+    hf: float,
+    c1: float,
+    bound_rest: Callable[[float], float],
+    r0: np.ndarray,
+    var_rest: float,
+    n_from: int,
+    mirrored: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-frequency bound on ``Σ_{|n|>n_from} |φ1(t_n) sinc_n| · d_n`` for both spectral variants.
 
     ``d_n`` is ``|R(t_n)|`` for the plain sum and ``|R(t_n) − R(t_0)|`` for the Laplace-corrected one,
@@ -190,7 +216,15 @@ def _alias_residual(w, hf, c1, bound_rest, r0, var_rest, n_from, mirrored=True):
     return plain + tail, corr + tail
 
 
-def _alias_pair(tp, tm, need_p, need_m, rest, mirror=None, steps=None):
+def _alias_pair(
+    tp: np.ndarray,
+    tm: np.ndarray,
+    need_p: np.ndarray,
+    need_m: np.ndarray,
+    rest: Components,
+    mirror: np.ndarray | None = None,
+    steps: tuple[int, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``φ_rest`` at the aliases ``tp`` (where ``need_p``) and ``tm`` (where ``need_m``), zero elsewhere.
 
     With ``mirror`` (``tm[mirror[k]] = −tp[k]``), ``φ(tp)`` serves both: φ is even. With ``steps = (m L,
@@ -214,7 +248,37 @@ def _alias_pair(tp, tm, need_p, need_m, rest, mirror=None, steps=None):
     return rp, rm
 
 
-def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
+@overload
+def fft_general(
+    comp: Components,
+    h: float,
+    n_out: int,
+    target: float,
+    cancelled: Callable[[], bool] | None = None,
+    give_up: None = None,
+) -> tuple[np.ndarray, float]: ...
+
+
+@overload
+def fft_general(
+    comp: Components,
+    h: float,
+    n_out: int,
+    target: float,
+    cancelled: Callable[[], bool] | None = None,
+    *,
+    give_up: Callable[[float], bool],
+) -> tuple[np.ndarray | None, float]: ...
+
+
+def fft_general(
+    comp: Components,
+    h: float,
+    n_out: int,
+    target: float,
+    cancelled: Callable[[], bool] | None = None,
+    give_up: Callable[[float], bool] | None = None,
+) -> tuple[np.ndarray | None, float]:
     """Bin masses of S on ``n_out`` bins of width ``h`` (centred on ``jh``) and a bound on their TV error.
 
     With at least one continuous component (largest scale ``c1``, the rest ``R``), the bin masses'
@@ -243,7 +307,7 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
     var_rest = rest.variance
     top = rest.c[-8:]
 
-    def bound_rest(tau):
+    def bound_rest(tau: float) -> float:
         return float(np.prod(1.0 / (1.0 + (top * tau) ** 2))) * math.exp(-0.5 * rest.g2 * tau * tau)
 
     for r in (1, 3, 5, 9, 15, 25, 45, 75, 135, 225, 405):
@@ -307,7 +371,7 @@ def fft_general(comp, h, n_out, target, cancelled=None, give_up=None):
     return np.clip(mass, 0.0, None), err + 1e-16 * math.sqrt(L) * 4
 
 
-def fft_lattice(comp, g, half):
+def fft_lattice(comp: Components, g: float, half: int) -> tuple[np.ndarray, float]:
     """Exact masses of S on ``g·{-half..half}``: the pmf's DFT is φ at ``2πk/(L g)`` with no aliasing."""
     # twice the length, so what wraps around is the tail beyond ±(3·half), not beyond ±half
     L = odd_fast_len(4 * half + 1)
@@ -320,22 +384,32 @@ def fft_lattice(comp, g, half):
 # ---------------------------------------------------------------- direct (paper Algorithm 2)
 
 
-def _component_bins(h, kmax, c=None, a=None, p=None):
+def _component_bins(
+    h: float, kmax: int, c: float | None = None, a: float | None = None, p: float | None = None
+) -> np.ndarray:
     """Masses of one term ``A_k N_k`` on bins ``[jh − h/2, jh + h/2]``, ``|j| ≤ kmax`` (exact per term)."""
     edges = (np.arange(-kmax, kmax + 2) - 0.5) * h
     if c is not None:
         cdf = np.where(
             edges < 0, 0.5 * np.exp(np.minimum(edges, 0) / c), 1 - 0.5 * np.exp(-np.maximum(edges, 0) / c)
         )
-    else:
+    elif a is not None and p is not None:
         # P(aN < x) for the discrete Laplace: atoms at a·n, bins half-open on the right
         n = np.ceil(edges / a - 1e-12) - 1  # largest n with a n < edge
         # each branch's power is clipped to where that branch is used, so neither overflows
         cdf = np.where(n < 0, p ** np.maximum(-n, 0) / (1 + p), 1 - p ** np.maximum(n + 1, 0) / (1 + p))
+    else:
+        raise ValueError("a term is either continuous (c) or discrete (a and p)")
     return np.diff(cdf)
 
 
-def direct(comp, h, gamma, progress=None, cancelled=None):
+def direct(
+    comp: Components,
+    h: float,
+    gamma: float,
+    progress: Callable[[float], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, float]:
     """Paper Algorithm 2: per-term truncated bin masses (lost mass γ/m each), convolved shortest first.
 
     The result is the law of ``Σ_k round_h(A_k N_k)``, which differs from the binned law of ``S``
@@ -390,7 +464,7 @@ def direct(comp, h, gamma, progress=None, cancelled=None):
 # ---------------------------------------------------------------- mc (paper Algorithm 1)
 
 
-def draw(comp, rng, n):
+def draw(comp: Components, rng: np.random.Generator, n: int) -> np.ndarray:
     """n draws of S, vectorised over samples (a chunk of components at a time)."""
     s = np.zeros(n)
     for c in np.array_split(comp.c, max(1, comp.c.size // 64)) if comp.c.size else []:
@@ -407,7 +481,7 @@ def draw(comp, rng, n):
     return s
 
 
-def histogram(samples, h, half):
+def histogram(samples: np.ndarray, h: float, half: int) -> np.ndarray:
     idx = np.rint(samples / h).astype(np.int64) + half
     idx = idx[(idx >= 0) & (idx <= 2 * half)]
     return np.bincount(idx, minlength=2 * half + 1).astype(float)

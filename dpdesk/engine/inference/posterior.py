@@ -223,27 +223,29 @@ def posterior(
         if lattice:
             mass, err = _g.fft_lattice(comp, h, half)
         else:  # (masses that loose are not summed: the exact computation below replaces them)
-            mass, err = _g.fft_general(
+            summed, err = _g.fft_general(
                 comp, h, 2 * half + 1, gamma / 2, cancelled, give_up=lambda e: e + 2 * tail > loose
             )
+            mass = np.zeros(0) if summed is None else summed  # None: too loose, replaced below
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
         exact = err > loose
     if exact:
-        law: Atoms | Bandlimited | None = (
-            enumerate_atoms(comp, tail, cancelled) if not comp.continuous else None
-        )
-        if law is not None:
-            method, mass, err = "atoms", law.binned(h, half), law.missing
+        atoms = enumerate_atoms(comp, tail, cancelled) if not comp.continuous else None
+        law: Atoms | Bandlimited
+        if atoms is not None:
+            law = atoms
+            method, mass, err = "atoms", atoms.binned(h, half), atoms.missing
         else:
             # readings come from proven brackets; the binned masses only draw the posterior
-            method, law = "bandlimited", Bandlimited(comp, cancelled=cancelled)
+            brackets = Bandlimited(comp, cancelled=cancelled)
+            method, law = "bandlimited", brackets
             mass = (
                 _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0]
                 if draw
                 else np.zeros(2 * half + 1)
             )
             # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
-            lower, upper = law.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
+            lower, upper = brackets.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
             err = upper - lower
         if progress is not None:
             progress(1.0)
@@ -269,7 +271,16 @@ def posterior(
     )
 
 
-def _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled):
+def _monte_carlo(
+    comp: _g.Components,
+    h: float,
+    half: int,
+    gamma: float,
+    samples: int | None,
+    rng: np.random.Generator | int | None,
+    progress: Callable[[float], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[np.ndarray, float]:
     """Paper Algorithm 1, vectorised, with Corollary 4.1's sample size."""
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
