@@ -140,7 +140,14 @@ def monte_carlo(app, folder: Path) -> tuple[float, float, float]:
     work_through(win.session, ("q01", "q02", "q04", "q06", "q07", "q11", "q12", "q13"))
     panel = win.requests.answer
     win.requests.select_request("q14")
-    _wait(app, lambda: panel.assessment is not None and panel.assessment.request_id == "q14" and not panel.runner.is_running())
+    _wait(
+        app,
+        lambda: (
+            panel.assessment is not None
+            and panel.assessment.request_id == "q14"
+            and not panel.runner.is_running()
+        ),
+    )
     out = _timed(
         app,
         lambda: panel.method.setCurrentText("mc"),
@@ -208,12 +215,22 @@ def main() -> None:
             runs["Monte Carlo"].append(monte_carlo(app, folder))
             runs["release"].append(release(app, folder, csv))
             loads.append(_load())
-            print(f"run {r + 1}/{args.repeat}: " + "; ".join(f"{k} {v[-1][0]:.2f} s, stall {v[-1][1] * 1e3:.0f} ms (idle {v[-1][2] * 1e3:.0f} ms)" for k, v in runs.items()), flush=True)
+            print(
+                f"run {r + 1}/{args.repeat}: "
+                + "; ".join(
+                    f"{k} {v[-1][0]:.2f} s, stall {v[-1][1] * 1e3:.0f} ms (idle {v[-1][2] * 1e3:.0f} ms)"
+                    for k, v in runs.items()
+                ),
+                flush=True,
+            )
     if errors:
         raise SystemExit("; ".join(errors))
-    command = "`.venv/bin/python benchmarks/bench_gui_responsiveness.py" + (
-        f" --rows {args.rows}" if args.rows != 3_000_000 else ""
-    ) + (f" --repeat {args.repeat}" if args.repeat != 5 else "") + "`"
+    command = (
+        "`.venv/bin/python benchmarks/bench_gui_responsiveness.py"
+        + (f" --rows {args.rows}" if args.rows != 3_000_000 else "")
+        + (f" --repeat {args.repeat}" if args.repeat != 5 else "")
+        + "`"
+    )
     lines = [
         "## The GUI thread while long tasks run",
         "",
@@ -231,7 +248,9 @@ def main() -> None:
         stall = statistics.median(r[1] for r in rs)
         idle = statistics.median(r[2] for r in rs)
         worst = max(r[1] for r in rs)
-        verdict = "met" if worst < TARGET else f"missed in {sum(r[1] >= TARGET for r in rs)} of {len(rs)} runs"
+        verdict = (
+            "met" if worst < TARGET else f"missed in {sum(r[1] >= TARGET for r in rs)} of {len(rs)} runs"
+        )
         lines.append(
             f"| {name} | {took:.2f} | {stall * 1e3:.0f} ms | {idle * 1e3:.0f} ms | ×{stall / idle:.1f} | {verdict} |"
         )

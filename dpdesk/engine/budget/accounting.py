@@ -83,7 +83,7 @@ class BudgetPreview:
     def cell_costs_after(self) -> np.ndarray | None:
         if self.charge is None or self.cell_costs is None:
             return None
-        after = self.cell_costs + self.charge.dense(self.cell_costs.size)
+        after: np.ndarray = self.cell_costs + self.charge.dense(self.cell_costs.size)
         after.setflags(write=False)
         return after
 
@@ -126,9 +126,9 @@ def _after_touched(cell_costs: np.ndarray, peaks: Peaks, charge: Charge) -> tupl
     magnitude to the bit (both are the same products of the factors; negation is exact), so the
     touched cells' sums here are the dense ones; an untouched cell keeps its cost exactly.
     """
-    if len(charge.terms) != 1 or charge.terms[0].query is None:
+    term = charge.terms[0] if len(charge.terms) == 1 else None
+    if term is None or term.query is None:
         return None
-    term = charge.terms[0]
     idx, val = term.query.sparse()
     if idx.size == 0:
         return None
