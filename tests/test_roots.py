@@ -42,3 +42,25 @@ def test_brentq_errors_as_scipy():
 @pytest.mark.parametrize("p", [0.0, 1e-9, 0.5, 0.9, 0.95, 0.99, 0.999999, -0.7])
 def test_erfinv_agrees_with_scipy(p):
     assert erfinv(p) == pytest.approx(float(special.erfinv(p)), rel=2 * np.finfo(float).eps, abs=1e-300)
+
+
+def test_a_fused_spend_decision_imports_neither_scipy_optimize_nor_scipy_special():
+    """The first spend decision of a fresh process (issue 35: ~1 s of these imports on every command)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dpdesk.engine.answering.workflow import Request, assess\n"
+        "from dpdesk.engine.inference.history import History, HistoryRow\n"
+        "from dpdesk.engine.queries.query import query_from_vector\n"
+        "h = History((4,))\n"
+        "h.append(HistoryRow(query_from_vector([1, 1, 0, 0], (4,)), 0.05, 30.0))\n"
+        "a = assess(h, Request('r', query_from_vector([1, 1, 0, 0], (4,)), 20.0, 0.05), 10.0)\n"
+        "print(a.decision, a.pricing.fusion is not None, a.pricing.fusion_weight is not None)\n"
+        "print(sorted(m for m in ('scipy.optimize', 'scipy.special') if m in sys.modules))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert ran.stdout.splitlines() == ["spend True True", "[]"], ran.stdout
