@@ -3,6 +3,11 @@
 Built from a pandas DataFrame in a vectorised pass (attribute codes → flat cell index → ``bincount``).
 Values outside a declared domain, or missing, are counted as *out of domain* and never placed in a cell.
 Other sources (DuckDB, PostgreSQL) build the same :class:`Cube` in :mod:`dpdesk.sources`.
+
+When the schema declares measures, the cube also holds, per cell, the sum of each measure's clamped
+values and how many values were summed (:mod:`dpdesk.engine.measures`); when it declares a privacy unit
+other than one row per person, only the rows the contribution bounds keep are counted and summed
+(:mod:`dpdesk.engine.truncation`), and the cube says what was dropped.
 """
 
 from __future__ import annotations
@@ -13,27 +18,93 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpdesk.engine.errors import Cancelled, SchemaError
+from dpdesk.engine.errors import Cancelled, DpdeskError, SchemaError
+from dpdesk.engine.measures import SPLIT_BITS, Measure
 from dpdesk.engine.schema import Attribute, Schema
+from dpdesk.engine.truncation import (
+    MISSING_Q,
+    OrderKey,
+    TruncationReport,
+    keep_rows,
+    order_values,
+    unit_numbers,
+)
 
 if TYPE_CHECKING:  # pandas is imported where it is used: the app's start-up does not need it
     import pandas as pd
 
 
+def _read_only(values: Any, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(values, dtype=dtype).reshape(shape)
+    if arr.flags.writeable:
+        arr = arr.copy()
+        arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class MeasureSums:
+    """One measure over the cube's cells. Private, like the counts.
+
+    ``sums`` (float64) holds the sum of the clamped values of the cell's rows (after the null rule),
+    ``counts`` (int64) how many values were summed — the cell's count when missing values are replaced,
+    fewer when they are skipped — and ``missing`` how many of the counted rows had no value. Both arrays
+    have the schema's shape and are read-only.
+    """
+
+    name: str
+    sums: np.ndarray
+    counts: np.ndarray
+    missing: int = 0
+
+    @property
+    def flat_sums(self) -> np.ndarray:
+        return self.sums.reshape(-1)
+
+    @property
+    def flat_counts(self) -> np.ndarray:
+        return self.counts.reshape(-1)
+
+
 @dataclass(frozen=True)
 class Cube:
-    """Private record counts. ``counts`` has ``schema.shape`` and is read-only; it never leaves the curator."""
+    """Private record counts. ``counts`` has ``schema.shape`` and is read-only; it never leaves the curator.
+
+    ``measures`` holds one :class:`MeasureSums` per measure the schema declares, in its order;
+    ``truncation`` what enforcing the privacy unit's contribution bounds dropped (None when one row is one
+    person). Neither is ever written to a project file.
+    """
 
     schema: Schema
     counts: np.ndarray
     out_of_domain: int = 0
+    measures: tuple[MeasureSums, ...] = ()
+    truncation: TruncationReport | None = None
 
     def __post_init__(self) -> None:
-        counts = np.asarray(self.counts, dtype=np.int64).reshape(self.schema.shape)
-        if counts.flags.writeable:
-            counts = counts.copy()
-            counts.setflags(write=False)
-        object.__setattr__(self, "counts", counts)
+        shape = self.schema.shape
+        object.__setattr__(self, "counts", _read_only(self.counts, np.int64, shape))
+        object.__setattr__(
+            self,
+            "measures",
+            tuple(
+                MeasureSums(
+                    m.name,
+                    _read_only(m.sums, np.float64, shape),
+                    _read_only(m.counts, np.int64, shape),
+                    int(m.missing),
+                )
+                for m in self.measures
+            ),
+        )
+
+    def measure(self, name: str) -> MeasureSums:
+        """The sums of measure ``name`` (SchemaError naming the known measures if there is none)."""
+        for m in self.measures:
+            if m.name == name:
+                return m
+        known = ", ".join(repr(m.name) for m in self.measures) or "none"
+        raise SchemaError(f"no measure {name!r} in this cube (measures: {known})")
 
     @property
     def flat(self) -> np.ndarray:
@@ -117,12 +188,17 @@ def build_cube(
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    order_key: OrderKey | None = None,
 ) -> Cube:
     """Count the rows of ``df`` into the cells of ``schema`` (vectorised, in chunks of rows).
 
     Each attribute's column is binned by :func:`attribute_codes`; rows with every attribute in domain
     go to cell ``ravel_multi_index(codes, schema.shape)`` (C order, last attribute fastest); the
     others are counted in ``out_of_domain``. Domains come only from ``schema``, never from the data.
+    Measures are summed per cell (:mod:`dpdesk.engine.measures`). A privacy unit other than one row
+    per person keeps only the rows its bounds allow, chosen in the keyed order of ``order_key``
+    (required then; :mod:`dpdesk.engine.truncation`); rows without an identifier are out of domain.
+    This is the reference every pushdown source is tested against.
 
     ``progress(fraction)`` is called after each chunk; when ``cancelled()`` returns True the build
     stops with :class:`~dpdesk.engine.errors.Cancelled`.
@@ -142,23 +218,31 @@ def build_cube(
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be at least 1")
     columns = [str(c) for c in df.columns]
-    for a in schema.attributes:
-        matches = sum(1 for c in df.columns if c == a.column)
+    unit = schema.unit
+    needed = [(f"attribute '{a.name}'", a.column) for a in schema.attributes]
+    needed += [(f"measure '{m.name}'", m.column) for m in schema.measures]
+    if unit.column is not None:
+        needed.append(("the privacy unit", unit.column))
+        if order_key is None:
+            raise DpdeskError(
+                "the privacy unit's contribution bounds need the curator's order key to choose rows"
+            )
+    for what, column in needed:
+        matches = sum(1 for c in df.columns if c == column)
         if matches == 0:
             raise SchemaError(
-                f"attribute '{a.name}': column {a.column!r} is not in the table "
-                f"(columns: {', '.join(map(repr, columns))})"
+                f"{what}: column {column!r} is not in the table (columns: {', '.join(map(repr, columns))})"
             )
         if matches > 1:
-            raise SchemaError(
-                f"attribute '{a.name}': column {a.column!r} appears {matches} times in the table"
-            )
+            raise SchemaError(f"{what}: column {column!r} appears {matches} times in the table")
 
     shape = schema.shape
     n_cells = schema.n_cells
+    plain = unit.rows_are_people and not schema.measures
     counts = np.zeros(n_cells, dtype=np.int64)
     out_of_domain = 0
     n_rows = len(df)
+    cells = None if plain else np.empty(n_rows, dtype=np.int64)
     for start in range(0, max(n_rows, 1), chunk_rows):
         if cancelled is not None and cancelled():
             raise Cancelled("cube build cancelled")
@@ -168,9 +252,95 @@ def build_cube(
         for d, a in enumerate(schema.attributes):
             codes[d] = attribute_codes(chunk[a.column], a)
         inside = np.all(codes >= 0, axis=0)
-        out_of_domain += int(inside.size - np.count_nonzero(inside))
         flat = np.ravel_multi_index(tuple(codes[:, inside]), shape)
-        counts += np.bincount(flat, minlength=n_cells)
+        if cells is None:
+            out_of_domain += int(inside.size - np.count_nonzero(inside))
+            counts += np.bincount(flat, minlength=n_cells)
+        else:
+            part = np.full(stop - start, -1, dtype=np.int64)
+            part[inside] = flat
+            cells[start:stop] = part
         if progress is not None:
             progress(stop / n_rows if n_rows else 1.0)
-    return Cube(schema=schema, counts=counts.reshape(shape), out_of_domain=out_of_domain)
+    if cells is None:
+        return Cube(schema=schema, counts=counts.reshape(shape), out_of_domain=out_of_domain)
+    if cancelled is not None and cancelled():
+        raise Cancelled("cube build cancelled")
+    return _bounded_cube(df, schema, cells, order_key)
+
+
+def measure_values(series: pd.Series) -> np.ndarray:
+    """A measure column as float64 (NaN where missing or not a number), as every engine reads it."""
+    import pandas as pd
+
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+    values: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return values
+
+
+def _summed(m: Measure, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, present)`` after the null rule: a replaced missing value is the replacement's integer."""
+    q, present = m.quantised(values)
+    if m.nulls == "replace":
+        q[~present] = m.null_quantised()
+    return q, present
+
+
+def _bounded_cube(df: pd.DataFrame, schema: Schema, cells: np.ndarray, order_key: OrderKey | None) -> Cube:
+    """The cube of the rows the privacy unit keeps, with the measures' sums (the pandas reference)."""
+    unit = schema.unit
+    inside = cells >= 0
+    people = None
+    if unit.column is not None:
+        people, have = unit_numbers(df[unit.column], f"the privacy unit's column {unit.column!r}")
+        inside &= have
+    rows = np.flatnonzero(inside)
+    summed = [_summed(m, measure_values(df[m.column])[rows]) for m in schema.measures]
+    report = None
+    if people is not None:
+        assert order_key is not None
+        import pandas as pd
+
+        person = pd.factorize(df[unit.column].iloc[rows], use_na_sentinel=True)[0].astype(np.int64)
+        hashed = [
+            np.where(present | (m.nulls == "replace"), q, 0)
+            for m, (q, present) in zip(schema.measures, summed)
+        ]
+        tie = [
+            np.where(present | (m.nulls == "replace"), q, MISSING_Q)
+            for m, (q, present) in zip(schema.measures, summed)
+        ]
+        order = order_values(order_key, people[rows], cells[rows], hashed)
+        groups = None
+        if unit.grouped:
+            names = unit.group_attributes(schema.names)
+            axes = [schema.axis(n) for n in names]
+            multi = np.unravel_index(cells[rows], schema.shape)
+            groups = np.ravel_multi_index(tuple(multi[a] for a in axes), tuple(schema.shape[a] for a in axes))
+        keep, report = keep_rows(unit, person, cells[rows], order, tie, groups)
+        rows, summed = rows[keep], [(q[keep], present[keep]) for q, present in summed]
+    kept_cells = cells[rows]
+    n_cells = schema.n_cells
+    counts = np.bincount(kept_cells, minlength=n_cells)
+    sums = []
+    for m, (q, present) in zip(schema.measures, summed):
+        hi = np.bincount(kept_cells, weights=q >> SPLIT_BITS, minlength=n_cells)
+        lo = np.bincount(kept_cells, weights=q & ((1 << SPLIT_BITS) - 1), minlength=n_cells)
+        valid = np.bincount(kept_cells[present], minlength=n_cells)
+        summed_counts = counts if m.nulls == "replace" else valid
+        sums.append(
+            MeasureSums(
+                m.name,
+                m.total(np.rint(hi).astype(np.int64), np.rint(lo).astype(np.int64)).reshape(schema.shape),
+                summed_counts.reshape(schema.shape),
+                int(rows.size - np.count_nonzero(present)),
+            )
+        )
+    return Cube(
+        schema=schema,
+        counts=counts.reshape(schema.shape),
+        out_of_domain=int(cells.size - rows.size - (report.rows_dropped if report else 0)),
+        measures=tuple(sums),
+        truncation=report,
+    )

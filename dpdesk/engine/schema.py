@@ -4,6 +4,11 @@ A :class:`Schema` is the curator's declaration of which table columns become cub
 their domains are: categorical value lists or numeric bin edges (DESIGN §6). Nothing here reads data:
 domains are public knowledge and must be declared, never read off the table. Cells are ordered in C
 order (last attribute fastest).
+
+Two optional members extend the DESIGN §6 format (old files read as before, and a schema without them
+writes exactly what it read): ``privacy_unit`` (:mod:`dpdesk.engine.unit`: whose rows are one person,
+and the contribution bounds) and ``measures`` (:mod:`dpdesk.engine.measures`: numeric columns summed per
+cell within declared clamp bounds).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import Any, Literal
 import numpy as np
 
 from dpdesk.engine.errors import SchemaError
+from dpdesk.engine.measures import Measure, parse_measures
+from dpdesk.engine.unit import ROW, PrivacyUnit, parse_unit
 
 Kind = Literal["categorical", "numeric"]
 
@@ -64,9 +71,12 @@ class Attribute:
 
 @dataclass(frozen=True)
 class Schema:
-    """The declared attributes of a cube, in order (C-order flattening, last attribute fastest)."""
+    """The declared attributes of a cube, in order (C-order flattening, last attribute fastest), with the
+    privacy unit (default: one row is one person) and the measures summed per cell (default: none)."""
 
     attributes: tuple[Attribute, ...]
+    unit: PrivacyUnit = ROW
+    measures: tuple[Measure, ...] = ()
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -100,8 +110,28 @@ class Schema:
         """``'age=0-30, income=>50K'`` for the cell at ``flat_index``."""
         return ", ".join(f"{a.name}={lab}" for a, lab in zip(self.attributes, self.cell_labels(flat_index)))
 
+    def measure(self, name: str) -> Measure:
+        for m in self.measures:
+            if m.name == name:
+                return m
+        known = ", ".join(repr(m.name) for m in self.measures) or "none"
+        raise SchemaError(f"unknown measure {name!r} (measures: {known})")
+
+    def columns(self) -> tuple[str, ...]:
+        """Every table column the schema reads (attributes, measures, the privacy unit), once each."""
+        cols = [a.column for a in self.attributes] + [m.column for m in self.measures]
+        if self.unit.column is not None:
+            cols.append(self.unit.column)
+        return tuple(dict.fromkeys(cols))
+
     def to_dict(self) -> dict[str, Any]:
-        return {"attributes": [a.to_dict() for a in self.attributes]}
+        out: dict[str, Any] = {"attributes": [a.to_dict() for a in self.attributes]}
+        unit = self.unit.to_dict()
+        if unit is not None:
+            out["privacy_unit"] = unit
+        if self.measures:
+            out["measures"] = [m.to_dict() for m in self.measures]
+        return out
 
     @classmethod
     def from_dict(cls, obj: Any) -> Schema:
@@ -179,4 +209,6 @@ def parse_schema(obj: Any) -> Schema:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise SchemaError(f"schema.attributes: duplicate attribute name {sorted(dup)[0]!r}")
-    return Schema(parsed)
+    unit = parse_unit(obj.get("privacy_unit"), tuple(names))
+    measures = parse_measures(obj.get("measures"))
+    return Schema(parsed, unit, measures)

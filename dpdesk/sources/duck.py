@@ -16,11 +16,14 @@ import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dpdesk.engine.contributions import Contributions
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.schema import Schema
-from dpdesk.sources import sqlgen
+from dpdesk.engine.truncation import OrderKey
+from dpdesk.sources import sqlbounds, sqlgen
 from dpdesk.sources.base import (
+    SHOWN_ORDER_KEY,
     CancelCheck,
     Fingerprint,
     Progress,
@@ -28,11 +31,15 @@ from dpdesk.sources.base import (
     SourceError,
     check_cancelled,
     column_kinds_checked,
-    cube_from_cell_counts,
+    contributions_from_columns,
+    contributions_schema,
+    cube_from_columns,
+    needs_order_key,
     one_line,
     report,
     require_extra,
     run_in_worker,
+    unit_kind_checked,
 )
 from dpdesk.sources.fingerprint import hash_files
 
@@ -68,6 +75,7 @@ _NUMERIC_TYPES = (
     "FLOAT8",
 )
 _TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "CHAR", "BPCHAR")
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL", "DECIMAL", "NUMERIC", "FLOAT4", "FLOAT8")
 
 
 def file_format(path: str) -> str | None:
@@ -99,6 +107,18 @@ def type_kind(type_name: str) -> str:
 
 
 _ARENAS_LIMITED = False
+
+
+def unit_type_kind(type_name: str) -> str:
+    """A privacy unit column's kind from its DuckDB type (see :func:`dpdesk.sources.base.unit_kind_checked`)."""
+    base = type_name.upper().split("(")[0].strip()
+    if base in _FLOAT_TYPES:
+        return "float"
+    if base in _NUMERIC_TYPES:
+        return "integer"
+    if base in ("BOOLEAN", "BOOL"):
+        return "boolean"
+    return "text" if base in _TEXT_TYPES else "other"
 
 
 def _limit_malloc_arenas() -> None:
@@ -271,20 +291,42 @@ class DuckDBSource(Source):
             self._types = {str(r[0]): str(r[1]) for r in rows}
         return self._types
 
-    def _query(self, schema: Schema, con: Any = None) -> sqlgen.CubeQuery:
+    def _typed(
+        self, schema: Schema, con: Any = None
+    ) -> tuple[dict[str, str], str, tuple[Any, ...], str | None]:
+        """Column kinds, the FROM clause and its parameters, and the privacy unit column's kind, with the
+        columns checked against ``schema``."""
         types = self._column_types(con)
         kinds = {c: type_kind(t) for c, t in types.items()}
         column_kinds_checked(schema, kinds, self.location, types)
         overrides = None
+        ucol = schema.unit.column
+        unit_kind = None
+        if ucol is not None:
+            unit_kind = unit_kind_checked(schema, unit_type_kind(types[ucol]), self.location, types[ucol])
         if self.format != "parquet":
-            overrides = {
-                a.column: ("VARCHAR" if a.kind == "categorical" else "DOUBLE") for a in schema.attributes
-            }
+            # CSV: read as the schema means them (an identifier as text, so "007" stays "007")
+            overrides = {m.column: "DOUBLE" for m in schema.measures}
+            overrides.update(
+                {a.column: ("VARCHAR" if a.kind == "categorical" else "DOUBLE") for a in schema.attributes}
+            )
             kinds = dict(kinds)
+            for m in schema.measures:
+                kinds[m.column] = "numeric"
             for a in schema.attributes:
                 kinds[a.column] = "text" if a.kind == "categorical" else "numeric"
+            if ucol is not None:
+                overrides.setdefault(ucol, "VARCHAR")
+                read_as = "text" if overrides[ucol] == "VARCHAR" else "float"
+                unit_kind = unit_kind_checked(schema, read_as, self.location, overrides[ucol])
         from_sql, from_params = self._from(overrides)
-        return sqlgen.cube_query(schema, kinds, from_sql, from_params, sqlgen.DUCKDB)
+        return kinds, from_sql, from_params, unit_kind
+
+    def _query(self, schema: Schema, con: Any = None, order_key: OrderKey | None = None) -> sqlgen.CubeQuery:
+        kinds, from_sql, from_params, unit_kind = self._typed(schema, con)
+        return sqlbounds.cube_statement(
+            schema, kinds, from_sql, from_params, sqlgen.DUCKDB, unit_kind=unit_kind, order_key=order_key
+        )
 
     # --- the Source interface ------------------------------------------------------------------------
 
@@ -292,16 +334,41 @@ class DuckDBSource(Source):
         return list(self._column_types())
 
     def sql(self, schema: Schema) -> str:
-        return self._query(schema).display()
+        return self._query(schema, order_key=SHOWN_ORDER_KEY).display()
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
         check_cancelled(cancelled)
+        order_key = needs_order_key(schema, order_key)
         with self._session() as con:
-            q = self._query(schema, con)
+            q = self._query(schema, con, order_key)
             report(progress, 0.0)
             out = self._run(con, q.sql, q.params, progress, cancelled)
         report(progress, 1.0)
-        return cube_from_cell_counts(schema, out["cell"], out["n"])
+        return cube_from_columns(schema, out)
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        check_cancelled(cancelled, "count of rows per person")
+        schema = contributions_schema(schema, column)
+        with self._session() as con:
+            kinds, from_sql, from_params, _ = self._typed(schema, con)
+            q = sqlbounds.contributions_statement(schema, column, kinds, from_sql, from_params, sqlgen.DUCKDB)
+            out = self._run(con, q.sql, q.params, progress, cancelled)
+        report(progress, 1.0)
+        return contributions_from_columns(out)
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         def hashing(f: float) -> None:

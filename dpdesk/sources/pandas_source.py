@@ -11,9 +11,11 @@ import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from dpdesk.engine.contributions import Contributions
 from dpdesk.engine.cube import Cube
-from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.errors import Cancelled, SchemaError
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.truncation import OrderKey
 from dpdesk.sources.base import (
     CancelCheck,
     Fingerprint,
@@ -22,6 +24,8 @@ from dpdesk.sources.base import (
     SourceError,
     check_cancelled,
     column_kinds_checked,
+    contributions_schema,
+    needs_order_key,
     one_line,
     report,
     require_extra,
@@ -58,18 +62,52 @@ def series_kind(series: pd.Series) -> str:
 
 
 def _dataframe_cube(
-    df: pd.DataFrame, schema: Schema, where: str, progress: Progress, cancelled: CancelCheck
+    df: pd.DataFrame,
+    schema: Schema,
+    where: str,
+    progress: Progress,
+    cancelled: CancelCheck,
+    order_key: OrderKey | None,
 ) -> Cube:
     from dpdesk.engine.cube import build_cube
 
     kinds: dict[str, str] = {}
+    used = set(schema.columns())
     for c in df.columns:
         name = str(c)
         if name in kinds:  # duplicate names: let build_cube name the problem if the schema uses it
             continue
-        kinds[name] = series_kind(df[c]) if any(a.column == name for a in schema.attributes) else "other"
+        kinds[name] = series_kind(df[c]) if name in used else "other"
     column_kinds_checked(schema, kinds, where, {c: str(df[c].dtype) for c in kinds if kinds[c] != "numeric"})
-    return build_cube(df, schema, progress=progress, cancelled=cancelled)
+    order_key = needs_order_key(schema, order_key)
+    try:
+        return build_cube(df, schema, progress=progress, cancelled=cancelled, order_key=order_key)
+    except SchemaError as exc:
+        if schema.unit.column is not None and str(exc).startswith("the privacy unit"):
+            raise SourceError(f"{exc} ({where})") from None
+        raise
+
+
+def _dataframe_contributions(
+    df: pd.DataFrame,
+    column: str,
+    schema: Schema | None,
+    where: str,
+    progress: Progress,
+    cancelled: CancelCheck,
+) -> Contributions:
+    from dpdesk.engine.contributions import contributions
+
+    check_cancelled(cancelled, "count of rows per person")
+    checked = contributions_schema(schema, column)
+    kinds = {str(c): series_kind(df[c]) for c in df.columns if str(c) in set(checked.columns())}
+    column_kinds_checked(checked, kinds, where)
+    try:
+        out = contributions(df, column, schema)
+    except SchemaError as exc:
+        raise SourceError(f"{exc} ({where})") from None
+    report(progress, 1.0)
+    return out
 
 
 def _whole_numbers_as_integers(df: pd.DataFrame) -> pd.DataFrame:
@@ -101,8 +139,25 @@ class DataFrameSource(Source):
     def columns(self) -> list[str]:
         return [str(c) for c in self.df.columns]
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
-        return _dataframe_cube(self.df, schema, self.location, progress, cancelled)
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
+        return _dataframe_cube(self.df, schema, self.location, progress, cancelled, order_key)
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        return _dataframe_contributions(self.df, column, schema, self.location, progress, cancelled)
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         import pandas as pd
@@ -156,13 +211,30 @@ class ExcelSource(Source):
     def columns(self) -> list[str]:
         return [str(c) for c in self.frame().columns]
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
         check_cancelled(cancelled)
         df = self.frame()
         if cancelled is not None and cancelled():
             raise Cancelled("cube build cancelled")
         where = self.location + (f" (sheet {self.table!r})" if self.table else "")
-        return _dataframe_cube(df, schema, where, progress, cancelled)
+        return _dataframe_cube(df, schema, where, progress, cancelled, order_key)
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        return _dataframe_contributions(self.frame(), column, schema, self.location, progress, cancelled)
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         method, digest = hash_files(

@@ -13,11 +13,14 @@ import hashlib
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from dpdesk.engine.contributions import Contributions
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.schema import Schema
-from dpdesk.sources import sqlgen
+from dpdesk.engine.truncation import OrderKey
+from dpdesk.sources import sqlbounds, sqlgen
 from dpdesk.sources.base import (
+    SHOWN_ORDER_KEY,
     CancelCheck,
     Fingerprint,
     Progress,
@@ -25,11 +28,16 @@ from dpdesk.sources.base import (
     SourceError,
     check_cancelled,
     column_kinds_checked,
-    cube_from_cell_counts,
+    contributions_from_columns,
+    contributions_schema,
+    cube_from_columns,
+    needs_order_key,
     one_line,
     report,
     require_extra,
+    rows_to_columns,
     run_in_worker,
+    unit_kind_checked,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +84,12 @@ def redact(url: str) -> str:
 
 def _category_kind(typcategory: str) -> str:
     return {"N": "numeric", "S": "text"}.get(typcategory, "other")
+
+
+def _unit_kind(type_name: str, typcategory: str) -> str:
+    if typcategory == "N":
+        return "integer" if type_name in ("smallint", "integer", "bigint") else "float"
+    return {"S": "text", "B": "boolean"}.get(typcategory, "other")
 
 
 class PostgresSource(Source):
@@ -169,12 +183,19 @@ class PostgresSource(Source):
             ).fetchall()
         ]
 
-    def _query(self, con: Any, schema: Schema) -> sqlgen.CubeQuery:
+    def _query(self, con: Any, schema: Schema, order_key: OrderKey | None = None) -> sqlgen.CubeQuery:
         oid, qualified = self._resolve(con)
         cols = self._columns(con, oid)
         kinds = {name: _category_kind(cat) for name, _, cat in cols}
-        column_kinds_checked(schema, kinds, f"PostgreSQL table {self.table!r}", {n: t for n, t, _ in cols})
-        return sqlgen.cube_query(schema, kinds, qualified, (), sqlgen.POSTGRESQL)
+        where = f"PostgreSQL table {self.table!r}"
+        column_kinds_checked(schema, kinds, where, {n: t for n, t, _ in cols})
+        unit_kind = None
+        if schema.unit.column is not None:
+            name, tname, cat = next(c for c in cols if c[0] == schema.unit.column)
+            unit_kind = unit_kind_checked(schema, _unit_kind(tname, cat), where, tname)
+        return sqlbounds.cube_statement(
+            schema, kinds, qualified, (), sqlgen.POSTGRESQL, unit_kind=unit_kind, order_key=order_key
+        )
 
     def _with(self, fn: Any) -> Any:
         import psycopg
@@ -211,19 +232,49 @@ class PostgresSource(Source):
         return self._with(lambda con: [name for name, _, _ in self._columns(con, self._resolve(con)[0])])
 
     def sql(self, schema: Schema) -> str:
-        return self._with(lambda con: self._query(con, schema).display())
+        return self._with(lambda con: self._query(con, schema, SHOWN_ORDER_KEY).display())
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
         check_cancelled(cancelled)
+        order_key = needs_order_key(schema, order_key)
 
-        def go(con: Any) -> list[tuple[Any, ...]]:
-            q = self._query(con, schema)
+        def go(con: Any) -> dict[str, list[Any]]:
+            q = self._query(con, schema, order_key)
             report(progress, 0.0)  # the server reports no progress for one statement
-            return self._run(con, q.sql, q.params, cancelled)
+            return rows_to_columns(q.columns, self._run(con, q.sql, q.params, cancelled))
 
-        rows = self._with(go)
+        columns = self._with(go)
         report(progress, 1.0)
-        return cube_from_cell_counts(schema, [r[0] for r in rows], [r[1] for r in rows])
+        return cube_from_columns(schema, columns)
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        check_cancelled(cancelled, "count of rows per person")
+        schema = contributions_schema(schema, column)
+
+        def go(con: Any) -> dict[str, list[Any]]:
+            self._query(con, schema, SHOWN_ORDER_KEY)  # the columns checked as for a cube
+            oid, qualified = self._resolve(con)
+            kinds = {name: _category_kind(cat) for name, _, cat in self._columns(con, oid)}
+            q = sqlbounds.contributions_statement(schema, column, kinds, qualified, (), sqlgen.POSTGRESQL)
+            return rows_to_columns(q.columns, self._run(con, q.sql, q.params, cancelled))
+
+        columns = self._with(go)
+        report(progress, 1.0)
+        return contributions_from_columns(columns)
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         check_cancelled(cancelled, "fingerprint")

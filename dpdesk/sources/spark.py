@@ -28,11 +28,14 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from dpdesk.engine.contributions import Contributions
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.schema import Schema
-from dpdesk.sources import sqlgen
+from dpdesk.engine.truncation import OrderKey
+from dpdesk.sources import sqlbounds, sqlgen
 from dpdesk.sources.base import (
+    SHOWN_ORDER_KEY,
     CancelCheck,
     Fingerprint,
     Progress,
@@ -40,11 +43,16 @@ from dpdesk.sources.base import (
     SourceError,
     check_cancelled,
     column_kinds_checked,
-    cube_from_cell_counts,
+    contributions_from_columns,
+    contributions_schema,
+    cube_from_columns,
+    needs_order_key,
     one_line,
     report,
     require_extra,
+    rows_to_columns,
     run_in_worker,
+    unit_kind_checked,
 )
 from dpdesk.sources.spark_session import (
     SCHEMES,
@@ -130,6 +138,18 @@ def _type_kind(data_type: Any) -> str:
     if isinstance(data_type, (T.StringType, T.VarcharType, T.CharType)):
         return "text"
     return "other"
+
+
+def _unit_kind(data_type: Any) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.IntegralType):
+        return "integer"
+    if isinstance(data_type, T.NumericType):
+        return "float"
+    if isinstance(data_type, T.BooleanType):
+        return "boolean"
+    return "text" if _type_kind(data_type) == "text" else "other"
 
 
 class SparkSource(Source):
@@ -222,26 +242,44 @@ class SparkSource(Source):
             return sqlgen.SPARK.ident(self._view)
         return ".".join(sqlgen.SPARK.ident(part) for part in self.table.split("."))
 
-    def _query(self, schema: Schema) -> sqlgen.CubeQuery:
+    def _query(self, schema: Schema, order_key: OrderKey | None = None) -> sqlgen.CubeQuery:
+        kinds, from_clause, unit_kind = self._typed(schema)
+        return sqlbounds.cube_statement(
+            schema, kinds, from_clause, (), sqlgen.SPARK, unit_kind=unit_kind, order_key=order_key
+        )
+
+    def _typed(self, schema: Schema) -> tuple[dict[str, str], str, str | None]:
+        """Column kinds, the FROM clause and the privacy unit column's kind, checked against ``schema``."""
         df = self._frame()
         kinds = {f.name: _type_kind(f.dataType) for f in df.schema.fields}
         types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         where = f"{self.path or self.table} (Spark)"
         from_clause = self._from()
+        ucol = schema.unit.column
+        unit_kind = None
         if self.format in ("csv", "tsv"):
-            # CSV columns are read as text: categorical attributes match by text, numeric ones are cast.
+            # CSV columns are read as text: categorical attributes match by text, numeric ones and
+            # measures are cast, the privacy unit's identifiers stay text.
             column_kinds_checked(schema, {c: "numeric" for c in kinds}, where)  # names only
             casts, kinds = [], {}
-            for a in schema.attributes:
-                if a.column in kinds:
-                    continue
-                col = sqlgen.SPARK.ident(a.column)
-                kinds[a.column] = "numeric" if a.kind == "numeric" else "text"
-                casts.append(f"CAST({col} AS DOUBLE) AS {col}" if a.kind == "numeric" else col)
+            numeric = {a.column for a in schema.attributes if a.kind == "numeric"}
+            numeric |= {m.column for m in schema.measures}
+            for column in schema.columns():
+                col = sqlgen.SPARK.ident(column)
+                kinds[column] = "numeric" if column in numeric else "text"
+                casts.append(f"CAST({col} AS DOUBLE) AS {col}" if column in numeric else col)
             from_clause = f"(SELECT {', '.join(casts)} FROM {from_clause}) AS typed"
+            if ucol is not None:
+                read_as = "float" if ucol in numeric else "text"
+                unit_kind = unit_kind_checked(
+                    schema, read_as, where, "double" if ucol in numeric else "string"
+                )
         else:
             column_kinds_checked(schema, kinds, where, types)
-        return sqlgen.cube_query(schema, kinds, from_clause, (), sqlgen.SPARK)
+            if ucol is not None:
+                field = df.schema[ucol]
+                unit_kind = unit_kind_checked(schema, _unit_kind(field.dataType), where, types[ucol])
+        return kinds, from_clause, unit_kind
 
     def _run(
         self, sql: str, params: tuple[Any, ...], what: str, progress: Progress, cancelled: CancelCheck
@@ -359,18 +397,42 @@ class SparkSource(Source):
         return list(self._frame().columns)
 
     def sql(self, schema: Schema) -> str:
-        shown = self._query(schema).display()
+        shown = self._query(schema, SHOWN_ORDER_KEY).display()
         if self.path is not None:
             shown = f"-- {self._from()} is a temporary view of: {self._reader_text()}\n{shown}"
         return shown
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
         check_cancelled(cancelled)
-        q = self._query(schema)
+        order_key = needs_order_key(schema, order_key)
+        q = self._query(schema, order_key)
         report(progress, 0.0)
         rows = self._run(q.sql, q.params, "cube build", progress, cancelled)
         report(progress, 1.0)
-        return cube_from_cell_counts(schema, [r[0] for r in rows], [r[1] for r in rows])
+        return cube_from_columns(schema, rows_to_columns(q.columns, [tuple(r) for r in rows]))
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        check_cancelled(cancelled, "count of rows per person")
+        schema = contributions_schema(schema, column)
+        kinds, from_clause, _ = self._typed(schema)
+        q = sqlbounds.contributions_statement(schema, column, kinds, from_clause, (), sqlgen.SPARK)
+        rows = self._run(q.sql, q.params, "count of rows per person", progress, cancelled)
+        report(progress, 1.0)
+        return contributions_from_columns(rows_to_columns(q.columns, [tuple(r) for r in rows]))
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         check_cancelled(cancelled, "fingerprint")

@@ -53,31 +53,48 @@ SPARK = Dialect("spark", "?", "STRING", "`")
 
 
 @dataclass
-class _Params:
+class Params:
+    """The parameters of a statement being generated, in placeholder order; ``hidden`` marks the
+    positions (0-based) of secrets that ``--show-sql`` must not print (the keyed order's constants)."""
+
     dialect: Dialect
     values: list[Any] = field(default_factory=list)
+    hidden: set[int] = field(default_factory=set)
 
-    def add(self, value: Any) -> str:
+    def add(self, value: Any, *, secret: bool = False) -> str:
         self.values.append(value)
+        if secret:
+            self.hidden.add(len(self.values) - 1)
         return "?" if self.dialect.placeholder == "?" else f"${len(self.values)}"
 
 
 @dataclass(frozen=True)
 class CubeQuery:
-    """A generated statement and its parameters (in placeholder order)."""
+    """A generated statement and its parameters (in placeholder order).
+
+    ``hidden`` lists the 0-based positions of parameters that are secrets (never displayed);
+    ``columns`` names the result's columns when the statement is not the plain (cell, n) count.
+    """
 
     sql: str
     params: tuple[Any, ...]
+    hidden: frozenset[int] = frozenset()
+    columns: tuple[str, ...] = ("cell", "n")
 
     def display(self) -> str:
         """The statement followed by its parameters as SQL comments (for ``--show-sql``)."""
         lines = [self.sql.rstrip(), "-- parameters, in placeholder order:"]
         for i, p in enumerate(self.params, 1):
-            lines.append(f"--   {i}: {json.dumps(p, ensure_ascii=False)}")
+            shown = (
+                "(a constant of the keyed order, not shown)"
+                if i - 1 in self.hidden
+                else json.dumps(p, ensure_ascii=False)
+            )
+            lines.append(f"--   {i}: {shown}")
         return "\n".join(lines)
 
 
-def _numeric_case(col: str, a: Attribute, p: _Params) -> str:
+def _numeric_case(col: str, a: Attribute, p: Params) -> str:
     e = [float(x) for x in a.edges]
     k = len(e) - 1
     parts = [f"WHEN {col} < {p.add(e[0])} THEN NULL"]
@@ -91,7 +108,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def _categorical_case(col: str, a: Attribute, column_kind: str, p: _Params, dialect: Dialect) -> str:
+def _categorical_case(col: str, a: Attribute, column_kind: str, p: Params, dialect: Dialect) -> str:
     as_text = f"CAST({col} AS {dialect.text_type})"
     if column_kind == "text" and dialect.name == "duckdb":
         # One hashed lookup per row instead of a chain of string comparisons (about twice as fast).
@@ -120,6 +137,18 @@ def _categorical_case(col: str, a: Attribute, column_kind: str, p: _Params, dial
     return f"CASE {as_text} " + " ".join(parts) + " END"
 
 
+def attribute_code(a: Attribute, column_kind: str, p: Params, dialect: Dialect) -> str:
+    """The attribute's domain position as a BIGINT expression (NULL when out of domain or missing)."""
+    col = dialect.ident(a.column)
+    case = (
+        _numeric_case(col, a, p)
+        if a.kind == "numeric"
+        else _categorical_case(col, a, column_kind, p, dialect)
+    )
+    # BIGINT before the arithmetic: small integer types overflow (PLATFORM.md), and cubes can be big.
+    return f"CAST({case} AS BIGINT)"
+
+
 def cube_query(
     schema: Schema,
     column_kinds: Mapping[str, str],
@@ -133,18 +162,12 @@ def cube_query(
     booleans: compared by text form) or ``"any"`` (untyped; checked by the caller). ``from_clause`` is a quoted table name or a table function; its own placeholders take
     ``from_params``. The result has columns ``cell`` (C-order flat index, -1 = out of domain) and ``n``.
     """
-    p = _Params(dialect)
+    p = Params(dialect)
     n = len(schema.attributes)
     strides = [math.prod(schema.shape[d + 1 :]) for d in range(n)]
     terms = []
     for a, stride in zip(schema.attributes, strides):
-        col = dialect.ident(a.column)
-        kind = column_kinds[a.column]
-        case = (
-            _numeric_case(col, a, p) if a.kind == "numeric" else _categorical_case(col, a, kind, p, dialect)
-        )
-        # BIGINT before the arithmetic: small integer types overflow (PLATFORM.md), and cubes can be big.
-        code = f"CAST({case} AS BIGINT)"
+        code = attribute_code(a, column_kinds[a.column], p, dialect)
         terms.append(code if stride == 1 else f"{code} * {stride}")
     index = "\n       + ".join(terms)
     if from_params and dialect.placeholder != "?":

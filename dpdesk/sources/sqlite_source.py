@@ -13,11 +13,14 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dpdesk.engine.contributions import Contributions
 from dpdesk.engine.cube import Cube
-from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.schema import Schema
-from dpdesk.sources import sqlgen
+from dpdesk.engine.truncation import PRIME, OrderKey, value_number
+from dpdesk.sources import sqlbounds, sqlgen
 from dpdesk.sources.base import (
+    SHOWN_ORDER_KEY,
     CancelCheck,
     Fingerprint,
     Progress,
@@ -25,9 +28,14 @@ from dpdesk.sources.base import (
     SourceError,
     check_cancelled,
     column_kinds_checked,
-    cube_from_cell_counts,
+    contributions_from_columns,
+    contributions_schema,
+    cube_from_columns,
+    needs_order_key,
     one_line,
     report,
+    rows_to_columns,
+    unit_kind_checked,
 )
 from dpdesk.sources.fingerprint import hash_files
 
@@ -111,17 +119,46 @@ class SQLiteSource(Source):
         rows = con.execute("SELECT name, type FROM pragma_table_info(?)", (name,)).fetchall()
         return {str(r[0]): str(r[1] or "") for r in rows}
 
-    def _query(self, con: sqlite3.Connection, schema: Schema) -> sqlgen.CubeQuery:
+    def _query(
+        self, con: sqlite3.Connection, schema: Schema, order_key: OrderKey | None = None
+    ) -> sqlgen.CubeQuery:
         types = self._column_types(con)
         kinds = {c: affinity_kind(t) for c, t in types.items()}
         check = {c: ("numeric" if k == "any" else k) for c, k in kinds.items()}
-        column_kinds_checked(
+        where = f"{self.location} table {self.table!r}"
+        column_kinds_checked(schema, check, where, {c: t or "no declared type" for c, t in types.items()})
+        unit_kind = None
+        ucol = schema.unit.column
+        if ucol is not None:  # SQLite types values, not columns: each identifier is numbered by itself
+            declared = types[ucol].upper()
+            floats = any(t in declared for t in ("REAL", "FLOA", "DOUB")) and "INT" not in declared
+            unit_kind = unit_kind_checked(schema, "float" if floats else "any", where, types[ucol])
+        return sqlbounds.cube_statement(
             schema,
-            check,
-            f"{self.location} table {self.table!r}",
-            {c: t or "no declared type" for c, t in types.items()},
+            kinds,
+            sqlgen.quote_ident(self._resolve(con)),
+            (),
+            sqlgen.SQLITE,
+            unit_kind=unit_kind,
+            order_key=order_key,
         )
-        return sqlgen.cube_query(schema, kinds, sqlgen.quote_ident(self._resolve(con)), (), sqlgen.SQLITE)
+
+    def _register_unit(self, con: sqlite3.Connection, schema: Schema) -> list[str]:
+        """Register the identifier-numbering function; the returned list collects a refused value."""
+        problems: list[str] = []
+        where = f"the privacy unit's column {schema.unit.column!r} in {self.location} table {self.table!r}"
+
+        def number(value: object) -> int | None:
+            try:
+                n = value_number(value, where)
+            except DpdeskError as exc:
+                if not problems:
+                    problems.append(str(exc))
+                return None
+            return None if n is None else n % PRIME
+
+        con.create_function(sqlbounds.SQLITE_UNIT_FUNCTION, 1, number, deterministic=True)
+        return problems
 
     def columns(self) -> list[str]:
         con = self._connect()
@@ -133,15 +170,24 @@ class SQLiteSource(Source):
     def sql(self, schema: Schema) -> str:
         con = self._connect()
         try:
-            return self._query(con, schema).display()
+            return self._query(con, schema, SHOWN_ORDER_KEY).display()
         finally:
             con.close()
 
-    def build_cube(self, schema: Schema, *, progress: Progress = None, cancelled: CancelCheck = None) -> Cube:
+    def build_cube(
+        self,
+        schema: Schema,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+        order_key: OrderKey | None = None,
+    ) -> Cube:
         check_cancelled(cancelled)
+        order_key = needs_order_key(schema, order_key)
         con = self._connect()
         try:
-            q = self._query(con, schema)
+            q = self._query(con, schema, order_key)
+            problems = self._register_unit(con, schema) if schema.unit.column is not None else []
             report(progress, 0.0)
             if cancelled is not None:
                 con.set_progress_handler(lambda: 1 if cancelled() else 0, _PROGRESS_EVERY)
@@ -157,8 +203,43 @@ class SQLiteSource(Source):
                 raise SourceError(f"cannot read SQLite file {self.location}: {one_line(exc)}") from None
         finally:
             con.close()
+        if problems:
+            raise SourceError(problems[0])
         report(progress, 1.0)
-        return cube_from_cell_counts(schema, [r[0] for r in rows], [r[1] for r in rows])
+        return cube_from_columns(schema, rows_to_columns(q.columns, rows))
+
+    def contributions(
+        self,
+        column: str,
+        schema: Schema | None = None,
+        *,
+        progress: Progress = None,
+        cancelled: CancelCheck = None,
+    ) -> Contributions:
+        check_cancelled(cancelled, "count of rows per person")
+        schema = contributions_schema(schema, column)
+        con = self._connect()
+        try:
+            self._query(con, schema, SHOWN_ORDER_KEY)  # the columns checked as for a cube
+            types = self._column_types(con)
+            kinds = {c: affinity_kind(t) for c, t in types.items()}
+            q = sqlbounds.contributions_statement(
+                schema, column, kinds, sqlgen.quote_ident(self._resolve(con)), (), sqlgen.SQLITE
+            )
+            if cancelled is not None:
+                con.set_progress_handler(lambda: 1 if cancelled() else 0, _PROGRESS_EVERY)
+            try:
+                rows = con.execute(q.sql, q.params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if cancelled is not None and cancelled():
+                    raise Cancelled("count of rows per person cancelled") from None
+                raise SourceError(
+                    f"cannot count {self.location} table {self.table!r}: {one_line(exc)}"
+                ) from None
+        finally:
+            con.close()
+        report(progress, 1.0)
+        return contributions_from_columns(rows_to_columns(q.columns, rows))
 
     def fingerprint(self, *, progress: Progress = None, cancelled: CancelCheck = None) -> Fingerprint:
         method, digest = hash_files(
