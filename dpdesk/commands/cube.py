@@ -1,4 +1,5 @@
-"""``dpdesk cube``: build a source's count cube and print its shape, total and out-of-domain count.
+"""``dpdesk cube``: build a source's count cube and print its shape, total and out-of-domain count, the
+measures' sums and what the privacy unit's bounds dropped; or the distribution of rows per person.
 
 Private output: the cube holds true counts, for the curator's eyes only (DESIGN §4).
 """
@@ -31,7 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--show-sql",
         action="store_true",
-        help="print the generated GROUP BY and its parameters instead of running it",
+        help="print the generated statement (binning, sums, truncation) and its parameters instead of "
+        "running it; the constants of the keyed order are not shown",
+    )
+    p.add_argument(
+        "--rows-per-person",
+        metavar="COLUMN",
+        help="instead of the cube, print how many people have 1, 2, ... rows inside the schema's domain "
+        "(the rows sharing a value of COLUMN being one person), to choose --max-rows",
     )
     p.set_defaults(func=run)
 
@@ -94,7 +102,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(sql)
         return 0
-    cube = source.build_cube(schema)
+    if args.rows_per_person is not None:
+        return _rows_per_person(source, schema, args.rows_per_person, args.json)
+    order_key = None
+    if not schema.unit.rows_are_people:
+        from dpdesk.store.binding import curator_order_key
+
+        order_key = curator_order_key()
+    cube = source.build_cube(schema, order_key=order_key)
     if args.json:
         fingerprint = source.fingerprint()
         print(
@@ -104,6 +119,16 @@ def run(args: argparse.Namespace) -> int:
                     "total": cube.total,
                     "out_of_domain": cube.out_of_domain,
                     "counts": cube.flat.tolist(),
+                    "measures": [
+                        {
+                            "name": m.name,
+                            "sums": m.flat_sums.tolist(),
+                            "counts": m.flat_counts.tolist(),
+                            "missing": m.missing,
+                        }
+                        for m in cube.measures
+                    ],
+                    "truncation": None if cube.truncation is None else cube.truncation.to_dict(),
                     "source": source.describe(),
                     "fingerprint": fingerprint.to_dict(),
                 },
@@ -117,5 +142,41 @@ def run(args: argparse.Namespace) -> int:
     print(f"shape: {shape} ({schema.n_cells} cells: {', '.join(schema.names)})")
     print(f"total: {cube.total}")
     print(f"out of domain: {cube.out_of_domain}")
+    for m, sums in zip(schema.measures, cube.measures):
+        print(
+            f"measure {m.name}: sum {float(sums.sums.sum()):.10g} of {int(sums.counts.sum())} values "
+            f"clamped to [{m.lower:g}, {m.upper:g}]; {sums.missing} missing"
+        )
+    if cube.truncation is not None:
+        t = cube.truncation
+        print(f"privacy unit: {schema.unit.describe()}")
+        print(f"  {t.people} people; {t.rows_kept} rows kept")
+        print(f"  {t.warning() or 'nothing dropped: nobody is over the bounds'}")
     print("(private: true counts, for the curator only)")
+    return 0
+
+
+def _rows_per_person(source, schema, column: str, as_json: bool) -> int:  # type: ignore[no-untyped-def]
+    import json
+
+    c = source.contributions(column, schema)
+    if as_json:
+        print(json.dumps({"column": column, **c.to_dict(), "people": c.people}, ensure_ascii=False))
+        return 0
+    print(
+        f"rows per person (rows sharing {column}), over the {c.total_rows} rows inside the schema's domain:"
+    )
+    print(f"  {'rows':>6}  {'people':>8}  {'people with that many cells':>28}")
+    for rows, people, cells in c.table():
+        print(f"  {rows:>6}  {people:>8}  {cells:>28}")
+    print(
+        f"  {c.people} people; at most {c.most_rows} rows each; {c.outside} rows outside (no {column} or domain)"
+    )
+    for share in (0.5, 0.9, 0.99):
+        k = c.smallest_bound(share)
+        print(
+            f"  --max-rows {k}: {share:.0%} of people keep every row; "
+            f"{c.rows_kept(k)} of {c.total_rows} rows kept"
+        )
+    print("(private: a distribution of the raw rows, for the curator only; never written to a project)")
     return 0

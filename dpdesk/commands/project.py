@@ -41,6 +41,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the largest δ any cell may accumulate over (α, δ) releases, fixed for the project's life "
         "(default 0: pure α-DP releases only)",
     )
+    new.add_argument(
+        "--privacy-unit",
+        metavar="COLUMN",
+        help="protect people, not rows: the rows sharing a value of COLUMN are one person (needs "
+        "--max-rows; default: one row is one person). The schema file's privacy_unit says the same",
+    )
+    new.add_argument(
+        "--max-rows",
+        type=int,
+        metavar="K",
+        help="with --privacy-unit: the cube keeps at most K rows of each person (chosen in a keyed, "
+        "reproducible order; see `dpdesk cube --rows-per-person COLUMN` to choose K)",
+    )
+    new.add_argument(
+        "--one-row-per-cell",
+        action="store_true",
+        help="with --privacy-unit: also at most one row of each person in each cell",
+    )
     new.add_argument("--name", metavar="N", help="project name (default: the file's stem)")
     new.add_argument(
         "--test-project",
@@ -129,7 +147,7 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.store.inputs import read_schema_file
     from dpdesk.store.project import Project
 
-    schema = read_schema_file(args.schema)
+    schema = with_unit_arguments(read_schema_file(args.schema), args)
     name = args.name or Path(args.path).stem
     from dpdesk.commands.assess import policy_from_args
 
@@ -170,6 +188,39 @@ def describe_binding(src) -> str:
         f"unkeyed {src.fingerprint_method} fingerprint and row count of format 7 (visible to anyone with the "
         "file; `dpdesk project rebind` replaces them with a keyed fingerprint)"
     )
+
+
+def with_unit_arguments(schema, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """``schema`` with the privacy unit of ``--privacy-unit/--max-rows/--one-row-per-cell`` (checked, one
+    line naming the option; the schema file's own ``privacy_unit`` and the options are exclusive)."""
+    from dataclasses import replace
+
+    from dpdesk.engine.errors import SchemaError
+    from dpdesk.engine.unit import parse_unit
+
+    if args.privacy_unit is None:
+        if args.max_rows is not None or args.one_row_per_cell:
+            raise SchemaError("--max-rows and --one-row-per-cell need --privacy-unit COLUMN")
+        return schema
+    if not schema.unit.rows_are_people:
+        raise SchemaError(
+            f"the schema file already declares a privacy unit ({schema.unit.describe()}): "
+            "give it there or with --privacy-unit, not both"
+        )
+    if args.max_rows is None:
+        raise SchemaError("--privacy-unit needs --max-rows K: how many rows of one person the cube may keep")
+    spec: dict[str, object] = {"column": args.privacy_unit, "max_rows": args.max_rows}
+    if args.one_row_per_cell:
+        spec["one_row_per"] = "cell"
+    try:
+        unit = parse_unit(spec, schema.names)
+    except SchemaError as exc:
+        raise SchemaError(
+            str(exc)
+            .replace("privacy_unit.max_rows", "--max-rows")
+            .replace("privacy_unit.column", "--privacy-unit")
+        ) from None
+    return replace(schema, unit=unit)
 
 
 def describe_policy(policy) -> str:
@@ -270,6 +321,8 @@ def _info(args: argparse.Namespace) -> int:
             "delta_spent": view.delta_spent,
             "cells": p.schema.n_cells,
             "attributes": list(p.schema.names),
+            "privacy_unit": p.schema.unit.to_dict(),
+            "measures": [m.to_dict() for m in p.schema.measures],
             "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
             "requests": counts,
             "ledger_entries": len(entries),
@@ -283,6 +336,10 @@ def _info(args: argparse.Namespace) -> int:
         }
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
         binding_text = describe_binding(src)
+        unit_text = p.schema.unit.describe()
+        if not p.schema.unit.rows_are_people:
+            unit_text += "; releases are refused until they are priced per person"
+        measure_lines = [m.describe() for m in p.schema.measures]
         ahead_text = describe_look_ahead(p.look_ahead)
     if args.json:
         print(json.dumps(info, indent=2))
@@ -290,6 +347,9 @@ def _info(args: argparse.Namespace) -> int:
     print(f"{info['name']} — {info['path']}{'  [TEST PROJECT]' if info['test_project'] else ''}")
     print(f"  created {info['created']}; neighbours: {info['neighbour_model']}")
     print(f"  cube: {info['cells']} cells over {', '.join(info['attributes'])}")
+    print(f"  privacy unit: {unit_text}")
+    for line in measure_lines:
+        print(f"  measure {line}")
     print(
         f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
         f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}"

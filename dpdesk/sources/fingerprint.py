@@ -31,8 +31,10 @@ CUBE_METHOD = "hmac-sha256-cube"
 
 def cube_fingerprint(cube: Cube, secret: bytes, salt: bytes) -> str:
     """HMAC-SHA256 under ``secret`` of ``salt``, the cube's shape, its counts (C order, int64 little-endian)
-    and its out-of-domain count, as hex. ``salt`` (random per binding, stored beside the digest) keeps two
-    bindings of the same table from showing the same digest.
+    and its out-of-domain count, as hex — then, for each measure the schema declares, its name, per-cell
+    sums (float64 little-endian) and numbers of values summed, so a changed measure value is noticed too
+    (a cube without measures has the digest it always had). ``salt`` (random per binding, stored beside
+    the digest) keeps two bindings of the same table from showing the same digest.
 
     Examples
     --------
@@ -54,6 +56,11 @@ def cube_fingerprint(cube: Cube, secret: bytes, salt: bytes) -> str:
     h.update(len(shape).to_bytes(4, "little") + b"".join(int(n).to_bytes(8, "little") for n in shape))
     h.update(np.ascontiguousarray(cube.counts, dtype="<i8").tobytes())
     h.update(int(cube.out_of_domain).to_bytes(8, "little", signed=True))
+    for m in cube.measures:
+        name = m.name.encode("utf-8", "surrogatepass")
+        h.update(b"\0measure" + len(name).to_bytes(4, "little") + name)
+        h.update(np.ascontiguousarray(m.sums, dtype="<f8").tobytes())
+        h.update(np.ascontiguousarray(m.counts, dtype="<i8").tobytes())
     return h.hexdigest()
 
 

@@ -149,8 +149,13 @@ def _order(schema: Schema, key: OrderKey, p: Params) -> str:
     return f"(({y}) + {p.add(key.round2, secret=True)}) % {PRIME}"
 
 
+_CELL_BITS = 32  # the order value and the cell share one BIGINT sort key when cells fit in 32 bits
+
+
 def _tie_break(schema: Schema) -> str:
-    parts = ["o", "cell"]
+    """The window's ORDER BY: the order value ``o`` (joined with the cell into one key when the cube has
+    fewer than 2^32 cells: one sort key is cheaper than two), then the measures' integers."""
+    parts = ["o"] if schema.n_cells < 2**_CELL_BITS else ["o", "cell"]
     for i, m in enumerate(schema.measures):
         parts.append(_after_rule(m, i) if m.nulls == "replace" else f"COALESCE(q{i}, {MISSING_Q})")
     return ", ".join(parts)
@@ -218,8 +223,7 @@ def cube_statement(
 
     assert order_key is not None
     cell = f"CASE WHEN u IS NULL THEN -1 ELSE {cell} END"
-    carried = ", ".join(["person", "u", *qs])
-    binned_cols = [f"{cell} AS cell", carried]
+    binned_cols = [f"{cell} AS cell", ", ".join(["person", "u", *qs])]
     if unit.grouped and not unit.one_row_per_cell:
         names = unit.group_attributes(schema.names)
         axes = [schema.axis(nm) for nm in names]
@@ -227,15 +231,21 @@ def cube_statement(
         grp = " + ".join(f"c{a}" if s == 1 else f"c{a} * {s}" for a, s in zip(axes, group_strides))
         # out-of-domain rows get no group, so they never share a person's group with rows in the domain
         binned_cols.append(f"CASE WHEN u IS NULL OR ({index}) IS NULL THEN NULL ELSE {grp} END AS grp")
-    order = _order(schema, order_key, p)
+    # out-of-domain rows take the order value p, above every row inside: a person's rows inside the
+    # domain are ranked first, and no separate key is needed to keep the others out of their way
+    order = f"CASE WHEN cell < 0 THEN {PRIME} ELSE {_order(schema, order_key, p)} END"
+    if schema.n_cells < 2**_CELL_BITS:
+        order = f"({order}) * {2**_CELL_BITS} + cell"
     tie = _tie_break(schema)
-    last = "CASE WHEN cell < 0 THEN 1 ELSE 0 END"
     keep = f"cell, {', '.join(qs) + ', ' if qs else ''}"
+    carried = ", ".join(
+        ["person", "cell", *(["grp"] if unit.grouped and not unit.one_row_per_cell else []), *qs]
+    )
     k = unit.max_rows
     parts = [
         "WITH coded AS (\n  SELECT " + ",\n         ".join(coded) + f"\n  FROM {from_clause}\n)",
         "binned AS (\n  SELECT " + ", ".join(binned_cols) + "\n  FROM coded\n)",
-        f"ordered AS (\n  SELECT *, CASE WHEN cell < 0 THEN 0 ELSE {order} END AS o\n  FROM binned\n)",
+        f"ordered AS (\n  SELECT {carried}, {order} AS o\n  FROM binned\n)",
     ]
     if unit.grouped:
         group = "cell" if unit.one_row_per_cell else "grp"
@@ -245,12 +255,12 @@ def cube_statement(
         )
         parts.append(
             f"ranked AS (\n  SELECT {keep}rg, CASE WHEN cell < 0 THEN 0 ELSE ROW_NUMBER() OVER "
-            f"(PARTITION BY person ORDER BY {last}, rg, {tie}) END AS rn\n  FROM grouped\n)"
+            f"(PARTITION BY person ORDER BY rg, {tie}) END AS rn\n  FROM grouped\n)"
         )
     else:
         parts.append(
             f"ranked AS (\n  SELECT {keep}1 AS rg, CASE WHEN cell < 0 THEN 0 ELSE ROW_NUMBER() OVER "
-            f"(PARTITION BY person ORDER BY {last}, {tie}) END AS rn\n  FROM ordered\n)"
+            f"(PARTITION BY person ORDER BY {tie}) END AS rn\n  FROM ordered\n)"
         )
     kept = f"rg = 1 AND rn <= {k}"
     select = [

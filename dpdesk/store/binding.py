@@ -21,8 +21,9 @@ from typing import Any
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.truncation import OrderKey
 from dpdesk.store.errors import BindingError
-from dpdesk.store.source_key import SourceKey, find_key, key_folder
+from dpdesk.store.source_key import SourceKey, find_key, key_folder, own_key
 
 
 @dataclass(frozen=True)
@@ -95,14 +96,44 @@ def _where(location: str, table: str | None) -> str:
     return f"source {location}{f' table {table}' if table else ''}"
 
 
+def order_key(key: SourceKey) -> OrderKey:
+    """The keyed order in which a project's cube keeps a person's rows (the privacy unit's contribution
+    bounds, :mod:`dpdesk.engine.truncation`): derived from the source key, so the same data bound with
+    the same key always gives the same cube, and the key never leaves this machine."""
+    return OrderKey.from_secret(key.secret)
+
+
+def curator_order_key() -> OrderKey:
+    """The order of this machine's own source key: what a project bound here now would use."""
+    return order_key(own_key())
+
+
+def bound_order_key(binding: SourceBinding, schema: Schema) -> OrderKey | None:
+    """The order a project's cube is built in (None when one row is one person: nothing is chosen), or a
+    one-line BindingError when the binding's key is not on this machine."""
+    if schema.unit.rows_are_people:
+        return None
+    key = find_key(binding.key_id or "")
+    if key is None:
+        raise BindingError(
+            f"{_where(binding.location, binding.table)}: cannot build the cube: its privacy unit keeps "
+            f"each person's rows in an order keyed with source key {binding.key_id or '(none)'}, which this "
+            f"machine does not have (copy {binding.key_id}.key from the machine that bound it into "
+            f"{key_folder()}, or rebind the project here)"
+        )
+    return order_key(key)
+
+
 def snapshot(
     location: str,
     table: str | None,
     schema: Schema,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    order: OrderKey | None = None,
 ) -> Snapshot:
-    """Read the source now: check its columns against the schema and build the cube.
+    """Read the source now: check its columns against the schema and build the cube (a privacy unit's
+    rows kept in the keyed ``order``: :func:`order_key`).
 
     ``progress(fraction)`` hears how far; ``cancelled()`` true stops it with the source's cancellation error.
     """
@@ -112,14 +143,14 @@ def snapshot(
         columns = set(source.columns())
     except OSError as exc:
         raise BindingError(f"{where}: cannot read it ({exc.strerror or exc})") from None
-    missing = [a.column for a in schema.attributes if a.column not in columns]
+    missing = [c for c in schema.columns() if c not in columns]
     if missing:
         raise BindingError(
             f"{where} has no column {missing[0]!r} "
             f"named by the schema (columns: {', '.join(sorted(columns))})"
         )
     try:
-        cube = source.build_cube(schema, progress=progress, cancelled=cancelled)
+        cube = source.build_cube(schema, progress=progress, cancelled=cancelled, order_key=order)
     except OSError as exc:
         raise BindingError(f"{where}: cannot read it ({exc.strerror or exc})") from None
     return Snapshot(cube)

@@ -35,3 +35,8 @@ class DrawDiscarded(StoreError):
 
 class StaleAssessment(RequestStateError):
     """The ledger or the answering settings changed since the assessment: assess again, nothing was released."""
+
+
+class PersonLevelUnavailable(StoreError):
+    """The project protects people with several rows each, and this release kind is not yet priced per
+    person: it is refused rather than priced per row."""

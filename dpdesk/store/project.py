@@ -25,7 +25,16 @@ from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
 from dpdesk.store import answering, db, ledger
-from dpdesk.store.binding import Snapshot, SourceBinding, changed, keyed_binding, snapshot, unkeyed_binding
+from dpdesk.store.binding import (
+    Snapshot,
+    SourceBinding,
+    bound_order_key,
+    changed,
+    keyed_binding,
+    order_key,
+    snapshot,
+    unkeyed_binding,
+)
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
@@ -43,6 +52,15 @@ from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 from dpdesk.store.watching import Watching
 
 NEIGHBOUR_MODEL = "add/remove one record"
+
+
+def neighbour_model(schema: Schema) -> str:
+    """The neighbouring tables the project's guarantees are about (one record, or one person's rows)."""
+    if schema.unit.rows_are_people:
+        return NEIGHBOUR_MODEL
+    return f"add/remove one person: {schema.unit.describe()}"
+
+
 REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, received, status, kind, alpha"
 
 
@@ -144,16 +162,18 @@ class Project(Releasing, Watching):
         if not isinstance(name, str) or not name.strip():
             raise DpdeskError("project name must be non-empty text")
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
-        snap = snapshot(source_location, source_table, schema)
+        key = own_key() if db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT or schema.unit.column else None
+        order = order_key(key) if key is not None and schema.unit.column else None
+        snap = snapshot(source_location, source_table, schema, order=order)
         created = utc_now()
-        if db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT:
-            initial = keyed_binding(source_location, source_table, snap.cube, own_key(), created)
+        if key is not None and db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT:
+            initial = keyed_binding(source_location, source_table, snap.cube, key, created)
         else:  # a file of an older format (only the tests make one): bound as that format did
             initial = unkeyed_binding(source_location, source_table, snap.cube, created)
         settings = {
             "name": name.strip(),
             "total_budget": float(total_budget),
-            "neighbour_model": NEIGHBOUR_MODEL,
+            "neighbour_model": neighbour_model(schema),
             "schema": schema.to_dict(),
             "test_project": bool(test_project),
             "created": created,
@@ -174,7 +194,7 @@ class Project(Releasing, Watching):
                         (
                             settings["name"],
                             settings["total_budget"],
-                            NEIGHBOUR_MODEL,
+                            settings["neighbour_model"],
                             canonical_json(schema.to_dict()),
                             int(test_project),
                             created,
@@ -300,7 +320,8 @@ class Project(Releasing, Watching):
         ``progress``/``cancelled``: see :func:`dpdesk.store.binding.snapshot` (used when it reads the source)."""
         if self._snapshot is None:
             src = self.source
-            self._snapshot = snapshot(src.location, src.table, self.schema, progress, cancelled)
+            order = bound_order_key(src, self.schema)
+            self._snapshot = snapshot(src.location, src.table, self.schema, progress, cancelled, order)
         return self._snapshot
 
     def binding_problem(self) -> str | None:
@@ -503,10 +524,13 @@ class Project(Releasing, Watching):
         self._require_writer()
         old = self.source
         self._snapshot = None
-        snap = self.snapshot()
         if _keyed_source_table(self._conn):
-            new = keyed_binding(old.location, old.table, snap.cube, own_key(), utc_now())
+            key = own_key()  # the cube is rebuilt in this key's order: the one the new binding names
+            order = order_key(key) if self.schema.unit.column else None
+            self._snapshot = snap = snapshot(old.location, old.table, self.schema, order=order)
+            new = keyed_binding(old.location, old.table, snap.cube, key, utc_now())
         else:  # a file of an older format (only the tests write one)
+            snap = self.snapshot()
             new = unkeyed_binding(old.location, old.table, snap.cube, utc_now())
         payload = {"previous": old.identity(), "current": new.identity()}
         return self._record("rebind", None, payload, None, source=new)

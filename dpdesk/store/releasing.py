@@ -28,11 +28,18 @@ from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+from dpdesk.engine.schema import Schema
 from dpdesk.store import db, ledger, view_cache
 from dpdesk.store.answering import FROM_PROJECT, check_share, read_look_ahead, write_look_ahead
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
-from dpdesk.store.errors import DrawDiscarded, RequestStateError, StaleAssessment, StoreError
+from dpdesk.store.errors import (
+    DrawDiscarded,
+    PersonLevelUnavailable,
+    RequestStateError,
+    StaleAssessment,
+    StoreError,
+)
 from dpdesk.store.release import Release, release_from_entry
 from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
@@ -41,9 +48,38 @@ from dpdesk.store.watching import planned_rows
 
 _CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
 
+# What the curator calls a release of each ledger kind, for the person-level refusal below.
+_KIND_WORDS = {
+    "fresh": "fresh counts",
+    "inferred": "answers from history",
+    "partition": "partition releases",
+    "selection": "max/argmax answers",
+    "posterior": "posteriors of proportions",
+    "estimate": "estimates from history",
+    "synthetic": "synthetic tables",
+    "measurement": "batch measurements",
+}
+
 
 def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
+
+
+def person_level_refusal(schema: Schema, kind: str) -> str | None:
+    """Why a release of ledger kind ``kind`` is refused on a project with ``schema`` (None: it is not).
+
+    Every release kind is priced per row today. On a project whose privacy unit is a person with up to
+    ``max_rows`` rows, that price understates a person's loss, so every kind is refused — in this one
+    place on the release path — until it is priced at the person level.
+    """
+    if schema.unit.rows_are_people:
+        return None
+    words = _KIND_WORDS.get(kind, f"{kind} releases")
+    return (
+        f"person-level pricing of {words} is not available yet: this project protects people "
+        f"({schema.unit.describe()}), and a price per row would understate what each person can lose; "
+        "nothing was released"
+    )
 
 
 class Releasing:
@@ -241,6 +277,9 @@ class Releasing:
         snapshot); a cancel stops it there, before any noise is drawn, and nothing is recorded.
         """
         self._require_writer()
+        refusal = person_level_refusal(self.schema, plan.mechanism.kind)
+        if refusal is not None:
+            raise PersonLevelUnavailable(refusal)
         checkpoint("answer:start")
         rid = plan.request_id
         if rid is not None:
