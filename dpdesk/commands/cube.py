@@ -166,9 +166,9 @@ def _rows_per_person(source, schema, column: str, as_json: bool) -> int:  # type
     print(
         f"rows per person (rows sharing {column}), over the {c.total_rows} rows inside the schema's domain:"
     )
-    print(f"  {'rows':>6}  {'people':>8}  {'people with that many cells':>28}")
+    print(f"  {'rows':>6}  {'people':>8}  {'people with rows in that many cells':>36}")
     for rows, people, cells in c.table():
-        print(f"  {rows:>6}  {people:>8}  {cells:>28}")
+        print(f"  {rows:>6}  {people:>8}  {cells:>36}")
     print(
         f"  {c.people} people; at most {c.most_rows} rows each; {c.outside} rows outside (no {column} or domain)"
     )

@@ -69,8 +69,9 @@ def person_level_refusal(schema: Schema, kind: str) -> str | None:
     """Why a release of ledger kind ``kind`` is refused on a project with ``schema`` (None: it is not).
 
     Every release kind is priced per row today. On a project whose privacy unit is a person with up to
-    ``max_rows`` rows, that price understates a person's loss, so every kind is refused — in this one
-    place on the release path — until it is priced at the person level.
+    ``max_rows`` rows, that price understates a person's loss, so every kind is refused — by this one
+    function, asked by :meth:`Releasing.release` (every release) and :meth:`Releasing.assess` (so no
+    per-row price is shown as a queued request's cost) — until it is priced at the person level.
     """
     if schema.unit.rows_are_people:
         return None
@@ -240,6 +241,10 @@ class Releasing:
         (store/request_kinds.py; ``reference_size``: a posterior's public reference table).
         """
         req = self.request(request_id)
+        # a per-row price would be shown as the request's cost: refused before it is computed
+        refusal = person_level_refusal(self.schema, "fresh" if req.kind == "count" else req.kind)
+        if refusal is not None:
+            raise PersonLevelUnavailable(refusal.replace("; nothing was released", "; nothing was assessed"))
         if req.kind != "count":
             return plan_for(req, self.schema, self.plan_inputs(), reference_size=reference_size)
         settings = Settings(
