@@ -118,6 +118,59 @@ def child(case: str, path: str, max_rows: int) -> None:
     print(json.dumps({"case": case, "wall_s": wall, "rows": total, **extra}))
 
 
+COMPONENTS = {
+    "untruncated cube (dpdesk's GROUP BY of 577 cells)": None,
+    "GROUP BY patient_id, COUNT(*)": "SELECT COUNT(*) FROM (SELECT patient_id, COUNT(*) FROM {t} GROUP BY ALL)",
+    "COUNT(*) OVER (PARTITION BY patient_id)": (
+        "SELECT SUM(c) FROM (SELECT COUNT(*) OVER (PARTITION BY patient_id) AS c FROM {t})"
+    ),
+    "ROW_NUMBER() OVER (PARTITION BY patient_id ORDER BY month)": (
+        "SELECT SUM(r) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY patient_id ORDER BY month) AS r FROM {t})"
+    ),
+    "truncated cube (dpdesk's statement)": None,
+}
+
+
+def components(path: str, repeat: int, max_rows: int) -> None:
+    """Where truncation's time goes: bare statements on the visits file, in one process, alternated."""
+    import duckdb
+
+    from dpdesk.engine.schema import Schema
+    from dpdesk.engine.truncation import OrderKey
+    from dpdesk.sources import open_source
+
+    source = open_source(path)
+    spec: dict = {"attributes": VISITS_ATTRIBUTES, "measures": [COST]}
+    plain = source._query(Schema.from_dict(spec))
+    spec["privacy_unit"] = {"column": "patient_id", "max_rows": max_rows}
+    truncated = source._query(Schema.from_dict(spec), None, OrderKey.from_secret(SECRET))
+    con = duckdb.connect(config={"preserve_insertion_order": False})
+    reader = f"read_parquet('{path}')" if path.endswith(".parquet") else f"read_csv('{path}')"
+    times: dict[str, list[float]] = {name: [] for name in COMPONENTS}
+    loads = [os.getloadavg()[0]]
+    for _ in range(repeat):
+        for name, sql in COMPONENTS.items():
+            if sql is None:
+                q = plain if name.startswith("untruncated") else truncated
+                statement, params = q.sql, list(q.params)
+            else:
+                statement, params = sql.format(t=reader), []
+            t0 = time.perf_counter()
+            con.execute(statement, params).fetchall()
+            times[name].append(time.perf_counter() - t0)
+        loads.append(os.getloadavg()[0])
+    base = statistics.median(times[next(iter(COMPONENTS))])
+    print(
+        f"\n## where truncation's time goes, in one process, best-of alternated ({path.rsplit('.', 1)[1]}; "
+        f"load average (1 min) {min(loads):.1f}–{max(loads):.1f})"
+    )
+    print("| statement | median | vs the untruncated cube |")
+    print("|---|---|---|")
+    for name, ts in times.items():
+        m = statistics.median(ts)
+        print(f"| {name} | {m:.2f} s | {m / base:.2f}× |")
+
+
 def measure(case: str, path: str, max_rows: int) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", case, path, str(max_rows)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -174,7 +227,11 @@ def main() -> None:
     ap.add_argument("--people", type=int, default=100_000)
     ap.add_argument("--max-rows", type=int, default=5)
     ap.add_argument("--files", default="parquet,csv")
-    ap.add_argument("--only", choices=["measure", "truncation"], help="run one of the two comparisons")
+    ap.add_argument(
+        "--only",
+        choices=["measure", "truncation", "components"],
+        help="run one of the two comparisons, or only the breakdown of truncation's time",
+    )
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-cube"))
     ap.add_argument("--child", nargs=3, metavar=("CASE", "PATH", "K"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -192,6 +249,11 @@ def main() -> None:
             results, load = alternated(["bare-sum", "measure", "counts"], path, args.repeat, args.max_rows)
             print(f"\n## one measure, {args.rows:,} rows, {kind} ({load})")
             table(results, "bare-sum")
+    if args.only == "components":
+        parquet, csv = make_visits(args.dir, args.people)
+        for kind in files:
+            components(parquet if kind == "parquet" else csv, args.repeat, args.max_rows)
+        return
     if args.only in (None, "truncation"):
         parquet, csv = make_visits(args.dir, args.people)
         for kind in files:

@@ -131,8 +131,8 @@ def ref_number(v) -> int | None:  # type: ignore[no-untyped-def]
 def ref_order(key: OrderKey, u: int, values: list[int]) -> int:
     k1, k2, k3, k4 = key.constants()
     y = (u * k1 + k2) % P
-    for v in values:
-        w = v % P
+    for j, v in enumerate(values):  # the cell, then each measure's integer plus 2^52
+        w = (v + (2**52 if j else 0)) % P
         y = ((y + w) % P) * ((w + k3) % (P - 1) + 1) % P
     return (y + k4) % P
 

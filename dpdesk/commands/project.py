@@ -174,6 +174,11 @@ def _new(args: argparse.Namespace) -> int:
         )
         print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {describe_binding(src)}")
         print(f"spend policy: {describe_policy(p.spend_policy)}")
+        if not p.schema.unit.rows_are_people:
+            print(
+                f"privacy unit: {p.schema.unit.describe()}; releases are refused until they are priced per "
+                "person (what truncation drops: `dpdesk cube`, private)"
+            )
     return 0
 
 

@@ -47,6 +47,7 @@ PRIME = 2_147_483_647  # 2^31 − 1: products of two residues stay below 2^62
 CANONICAL_INTEGER = r"0|-?[1-9][0-9]{0,17}"  # what a text identifier must look like to count as an integer
 INTEGER_LIMIT = 10**18  # integers with |v| < 10^18 are used as they are; larger ones by their text
 MISSING_Q = -(2**62)  # a skipped (missing) measure value in the tie-break, below every summed integer
+QUANTUM_OFFSET = 2**52  # added to a summed integer (|q| ≤ 2^52) before hashing: the value is then ≥ 0
 _CANONICAL = re.compile(CANONICAL_INTEGER)
 _DERIVATION = b"dpdesk truncation order v1"
 
@@ -202,7 +203,7 @@ def unit_numbers(series: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]
 
 def _mix(y: np.ndarray, value: np.ndarray, key: OrderKey) -> np.ndarray:
     """One step of the order's hash: ``((y + w) mod p) · (((w + K3) mod (p − 1)) + 1) mod p``, with
-    ``w = v mod p``. The multiplier depends on the value, so two values meet a person's number along
+    ``w = v mod p`` for a value ``v ≥ 0``. The multiplier depends on the value, so two values meet a person's number along
     different slopes and their relative order is as likely one way as the other; it is never 0 mod p.
     Each step uses ``y`` once, so the SQL expression grows linearly with the number of steps."""
     w = value % PRIME
@@ -217,12 +218,13 @@ def order_values(
 
     ``unit`` is the identifier's number mod p, ``cells`` the flat cell index, ``summed`` each measure's
     integer after its null rule (0 where a skipped value is missing). The steps: ``y = (u·K1 + K2) mod
-    p``; then :func:`_mix` with the cell and with each measure's integer in turn; last, ``o = (y + K4)
-    mod p``.
+    p``; then :func:`_mix` with the cell and with each measure's integer plus 2^52 in turn; last,
+    ``o = (y + K4) mod p``.
     """
     y = (np.asarray(unit, dtype=np.int64) * key.multiplier + key.offset) % PRIME
-    for v in (cells, *summed):
-        y = _mix(y, np.asarray(v, dtype=np.int64), key)
+    y = _mix(y, np.asarray(cells, dtype=np.int64), key)
+    for v in summed:
+        y = _mix(y, np.asarray(v, dtype=np.int64) + QUANTUM_OFFSET, key)
     return (y + key.round2) % PRIME
 
 

@@ -27,7 +27,14 @@ from typing import Any
 
 from dpdesk.engine.measures import SPLIT_BITS, Measure
 from dpdesk.engine.schema import Schema
-from dpdesk.engine.truncation import CANONICAL_INTEGER, INTEGER_LIMIT, MISSING_Q, PRIME, OrderKey
+from dpdesk.engine.truncation import (
+    CANONICAL_INTEGER,
+    INTEGER_LIMIT,
+    MISSING_Q,
+    PRIME,
+    QUANTUM_OFFSET,
+    OrderKey,
+)
 from dpdesk.sources import sqlgen
 from dpdesk.sources.sqlgen import DUCKDB, CubeQuery, Dialect, Params, attribute_code
 
@@ -139,12 +146,13 @@ def _after_rule(m: Measure, i: int) -> str:
 def _order(schema: Schema, key: OrderKey, p: Params) -> str:
     """The keyed order value ``o``: :func:`dpdesk.engine.truncation.order_values`."""
     y = f"((u * {p.add(key.multiplier, secret=True)} + {p.add(key.offset, secret=True)}) % {PRIME})"
+    # each value made non-negative first (a summed integer is at least -2^52), so one % gives its residue
     values = ["cell"] + [
-        _after_rule(m, i) if m.nulls == "replace" else f"COALESCE(q{i}, 0)"
+        f"({_after_rule(m, i) if m.nulls == 'replace' else f'COALESCE(q{i}, 0)'} + {QUANTUM_OFFSET})"
         for i, m in enumerate(schema.measures)
     ]
     for v in values:
-        w = _residue(v)
+        w = f"({v} % {PRIME})"
         y = f"(((({y}) + {w}) % {PRIME}) * (({w} + {p.add(key.round1, secret=True)}) % {PRIME - 1} + 1) % {PRIME})"
     return f"(({y}) + {p.add(key.round2, secret=True)}) % {PRIME}"
 
