@@ -178,7 +178,9 @@ def test_postgresql_matches_the_reference(name: str, pg_url: str, tables: Tables
     assert_same(source.build_cube(schema_of(name), order_key=KEY), reference(tables, name))
 
 
-@pytest.mark.parametrize(("kind", "name"), [("parquet", "k3-pid"), ("csv", "age-pcode")])
+# One local Spark build (CSV: text identifiers, one row per age group); the integer-identifier Parquet case
+# runs through Spark Connect in test_spark_connect_person.py (the run's Connect server is already warm).
+@pytest.mark.parametrize(("kind", "name"), [("csv", "age-pcode")])
 def test_spark_matches_the_reference(kind: str, name: str, spark, tables: Tables) -> None:  # type: ignore[no-untyped-def]
     source = open_source(MASTER, table=getattr(tables, kind))
     assert_same(source.build_cube(schema_of(name), order_key=KEY), reference(tables, name))
