@@ -161,7 +161,7 @@ def components(path: str, repeat: int, max_rows: int) -> None:
         loads.append(os.getloadavg()[0])
     base = statistics.median(times[next(iter(COMPONENTS))])
     print(
-        f"\n## where truncation's time goes, in one process, best-of alternated ({path.rsplit('.', 1)[1]}; "
+        f"\n## where truncation's time goes, in one process, alternated, medians ({path.rsplit('.', 1)[1]}; "
         f"load average (1 min) {min(loads):.1f}–{max(loads):.1f})"
     )
     print("| statement | median | vs the untruncated cube |")
