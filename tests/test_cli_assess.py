@@ -166,7 +166,7 @@ def test_pace_raises_alpha_or_declines():
     [
         (
             ["--history", "/nonexistent/h.json", "--query", "[1]", "--eps", "1", "--delta", "0.1"],
-            "No such file",
+            "no such history file",
         ),
         (["--history", "{BAD}", "--query", "[1,0,1,0]", "--eps", "1", "--delta", "0.1"], "malformed JSON"),
         (["--history", "{PAPER}", "--query", "[1,0,1]", "--eps", "1", "--delta", "0.1"], "3 coefficients"),

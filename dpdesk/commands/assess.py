@@ -94,9 +94,11 @@ def add_pace_argument(p: argparse.ArgumentParser) -> None:
 
 
 def add_table_size_argument(p: argparse.ArgumentParser) -> None:
+    from dpdesk.commands import numbers
+
     p.add_argument(
         "--table-size",
-        type=float,
+        type=numbers.table_size,
         metavar="N",
         help="a public upper bound on the number of records, declared by the curator (never read off the "
         "data): released intervals are trimmed to the answers such a table allows (counts ≥ 0, ≤ N); "
@@ -135,8 +137,9 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
         if args.query is not None:
             raise DpdeskError("give either --query or --queries, not both")
         out = []
-        with open(args.queries, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        from dpdesk.store.inputs import read_text_file
+
+        lines = read_text_file(args.queries, "queries file").splitlines()
         for no, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -361,11 +364,11 @@ def run(args: argparse.Namespace) -> int:
             )
         if not args.history:
             raise DpdeskError("give --history FILE (or a project file and --request ID)")
-        from pathlib import Path
 
         from dpdesk.engine.jsontext import parse_json
+        from dpdesk.store.inputs import read_text_file
 
-        obj = parse_json(Path(args.history).read_text(encoding="utf-8"), f"history file {args.history}")
+        obj = parse_json(read_text_file(args.history, "history file"), f"history file {args.history}")
         schema = None
         if isinstance(obj, dict) and obj.get("schema") is not None:
             schema = Schema.from_dict(obj["schema"])

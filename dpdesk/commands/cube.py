@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(sql)
         return 0
+    from dpdesk.engine.cube import check_cells
+
+    check_cells(schema)
     if args.rows_per_person is not None:
         return _rows_per_person(source, schema, args.rows_per_person, args.json)
     order_key = None

@@ -35,9 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=0, metavar="S", help="seed of the fit and the draw (recorded; default 0)"
     )
     add_tau_argument(p)
+    from dpdesk.commands import numbers
+
     p.add_argument(
         "--table-size",
-        type=float,
+        type=numbers.table_size,
         metavar="N",
         help="the public table size the answers are read against (default: the project's declared "
         "table size, else the released history's unbiased total)",
@@ -52,10 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dpdesk.engine.queries.text import describe_query
+    from dpdesk.store.atomic import check_target
     from dpdesk.store.estimating import check_table_path, synthetic_plan, write_report, write_rows
     from dpdesk.store.project import Project
 
     out_path = check_table_path(args.out)
+    if args.report:
+        check_target(args.report)  # before anything is recorded: a target dpdesk would refuse is named now
     with Project.open(
         args.path, "w"
     ) as p:  # the writer lock keeps the ledger as previewed until it is recorded

@@ -117,6 +117,19 @@ class Cube:
         return int(self.counts.sum())
 
 
+# A counted cube and its per-cell costs are dense arrays in memory: 10⁸ cells is 800 MB for each.
+MAX_CUBE_CELLS = 10**8
+
+
+def check_cells(schema: Schema) -> None:
+    """Refuse, in one line and before any data is read, a schema whose cube could not be held in memory."""
+    if schema.n_cells > MAX_CUBE_CELLS:
+        raise SchemaError(
+            f"schema: {' × '.join(map(str, schema.shape))} = {schema.n_cells:.3g} cells, more than the "
+            f"{MAX_CUBE_CELLS:.0e} a counted cube may have (it and its per-cell costs are held in memory)"
+        )
+
+
 # Rows per chunk in build_cube: large enough for numpy to be efficient, small enough that progress
 # and cancellation stay responsive on tables of tens of millions of rows.
 DEFAULT_CHUNK_ROWS = 1_000_000
@@ -215,6 +228,7 @@ def build_cube(
     >>> cube.flat.tolist(), cube.out_of_domain
     ([0, 1, 1, 1], 1)
     """
+    check_cells(schema)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be at least 1")
     columns = [str(c) for c in df.columns]

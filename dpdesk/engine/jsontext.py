@@ -31,3 +31,7 @@ def parse_json(text: str, where: str, error: type[DpdeskError] = DpdeskError) ->
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as exc:  # an integer literal of more digits than Python converts (4 300)
+        raise error(f"{where}: JSON holds a number too long to read ({str(exc).split(':')[0]})") from None

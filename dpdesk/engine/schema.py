@@ -24,6 +24,9 @@ from dpdesk.engine.measures import Measure, parse_measures
 from dpdesk.engine.unit import ROW, PrivacyUnit, parse_unit
 
 Kind = Literal["categorical", "numeric"]
+# A cell's flat index is a 64-bit integer (in numpy and in the generated SQL). A cube that is counted is
+# held in memory, which bounds it far lower (engine/cube.py MAX_CUBE_CELLS).
+MAX_CELLS = 2**62
 
 
 def _fmt_edge(x: float) -> str:
@@ -142,7 +145,10 @@ class Schema:
 def _finite_number(x: Any, where: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise SchemaError(f"{where}: edges must be numbers, got {x!r}")
-    v = float(x)
+    try:
+        v = float(x)
+    except OverflowError:  # an integer of hundreds of digits
+        raise SchemaError(f"{where}: edges must be finite, got a {len(str(x))}-digit number") from None
     if not math.isfinite(v):
         raise SchemaError(f"{where}: edges must be finite, got {x!r}")
     return v
@@ -188,6 +194,10 @@ def parse_attribute(obj: Any, where: str = "attribute") -> Attribute:
         for i, v in enumerate(values):
             if isinstance(v, bool) or not isinstance(v, (str, int, float)):
                 raise SchemaError(f"{where}.values[{i}]: must be a string or number, got {v!r}")
+            if (isinstance(v, int) and not -(2**63) <= v < 2**63) or (
+                isinstance(v, float) and not math.isfinite(v)
+            ):
+                raise SchemaError(f"{where}.values[{i}]: a number must be finite and fit in 64 bits")
         if len(set(values)) != len(values):
             raise SchemaError(f"{where}.values: values must be distinct")
         labels = _parse_labels(obj.get("labels"), len(values), where) or tuple(str(v) for v in values)
@@ -209,6 +219,12 @@ def parse_schema(obj: Any) -> Schema:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise SchemaError(f"schema.attributes: duplicate attribute name {sorted(dup)[0]!r}")
+    cells = math.prod(a.size for a in parsed)
+    if cells > MAX_CELLS:
+        raise SchemaError(
+            f"schema.attributes: {' × '.join(str(a.size) for a in parsed)} = {cells:.3g} cells, more than "
+            "a 64-bit cell index can number"
+        )
     unit = parse_unit(obj.get("privacy_unit"), tuple(names))
     measures = parse_measures(obj.get("measures"))
     return Schema(parsed, unit, measures)

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.gui import dialogs
 from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
 from dpdesk.gui.plots import pg
@@ -552,7 +552,7 @@ class AuditPage(QWidget):
             return
         try:
             written = write_letters(folder, self.session.accounts(), self.session.name)
-        except OSError as exc:
+        except (OSError, DpdeskError) as exc:  # a full disk, or a name in the folder that is not a file
             dialogs.report_exception(exc, parent=self)
             return
         people = len(written) // 2

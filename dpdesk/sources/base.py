@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from dpdesk.engine.contributions import Contributions, from_counts
-from dpdesk.engine.cube import Cube
+from dpdesk.engine.cube import Cube, check_cells
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.truncation import OrderKey
@@ -247,6 +247,7 @@ def cube_from_cell_counts(
     schema: Schema, cells: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray
 ) -> Cube:
     """Assemble a Cube from the (cell, count) rows a ``GROUP BY`` returned; cell -1 is out of domain."""
+    check_cells(schema)
     cells = np.asarray(cells, dtype=np.int64).reshape(-1)
     counts = np.asarray(counts, dtype=np.int64).reshape(-1)
     flat = np.zeros(schema.n_cells, dtype=np.int64)

@@ -47,6 +47,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+# A CSV's header line is read by dpdesk before DuckDB sees the file: a "table" whose first line runs for
+# megabytes (one line of 50 MB) or names thousands of columns is no table a schema can describe, and
+# DuckDB would spend a minute and hundreds of MB finding that out.
+MAX_HEADER_BYTES = 1 << 20
+MAX_COLUMNS = 4096
 COMPRESSION_SUFFIXES = (".gz", ".zst")
 DEFAULT_MEMORY_LIMIT = "512MB"
 
@@ -91,6 +96,37 @@ def file_format(path: str) -> str | None:
     if low.endswith((".csv", ".txt")):
         return "csv"
     return None
+
+
+def header_fields(path: str, fmt: str) -> list[str] | None:
+    """The fields of a CSV/TSV file's first line, read by Python (None for a compressed file, which
+    DuckDB alone reads); a header longer than :data:`MAX_HEADER_BYTES` or with more than
+    :data:`MAX_COLUMNS` fields is refused in one line before DuckDB is asked."""
+    import csv
+
+    if path.lower().endswith(COMPRESSION_SUFFIXES):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(MAX_HEADER_BYTES + 1)
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    line, newline, _ = head.partition(b"\n")
+    if not newline and len(head) > MAX_HEADER_BYTES:
+        raise SourceError(
+            f"{path}: its first line is longer than {MAX_HEADER_BYTES // 2**20} MiB: not a table with a header "
+            "line (one column name per field)"
+        )
+    text = line.decode("utf-8", errors="replace").removeprefix("\ufeff").rstrip("\r")
+    try:
+        fields = next(csv.reader([text], delimiter="\t" if fmt == "tsv" else ","), [])
+    except csv.Error as exc:
+        raise SourceError(f"{path}: cannot read its header line ({exc})") from None
+    if len(fields) > MAX_COLUMNS:
+        raise SourceError(
+            f"{path}: its header names {len(fields):,} columns; dpdesk reads tables of at most {MAX_COLUMNS:,}"
+        )
+    return [f.strip() for f in fields]
 
 
 def is_glob(location: str) -> bool:
@@ -166,6 +202,37 @@ def memory_limit_under_cap(memory_limit: str) -> str:
     return f"{int(min(wanted, budget) if wanted else budget)}MB"
 
 
+SPILL_PREFIX = "dpdesk-duckdb-"  # + the owner's pid + "-": DuckDB's spill folder for one operation
+
+
+def sweep_spill_folders(folder: str | None = None) -> None:
+    """Remove the spill folders that processes killed before they could clean up left in the temp folder.
+
+    A folder is named after the process that made it and removed only when that process no longer exists
+    and the folder is this user's (a live process's folder, or another user's, is never touched).
+    """
+    import shutil
+
+    base = folder or tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(SPILL_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(SPILL_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        path = os.path.join(base, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, AttributeError, OverflowError):  # no such folder, or another user's process
+            continue
+
+
 def _glob_root(pattern: str) -> str:
     parts = []
     for part in pattern.split(os.sep):
@@ -206,6 +273,7 @@ class DuckDBSource(Source):
             self.root = None
         self.files = [os.path.abspath(f) for f in files]
         self._types: dict[str, str] | None = None
+        self._header = header_fields(files[0], self.format) if fmt != "parquet" else None
 
     # --- DuckDB plumbing ---------------------------------------------------------------------------
 
@@ -227,7 +295,8 @@ class DuckDBSource(Source):
     @contextlib.contextmanager
     def _session(self) -> Iterator[Any]:
         """One DuckDB database for one operation (describe + count share it: opening one costs ~0.1 s)."""
-        with tempfile.TemporaryDirectory(prefix="dpdesk-duckdb-") as tmp:
+        sweep_spill_folders()
+        with tempfile.TemporaryDirectory(prefix=f"{SPILL_PREFIX}{os.getpid()}-") as tmp:
             con = self._connect(tmp)
             try:
                 yield con
@@ -288,7 +357,16 @@ class DuckDBSource(Source):
                 rows = con.execute(f"DESCRIBE SELECT * FROM {from_sql}", list(params)).fetchall()
             except duckdb.Error as exc:
                 raise self._error(exc) from None
-            self._types = {str(r[0]): str(r[1]) for r in rows}
+            types = {str(r[0]): str(r[1]) for r in rows}
+            head = self._header
+            if head is not None and len(set(head)) == len(head) and all(head) and list(types) != head:
+                shown = ", ".join(repr(c) for c in list(types)[:5]) + (", …" if len(types) > 5 else "")
+                raise SourceError(
+                    f"{self.location}: its header names {len(head)} column(s) ({', '.join(head[:5])}"
+                    f"{', …' if len(head) > 5 else ''}) but its rows do not match it (read as {shown}): "
+                    f"check the delimiter, the quoting, and that every row has {len(head)} field(s)"
+                )
+            self._types = types
         return self._types
 
     def _typed(

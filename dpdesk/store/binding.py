@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dpdesk.engine.cube import Cube
+from dpdesk.engine.cube import Cube, check_cells
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.truncation import OrderKey
 from dpdesk.store.errors import BindingError
@@ -137,6 +137,7 @@ def snapshot(
 
     ``progress(fraction)`` hears how far; ``cancelled()`` true stops it with the source's cancellation error.
     """
+    check_cells(schema)  # before the source is opened: a cube that cannot be held in memory is refused
     where = _where(location, table)
     try:
         source = open_table(location, table)

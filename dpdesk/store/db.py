@@ -13,7 +13,7 @@ import contextlib
 import os
 import sqlite3
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dpdesk.store import answering
@@ -220,6 +220,22 @@ def check_header(path: Path) -> int:
     return user_version
 
 
+def strict_text(path: Path) -> Callable[[bytes], str]:
+    """SQLite's text as UTF-8, or one line saying the file holds text that is not (a damaged or hand-edited
+    file) instead of the decoder's traceback."""
+
+    def decode(data: bytes) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise NotAProjectError(
+                f"{path.name}: the project file is damaged (it holds text that is not UTF-8: "
+                f"{data[:24]!r}…); `dpdesk verify {path}` names where"
+            ) from None
+
+    return decode
+
+
 def connect_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection that can never change the file (``mode=ro``; ``immutable`` if needed)."""
     uri = f"{file_uri(path)}?mode=ro"
@@ -235,6 +251,7 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         else:
             raise NotAProjectError(f"{path.name}: cannot read the project file ({exc})") from None
     conn.execute("PRAGMA query_only = ON")
+    conn.text_factory = strict_text(path)
     return conn
 
 
@@ -268,6 +285,7 @@ def connect_writer(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA trusted_schema = OFF")
+    conn.text_factory = strict_text(path)
     return conn
 
 

@@ -30,7 +30,7 @@ from dpdesk.engine.estimates.plans import (
 )
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import describe_query, query_from_input
-from dpdesk.store.atomic import write_atomically
+from dpdesk.store.atomic import check_target, write_atomically
 
 __all__ = [
     "TABLE_FORMATS",
@@ -120,9 +120,7 @@ def check_table_path(out: str | os.PathLike[str]) -> Path:
         raise DpdeskError(
             f"{path}: the synthetic table is written as {' or '.join(TABLE_FORMATS)} (by the name's ending)"
         )
-    if not path.parent.is_dir():
-        raise DpdeskError(f"{path}: folder {path.parent} does not exist")
-    return path
+    return check_target(path)
 
 
 def _write_csv(codes: np.ndarray, schema: Any, path: Path, progress, cancelled) -> None:

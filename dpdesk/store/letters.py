@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 
 from dpdesk.engine.answering.rounding import accuracy_text
+from dpdesk.store.atomic import check_target, write_atomically
 from dpdesk.store.requesters import Received, RequesterAccount
 
-__all__ = ["letter_html", "letter_text", "write_letters"]
+__all__ = ["letter_html", "letter_stems", "letter_text", "write_letters"]
 
 
 def _item_text(r: Received) -> str:
@@ -118,27 +119,47 @@ _RESERVED = {
 
 
 def _file_stem(name: str) -> str:
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_.") or "anonymous"
+    """A name made safe for a file on any system: letters and digits of any script kept, the rest one
+    ``_``; a name Windows keeps for a device (``CON``, ``nul.txt``) gets a ``_`` in front."""
+    stem = re.sub(r"[^\w.-]+", "_", name).strip("_.") or "anonymous"
     return f"_{stem}" if stem.split(".")[0].upper() in _RESERVED else stem
 
 
-def write_letters(folder: str | Path, accounts: list[RequesterAccount], project: str) -> list[Path]:
-    """Write ``NAME.txt`` and ``NAME.html`` for every requester who received something; the paths."""
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+def letter_stems(requesters: list[str]) -> dict[str, str]:
+    """One file name stem per requester, never shared: of two requesters whose names give the same stem
+    (or stems differing only in case, which Windows and macOS do not tell apart) the first keeps it and
+    the next gets ``-2``, ``-3``, …"""
+    stems: dict[str, str] = {}
     taken: set[str] = set()  # lower-case: "Alice" and "alice" are one file on Windows and macOS
-    for a in accounts:
-        if not a.received:
-            continue
-        stem = base = _file_stem(a.requester)
+    for r in requesters:
+        stem = base = _file_stem(r)[:80]
         k = 1
         while stem.lower() in taken:
             k += 1
             stem = f"{base}-{k}"
         taken.add(stem.lower())
-        for suffix, body in ((".txt", letter_text(a, project)), (".html", letter_html(a, project))):
-            path = out / f"{stem}{suffix}"
-            path.write_text(body, encoding="utf-8", newline="\n")
-            written.append(path)
-    return written
+        stems[r] = stem
+    return stems
+
+
+def write_letters(folder: str | Path, accounts: list[RequesterAccount], project: str) -> list[Path]:
+    """Write ``NAME.txt`` and ``NAME.html`` for every requester who received something; the paths.
+
+    Each requester has files of their own (:func:`letter_stems`), each written whole
+    (:func:`~dpdesk.store.atomic.write_atomically`); a name already used by a folder, a link or a device in
+    ``folder`` is refused in one line before any letter is written.
+    """
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    receiving = [a for a in accounts if a.received]
+    stems = letter_stems([a.requester for a in receiving])
+    jobs = [
+        (out / f"{stems[a.requester]}{suffix}", body(a, project))
+        for a in receiving
+        for suffix, body in ((".txt", letter_text), (".html", letter_html))
+    ]
+    for path, _ in jobs:
+        check_target(path)
+    for path, text in jobs:
+        write_atomically(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8", newline="\n"))
+    return [path for path, _ in jobs]

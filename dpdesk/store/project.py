@@ -21,6 +21,7 @@ from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.limits import check_table_size
 from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
@@ -157,6 +158,8 @@ class Project(Releasing, Watching):
         path = Path(path)
         if path.exists() or path.is_symlink():
             raise StoreError(f"{path}: already exists (a project is never overwritten)")
+        if not path.parent.is_dir():
+            raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
         check_total_budget(total_budget)
         check_delta_cap(delta_cap)
         if not isinstance(name, str) or not name.strip():
@@ -213,6 +216,8 @@ class Project(Releasing, Watching):
             db.fsync_dir(path)
         except FileExistsError:
             raise StoreError(f"{path}: already exists (a project is never overwritten)") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"{path}: cannot create it ({exc}); nothing was written") from None
         finally:
             for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
                 if leftover.exists():
@@ -297,6 +302,8 @@ class Project(Releasing, Watching):
 
     def set_prior(self, prior: BoundedPrior | None) -> None:
         """Declare (or with None withdraw) a public table size; inferences then use the bounded prior."""
+        if prior is not None:
+            check_table_size(prior.table_size)  # a whole number of records, within what is computed exactly
         self._require_writer()
         with db.transaction(self._conn):
             answering.write_prior(self._conn, prior)

@@ -25,7 +25,9 @@ from dpdesk.store.ledger import DECISION_KINDS, thaw
 # them, ";"-separated; "answer": a fresh entry's raw noisy ỹ exactly as recorded (its history row), which
 # differs from "released" when the fresh answer was fused with history's estimate (blank for other kinds). "eps"/"delta": a count request's promise (±ε with probability ≥ 1−δ);
 # "privacy_delta": the δ a release charged each cell it charged ((α, δ) mechanisms; 0 when pure).
-# "requester" is joined from the request queue by request id (store/requesters.py).
+# "requester" is joined from the request queue by request id (store/requesters.py). A text cell a spreadsheet
+# would run as a formula (starting with =, +, -, @, a tab or a carriage return, and not a number) starts with
+# an apostrophe (_inert).
 CSV_COLUMNS = (
     "seq",
     "time",
@@ -86,7 +88,26 @@ def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
     return float(e.payload.get("alpha", 0.0))  # a fresh entry's α; a posterior's α on each box cell
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: Any) -> Any:
+    """A text cell a spreadsheet would evaluate as a formula (``=HYPERLINK(…)``, ``+cmd|…``, ``@SUM(…)``)
+    with an apostrophe in front, which spreadsheets show as text; numbers (``-19720``) are left as they are."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
+
+
 def _csv_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
+    return [_inert(v) for v in _csv_cells(e, charges, requesters)]
+
+
+def _csv_cells(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
     p = e.payload
     promise = "eps" in p  # a count request's ±ε, 1−δ
     return [

@@ -12,6 +12,8 @@ import io
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from dpdesk.engine.answering.request import Request
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.jsontext import parse_json
+from dpdesk.engine.limits import check_alpha, check_eps
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.engine.schema import Schema
@@ -26,6 +29,7 @@ from dpdesk.store.errors import StoreError
 from dpdesk.store.request_kinds import read_kind_request, terms_text
 
 MEMBERS = ("query", "eps", "delta", "alpha", "requester", "id")
+MAX_NAME = 200  # characters of a requester's name (it heads letters, file names and report rows)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -136,17 +140,24 @@ def make_request(
 ) -> NewRequest:
     """Check and parse one request of any kind (its text says which; JSON lists/objects are count
     coefficients). ``eps``/``delta``/``alpha`` as the kind takes them (:mod:`dpdesk.store.request_kinds`)."""
+    eps, alpha = _optional_number(eps, "eps"), _optional_number(alpha, "alpha")
     read = read_kind_request(
         schema,
         query,
-        _optional_number(eps, "eps"),
+        eps if eps is None or eps <= 0 else check_eps(eps),
         _optional_number(delta, "delta"),
-        _optional_number(alpha, "alpha"),
+        alpha if alpha is None or alpha <= 0 else check_alpha(alpha),
     )
     if requester is None:
         requester = ""
     if not isinstance(requester, str):
         raise DpdeskError(f"requester ({requester!r}) must be text")
+    if len(requester) > MAX_NAME:
+        raise DpdeskError(f"requester: a name of {len(requester):,} characters; at most {MAX_NAME} are kept")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in requester):
+        raise DpdeskError(
+            f"requester {requester[:40]!r}: control or formatting characters are not allowed in a name"
+        )
     rid = (
         None
         if request_id in (None, "")
@@ -157,13 +168,30 @@ def make_request(
     )
 
 
+def _rows(reader: csv.DictReader, name: str) -> Iterator[tuple[int, dict[str | None, Any]]]:
+    """The CSV's rows numbered as a spreadsheet numbers them (the header is row 1); a row the csv module
+    cannot read (an unclosed quote, a field past its size limit) is one line naming it."""
+    n = 1
+    while True:
+        n += 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise StoreError(f"{name} row {n}: {exc}") from None
+        yield n, row
+
+
 def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
     """Requests from a JSON list of objects or a CSV with columns ``query[,eps,delta,alpha,requester,id]``
     (which of eps, delta, alpha a request needs depends on its kind; a count needs eps and delta).
 
     Errors name the file and the item (``requests.csv row 3: eps (0) must be ...``).
     """
-    text = path.read_text(encoding="utf-8-sig")
+    from dpdesk.store.inputs import read_text_file
+
+    text = read_text_file(path, "request file", StoreError)
     items: list[dict[str, Any]]
     is_json = path.suffix.lower() == ".json" or text.lstrip().startswith("[")
     if is_json:
@@ -175,7 +203,10 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         first = 0
     else:
         reader = csv.DictReader(io.StringIO(text))
-        cols = [c.strip() for c in (reader.fieldnames or [])]
+        try:
+            cols = [c.strip() for c in (reader.fieldnames or [])]
+        except csv.Error as exc:
+            raise StoreError(f"{path.name} row 1: {exc}") from None
         if "query" not in cols:
             raise StoreError(
                 f"{path.name}: CSV needs a column query (and eps,delta,alpha,requester,id as the "
@@ -185,7 +216,7 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         if unknown:
             raise StoreError(f"{path.name}: unknown CSV column {unknown[0]!r}")
         items = []
-        for n, row in enumerate(reader, start=2):
+        for n, row in _rows(reader, path.name):
             if None in row:  # csv puts the surplus fields of a row under the key None
                 raise StoreError(
                     f"{path.name} row {n}: more fields than the header's {len(cols)} columns "

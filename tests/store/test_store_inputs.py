@@ -284,7 +284,7 @@ def test_known_bounds_from_the_command_line(store):
     path = store.new_project()
     assert "flat" in store.cli("project", "prior", path).stdout
     before = store.digest(path)
-    for bad, needle in ((["--table-size", "-3"], "table_size"), (["--table-size", "10", "--flat"], "either")):
+    for bad, needle in ((["--table-size", "-3"], "table size"), (["--table-size", "10", "--flat"], "either")):
         r = store.cli("project", "prior", path, *bad)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
         assert store.digest(path) == before

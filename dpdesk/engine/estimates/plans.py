@@ -34,6 +34,7 @@ from dpdesk.engine.estimates.kernel import universal
 from dpdesk.engine.estimates.maxent import MaxEntFit, fit_maxent
 from dpdesk.engine.estimates.released import Released
 from dpdesk.engine.estimates.shrinkage import ShrinkageEstimate, ShrinkageModel
+from dpdesk.engine.limits import check_whole
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
 from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE, PostProcessing
@@ -491,6 +492,10 @@ class SyntheticPlan:
         return out
 
 
+# Synthetic rows are drawn and written in memory: 10⁸ rows of a few attributes is gigabytes already.
+MAX_SYNTHETIC_ROWS = 10**8
+
+
 def plan_synthetic(
     inputs: HistoryInputs,
     *,
@@ -510,8 +515,10 @@ def plan_synthetic(
 
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise DpdeskError(f"rows ({rows!r}) must be a positive whole number")
+    check_whole(rows, "rows", 1, MAX_SYNTHETIC_ROWS)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise DpdeskError(f"seed ({seed!r}) must be a non-negative whole number")
+    check_whole(seed, "seed", 0, 2**63 - 1)
     if tau is not None and not (math.isfinite(tau) and tau > 0):
         raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
     released, n, prior = inputs.released, inputs.table_size, inputs.prior

@@ -28,6 +28,7 @@ import numpy as np
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.errors import BudgetError, PlanError
+from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
 from dpdesk.engine.partition.privacy_map import PARTITION
@@ -403,9 +404,14 @@ def alpha_for_accuracy(
     top = cands[:1]
     alpha = 1.0
     for _ in range(2):  # the half-width scales nearly like 1/α
-        alpha *= width(alpha, top) / accuracy
+        w = width(alpha, top)
+        if w == 0:  # a discrete count's half-width reaches 0 at a large α: met, the search below walks down
+            break
+        alpha *= w / accuracy
     lo, hi = alpha / 1.02, alpha * 1.02
     while width(hi, top) > accuracy:
+        if hi > MAX_ALPHA:  # no budget meets it (preview says so)
+            return hi
         lo, hi = hi, hi * 1.05
     while width(lo, top) <= accuracy and lo > 1e-12:
         hi, lo = lo, lo / 1.05
@@ -454,9 +460,14 @@ def preview(
         _check_class(plan, qc)
     target = None
     if accuracy is not None:
-        target = _check_number("accuracy", accuracy)
+        target = check_eps(_check_number("accuracy", accuracy), "accuracy")
         alpha = alpha_for_accuracy(plan, target, delta, qcs[0])
-    alpha = _check_number("alpha", alpha)  # type: ignore[arg-type]
+        if alpha > MAX_ALPHA:
+            raise BudgetError(
+                f"accuracy ±{target:g} at δ = {delta:g} would need α = {alpha:.3g} per cell, more than any "
+                f"budget ({MAX_ALPHA:g})"
+            )
+    alpha = check_alpha(_check_number("alpha", alpha))  # type: ignore[arg-type]
     row_alpha = plan.row_alpha(alpha)
     scale = 1.0 / row_alpha
     solver = PlanSolver(plan)

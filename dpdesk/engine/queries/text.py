@@ -30,12 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from dpdesk.engine.errors import QueryError
+from dpdesk.engine.errors import DpdeskError, QueryError
 from dpdesk.engine.jsontext import parse_json
+from dpdesk.engine.limits import check_weights
 from dpdesk.engine.queries.query import Query, Term, count, predicate_term, query_from_json
 from dpdesk.engine.schema import Attribute, Schema
 
-_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_DIGITS = frozenset("0123456789")
+# Parentheses and signs nest at most this deep: the parser recurses once per level, and no query a
+# person writes comes near it (a text nested thousands deep would otherwise exhaust Python's stack).
+MAX_DEPTH = 100
 _PUNCT = set("()[],=+-*|;")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 
@@ -88,7 +93,7 @@ def tokenize(text: str) -> list[_Token]:
                     chars.append(ch)
                     i += 1
             tokens.append(_Token("string", "".join(chars), start + 1))
-        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        elif c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
             m = _NUMBER.match(text, i)
             assert m is not None
             tokens.append(_Token("number", m.group(), i + 1))
@@ -114,6 +119,12 @@ class _Parser:
         self.tokens = tokenize(text)
         self.pos = 0
         self.schema = schema
+        self.depth = 0
+
+    def deeper(self, t: _Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _error(t.col, f"the query nests parentheses or signs more than {MAX_DEPTH} deep")
 
     @property
     def tok(self) -> _Token:
@@ -171,8 +182,10 @@ class _Parser:
     # unary := ('-' | '+') unary | primary
     def unary(self) -> float | _Linear:
         if self.at("-") or self.at("+"):
+            self.deeper(self.tok)
             sign = -1.0 if self.take().text == "-" else 1.0
             v = self.unary()
+            self.depth -= 1
             if isinstance(v, float):
                 return sign * v
             return [(sign * w, labels, col) for w, labels, col in v]
@@ -184,9 +197,10 @@ class _Parser:
             self.take()
             return self._finite(float(t.text), t.col)
         if self.at("("):
-            self.take()
+            self.deeper(self.take())
             v = self.sum()
             self.expect(")")
+            self.depth -= 1
             return v
         if t.kind == "name" and t.text == "count":
             return self.count_call()
@@ -348,10 +362,29 @@ def query_from_input(
             elif schema is None:
                 raise QueryError("a text query needs a schema")
             else:
-                return parse_query(stripped, schema)
-        return query_from_json(raw, n_cells, shape)
+                raw = parse_query(stripped, schema)
+        q = raw if isinstance(raw, Query) else query_from_json(raw, n_cells, shape)
+        check_entered(q)
+        return q
     except QueryError as exc:
         raise located(exc) from None
+
+
+def check_entered(q: Query) -> None:
+    """A query a person typed has every nonzero coefficient within :mod:`dpdesk.engine.limits`' range
+    (a stored query is read as it was stored: this is checked where queries enter, not where they are read)."""
+    if q.terms is not None:
+        # a term's smallest nonzero coefficient is its weight times each factor's smallest nonzero entry
+        smallest = min(
+            abs(t.weight) * math.prod(float(np.min(np.abs(f[f != 0]))) for f in t.factors) for t in q.terms
+        )
+        values = np.array([q.sensitivity, smallest])
+    else:
+        values = np.asarray(q.values)
+    try:
+        check_weights(values, "query")
+    except DpdeskError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def _quote(label: str) -> str:
