@@ -10,7 +10,8 @@ import tempfile
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# dpdesk's per-user data folder (source keys, demo copies): one throwaway folder per run, never the user's
+# dpdesk's per-user data folder (source keys, demo copies, receipts): one throwaway folder per run, never the
+# user's; the receipt log is each test's own (_own_receipts below)
 if not os.environ.get("DPDESK_DATA_DIR"):
     os.environ["DPDESK_DATA_DIR"] = tempfile.mkdtemp(prefix="dpdesk-data-")
 if not os.environ.get("XDG_RUNTIME_DIR"):
@@ -63,3 +64,12 @@ def spark():
     yield session
     session.stop()
     assert session.sparkContext._jsc is None  # stopped: no JVM job keeps running after the tests
+
+
+# --- the receipt log (store/receipts.py) is each test's own -----------------------------------------------
+@pytest.fixture(autouse=True)
+def _own_receipts(tmp_path_factory, monkeypatch):
+    """dpdesk keeps every ledger head it records or shows in a receipt log in the user's data folder, and
+    verify checks a project file against it: a test gets a fresh log, so no other test's copies of a project
+    (the same project to the log) meet its own."""
+    monkeypatch.setenv("DPDESK_RECEIPTS_DIR", str(tmp_path_factory.mktemp("receipts")))

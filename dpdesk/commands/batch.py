@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             action="store_true",
             help="plan the batch alone (default: the project's setting, off unless set)",
         )
+        a.add_argument(
+            "--replan",
+            action="store_true",
+            help="plan afresh even when a batch was started and stopped midway (by default it is resumed "
+            "as it was planned; what it bought counts as history either way)",
+        )
         a.add_argument("--json", action="store_true", help="print one JSON object")
         if name == "answer":
             a.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -128,7 +134,17 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
 def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyped-def]
     """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
     ahead = look_ahead_text(plan, share)
+    r = plan.resumes
     lines = [
+        *(
+            [
+                f"resumes the batch plan recorded at ledger entry #{r.entry}: {r.recorded} of its {r.count} "
+                f"measurement(s) were bought before it stopped; the {len(plan.measurements)} left are bought "
+                "as planned (`--replan` plans afresh)"
+            ]
+            if r is not None
+            else []
+        ),
         f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
         f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
         *([ahead] if ahead else []),
@@ -180,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "plan":
         with Project.open(args.path, "r") as p:
             share = look_ahead_from_args(args, p)
-            plan = plan_pending(p, ids, look_ahead=share)
+            plan = plan_pending(p, ids, look_ahead=share, replan=args.replan)
         print(json.dumps(plan_json(plan, share), indent=2) if args.json else plan_text(plan, share))
         return 0
     from dpdesk.commands.confirm import confirmed
@@ -190,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     with Project.open(args.path, "w") as p:
         share = look_ahead_from_args(args, p)
-        plan = plan_pending(p, ids, look_ahead=share)
+        plan = plan_pending(p, ids, look_ahead=share, replan=args.replan)
         print(plan_text(plan, share), file=out)
         if not plan.measurements and not plan.ids("answerable"):
             print("nothing to release: the plan covers no request", file=out)

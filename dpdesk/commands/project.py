@@ -339,6 +339,8 @@ def _info(args: argparse.Namespace) -> int:
             "declared_table_size": None if p.prior is None else p.prior.table_size,
             "look_ahead": p.look_ahead,
         }
+        if entries:  # a head shown is a head handed out: kept in this machine's receipt log
+            p.receipt([(entries[-1].seq, entries[-1].hash)], "shown")
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
         binding_text = describe_binding(src)
         unit_text = p.schema.unit.describe()

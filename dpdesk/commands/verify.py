@@ -1,4 +1,8 @@
-"""``dpdesk verify PATH``: audit the ledger; exit 0 only if every check holds (1 if one fails)."""
+"""``dpdesk verify PATH``: audit the ledger; exit 0 only if every check holds (1 if one fails).
+
+Besides the heads given with ``--extends``, the file is checked against every head this machine recorded or
+handed out (the receipt log, :mod:`dpdesk.store.receipts`); a head it vouches for joins that log.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
             )
     with Project.open(args.path, "r") as p:
         report = p.verify(extends=args.extends)
+        if report.ok and report.head_hash:  # the head it vouches for joins this machine's receipt log
+            p.receipt([(report.entries, report.head_hash)], "verified")
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     elif report.ok:
@@ -58,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
             f"{report.rejected} rejected, {report.rebinds} rebinds{_others(report)}); system cost "
             f"{report.system_cost:.6g} of {report.total_budget:g}{_delta(report)}; head {report.head_hash or '-'}"
             + (f"; still extends the {len(args.extends)} head(s) given" if args.extends else "")
+            + (
+                f"; holds the {report.receipts} head(s) this machine recorded or handed out"
+                if report.receipts
+                else ""
+            )
         )
     else:
         where = f"first bad entry: {report.first_bad_seq}" if report.first_bad_seq is not None else "project"

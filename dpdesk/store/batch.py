@@ -51,7 +51,7 @@ from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.planning import BatchPlan, plan_batch
 from dpdesk.engine.planning.ahead import plan_ahead
 from dpdesk.engine.planning.checks import without
-from dpdesk.engine.planning.plan import LookAhead, costs_after
+from dpdesk.engine.planning.plan import LookAhead, Resumption, costs_after, resume_plan
 from dpdesk.engine.planning.release import MeasurementPlan
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.store import view as view_module
@@ -69,6 +69,8 @@ __all__ = [
     "plan_pending",
     "queue_workload",
     "release_batch",
+    "resumed",
+    "unfinished",
 ]
 
 
@@ -108,13 +110,22 @@ def plan_pending(
     look_ahead: float | str | None = FROM_PROJECT,
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    replan: bool = False,
 ) -> BatchPlan:
     """Plan the listed pending requests (None: every pending count request, in queue order).
 
     ``look_ahead`` is the share of the room left on cells nobody has paid for that a look-ahead
     strategy for the queue's workload may spend first (see the module docstring); None (or 0) plans the
     batch alone; the default is the project's setting.
+
+    A batch that was started and stopped before its last measurement (a crash, a cancel) is resumed as it
+    was planned (:func:`resumed`) when the same requests are asked for (or all pending ones); ``replan``
+    plans them afresh instead — what the stopped batch bought is history then, credited like any release.
     """
+    if not replan:
+        again = resumed(project, request_ids)
+        if again is not None:
+            return again
     share = look_ahead_share(project, look_ahead)
     if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
         stored = [r for r in project.requests("pending") if r.kind == "count"]
@@ -171,6 +182,65 @@ def plan_pending(
     return replace(plan, basis=Basis(head, seq, settings.to_json(), method))
 
 
+def unfinished(project: Any) -> tuple[int, dict[str, Any], int] | None:
+    """The newest recorded batch plan — its ledger entry, the plan as recorded and how many of its
+    measurements are in the ledger — when fewer than all of them are; else None.
+
+    A newer plan supersedes an older one (verify refuses measurements of a superseded plan), so only the
+    newest can be unfinished.
+    """
+    conn = project.connection
+    row = conn.execute(
+        "SELECT seq, payload FROM ledger WHERE kind = 'batch' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return None
+    seq, recorded = int(row[0]), json.loads(row[1])
+    done = sum(
+        1
+        for (text,) in conn.execute(
+            "SELECT payload FROM ledger WHERE kind = 'measurement' AND seq > ?", (seq,)
+        )
+        if json.loads(text).get("batch", {}).get("plan") == seq
+    )
+    return (seq, recorded, done) if done < len(recorded["measurements"]) else None
+
+
+def resumed(project: Any, request_ids: Sequence[str] | None = None) -> BatchPlan | None:
+    """The unfinished batch plan (:func:`unfinished`) with only its measurements still to buy, priced from
+    the ledger now, when ``request_ids`` is None or names the same requests; None when there is none, or
+    none of its requests is still pending.
+    """
+    found = unfinished(project)
+    if found is None:
+        return None
+    seq, recorded, done = found
+    ids = [r["id"] for r in recorded["requests"]]
+    if request_ids is not None and set(request_ids) != set(ids):
+        return None
+    waiting = {}
+    for rid in ids:
+        try:
+            r = project.request(rid)
+        except RequestStateError:  # removed from the queue since
+            continue
+        if r.status == "pending" and r.kind == "count":
+            waiting[rid] = r.to_request()
+    if not waiting:
+        return None
+    settings = project.answering_settings()
+    with project.view().assessing() as s:
+        plan = resume_plan(
+            recorded,
+            waiting,
+            project.schema.shape,
+            s.cell_costs,
+            Resumption(seq, done, len(recorded["measurements"])),
+        )
+        head_seq, head = s.head
+    return replace(plan, basis=Basis(head, head_seq, settings.to_json(), recorded.get("method") or "fft"))
+
+
 def look_ahead_share(project: Any, look_ahead: float | str | None = FROM_PROJECT) -> float | None:
     """The look-ahead share a batch plan uses: ``look_ahead`` checked (0 or None: off), or the project's."""
     if isinstance(look_ahead, str):
@@ -216,7 +286,7 @@ def _look_ahead_without(plan: BatchPlan, drop: Sequence[int], costs0: np.ndarray
 def _share_of(plan: BatchPlan, k: int) -> float | None:
     """The look-ahead's share when measurement ``k`` of ``plan`` is one of its look-ahead rows, else None."""
     la = plan.look_ahead
-    return la.share if la is not None and k < la.measurements else None
+    return la.share if la is not None and plan.index_of(k) < la.measurements else None
 
 
 def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tuple[int, str, str]]:
@@ -236,7 +306,7 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     out: list[tuple[int, str, str]] = []
     for k, m in enumerate(plan.measurements):
         mp = MeasurementPlan(
-            m, plan.basis, plan.strategy, k, len(plan.measurements), look_ahead=_share_of(plan, k)
+            m, plan.basis, plan.strategy, plan.index_of(k), plan.count, look_ahead=_share_of(plan, k)
         )
         # the rows as the recorded entry will give them back (the gate after the draw reads those)
         payload = json.loads(canonical_json({**mp.record(), "answer": 0.0, "values": [0.0]}))
@@ -297,19 +367,21 @@ def release_batch(
     report = progress or (lambda f: None)
     ids = plan.ids("planned") + plan.ids("answerable")
     steps = max(1, len(plan.measurements) + len(ids))
+    entry = _recorded(project, plan, cancelled or (lambda: False))
     measured: list[Release] = []
     for k, m in enumerate(plan.measurements):
         if cancelled is not None and cancelled():
-            break  # what is recorded stays recorded; the rest is not spent
+            break  # what is recorded stays recorded; the rest is not spent (and is resumed as planned)
         mp = MeasurementPlan(
             m,
             project.basis(),
             plan.strategy,
-            k,
-            len(plan.measurements),
+            plan.index_of(k),
+            plan.count,
             ids,
             text=describe_query(m.query, project.schema),
             look_ahead=_share_of(plan, k),
+            plan_entry=entry,
         )
         measured.append(project.release(mp, sampler))
         report((k + 1) / steps)
@@ -329,6 +401,31 @@ def release_batch(
     if not complete and cancelled is not None and cancelled():
         raise Cancelled(
             f"batch release cancelled after {len(measured)} of {len(plan.measurements)} measurements "
-            "(recorded; nothing else was spent)"
+            "(recorded; nothing else was spent — planning the batch again resumes it as planned)"
         )
     return BatchRelease(plan, tuple(measured), tuple(answers), tuple(left))
+
+
+def _recorded(project: Any, plan: BatchPlan, cancelled_now: Callable[[], bool]) -> int | None:
+    """The ledger entry of ``plan`` as recorded before its first measurement: recorded now for a new plan
+    with measurements (a plan that only answers from history records none), or the entry it resumes."""
+    if plan.resumes is not None:
+        return plan.resumes.entry
+    if not plan.measurements:
+        return None
+    if cancelled_now():
+        raise Cancelled("batch release cancelled before its first measurement; nothing was recorded")
+    payload = _finite({**plan.to_json(), "method": plan.basis.method or "fft"})
+    del payload["resumes"], payload["elapsed_ms"]  # the plan, not how long finding it took
+    return int(project._record("batch", None, payload, None).seq)
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every non-finite number (an unbounded ±ε offer, say) as None: the ledger holds JSON."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

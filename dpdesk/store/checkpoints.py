@@ -5,7 +5,9 @@ it passes, so a fault-injection test can stop ``dpdesk answer`` anywhere before,
 commit of a fresh answer. Checkpoints are explicit :func:`checkpoint` calls between steps and, while a
 ledger transaction runs, SQLite's progress handler (every few virtual-machine instructions). With
 ``DPDESK_TEST_CHECKPOINT_LOG=FILE`` each checkpoint passed is appended to FILE (its number and label),
-which lets a test count them. Without these variables every call is a cheap no-op.
+which lets a test count them. ``DPDESK_TEST_KILL_AT_LABEL=LABEL:N`` kills at the N-th checkpoint named
+LABEL instead (``answer:committed:5``: right after the fifth release's commit). Without these variables
+every call is a cheap no-op.
 """
 
 from __future__ import annotations
@@ -19,19 +21,24 @@ import sqlite3
 SQLITE_STEP = 10
 
 _KILL_AT = 0
+_KILL_LABEL: tuple[str, int] | None = None
 _LOG: str | None = None
 ACTIVE = False
 _count = 0
+_labels: dict[str, int] = {}
 
 
 def configure() -> None:
     """(Re)read the test variables from the environment and restart the count (a forked test child)."""
-    global _KILL_AT, _LOG, ACTIVE, _count, SQLITE_STEP
+    global _KILL_AT, _KILL_LABEL, _LOG, ACTIVE, _count, SQLITE_STEP
     _KILL_AT = int(os.environ.get("DPDESK_TEST_KILL_AT", "0") or 0)
+    label, _, nth = (os.environ.get("DPDESK_TEST_KILL_AT_LABEL") or "").rpartition(":")
+    _KILL_LABEL = (label, int(nth)) if label and nth.isdigit() else None
     SQLITE_STEP = max(1, int(os.environ.get("DPDESK_TEST_SQLITE_STEP", "10") or 10))
     _LOG = os.environ.get("DPDESK_TEST_CHECKPOINT_LOG") or None
-    ACTIVE = bool(_KILL_AT or _LOG)
+    ACTIVE = bool(_KILL_AT or _LOG or _KILL_LABEL)
     _count = 0
+    _labels.clear()
 
 
 configure()
@@ -46,7 +53,8 @@ def checkpoint(label: str) -> None:
     if _LOG:
         with open(_LOG, "a", encoding="utf-8") as f:
             f.write(f"{_count} {label}\n")
-    if _count == _KILL_AT:
+    _labels[label] = _labels.get(label, 0) + 1
+    if _count == _KILL_AT or (_KILL_LABEL is not None and (label, _labels[label]) == _KILL_LABEL):
         # A crash: nothing runs after it. SIGKILL on Linux and macOS; Windows has no SIGKILL, and its
         # os.kill with any other signal is TerminateProcess, which is the same abrupt end.
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))

@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 8
+FORMAT_VERSION = 10
 KEYED_SOURCE_FORMAT = 8  # the first format whose source binding is a keyed fingerprint (store/binding.py)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -174,6 +174,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "bound_at FROM source_format7",
         "DROP TABLE source_format7",
     ),
+    # 9: a batch plan is recorded in the ledger (an entry of kind "batch") before its first measurement, and
+    # each measurement names it, so a batch stopped midway is resumed as planned (store/batch.py). No table
+    # changes and no row is rewritten; the version keeps an older dpdesk, which would call the entries
+    # unknown, from opening the file.
+    9: (),
+    # 10: what a decision depends on is under the hash chain: every entry that decides a request records the
+    # digest of the request as stored (store/requests.py request_digest), and verify checks it. The entries
+    # already in the file cannot change, so the migration appends one entry of kind "requests" holding the
+    # digests of the requests decided so far, as they are now (MIGRATION_ROWS: _anchor_requests).
+    10: (),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})
@@ -295,8 +305,29 @@ def migrate(conn: sqlite3.Connection, from_version: int) -> None:
         with transaction(conn):
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)
+            if version in MIGRATION_ROWS:
+                MIGRATION_ROWS[version](conn)
             conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new version reaches the file's header
+
+
+def _anchor_requests(conn: sqlite3.Connection) -> None:
+    """Format 10's ledger entry (inside the migration's transaction): the digests of the requests decided
+    so far, so that what their entries — written before requests were digested — depend on is under the
+    chain from now on. Nothing when no request is decided (and in a file being created)."""
+    from dpdesk.store import ledger
+    from dpdesk.store.canonical import utc_now
+    from dpdesk.store.requests import request_digests
+
+    row = conn.execute("SELECT genesis_hash FROM project WHERE id = 1").fetchone()
+    digests = request_digests(conn, "WHERE status != 'pending'") if row is not None else {}
+    if digests:
+        payload = {"requests": digests, "format": 10}
+        ledger.append(conn, str(row[0]), time=utc_now(), kind="requests", request_id=None, payload=payload)
+
+
+# Migrations that write rows besides changing tables, run inside their version's transaction.
+MIGRATION_ROWS: dict[int, Callable[[sqlite3.Connection], None]] = {10: _anchor_requests}
 
 
 def initialise(conn: sqlite3.Connection) -> None:

@@ -26,8 +26,10 @@ from dpdesk.engine.registry import kinds as release_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
 # entries that release nothing; every other kind is a registered mechanism's. "watch"/"unwatch" add and
-# remove a watched claim (store/watch.py, project format 6)
-DECISION_KINDS = ("rejected", "rebind", "watch", "unwatch")
+# remove a watched claim (store/watch.py, project format 6); "batch" records a batch plan before its first
+# measurement (store/batch.py, format 9); "requests" holds the digests of the requests decided before
+# format 10 (store/db.py)
+DECISION_KINDS = ("rejected", "rebind", "watch", "unwatch", "batch", "requests")
 _CHAIN_STEP = 64  # rows hashed between progress reports and cancel checks
 
 

@@ -25,7 +25,7 @@ from dpdesk.engine.limits import check_table_size
 from dpdesk.engine.queries.query import product_form, query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
-from dpdesk.store import answering, db, ledger
+from dpdesk.store import answering, db, ledger, receipts
 from dpdesk.store.binding import (
     Snapshot,
     SourceBinding,
@@ -47,12 +47,20 @@ from dpdesk.store.errors import (
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.releasing import Releasing
-from dpdesk.store.requests import NewRequest, StoredRequest, make_request, read_request_file
+from dpdesk.store.requests import (
+    NewRequest,
+    StoredRequest,
+    make_request,
+    read_request_file,
+    request_digest,
+    request_digests,
+)
 from dpdesk.store.source_key import own_key
 from dpdesk.store.verify import AuditRecord, VerifyReport, verify
 from dpdesk.store.watching import Watching
 
 NEIGHBOUR_MODEL = "add/remove one record"
+REQUESTS_CHAINED = 10  # the format from which a deciding entry records its request's digest (store/db.py)
 
 
 def neighbour_model(schema: Schema) -> str:
@@ -94,6 +102,7 @@ class Project(Releasing, Watching):
             self.genesis,
         ) = row
         self.test_project = bool(test)
+        (self.format_version,) = conn.execute("PRAGMA user_version").fetchone()
         try:
             cap = conn.execute("SELECT delta_cap FROM project WHERE id = 1").fetchone()
         except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
@@ -556,6 +565,9 @@ class Project(Releasing, Watching):
         try:
             with db.transaction(conn):
                 checkpoint("tx:begun")
+                if request_id is not None and self.format_version >= REQUESTS_CHAINED:
+                    # what the decision depends on goes under the chain with it
+                    payload = {**payload, "request": request_digest(conn, request_id)}
                 entry = ledger.append(
                     conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload
                 )
@@ -577,7 +589,13 @@ class Project(Releasing, Watching):
         finally:
             remove_sqlite(conn)
         checkpoint("tx:committed")
+        self.receipt([(entry.seq, entry.hash)], "recorded")
         return entry
+
+    def receipt(self, heads: Sequence[tuple[int, str]], what: str) -> None:
+        """Keep ``heads`` of this project's ledger in the curator's receipt log (:mod:`dpdesk.store.receipts`),
+        outside the file, so that ``verify`` can later tell when the file falls behind one of them."""
+        receipts.record(self.genesis, heads, what, self.path)
 
     def _require_writer(self) -> None:
         if self.mode != "w":
@@ -591,21 +609,44 @@ class Project(Releasing, Watching):
         progress: Callable[[float], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> VerifyReport:
-        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain;
+        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain
+        (besides every head in this machine's receipt log, :mod:`dpdesk.store.receipts`);
         ``progress``/``cancelled``: see :func:`~dpdesk.store.verify.verify`."""
-        return verify(self.audit_record(), extends, progress=progress, cancelled=cancelled)
+        return verify(
+            self.audit_record(),
+            extends,
+            receipts=receipts.heads(self.genesis),
+            progress=progress,
+            cancelled=cancelled,
+        )
 
     def audit_record(self) -> AuditRecord:
-        """The file's settings, ledger, head, request statuses and binding as stored (for :func:`verify`)."""
-        head = self._conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
+        """The file's settings, ledger, head, requests and binding as stored (for :func:`verify`).
+
+        Text that is not UTF-8 (a damaged or hand-edited file) is read as its bytes here, for verify to name
+        the entry or request, where every other reading refuses the file.
+        """
+        conn = self._conn
+        head = conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
+        strict = conn.text_factory
+        conn.text_factory = _text_or_bytes
+        try:
+            rows = tuple(ledger.raw_rows(conn))
+            statuses = {
+                bytes(rid).decode("utf-8", errors="replace"): status
+                for rid, status in conn.execute("SELECT CAST(id AS BLOB), status FROM requests")
+            }
+        finally:
+            conn.text_factory = strict
         return AuditRecord(
             self.settings(),
             self.schema,
             self.genesis,
-            tuple(ledger.raw_rows(self._conn)),
+            rows,
             tuple(head) if head else None,
-            dict(self._conn.execute("SELECT id, status FROM requests").fetchall()),
+            statuses,
             self.source.identity(),
+            request_digests(conn),
         )
 
     def export_history(self) -> dict[str, Any]:
@@ -621,6 +662,13 @@ class Project(Releasing, Watching):
 def _keyed_source_table(conn: sqlite3.Connection) -> bool:
     """Whether the file's source table holds keyed bindings (format 8 on)."""
     return any(r[1] == "key_id" for r in conn.execute("PRAGMA table_info(source)"))
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:

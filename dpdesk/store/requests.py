@@ -8,10 +8,12 @@ to ``answered`` or ``rejected``, in the same transaction as the ledger entry tha
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import re
+import sqlite3
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from dpdesk.engine.limits import check_alpha, check_eps
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.engine.schema import Schema
+from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import StoreError
 from dpdesk.store.request_kinds import read_kind_request, terms_text
 
@@ -100,6 +103,54 @@ class NewRequest:
     delta: float | None
     kind: str = "count"
     alpha: float | None = None
+
+
+# What a decision depends on in a request, as stored: text columns as their bytes (so that a bit flip that
+# leaves no valid UTF-8 still has a digest), numbers as stored. Status and position change as the queue
+# moves; these do not once the request is decided.
+_DIGESTED = (
+    "CAST(id AS BLOB)",
+    "CAST(requester AS BLOB)",
+    "CAST(kind AS BLOB)",
+    "CAST(query_text AS BLOB)",
+    "CAST(query_json AS BLOB)",
+    "eps",
+    "delta",
+    "alpha",
+    "CAST(received AS BLOB)",
+)
+
+
+def _digest(values: tuple[Any, ...]) -> str:
+    plain = [v.hex() if isinstance(v, bytes) else v for v in values]
+    return hashlib.sha256(b"dpdesk-request-v1\0" + canonical_json(plain).encode("ascii")).hexdigest()
+
+
+def _digest_columns(conn: sqlite3.Connection) -> str:
+    have = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
+    # a file of format 4 or older, read as it is: its requests are counts, without an α
+    return ", ".join(
+        c if c.removeprefix("CAST(").removesuffix(" AS BLOB)") in have else "NULL" for c in _DIGESTED
+    )
+
+
+def request_digest(conn: sqlite3.Connection, request_id: str) -> str | None:
+    """The digest of request ``request_id`` as stored now (None: no such request). A ledger entry that
+    decides a request records it, so ``verify`` notices a request edited after its decision."""
+    row = conn.execute(
+        f"SELECT {_digest_columns(conn)} FROM requests WHERE CAST(id AS BLOB) = CAST(? AS BLOB)",
+        (request_id,),
+    ).fetchone()
+    return None if row is None else _digest(tuple(row))
+
+
+def request_digests(conn: sqlite3.Connection, where: str = "") -> dict[str, str]:
+    """Request id → digest of every request (``where``: an SQL condition on the requests table). Ids are
+    read from their bytes (a damaged one reads with U+FFFD where its bytes are not UTF-8)."""
+    return {
+        bytes(row[0]).decode("utf-8", errors="replace"): _digest(tuple(row))
+        for row in conn.execute(f"SELECT {_digest_columns(conn)} FROM requests {where}")
+    }
 
 
 def parse_number(value: Any, what: str) -> float:

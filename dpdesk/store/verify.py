@@ -20,6 +20,13 @@
    none was released past a claim's remaining risk.
 7. Optionally, the ledger still extends ledger heads someone holds (``--extends HASH``): a ledger
    rewritten and consistently re-chained passes 1–6 but not this.
+8. Requests (format 10): every decided request is, as stored, what its deciding entry recorded (a
+   digest of its requester, kind, text, coefficients, terms and time), or for an older entry what the
+   migration's ``requests`` entry recorded.
+9. The receipt log (:mod:`dpdesk.store.receipts`): the file still holds, at its place, every head this
+   machine recorded or handed out — so a file cut back to an older head, with ``ledger_head`` fixed, fails.
+10. Batch plans (format 9): every measurement that names a recorded plan is that plan's next one, as
+   the plan recorded it, and of the newest plan — so no measurement of a resumed batch is bought twice.
 The first problem found names the entry (``entry 7: …``).
 
 Besides problems, the report says what a file of format 7 or older still *exposes* of the raw data
@@ -36,7 +43,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
@@ -49,6 +56,7 @@ from dpdesk.store import view as view_module
 from dpdesk.store.binding import exposes
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import RawRow, thaw
+from dpdesk.store.receipts import Receipt
 from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
 from dpdesk.store.watch import gate, same_risks
 
@@ -69,6 +77,7 @@ class AuditRecord:
     head: tuple[int, str] | None  # the ``ledger_head`` row (seq, hash)
     statuses: dict[str, str]  # request id -> status
     source: dict[str, Any]  # the current source binding's identity
+    requests: dict[str, str] = field(default_factory=dict)  # request id -> digest of the row as stored
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class VerifyReport:
     delta_cap: float = 0.0  # the project's δ cap (0: pure α-DP releases only)
     kinds: tuple[tuple[str, int], ...] = ()  # (entry kind, how many), for every kind present
     exposes: tuple[str, ...] = ()  # what the file shows of the raw data besides releases (format 7 and older)
+    receipts: int = 0  # heads from this machine's receipt log the file was checked against
 
     @property
     def remaining(self) -> float | None:
@@ -115,6 +125,7 @@ class VerifyReport:
             "delta_cap": self.delta_cap,
             "kinds": dict(self.kinds),
             "exposes": list(self.exposes),
+            "receipts": self.receipts,
         }
 
 
@@ -243,6 +254,58 @@ def _check_claims(e, view: LedgerView, bad) -> None:
             bad(e.seq, f"entry {e.seq}: released although watched claim {w.id} declines it ({chk.reason})")
 
 
+class _Batches:
+    """Batch plans and their measurements (project format 9): a plan is recorded before its first
+    measurement; each measurement names the newest plan, comes in the plan's order, is the plan's own
+    (query, α, noise) and is bought once — a batch resumed after a crash or a cancel never pays twice."""
+
+    def __init__(self) -> None:
+        self.plans: dict[int, list[Any]] = {}  # batch entry -> its measurements as recorded
+        self.bought: dict[int, int] = {}  # batch entry -> measurements bought so far
+        self.newest: int | None = None
+
+    def check(self, e, bad) -> None:
+        if e.kind == "batch":
+            rows = thaw(e.payload)["measurements"]
+            if not isinstance(rows, list) or not rows:
+                raise ValueError("a batch plan without measurements")
+            self.plans[e.seq], self.bought[e.seq], self.newest = rows, 0, e.seq
+            return
+        plan = e.payload.get("batch", {}).get("plan") if e.kind == "measurement" else None
+        if plan is None:  # a measurement recorded before format 9, or another kind
+            return
+        where = f"entry {e.seq}"
+        if plan not in self.plans:
+            bad(e.seq, f"{where}: measurement of batch plan #{plan}, which is no earlier batch plan entry")
+            return
+        if plan != self.newest:
+            bad(
+                e.seq,
+                f"{where}: measurement of batch plan #{plan}, superseded by the plan of entry {self.newest}",
+            )
+        k, rows = e.payload["batch"].get("index"), self.plans[plan]
+        done = self.bought[plan]
+        if k != done:
+            more = (
+                "already bought (paid twice)" if isinstance(k, int) and k < done else f"expected #{done + 1}"
+            )
+            bad(
+                e.seq,
+                f"{where}: measurement #{k + 1 if isinstance(k, int) else k!r} of batch plan #{plan}: {more}",
+            )
+        elif k >= len(rows):
+            bad(e.seq, f"{where}: batch plan #{plan} has only {len(rows)} measurements")
+        else:
+            want, p = rows[k], e.payload
+            if (thaw(p["query"]), float(p["alpha"]), p["family"]) != (
+                want["query"],
+                float(want["alpha"]),
+                want["family"],
+            ):
+                bad(e.seq, f"{where}: measurement #{k + 1} is not the one batch plan #{plan} recorded")
+        self.bought[plan] = done + 1
+
+
 def _check_from_release(e, view: LedgerView, bad) -> None:
     """An answer inferred from a partition release's own structure: that release precedes it, and under
     the flat prior the released estimate is that release's BLUE of the query."""
@@ -270,13 +333,16 @@ def verify(
     record: AuditRecord,
     extends: Sequence[str] = (),
     *,
+    receipts: Sequence[Receipt] = (),
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> VerifyReport:
     """Check everything the module docstring lists; every problem found is in the report.
 
     ``extends`` are ledger heads someone holds (a release's witness): each must be an entry of the
-    verified chain (or its genesis), else the ledger was rewritten since that release. ``progress(f)``
+    verified chain (or its genesis), else the ledger was rewritten since that release. ``receipts`` are the
+    heads this machine recorded or handed out (:mod:`dpdesk.store.receipts`): the file must still hold
+    each one at its place, else it is behind a head it once had, or was rewritten. ``progress(f)``
     hears the fraction of entries replayed (the long part: a long ledger takes minutes); ``cancelled()``
     is asked as often, and :class:`~dpdesk.engine.errors.Cancelled` raised when it says so.
     """
@@ -329,6 +395,7 @@ def verify(
     view = LedgerView(record.schema, record.genesis)  # built here from the raw entries, never a cached one
     counts: Counter[str] = Counter()
     decided: dict[str, int] = {}
+    batches = _Batches()
     binding = record.settings["initial_source"]
     for i, e in enumerate(entries):
         if i % _REPORT_EVERY == 0:
@@ -348,6 +415,7 @@ def verify(
                 )
             decided.setdefault(e.request_id, e.seq)
         try:
+            batches.check(e, bad)
             if e.kind in ledger.kinds() and e.kind not in ledger.DECISION_KINDS:
                 _check_claims(e, view, bad)
             viewed = view.add(e)
@@ -362,6 +430,8 @@ def verify(
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             bad(e.seq, f"{where}: malformed {e.kind} payload ({exc})")
 
+    if chain_problem is None:
+        _check_receipts(entries, receipts, bad)
     for witness in extends:
         if witness != record.genesis and witness not in {e.hash for e in entries}:
             bad(
@@ -390,6 +460,7 @@ def verify(
         for rid, status in statuses.items():
             if status != "pending" and rid not in decided:
                 bad(None, f"request {rid!r} is {status} but no ledger entry decides it")
+        _check_requests(entries, record.requests, bad)
 
     intact = chain_problem is None
     found.sort()
@@ -412,6 +483,7 @@ def verify(
         delta_cap=delta_cap,
         kinds=tuple(sorted(counts.items())),
         exposes=exposures,
+        receipts=len(receipts),
     )
 
 
@@ -439,3 +511,50 @@ def _exposures(record: AuditRecord, entries: Sequence[ledger.LedgerEntry]) -> tu
             "(`dpdesk project rebind` replaces it with a keyed fingerprint)"
         )
     return tuple(out)
+
+
+def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad) -> None:
+    """Each decided request is, as stored, what its deciding entry recorded (the digest of its requester,
+    kind, text, coefficients, terms and time); an entry made before format 10 is vouched for by the
+    ``requests`` entry its migration recorded."""
+    anchored: dict[str, tuple[int, str]] = {}
+    for e in entries:
+        if e.kind == "requests":
+            anchored.update((rid, (e.seq, d)) for rid, d in e.payload["requests"].items())
+    for e in entries:
+        if e.request_id is None or e.request_id not in digests:
+            continue  # a missing request is named above
+        seq, want = (
+            (e.seq, e.payload["request"]) if "request" in e.payload else anchored.get(e.request_id, (0, None))
+        )
+        if want is not None and digests[e.request_id] != want:
+            bad(
+                e.seq,
+                f"entry {e.seq}: request {e.request_id!r} as stored (its requester, query, terms or time) is not "
+                f"what entry {seq} recorded — edited after it was decided",
+            )
+
+
+def _check_receipts(entries: Sequence[Any], receipts: Sequence[Receipt], bad) -> None:
+    """The file still holds every head this machine recorded or handed out, each at its place."""
+    if not receipts:
+        return
+    hashes = {e.seq: e.hash for e in entries}
+    last = entries[-1].seq if entries else 0
+    ahead = [r for r in receipts if r.seq > last]
+    if ahead:
+        r = max(ahead, key=lambda r: r.seq)
+        bad(
+            last + 1,
+            f"entry {last + 1}: missing — the file is behind a head it once had: this machine {r.what} entry "
+            f"{r.seq} (witness {r.hash[:16]}…) on {r.time[:19]} in {r.file}, but the ledger now ends at entry "
+            f"{last} (entries removed, or an older copy of the project put back)",
+        )
+    wrong = next((r for r in receipts if r.seq <= last and hashes.get(r.seq) != r.hash), None)
+    if wrong is not None:
+        bad(
+            wrong.seq,
+            f"entry {wrong.seq}: not the entry this machine {wrong.what} on {wrong.time[:19]} (witness "
+            f"{wrong.hash[:16]}…): the ledger was rewritten from there, or this is another copy of the "
+            "project that went its own way",
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,10 @@ class ForkServer:
         assert json.loads(self.proc.stdout.readline())["ready"]
 
     def run(self, *argv, env: dict | None = None) -> dict:
-        """``{"signal", "code", "output"}`` of ``dpdesk ARGV`` run in a fresh child process."""
-        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "env": env or {}}) + "\n")
+        """``{"signal", "code", "output"}`` of ``dpdesk ARGV`` run in a fresh child process (with the calling
+        test's receipt log, tests/conftest.py, unless ``env`` names another)."""
+        env = {"DPDESK_RECEIPTS_DIR": os.environ.get("DPDESK_RECEIPTS_DIR", ""), **(env or {})}
+        self.proc.stdin.write(json.dumps({"argv": [str(a) for a in argv], "env": env}) + "\n")
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
 

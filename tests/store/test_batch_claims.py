@@ -52,7 +52,8 @@ def test_plan_leaves_out_what_a_claim_declines_and_the_rest_is_released_and_veri
         done = release_batch(p, plan, SeededSampler(5))
         assert done.left_pending == ("q1",)
         kinds = [e.kind for e in p.ledger()]
-        assert kinds == ["watch"] + ["measurement"] * len(plan.measurements) + ["inferred"] * 3
+        # the plan is recorded before its first measurement (format 9)
+        assert kinds == ["watch", "batch"] + ["measurement"] * len(plan.measurements) + ["inferred"] * 3
         assert p.request("q1").status == "pending"
         assert {p.request(f"q{i}").status for i in (2, 3, 4)} == {"answered"}
         (w,) = p.claims()

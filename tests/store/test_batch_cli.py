@@ -50,10 +50,11 @@ def test_plan_spends_nothing_and_answer_releases_then_answers_from_history(store
         entries = p.ledger()
         kinds = [e.kind for e in entries]
         n = len(out["plan"]["measurements"])
-        # the measurements first (one entry each, charged), then one inferred answer per request
-        assert kinds == ["measurement"] * n + ["inferred"] * 6
-        assert all(e.request_id is None for e in entries[:n])
-        assert {e.request_id for e in entries[n:]} == {f"q{i}" for i in range(1, 7)}
+        # the plan (recorded before anything is spent), the measurements (one entry each, charged), then
+        # one inferred answer per request
+        assert kinds == ["batch"] + ["measurement"] * n + ["inferred"] * 6
+        assert all(e.request_id is None for e in entries[: n + 1])
+        assert {e.request_id for e in entries[n + 1 :]} == {f"q{i}" for i in range(1, 7)}
         assert all(r.status == "answered" for r in p.requests())
         assert p.view().system_cost == pytest.approx(out["plan"]["system_cost_after"], rel=1e-9)
         report = verify(p.audit_record())

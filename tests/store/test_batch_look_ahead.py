@@ -73,7 +73,10 @@ def test_a_format_6_project_reads_as_off_and_migrates_keeping_every_hash(store, 
     with Project.open(path, "w") as p:
         assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
         p.set_look_ahead(0.25)
-        assert p.look_ahead == 0.25 and [e.hash for e in p.ledger()] == hashes and p.verify().ok
+        entries = p.ledger()
+        # every hash kept; format 10 appends one entry holding the decided requests' digests
+        assert p.look_ahead == 0.25 and [e.hash for e in entries[: len(hashes)]] == hashes and p.verify().ok
+        assert [e.kind for e in entries[len(hashes) :]] == ["requests"]
 
 
 def test_look_ahead_is_built_from_the_queue_only_and_shown_before_anything_is_spent(store):
@@ -115,7 +118,7 @@ def test_a_look_ahead_plan_is_released_in_order_and_serves_the_rest_of_the_queue
         la = plan.look_ahead
         assert la is not None and set(plan.ids("planned")) == {"q1", "q2"}
         done = release_batch(p, plan)  # the vetted sampler (OpenDP)
-        entries = p.ledger()
+        entries = p.ledger()[1:]  # after the plan's own entry (format 9)
         n = len(plan.measurements)
         assert [e.kind for e in entries] == ["measurement"] * n + ["inferred"] * 2
         assert all(e.payload["sampler"].startswith("opendp") for e in entries[:n])
@@ -209,5 +212,5 @@ def test_cli_look_ahead_flags_setting_json_and_one_line_errors(store, capsys):
 
     with Project.open(path, "r") as p:
         kinds = [e.kind for e in p.ledger()]
-        assert kinds == ["measurement"] * len(out["plan"]["measurements"]) + ["inferred"] * 2
+        assert kinds == ["batch"] + ["measurement"] * len(out["plan"]["measurements"]) + ["inferred"] * 2
         assert verify(p.audit_record()).ok

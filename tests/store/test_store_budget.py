@@ -4,6 +4,7 @@ never exceeds the total budget and equals the engine's ``max B``."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -80,6 +81,7 @@ METHOD = "fft"
 )
 def test_recomputed_cost_never_exceeds_total(pristine, total, requests, policy):
     with tempfile.TemporaryDirectory() as d:
+        os.environ["DPDESK_RECEIPTS_DIR"] = d  # each example is a copy of the project on a machine of its own
         path = Path(d) / "p.dpdesk"
         shutil.copy(pristine[total], path)
         engine_history = History((2, 2))

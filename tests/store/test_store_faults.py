@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import sqlite3
@@ -87,9 +88,16 @@ def _retry(forks, path: Path, request_id: str) -> float:
     return _recorded_value(after[0])
 
 
+def _own_machine(folder: Path) -> None:
+    """Each copy of the pristine project is a project of its own, as if on its own machine: its receipt log
+    (store/receipts.py) starts empty, so copies that decide differently do not meet each other's heads."""
+    os.environ["DPDESK_RECEIPTS_DIR"] = str(folder)  # tests/conftest.py restores the test's own afterwards
+
+
 def _count_points(forks, path: Path, request_id: str, tmp: Path, env: dict) -> tuple[int, list[str]]:
     log = tmp / "points.log"
     trial = tmp / "count.dpdesk"
+    _own_machine(tmp / "data-count")
     shutil.copy(path, trial)
     res = forks.run(
         "answer", trial, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_CHECKPOINT_LOG": str(log)}
@@ -109,6 +117,7 @@ def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, 
     for n in range(1, n_points + 2):  # the last one is past every point: a normal run
         for suffix in ("", "-wal", "-shm"):
             Path(f"{work}{suffix}").unlink(missing_ok=True)
+        _own_machine(tmp / f"data{n}")
         shutil.copy(pristine, work)
         res = forks.run(
             "answer", work, "--request", request_id, "--yes", env={**env, "DPDESK_TEST_KILL_AT": str(n)}
@@ -283,6 +292,7 @@ def test_real_subprocess_kills(forks, pristine, tmp_path):
     }
     for where, n in picks.items():
         work = tmp_path / f"real-{n}.dpdesk"
+        _own_machine(tmp_path / f"data-real-{n}")
         shutil.copy(pristine["fresh"], work)
         proc = subprocess.run(
             [sys.executable, "-m", "dpdesk", "answer", str(work), "--request", "r1", "--yes"],

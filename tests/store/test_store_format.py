@@ -216,9 +216,13 @@ def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(
     assert report.ok, report.problems
     with Project.open(path, "w") as p:  # migrated on write-open; the rows move over as they were
         assert p.connection.execute("PRAGMA user_version").fetchone()[0] == db.FORMAT_VERSION
-        assert [(e.seq, e.hash, e.prev_hash) for e in p.ledger()] == [
+        after = p.ledger()
+        assert [(e.seq, e.hash, e.prev_hash) for e in after[: len(before)]] == [
             (e.seq, e.hash, e.prev_hash) for e in before
         ]
+        # format 10 appends one entry: the digests of the requests decided so far, as they stand
+        assert [e.kind for e in after[len(before) :]] == ["requests"]
+        assert sorted(after[-1].payload["requests"]) == ["r1", "r2", "r3", "r4"]
         assert p.verify(extends=[before[0].hash, before[-1].hash]).ok
         np.testing.assert_array_equal(p.view().cell_costs, costs)
         assert [r.mechanism.name for r in p.view().releases] == ["discrete_laplace", "laplace", "inference"]
@@ -228,7 +232,7 @@ def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(
         assert entry.payload["mechanism"] == "discrete_laplace" and list(entry.payload["values"]) == [
             release.answer
         ]
-        assert entry.payload["basis"]["ledger_head"] == before[-1].hash == entry.prev_hash
+        assert entry.payload["basis"]["ledger_head"] == after[-1].hash == entry.prev_hash
         with pytest.raises(sqlite3.IntegrityError):  # one decision per request still holds after the rebuild
             with db.transaction(p.connection):
                 ledger.append(p.connection, p.genesis, time="t", kind="rejected", request_id="r5", payload={})

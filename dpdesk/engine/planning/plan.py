@@ -6,7 +6,8 @@ the per-cell costs and the curator's settings — never from the data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +18,19 @@ from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.registry import noise_family
-from dpdesk.engine.queries.query import Query
+from dpdesk.engine.queries.query import Query, query_from_json
 
-__all__ = ["STATUSES", "BatchPlan", "Candidate", "LookAhead", "Measurement", "PlannedRequest", "costs_after"]
+__all__ = [
+    "STATUSES",
+    "BatchPlan",
+    "Candidate",
+    "LookAhead",
+    "Measurement",
+    "PlannedRequest",
+    "Resumption",
+    "costs_after",
+    "resume_plan",
+]
 
 # answerable: history already meets (ε, δ); planned: answerable once the plan is released;
 # uncovered: the budget (or the spend policy) does not cover it in this plan
@@ -137,6 +148,19 @@ class LookAhead:
         }
 
 
+@dataclass(frozen=True)
+class Resumption:
+    """A batch plan that was recorded (ledger entry ``entry``) and started: ``recorded`` of its ``count``
+    measurements are in the ledger, the rest are the plan's ``measurements`` now."""
+
+    entry: int
+    recorded: int
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry, "recorded": self.recorded, "measurements": self.count}
+
+
 @dataclass(frozen=True, eq=False)
 class BatchPlan:
     """The chosen plan: measurements to release, then every *planned* request is answered from history."""
@@ -155,6 +179,7 @@ class BatchPlan:
     basis: Basis = field(default_factory=Basis)
     left_out: tuple[str, ...] = ()  # measurements the search chose but left out, one line each (why)
     look_ahead: LookAhead | None = None  # the first measurements serve the queue's workload (plan_ahead)
+    resumes: Resumption | None = None  # a recorded batch plan, started earlier: its measurements still to buy
 
     @property
     def charge(self) -> Charge:
@@ -234,4 +259,67 @@ class BatchPlan:
             "elapsed_ms": self.elapsed_ms,
             "left_out": list(self.left_out),
             "look_ahead": None if self.look_ahead is None else self.look_ahead.to_json(),
+            "resumes": None if self.resumes is None else self.resumes.to_json(),
         }
+
+    def index_of(self, k: int) -> int:
+        """Where measurement ``k`` of this plan stands in the plan as recorded (a resumed plan's first
+        measurement is the first one not yet bought)."""
+        return k + (self.resumes.recorded if self.resumes is not None else 0)
+
+    @property
+    def count(self) -> int:
+        """Measurements in the plan as recorded (more than ``measurements`` when it resumes one)."""
+        return self.resumes.count if self.resumes is not None else len(self.measurements)
+
+
+def resume_plan(
+    recorded: Mapping[str, Any],
+    requests: Mapping[str, Request],
+    shape: tuple[int, ...],
+    cell_costs: np.ndarray,
+    resumes: Resumption,
+) -> BatchPlan:
+    """The batch plan a ledger entry recorded (``recorded``: :meth:`BatchPlan.to_json`), resumed where it
+    stopped: the measurements from ``resumes.recorded`` on, priced from ``cell_costs`` as they are now.
+
+    ``requests`` are the batch's requests still waiting (the others are left out: answered, rejected or
+    removed since). Nothing is planned again: what was decided before the first measurement stands.
+    """
+    n = math.prod(shape)
+    rows = recorded["measurements"]
+    measurements = tuple(
+        Measurement(query_from_json(m["query"], n, shape), float(m["alpha"]), str(m["family"]))
+        for m in rows[resumes.recorded :]
+    )
+    planned = tuple(
+        PlannedRequest(
+            requests[r["id"]],
+            str(r["status"]),
+            r.get("alone"),
+            r.get("confidence"),
+            r.get("offer_eps"),
+            r.get("free_eps"),
+            str(r.get("reason", "")),
+        )
+        for r in recorded["requests"]
+        if r["id"] in requests
+    )
+    costs0 = np.asarray(cell_costs, dtype=float)
+    after = costs_after(costs0, measurements)
+    after.setflags(write=False)
+    la = recorded.get("look_ahead")
+    return BatchPlan(
+        strategy=str(recorded["strategy"]),
+        measurements=measurements,
+        requests=planned,
+        total_budget=float(recorded["total_budget"]),
+        system_cost=float(costs0.max()) if costs0.size else 0.0,
+        system_cost_after=float(after.max()) if after.size else 0.0,
+        one_by_one=Candidate(**recorded["one_by_one"]),
+        candidates=tuple(Candidate(**c) for c in recorded["candidates"]),
+        cell_costs_after=after,
+        left_out=tuple(recorded.get("left_out", ())),
+        look_ahead=None if la is None else LookAhead(**la),
+        resumes=resumes,
+    )

@@ -33,6 +33,9 @@ class MeasurementPlan:
     requests: tuple[str, ...] = field(default=())  # the batch's requests this plan is for
     text: str | None = None  # the query in words (the schema's labels), for the ledger and the report
     look_ahead: float | None = None  # the share, when this measurement is the plan's look-ahead for the queue
+    plan_entry: int | None = (
+        None  # the ledger entry that recorded the batch plan before its first measurement
+    )
     request_id: None = None
     releasable: bool = True
     needs_data: bool = True
@@ -63,6 +66,7 @@ class MeasurementPlan:
                 "index": self.index,
                 "count": self.count,
                 "requests": list(self.requests),
+                **({} if self.plan_entry is None else {"plan": self.plan_entry}),
                 # an audit sees which rows served the queue's workload, and at what share of the room
                 **({} if self.look_ahead is None else {"look_ahead": {"share": self.look_ahead}}),
             },
