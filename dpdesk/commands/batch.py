@@ -9,7 +9,8 @@ request from history. ``--requests q1,q2,…`` picks requests; ``--pending`` (th
 pending count request. ``--look-ahead [SHARE]`` first measures, on cells nobody has paid for, a strategy
 for the queue's requests (public inputs only) spending SHARE of those cells' room (default: the
 project's share, else 1); ``--no-look-ahead`` plans the batch alone; without either the project's
-setting (``dpdesk project look-ahead``) decides. Exit codes: 0 done, 1 nothing released (not confirmed,
+setting (``dpdesk project look-ahead``) decides. A batch stopped midway (a crash, a cancel) is resumed as it was
+planned — its plan is in the ledger — unless ``--replan`` plans afresh. Exit codes: 0 done, 1 nothing released (not confirmed,
 stale plan, over the budget), 2 bad input.
 """
 
