@@ -113,6 +113,8 @@ def step_project(run: Run) -> None:
 
     demo: Path = run.facts["demo"]
     schema = json.loads((demo / "adult.schema.json").read_text(encoding="utf-8"))
+    # the throwaway project's receipt log (store/receipts.py) is thrown away with it
+    os.environ.setdefault("DPDESK_RECEIPTS_DIR", str(run.workdir / "receipts"))
     run.project = Project.create(
         run.workdir / "self-test.dpdesk",
         name="dpdesk self-test",

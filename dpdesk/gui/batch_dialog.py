@@ -347,7 +347,8 @@ class BatchDialog(QDialog):
                 else ""
             )
             + ("nothing else was spent" if recorded else "nothing was spent")
-            + ", and the batch's requests stay pending."
+            + ", and the batch's requests stay pending"
+            + ("; planning the batch again resumes it as it was planned." if recorded else ".")
         )
 
     def cancel(self) -> None:

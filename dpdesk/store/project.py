@@ -567,7 +567,7 @@ class Project(Releasing, Watching):
                 checkpoint("tx:begun")
                 if request_id is not None and self.format_version >= REQUESTS_CHAINED:
                     # what the decision depends on goes under the chain with it
-                    payload = {**payload, "request": request_digest(conn, request_id)}
+                    payload = {**payload, "request_digest": request_digest(conn, request_id)}
                 entry = ledger.append(
                     conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload
                 )

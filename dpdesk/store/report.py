@@ -368,6 +368,11 @@ def entry_summary(e: Any) -> str:
     """What a ledger entry answered or released, in words: the query text, a release plan's
     description, a selection's text form, else the query's JSON or the reason of a refusal."""
     p = e.payload
+    if e.kind == "batch":  # a batch plan, recorded before its first measurement
+        ids = [r["id"] for r in p.get("requests", ())]
+        return f"batch plan: {p.get('strategy', '')} — {len(p.get('measurements', ()))} measurement(s) for {', '.join(ids)}"
+    if e.kind == "requests":  # format 10's migration: the decided requests' digests
+        return f"the {len(p.get('requests', {}))} request(s) decided before format 10, as they stood"
     query = p.get("query")
     for text in (
         p.get("query_text"),

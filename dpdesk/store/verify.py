@@ -525,7 +525,9 @@ def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad) -> Non
         if e.request_id is None or e.request_id not in digests:
             continue  # a missing request is named above
         seq, want = (
-            (e.seq, e.payload["request"]) if "request" in e.payload else anchored.get(e.request_id, (0, None))
+            (e.seq, e.payload["request_digest"])
+            if "request_digest" in e.payload
+            else anchored.get(e.request_id, (0, None))
         )
         if want is not None and digests[e.request_id] != want:
             bad(

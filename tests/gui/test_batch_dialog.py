@@ -77,8 +77,9 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     assert dialogs.confirms and "answer q02, q03 from them" in dialogs.confirms[-1][1]
     assert "q34 stay pending" in dialogs.confirms[-1][1]
     qtbot.waitUntil(lambda: d.outcome is not None, timeout=WAIT)
-    new = win.session.ledger()[before:]
+    plan_entry, *new = win.session.ledger()[before:]  # the plan is recorded before its first measurement
     n = len(expected.measurements)
+    assert plan_entry.kind == "batch" and len(plan_entry.payload["measurements"]) == n
     assert [e.kind for e in new[:n]] == ["measurement"] * n and len(new) == n + 2
     assert [e.request_id for e in new[n:]] == ["q02", "q03"]
     assert [win.session.request(i).status for i in ids] == ["answered", "answered", "pending"]
@@ -148,7 +149,8 @@ def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(
     assert "Cancelling" in d.summary.text() and not d.cancel_button.isEnabled()
     go.set()
     qtbot.waitUntil(lambda: not d.runner.is_running(), timeout=WAIT)
-    new = win.session.ledger()[before:]
+    plan_entry, *new = win.session.ledger()[before:]  # the plan, recorded before its first measurement
+    assert plan_entry.kind == "batch"
     assert [e.kind for e in new] == ["measurement", "measurement"]  # recorded, and nothing else
     assert [e.payload["batch"]["index"] for e in new] == [0, 1] and all(e.request_id is None for e in new)
     assert [win.session.request(i).status for i in ids] == ["pending"] * 4

@@ -128,7 +128,7 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
         qtbot.waitUntil(lambda: d.outcome is not None, timeout=WAIT)
         new = session.ledger()[before:]
         n = len(plan.measurements)
-        assert [e.kind for e in new] == ["measurement"] * n + ["inferred"] * 2
+        assert [e.kind for e in new] == ["batch"] + ["measurement"] * n + ["inferred"] * 2
         assert np.allclose(session.cell_costs(), plan.cell_costs_after)
         assert session.view().system_cost <= 1.0 * (1 + 1e-9)
         assert session.verify().ok

@@ -128,14 +128,14 @@ def test_an_older_project_migrates_its_decided_requests_under_the_chain(store, m
             p.add_request('count(income=">50K")', 20, 0.05, "alice", "r1")
             p.add_request('count(age="0-30")', 20, 0.05, "bob", "r2")
             p.answer("r1", SeededSampler(1))
-            assert "request" not in p.ledger()[-1].payload
+            assert "request_digest" not in p.ledger()[-1].payload
     with Project.open(path, "w") as p:  # migrated on opening for writing
         assert p.format_version == db.FORMAT_VERSION
         anchor = p.ledger()[-1]
         assert anchor.kind == "requests" and sorted(anchor.payload["requests"]) == ["r1"]
         assert p.verify().ok
         p.answer("r2", SeededSampler(2))
-        assert "request" in p.ledger()[-1].payload  # new decisions carry their request's digest
+        assert "request_digest" in p.ledger()[-1].payload  # new decisions carry their request's digest
     _edit(path, "UPDATE requests SET requester = 'mallory' WHERE id = 'r1'")
     with Project.open(path, "r") as p:
         report = p.verify()
