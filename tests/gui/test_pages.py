@@ -163,14 +163,14 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
     assert f"released {shown} " in win.requests.answer.fields["status"].text()
     win.requests.select_request("q37")
     wait_assessed(qtbot, win, "q37")
-    assert f"Released {shown} in {inside} on " in win.requests.answer.reason.text()
+    assert f"Released {shown} in {inside} (±" in win.requests.answer.reason.text()
     csv_path = tmp_path / "ledger.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(csv_path))
     qtbot.mouseClick(win.audit.csv_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not win.audit.exporting(), timeout=WAIT)  # written on a worker
     q37 = next(r for r in csv.DictReader(csv_path.open(encoding="utf-8")) if r["request_id"] == "q37")
     assert q37["released"] == str(shown) and float(q37["answer"]) == raw
-    assert f"<td>{shown}</td>" in win.audit.report_html()
+    assert f"<td>{shown} in {inside} (±" in win.audit.report_html()
     from dpdesk.store.release import release_from_entry
 
     assert f"request q37: {shown} in {inside} " in release_from_entry(entry, recovered=True).reply()
