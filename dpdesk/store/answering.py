@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from typing import Any
 
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.errors import DpdeskError
@@ -67,9 +68,10 @@ def check_share(share: object, where: str = "look-ahead share") -> float:
     return float(share)
 
 
-def _row(conn: sqlite3.Connection, sql: str):
+def _row(conn: sqlite3.Connection, sql: str) -> tuple[Any, ...] | None:
     try:
-        return conn.execute(sql).fetchone()
+        row: tuple[Any, ...] | None = conn.execute(sql).fetchone()
+        return row
     except sqlite3.OperationalError:  # a format-1 file opened read-only
         return None
 

@@ -246,7 +246,8 @@ def look_ahead_share(project: Any, look_ahead: float | str | None = FROM_PROJECT
     if isinstance(look_ahead, str):
         if look_ahead != FROM_PROJECT:
             raise ValueError(f"look_ahead={look_ahead!r}: a share, None, or {FROM_PROJECT!r}")
-        return project.look_ahead
+        share: float | None = project.look_ahead
+        return share
     if look_ahead is None or (not isinstance(look_ahead, bool) and look_ahead == 0):
         return None
     return check_share(look_ahead)

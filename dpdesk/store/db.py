@@ -215,7 +215,7 @@ def check_header(path: Path) -> int:
     (valid_for,) = struct.unpack(">I", header[92:96])
     if size % page_size or (valid_for == change_counter and header_pages * page_size > size):
         raise NotAProjectError(f"{name}: the project file is truncated ({size} bytes)")
-    (user_version,) = struct.unpack(">i", header[60:64])
+    user_version: int = struct.unpack(">i", header[60:64])[0]
     (app_id,) = struct.unpack(">i", header[68:72])
     if app_id != struct.unpack(">i", struct.pack(">I", APPLICATION_ID))[0]:
         raise NotAProjectError(

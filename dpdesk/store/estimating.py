@@ -123,7 +123,13 @@ def check_table_path(out: str | os.PathLike[str]) -> Path:
     return check_target(path)
 
 
-def _write_csv(codes: np.ndarray, schema: Any, path: Path, progress, cancelled) -> None:
+def _write_csv(
+    codes: np.ndarray,
+    schema: Any,
+    path: Path,
+    progress: Callable[[float], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> None:
     labels = [np.asarray(a.labels, dtype=object) for a in schema.attributes]
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)

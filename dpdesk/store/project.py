@@ -76,6 +76,8 @@ REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, 
 class Project(Releasing, Watching):
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``."""
 
+    _parent: Project | None = None  # a sibling's parent (:meth:`sibling`): the one that writes the cache
+
     def __init__(self, path: Path, conn: sqlite3.Connection, mode: str, lock: WriterLock | None) -> None:
         self.path = path
         self.mode = mode
@@ -257,7 +259,7 @@ class Project(Releasing, Watching):
         """Close the file (and release its writer lock). Unless ``save_cache`` is False, the ledger-view
         cache is written first when it is worth it (:meth:`save_view_cache`; never by a sibling: its
         parent's view is the same, and the parent writes it when it closes)."""
-        parent = getattr(self, "_parent", None)
+        parent = self._parent
         if parent is not None and parent._snapshot is None:
             parent._snapshot = self._snapshot
         if parent is not None and parent._view is None:  # a view a worker loaded serves the parent too

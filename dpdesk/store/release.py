@@ -101,13 +101,13 @@ def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     p = entry.payload
     released = entry.released
     values = tuple(_flat(p["values"])) if "values" in p else (() if released is None else (released,))
-    interval = tuple(float(v) for v in p["interval"]) if "interval" in p else None
+    interval = (float(p["interval"][0]), float(p["interval"][1])) if "interval" in p else None
     return Release(
         entry.request_id,
         entry.kind,
         released,
         interval,
-        float(p.get("alpha", 0.0)),  # type: ignore[arg-type]
+        float(p.get("alpha", 0.0)),
         p.get("family"),
         entry,
         recovered,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.request import Settings
@@ -45,6 +45,21 @@ from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import declined, recorded
 from dpdesk.store.watching import planned_rows
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from dpdesk.engine.claims.control import ClaimCheck
+    from dpdesk.engine.cube import Cube
+    from dpdesk.engine.queries.query import Query
+    from dpdesk.engine.schema import Schema
+    from dpdesk.store.binding import Snapshot, SourceBinding
+    from dpdesk.store.ledger import LedgerEntry
+    from dpdesk.store.requests import StoredRequest
+    from dpdesk.store.view import AssessState
+    from dpdesk.store.watch import WatchedClaim
 
 _CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
 
@@ -87,6 +102,38 @@ class Releasing:
     """Assessing and releasing (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
 
     _view: LedgerView | None = None
+
+    if TYPE_CHECKING:  # provided by Project (store/project.py) and its other part, Watching
+        path: Path
+        schema: Schema
+        genesis: str
+        total_budget: float
+        delta_cap: float
+        test_project: bool
+        _conn: sqlite3.Connection
+
+        @property
+        def spend_policy(self) -> SpendPolicy | None: ...
+        @property
+        def prior(self) -> BoundedPrior | None: ...
+        def cube(self) -> Cube: ...
+        def snapshot(
+            self, progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None
+        ) -> Snapshot: ...
+        def request(self, request_id: str) -> StoredRequest: ...
+        def entry_for(self, request_id: str) -> LedgerEntry | None: ...
+        def _require_writer(self) -> None: ...
+        def _record(
+            self,
+            kind: str,
+            request_id: str | None,
+            payload: dict[str, Any],
+            status: str | None,
+            source: SourceBinding | None = None,
+        ) -> LedgerEntry: ...
+        def claim_gate(
+            self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None
+        ) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]: ...
 
     # -- the ledger view -----------------------------------------------------------------------
     def view(self) -> LedgerView:
@@ -382,7 +429,9 @@ class Releasing:
         checkpoint("answer:committed" if plan.needs_data else "answer:recorded")
         return release_from_entry(entry, recovered=False)
 
-    def _claims_gate(self, plan: ReleasePlan, rows: list | None) -> tuple:
+    def _claims_gate(
+        self, plan: ReleasePlan, rows: list[tuple[Query, float, str]] | None
+    ) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]:
         """Every watched claim's check on ``plan`` (``rows`` None: not known yet, checked after the draw);
         raises :class:`~dpdesk.store.watch.ClaimDeclined` (nothing recorded) if one declines it."""
         view = self.view()
@@ -437,8 +486,9 @@ class Releasing:
             return release_from_entry(done, recovered=True)
         a = self.assess(request_id, method=method)
         checkpoint("answer:assessed")
-        if expect is not None and getattr(a, "decision", "spend") != expect:
+        decision = getattr(a, "decision", "spend")  # a count's assessment decides; other kinds spend
+        if expect is not None and decision != expect:
             raise RequestStateError(
-                f"request {request_id!r}: the decision is now {a.decision!r}, not {expect!r}"
+                f"request {request_id!r}: the decision is now {decision!r}, not {expect!r}"
             )
         return self.release(a, sampler)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.mechanisms.base import ReleasePlan
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 
@@ -170,7 +171,7 @@ def cost_text(plan: Any) -> str:
 def released_json(release: Any) -> dict[str, Any]:
     """A recorded release of a queued request as JSON: the store's fields plus what the kind released."""
     p = release.entry.payload
-    out = release.to_json()
+    out: dict[str, Any] = release.to_json()
     for key in ("label", "index", "noisy_size", "noisy_counts"):
         if key in p:
             out[key] = p[key]
@@ -266,7 +267,7 @@ def terms_text(kind: str, eps: float | None, delta: float | None, alpha: float |
 
 def plan_for(
     request: Any, schema: Schema, public: dict[str, Any], *, reference_size: int | None = None
-) -> Any:
+) -> ReleasePlan:
     """The release plan of a queued selection or posterior ``request`` (a ``StoredRequest``), priced from
     ``public`` (``Project.plan_inputs()``: the ledger's per-cell α and δ, total budget, δ cap, basis)."""
     if request.kind == "selection":

@@ -55,7 +55,7 @@ from dpdesk.store import ledger
 from dpdesk.store import view as view_module
 from dpdesk.store.binding import exposes
 from dpdesk.store.canonical import genesis_hash
-from dpdesk.store.ledger import RawRow, thaw
+from dpdesk.store.ledger import LedgerEntry, RawRow, thaw
 from dpdesk.store.receipts import Receipt
 from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
 from dpdesk.store.watch import gate, same_risks
@@ -129,11 +129,14 @@ class VerifyReport:
         }
 
 
+Bad = Callable[[int | None, str], None]  # reports a problem: (the entry's seq or None, one line)
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
 
 
-def _check_window(e, value_key: str, bad) -> None:
+def _check_window(e: LedgerEntry, value_key: str, bad: Bad) -> None:
     """A released interval is 2ε wide and holds the released value (the promise made to the requester)."""
     if "interval" not in e.payload or value_key not in e.payload or "eps" not in e.payload:
         return
@@ -149,7 +152,7 @@ def _check_window(e, value_key: str, bad) -> None:
         )
 
 
-def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: float, bad) -> None:
+def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: float, bad: Bad) -> None:
     """One release entry against its mechanism's privacy map and what the view derived before it."""
     e, p, c = v.entry, v.entry.payload, v.contribution
     where = f"entry {e.seq}"
@@ -208,7 +211,7 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
         _check_estimate(e, view, bad)
 
 
-def _check_estimate(e, view: LedgerView, bad) -> None:
+def _check_estimate(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
     """A zero-cost estimate is what the released answers before it give at its recorded τ and table size."""
     p = thaw(e.payload)
     with view.assessing() as s:
@@ -227,7 +230,7 @@ def _check_estimate(e, view: LedgerView, bad) -> None:
         )
 
 
-def _check_claims(e, view: LedgerView, bad) -> None:
+def _check_claims(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
     """The risk a release spent on each watched claim, recomputed from public inputs before it (the
     history's structure, the release's rows, the claim, the basis's declared table size): it is what
     the entry records, and no claim was spent past its budget."""
@@ -264,7 +267,7 @@ class _Batches:
         self.bought: dict[int, int] = {}  # batch entry -> measurements bought so far
         self.newest: int | None = None
 
-    def check(self, e, bad) -> None:
+    def check(self, e: LedgerEntry, bad: Bad) -> None:
         if e.kind == "batch":
             rows = thaw(e.payload)["measurements"]
             if not isinstance(rows, list) or not rows:
@@ -306,7 +309,7 @@ class _Batches:
         self.bought[plan] = done + 1
 
 
-def _check_from_release(e, view: LedgerView, bad) -> None:
+def _check_from_release(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
     """An answer inferred from a partition release's own structure: that release precedes it, and under
     the flat prior the released estimate is that release's BLUE of the query."""
     p, src = e.payload, e.payload["from_release"]

@@ -92,7 +92,9 @@ class AssessState:
     structured: tuple[
         ViewedRelease, ...
     ] = ()  # releases left out of the History (answer from their structure)
-    releases: tuple = ()  # (entry seq, PartitionRelease): those of them that answer from their structure
+    releases: tuple[
+        tuple[int, Any], ...
+    ] = ()  # (entry seq, PartitionRelease): those of them that answer from their structure
     claims: tuple[WatchedClaim, ...] = ()  # the watched claims and the risk each has spent
 
 

@@ -125,11 +125,14 @@ def save(
             "history": meta,
             "view": {"releases": len(releases), "structured": structured},
         }
-        layout, offset = [], 0
+        layout: list[dict[str, Any]] = []  # per array: name, dtype, shape, offset (JSON in the header)
+        places: list[tuple[str, int]] = []  # (name, offset)
+        offset = 0
         for name, a in arrays.items():
             a = np.ascontiguousarray(a)
             arrays[name] = a
             layout.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
+            places.append((name, offset))
             offset += -(-a.nbytes // ALIGN) * ALIGN
         header["arrays"] = layout
         header["digest"] = _digest(header, arrays)
@@ -141,13 +144,13 @@ def save(
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(MAGIC + struct.pack("<Q", len(blob)) + blob)
-                    for item in layout:
+                    for name, at in places:
                         check()
-                        a = arrays[item["name"]]
-                        f.seek(start + item["offset"])
+                        a = arrays[name]
+                        f.seek(start + at)
                         f.write(a.data if a.nbytes else b"")
                         if progress is not None and offset:
-                            progress((item["offset"] + a.nbytes) / offset)
+                            progress((at + a.nbytes) / offset)
                     f.truncate(start + offset)
                 check()
                 os.replace(tmp, target)

@@ -171,7 +171,8 @@ def worst_case(w: WatchedClaim, why: str) -> ClaimCheck:
 
 def _cells(query: Query) -> np.ndarray:
     idx, values = query.sparse()
-    return np.asarray(idx)[np.asarray(values) != 0]
+    cells: np.ndarray = np.asarray(idx)[np.asarray(values) != 0]
+    return cells
 
 
 def gate(

@@ -11,7 +11,9 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.counteroffer import CounterOffer, claim_offer
@@ -27,6 +29,11 @@ from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
+
+if TYPE_CHECKING:
+    from dpdesk.engine.inference.prior import BoundedPrior
+    from dpdesk.engine.schema import Schema
+    from dpdesk.store.binding import SourceBinding
 
 __all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "offer_within_claims", "planned_rows"]
 
@@ -57,7 +64,7 @@ def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query,
     return None
 
 
-def _odds(cell_costs, w: WatchedClaim) -> float:
+def _odds(cell_costs: np.ndarray, w: WatchedClaim) -> float:
     """The one-person DP bound on the claim's cells (``odds_bound``: no model of the adversary)."""
     idx, values = w.claim.query.sparse()
     cells = [int(i) for i, v in zip(idx, values) if v != 0]
@@ -110,6 +117,22 @@ class ClaimStatus:
 class Watching:
     """Watched claims (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
 
+    if TYPE_CHECKING:  # provided by Project (store/project.py) and its other part, Releasing
+        schema: Schema
+
+        @property
+        def prior(self) -> BoundedPrior | None: ...
+        def view(self) -> view_module.LedgerView: ...
+        def _require_writer(self) -> None: ...
+        def _record(
+            self,
+            kind: str,
+            request_id: str | None,
+            payload: dict[str, Any],
+            status: str | None,
+            source: SourceBinding | None = None,
+        ) -> LedgerEntry: ...
+
     def watch(
         self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = ""
     ) -> WatchedClaim:
@@ -147,7 +170,7 @@ class Watching:
 
     def claim_gate(
         self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None
-    ):
+    ) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]:
         """The gate ``release`` runs: ``(watched claim, check)`` for every claim watched in ``state``."""
         return _gate(state, plan, rows, self.table_size())
 
@@ -166,7 +189,7 @@ def _gate(
     plan: ReleasePlan,
     rows: Sequence[tuple[Query, float, str]] | None,
     table_size: float | None,
-):
+) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]:
     return gate(
         state.claims,
         state.history,
@@ -194,7 +217,7 @@ def claim_statuses(
         found = readings(s.claims, s.history, bool(s.structured))
         odds = [_odds(s.cell_costs, w) for w in s.claims]
         rows = None if plan is None or not s.claims else planned_rows(plan, view.schema.shape)
-        if rows is None:
+        if plan is None or rows is None:
             return [ClaimStatus(w, r, odds_factor=f) for w, r, f in zip(s.claims, found, odds)]
         out = []
         for (w, chk), r, f in zip(_gate(s, plan, rows, table_size), found, odds):
@@ -249,5 +272,5 @@ def offer_within_claims(
     declined = [s for s in statuses if s.verdict == "declined"]
     if not declined:
         return None
-    best = [s.largest_alpha for s in declined]
-    return claim_offer(assessment, None if None in best else min(best), total)
+    best = [s.largest_alpha for s in declined if s.largest_alpha is not None]
+    return claim_offer(assessment, min(best) if len(best) == len(declined) else None, total)

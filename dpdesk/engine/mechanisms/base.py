@@ -122,13 +122,41 @@ class Basis:
 class ReleasePlan(Protocol):
     """A priced, decided release, computed from public inputs only; recorded exactly as it is."""
 
-    mechanism: Mechanism  # whose privacy map prices it; its ``kind`` labels the ledger entry
-    request_id: str | None  # the queued request it answers (None: released on the curator's own initiative)
-    releasable: bool  # False for a refusal: nothing can be recorded
-    reason: str  # one line for the curator
-    charge: Charge  # what it costs each cell (``Charge()`` for post-processing)
-    basis: Basis  # what it was computed from
-    needs_data: bool  # True when ``draw`` reads the cube (noisy releases); False for post-processing
+    # (read-only members: the plans are frozen dataclasses and properties)
+    @property
+    def mechanism(self) -> Mechanism:
+        """Whose privacy map prices it; its ``kind`` labels the ledger entry."""
+        ...
+
+    @property
+    def request_id(self) -> str | None:
+        """The queued request it answers (None: released on the curator's own initiative)."""
+        ...
+
+    @property
+    def releasable(self) -> bool:
+        """False for a refusal: nothing can be recorded."""
+        ...
+
+    @property
+    def reason(self) -> str:
+        """One line for the curator."""
+        ...
+
+    @property
+    def charge(self) -> Charge:
+        """What it costs each cell (``Charge()`` for post-processing)."""
+        ...
+
+    @property
+    def basis(self) -> Basis:
+        """What it was computed from."""
+        ...
+
+    @property
+    def needs_data(self) -> bool:
+        """True when ``draw`` reads the cube (noisy releases); False for post-processing."""
+        ...
 
     def record(self) -> dict[str, Any]:
         """The ledger payload members fixed before any data is touched (parameters, decision details).
@@ -137,7 +165,8 @@ class ReleasePlan(Protocol):
         """
         ...
 
-    def draw(self, cube: Any, sampler: Any) -> dict[str, Any]:
+    def draw(self, cube: Any, sampler: Any, *, allow_insecure: bool = False) -> dict[str, Any]:
         """The payload members drawn from the data with the vetted ``sampler`` (``{}`` when
-        ``needs_data`` is False). Never shown before the store has recorded them."""
+        ``needs_data`` is False). Never shown before the store has recorded them. ``allow_insecure``:
+        a test project may draw from the seeded simulation sampler; any other is refused."""
         ...
