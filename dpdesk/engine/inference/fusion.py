@@ -103,14 +103,13 @@ def fused_posterior(
 ) -> Posterior:
     """Posterior of ``θ`` about the fused value ``center`` for a new row of budget ``alpha``.
 
-        Examples
-        --------
-        >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
-    from dpdesk.engine.inference.history import Estimate
-        >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([2.0]), ("laplace",), 8.0)
-        >>> post = fused_posterior(est, 0.5, 1.0, "laplace")   # V_new = 8 too, so t = 1/2
-        >>> round(post.std**2, 6)
-        4.0
+    Examples
+    --------
+    >>> from dpdesk.engine.inference.history import Estimate
+    >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([2.0]), ("laplace",), 8.0)
+    >>> post = fused_posterior(est, 0.5, 1.0, "laplace")   # V_new = 8 too, so t = 1/2
+    >>> round(post.std**2, 6)
+    4.0
     """
     _, coef, scales, fams = _parts(estimate, alpha, sensitivity, family)
     return posterior(center, coef, scales, fams, method=method, rng=rng, align=align)
@@ -167,14 +166,13 @@ def plan_fusion(
         the requirement, so the plan is feasible even if the mass were not monotone. Non-estimable queries
         get ``fresh_alpha`` and no fusion.
 
-        Examples
-        --------
-        >>> from dpdesk.engine.inference.fusedmass import FusedMass, fused_mass
-    from dpdesk.engine.inference.history import Estimate
-        >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([10.0]), ("laplace",), 200.0)
-        >>> plan = plan_fusion(est, 1.0, 10.0, 0.05, "laplace")
-        >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95
-        True
+    Examples
+    --------
+    >>> from dpdesk.engine.inference.history import Estimate
+    >>> est = Estimate(True, 1, "primal", 0.0, 10.0, np.array([1.0]), np.array([10.0]), ("laplace",), 200.0)
+    >>> plan = plan_fusion(est, 1.0, 10.0, 0.05, "laplace")
+    >>> plan.alpha < plan.fresh_alpha and plan.confidence >= 0.95
+    True
     """
     fresh = noise_family(family).alpha_for(sensitivity, eps, delta)
     if not estimate.estimable or not estimate.variance or estimate.variance <= 0:

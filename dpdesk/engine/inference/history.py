@@ -120,7 +120,7 @@ class History:
     >>> from dpdesk.engine.queries.query import query_from_vector
     >>> h = History((2,))
     >>> h.append(HistoryRow(query_from_vector([1, 1], (2,)), alpha=0.5, answer=30.0))
-    >>> h.estimate(query_from_vector([2, 2], (2,))).estimate
+    >>> round(h.estimate(query_from_vector([2, 2], (2,))).estimate, 9)  # twice the answer, to rounding
     60.0
     """
 
