@@ -1,11 +1,11 @@
 """How long a batch plan of many pending requests takes over the demo cube (issue 19: 200 requests < 5 s).
 
-Run from the repository root:
+Run (from anywhere; it prints its table):
 
-    .venv/bin/python benchmarks/bench_batch.py            # 200 requests, writes docs/performance.md's section
-    .venv/bin/python benchmarks/bench_batch.py --requests 50 --no-write
-    .venv/bin/python benchmarks/bench_batch.py --repeat 3   # median of three runs per case
-    .venv/bin/python benchmarks/bench_batch.py --signature --no-write   # one digest per plan, to compare checkouts
+    .venv/bin/python benchmarks/bench_batch.py                # 200 requests
+    .venv/bin/python benchmarks/bench_batch.py --repeat 3 --write-docs   # medians of 3; replaces docs/performance.md's section
+    .venv/bin/python benchmarks/bench_batch.py --requests 50
+    .venv/bin/python benchmarks/bench_batch.py --signature    # one digest per plan, to compare checkouts
     .venv/bin/python benchmarks/bench_batch.py --threads 1,2 --repeat 4  # the exact checks on 1 and 2 threads, alternated
 
 The requests are boxes over the demo cube (ranges on the ordered attributes, label subsets on the others,
@@ -39,14 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the dpdesk of th
 
 from evaluation import batch_eval as B
 from evaluation import data as D
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 from dpdesk.engine.answering.fresh import true_answer
 from dpdesk.engine.answering.workflow import Request, Settings
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.planning import plan_batch
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def signature(plan) -> str:  # type: ignore[no-untyped-def]
@@ -120,7 +118,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; the median is reported")
-    ap.add_argument("--no-write", action="store_true")
+    add_write_docs(ap, "the section 'batch-plan' of docs/performance.md")
     ap.add_argument("--signature", action="store_true", help="print a digest of each plan")
     ap.add_argument(
         "--threads",
@@ -175,7 +173,7 @@ def main(argv=None) -> int:
     met = worst < 5 and args.requests >= 200
     md = f"""## Performance: batch plans of the pending requests (issue 19)
 
-Reproduce: `.venv/bin/python benchmarks/bench_batch.py` ({args.requests} pending box requests over the demo cube, 720
+Reproduce: `.venv/bin/python benchmarks/bench_batch.py --repeat {max(1, args.repeat)} --write-docs` ({args.requests} pending box requests over the demo cube, 720
 cells; planned against an empty history and against 100 released boxes, total budget 1 and 10; the median of
 {max(1, args.repeat)} run(s) per case). Median load average during the run: {load:.1f} on 2 cores{" (other jobs: times are inflated)" if load > 1.5 else ""}.
 
@@ -203,8 +201,9 @@ if some stay short and that leaves one by one beaten, the rest of its history is
 (section batch-plan-probe). ≤ N in the table: one by one was not
 checked in full; N bounds what its final history answers.
 """
-    if not args.no_write:
-        write_section(ROOT / "docs" / "performance.md", "batch-plan", md)
+    print(md)
+    if args.write_docs:
+        write_section(DOCS / "performance.md", "batch-plan", md)
         print("wrote docs/performance.md (section batch-plan)")
     return 0
 

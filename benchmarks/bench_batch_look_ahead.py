@@ -1,9 +1,9 @@
 """How long *Plan batch…* / ``dpdesk batch plan`` take on the demo project with and without the look-ahead.
 
-Run from the repository root:
+Run (from anywhere; it prints its table):
 
-    .venv/bin/python benchmarks/bench_batch_look_ahead.py              # writes docs/performance.md's section
-    .venv/bin/python benchmarks/bench_batch_look_ahead.py --repeat 3 --no-write
+    .venv/bin/python benchmarks/bench_batch_look_ahead.py --repeat 3
+    .venv/bin/python benchmarks/bench_batch_look_ahead.py --repeat 3 --write-docs   # replaces docs/performance.md's section
 
 A fresh copy of the demo project (720 cells, total budget 1, its 37 pending count requests) is planned
 through the product's path, ``store.batch.plan_pending``, as the dialog and the CLI call it: the whole
@@ -28,7 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI sets it
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 from dpdesk.appdata.demo import create_demo_project
 from dpdesk.engine.answering.workflow import assess
@@ -36,7 +36,6 @@ from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.store import Project
 from dpdesk.store.batch import plan_pending
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARES = (None, 0.5, 1.0)
 
 
@@ -57,7 +56,7 @@ def free_after(project, plan, others) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; the median is reported")
-    ap.add_argument("--no-write", action="store_true")
+    add_write_docs(ap, "the section 'batch-look-ahead' of docs/performance.md")
     args = ap.parse_args(argv)
     rows, loads = [], [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +85,7 @@ def main(argv=None) -> int:
     md = [
         "## Batch plans with the look-ahead, through the product (issue 19)",
         "",
-        "Reproduce: `.venv/bin/python benchmarks/bench_batch_look_ahead.py` (a fresh demo copy: 720 cells, total "
+        "Reproduce: `.venv/bin/python benchmarks/bench_batch_look_ahead.py --write-docs` (a fresh demo copy: 720 cells, total "
         f"budget 1, 37 pending count requests; `store.batch.plan_pending` as *Plan batch…* and `dpdesk batch plan` "
         f"call it; median of {args.repeat} run(s) per case). Load average during the run: "
         f"{min(loads):.1f}–{max(loads):.1f} on 2 cores.",
@@ -125,8 +124,9 @@ def main(argv=None) -> int:
             "the workload serve for free and fresh answers to each request do not. A curator who knows "
             "the queue is complete plans it with the look-ahead off."
         )
-    if not args.no_write:
-        write_section(ROOT / "docs" / "performance.md", "batch-look-ahead", "\n".join(md))
+    print("\n".join(md))
+    if args.write_docs:
+        write_section(DOCS / "performance.md", "batch-look-ahead", "\n".join(md))
     return 0
 
 

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 
 TARGET = 0.100  # seconds
 
@@ -193,7 +193,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=3_000_000)
     ap.add_argument("--repeat", type=int, default=5, help="runs per task; medians are reported")
-    ap.add_argument("--write-docs", action="store_true", help="replace the section of docs/performance.md")
+    add_write_docs(ap, "the section 'gui-responsiveness' of docs/performance.md")
     args = ap.parse_args()
 
     from dpdesk.gui import dialogs
@@ -257,7 +257,7 @@ def main() -> None:
     md = "\n".join(lines)
     print(md)
     if args.write_docs:
-        write_section(ROOT / "docs" / "performance.md", "gui-responsiveness", md)
+        write_section(DOCS / "performance.md", "gui-responsiveness", md)
         print("wrote section 'gui-responsiveness' of docs/performance.md")
 
 

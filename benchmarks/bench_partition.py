@@ -1,9 +1,10 @@
 """Time a partition release over a 10⁶-cell cube: plan (price + guarantees) and publish (noise every count).
 
-Run from the repository root:
+Run (from anywhere; it prints its table):
 
-    .venv/bin/python benchmarks/bench_partition.py            # writes its section of docs/performance.md
-    .venv/bin/python benchmarks/bench_partition.py --quick    # small cube, prints only
+    .venv/bin/python benchmarks/bench_partition.py                # the 10⁶-cell cube
+    .venv/bin/python benchmarks/bench_partition.py --write-docs   # and replaces its section of docs/performance.md
+    .venv/bin/python benchmarks/bench_partition.py --quick        # small cube (never written)
 
 The cube is a 2¹⁰-label ordered attribute crossed with three 10-label attributes (1 024 000 cells).
 *Plan* is `tree_plan` + `preview` at a given α (per-cell cost, budget after, the per-query guarantees of
@@ -25,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
@@ -56,6 +57,7 @@ def timed(f, repeat: int = 1):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    add_write_docs(ap, "the section 'partition-release' of docs/performance.md")
     args = ap.parse_args(argv)
     s = schema(256 if args.quick else 1024, 2 if args.quick else 3)
     counts = np.random.default_rng(0).poisson(1.0, s.shape)
@@ -93,19 +95,17 @@ def main(argv=None) -> int:
     md = [
         "## Performance: one-shot partition releases over 10⁶ cells",
         "",
-        "Reproduce: `.venv/bin/python benchmarks/bench_partition.py` (`--quick`: a small cube, printed only). "
+        "Reproduce: `.venv/bin/python benchmarks/bench_partition.py --write-docs` (`--quick`: a small cube). "
         f"Cube: {s.n_cells:,} cells (a 2¹⁰-label ordered attribute × three 10-label attributes). *Plan* = build the "
         "plan and preview it at α = 1 (cost per cell, budget after, exact per-query guarantees of both default "
         "query classes; median of 3); *plan for a target* = preview with the first guarantee's half-width as an "
         "accuracy target (α searched); *publish* = the private row counts plus OpenDP discrete-Laplace vector draws "
         "in chunks of 2¹⁸, two at a time (the ledger write of the release path comes on top). Targets: plan < 2 s, publish < 10 s.",
         "",
-        f"Machine: 2 cores; load average {load0:.1f} at the start and {load1:.1f} at the end"
+        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores; load average {load0:.1f} at the start and "
+        f"{load1:.1f} at the end"
         + (
-            " (other engineers' jobs shared the machine: absolute times are inflated)."
-            if max(load0, load1) > 2
-            else " (a quiet machine; under a load average of ~10 the same run took 2.2 s to plan and 86 s to publish "
-            "the binary tree, drawing on one thread)."
+            " (other jobs shared the machine: absolute times are inflated)." if max(load0, load1) > 2 else "."
         ),
         "",
         "| plan | counts | plan | plan for a target | publish (OpenDP) | publish (numpy sampler, simulation only) |",
@@ -123,12 +123,9 @@ def main(argv=None) -> int:
         "Planning never touches the data or an n × n matrix: the tree's normal equations are solved level by level "
         "and the exact error law is computed from the few distinct coefficient magnitudes.",
     ]
-    if not args.quick:
-        write_section(
-            Path(__file__).resolve().parents[1] / "docs" / "performance.md",
-            "partition-release",
-            "\n".join(md),
-        )
+    print("\n".join(md))
+    if args.write_docs and not args.quick:
+        write_section(DOCS / "performance.md", "partition-release", "\n".join(md))
         print("wrote section 'partition-release' of docs/performance.md")
     return 0
 

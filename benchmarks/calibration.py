@@ -2,10 +2,11 @@
 
 Runs many small projects per setting (flat prior, known bounds, pacing) — see
 ``benchmarks/evaluation/calibration.py`` for what is counted and why the error comes from the
-repetitions — and writes the ``calibration`` section of docs/evaluation.md. From the repository root:
+repetitions — and prints the ``calibration`` section of docs/evaluation.md (``--write-docs`` replaces it
+there; ``--out F`` in the Markdown file F). From anywhere:
 
-    .venv/bin/python benchmarks/calibration.py [--projects R] [--requests N] [--out docs/evaluation.md] [--save RESULTS.json]
-    .venv/bin/python benchmarks/calibration.py --from-json RESULTS.json   # rewrite the section only
+    .venv/bin/python benchmarks/calibration.py [--projects R] [--requests N] [--write-docs] [--save RESULTS.json]
+    .venv/bin/python benchmarks/calibration.py --from-json RESULTS.json --write-docs   # rewrite the section only
 
 ``--requests N`` runs only the stream's first N requests and writes section ``calibration-first-N``;
 ``tests/test_calibration_projects.py`` runs the first 9, 30 projects per setting, under ``make test``.
@@ -32,15 +33,14 @@ from evaluation.calibration import (  # noqa: E402
     summary,
     to_json,
 )
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--projects", type=int, default=200, help="repetitions per setting (default 200)")
-    ap.add_argument(
-        "--out", type=Path, default=ROOT / "docs" / "evaluation.md", help="Markdown file to update"
-    )
+    ap.add_argument("--out", type=Path, default=None, help="a Markdown file whose section to replace")
+    add_write_docs(ap, "the calibration section of docs/evaluation.md")
     ap.add_argument("--save", type=Path, help="also write the raw results (every answer) to this JSON file")
     ap.add_argument(
         "--requests",
@@ -82,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             args.save.write_text(to_json(results, meta), encoding="utf-8")
     projects = len(next(iter(results.values())))
     requests = "" if meta["requests"] == len(STREAM) else f" --requests {meta['requests']}"
-    command = f".venv/bin/python benchmarks/calibration.py --projects {projects}{requests}"
-    write_section(args.out, section_name(meta["requests"]), markdown(results, meta, command))
+    command = f".venv/bin/python benchmarks/calibration.py --projects {projects}{requests} --write-docs"
+    text = markdown(results, meta, command)
+    print(text)
+    out = args.out or (DOCS / "evaluation.md" if args.write_docs else None)
+    if out is not None:
+        write_section(out, section_name(meta["requests"]), text)
     return 0
 
 

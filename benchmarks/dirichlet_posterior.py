@@ -1,8 +1,9 @@
 """Private posterior of proportions: the Dirichlet notes' experiments on dpdesk's engine.
 
-Writes the ``dirichlet-posterior`` section of docs/evaluation.md. Run from the repository root:
+Prints the ``dirichlet-posterior`` section of docs/evaluation.md; ``--write-docs`` replaces it there
+(``--out F``: in the Markdown file F). Run from anywhere:
 
-    .venv/bin/python benchmarks/dirichlet_posterior.py [--out docs/evaluation.md] [--quick]
+    .venv/bin/python benchmarks/dirichlet_posterior.py [--write-docs | --out F] [--quick]
 
 Accuracy is the Hellinger distance between the released Dirichlet and the true posterior, averaged
 *exactly* over each mechanism's output distribution (a sum over candidates, or over the Laplace noise
@@ -25,7 +26,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from dirichlet_baselines import LocalSensitivityExponential, NotesSmoothExponential  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 
 from dpdesk.engine.dirichlet.accuracy import (  # noqa: E402
     expected_hellinger,
@@ -494,12 +495,15 @@ def build(quick: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "evaluation.md")
+    ap.add_argument("--out", type=Path, default=None, help="a Markdown file whose section to replace")
     ap.add_argument("--quick", action="store_true", help="fewer sizes (checks the pipeline, not the numbers)")
+    add_write_docs(ap, "the section 'dirichlet-posterior' of docs/evaluation.md")
     args = ap.parse_args(argv)
     text = build(quick=args.quick)
-    write_section(args.out, "dirichlet-posterior", text)
     print(text)
+    out = args.out or (DOCS / "evaluation.md" if args.write_docs else None)
+    if out is not None:
+        write_section(out, "dirichlet-posterior", text)
     return 0
 
 

@@ -13,10 +13,10 @@ with p0 from noisy 1-way marginals (0.02-DP in total, as the seed spends):
 
 The table size n is declared (public), as dpdesk requires. Run:
 
-    .venv/bin/python benchmarks/estimates_seed.py            # full scale (m = 5 000), ~8 min on 2 loaded cores
-    .venv/bin/python benchmarks/estimates_seed.py --m 600 --no-write   # a quick look
+    .venv/bin/python benchmarks/estimates_seed.py --write-docs   # full scale (m = 5 000), ~8 min on 2 loaded cores
+    .venv/bin/python benchmarks/estimates_seed.py --m 600        # a quick look
 
-and it rewrites the ``estimates-seed`` section of docs/evaluation.md.
+It prints its section; ``--write-docs`` also rewrites the ``estimates-seed`` section of docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from estimates.ipums_like import NAMES, SIZES, marginal, table  # noqa: E402
 from estimates.workloads import all_pair_marginals, counting_queries, range_queries, true_answers  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 
 from dpdesk.engine.estimates.crossval import cross_validate  # noqa: E402
 from dpdesk.engine.estimates.released import Released  # noqa: E402
@@ -346,7 +346,7 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=5000)
     ap.add_argument("--new", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-write", action="store_true")
+    add_write_docs(ap, "the section 'estimates-seed' of docs/evaluation.md")
     ap.add_argument("--json", type=Path, default=None, help="also save the raw numbers here")
     ap.add_argument("--from-json", type=Path, default=None, help="rewrite the section from saved numbers")
     a = ap.parse_args()
@@ -360,8 +360,8 @@ def main() -> None:
         a.json.write_text(json.dumps(r, indent=1))
     md = markdown(r)
     print(md)
-    if not a.no_write:
-        write_section(ROOT / "docs" / "evaluation.md", "estimates-seed", md)
+    if a.write_docs:
+        write_section(DOCS / "evaluation.md", "estimates-seed", md)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """Reproduce the paper's evaluation (§6.2–§6.4) on dpdesk's engine and write docs/evaluation.md + figures.
 
-Run from the repository root:
+Run (from anywhere):
 
-    .venv/bin/python benchmarks/eval_all.py            # full: docs/evaluation.md, docs/figures/*.png
-    .venv/bin/python benchmarks/eval_all.py --quick    # pipeline check: small sizes, into a temp dir
-    .venv/bin/python benchmarks/eval_all.py --batch    # only the budget-starved batch evaluation (issue 19)
+    .venv/bin/python benchmarks/eval_all.py --write-docs   # full: docs/evaluation.md's section, docs/figures/*.png
+    .venv/bin/python benchmarks/eval_all.py                # full, into a temporary directory (printed)
+    .venv/bin/python benchmarks/eval_all.py --quick        # pipeline check: small sizes, into a temp dir
+    .venv/bin/python benchmarks/eval_all.py --batch        # only the budget-starved batch evaluation (issue 19)
     .venv/bin/python benchmarks/eval_all.py --batch --tune    # the look-ahead's queue weight, ranges tuning streams
 
-Options: ``--out DIR`` (where evaluation.md and figures/ go), ``--jobs N`` (worker processes, default 2),
-``--reps R`` (repetitions of each system run), ``--requests K``.
+Options: ``--out DIR`` (where evaluation.md and figures/ go; ``--write-docs``: docs/), ``--jobs N`` (worker
+processes, default 2), ``--reps R`` (repetitions of each system run), ``--requests K``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from evaluation import data as D
 from evaluation import report as R
 from evaluation import systems as S
 from evaluation import timing as T
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 DELTA = 0.2
 SETTINGS = {
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    add_write_docs(ap, "docs/evaluation.md's section and docs/figures/ (with --batch: the batch section)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--requests", type=int, default=None)
@@ -125,16 +127,16 @@ def main(argv=None) -> int:
         "ranges, bounded, unbounded); every other result is read from the saved run",
     )
     args = ap.parse_args(argv)
+    if args.out is None:
+        args.out = (
+            DOCS if args.write_docs and not args.quick else Path(tempfile.mkdtemp(prefix="dpdesk-eval-"))
+        )
     if args.batch:
         from evaluation import batch_report
 
         return batch_report.main(args)
     t_start = time.perf_counter()
-    out = args.out or (
-        Path(tempfile.mkdtemp(prefix="dpdesk-eval-"))
-        if args.quick
-        else Path(__file__).resolve().parents[1] / "docs"
-    )
+    out = args.out
     figs = out / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     k = args.requests or (120 if args.quick else 1000)
@@ -213,7 +215,7 @@ def render(
     mode = "QUICK (pipeline check, not results)" if quick else "full"
     return f"""# Evaluation: the paper's experiments on dpdesk's engine, and where dpdesk goes further
 
-Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_all.py` (full, {jobs} worker processes;
+Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_all.py --write-docs` (full, {jobs} worker processes;
 this run took {total:.0f} s: {t_sys:.0f} s for the systems, {t_timing:.0f} s for the timing sweeps) or
 `--quick` for a pipeline check into a temporary directory. Every number below was measured by that
 command; nothing is copied from the paper.

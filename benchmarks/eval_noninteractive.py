@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evaluation import nonint_experiments as X
 from evaluation import nonint_figures as F
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 SECTION = "noninteractive-release"
 ALPHAS = [1, 0.5, 0.1, 0.05, 0.02, 0.01, 0.005]
@@ -61,7 +61,7 @@ def markdown(res: dict, figs: str) -> str:
     out = [
         "## Non-interactive release (Xiao–Xiong–Yuan seed §8) on dpdesk's engine",
         "",
-        f"Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_noninteractive.py` "
+        f"Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_noninteractive.py --write-docs` "
         f"(this run took {res['seconds']:.0f} s); `--quick` checks the pipeline into a temporary directory. "
         "Every number below was measured by that command on dpdesk's engine (`dpdesk.engine.partition`, "
         "`dpdesk.engine.selection.mechanism`); nothing is copied from the paper except where a row says *seed*.",
@@ -247,9 +247,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    add_write_docs(ap, "docs/evaluation.md's section and docs/figures/nonint_*.png")
     args = ap.parse_args(argv)
-    root = Path(__file__).resolve().parents[1]
-    out = args.out or (Path(tempfile.mkdtemp(prefix="dpdesk-nonint-")) if args.quick else root / "docs")
+    out = args.out or (
+        DOCS if args.write_docs and not args.quick else Path(tempfile.mkdtemp(prefix="dpdesk-nonint-"))
+    )
     figs = out / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     res = run(args.quick)

@@ -89,16 +89,22 @@ def make_long_project(directory: str, entries: int, *, quiet: bool = False) -> t
     accuracy = rng.uniform(20, 200, size=entries)
     t0 = time.perf_counter()
     with Project.open(tmp, "w") as p:
-        done = len(p.requests())
+        # resume from what was released: a run stopped between queueing a request and recording its
+        # release leaves that request pending, and it is released now (not skipped, nor queued twice)
+        status = {r.id: r.status for r in p.requests()}
+        done = sum(1 for rid, st in status.items() if rid != TARGET and st != "pending")
         sampler = SeededSampler(entries * 7919 + done)
         for i in range(done, entries):
-            r = p.add_request(texts[i], float(accuracy[i]), 0.05, request_id=f"q{i}")
-            p.release(p.assess(r.id), sampler)
+            rid = f"q{i}"
+            if rid not in status:
+                p.add_request(texts[i], float(accuracy[i]), 0.05, request_id=rid)
+            p.release(p.assess(rid), sampler)
             if not quiet and ((i + 1) % 250 == 0 or i + 1 == entries):
                 print(f"  {i + 1} releases ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        picks = np.random.default_rng(entries + 1).choice(entries, size=3, replace=False)
-        target = " + ".join(texts[int(j)] for j in picks)
-        p.add_request(target, 300.0, 0.05, request_id=TARGET)
+        if TARGET not in status:
+            picks = np.random.default_rng(entries + 1).choice(entries, size=3, replace=False)
+            target = " + ".join(texts[int(j)] for j in picks)
+            p.add_request(target, 300.0, 0.05, request_id=TARGET)
     os.replace(tmp, path)
     if os.path.exists(tmp + ".cache"):  # the view cache written at close (keyed by the ledger, not the name)
         os.replace(tmp + ".cache", path + ".cache")

@@ -16,13 +16,12 @@ with Laplace noise of scale 36 drawn by dpdesk's vetted sampler (OpenDP): each r
 Measured (seed Eq. 42, Figs. 6–7): L1 error of every 2-way joint distribution, of a random sample of
 3-way ones, and the RMSE of random k-D range queries, k = 1..4, rescaled to n rows. Run:
 
-    .venv/bin/python benchmarks/synth_publishing.py            # full scale, ~40 min on a loaded machine
-    .venv/bin/python benchmarks/synth_publishing.py --quick --no-write   # a smaller look (~10 min)
+    .venv/bin/python benchmarks/synth_publishing.py --write-docs   # full scale, ~40 min on a loaded machine
+    .venv/bin/python benchmarks/synth_publishing.py --quick        # a smaller look (~10 min)
 
-or split in two processes sharing one release (``--release R.npz``; see the section's last line)
-
-and it rewrites the ``estimates-publishing`` section of docs/evaluation.md (``--from-json F`` rewrites
-it from a saved run).
+or split in two processes sharing one release (``--release R.npz``; see the section's last line). It prints
+its section; ``--write-docs`` also rewrites the ``estimates-publishing`` section of docs/evaluation.md
+(``--from-json F --write-docs`` rewrites it from a saved run).
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from estimates import publishing as pub  # noqa: E402
 from estimates.ipums_like import NAMES, SIZES, marginal, table  # noqa: E402
-from evaluation.sections import write_section  # noqa: E402
+from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 from synth_cv import SOLVER  # noqa: E402
 
 from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals  # noqa: E402
@@ -617,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="render saved runs instead of running (methods of later files are merged into the first)",
     )
-    ap.add_argument("--no-write", action="store_true", help="print, do not rewrite docs/evaluation.md")
+    add_write_docs(ap, "the section 'estimates-publishing' of docs/evaluation.md")
     ap.add_argument(
         "--cv-json", type=Path, default=None, help="a saved benchmarks/synth_cv.py run to include"
     )
@@ -645,8 +644,8 @@ def main(argv: list[str] | None = None) -> int:
         res["cv_run"] = json.loads(args.cv_json.read_text())
     text = render(res)
     print(text)
-    if not args.no_write:
-        write_section(ROOT / "docs" / "evaluation.md", "estimates-publishing", text)
+    if args.write_docs:
+        write_section(DOCS / "evaluation.md", "estimates-publishing", text)
     return 0
 
 

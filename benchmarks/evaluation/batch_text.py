@@ -9,7 +9,7 @@ def intro(B, k, quick, seconds, jobs, reps, tuning, looked_at, tuned) -> list[st
     mode = "QUICK (pipeline check, not results)" if quick else "full"
     out = [
         "## Answering the queue: batch plans where the budget is scarce (issue 19)\n",
-        f"Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_all.py --batch` ({jobs} worker "
+        f"Mode: **{mode}**. Regenerate with `.venv/bin/python benchmarks/eval_all.py --batch --write-docs` ({jobs} worker "
         f"processes; this run took {seconds:.0f} s while other jobs shared the 2 cores; "
         "`--from-json docs/batch_starved.json` rewrites the section from the saved run). Code: "
         "`benchmarks/evaluation/batch_eval.py` (systems, workloads), `batch_paper.py` (the paper's settings), "

@@ -1,16 +1,33 @@
-"""docs/evaluation.md is shared by several benchmark scripts: each owns one marked section.
+"""docs/evaluation.md and docs/performance.md are shared by the benchmark scripts: each owns marked sections.
 
 A script calls :func:`write_section` with its section's name and Markdown; the text between
 ``<!-- section: NAME -->`` and ``<!-- end: NAME -->`` is replaced (or appended, the first time), and
 every other section is left exactly as it was. Sections appear in the order they were first written.
+
+A script writes the docs only when asked (``--write-docs``, :func:`add_write_docs`): run anywhere else —
+another checkout, a quick look, a loaded machine — it prints its results and leaves the docs alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
-__all__ = ["read_section", "write_section"]
+__all__ = ["DOCS", "add_write_docs", "read_section", "write_section"]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def add_write_docs(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--write-docs``: also replace ``what`` (a section of docs/…); otherwise results are printed only.
+    ``--no-write``, the old way to say "print only", is still accepted and changes nothing."""
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help=f"also replace {what} (otherwise the results are only printed)",
+    )
+    parser.add_argument("--no-write", action="store_true", help=argparse.SUPPRESS)
 
 
 def _markers(name: str) -> tuple[str, str]:
