@@ -25,7 +25,20 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 log() { printf '[build %5ss] %s\n' "$SECONDS" "$*"; }
 
-version() { sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO/dpdesk/__init__.py"; }
+# The version setuptools-scm reads from this checkout's git tags (pyproject.toml), asked once: the wheel is
+# built from a copy without .git, so it is handed over as SETUPTOOLS_SCM_PRETEND_VERSION.
+scm_version() {
+  local py
+  for py in "$PY" "$REPO/.venv/bin/python"; do
+    if [ -x "$(command -v "$py")" ] && "$py" -c 'import setuptools_scm' 2>/dev/null; then
+      (cd "$REPO" && "$py" -m setuptools_scm) && return
+    fi
+  done
+  echo "build.sh: the version comes from git through setuptools-scm: pip install setuptools-scm (make venv does)" >&2
+  return 1
+}
+# The version of the wheel built (its file name), for the .deb.
+version() { basename "$(ls "$OUT"/wheel/dpdesk-*.whl)" | sed -n 's/^dpdesk-\([^-]*\)-.*/\1/p'; }
 
 maintainer() {
   local name="${DEBFULLNAME:-$(git -C "$REPO" config user.name 2>/dev/null || true)}"
@@ -53,7 +66,9 @@ build_wheel() {
   rm -rf "$OUT/wheel"
   mkdir -p "$OUT/wheel"
   log "wheel: building from a clean copy of $REPO"
-  "$PY" -m pip wheel -q --no-deps -w "$OUT/wheel" "$src" >"$OUT/wheel.log" 2>&1 || { cat "$OUT/wheel.log" >&2; rm -rf "$src"; exit 1; }
+  local ver
+  ver="$(scm_version)"
+  SETUPTOOLS_SCM_PRETEND_VERSION="$ver" "$PY" -m pip wheel -q --no-deps -w "$OUT/wheel" "$src" >"$OUT/wheel.log" 2>&1 || { cat "$OUT/wheel.log" >&2; rm -rf "$src"; exit 1; }
   rm -rf "$src"
   ls "$OUT/wheel"/dpdesk-*.whl >/dev/null
   log "wheel: $(basename "$OUT"/wheel/dpdesk-*.whl)"

@@ -13,7 +13,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="$REPO/packaging/out"
 VENV="${DPDESK_BUILD_VENV:-$OUT/build-venv}"
 PY="${PYTHON:-python3}"
-VERSION="$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$REPO/dpdesk/__init__.py")"
+VERSION="$(cd / && "$VENV/bin/python" -c 'import dpdesk; print(dpdesk.__version__)')"  # the installed wheel's (from git tags)
 ARCH="$(uname -m)"
 DMG="$OUT/dpdesk-$VERSION-macos-$ARCH.dmg"
 
