@@ -151,8 +151,12 @@ def headline(summary, datasets, delta):
         f"**Bounded setting, in short:** dpdesk + pacing answered ×{lo:.3f}–×{hi:.3f} as many requests as the "
         f"paper's inference system across the datasets (lowest single repetition ×{worst:.3f}) and "
         f"×{blo:.2f}–×{bhi:.2f} as many as the improved baseline, at R_i {min(ri):.3f}–{max(ri):.3f} "
-        f"(1 − δ = {1 - delta:g}). Fusion alone gives ×{flo:.3f}–×{fhi:.3f}; pacing with the bounds prior "
-        f"×{plo:.3f}–×{phi:.3f}."
+        f"(1 − δ = {1 - delta:g}). Fusion alone gives ×{flo:.3f}–×{fhi:.3f}; pacing with known bounds "
+        + (
+            "the same (the bounds trim released intervals and change no decision)."
+            if (plo, phi) == (lo, hi)
+            else f"×{plo:.3f}–×{phi:.3f}."
+        )
     )
 
 
