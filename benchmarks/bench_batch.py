@@ -171,18 +171,18 @@ def main(argv=None) -> int:
     worst = max(r[2] for r in rows)
     worst_cpu = max(r[5] for r in rows)
     met = worst < 5 and args.requests >= 200
-    md = f"""## Performance: batch plans of the pending requests (issue 19)
+    md = f"""## Batch plans of the pending requests (issue 19)
 
 Reproduce: `.venv/bin/python benchmarks/bench_batch.py --repeat {max(1, args.repeat)} --write-docs` ({args.requests} pending box requests over the demo cube, 720
 cells; planned against an empty history and against 100 released boxes, total budget 1 and 10; the median of
-{max(1, args.repeat)} run(s) per case). Median load average during the run: {load:.1f} on 2 cores{" (other jobs: times are inflated)" if load > 1.5 else ""}.
+{max(1, args.repeat)} run(s) per case). Measured {time.strftime("%Y-%m-%d")}; median load average during the run: {load:.1f} on {os.cpu_count()} cores{" (other jobs: times are inflated)" if load > 1.5 else ""}.
 
 {chr(10).join(table)}
 
 Target: a batch of 200 pending requests plans in under 5 s — by the wall clock of this run **{"met" if met else "not met"}**
 (slowest case {worst:.2f} s{"" if met or load <= 1.5 else ", with the other jobs' turns counted"}); the largest processor time of a case
-is {worst_cpu:.2f} s{" (what a quiet machine's wall clock approaches: under 5 s)" if worst_cpu < 5 and not met else ""}. Old against new,
-measured alternately: sections batch-plan-kernel, batch-plan-top-up and batch-plan-bound.
+is {worst_cpu:.2f} s{" (what a quiet machine's wall clock approaches: under 5 s)" if worst_cpu < 5 and not met else ""}. How it got there:
+CHANGELOG.md (0.1.0, performance history).
 Where the time goes: the engine's exact posteriors. Answering the batch one by one under today's rules
 (each request's assessment on the growing history: its posterior, and the fusion search where history
 estimates it) and the exact check of the chosen strategy (every request's posterior on the would-be
@@ -197,9 +197,8 @@ topped up (×1.001, ×1.01, ×1.05 while the total allows): after each raise onl
 known to be met are asked again, and the rows kept are checked in full once — unless a checked strategy
 already beats what they could answer (the last raise's misses taken off). When the first check stops at
 more short answers than one by one can afford, their own rows are raised first and only they are asked:
-if some stay short and that leaves one by one beaten, the rest of its history is not asked at all
-(section batch-plan-probe). ≤ N in the table: one by one was not
-checked in full; N bounds what its final history answers.
+if some stay short and that leaves one by one beaten, the rest of its history is not asked at all.
+≤ N in the table: one by one was not checked in full; N bounds what its final history answers.
 """
     print(md)
     if args.write_docs:

@@ -93,7 +93,7 @@ def main(argv=None) -> int:
         )
     load1 = os.getloadavg()[0]
     md = [
-        "## Performance: one-shot partition releases over 10⁶ cells",
+        "## One-shot partition releases over 10⁶ cells",
         "",
         "Reproduce: `.venv/bin/python benchmarks/bench_partition.py --write-docs` (`--quick`: a small cube). "
         f"Cube: {s.n_cells:,} cells (a 2¹⁰-label ordered attribute × three 10-label attributes). *Plan* = build the "

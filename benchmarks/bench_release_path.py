@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         + (f", end to end with OpenDP {t_publish:.2f} s" if t_publish is not None else "")
     )
     md = [
-        "## Performance: the store's release path for a large release",
+        "## The store's release path for a large release",
         "",
         "Reproduce: `.venv/bin/python benchmarks/bench_release_path.py --write-docs` (`--quick`: a small cube). "
         f"A binary interval tree over {p.schema.n_cells:,} cells ({plan.n_rows:,} counts) released through "

@@ -130,7 +130,7 @@ class Checker:
 def threads() -> int:
     """How many of a check's requests are asked at once: ``DPDESK_THREADS`` in the environment, else 1.
 
-    One by default: on this project's measurements (docs/performance.md, section batch-plan-bound) two
+    One by default: on this project's measurements (docs/performance.md, "Threads for the exact checks") two
     threads gave no wall-clock gain on a shared 2-core machine and cost ~7 % more processor time (the
     GIL is held between the numpy calls); the setting is there to measure it where cores are idle."""
     raw = os.environ.get("DPDESK_THREADS", "").strip()
