@@ -1,6 +1,6 @@
 """End to end, released answers cover the truth as often as dpdesk claims (issue 12 item 6).
 
-Small real projects — a project file over an SQLite table with known counts, OpenDP's secure sampler
+Small real projects — a project file over an SQLite table with known counts, fresh answers drawn
 through ``Project.release`` — work through the first 9 requests of the calibration stream (fresh,
 fused and inferred answers; the later ones cost about a second each on today's engine) under the flat
 prior, known bounds and pacing; ``benchmarks/evaluation/calibration.py`` runs them and says what each
@@ -20,8 +20,11 @@ The limits are lopsided because ``H − C`` is left-skewed (misses are rare and 
 repetitions without a bad project show a small sd: in a bootstrap from the 200 projects per setting of
 ``benchmarks/calibration.py --requests 9`` (R = 30, centred), a calibrated engine fails the lower limit
 with probability below 1e-5 and the upper one 1.5e-5–5e-5 (at +5·se it would be 0.04–0.1 %).
-OpenDP's noise cannot be seeded, so this test is random; all its checks together fail a calibrated
-engine with probability well below 1e-3. It detects gross miscalibration only — a deficit of 1.5 hits
+The noise is the seeded sampler's (project ``i`` draws from ``SeededSampler(i)``: the same discrete and
+continuous Laplace laws as OpenDP's, which tests/store/test_store_noise.py checks against them), so the
+test is deterministic; with OpenDP's unseedable noise all its checks together would fail a calibrated
+engine with probability below 1e-3 per run, which is no rate for a test. ``benchmarks/calibration.py``
+measures the same projects with OpenDP's noise. It detects gross miscalibration only — a deficit of 1.5 hits
 per project (of 9 answers) is caught 70–98 % of the time, 2 always; a request claiming 0.95 fails the
 binomial check when it holds at most 20 of 30 times — the benchmark measures the same projects 200
 times per setting and writes the figures into docs/evaluation.md.
@@ -41,6 +44,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from evaluation.calibration import SETTINGS, STREAM, run, summary
+
+from dpdesk.engine.mechanisms.noise import SeededSampler
 
 TEST_STREAM = STREAM[:9]
 
@@ -66,9 +71,9 @@ def project_folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_released_answers_cover_as_often_as_claimed(name, tmp_path):
     setting = SETTINGS[name]
-    results = run(
-        setting, PROJECTS, folder=project_folder(tmp_path), stream=TEST_STREAM
-    )  # a temporary folder there, removed after
+    results = run(  # in a temporary folder there, removed after
+        setting, PROJECTS, folder=project_folder(tmp_path), stream=TEST_STREAM, sampler_for=SeededSampler
+    )
 
     decided = {
         tuple((a.request, a.kind, round(a.claim, 12)) for a in r.answers) + (r.rejected,) for r in results

@@ -2,7 +2,7 @@
 
 ``benchmarks/evaluation/small_noise.py`` builds the issue's history — ``[1,0,0]`` α ≈ 1.24, ``[0,1,0]``
 2.55, ``[0,0,1]`` 1.0, ``[1,1,1]`` 2.69 on a 3-cell table — in R = 160 independent blocks (4 real
-projects of 40 blocks; per-cell charges keep each block's history its own) with OpenDP's noise through
+projects of 40 blocks; per-cell charges keep each block's history its own) with noise drawn through
 ``Project.release``, then asks borderline requests the engine infers. Checks:
 
 * the regime holds: every history row is a fresh, unfused discrete-Laplace answer at scale ≤ 1.5;
@@ -17,8 +17,10 @@ projects of 40 blocks; per-cell charges keep each block's history its own) with 
   block's six answers share its four noises, so ``H`` is not binomial; R = 160 blocks of bounded sums
   make the mean close to normal).
 
-OpenDP's noise cannot be seeded, so the statistical part is random and fails a calibrated engine with
-probability about 1e-4. It has little power here: the old engine's claims in this regime were off by
+The noise is the seeded sampler's (project ``j`` draws from ``SeededSampler(j)``: the law of OpenDP's
+discrete Laplace, which tests/store/test_store_noise.py checks OpenDP's draws against), so the test is
+deterministic; with OpenDP's unseedable noise its statistical part would fail a calibrated engine with
+probability about 1e-4 per run. It has little power here: the old engine's claims in this regime were off by
 at most 0.064 per answer (+0.20 hits per block, sd ≈ 1.3), which needs thousands of blocks to see; the
 example's decision and claim are what fail on it.
 """
@@ -38,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from evaluation.small_noise import EXAMPLE_TOL, EXAMPLE_TRUTH, LATER, run
 
+from dpdesk.engine.mechanisms.noise import SeededSampler
+
 pytestmark = pytest.mark.calibration
 
 PROJECTS, BLOCKS = 4, 40
@@ -48,7 +52,7 @@ RAM_DISK = Path("/dev/shm")
 
 def test_small_integer_noise_claims_hold(tmp_path):
     folder = RAM_DISK if RAM_DISK.is_dir() and os.access(RAM_DISK, os.W_OK) else tmp_path
-    results, _ = run(PROJECTS, BLOCKS, folder=folder)
+    results, _ = run(PROJECTS, BLOCKS, folder=folder, sampler_for=SeededSampler)
     R = len(results)
 
     assert {f for r in results for f in r.families} == {"discrete_laplace"}

@@ -157,8 +157,13 @@ def _holds(interval: tuple[float, float], truth: float) -> bool:
     return lo - tol <= truth <= hi + tol
 
 
-def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> ProjectResult:
-    """Create a project at ``path`` on ``table``, work through ``stream``, and score every released answer."""
+def run_project(
+    path: Path, table: Path, setting: Setting, stream=STREAM, sampler: Any = None
+) -> ProjectResult:
+    """Create a project at ``path`` on ``table``, work through ``stream``, and score every released answer.
+
+    ``sampler``: None draws fresh answers from OpenDP (the product's sampler); a seeded sampler makes the
+    project a test project (the only kind that may draw from one) and the run reproducible."""
     from dpdesk.engine.answering.fresh import true_answer
     from dpdesk.engine.budget.policy import SpendPolicy
     from dpdesk.engine.inference.prior import BoundedPrior
@@ -174,6 +179,7 @@ def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> Pro
         source_location=str(table),
         source_table="people",
         total_budget=TOTAL_BUDGET,
+        test_project=sampler is not None,
     ) as p:
         if setting.table_size is not None:
             p.set_prior(BoundedPrior(setting.table_size))
@@ -187,7 +193,7 @@ def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> Pro
                 p.reject(rid, "calibration run")
                 rejected += 1
                 continue
-            release = p.release(a)  # exactly this assessment, through OpenDP for a fresh answer
+            release = p.release(a, sampler)  # exactly this assessment; OpenDP draws a fresh answer by default
             truth = true_answer(a.request.query, cube)
             if release.kind == "inferred":
                 kind, claim, bound = "inferred", float(a.confidence_at_eps), float(a.error_bound or 0.0)
@@ -205,16 +211,23 @@ def run_project(path: Path, table: Path, setting: Setting, stream=STREAM) -> Pro
 
 
 def run(
-    setting: Setting | str, repetitions: int, folder: Path | None = None, stream=STREAM, progress: Any = None
+    setting: Setting | str,
+    repetitions: int,
+    folder: Path | None = None,
+    stream=STREAM,
+    progress: Any = None,
+    sampler_for: Any = None,
 ) -> list[ProjectResult]:
-    """``repetitions`` independent projects of one setting, each with its own OpenDP noise."""
+    """``repetitions`` independent projects of one setting, each with its own OpenDP noise (or, with
+    ``sampler_for``, the sampler ``sampler_for(i)`` for project ``i``: seeded, for a reproducible run)."""
     setting = SETTINGS[setting] if isinstance(setting, str) else setting
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         tmp = Path(tmp)
         table = write_table(tmp / "people.sqlite")
         out = []
         for i in range(repetitions):
-            out.append(run_project(tmp / f"{setting.name}-{i}.dpdesk", table, setting, stream))
+            sampler = None if sampler_for is None else sampler_for(i)
+            out.append(run_project(tmp / f"{setting.name}-{i}.dpdesk", table, setting, stream, sampler))
             if progress is not None:
                 progress(i + 1, repetitions)
         return out

@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CELLS = ("x", "y", "z")
 PER_CELL = 10
@@ -65,8 +66,13 @@ class BlockResult:
     fused: bool
 
 
-def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[BlockResult], float]:
-    """``projects`` real projects of ``blocks`` blocks each; returns every block's result and the seconds."""
+def run(
+    projects: int, blocks: int, folder: Path | None = None, sampler_for: Any = None
+) -> tuple[list[BlockResult], float]:
+    """``projects`` real projects of ``blocks`` blocks each; returns every block's result and the seconds.
+
+    Fresh answers come from OpenDP, or with ``sampler_for`` from ``sampler_for(j)`` for project ``j`` (a
+    seeded sampler: the projects are then test projects, the only kind that may draw from one)."""
     from dpdesk.engine.answering.fresh import true_answer
     from dpdesk.store import Project
 
@@ -88,6 +94,7 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
         con.commit()
         con.close()
         for j in range(projects):
+            sampler = None if sampler_for is None else sampler_for(j)
             with Project.create(
                 tmp / f"p{j}.dpdesk",
                 name="small noise",
@@ -95,6 +102,7 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
                 source_location=str(tmp / "blocks.sqlite"),
                 source_table="t",
                 total_budget=100.0,
+                test_project=sampler is not None,
             ) as p:
                 cube = p.cube()
                 for b in names:
@@ -102,7 +110,7 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
                     for where, alpha in ALPHAS:
                         text = f'count(block="{b}"' + (f", {where})" if where else ")")
                         a = p.assess(p.add_request(text, 1.0, _delta_for(alpha)).id)
-                        r = p.release(a)
+                        r = p.release(a, sampler)
                         families.add(r.kind if r.kind != "fresh" else a.family)
                         fused |= bool(a.fused)
                         scales.append(a.sensitivity / float(a.spend_alpha))
@@ -116,7 +124,7 @@ def run(projects: int, blocks: int, folder: Path | None = None) -> tuple[list[Bl
                         if a.decision != "infer":
                             rows.append((a.decision, float(a.confidence_at_eps), 0.0, 1 - delta, False))
                             continue
-                        release = p.release(a)
+                        release = p.release(a, sampler)
                         lo, hi = release.interval
                         truth = true_answer(a.request.query, cube)
                         hit = lo - 1e-9 <= truth <= hi + 1e-9  # windows end on counts up to rounding
