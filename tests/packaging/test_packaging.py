@@ -32,7 +32,7 @@ SMOKE = REPO / "packaging" / "smoke_test.sh"
 
 pytestmark = pytest.mark.slow
 # Building the bundle takes minutes even on a quiet machine: the installers' tests get an hour each
-# (pyproject's default: 300 s).
+# (pyproject's default: 600 s).
 INSTALLER_TIMEOUT = 3600
 
 # `dpdesk --self-test` must reach dpdesk.selftest.main (dpdesk.cli hands it over). Should that routing
