@@ -2,8 +2,9 @@
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/eval_zcdp.py                 # full run: docs/zcdp_eval.json + the section
-    .venv/bin/python benchmarks/eval_zcdp.py --from-json docs/zcdp_eval.json   # rewrite the section only
+    .venv/bin/python benchmarks/eval_zcdp.py --write-docs    # full run: docs/zcdp_eval.json + the section
+    .venv/bin/python benchmarks/eval_zcdp.py                 # full run, into a temporary directory (printed)
+    .venv/bin/python benchmarks/eval_zcdp.py --from-json docs/zcdp_eval.json --write-docs   # rewrite the section only
     .venv/bin/python benchmarks/eval_zcdp.py --quick         # pipeline check, into a temporary directory
 
 Options: ``--jobs N`` (worker processes, default 2), ``--long K`` (requests in the long stream, default
@@ -40,7 +41,7 @@ from evaluation import batch_eval as B
 from evaluation import data as D
 from evaluation import systems as S
 from evaluation import zcdp_eval as Z
-from evaluation.sections import write_section
+from evaluation.sections import DOCS, add_write_docs, write_section
 
 from dpdesk.engine.budget import zcdp
 from dpdesk.engine.mechanisms.gaussian import GAUSSIAN
@@ -155,12 +156,14 @@ def render(results: list[dict], meta: dict) -> str:
     get = {(r["stream"], r["system"]): r for r in results}
     streams = list(dict.fromkeys(r["stream"] for r in results))
     rho_budget = zcdp.rho_for(Z.TOTAL, Z.PRIVACY_DELTA)
-    cmd = "`.venv/bin/python benchmarks/eval_zcdp.py" + (" --quick`" if meta.get("quick") else "`")
+    cmd = "`.venv/bin/python benchmarks/eval_zcdp.py" + (
+        " --quick`" if meta.get("quick") else " --write-docs`"
+    )
     lines = [
         "## Gaussian noise with per-cell zCDP accounting against pure ε (issue 37)",
         "",
         f"Mode: **{'QUICK (pipeline check)' if meta.get('quick') else 'full'}**. Regenerate with {cmd} "
-        f"(`--from-json docs/zcdp_eval.json` rewrites this section from the saved run). This run: "
+        f"(`--from-json docs/zcdp_eval.json --write-docs` rewrites this section from the saved run). This run: "
         f"{meta['wall']:.0f} s wall on {meta['jobs']} worker process{'es' if meta['jobs'] > 1 else ''}, load average {meta['load']} at the start "
         "(2 cores shared with other jobs). Code: `benchmarks/evaluation/zcdp_eval.py`.",
         "",
@@ -330,8 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--long", type=int, default=10_000)
     ap.add_argument("--from-json", type=Path, default=None)
+    add_write_docs(ap, "docs/evaluation.md's section and docs/zcdp_eval.json")
     args = ap.parse_args(argv)
-    out = args.out or (Path(tempfile.mkdtemp()) if args.quick else ROOT / "docs")
+    out = args.out or (DOCS if args.write_docs and not args.quick else Path(tempfile.mkdtemp()))
     out.mkdir(parents=True, exist_ok=True)
     if args.from_json is not None:
         saved = json.loads(args.from_json.read_text())
