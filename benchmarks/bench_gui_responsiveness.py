@@ -203,6 +203,7 @@ def main() -> None:
     dialogs.show_error = lambda parent, title, message, detail="": errors.append(f"{title}: {message}")
     dialogs.show_info = lambda parent, title, message: None
     dialogs.confirm = lambda parent, title, message: True  # the release's confirmation: yes
+    dialogs.confirm_spend = lambda parent, heading, body: True
     app = application()
     loads = [_load()]
     runs: dict[str, list[tuple[float, float, float]]] = {"cube build": [], "Monte Carlo": [], "release": []}
