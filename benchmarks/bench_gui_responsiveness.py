@@ -230,7 +230,7 @@ def main() -> None:
         "`.venv/bin/python benchmarks/bench_gui_responsiveness.py"
         + (f" --rows {args.rows}" if args.rows != 3_000_000 else "")
         + (f" --repeat {args.repeat}" if args.repeat != 5 else "")
-        + "`"
+        + " --write-docs`"
     )
     lines = [
         "## The GUI thread while long tasks run",
@@ -238,7 +238,7 @@ def main() -> None:
         f"Reproduce: {command} (offscreen Qt; tests/gui/test_responsiveness.py checks the same tasks run on "
         "workers and show progress, without a clock). The worst gap between beats of a 20 ms timer on the "
         "GUI thread while the task runs, against the worst gap over as long again with nothing running "
-        f"(the machine's own share under its load), medians of {args.repeat} runs. Load average (1, 5, 15 min) "
+        f"(the machine's own share under its load), medians of {args.repeat} runs. Measured {time.strftime('%Y-%m-%d')}; load average (1, 5, 15 min) "
         f"before and after each run: {'; '.join(loads)} on {os.cpu_count()} cores.",
         "",
         "| task | task s | worst stall, task | worst stall, idle | ratio | target: no stall ≥ 100 ms |",
