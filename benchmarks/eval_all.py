@@ -405,7 +405,9 @@ NOTES = """
   do not meet — and the released estimate is clipped into it. The truth lies within the bounds, so the
   trimmed window covers it whenever the window does: coverage holds at every fixed table, as the flat
   prior's does, and an interval can only get narrower. Decisions, confidences and budgets are the flat
-  prior's, so + bounds answers the same requests at the same cost; only R_i and E can move (up and down).
+  prior's, so + bounds answers the same requests at the same cost; only R_i and E move (at the same noise
+  a trimmed window never holds the truth less often; each system here draws its own noise, so R_i also
+  differs by sampling).
   A posterior truncated to the bounds, with highest-density intervals, would look tighter but infers
   exactly when the noise pushed θ̂ out of range and misses those answers (at a true count of 25 it inferred
   15 % of the time and covered 5 %: `dpdesk/engine/inference/prior.py`), so it is not used;
