@@ -122,10 +122,11 @@ def stated_answer(
     value: float, low: float, high: float, integral: bool, eps: float | None, delta: float | None
 ) -> str:
     """A released answer with its one interval and the confidence it was released at — the same words in
-    the app, the reply, the letters and the report: ``880 in [860, 900] (±20 at 95 % confidence)``.
+    the app, the reply, the letters and the report: ``880 in [860, 899] (±20 at 95 % confidence)`` — a
+    count's interval is the integers inside the released one (:func:`count_interval`).
 
     >>> stated_answer(879.6, 859.6, 899.6, True, 20, 0.05)
-    '880 in [860, 900] (±20 at 95 % confidence)'
+    '880 in [860, 899] (±20 at 95 % confidence)'
     """
     text = f"{format_value(value, integral)} in {format_interval(low, high, integral, value)}"
     if eps is not None and delta is not None:
