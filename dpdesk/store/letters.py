@@ -161,5 +161,9 @@ def write_letters(folder: str | Path, accounts: list[RequesterAccount], project:
     for path, _ in jobs:
         check_target(path)
     for path, text in jobs:
-        write_atomically(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8", newline="\n"))
+
+        def write(tmp: Path, text: str = text) -> None:
+            tmp.write_text(text, encoding="utf-8", newline="\n")
+
+        write_atomically(path, write)
     return [path for path, _ in jobs]

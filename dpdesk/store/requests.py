@@ -219,7 +219,7 @@ def make_request(
     )
 
 
-def _rows(reader: csv.DictReader, name: str) -> Iterator[tuple[int, dict[str | None, Any]]]:
+def _rows(reader: csv.DictReader[str], name: str) -> Iterator[tuple[int, dict[str | None, Any]]]:
     """The CSV's rows numbered as a spreadsheet numbers them (the header is row 1); a row the csv module
     cannot read (an unclosed quote, a field past its size limit) is one line naming it."""
     n = 1
@@ -273,7 +273,7 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
                     f"{path.name} row {n}: more fields than the header's {len(cols)} columns "
                     "(quote a query that contains commas)"
                 )
-            items.append({k.strip(): v for k, v in row.items()})
+            items.append({k.strip(): v for k, v in row.items() if k is not None})  # (None: refused above)
         label = "row"
         first = 2  # the header is row 1
     out = []

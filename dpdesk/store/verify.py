@@ -516,7 +516,7 @@ def _exposures(record: AuditRecord, entries: Sequence[ledger.LedgerEntry]) -> tu
     return tuple(out)
 
 
-def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad) -> None:
+def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad: Bad) -> None:
     """Each decided request is, as stored, what its deciding entry recorded (the digest of its requester,
     kind, text, coefficients, terms and time); an entry made before format 10 is vouched for by the
     ``requests`` entry its migration recorded."""
@@ -540,7 +540,7 @@ def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad) -> Non
             )
 
 
-def _check_receipts(entries: Sequence[Any], receipts: Sequence[Receipt], bad) -> None:
+def _check_receipts(entries: Sequence[Any], receipts: Sequence[Receipt], bad: Bad) -> None:
     """The file still holds every head this machine recorded or handed out, each at its place."""
     if not receipts:
         return
