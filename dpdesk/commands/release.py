@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from dpdesk.commands.confirm import confirmed
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -123,21 +121,6 @@ def plan_from_args(args: argparse.Namespace, schema):
     return P.tree_plan(schema, args.tree, args.branching, args.depth, cross)
 
 
-def preview_text(pv, schema) -> str:
-    b = pv.budget
-    lines = [
-        f"plan: {pv.plan.description}",
-        f"cost: every cell pays α = {pv.alpha:.6g} ({pv.plan.coverage} count(s) per record at α = {pv.row_alpha:.6g} "
-        f"each; discrete Laplace noise of scale {pv.scale:.6g})"
-        + (f", chosen for ±{pv.target:g}" if pv.target else ""),
-        f"system cost: {b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g}, remaining after "
-        f"{b.remaining_after:.6g}){'' if pv.fits else ' — DOES NOT FIT the total budget'}",
-    ]
-    lines += [g.text(schema) for g in pv.guarantees]
-    lines.append(pv.simultaneous.text())
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "release_command", None)
     if action == "plan":
@@ -152,107 +135,49 @@ def run(args: argparse.Namespace) -> int:
     return 2
 
 
-def _preview(p, args):  # type: ignore[no-untyped-def]
-    from dpdesk.engine.partition.guarantee import preview
+def _plan(p, args):  # type: ignore[no-untyped-def]
+    """The partition release the arguments ask for, planned against the project's ledger now."""
+    from dpdesk.engine.kinds.base import AdHoc
 
-    plan = plan_from_args(args, p.schema)
-    return preview(
-        plan,
+    return p.plan(
+        AdHoc("partition"),
+        structure=plan_from_args(args, p.schema),
         alpha=args.alpha,
         accuracy=args.accuracy,
         delta=args.delta,
-        total_budget=p.total_budget,
-        cell_costs=p.view().cell_costs,
     )
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    from dpdesk.engine import registry
     from dpdesk.store.project import Project
 
+    kind = registry.kind("partition")
     with Project.open(args.path, "r") as p:
-        pv = _preview(p, args)
-        schema = p.schema
-    print(json.dumps(pv.to_json(), indent=2) if args.json else preview_text(pv, schema))
+        plan = _plan(p, args)
+    print(json.dumps(kind.plan_json(plan), indent=2) if args.json else "\n".join(kind.preview(plan)))
     return 0
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    import sys
-
-    from dpdesk.engine.partition.release_plan import PartitionReleasePlan
+    from dpdesk.commands.flow import release_flow
+    from dpdesk.engine import registry
     from dpdesk.store.project import Project
 
-    out = sys.stderr if args.json else sys.stdout
-    with Project.open(args.path, "w") as p:
-        pv = _preview(p, args)
-        plan = PartitionReleasePlan(pv, p.basis())
-        print(preview_text(pv, p.schema), file=out)
-        if not plan.releasable:
-            print(f"not released: {plan.reason}", file=out)
-            if args.json:
-                print(json.dumps({"preview": pv.to_json(), "release": None}))
-            return 1
-        if not args.yes and not confirmed(
-            f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"
-        ):
-            return 1
-        release = p.release(plan)  # drawn, then committed (fsync'd) before anything of it is shown
-        seq = release.entry.seq
-        print(
-            f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
-            f"{p.view().system_cost:.6g} of {p.total_budget:g}",
-            file=out,
-        )
-        print(f"export it: dpdesk release export {p.path} --release {seq} --out table.csv", file=out)
-        print(
-            f"witness: {release.witness} (check with dpdesk verify {p.path} --extends {release.witness})",
-            file=out,
-        )
-        if args.json:
-            obj = release.to_json()
-            obj.pop("values")  # the counts are in the ledger and the exported table, not on the terminal
-            print(json.dumps({"preview": pv.to_json(), "release": obj}))
-    return 0
+    with Project.open(args.path, "w") as p:  # the writer lock keeps the ledger as previewed until release
+        return release_flow(p, _plan(p, args), registry.kind("partition"), args, keys=("preview", "release"))
 
 
 def run_select(args: argparse.Namespace) -> int:
-    import sys
-
-    from dpdesk.engine.selection.plan import plan_selection
-    from dpdesk.engine.selection.query import parse_selection
+    from dpdesk.commands.flow import release_flow
+    from dpdesk.engine import registry
+    from dpdesk.engine.kinds.base import AdHoc
     from dpdesk.store.project import Project
 
-    out = sys.stderr if args.json else sys.stdout
+    asked = AdHoc("selection", args.query, eps=args.accuracy, delta=args.delta, alpha=args.alpha)
     with Project.open(args.path, "w") as p:
-        query = parse_selection(args.query, p.schema)
-        plan = plan_selection(
-            query,
-            p.schema,
-            alpha=args.alpha,
-            accuracy=args.accuracy,
-            delta=args.delta,
-            cell_costs=p.view().cell_costs,
-            total_budget=p.total_budget,
-            basis=p.basis(),
-        )
-        from dpdesk.store.request_kinds import selection_preview
-
-        print("\n".join(selection_preview(plan)[:2]), file=out)  # the words a queued max/argmax shows too
-        if not plan.releasable:
-            print(f"not released: {plan.reason}", file=out)
-            if args.json:
-                print(json.dumps({"plan": plan.record(), "release": None}))
-            return 1
-        if not args.yes and not confirmed(
-            f"release one label, spending α = {plan.rnm.alpha:.6g} on the box?"
-        ):
-            return 1
-        release = p.release(plan)  # drawn, then committed (fsync'd) before the label is shown
-        label = release.entry.payload["label"]
-        print(f"released: {label} (ledger entry {release.entry.seq}; witness {release.witness})", file=out)
-        if args.json:
-            print(json.dumps({"plan": plan.record(), "release": {**release.to_json(), "label": label}}))
-    return 0
+        plan = p.plan(asked)
+        return release_flow(p, plan, registry.kind("selection"), args, keys=("plan", "release"))
 
 
 def run_export(args: argparse.Namespace) -> int:

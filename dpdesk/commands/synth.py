@@ -13,14 +13,11 @@ Exit codes: 0 written, 1 not confirmed, 2 bad input (nothing recorded or written
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-
-from dpdesk.commands.confirm import confirmed
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from dpdesk.commands.estimate import add_tau_argument
+    from dpdesk.commands.assess import add_tau_argument
 
     p = sub.add_parser(
         "synth",
@@ -53,45 +50,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpdesk.commands.flow import release_flow
+    from dpdesk.engine import registry
+    from dpdesk.engine.kinds.base import AdHoc
     from dpdesk.engine.queries.text import describe_query
     from dpdesk.store.atomic import check_target
-    from dpdesk.store.estimating import check_table_path, synthetic_plan, write_report, write_rows
+    from dpdesk.store.estimating import check_table_path, write_report, write_rows
     from dpdesk.store.project import Project
 
     out_path = check_table_path(args.out)
     if args.report:
         check_target(args.report)  # before anything is recorded: a target dpdesk would refuse is named now
-    with Project.open(
-        args.path, "w"
-    ) as p:  # the writer lock keeps the ledger as previewed until it is recorded
-        plan = synthetic_plan(p, rows=args.rows, seed=args.seed, tau=args.tau, table_size=args.table_size)
-        out = sys.stderr if args.json else sys.stdout
-        print("\n".join(plan.lines()), file=out)
-        if not args.yes and not confirmed(
-            f"record the export and write {out_path}?", "not exported (not confirmed)"
-        ):
-            return 1
-        release = p.release(plan)  # recorded (fsync'd) before the table is written
-        written = write_rows(plan, p.schema, out_path)
-        report = None
-        if args.report:
-            report = write_report(plan, args.report, lambda q: describe_query(q, p.schema))
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "plan": plan.to_json(),
-                        "release": release.to_json(),
-                        "out": str(written),
-                        "report": None if report is None else str(report),
-                    }
-                ),
-                flush=True,
+    with Project.open(args.path, "w") as p:  # the writer lock keeps the ledger as previewed until recorded
+        plan = p.plan(
+            AdHoc("synthetic"), rows=args.rows, seed=args.seed, tau=args.tau, table_size=args.table_size
+        )
+
+        def after(release: Any) -> tuple[list[str], dict[str, Any]]:
+            """The table and the fit report, written only once the export is recorded."""
+            written = write_rows(plan, p.schema, out_path)
+            report = None
+            if args.report:
+                report = write_report(plan, args.report, lambda q: describe_query(q, p.schema))
+            line = f"wrote {plan.rows:,} synthetic rows to {written}" + (
+                f" and the fit report to {report}" if report else ""
             )
-        else:
-            print(
-                f"wrote {plan.rows:,} synthetic rows to {written}"
-                + (f" and the fit report to {report}" if report else "")
-            )
-            print(f"ledger entry {release.entry.seq} (synthetic, free); rows digest {plan.digest}")
-    return 0
+            return [line], {"out": str(written), "report": None if report is None else str(report)}
+
+        return release_flow(p, plan, registry.kind("synthetic"), args, keys=("plan", "release"), after=after)

@@ -275,7 +275,7 @@ class AnswerPanel(QWidget):
 
     # -- a max/argmax or posterior request: its kind's plan -----------------------------------------
     def _show_kind(self, kind: str) -> None:
-        from dpdesk.store.request_kinds import kind_named
+        from dpdesk.engine.registry import kind as kind_named
 
         count = kind == "count"
         self.kind = None if count else kind_named(kind)
@@ -394,7 +394,7 @@ class AnswerPanel(QWidget):
             pending = self.session.request(self.request_id).status == "pending"
         self.offer_btn.setVisible(False)  # shown below for a count request a watched claim blocks
         if self.kind is not None:  # a plan of another kind: release it (α on its box) or reject
-            from dpdesk.store.request_kinds import cost_text
+            from dpdesk.engine.kinds.base import cost_text
 
             self.infer_btn.setVisible(False)
             self.spend_btn.setEnabled(pending and a.releasable and not self.claim_blocked)
@@ -490,7 +490,7 @@ class AnswerPanel(QWidget):
             return
         b = a.budget
         if self.kind is not None:
-            from dpdesk.store.request_kinds import cost_text
+            from dpdesk.engine.kinds.base import cost_text
 
             heading, body = spend_text(
                 f"{a.request_id} ({self.kind.label})",

@@ -1,7 +1,7 @@
 """What the answer panel shows for a queued max/argmax or posterior request: its plan, then its release.
 
 A request of these kinds is not assessed against history; its kind's release plan is priced from
-public inputs (:func:`dpdesk.store.request_kinds.plan_for`). The view shows the plan in the words the
+public inputs (:func:`dpdesk.store.assessing.assess`). The view shows the plan in the words the
 CLI prints (the kind's ``preview``) and its chart:
 
 - max/argmax: the mechanism's exact output probabilities, computed from the data for the curator's

@@ -4,7 +4,7 @@ Both routes end in the DESIGN §6 text form, parsed by the engine (``parse_query
 the curator sees at once whether the query is valid, and if not, where (the engine's message names
 the column). The builder's checkboxes produce text through the engine's ``count`` and
 ``format_terms``. The text may also be a request of another kind — ``max(age)``, ``argmax(education |
-sex="Female")``, ``posterior(income | age="65-90"; prior=1)`` (store/request_kinds.py) — priced by the
+sex="Female")``, ``posterior(income | age="65-90"; prior=1)`` (engine/registry.py) — priced by the
 accuracy (ε, δ), by a per-cell budget α, or (a posterior) in its own text; it is checked completely as
 it is typed. The dialog returns (text, ε, δ, requester, α). Given ``submit``, OK hands the values to it
 and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
@@ -41,10 +41,10 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
+from dpdesk.engine.registry import kind_of_text, read_request
 from dpdesk.engine.schema import Schema
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.store.request_kinds import kind_of_text, read_kind_request
 
 # how a request other than a count is priced (a count always states its accuracy ±ε at δ)
 PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (posterior)")
@@ -178,7 +178,7 @@ class QueryBuilderDialog(QDialog):
         try:
             if other:
                 _, eps, delta, _, alpha = self.values()
-                q = read_kind_request(self.schema, text, eps, delta, alpha).cells
+                q = read_request(self.schema, text, eps, delta, alpha).cells
                 verdict = f"✓ valid {kind.label} request — reads {q.support_size()} of {q.n_cells} cells"
             else:
                 q = parse_query(text, self.schema)

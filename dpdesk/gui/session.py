@@ -20,13 +20,13 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from dpdesk.engine.answering.assessment import Assessment
-from dpdesk.engine.answering.request import Request, Settings
-from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.schema import Schema
+from dpdesk.store.assessing import assess
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project
 from dpdesk.store.release import Release
@@ -41,32 +41,29 @@ class AssessInputs:
     """Public inputs of one assessment, frozen so a worker thread can use them safely."""
 
     view: LedgerView  # the project's ledger view, extended on the GUI thread
-    request: Request
+    request: StoredRequest
     settings: Settings
     schema: Schema
     method: str
+    delta_cap: float = 0.0
 
 
 def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Assessment:
-    """The engine's assessment (worker-thread safe: no project access).
+    """The request's plan from the one assess function (worker-thread safe: no project access).
 
     The History comes from the ledger view (built once, extended as releases arrive), so the slow first
     factorisation of a long ledger happens here, never on the GUI thread; the assessment records the
     head and costs of the same moment.
     """
-    with inputs.view.assessing() as s:  # one assessment at a time extends and reads the factorisation
-        return assess(
-            s.history,
-            inputs.request,
-            inputs.settings,
-            method=inputs.method,
-            cell_costs=s.cell_costs,
-            head=s.head,
-            schema=inputs.schema,
-            releases=s.releases,
-            progress=progress,
-            cancelled=cancelled,
-        )
+    return assess(
+        inputs.view,
+        inputs.request,
+        inputs.settings,
+        delta_cap=inputs.delta_cap,
+        method=inputs.method,
+        progress=progress,
+        cancelled=cancelled,
+    )
 
 
 def run_assessment_with_claims(
@@ -212,10 +209,11 @@ class ProjectSession(QObject):
     def assess_inputs(self, request_id: str, method: str = "fft") -> AssessInputs:
         return AssessInputs(
             self.view(),
-            self.request(request_id).to_request(),
+            self.request(request_id),
             self.project.answering_settings(),
             self.schema,
             method,
+            float(self.project.delta_cap),
         )
 
     @property
@@ -237,23 +235,23 @@ class ProjectSession(QObject):
     def plan_job(self, request_id: str) -> Callable[[Any], tuple[Any, Any, list]]:
         """The work of planning a queued max/argmax or posterior request, for the task runner.
 
-        The ledger's public inputs are read now, on the GUI thread; the job prices the plan on the worker,
-        checks it against the watched claims (public inputs only, as for a count) and, for a max/argmax,
-        computes the mechanism's exact output probabilities from the data on a sibling connection (for
-        the curator's eyes only). It returns ``(plan, probabilities or None, claim statuses)``.
+        The job prices the plan on the worker through the one assess function (a consistent moment of
+        the ledger view), checks it against the watched claims (public inputs only, as for a count) and,
+        for a max/argmax, computes the mechanism's exact output probabilities from the data on a sibling
+        connection (for the curator's eyes only). It returns ``(plan, probabilities or None, claim
+        statuses)``.
         """
-        from dpdesk.store.request_kinds import plan_for
-
-        req, schema, public, project = self.request(request_id), self.schema, self.plan_inputs(), self.project
-        view, size = self.view(), project.table_size()
+        req, view, project, schema = self.request(request_id), self.view(), self.project, self.schema
+        settings, cap, size = project.answering_settings(), float(project.delta_cap), project.table_size()
 
         def job(state: Any = None) -> tuple[Any, Any, list]:
-            plan = plan_for(req, schema, public)
+            plan = assess(view, req, settings, delta_cap=cap)
             statuses = claim_statuses(view, plan, size)
-            if req.kind != "selection":
+            rnm = getattr(plan, "rnm", None)  # a max/argmax: its private output law, for the chart
+            if rnm is None:
                 return plan, None, statuses
             with project.sibling() as sibling:  # the one step here that reads the data
-                return plan, plan.rnm.probabilities(sibling.cube().counts, schema), statuses
+                return plan, rnm.probabilities(sibling.cube().counts, schema), statuses
 
         return job
 

@@ -116,7 +116,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     4: (
         "ALTER TABLE project ADD COLUMN delta_cap REAL NOT NULL DEFAULT 0 CHECK (delta_cap >= 0 AND delta_cap < 1)",
     ),
-    # 5: the queue holds a request of any release kind (store/request_kinds.py): its ``kind``, the cells
+    # 5: the queue holds a request of any release kind (engine/registry.py): its ``kind``, the cells
     # it reads (``query_json``: a count's coefficients, another kind's box), an accuracy requirement
     # (ε, δ) or a per-cell budget α. ε and δ may now be empty (a max priced by α; a posterior whose text
     # states its budget); a count request still needs both. The rows move over as counts; the ledger is

@@ -1,8 +1,8 @@
 """Zero-cost estimates and synthetic tables of a project: plans from its ledger, files after recording.
 
-:func:`estimate_plan` and :func:`synthetic_plan` read one moment of the project's ledger view (its
-History, head and settings) and hand the engine's plans (:mod:`dpdesk.engine.estimates.plans`) back;
-``Project.release(plan)`` records them like every release. Nothing here reads the table: a project
+The plans are the estimates' kinds' (``Project.plan(AdHoc("estimate", …))``, through the one assess
+function); :func:`ledger_inputs` and :func:`query_inputs` copy what they read out of one moment of the
+ledger view for a dialog that fits on a worker; ``Project.release(plan)`` records them like every release. Nothing here reads the table: a project
 whose source is gone still estimates and exports (post-processing of what was released).
 :func:`write_rows` and :func:`write_report` write the synthetic table and its fit report — only
 after the release is recorded, and atomically (a failed write leaves no partial file).
@@ -21,25 +21,20 @@ import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.plans import (
-    EstimatePlan,
     HistoryInputs,
     SyntheticPlan,
     history_inputs,
-    plan_estimate,
-    plan_synthetic,
 )
 from dpdesk.engine.mechanisms.base import Basis
-from dpdesk.engine.queries.text import describe_query, query_from_input
+from dpdesk.engine.queries.text import query_from_input
 from dpdesk.store.atomic import check_target, write_atomically
 
 __all__ = [
     "TABLE_FORMATS",
     "check_table_path",
-    "estimate_plan",
     "ledger_inputs",
     "query_inputs",
     "report_path",
-    "synthetic_plan",
     "write_report",
     "write_rows",
 ]
@@ -74,43 +69,6 @@ def query_inputs(project: Any, text: str, table_size: float | None = None) -> tu
     query = query_from_input(text, schema.n_cells, schema.shape, schema)
     inputs, unbiased = ledger_inputs(project, table_size, query)
     return inputs, query, unbiased
-
-
-def estimate_plan(
-    project: Any,
-    text: str,
-    *,
-    tau: float | None = None,
-    table_size: float | None = None,
-    progress: Callable[[float], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> EstimatePlan:
-    """The zero-cost kernel-PCA estimate of the query ``text`` from the project's released answers."""
-    inputs, query, unbiased = query_inputs(project, text, table_size)
-    return plan_estimate(
-        inputs,
-        query,
-        unbiased,
-        text=describe_query(query, project.schema),
-        tau=tau,
-        progress=progress,
-        cancelled=cancelled,
-    )
-
-
-def synthetic_plan(
-    project: Any,
-    *,
-    rows: int,
-    seed: int = 0,
-    tau: float | None = None,
-    table_size: float | None = None,
-    progress: Callable[[float], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
-) -> SyntheticPlan:
-    """A maximum-entropy synthetic table of ``rows`` rows from the project's released answers."""
-    inputs, _ = ledger_inputs(project, table_size)
-    return plan_synthetic(inputs, rows=rows, seed=seed, tau=tau, progress=progress, cancelled=cancelled)
 
 
 def check_table_path(out: str | os.PathLike[str]) -> Path:

@@ -22,20 +22,15 @@ from typing import Any
 
 from dpdesk.engine.answering.rounding import format_interval, format_value, stated_answer
 from dpdesk.engine.errors import Cancelled
-from dpdesk.engine.registry import kinds as release_kinds
+from dpdesk.engine.registry import entry_kinds
 from dpdesk.store.canonical import canonical_json, chain_hash
 
-# entries that release nothing; every other kind is a registered mechanism's. "watch"/"unwatch" add and
-# remove a watched claim (store/watch.py, project format 6); "batch" records a batch plan before its first
-# measurement (store/batch.py, format 9); "requests" holds the digests of the requests decided before
-# format 10 (store/db.py)
-DECISION_KINDS = ("rejected", "rebind", "watch", "unwatch", "batch", "requests")
 _CHAIN_STEP = 64  # rows hashed between progress reports and cancel checks
 
 
 def kinds() -> tuple[str, ...]:
-    """Every kind an entry may have: the registered mechanisms' release kinds and the decisions."""
-    return (*release_kinds(), *DECISION_KINDS)
+    """Every kind an entry may have: the registered release kinds' and the decisions (the registry's)."""
+    return entry_kinds()
 
 
 def _freeze(obj: Any) -> Any:

@@ -406,7 +406,7 @@ class Project(Releasing, Watching):
         request_id: str | None = None,
         alpha: Any = None,
     ) -> StoredRequest:
-        """Queue one request of any kind (store/request_kinds.py): a count (query text with this project's
+        """Queue one request of any kind (engine/registry.py): a count (query text with this project's
         schema, or JSON coefficients) with its ``eps`` and ``delta``; ``max(...)``/``argmax(...)`` with an
         accuracy ``eps``, ``delta`` or a budget ``alpha``; ``posterior(...)`` priced in its text or by them."""
         new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpdesk.engine.registry import decision_kinds
 from dpdesk.store.errors import RequestStateError
-from dpdesk.store.ledger import DECISION_KINDS, LedgerEntry
+from dpdesk.store.ledger import LedgerEntry
 
 __all__ = ["Release", "release_from_entry"]
 
@@ -94,7 +95,7 @@ def _flat(values: Any) -> list[float]:
 
 def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
     """The release a ledger entry records (refuses a refusal or a rebind, which released nothing)."""
-    if entry.kind in DECISION_KINDS:
+    if entry.kind in decision_kinds():
         raise RequestStateError(
             f"request {entry.request_id!r} was {entry.kind} (ledger entry {entry.seq}), not answered"
         )

@@ -1,8 +1,10 @@
 """The one release path of a project: assess from public inputs, then record exactly that assessment.
 
 :class:`Releasing` is the part of :class:`~dpdesk.store.project.Project` that answers requests.
-:meth:`~Releasing.assess` computes a :class:`~dpdesk.engine.answering.assessment.Assessment` from the
-ledger view and the curator's settings and records its basis (ledger head, settings, method, seed).
+:meth:`~Releasing.assess` (and :meth:`~Releasing.plan` for a release asked on the spot) computes the plan
+of a request's kind — a count's :class:`~dpdesk.engine.answering.assessment.Assessment`, another kind's
+release plan — from one moment of the ledger view and the curator's settings, through the one assess
+function (:mod:`dpdesk.store.assessing`); the plan records its basis (ledger head, settings, method, seed).
 :meth:`~Releasing.release` takes any :class:`~dpdesk.engine.mechanisms.base.ReleasePlan` — an assessment
 or a plan of another release kind — refuses it with one line if the ledger or the settings moved since
 (:class:`~dpdesk.store.errors.StaleAssessment`), draws what it needs from the vetted sampler, and
@@ -17,19 +19,18 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dpdesk.engine.answering.assessment import Assessment
-from dpdesk.engine.answering.request import Settings
-from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.kinds.base import Asked
+from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
 from dpdesk.engine.schema import Schema
-from dpdesk.store import db, ledger, view_cache
+from dpdesk.store import assessing, db, ledger, view_cache
 from dpdesk.store.answering import FROM_PROJECT, check_share, read_look_ahead, write_look_ahead
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.checkpoints import checkpoint
@@ -41,7 +42,6 @@ from dpdesk.store.errors import (
     StoreError,
 )
 from dpdesk.store.release import Release, release_from_entry
-from dpdesk.store.request_kinds import plan_for
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import declined, recorded
 from dpdesk.store.watching import planned_rows
@@ -268,6 +268,24 @@ class Releasing:
             write_look_ahead(self._conn, share)
 
     # -- assessing -----------------------------------------------------------------------------
+    def plan(
+        self,
+        asked: Asked,
+        *,
+        policy: SpendPolicy | str | None = FROM_PROJECT,
+        prior: BoundedPrior | str | None = FROM_PROJECT,
+        **options: Any,
+    ) -> ReleasePlan:
+        """The plan of ``asked`` — a queued request or an :class:`~dpdesk.engine.kinds.base.AdHoc` one —
+        against the ledger as it is now (spends nothing), from the one assess function
+        (:func:`dpdesk.store.assessing.assess`). ``policy`` and ``prior`` default to the project's
+        :attr:`spend_policy` and :attr:`prior`; others (None for the greedy rule / the flat prior) show
+        what they would do — such a plan cannot be released. ``options`` go to the kind's plan."""
+        settings = Settings(
+            float(self.total_budget), self._setting(policy, "spend_policy"), self._setting(prior, "prior")
+        )
+        return assessing.assess(self.view(), asked, settings, delta_cap=float(self.delta_cap), **options)
+
     def assess(
         self,
         request_id: str,
@@ -277,39 +295,25 @@ class Releasing:
         prior: BoundedPrior | str | None = FROM_PROJECT,
         seed: int | None = None,
         reference_size: int | None = None,
-    ) -> Assessment | ReleasePlan:
-        """The assessment of a stored request against the ledger as it is now (spends nothing).
-
-        A count request gets the engine's :class:`Assessment` against history: ``policy`` and ``prior``
-        default to the project's :attr:`spend_policy` and :attr:`prior`; others (None for the greedy rule /
-        the flat prior) show what they would do — such an assessment cannot be released. ``seed`` fixes
-        Monte Carlo's randomness (drawn and recorded when not given). A request of another kind
-        (max/argmax, posterior) gets its kind's release plan, priced from :meth:`plan_inputs`
-        (store/request_kinds.py; ``reference_size``: a posterior's public reference table).
-        """
+    ) -> ReleasePlan:
+        """The plan of a stored request against the ledger as it is now (see :meth:`plan`): a count's
+        :class:`Assessment` against history (``seed`` fixes Monte Carlo's randomness, drawn and recorded
+        when not given), another kind's release plan (``reference_size``: a posterior's public
+        reference table)."""
         req = self.request(request_id)
         # a per-row price would be shown as the request's cost: refused before it is computed
         refusal = person_level_refusal(self.schema, "fresh" if req.kind == "count" else req.kind)
         if refusal is not None:
             raise PersonLevelUnavailable(refusal.replace("; nothing was released", "; nothing was assessed"))
-        if req.kind != "count":
-            return plan_for(req, self.schema, self.plan_inputs(), reference_size=reference_size)
-        settings = Settings(
-            float(self.total_budget), self._setting(policy, "spend_policy"), self._setting(prior, "prior")
+        return self.plan(
+            req,
+            policy=policy,
+            prior=prior,
+            method=method,
+            interval=interval,
+            seed=seed,
+            reference_size=reference_size,
         )
-        with self.view().assessing() as s:
-            return assess(
-                s.history,
-                req.to_request(),
-                settings,
-                method=method,
-                seed=seed,
-                interval=interval,
-                cell_costs=s.cell_costs,
-                head=s.head,
-                schema=self.schema,
-                releases=s.releases,
-            )
 
     def _setting(self, given: Any, name: str) -> Any:
         return getattr(self, name) if isinstance(given, str) and given == FROM_PROJECT else given

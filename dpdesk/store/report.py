@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from dpdesk.engine.errors import Cancelled
-from dpdesk.store.ledger import DECISION_KINDS, thaw
+from dpdesk.engine.registry import decision_kinds
+from dpdesk.store.ledger import thaw
 
 # "released": what the requester received, as shown to people everywhere — a count rounded to an integer
 # (engine/answering/rounding.py; the ledger keeps the exact value) — and a release of several values lists
@@ -81,7 +82,7 @@ def _privacy_delta(p: Any) -> Any:
 def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
     """The entry's α: the most one cell paid for it (from the ledger view's ``largest_charges()``; without
     it, the recorded α); blank for a refusal or a rebind."""
-    if e.kind in DECISION_KINDS:
+    if e.kind in decision_kinds():
         return ""
     if charges is not None:
         return charges.get(e.seq, 0.0)

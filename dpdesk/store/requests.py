@@ -26,10 +26,11 @@ from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.limits import check_alpha, check_eps
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import describe_query
+from dpdesk.engine.registry import kind as kind_named
+from dpdesk.engine.registry import read_request
 from dpdesk.engine.schema import Schema
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import StoreError
-from dpdesk.store.request_kinds import read_kind_request, terms_text
 
 MEMBERS = ("query", "eps", "delta", "alpha", "requester", "id")
 MAX_NAME = 200  # characters of a requester's name (it heads letters, file names and report rows)
@@ -38,7 +39,7 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 @dataclass(frozen=True)
 class StoredRequest:
-    """One request in the queue, of any kind (:mod:`dpdesk.store.request_kinds`).
+    """One request in the queue, of any kind (:mod:`dpdesk.engine.registry`).
 
     ``query`` is what a count request asks, or the box (the cells) another kind reads; ``eps``/``delta``
     are the accuracy the requester asks for and ``alpha`` a per-cell budget they name, each None where
@@ -74,7 +75,7 @@ class StoredRequest:
 
     def terms(self) -> str:
         """What the requester states besides the query: ``ε=50, δ=0.05``, ``α=0.5``, …"""
-        return terms_text(self.kind, self.eps, self.delta, self.alpha)
+        return kind_named(self.kind).terms(self.eps, self.delta, self.alpha)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,9 +191,9 @@ def make_request(
     alpha: Any = None,
 ) -> NewRequest:
     """Check and parse one request of any kind (its text says which; JSON lists/objects are count
-    coefficients). ``eps``/``delta``/``alpha`` as the kind takes them (:mod:`dpdesk.store.request_kinds`)."""
+    coefficients). ``eps``/``delta``/``alpha`` as the kind takes them (:mod:`dpdesk.engine.registry`)."""
     eps, alpha = _optional_number(eps, "eps"), _optional_number(alpha, "alpha")
-    read = read_kind_request(
+    read = read_request(
         schema,
         query,
         eps if eps is None or eps <= 0 else check_eps(eps),

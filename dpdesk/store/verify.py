@@ -47,12 +47,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
+from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
-from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE
 from dpdesk.engine.queries.query import query_from_json
+from dpdesk.engine.registry import kind_of_mechanism, request_entry_kinds
+from dpdesk.engine.registry import kinds as release_kinds
 from dpdesk.engine.schema import Schema
 from dpdesk.store import ledger
 from dpdesk.store import view as view_module
+from dpdesk.store.assessing import snapshot_of
 from dpdesk.store.binding import exposes
 from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import LedgerEntry, RawRow, thaw
@@ -63,7 +66,6 @@ from dpdesk.store.watch import gate, same_risks
 REL_TOL = 1e-9
 _REPORT_EVERY = 16  # entries replayed between progress reports and cancel checks
 _CHAIN_SHARE = 0.15  # of verify's time: hashing the chain (the replay after it is the rest)
-REQUEST_KINDS = ("fresh", "inferred", "rejected")  # entries that decide a queued count request
 
 
 @dataclass(frozen=True)
@@ -207,27 +209,21 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
     _check_window(e, "released" if "released" in p else "estimate", bad)
     if p.get("from_release") is not None:
         _check_from_release(e, view, bad)
-    if v.mechanism is SHRINKAGE_ESTIMATE:
-        _check_estimate(e, view, bad)
 
 
-def _check_estimate(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
-    """A zero-cost estimate is what the released answers before it give at its recorded τ and table size."""
+def _check_recomputed(e: LedgerEntry, view: LedgerView, total: float, bad: Bad) -> None:
+    """What the entry released, recomputed by its kind from the public inputs before it (a zero-cost
+    estimate: the released answers before it at its recorded τ and table size)."""
+    kind = kind_of_mechanism(mechanism_of(e).name)
+    if not kind.recomputes:
+        return
     p = thaw(e.payload)
     with view.assessing() as s:
-        if len(s.history) != p.get("history_prefix"):
-            return  # reported above (history_prefix)
-        from dpdesk.engine.estimates.plans import (
-            recompute_estimate,  # scipy.optimize: only for estimate entries
-        )
-
-        value = recompute_estimate(p, s.history, view.schema.names)
-    if value is not None and not _close(value, float(p["estimate"])):
-        bad(
-            e.seq,
-            f"entry {e.seq}: recorded estimate {float(p['estimate']):.6g} but the released answers before it "
-            f"give {value:.6g} at τ = {p['tau']}",
-        )
+        if "history_prefix" in p and len(s.history) != p["history_prefix"]:
+            return  # reported with the release (history_prefix)
+        problem = kind.recompute(p, snapshot_of(s, view, Settings(total), 0.0))
+    if problem is not None:
+        bad(e.seq, f"entry {e.seq}: {problem}")
 
 
 def _check_claims(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
@@ -408,7 +404,7 @@ def verify(
                 progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * i / len(entries))
         counts[e.kind] += 1
         where = f"entry {e.seq}"
-        if e.request_id is None and e.kind in REQUEST_KINDS:
+        if e.request_id is None and e.kind in request_entry_kinds():
             bad(e.seq, f"{where}: a {e.kind} entry without a request id")
         if e.request_id is not None:
             if e.request_id in decided:
@@ -419,8 +415,9 @@ def verify(
             decided.setdefault(e.request_id, e.seq)
         try:
             batches.check(e, bad)
-            if e.kind in ledger.kinds() and e.kind not in ledger.DECISION_KINDS:
+            if e.kind in release_kinds():
                 _check_claims(e, view, bad)
+                _check_recomputed(e, view, total, bad)
             viewed = view.add(e)
             if viewed is not None:
                 _check_release(viewed, view, total, delta_cap, bad)

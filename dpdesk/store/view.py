@@ -33,11 +33,11 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
-from dpdesk.engine.registry import kinds, mechanism
+from dpdesk.engine.registry import claim_kinds, kinds, mechanism
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger import LedgerEntry, thaw
-from dpdesk.store.watch import WATCH_KINDS, ClaimBook, WatchedClaim
+from dpdesk.store.watch import ClaimBook, WatchedClaim
 
 __all__ = [
     "HISTORY_ROW_LIMIT",
@@ -251,7 +251,7 @@ class LedgerView:
                 f"entry {entry.seq}: does not extend the ledger read so far (ends at #{self.head[0]})"
             )
         viewed, problem = self._read(entry, self._row_count())
-        if problem is None and (viewed is not None or entry.kind in WATCH_KINDS):
+        if problem is None and (viewed is not None or entry.kind in claim_kinds()):
             try:
                 self._book.take(entry)
             except (KeyError, TypeError, ValueError, DpdeskError) as exc:

@@ -38,10 +38,10 @@ import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.snapshot import history_arrays, history_from_arrays
+from dpdesk.engine.registry import claim_kinds
 from dpdesk.engine.schema import Schema
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.view import HISTORY_ROW_LIMIT, LedgerView
-from dpdesk.store.watch import WATCH_KINDS
 
 __all__ = ["MIN_ROWS", "cache_path", "load", "save"]
 
@@ -118,7 +118,7 @@ def save(
             )
             releases = view.releases
             structured = [r.entry.seq for r in releases if not r.in_history]
-            if any(e.kind in WATCH_KINDS for e in view.entries):
+            if any(e.kind in claim_kinds() for e in view.entries):
                 return False  # watched claims are followed entry by entry: such a ledger is always replayed
         header: dict[str, Any] = {
             "key": _key(view.schema, view.genesis, head),

@@ -37,9 +37,8 @@ from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import RequestStateError
 from dpdesk.store.ledger import LedgerEntry, thaw
 
-__all__ = ["WATCH_KINDS", "ClaimBook", "ClaimDeclined", "WatchedClaim", "claim_payload", "gate", "worst_case"]
+__all__ = ["ClaimBook", "ClaimDeclined", "WatchedClaim", "claim_payload", "gate", "worst_case"]
 
-WATCH_KINDS = ("watch", "unwatch")
 RISK_TOL = 1e-9
 
 

@@ -176,14 +176,15 @@ def test_synth_refuses_bad_input_and_writes_nothing_unconfirmed(store):
 def test_verify_recomputes_a_recorded_estimate_from_the_answers_before_it(store):
     from dataclasses import replace
 
-    from dpdesk.store.estimating import estimate_plan
+    from dpdesk.engine.kinds.base import AdHoc
 
+    asked = AdHoc("estimate", 'estimate(count(age="30-150", income="<=50K"))')
     path = _with_marginals(store)
     with Project.open(path, "w") as p:
-        honest = estimate_plan(p, 'count(age="30-150", income="<=50K")', tau=2.0)
+        honest = p.plan(asked, tau=2.0)
         p.release(honest)
         assert p.verify().ok
-        wrong = estimate_plan(p, 'count(age="30-150", income="<=50K")', tau=2.0)
+        wrong = p.plan(asked, tau=2.0)
         p.release(replace(wrong, estimate=replace(wrong.estimate, value=wrong.value + 1.0)))
         report = p.verify()
     assert not report.ok and len(report.problems) == 1

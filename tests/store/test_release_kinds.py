@@ -1,6 +1,7 @@
-"""A new release kind plugs into the one release path as docs/architecture.md "Release path" says:
-a mechanism object, one registry line and a plan value — recorded, charged per cell, fed to history
-and verified with nothing else changed."""
+"""A release plan of any kind passes the one release path (docs/architecture.md "Release path"): a
+mechanism of a registered kind and a plan value — recorded, charged per cell, fed to history and
+verified with nothing else changed; the registered kinds' plans through a real project file. The whole
+protocol of a new kind (request reader, plan, wording, verify) is tests/test_kind_example.py."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from dpdesk.engine import registry
 from dpdesk.engine.errors import BudgetError
+from dpdesk.engine.kinds.base import ReleaseKind
 from dpdesk.engine.mechanisms.base import Basis, Contribution, NoisyRow
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.laplace import LAPLACE
@@ -65,9 +67,17 @@ class NoisyCellsPlan:
         return {"values": [float(x + e) for x, e in zip(cube.flat, noise)]}
 
 
+class NoisyCellsKind(ReleaseKind):
+    """The kind whose mechanism it is: registered with one line (here, patched into the registry)."""
+
+    name = "laplace_cells"
+    label = "noisy cells"
+    mechanisms = (NOISY_CELLS,)
+
+
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setattr(registry, "MECHANISMS", {**registry.MECHANISMS, NOISY_CELLS.name: NOISY_CELLS})
+    monkeypatch.setattr(registry, "KINDS", (*registry.KINDS, NoisyCellsKind()))
 
 
 def test_a_new_release_kind_is_recorded_charged_fed_to_history_and_verified(store, registered):

@@ -1,19 +1,15 @@
-"""What is asked and under which rules: a data user's :class:`Request` and the curator's :class:`Settings`.
+"""What a count request asks: a data user's :class:`Request` (public).
 
-Both are public. The settings are what an assessment depends on besides the ledger — the total budget,
-the spend policy, the known-bounds prior and whether fresh answers are fused with history — so an
-assessment records them (:class:`~dpdesk.engine.mechanisms.base.Basis`) and a release made under
-different settings is refused.
+The curator's rules it is assessed under are :class:`~dpdesk.engine.kinds.settings.Settings` (every
+kind's plan records them), importable from here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from dpdesk.engine.budget.accounting import check_requirement, check_total_budget
-from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.engine.inference.prior import BoundedPrior
+from dpdesk.engine.budget.accounting import check_requirement
+from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["Request", "Settings"]
@@ -31,33 +27,3 @@ class Request:
 
     def __post_init__(self) -> None:
         check_requirement(self.eps, self.delta)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The curator's answering rules: total budget, spend policy (None: greedy), prior (None: flat), fusion.
-
-    Examples
-    --------
-    >>> Settings(1.0).to_json()
-    {'total_budget': 1.0, 'spend_policy': None, 'table_size': None, 'fusion': True}
-    """
-
-    total_budget: float
-    policy: SpendPolicy | None = None
-    prior: BoundedPrior | None = None
-    fusion: bool = True
-
-    def __post_init__(self) -> None:
-        check_total_budget(self.total_budget)
-        object.__setattr__(self, "total_budget", float(self.total_budget))
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings as public JSON (what an assessment's basis records and a release compares)."""
-        p = self.policy
-        return {
-            "total_budget": self.total_budget,
-            "spend_policy": None if p is None else {"floor": float(p.floor), "cap": float(p.cap)},
-            "table_size": None if self.prior is None else float(self.prior.table_size),
-            "fusion": bool(self.fusion),
-        }

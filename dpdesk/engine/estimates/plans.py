@@ -32,12 +32,13 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.estimates.crossval import CVCurve, cross_validate
 from dpdesk.engine.estimates.kernel import universal
 from dpdesk.engine.estimates.maxent import MaxEntFit, fit_maxent
+from dpdesk.engine.estimates.privacy_map import SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE
 from dpdesk.engine.estimates.released import Released
 from dpdesk.engine.estimates.shrinkage import ShrinkageEstimate, ShrinkageModel
 from dpdesk.engine.limits import check_whole
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
-from dpdesk.engine.mechanisms.postprocessing import SHRINKAGE_ESTIMATE, SYNTHETIC_TABLE, PostProcessing
+from dpdesk.engine.mechanisms.postprocessing import PostProcessing
 from dpdesk.engine.queries.query import Query, Term
 
 __all__ = [

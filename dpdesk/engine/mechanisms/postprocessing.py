@@ -3,7 +3,8 @@
 An answer inferred from history, a kernel-PCA estimate or a synthetic table drawn from released
 marginals reads no data and spends no budget. Each is a :class:`PostProcessing` mechanism with its
 own ledger ``kind``: its charge is empty and it adds no rows to history (rows derived from history
-carry no new information). ``INFERENCE`` is the inferred count of paper Fig. 4.
+carry no new information). ``INFERENCE`` is the inferred count of paper Fig. 4; the estimates' home
+registers its own two (``engine/estimates/privacy_map.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge
 
-__all__ = ["INFERENCE", "SHRINKAGE_ESTIMATE", "SYNTHETIC_TABLE", "PostProcessing"]
+__all__ = ["INFERENCE", "PostProcessing"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,3 @@ class PostProcessing:
 
 
 INFERENCE = PostProcessing("inference", "inferred", "inferred from history", value_keys=("estimate",))
-SHRINKAGE_ESTIMATE = PostProcessing(
-    "shrinkage-estimate", "estimate", "kernel-PCA shrinkage estimate (biased)"
-)
-SYNTHETIC_TABLE = PostProcessing("maxent-synthetic", "synthetic", "maximum-entropy synthetic table")

@@ -1,0 +1,134 @@
+"""The command line's one preview → confirm → release, for a plan of any kind.
+
+Every command that releases (``answer``, ``release publish|select``, ``synth``) and every command that
+previews (``assess``) takes its words from the plan's kind (:mod:`dpdesk.engine.registry`); none has a
+branch per kind. :func:`release_flow` prints the kind's preview, stops with exit code 1 when the plan
+cannot be released or the curator does not confirm, records exactly the plan through
+``Project.release`` (fsync'd before anything of it is shown) and prints the kind's outcome and the
+ledger head — or, with ``--json``, one object ``{assessment, release}`` on stdout (the words go to
+stderr). :func:`plan_options` turns a command's flags into the options the kind's plan takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dpdesk.commands.confirm import confirmed
+
+# flag → the plan option it gives (a count's --table-size and --pace are what-if settings: see below)
+_FLAGS = {
+    "interval": "--interval",
+    "reference_size": "--reference-size",
+    "tau": "--tau",
+    "table_size": "--table-size",
+    "pace": "--pace",
+}
+
+
+def plan_options(args: argparse.Namespace, kind: Any, where: str) -> dict[str, Any]:
+    """The plan options the flags in ``args`` give ``kind`` (``where``: what it is asked for, for the error).
+
+    A flag the kind's plan does not read is one line naming it; ``--table-size`` is a what-if prior for a
+    count (its released window trimmed to a table of that size) and the table size an estimate reads
+    for the others; ``--pace`` is a what-if spend policy.
+    """
+    from dpdesk.engine.budget.policy import SpendPolicy
+    from dpdesk.engine.errors import DpdeskError
+    from dpdesk.engine.inference.prior import BoundedPrior
+
+    given = {name: getattr(args, name) for name in _FLAGS if getattr(args, name, None) is not None}
+    takes = kind.takes
+    out: dict[str, Any] = {"method": getattr(args, "method", None)}
+    if "interval" in given:
+        given["interval"] = (args.interval[0], args.interval[1])
+    if "pace" in given:
+        given["policy"] = SpendPolicy(floor=args.pace[0], cap=args.pace[1])
+    if "table_size" in given and "prior" in takes:
+        given["prior"] = BoundedPrior(given.pop("table_size"))
+    for name, value in given.items():
+        if name == "pace":
+            continue
+        if name not in takes:
+            flag = _FLAGS.get(name, "--table-size" if name == "prior" else "--pace")
+            raise DpdeskError(f"{flag} does not apply to {where}, a {kind.label}")
+        out[name] = value
+    if "policy" in given and "policy" not in takes:
+        raise DpdeskError(f"--pace does not apply to {where}, a {kind.label}")
+    return out
+
+
+def heading(project: Any, asked: Any, kind: Any) -> list[str]:
+    """The first line about a queued request (none for a release asked on the spot)."""
+    if getattr(asked, "id", None) is None:
+        return []
+    return [kind.heading(asked, asked.describe())]
+
+
+def witness_line(release: Any, path: Any, queued: bool) -> str:
+    who = "the requester's witness:" if queued else "keep it:"
+    return f"ledger head {release.witness} ({who} dpdesk verify {path} --extends HASH)"
+
+
+def release_flow(
+    project: Any,
+    plan: Any,
+    kind: Any,
+    args: argparse.Namespace,
+    *,
+    asked: Any = None,
+    keys: tuple[str, str] = ("assessment", "release"),
+    after: Callable[[Any], tuple[list[str], Mapping[str, Any]]] | None = None,
+) -> int:
+    """Show ``plan`` in its kind's words, ask, release it and show the outcome (see the module docstring).
+
+    ``after(release)`` runs once the release is recorded (e.g. writing a synthetic table) and gives the
+    lines and JSON members to add. Exit codes: 0 released, 1 not released (not releasable, or not
+    confirmed).
+    """
+    from dpdesk.store.checkpoints import checkpoint
+
+    queued = getattr(asked, "id", None) is not None
+    out = sys.stderr if args.json else sys.stdout
+    print("\n".join([*heading(project, asked, kind), *kind.preview(plan)]), file=out)
+    shown = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
+    if not plan.releasable:
+        if queued:
+            why = f"not answered: record the refusal with `dpdesk reject {project.path} --request {asked.id}`"
+        else:
+            why = f"not released: {plan.reason}"
+        print(why, file=out)
+        if args.json:
+            print(json.dumps({keys[0]: shown, keys[1]: None}))
+        return 1
+    unconfirmed = "not answered (not confirmed)" if queued else kind.unconfirmed
+    if not args.yes and not confirmed(kind.question(plan), unconfirmed):
+        return 1
+    release = project.release(plan)  # exactly the plan shown; recorded (fsync'd) before it is returned
+    lines, extra = after(release) if after is not None else ([], {})
+    if args.json:
+        print(json.dumps({keys[0]: shown, keys[1]: kind.release_json(release), **extra}), flush=True)
+    else:
+        text = [*kind.outcome(release, plan, str(project.path)), *lines]
+        print("\n".join([*text, witness_line(release, project.path, queued)]), flush=True)
+    checkpoint("cli:printed")
+    return 0
+
+
+def show_plan(project: Any, plan: Any, kind: Any, args: argparse.Namespace, asked: Any = None) -> None:
+    """``dpdesk assess`` of a plan of any kind: its report (or JSON), watched claims and the kind's
+    counter-offer when they decline it; nothing is spent."""
+    from dpdesk.commands.watch import status_line
+
+    claims = project.claim_statuses(plan)
+    if args.json:
+        obj = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
+        print(json.dumps({**obj, "claims": [s.to_json() for s in claims]}))
+        return
+    lines = kind.report(plan, *heading(project, asked, kind))
+    lines += [f"  claim           {status_line(s)}" for s in claims]
+    lines += kind.offer_lines(plan, claims, str(project.path))
+    print("\n".join([*lines, kind.previewed]))
