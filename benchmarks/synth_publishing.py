@@ -50,7 +50,8 @@ from estimates.ipums_like import NAMES, SIZES, marginal, table  # noqa: E402
 from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 from synth_cv import SOLVER  # noqa: E402
 
-from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals  # noqa: E402
+from dpdesk.engine.estimates.marginal_fit import fit_marginals  # noqa: E402
+from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals  # noqa: E402
 from dpdesk.engine.mechanisms.laplace import LAPLACE  # noqa: E402
 from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler  # noqa: E402
 

@@ -161,7 +161,7 @@ class SyntheticDialog(QDialog):
 
     # -- preview -------------------------------------------------------------------------------------
     def run_preview(self) -> None:
-        from dpdesk.engine.estimates.plans import plan_synthetic
+        from dpdesk.engine.estimates.synthetic import plan_synthetic
 
         try:
             inputs = self.inputs()  # the ledger as it is now, read on the GUI thread

@@ -20,11 +20,8 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
-from dpdesk.engine.estimates.plans import (
-    HistoryInputs,
-    SyntheticPlan,
-    history_inputs,
-)
+from dpdesk.engine.estimates.plans import HistoryInputs, history_inputs
+from dpdesk.engine.estimates.synthetic import SyntheticPlan
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.queries.text import query_from_input
 from dpdesk.store.atomic import check_target, write_atomically

@@ -17,7 +17,8 @@ from scipy.special import logsumexp
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.estimates.kernel import LocalQuery
-from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals, fit_marginals
+from dpdesk.engine.estimates.marginal_fit import fit_marginals
+from dpdesk.engine.estimates.marginals import Marginal, consistent_marginals
 from dpdesk.engine.estimates.maxent import consistent_answers
 from dpdesk.engine.estimates.released import Released
 

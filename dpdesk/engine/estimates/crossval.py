@@ -239,6 +239,60 @@ class _BlockFolds:
         return out
 
 
+def _folds_for(
+    model: ShrinkageModel,
+    k: int,
+    taus: Sequence[float] | None,
+    seed: int,
+    method: str,
+    refine: bool,
+    progress: Callable[[float], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[Any, np.ndarray]:
+    """The held-out error terms' source for ``method`` and the τ grid it is evaluated on."""
+    if method == "block":
+        grid = model.default_taus(25)[:-1] if taus is None else np.asarray(list(taus), dtype=np.float64)
+        # progress over the τ evaluations: the grid, then about a dozen for the refinement
+        expected, done = grid.size + (_REFINE_EVALUATIONS if refine else 0), [0]
+
+        def tick() -> None:
+            done[0] += 1
+            if progress is not None:
+                progress(min(done[0] / expected, 0.99))
+
+        return _BlockFolds(model, k, seed, cancelled, tick), grid
+    if method == "refit":
+        grid = model.default_taus(25) if taus is None else np.asarray(list(taus), dtype=np.float64)
+        return _RefitFolds(model, k, seed, progress, cancelled), grid
+    raise DpdeskError(f"method ({method!r}) must be 'block' or 'refit'")
+
+
+def _refined(
+    folds: Any,
+    grid: np.ndarray,
+    i: int,
+    stats: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    best: tuple[float, float, float],
+) -> tuple[float, float, float]:
+    """The minimum refined between grid point ``i``'s neighbours by a bounded search on ``log τ``:
+    ``(τ, mse, se)``, or ``best`` when the search finds nothing lower."""
+    seen: dict[float, np.ndarray] = {}  # the minimiser's last point is usually its answer: reuse it
+
+    def terms_at(log_tau: float) -> np.ndarray:
+        if log_tau not in seen:
+            seen[log_tau] = folds.terms(np.array([math.exp(log_tau)]))
+        return seen[log_tau]
+
+    bounds = (math.log(grid[i - 1]), math.log(grid[i + 1]))
+    res = minimize_scalar(
+        lambda x: float(terms_at(x).mean()), bounds=bounds, method="bounded", options={"xatol": 1e-3}
+    )
+    if res.fun >= best[1]:
+        return best
+    mm, ss = stats(terms_at(float(res.x)))
+    return float(math.exp(res.x)), float(mm[0]), float(ss[0])
+
+
 def cross_validate(
     model: ShrinkageModel,
     *,
@@ -273,22 +327,7 @@ def cross_validate(
         raise DpdeskError(
             f"cross-validation needs at least {2 * k} released rows for {k} folds, the history has {m}"
         )
-    if method == "block":
-        grid = model.default_taus(25)[:-1] if taus is None else np.asarray(list(taus), dtype=np.float64)
-        # progress over the τ evaluations: the grid, then about a dozen for the refinement
-        expected, done = grid.size + (_REFINE_EVALUATIONS if refine else 0), [0]
-
-        def tick() -> None:
-            done[0] += 1
-            if progress is not None:
-                progress(min(done[0] / expected, 0.99))
-
-        folds: Any = _BlockFolds(model, k, seed, cancelled, tick)
-    elif method == "refit":
-        folds = _RefitFolds(model, k, seed, progress, cancelled)
-        grid = model.default_taus(25) if taus is None else np.asarray(list(taus), dtype=np.float64)
-    else:
-        raise DpdeskError(f"method ({method!r}) must be 'block' or 'refit'")
+    folds, grid = _folds_for(model, k, taus, seed, method, refine, progress, cancelled)
     if grid.size == 0 or np.any(~(grid > 0)):
         raise DpdeskError("taus must be positive numbers (inf allowed with method='refit')")
     grid = np.sort(grid)
@@ -313,21 +352,7 @@ def cross_validate(
     i = int(np.nanargmin(np.where(ok, mse, np.nan)))
     best_tau, best_mse, best_se = float(grid[i]), float(mse[i]), float(se[i])
     if refine and 0 < i < grid.size - 1 and math.isfinite(grid[i + 1]):
-        seen: dict[float, np.ndarray] = {}  # the minimiser's last point is usually its answer: reuse it
-
-        def terms_at(log_tau: float) -> np.ndarray:
-            if log_tau not in seen:
-                seen[log_tau] = folds.terms(np.array([math.exp(log_tau)]))
-            return seen[log_tau]
-
-        bounds = (math.log(grid[i - 1]), math.log(grid[i + 1]))
-        res = minimize_scalar(
-            lambda x: float(terms_at(x).mean()), bounds=bounds, method="bounded", options={"xatol": 1e-3}
-        )
-        if res.fun < best_mse:
-            t = np.array([math.exp(res.x)])
-            mm, ss = stats(terms_at(float(res.x)))
-            best_tau, best_mse, best_se = float(t[0]), float(mm[0]), float(ss[0])
+        best_tau, best_mse, best_se = _refined(folds, grid, i, stats, (best_tau, best_mse, best_se))
     if progress is not None:
         progress(1.0)
     return CVCurve(

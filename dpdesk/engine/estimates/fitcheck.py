@@ -1,8 +1,8 @@
-"""The convergence test of the maximum-entropy fit to released marginals (:func:`~.marginals.fit_marginals`).
+"""The convergence test of the maximum-entropy fit to released marginals (:func:`~.marginal_fit.fit_marginals`).
 
 One round's statistics from particle counts against the targets, in noise-scale units: the mean squared
 misfit beyond Monte Carlo error ``B``, its standard error at zero misfit, and the z-weighted variant
-(derivations in :func:`~.marginals.fit_marginals`' docstring).
+(derivations in :mod:`~.marginal_fit`'s docstring).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from dpdesk.engine.estimates.privacy_map import SHRINKAGE_ESTIMATE, SYNTHETIC_TA
 from dpdesk.engine.kinds.base import Asked, Recorded, ReleaseKind
 
 if TYPE_CHECKING:  # the fits (scipy.optimize) are imported when an estimate is first planned
-    from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs, SyntheticPlan
+    from dpdesk.engine.estimates.plans import EstimatePlan, HistoryInputs
+    from dpdesk.engine.estimates.synthetic import SyntheticPlan
     from dpdesk.engine.kinds.snapshot import LedgerSnapshot
     from dpdesk.engine.queries.query import Query
 
@@ -122,7 +123,7 @@ class SyntheticKind(ReleaseKind):
 
     def plan(self, asked: Asked, snapshot: LedgerSnapshot, **options: Any) -> SyntheticPlan:
         """Options: ``rows`` (required), ``seed``, ``tau``, ``table_size``, ``progress``/``cancelled``."""
-        from dpdesk.engine.estimates.plans import plan_synthetic
+        from dpdesk.engine.estimates.synthetic import plan_synthetic
 
         if options.get("rows") is None:
             raise DpdeskError("a synthetic table needs its number of rows")

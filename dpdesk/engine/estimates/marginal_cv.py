@@ -10,7 +10,7 @@ marginals are also what the closed-form projection (:func:`~.marginals.consisten
 fold projects its training marginals alone, so no held-out noise leaks into the targets.
 
 **The estimate.** The marginals are shuffled (``seed``) into ``k`` folds. For each fold and each τ the
-model is fitted to the other folds (:func:`~.marginals.fit_marginals`, warm-started from the same fold at
+model is fitted to the other folds (:func:`~.marginal_fit.fit_marginals`, warm-started from the same fold at
 the previous τ — the grid runs from the largest τ down, each box inside the last), and its expected
 counts ``μ̂`` for the held-out cells are read off the fit's particles. With ``y`` the released cells,
 ``σ²`` their noise variance and ``w = μ̂(n − μ̂)/M`` the particles' binomial Monte Carlo variance, each
@@ -37,7 +37,8 @@ import numpy as np
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.estimates.crossval import NoiseFloorCurve
-from dpdesk.engine.estimates.marginals import Marginal, fit_marginals
+from dpdesk.engine.estimates.marginal_fit import MarginalFit, fit_marginals
+from dpdesk.engine.estimates.marginals import Marginal
 
 __all__ = ["MarginalCV", "cross_validate_marginals"]
 
@@ -160,7 +161,7 @@ def cross_validate_marginals(
     seed : int
         Shuffles the marginals into folds; fits use ``seed + fold``.
     fit_options
-        Passed to :func:`~.marginals.fit_marginals` (``particles``, ``max_iter``, ``gtol``, ``sweeps``, ...).
+        Passed to :func:`~.marginal_fit.fit_marginals` (``particles``, ``max_iter``, ``gtol``, ``sweeps``, ...).
     """
     grid = np.sort(np.asarray(list(taus), dtype=np.float64))
     if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[0] <= 0:
@@ -180,8 +181,7 @@ def cross_validate_marginals(
     spent, fits = 0.0, 0
     for f, held in enumerate(folds):
         train = [mg for i, mg in enumerate(marginals) if i not in held]
-        out = [marginals[i] for i in held]
-        fold_m[f] = sum(mg.table.size for mg in out)
+        fold_m[f] = sum(marginals[i].table.size for i in held)
         theta = None
         for j in range(grid.size - 1, -1, -1):  # largest τ first: each warm start lies inside the next box
             if cancelled is not None and cancelled():
@@ -200,17 +200,45 @@ def cross_validate_marginals(
             spent += time.perf_counter() - t0
             fits += 1
             theta, conv[j, f] = fit.theta, fit.converged
-            parts = fit.particles
-            kappa = n / parts.shape[0]
-            total = 0.0
-            for i, mg in zip(held, out):
-                code = np.ravel_multi_index(tuple(parts[:, a] for a in mg.axes), mg.table.shape)
-                mu = (np.bincount(code, minlength=mg.table.size) * kappa).reshape(mg.table.shape)
-                predicted[j, offsets[i] : offsets[i + 1]] = mu.reshape(-1)
-                total += float(np.sum((mu - mg.table) ** 2 - mg.variance - mu * (n - mu) / parts.shape[0]))
-            fold_mse[j, f] = total / fold_m[f]
+            fold_mse[j, f] = _held_out_error(fit, held, marginals, predicted[j], offsets, n) / fold_m[f]
             if progress is not None:
                 progress(fits / (grid.size * len(folds)))
+    return _curve(grid, fold_mse, fold_m, conv, predicted, folds, marginals, spent / max(fits, 1))
+
+
+def _held_out_error(
+    fit: MarginalFit,
+    held: Sequence[int],
+    marginals: Sequence[Marginal],
+    predicted: np.ndarray,
+    offsets: np.ndarray,
+    n: float,
+) -> float:
+    """The summed squared error of the fit's counts on the held-out marginals, less their noise and the
+    particles' Monte Carlo variance (unbiased for the fit's own error); fills ``predicted``."""
+    parts = fit.particles
+    kappa = n / parts.shape[0]
+    total = 0.0
+    for i in held:
+        mg = marginals[i]
+        code = np.ravel_multi_index(tuple(parts[:, a] for a in mg.axes), mg.table.shape)
+        mu = (np.bincount(code, minlength=mg.table.size) * kappa).reshape(mg.table.shape)
+        predicted[offsets[i] : offsets[i + 1]] = mu.reshape(-1)
+        total += float(np.sum((mu - mg.table) ** 2 - mg.variance - mu * (n - mu) / parts.shape[0]))
+    return total
+
+
+def _curve(
+    grid: np.ndarray,
+    fold_mse: np.ndarray,
+    fold_m: np.ndarray,
+    conv: np.ndarray,
+    predicted: np.ndarray,
+    folds: Sequence[Sequence[int]],
+    marginals: Sequence[Marginal],
+    seconds_per_fit: float,
+) -> MarginalCV:
+    """The pooled error curve over τ, its standard errors and noise floor, and the best τ."""
     m = int(fold_m.sum())
     mse = fold_mse @ fold_m / m
     # between folds: the weighted spread of the fold means around the pooled one
@@ -234,5 +262,5 @@ def cross_validate_marginals(
         best_tau=float(grid[best]),
         best_mse=float(mse[best]),
         best_se=float(se[best]),
-        seconds_per_fit=spent / max(fits, 1),
+        seconds_per_fit=seconds_per_fit,
     )

@@ -236,122 +236,194 @@ def fit_maxent(
         raise DpdeskError(f"table_size ({table_size!r}) must be a positive finite number")
     if not (tau > 0 and math.isfinite(tau)):
         raise DpdeskError(f"tau ({tau!r}) must be a positive finite number")
-    shape = released.shape
-    prior = check_prior(prior, shape)
-    m = len(released)
+    shape, m = released.shape, len(released)
     use = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
     if consistent:
-        released = Released(
-            shape,
-            released.queries,
-            consistent_answers(released, table_size, use),
-            released.variances,
-            released.fourth_moments,
-        )
+        released = _with_answers(released, consistent_answers(released, table_size, use))
     scales = np.sqrt(released.variances / 2.0)
     rng = np.random.default_rng(seed)
-    if start is not None:
-        if start.particles.shape[0] != particles or start.shape != shape:
-            raise DpdeskError(
-                "maximum entropy: a warm start must come from a fit with the same particles and shape"
-            )
-        model, parts, base = start.model, start.particles.copy(), np.array(start.log_base)
-        v = np.where(np.isin(np.arange(m), use), np.clip(start.scaled_weights, -tau, tau), 0.0)
-    else:
-        cliques, constant = cliques_of(released.queries, shape)
-        model = CliqueModel(shape, cliques, prior, constant)
-        v = np.zeros(m)
-        parts = model.sample_prior(rng, particles)
-        base = np.zeros(particles)
-    # Diagonal preconditioner: x_i = c_i v_i with c_i² ≈ the dual's curvature (n/s_i)² Var(f_i).
-    sens = np.array([float(q.sensitivity) for q in released.queries])
-    c = (table_size / scales) * np.sqrt(np.maximum(np.abs(released.answers), scales) * sens / table_size)
-    lo = np.zeros(m)
-    hi = np.zeros(m)
-    lo[use], hi[use] = -tau * c[use], tau * c[use]
-    bounds = Bounds(lo, hi)
-    converged, ess, pg, r, nfev = False, 0.0, math.inf, 0, 0
-    for r in range(1, max_rounds + 1):
-        if cancelled is not None and cancelled():
-            raise Cancelled()
-        codes = model.codes(parts)
-        prob = _Problem(model, codes, base, released.answers, scales, table_size, use)
-
-        last: dict[str, np.ndarray] = {}
-
-        def scaled(x: np.ndarray) -> tuple[float, np.ndarray]:
-            f, g = prob(x / c)
-            last["x"], last["g"] = x.copy(), g
-            return f, g / c
-
-        def stop(intermediate_result: Any) -> None:
-            # The convergence test, in noise-scale units: every unclipped row matched within gtol.
-            x = intermediate_result.x
-            if (
-                "x" in last
-                and np.array_equal(x, last["x"])
-                and _projected_gradient(last["g"], x / c, tau, use) <= gtol
-            ):
-                raise StopIteration
-
-        res = minimize(
-            scaled,
-            v * c,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            callback=stop,
-            options={"maxiter": 5000, "gtol": 0.0, "ftol": 0.0, "maxcor": 30},
-        )
-        nfev += res.nfev
-        target_v = np.clip(res.x / c, lo / np.maximum(c, 1e-300), hi / np.maximum(c, 1e-300))
-        pg = _projected_gradient(prob(target_v)[1], target_v, tau, use)
-        p, _ = prob.weights_at(target_v)
-        ess = float(1.0 / np.sum(p * p)) / particles
-        if progress is not None:
-            progress(r / max_rounds)
-        if ess >= ess_target and pg <= gtol * 1.01:
-            v = target_v
-            converged = True
-            break
-        # Trust step: move only as far as the particles still represent the fit (ESS ≥ ess_min).
-        step = 1.0
-        v_new = target_v
-        while ess < ess_min and step > 1e-3:
-            step *= 0.5
-            v_new = v + step * (target_v - v)
-            p, _ = prob.weights_at(v_new)
-            ess = float(1.0 / np.sum(p * p)) / particles
-        v = v_new
-        if r == max_rounds:
-            break
-        # next round: particles from the current fit (resample, then exact Gibbs sweeps)
-        parts = parts[_systematic(p, particles, rng)]
-        theta = model.potentials(v * table_size / scales)
-        for _ in range(sweeps):
-            model.sweep(parts, theta, rng)
-        base = _base(model, parts, v, table_size, scales)
+    model, parts, base, v = _starting_point(
+        released, check_prior(prior, shape), use, tau, particles, rng, start
+    )
+    state = _Rounds(model, released, scales, table_size, tau, use, particles, rng)
+    v, parts, base = state.run(
+        v, parts, base, gtol, ess_target, ess_min, max_rounds, sweeps, progress, cancelled
+    )
     codes = model.codes(parts)
     prob = _Problem(model, codes, base, released.answers, scales, table_size, use)
     p, _ = prob.weights_at(v)
-    expected = table_size * model.expectations(p, codes, m)
     return MaxEntFit(
         shape=shape,
         tau=float(tau),
         table_size=float(table_size),
         scaled_weights=_ro(v),
-        expected=_ro(expected),
+        expected=_ro(table_size * model.expectations(p, codes, m)),
         particles=_ro(parts),
         weights=_ro(p),
         log_base=_ro(base),
-        rounds=r,
-        evaluations=nfev,
-        converged=converged,
-        ess=ess,
-        max_gradient=pg,
+        rounds=state.rounds,
+        evaluations=state.evaluations,
+        converged=state.converged,
+        ess=state.ess,
+        max_gradient=state.max_gradient,
         model=model,
         scales=_ro(scales),
     )
+
+
+class _Rounds:
+    """The fit's rounds: each solves the dual on the current particles, then (unless converged) takes a
+    trust step and moves the particles to the new fit. Keeps the record :class:`MaxEntFit` reports."""
+
+    def __init__(
+        self,
+        model: CliqueModel,
+        released: Released,
+        scales: np.ndarray,
+        table_size: float,
+        tau: float,
+        use: np.ndarray,
+        particles: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.model, self.released, self.scales, self.n = model, released, scales, table_size
+        self.tau, self.use, self.particles, self.rng = tau, use, particles, rng
+        m = len(released)
+        # Diagonal preconditioner: x_i = c_i v_i with c_i² ≈ the dual's curvature (n/s_i)² Var(f_i).
+        sens = np.array([float(q.sensitivity) for q in released.queries])
+        answers = np.abs(released.answers)
+        self.c = (table_size / scales) * np.sqrt(np.maximum(answers, scales) * sens / table_size)
+        self.lo, self.hi = np.zeros(m), np.zeros(m)
+        self.lo[use], self.hi[use] = -tau * self.c[use], tau * self.c[use]
+        self.converged, self.ess, self.max_gradient, self.rounds, self.evaluations = (
+            False,
+            0.0,
+            math.inf,
+            0,
+            0,
+        )
+
+    def run(
+        self,
+        v: np.ndarray,
+        parts: np.ndarray,
+        base: np.ndarray,
+        gtol: float,
+        ess_target: float,
+        ess_min: float,
+        max_rounds: int,
+        sweeps: int,
+        progress: Callable[[float], None] | None,
+        cancelled: Callable[[], bool] | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(v, particles, log-base)`` after the last round."""
+        model, c, n, scales = self.model, self.c, self.n, self.scales
+        for r in range(1, max_rounds + 1):
+            self.rounds = r
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            prob = _Problem(model, model.codes(parts), base, self.released.answers, scales, n, self.use)
+            res = _solve(prob, v, c, Bounds(self.lo, self.hi), self.tau, self.use, gtol)
+            self.evaluations += res.nfev
+            target_v = np.clip(res.x / c, self.lo / np.maximum(c, 1e-300), self.hi / np.maximum(c, 1e-300))
+            self.max_gradient = _projected_gradient(prob(target_v)[1], target_v, self.tau, self.use)
+            p, _ = prob.weights_at(target_v)
+            self.ess = float(1.0 / np.sum(p * p)) / self.particles
+            if progress is not None:
+                progress(r / max_rounds)
+            if self.ess >= ess_target and self.max_gradient <= gtol * 1.01:
+                self.converged = True
+                return target_v, parts, base
+            v, p, self.ess = _trust_step(prob, v, target_v, p, self.ess, ess_min, self.particles)
+            if r == max_rounds:
+                break
+            # next round: particles from the current fit (resample, then exact Gibbs sweeps)
+            parts = parts[_systematic(p, self.particles, self.rng)]
+            theta = model.potentials(v * n / scales)
+            for _ in range(sweeps):
+                model.sweep(parts, theta, self.rng)
+            base = _base(model, parts, v, n, scales)
+        return v, parts, base
+
+
+def _with_answers(released: Released, answers: np.ndarray) -> Released:
+    return Released(released.shape, released.queries, answers, released.variances, released.fourth_moments)
+
+
+def _starting_point(
+    released: Released,
+    prior: tuple[np.ndarray, ...] | None,
+    use: np.ndarray,
+    tau: float,
+    particles: int,
+    rng: np.random.Generator,
+    start: MaxEntFit | None,
+) -> tuple[CliqueModel, np.ndarray, np.ndarray, np.ndarray]:
+    """The model, particles, their importance log-weights and the weights ``v`` a fit starts from: a warm
+    start's (same particles and shape), or the prior's."""
+    shape, m = released.shape, len(released)
+    if start is not None:
+        if start.particles.shape[0] != particles or start.shape != shape:
+            raise DpdeskError(
+                "maximum entropy: a warm start must come from a fit with the same particles and shape"
+            )
+        v = np.where(np.isin(np.arange(m), use), np.clip(start.scaled_weights, -tau, tau), 0.0)
+        return start.model, start.particles.copy(), np.array(start.log_base), v
+    cliques, constant = cliques_of(released.queries, shape)
+    model = CliqueModel(shape, cliques, prior, constant)
+    return model, model.sample_prior(rng, particles), np.zeros(particles), np.zeros(m)
+
+
+def _solve(
+    prob: _Problem, v: np.ndarray, c: np.ndarray, bounds: Bounds, tau: float, use: np.ndarray, gtol: float
+) -> Any:
+    """One round's L-BFGS-B on the dual in preconditioned coordinates ``x = c·v``, stopped by the
+    convergence test (every unclipped row matched within ``gtol`` noise scales)."""
+    last: dict[str, np.ndarray] = {}
+
+    def scaled(x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = prob(x / c)
+        last["x"], last["g"] = x.copy(), g
+        return f, g / c
+
+    def stop(intermediate_result: Any) -> None:
+        x = intermediate_result.x
+        if (
+            "x" in last
+            and np.array_equal(x, last["x"])
+            and _projected_gradient(last["g"], x / c, tau, use) <= gtol
+        ):
+            raise StopIteration
+
+    return minimize(
+        scaled,
+        v * c,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        callback=stop,
+        options={"maxiter": 5000, "gtol": 0.0, "ftol": 0.0, "maxcor": 30},
+    )
+
+
+def _trust_step(
+    prob: _Problem,
+    v: np.ndarray,
+    target_v: np.ndarray,
+    p: np.ndarray,
+    ess: float,
+    ess_min: float,
+    particles: int,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Move only as far as the particles still represent the fit (ESS ≥ ``ess_min``), from ``v`` towards
+    ``target_v`` (whose weights are ``p``): ``(v, weights, ESS)``."""
+    step, v_new = 1.0, target_v
+    while ess < ess_min and step > 1e-3:
+        step *= 0.5
+        v_new = v + step * (target_v - v)
+        p, _ = prob.weights_at(v_new)
+        ess = float(1.0 / np.sum(p * p)) / particles
+    return v_new, p, ess
 
 
 def _base(model: CliqueModel, parts: np.ndarray, v: np.ndarray, n: float, scales: np.ndarray) -> np.ndarray:
