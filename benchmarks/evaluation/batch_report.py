@@ -83,7 +83,7 @@ def oracle(ds, workload: str, rep: int, k: int) -> tuple[int, str]:
     for what planning without knowing the future leaves on the table, not a bound."""
     from dpdesk.engine.answering.workflow import Request
     from dpdesk.engine.planning.ahead import ahead_strategies
-    from dpdesk.engine.planning.planner import needed_scales
+    from dpdesk.engine.planning.search import needed_scales
     from dpdesk.engine.planning.strategies import candidate_strategies
 
     reqs = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(B.stream(workload, ds, rep, k))]
@@ -107,7 +107,7 @@ def first_batch(ds, workload: str, rep: int, k: int) -> dict[str, int]:
     would meet measured at the whole budget (the search's reckoning) — what the look-ahead could buy."""
     from dpdesk.engine.answering.workflow import Request
     from dpdesk.engine.planning.ahead import ahead_strategies
-    from dpdesk.engine.planning.planner import needed_scales
+    from dpdesk.engine.planning.search import needed_scales
     from dpdesk.engine.planning.strategies import candidate_strategies
 
     reqs = [Request(str(i), s.query, s.eps, s.delta) for i, s in enumerate(B.stream(workload, ds, rep, k))]

@@ -37,7 +37,7 @@ so they count for every workload request they meet. This is a leave-one-out esti
 the next requests like these the history will serve; with ``future`` = 1 it stands for as many more
 requests to come as the queue has shown so far. The look-ahead is kept when its score is at least the
 plain plan's; ``future`` = 0 judges the batch alone. Both counts use the search's reckoning
-(:func:`~dpdesk.engine.planning.planner.needed_scales`, the rows alone); every answer a plan reports
+(:func:`~dpdesk.engine.planning.search.needed_scales`, the rows alone); every answer a plan reports
 still passes the exact check. Everything is computed from public inputs: the requests' queries and
 (ε, δ), the history's queries and budgets, the per-cell costs — never the data nor requests not seen.
 """
@@ -57,8 +57,9 @@ from dpdesk.engine.answering.workflow import answerable, infer
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
-from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, costs_after
-from dpdesk.engine.planning.planner import needed_scales, plan_batch
+from dpdesk.engine.planning.plan import BatchPlan, LookAhead, Measurement, PlannedRequest, costs_after
+from dpdesk.engine.planning.planner import plan_batch
+from dpdesk.engine.planning.search import needed_scales
 from dpdesk.engine.planning.strategies import ROW_LIMIT, Strategy, kronecker_axes, product_rows, workload_axes
 from dpdesk.engine.queries.query import Query
 
@@ -177,6 +178,69 @@ def queue_score(
     return plan.answered + (future * _serves(plan.measurements, own, workload) if future > 0 else 0.0)
 
 
+def _family(family: str | None, q: Query) -> NoiseMechanism:
+    return noise_family(family) if family is not None else family_for(q)
+
+
+def _with_rows(history: History, rows: Sequence[Measurement]) -> History:
+    """``history`` with ``rows`` appended (values are not known, nor needed: no decision reads one)."""
+    out = History(history.shape, rows=list(history.rows))
+    for m in rows:
+        out.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+    return out
+
+
+def _look_ahead(
+    name: str,
+    share: float,
+    rows: Sequence[Measurement],
+    seen: int,
+    costs0: np.ndarray,
+    costs1: np.ndarray,
+    alone_answered: int,
+) -> LookAhead:
+    """What the look-ahead rows spend for the queue: their strategy, share, rows, the queue's earlier
+    requests, the cells they raise and the system cost after them."""
+    return LookAhead(
+        name,
+        float(share),
+        len(rows),
+        seen,
+        int(np.count_nonzero(costs1 > costs0)),
+        float(costs1.max()),
+        alone_answered,
+    )
+
+
+def _statuses(
+    plain: BatchPlan,
+    inner: BatchPlan,
+    after: History,
+    name: str,
+    method: str,
+    releases: Sequence[tuple[int, Any]],
+) -> list[PlannedRequest]:
+    """The inner plan's statuses with each request's ``alone`` from the plain plan; a request answerable
+    only thanks to the look-ahead rows is *planned*, checked on the history after every row."""
+    alone = {p.id: p.alone for p in plain.requests}
+    alone_alpha = {p.id: p.alone_alpha for p in plain.requests}
+    final = _with_rows(after, inner.measurements) if inner.measurements else after
+    out = []
+    for p in inner.requests:
+        if p.status == "answerable" and alone[p.id] != 0.0:  # met thanks to the look-ahead rows
+            inf = infer(final, p.request, method="fft" if method == "mc" else method, releases=releases)
+            c = inf.confidence_at_eps
+            conf = c - inf.error_bound if c is not None and answerable(inf, p.request) else None
+            p = replace(
+                p,
+                status="planned",
+                confidence=conf,
+                reason=f"answerable from history after the plan ({name})",
+            )
+        out.append(replace(p, alone=alone[p.id], alone_alpha=alone_alpha[p.id]))
+    return out
+
+
 def plan_ahead(
     history: History,
     requests: Sequence[Request],
@@ -220,31 +284,17 @@ def plan_ahead(
     step = progress or (lambda f: None)
     workload = list(seen) + list(requests)
     cap = 1.0 if settings.policy is None else settings.policy.cap
-    pick = (
-        _best(
-            ahead_strategies([r.query for r in workload], costs0, ordered=ordered),
-            workload,
-            settings.total_budget - costs0,
-            share,
-            cap,
-        )
-        if share > 0
-        else None
-    )
+    room = settings.total_budget - costs0
+    strategies = ahead_strategies([r.query for r in workload], costs0, ordered=ordered) if share > 0 else []
+    pick = _best(strategies, workload, room, share, cap) if share > 0 else None
     if pick is None:
         return plan_batch(history, requests, settings, cell_costs=costs0, progress=progress, **common)
     plain = plan_batch(
         history, requests, settings, cell_costs=costs0, progress=lambda f: step(0.4 * f), **common
     )
     s, t, _met = pick
-
-    def fam(q: Query) -> NoiseMechanism:
-        return noise_family(family) if family is not None else family_for(q)
-
-    rows = [Measurement(q, float(w) * t, fam(q).name) for q, w in zip(s.rows, s.weights)]
-    after = History(history.shape, rows=list(history.rows))
-    for m in rows:  # values are not known (nor needed): no decision reads a released value
-        after.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
+    rows = [Measurement(q, float(w) * t, _family(family, q).name) for q, w in zip(s.rows, s.weights)]
+    after = _with_rows(history, rows)
     costs1 = costs_after(costs0, rows)
     inner = plan_batch(
         after, requests, settings, cell_costs=costs1, progress=lambda f: step(0.4 + 0.6 * f), **common
@@ -252,26 +302,7 @@ def plan_ahead(
     kept = replace(inner, measurements=tuple(rows) + inner.measurements)
     if queue_score(kept, requests, workload, future) < queue_score(plain, requests, workload, future):
         return plain
-    alone = {p.id: p.alone for p in plain.requests}
-    alone_alpha = {p.id: p.alone_alpha for p in plain.requests}
-    final = after
-    if inner.measurements:
-        final = History(history.shape, rows=list(after.rows))
-        for m in inner.measurements:
-            final.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
-    out = []
-    for p in inner.requests:
-        if p.status == "answerable" and alone[p.id] != 0.0:  # met thanks to the look-ahead rows
-            inf = infer(final, p.request, method="fft" if method == "mc" else method, releases=releases)
-            c = inf.confidence_at_eps
-            conf = c - inf.error_bound if c is not None and answerable(inf, p.request) else None
-            p = replace(
-                p,
-                status="planned",
-                confidence=conf,
-                reason=f"answerable from history after the plan ({s.name})",
-            )
-        out.append(replace(p, alone=alone[p.id], alone_alpha=alone_alpha[p.id]))
+    out = _statuses(plain, inner, after, s.name, method, releases)
     return replace(
         kept,
         strategy=f"{s.name} + {inner.strategy}",
@@ -282,13 +313,5 @@ def plan_ahead(
         candidates=plain.candidates
         + tuple(replace(c, name=f"{s.name} + {c.name}") for c in inner.candidates),
         elapsed_ms=(time.perf_counter() - t0) * 1000.0,
-        look_ahead=LookAhead(
-            s.name,
-            float(share),
-            len(rows),
-            len(seen),
-            int(np.count_nonzero(costs1 > costs0)),
-            float(costs1.max()),
-            plain.answered,
-        ),
+        look_ahead=_look_ahead(s.name, share, rows, len(seen), costs0, costs1, plain.answered),
     )
