@@ -106,14 +106,7 @@ def infer(
     assert served.estimate is not None
     post = flat
     conf = post.central_mass(request.eps)
-    release_iv, release_est = (served.estimate - request.eps, served.estimate + request.eps), served.estimate
-    credible_iv = None if decision_only else post.interval(request.delta)
-    if bounds is not None:
-        # the truth lies within the bounds: trimming a window to them keeps its coverage
-        release_iv, release_est = clip_interval(*release_iv, bounds), clip_estimate(release_est, bounds)
-        if credible_iv is not None:
-            trimmed = clip_interval(credible_iv.low, credible_iv.high, bounds)
-            credible_iv = replace(credible_iv, **dict(zip(("low", "high"), trimmed)))
+    release_est, release_iv, credible_iv = _windows(served.estimate, post, request, bounds, decision_only)
     return Inference(
         served,
         post,
@@ -128,6 +121,22 @@ def infer(
         source,
         est if source is not None else None,
     )
+
+
+def _windows(
+    estimate: float, post: Posterior, request: Request, bounds: Any, decision_only: bool
+) -> tuple[float, tuple[float, float], Any]:
+    """The released estimate and window ``θ̂ ± ε`` and the credible interval (None for decisions only),
+    trimmed to the prior's bounds when it has some: the truth lies within them, so trimming a window to
+    them keeps its coverage."""
+    release_iv, release_est = (estimate - request.eps, estimate + request.eps), estimate
+    credible_iv = None if decision_only else post.interval(request.delta)
+    if bounds is not None:
+        release_iv, release_est = clip_interval(*release_iv, bounds), clip_estimate(release_est, bounds)
+        if credible_iv is not None:
+            trimmed = clip_interval(credible_iv.low, credible_iv.high, bounds)
+            credible_iv = replace(credible_iv, **dict(zip(("low", "high"), trimmed)))
+    return release_est, release_iv, credible_iv
 
 
 def answerable(inference: Inference, request: Request) -> bool:
@@ -304,6 +313,28 @@ def _bound_note(err: float) -> str:
     return f" ± {err:.1e}" if err >= 5e-5 else ""
 
 
+def _seed(method: str, seed: int | None) -> int | None:
+    """Monte Carlo's seed, drawn when not given (recorded: the assessment can be reproduced); None for
+    the other methods."""
+    check_method(method)
+    if method != "mc":
+        return None
+    if seed is not None:
+        return seed
+    entropy = np.random.SeedSequence().entropy  # an int when the sequence draws it itself
+    assert isinstance(entropy, int)
+    return entropy
+
+
+def _interval(interval: tuple[float, float] | None) -> tuple[float, float] | None:
+    if interval is None:
+        return None
+    lo, hi = float(interval[0]), float(interval[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise DpdeskError(f"interval [{interval[0]}, {interval[1]}] must be finite with L ≤ U")
+    return (lo, hi)
+
+
 def assess(
     history: History,
     request: Request,
@@ -352,18 +383,8 @@ def assess(
     t0 = time.perf_counter()
     if not isinstance(settings, Settings):
         settings = Settings(settings)
-    check_method(method)
-    if method == "mc" and seed is None:
-        entropy = np.random.SeedSequence().entropy  # an int when the sequence draws it itself
-        assert isinstance(entropy, int)
-        seed = entropy  # recorded: the assessment can be reproduced
-    elif method != "mc":
-        seed = None
-    if interval is not None:
-        lo, hi = float(interval[0]), float(interval[1])
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
-            raise DpdeskError(f"interval [{interval[0]}, {interval[1]}] must be finite with L ≤ U")
-        interval = (lo, hi)
+    seed = _seed(method, seed)
+    interval = _interval(interval)
     costs = history.cell_costs if cell_costs is None else cell_costs
     inference = infer(
         history,

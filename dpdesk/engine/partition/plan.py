@@ -271,6 +271,39 @@ def marginals_by_order(schema: Schema, orders: Iterable[int]) -> PartitionPlan:
     return marginals_plan(schema, list(dict.fromkeys(chosen)))
 
 
+def _tree_attribute(schema: Schema, attribute: str) -> Any:
+    """The ordered attribute a tree is built over, checked (numeric, at least two labels)."""
+    if attribute not in schema.names:
+        raise PlanError(
+            f"tree: unknown attribute {attribute!r} (attributes: {', '.join(map(repr, schema.names))})"
+        )
+    attr = schema.attribute(attribute)
+    if attr.kind != "numeric":
+        raise PlanError(
+            f"tree: attribute {attribute!r} is not ordered (an interval tree needs a numeric attribute)"
+        )
+    if attr.size < 2:
+        raise PlanError(f"tree: attribute {attribute!r} has {attr.size} label; a tree needs at least 2")
+    return attr
+
+
+def _crossed(schema: Schema, attribute: str, others: list[str], cross: bool | Sequence[str]) -> list[str]:
+    """The other attributes every node is crossed with, in the schema's order."""
+    if cross is True:
+        return others
+    if cross is False:
+        return []
+    chosen = list(cross)
+    for n in chosen:
+        if n not in schema.names:
+            raise PlanError(
+                f"tree: unknown attribute {n!r} to cross with (attributes: {', '.join(map(repr, schema.names))})"
+            )
+        if n == attribute:
+            raise PlanError(f"tree: cannot cross {attribute!r} with itself")
+    return [n for n in others if n in chosen]
+
+
 def tree_plan(
     schema: Schema,
     attribute: str,
@@ -302,17 +335,7 @@ def tree_plan(
     [1, 2, 4]
     """
     _check_cube(schema)
-    if attribute not in schema.names:
-        raise PlanError(
-            f"tree: unknown attribute {attribute!r} (attributes: {', '.join(map(repr, schema.names))})"
-        )
-    attr = schema.attribute(attribute)
-    if attr.kind != "numeric":
-        raise PlanError(
-            f"tree: attribute {attribute!r} is not ordered (an interval tree needs a numeric attribute)"
-        )
-    if attr.size < 2:
-        raise PlanError(f"tree: attribute {attribute!r} has {attr.size} label; a tree needs at least 2")
+    attr = _tree_attribute(schema, attribute)
     if isinstance(branching, bool) or not isinstance(branching, (int, np.integer)) or branching < 2:
         raise PlanError(f"tree: branching ({branching!r}) must be an integer ≥ 2")
     full = 1
@@ -326,20 +349,7 @@ def tree_plan(
         )
     axis = schema.axis(attribute)
     others = [n for n in schema.names if n != attribute]
-    if cross is True:
-        crossed = others
-    elif cross is False:
-        crossed = []
-    else:
-        crossed = list(cross)
-        for n in crossed:
-            if n not in schema.names:
-                raise PlanError(
-                    f"tree: unknown attribute {n!r} to cross with (attributes: {', '.join(map(repr, schema.names))})"
-                )
-            if n == attribute:
-                raise PlanError(f"tree: cannot cross {attribute!r} with itself")
-        crossed = [n for n in others if n in crossed]
+    crossed = _crossed(schema, attribute, others, cross)
     groups = []
     for j in range(int(depth), -1, -1):
         width = int(branching) ** j
