@@ -29,7 +29,7 @@ __all__ = ["COUNT", "CountKind"]
 CELL_COSTS_SHOWN = 65_536
 
 
-class CountKind(ReleaseKind):
+class CountKind(ReleaseKind["Assessment"]):
     name = "count"
     label = "count"
     example = 'count(age="0-30")'

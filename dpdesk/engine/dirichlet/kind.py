@@ -40,7 +40,7 @@ def _outside(eps: float | None, delta: float | None, alpha: float | None) -> dic
     return out
 
 
-class PosteriorKind(ReleaseKind):
+class PosteriorKind(ReleaseKind["PosteriorAssessment"]):
     name = "posterior"
     label = "posterior of proportions"
     example = 'posterior(education | age="65-90"; prior=1)'

@@ -56,7 +56,7 @@ def snapshot_inputs(
     return inputs, None if query is None else snapshot.history.estimate(query)
 
 
-class EstimateKind(ReleaseKind):
+class EstimateKind(ReleaseKind["EstimatePlan"]):
     name = "estimate"
     label = "zero-cost estimate"
     example = 'estimate(count(age="20-30"))'
@@ -114,7 +114,7 @@ class EstimateKind(ReleaseKind):
         )
 
 
-class SyntheticKind(ReleaseKind):
+class SyntheticKind(ReleaseKind["SyntheticPlan"]):
     name = "synthetic"
     label = "synthetic table"
     mechanisms = (SYNTHETIC_TABLE,)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.base import Mechanism, ReleasePlan
@@ -36,7 +36,7 @@ from dpdesk.engine.schema import Schema
 if TYPE_CHECKING:
     from dpdesk.engine.kinds.snapshot import LedgerSnapshot
 
-__all__ = ["AdHoc", "Asked", "Read", "Recorded", "ReleaseKind", "cost_text", "terms_text"]
+__all__ = ["AdHoc", "Asked", "Read", "Recorded", "RecordedEntry", "ReleaseKind", "cost_text", "terms_text"]
 
 
 @dataclass(frozen=True)
@@ -86,13 +86,24 @@ class AdHoc:
     id: str | None = None
 
 
+class RecordedEntry(Protocol):
+    """A ledger entry as the store reads it back (``dpdesk.store.ledger.LedgerEntry``)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+    def shown(self) -> str: ...
+    def shown_interval(self) -> str: ...
+
+
 class Recorded(Protocol):
     """A release as the store returns it once recorded (``dpdesk.store.release.Release``)."""
 
     @property
     def kind(self) -> str: ...
     @property
-    def entry(self) -> Any: ...  # the ledger entry: ``seq``, ``payload``, ``shown()``, …
+    def entry(self) -> RecordedEntry: ...
     @property
     def witness(self) -> str: ...
     def to_json(self) -> dict[str, Any]: ...
@@ -116,9 +127,13 @@ def cost_text(plan: ReleasePlan) -> str:
     return f"α = {alpha:.6g}" + (f" and δ = {plan.charge.delta:.3g}" if plan.charge.delta else "")
 
 
-class ReleaseKind:
-    """One release kind (see the module docstring). Subclasses set the class attributes and override
-    what their kind does; an instance is registered once in :data:`dpdesk.engine.registry.KINDS`."""
+P = TypeVar("P", bound=ReleasePlan)
+
+
+class ReleaseKind(Generic[P]):
+    """One release kind (see the module docstring), generic in its plan type ``P``. Subclasses set the
+    class attributes and override what their kind does; an instance is registered once in
+    :data:`dpdesk.engine.registry.KINDS`."""
 
     name: ClassVar[str]  # registry key; a queued request's kind
     label: ClassVar[str]  # the curator's words for it ("max / argmax")
@@ -149,7 +164,7 @@ class ReleaseKind:
         return terms_text(self.name, eps, delta, alpha)
 
     # -- the plan ---------------------------------------------------------------------------------
-    def plan(self, asked: Asked, snapshot: LedgerSnapshot, **options: Any) -> ReleasePlan:
+    def plan(self, asked: Asked, snapshot: LedgerSnapshot, **options: Any) -> P:
         """The release plan of ``asked`` against one moment of the ledger (public inputs only). Options a
         kind does not take are ignored (a front end passes the same ones to every kind)."""
         raise DpdeskError(f"a {self.label} is planned by its own command, not as a request")
@@ -159,30 +174,33 @@ class ReleaseKind:
         """The first line about a queued request (``describe``: its query as the queue shows it)."""
         return f"request {asked.id}: {describe}  ({self.label}; {self.terms(asked.eps, asked.delta, asked.alpha)})"
 
-    def preview(self, plan: Any) -> list[str]:
+    def preview(self, plan: P) -> list[str]:
         """The plan in words, before the curator confirms (the last line says when it cannot be released)."""
         return [plan.reason]
 
-    def report(self, plan: Any, heading: str | None = None) -> list[str]:
+    def report(self, plan: P, heading: str | None = None) -> list[str]:
         """What ``dpdesk assess`` shows of the plan (nothing is spent)."""
         return ([heading] if heading else []) + self.preview(plan)
 
-    def offer_lines(self, plan: Any, statuses: Sequence[Any], path: str) -> list[str]:
+    def offer_lines(self, plan: P, statuses: Sequence[Any], path: str) -> list[str]:
         """What the kind offers instead when watched claims decline the plan (``statuses``: the claims'
         checks, each with ``verdict`` and ``largest_alpha``); none by default."""
         return []
 
-    def question(self, plan: Any) -> str:
+    def question(self, plan: P) -> str:
         """The y/N question before the release."""
         return f"release it, each cell of its box paying {cost_text(plan)}?"
 
-    def outcome(self, release: Recorded, plan: Any, path: str = "PROJECT") -> list[str]:
+    def outcome(self, release: Recorded, plan: P, path: str = "PROJECT") -> list[str]:
         """What was released, in words (shown only once it is recorded; ``path``: the project file)."""
         return [f"released: {release.kind} (ledger entry {release.entry.seq})"]
 
-    def plan_json(self, plan: Any, **options: Any) -> dict[str, Any]:
+    def plan_json(self, plan: P, **options: Any) -> dict[str, Any]:
         """The plan as plain JSON (``--json``)."""
-        return dict(plan.to_json())
+        to_json = getattr(plan, "to_json", None)
+        return (
+            dict(to_json()) if to_json is not None else {"reason": plan.reason, "releasable": plan.releasable}
+        )
 
     def release_json(self, release: Recorded) -> dict[str, Any]:
         """The recorded release as plain JSON (``--json``)."""

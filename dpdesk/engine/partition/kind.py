@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the solver and guarantees are imported when a release is fi
 __all__ = ["PARTITION_KIND", "PartitionKind"]
 
 
-class PartitionKind(ReleaseKind):
+class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
     name = "partition"
     label = "partition release"
     mechanisms = (PARTITION,)

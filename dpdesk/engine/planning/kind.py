@@ -6,13 +6,18 @@ measurement at a time on the one release path, then answer the batch's requests 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dpdesk.engine.kinds.base import ReleaseKind
 from dpdesk.engine.planning.privacy_map import MEASUREMENTS
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["MEASUREMENT", "MeasurementKind"]
 
 
-class MeasurementKind(ReleaseKind):
+class MeasurementKind(ReleaseKind["MeasurementPlan"]):
     name = "measurement"
     label = "batch measurement"
     mechanisms = tuple(MEASUREMENTS.values())

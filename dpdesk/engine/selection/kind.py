@@ -38,7 +38,7 @@ def selection_price(eps: float | None, delta: float | None, alpha: float | None)
     return {"accuracy": eps, "delta": delta}
 
 
-class SelectionKind(ReleaseKind):
+class SelectionKind(ReleaseKind["SelectionPlan"]):
     name = "selection"
     label = "max / argmax"
     example = 'max(age | sex="Female")'
