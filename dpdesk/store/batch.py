@@ -342,7 +342,7 @@ def release_batch(
     cancelled: Callable[[], bool] | None = None,
 ) -> BatchRelease:
     """Release ``plan`` (see the module docstring); returns what was recorded."""
-    project._require_writer()
+    project.require_writer()
     seq, now = project.head()
     b = plan.basis
     if b.ledger_head != now:

@@ -1,14 +1,20 @@
 """A dpdesk project: one SQLite file holding the settings, the data binding, the request queue and
 the hash-chained privacy ledger.
 
-Releases go through the one release path of :mod:`dpdesk.store.releasing` (``assess`` → the curator
-confirms → ``release(assessment)``); budget figures are always recomputed from the ledger through the
-ledger view (:mod:`dpdesk.store.view`).
+:class:`Project` is the open file (its connection, fixed settings, writer lock and source binding) and
+the services over it, each in its own module with a typed interface: :attr:`Project.queue`
+(:class:`~dpdesk.store.queue.RequestQueue`), :attr:`Project.book` (the ledger and its view,
+:class:`~dpdesk.store.ledger_book.LedgerBook`), :attr:`Project.answering`
+(:class:`~dpdesk.store.settings.AnsweringSettings`), :attr:`Project.releaser` (the one release path,
+:class:`~dpdesk.store.releasing.Releaser`: ``assess`` → the curator confirms → ``release(plan)``),
+:attr:`Project.watched` (:class:`~dpdesk.store.watching.Claims`) and :attr:`Project.exports`
+(:class:`~dpdesk.store.exports.Exports`). The project's own methods of the same names are one-line
+delegations to them, the API every front end and script uses. Budget figures are always recomputed
+from the ledger through the ledger view (:mod:`dpdesk.store.view`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -20,12 +26,14 @@ from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
+from dpdesk.engine.inference.history import History
 from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.engine.limits import check_table_size
-from dpdesk.engine.queries.query import product_form, query_from_json
-from dpdesk.engine.queries.text import parse_query
+from dpdesk.engine.kinds.base import Asked
+from dpdesk.engine.kinds.settings import Settings
+from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
+from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.schema import Schema
-from dpdesk.store import answering, db, ledger, receipts
+from dpdesk.store import db, receipts
 from dpdesk.store.binding import (
     Snapshot,
     SourceBinding,
@@ -37,30 +45,27 @@ from dpdesk.store.binding import (
     unkeyed_binding,
 )
 from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
-from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
 from dpdesk.store.errors import (
     BindingError,
     ReadOnlyError,
-    RequestStateError,
     StoreError,
 )
+from dpdesk.store.exports import Exports
 from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store.ledger_book import LedgerBook, keyed_source_table, write_source
 from dpdesk.store.lock import WriterLock
-from dpdesk.store.releasing import Releasing
-from dpdesk.store.requests import (
-    NewRequest,
-    StoredRequest,
-    make_request,
-    read_request_file,
-    request_digest,
-    request_digests,
-)
+from dpdesk.store.queue import RequestQueue
+from dpdesk.store.release import Release
+from dpdesk.store.releasing import Releaser
+from dpdesk.store.requests import StoredRequest
+from dpdesk.store.settings import AnsweringSettings
 from dpdesk.store.source_key import own_key
-from dpdesk.store.verify import AuditRecord, VerifyReport, verify
-from dpdesk.store.watching import Watching
+from dpdesk.store.verify import AuditRecord, VerifyReport
+from dpdesk.store.view import LedgerView
+from dpdesk.store.watch import WatchedClaim
+from dpdesk.store.watching import Claims, ClaimStatus
 
 NEIGHBOUR_MODEL = "add/remove one record"
-REQUESTS_CHAINED = 10  # the format from which a deciding entry records its request's digest (store/db.py)
 
 
 def neighbour_model(schema: Schema) -> str:
@@ -73,7 +78,7 @@ def neighbour_model(schema: Schema) -> str:
 REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, received, status, kind, alpha"
 
 
-class Project(Releasing, Watching):
+class Project:
     """An open project file. Use :meth:`create` or :meth:`open`; close with :meth:`close` or ``with``."""
 
     _parent: Project | None = None  # a sibling's parent (:meth:`sibling`): the one that writes the cache
@@ -84,9 +89,6 @@ class Project(Releasing, Watching):
         self._conn = conn
         self._lock = lock
         self._snapshot: Snapshot | None = None
-        # request id -> (digest of its stored query JSON, text, kind, parsed query): a queue of thousands of
-        # index-list queries is parsed once, not on every read of the queue (shared with siblings)
-        self._queries: dict[str, tuple[bytes, str | None, str, Any]] = {}
         row = conn.execute(
             "SELECT name, total_budget, neighbour_model, schema_json, test_project, created, "
             "initial_source_json, genesis_hash FROM project WHERE id = 1"
@@ -110,15 +112,20 @@ class Project(Releasing, Watching):
         except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
             cap = None
         self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
-        columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
-        # a file of format 4 or older opened read-only holds count requests only, without kind or α
-        self._request_columns = (
-            REQUEST_COLUMNS if "kind" in columns else REQUEST_COLUMNS.replace("kind, alpha", "'count', NULL")
-        )
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
             raise StoreError(f"{path.name}: the stored schema is unreadable ({exc})") from None
+        self._services()
+
+    def _services(self, parsed: dict[str, Any] | None = None, view: LedgerView | None = None) -> None:
+        """The services over this file (a sibling shares its parent's parsed queue and ledger view)."""
+        self.queue = RequestQueue(self, parsed)
+        self.book = LedgerBook(self, self.queue, view)
+        self.answering = AnsweringSettings(self)
+        self.watched = Claims(self, self.book, self.answering)
+        self.releaser = Releaser(self, self.queue, self.book, self.answering, self.watched, self.snapshot)
+        self.exports = Exports(self, self.queue, self.book, self.settings, lambda: self.source.identity())
 
     # -- opening and creating --------------------------------------------------------------------
     @classmethod
@@ -171,6 +178,8 @@ class Project(Releasing, Watching):
             raise StoreError(f"{path}: already exists (a project is never overwritten)")
         if not path.parent.is_dir():
             raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
+        if not path.parent.is_dir():
+            raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
         check_total_budget(total_budget)
         check_delta_cap(delta_cap)
         if not isinstance(name, str) or not name.strip():
@@ -218,7 +227,7 @@ class Project(Releasing, Watching):
                     )
                     if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
                         conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
-                    _write_source(conn, initial)
+                    write_source(conn, initial)
                 conn.execute("PRAGMA journal_mode = WAL")
             finally:
                 conn.close()
@@ -250,8 +259,8 @@ class Project(Releasing, Watching):
         self._require_writer()
         sib = Project(self.path, db.connect_writer(self.path), "w", None)
         sib._snapshot = self._snapshot
-        sib._view = self._view  # one ledger view for both (it locks while it grows); no SQL on this thread
-        sib._queries = self._queries  # parsed request queries (keyed by the digest of what is stored)
+        # one ledger view for both (it locks while it grows; no SQL on this thread) and one parsed queue
+        sib._services(self.queue.parsed, self.book.loaded_view)
         sib._parent = self
         return sib
 
@@ -262,8 +271,8 @@ class Project(Releasing, Watching):
         parent = self._parent
         if parent is not None and parent._snapshot is None:
             parent._snapshot = self._snapshot
-        if parent is not None and parent._view is None:  # a view a worker loaded serves the parent too
-            parent._view = self._view
+        if parent is not None:  # a view a worker loaded serves the parent too
+            parent.book.adopt(self.book.loaded_view)
         try:
             try:
                 if save_cache and parent is None:
@@ -297,31 +306,39 @@ class Project(Releasing, Watching):
 
     @property
     def spend_policy(self) -> SpendPolicy | None:
-        """The curator's spend policy (None: the greedy rule — spend exactly what a request needs)."""
-        return answering.read_policy(self._conn)
+        """The curator's spend policy (None: the greedy rule)."""
+        return self.answering.spend_policy
 
     def set_spend_policy(self, policy: SpendPolicy | None) -> None:
-        """Set (or with None clear) the spend policy used by :meth:`assess` and :meth:`answer`."""
-        self._require_writer()
-        with db.transaction(self._conn):
-            answering.write_policy(self._conn, policy)
+        self.answering.set_spend_policy(policy)
 
     @property
     def prior(self) -> BoundedPrior | None:
-        """The known-bounds prior from the table size the curator declared (None: the flat prior)."""
-        return answering.read_prior(self._conn)
+        """The known-bounds prior from the declared table size (None: the flat prior)."""
+        return self.answering.prior
 
     def set_prior(self, prior: BoundedPrior | None) -> None:
-        """Declare (or with None withdraw) a public table size; inferences then use the bounded prior."""
-        if prior is not None:
-            check_table_size(prior.table_size)  # a whole number of records, within what is computed exactly
-        self._require_writer()
-        with db.transaction(self._conn):
-            answering.write_prior(self._conn, prior)
+        self.answering.set_prior(prior)
+
+    @property
+    def look_ahead(self) -> float | None:
+        """The batch plans' look-ahead share (None: off)."""
+        return self.answering.look_ahead
+
+    def set_look_ahead(self, share: float | None) -> None:
+        self.answering.set_look_ahead(share)
+
+    def answering_settings(self) -> Settings:
+        """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
+        return self.answering.now()
+
+    def table_size(self) -> float | None:
+        """The declared public table size (None: none declared)."""
+        return self.answering.table_size()
 
     @property
     def source(self) -> SourceBinding:
-        keyed = _keyed_source_table(self._conn)
+        keyed = keyed_source_table(self._conn)
         row = self._conn.execute(
             "SELECT location, table_name, fingerprint_method, fingerprint, row_count, out_of_domain, bound_at"
             + (", key_id, salt" if keyed else "")
@@ -363,39 +380,12 @@ class Project(Releasing, Watching):
             )
         return self.snapshot().cube
 
-    # -- requests --------------------------------------------------------------------------------
+    # -- the queue (store/queue.py) ----------------------------------------------------------------
     def requests(self, status: str | None = None) -> list[StoredRequest]:
-        sql = f"SELECT {self._request_columns} FROM requests"
-        args: tuple[Any, ...] = ()
-        if status is not None:
-            sql += " WHERE status = ?"
-            args = (status,)
-        return [self._request_from_row(r) for r in self._conn.execute(sql + " ORDER BY position", args)]
+        return self.queue.requests(status)
 
     def request(self, request_id: str) -> StoredRequest:
-        row = self._conn.execute(
-            f"SELECT {self._request_columns} FROM requests WHERE id = ?", (request_id,)
-        ).fetchone()
-        if row is None:
-            raise RequestStateError(f"{self.path.name}: no request with id {request_id!r}")
-        return self._request_from_row(row)
-
-    def _request_from_row(self, row: tuple[Any, ...]) -> StoredRequest:
-        rid, pos, requester, text, qjson, eps, delta, received, status, kind, alpha = row
-        digest = hashlib.blake2b(qjson.encode(), digest_size=20).digest()
-        known = self._queries.get(rid)
-        if known is not None and known[:3] == (digest, text, kind):
-            q = known[3]
-        else:
-            if text is not None and kind == "count":
-                # the count the text names, as the product-form terms it was parsed into when queued (query_json
-                # holds the same coefficients cell by cell: a sum of boxes there is ~10⁵ cells to read and to
-                # meet every history row with, where its terms factor over the attributes)
-                q = parse_query(text, self.schema)
-            else:
-                q = product_form(query_from_json(json.loads(qjson), self.schema.n_cells, self.schema.shape))
-            self._queries[rid] = (digest, text, kind, q)
-        return StoredRequest(rid, pos, requester, text, q, eps, delta, received, status, kind, alpha)
+        return self.queue.request(request_id)
 
     def add_request(
         self,
@@ -406,15 +396,12 @@ class Project(Releasing, Watching):
         request_id: str | None = None,
         alpha: Any = None,
     ) -> StoredRequest:
-        """Queue one request of any kind (engine/registry.py): a count (query text with this project's
-        schema, or JSON coefficients) with its ``eps`` and ``delta``; ``max(...)``/``argmax(...)`` with an
-        accuracy ``eps``, ``delta`` or a budget ``alpha``; ``posterior(...)`` priced in its text or by them."""
-        new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)
-        return self._insert_requests([new])[0]
+        """Queue one request of any kind (:meth:`RequestQueue.add <dpdesk.store.queue.RequestQueue.add>`)."""
+        return self.queue.add(query, eps, delta, requester, request_id, alpha)
 
     def import_requests(self, path: str | os.PathLike[str]) -> list[StoredRequest]:
         """Queue every request of a JSON or CSV file, all or none."""
-        return self._insert_requests(read_request_file(Path(path), self.schema))
+        return self.queue.import_file(path)
 
     def edit_request(
         self,
@@ -425,113 +412,97 @@ class Project(Releasing, Watching):
         requester: str = "",
         alpha: Any = None,
     ) -> StoredRequest:
-        """Change a *pending* request (an answered or rejected one is part of the record and never changes)."""
-        self._require_writer()
-        new = make_request(self.schema, query, eps, delta, requester, request_id, alpha)
-        with db.transaction(self._conn):
-            changed = self._conn.execute(
-                "UPDATE requests SET requester = ?, kind = ?, query_text = ?, query_json = ?, eps = ?, delta = ?, "
-                "alpha = ? WHERE id = ? AND status = 'pending'",
-                (
-                    new.requester,
-                    new.kind,
-                    new.query_text,
-                    canonical_json(new.query.to_json()),
-                    new.eps,
-                    new.delta,
-                    new.alpha,
-                    request_id,
-                ),
-            ).rowcount
-            if not changed:
-                self._refuse_change(request_id, "edited")
-        return self.request(request_id)
+        """Change a *pending* request (an answered or rejected one is part of the record)."""
+        return self.queue.edit(request_id, query, eps, delta, requester, alpha)
 
     def delete_request(self, request_id: str) -> None:
-        """Remove a *pending* request from the queue (nothing about it was ever released or recorded)."""
-        self._require_writer()
-        with db.transaction(self._conn):
-            if not self._conn.execute(
-                "DELETE FROM requests WHERE id = ? AND status = 'pending'", (request_id,)
-            ).rowcount:
-                self._refuse_change(request_id, "deleted")
+        """Remove a *pending* request from the queue."""
+        self.queue.delete(request_id)
 
-    def _refuse_change(self, request_id: str, what: str) -> None:
-        status = self.request(request_id).status  # raises for an unknown id
-        raise RequestStateError(f"request {request_id!r} is {status}: only a pending request can be {what}")
-
-    def _insert_requests(self, items: list[NewRequest]) -> list[StoredRequest]:
-        self._require_writer()
-        ids = [r.id for r in items if r.id is not None]
-        if len(set(ids)) != len(ids):
-            raise RequestStateError(f"request id {next(i for i in ids if ids.count(i) > 1)!r} appears twice")
-        received = utc_now()
-        with db.transaction(self._conn):
-            (pos,) = self._conn.execute("SELECT coalesce(max(position), 0) FROM requests").fetchone()
-            out_ids = []
-            for new in items:
-                pos += 1
-                rid = new.id
-                if rid is None:
-                    n = pos
-                    while (
-                        self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (f"r{n}",)).fetchone()
-                        or f"r{n}" in ids
-                    ):
-                        n += 1
-                    rid = f"r{n}"
-                elif self._conn.execute("SELECT 1 FROM requests WHERE id = ?", (rid,)).fetchone():
-                    raise RequestStateError(f"{self.path.name}: a request with id {rid!r} already exists")
-                row = {
-                    "id": rid,
-                    "position": pos,
-                    "requester": new.requester,
-                    "kind": new.kind,
-                    "query_text": new.query_text,
-                    "query_json": canonical_json(new.query.to_json()),
-                    "eps": new.eps,
-                    "delta": new.delta,
-                    "alpha": new.alpha,
-                    "received": received,
-                }
-                if self._request_columns != REQUEST_COLUMNS:  # a file still at format 4 or older: counts only
-                    if new.kind != "count":
-                        raise StoreError(f"{self.path.name}: a {new.kind} request needs project format 5")
-                    del row["kind"], row["alpha"]
-                self._conn.execute(
-                    f"INSERT INTO requests ({', '.join(row)}, status) "
-                    f"VALUES ({', '.join('?' * len(row))}, 'pending')",
-                    tuple(row.values()),
-                )
-                out_ids.append(rid)
-        return [self.request(r) for r in out_ids]
-
-    # -- the ledger and what is recomputed from it -----------------------------------------------
+    # -- the ledger and its view (store/ledger_book.py) ---------------------------------------------
     def ledger(self) -> list[LedgerEntry]:
         """All entries in sequence order (decoded, not verified: use :meth:`verify` for that)."""
-        return [ledger.decode(r) for r in ledger.raw_rows(self._conn)]
+        return self.book.entries()
 
     def entry_for(self, request_id: str) -> LedgerEntry | None:
         """The ledger entry that decided ``request_id`` (a release of any kind, or a refusal), if any."""
-        row = self._conn.execute(
-            "SELECT seq, time, kind, request_id, payload, prev_hash, hash FROM ledger WHERE request_id = ?",
-            (request_id,),
-        ).fetchone()
-        return ledger.decode(ledger.RawRow(*row)) if row else None
+        return self.book.entry_for(request_id)
 
     def reject(self, request_id: str, reason: str = "") -> LedgerEntry:
         """Record the refusal of a pending request (spends nothing)."""
-        self._require_writer()
-        req = self.request(request_id)
-        done = self.entry_for(request_id)
-        if done is not None or req.status != "pending":
-            raise RequestStateError(
-                f"request {request_id!r} is already {req.status}"
-                + (f" (ledger entry {done.seq})" if done else "")
-            )
-        return self._record(
-            "rejected", request_id, {"reason": reason or "rejected by the curator"}, "rejected"
-        )
+        return self.book.reject(request_id, reason)
+
+    def head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""
+        return self.book.head()
+
+    def view(self) -> LedgerView:
+        """The ledger view, extended with the entries recorded since it was last read."""
+        return self.book.view()
+
+    def history(self) -> History:
+        """The engine's History of everything released (the view's; extended, never rebuilt)."""
+        return self.book.history()
+
+    def view_cache_worth_saving(self) -> bool:
+        return self.book.view_cache_worth_saving()
+
+    def save_view_cache(
+        self, *, progress: Callable[[float], None] | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> bool:
+        """Store the ledger view beside the file (:meth:`LedgerBook.save_view_cache
+        <dpdesk.store.ledger_book.LedgerBook.save_view_cache>`)."""
+        return self.book.save_view_cache(progress=progress, cancelled=cancelled)
+
+    # -- the release path (store/releasing.py) -------------------------------------------------------
+    def basis(self, method: str | None = None, seed: int | None = None) -> Basis:
+        return self.releaser.basis(method, seed)
+
+    def plan_inputs(self) -> dict[str, Any]:
+        return self.releaser.plan_inputs()
+
+    def plan(self, asked: Asked, **options: Any) -> ReleasePlan:
+        """The plan of ``asked`` now, from the one assess function (:meth:`Releaser.plan
+        <dpdesk.store.releasing.Releaser.plan>`)."""
+        return self.releaser.plan(asked, **options)
+
+    def assess(self, request_id: str, **options: Any) -> ReleasePlan:
+        """The plan of a stored request now (:meth:`Releaser.assess <dpdesk.store.releasing.Releaser.assess>`)."""
+        return self.releaser.assess(request_id, **options)
+
+    def release(
+        self,
+        plan: ReleasePlan,
+        sampler: NoiseSampler | None = None,
+        *,
+        progress: Callable[[float], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Release:
+        """Record exactly ``plan`` (:meth:`Releaser.release <dpdesk.store.releasing.Releaser.release>`)."""
+        return self.releaser.release(plan, sampler, progress=progress, cancelled=cancelled)
+
+    def answer(self, request_id: str, sampler: NoiseSampler | None = None, **options: Any) -> Release:
+        """Assess a pending request and release exactly that (:meth:`Releaser.answer
+        <dpdesk.store.releasing.Releaser.answer>`)."""
+        return self.releaser.answer(request_id, sampler, **options)
+
+    # -- watched claims (store/watching.py) ----------------------------------------------------------
+    def watch(
+        self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = ""
+    ) -> WatchedClaim:
+        return self.watched.watch(query, low, high, threshold, risk, name)
+
+    def unwatch(self, claim_id: str, reason: str = "") -> LedgerEntry:
+        return self.watched.unwatch(claim_id, reason)
+
+    def claims(self) -> tuple[WatchedClaim, ...]:
+        return self.watched.claims()
+
+    def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
+        return self.watched.statuses(plan)
+
+    def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
+        return self.watched.trace(claim_id)
 
     def rebind(self) -> LedgerEntry:
         """Accept the source's current data: record the old and new bindings in the ledger.
@@ -542,7 +513,7 @@ class Project(Releasing, Watching):
         self._require_writer()
         old = self.source
         self._snapshot = None
-        if _keyed_source_table(self._conn):
+        if keyed_source_table(self._conn):
             key = own_key()  # the cube is rebuilt in this key's order: the one the new binding names
             order = order_key(key) if self.schema.unit.column else None
             self._snapshot = snap = snapshot(old.location, old.table, self.schema, order=order)
@@ -551,48 +522,11 @@ class Project(Releasing, Watching):
             snap = self.snapshot()
             new = unkeyed_binding(old.location, old.table, snap.cube, utc_now())
         payload = {"previous": old.identity(), "current": new.identity()}
-        return self._record("rebind", None, payload, None, source=new)
+        return self.book.record("rebind", None, payload, None, source=new)
 
-    def _record(
-        self,
-        kind: str,
-        request_id: str | None,
-        payload: dict[str, Any],
-        status: str | None,
-        source: SourceBinding | None = None,
-    ) -> LedgerEntry:
-        """Append one entry (and the request's new status) in one fsync'd transaction."""
-        conn = self._conn
-        install_sqlite(conn)
-        try:
-            with db.transaction(conn):
-                checkpoint("tx:begun")
-                if request_id is not None and self.format_version >= REQUESTS_CHAINED:
-                    # what the decision depends on goes under the chain with it
-                    payload = {**payload, "request_digest": request_digest(conn, request_id)}
-                entry = ledger.append(
-                    conn, self.genesis, time=utc_now(), kind=kind, request_id=request_id, payload=payload
-                )
-                checkpoint("tx:appended")
-                if status is not None:
-                    cur = conn.execute(
-                        "UPDATE requests SET status = ? WHERE id = ? AND status = 'pending'",
-                        (status, request_id),
-                    )
-                    if cur.rowcount != 1:
-                        raise RequestStateError(f"request {request_id!r} is no longer pending")
-                if source is not None:
-                    _write_source(conn, source)
-                checkpoint("tx:committing")
-        except sqlite3.IntegrityError as exc:
-            raise RequestStateError(
-                f"request {request_id!r} already has a decision in the ledger ({exc})"
-            ) from None
-        finally:
-            remove_sqlite(conn)
-        checkpoint("tx:committed")
-        self.receipt([(entry.seq, entry.hash)], "recorded")
-        return entry
+    def require_writer(self) -> None:
+        """Raise ``ReadOnlyError`` unless the file is open for writing."""
+        self._require_writer()
 
     def receipt(self, heads: Sequence[tuple[int, str]], what: str) -> None:
         """Keep ``heads`` of this project's ledger in the curator's receipt log (:mod:`dpdesk.store.receipts`),
@@ -603,7 +537,7 @@ class Project(Releasing, Watching):
         if self.mode != "w":
             raise ReadOnlyError(f"{self.path.name} is open read-only")
 
-    # -- audit -----------------------------------------------------------------------------------
+    # -- audit (store/exports.py) ------------------------------------------------------------------
     def verify(
         self,
         extends: Sequence[str] = (),
@@ -611,87 +545,17 @@ class Project(Releasing, Watching):
         progress: Callable[[float], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> VerifyReport:
-        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain
-        (besides every head in this machine's receipt log, :mod:`dpdesk.store.receipts`);
-        ``progress``/``cancelled``: see :func:`~dpdesk.store.verify.verify`."""
-        return verify(
-            self.audit_record(),
-            extends,
-            receipts=receipts.heads(self.genesis),
-            progress=progress,
-            cancelled=cancelled,
-        )
+        """Audit the file (:mod:`dpdesk.store.verify`); ``extends``: ledger heads it must still contain."""
+        return self.exports.verify(extends, progress=progress, cancelled=cancelled)
 
     def audit_record(self) -> AuditRecord:
-        """The file's settings, ledger, head, requests and binding as stored (for :func:`verify`).
-
-        Text that is not UTF-8 (a damaged or hand-edited file) is read as its bytes here, for verify to name
-        the entry or request, where every other reading refuses the file.
-        """
-        conn = self._conn
-        head = conn.execute("SELECT seq, hash FROM ledger_head WHERE id = 1").fetchone()
-        strict = conn.text_factory
-        conn.text_factory = _text_or_bytes
-        try:
-            rows = tuple(ledger.raw_rows(conn))
-            statuses = {
-                bytes(rid).decode("utf-8", errors="replace"): status
-                for rid, status in conn.execute("SELECT CAST(id AS BLOB), status FROM requests")
-            }
-        finally:
-            conn.text_factory = strict
-        return AuditRecord(
-            self.settings(),
-            self.schema,
-            self.genesis,
-            rows,
-            tuple(head) if head else None,
-            statuses,
-            self.source.identity(),
-            request_digests(conn),
-        )
+        return self.exports.audit_record()
 
     def export_history(self) -> dict[str, Any]:
-        """The DESIGN §6 history object: fresh rows' query, α, answer (and family) plus the schema."""
-        return self.history().to_json(total_budget=float(self.total_budget), schema=self.schema)
+        return self.exports.history()
 
     @property
     def connection(self) -> sqlite3.Connection:
-        """The underlying connection (for tests of the file format; do not write through it)."""
+        """The underlying connection: the services read and write the file through it (tests of the file
+        format read it too; nothing else writes through it)."""
         return self._conn
-
-
-def _keyed_source_table(conn: sqlite3.Connection) -> bool:
-    """Whether the file's source table holds keyed bindings (format 8 on)."""
-    return any(r[1] == "key_id" for r in conn.execute("PRAGMA table_info(source)"))
-
-
-def _text_or_bytes(data: bytes) -> str | bytes:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
-
-
-def _write_source(conn: sqlite3.Connection, s: SourceBinding) -> None:
-    columns = ["location", "table_name", "fingerprint_method", "fingerprint", "row_count", "out_of_domain"]
-    values: list[Any] = [
-        s.location,
-        s.table,
-        s.fingerprint_method,
-        s.fingerprint,
-        s.row_count,
-        s.out_of_domain,
-    ]
-    columns.append("bound_at")
-    values.append(s.bound_at)
-    if _keyed_source_table(conn):
-        columns += ["key_id", "salt"]
-        values += [s.key_id, s.salt]
-    elif s.keyed:
-        raise StoreError("a keyed source binding needs project format 8")
-    conn.execute(
-        f"INSERT INTO source (id, {', '.join(columns)}) VALUES (1, {', '.join('?' * len(columns))}) "
-        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
-        values,
-    )

@@ -1,8 +1,9 @@
 """Watching claims in a project: add and remove them, read ``Pr(C)``, check a plan against them.
 
-:class:`Watching` is the part of :class:`~dpdesk.store.project.Project` that owns watched claims (the
-ledger side is :mod:`dpdesk.store.watch`). :meth:`Watching.claim_checks` is what the CLI and the app show
-beside an assessment; ``Project.release`` runs the same gate and refuses a declined plan before drawing.
+:class:`Claims` is the project's service that owns watched claims (the ledger side is
+:mod:`dpdesk.store.watch`). :meth:`Claims.statuses` is what the CLI and the app show beside an
+assessment; the release path runs the same gate (:meth:`Claims.gate`) and refuses a declined plan
+before drawing.
 """
 
 from __future__ import annotations
@@ -26,16 +27,14 @@ from dpdesk.engine.queries.query import Query, product_form, query_from_json
 from dpdesk.store import view as view_module
 from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import RequestStateError
+from dpdesk.store.file import ProjectFile
 from dpdesk.store.ledger import LedgerEntry
+from dpdesk.store.ledger_book import LedgerBook
+from dpdesk.store.settings import AnsweringSettings
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import WatchedClaim, claim_payload, gate, readings
 
-if TYPE_CHECKING:
-    from dpdesk.engine.inference.prior import BoundedPrior
-    from dpdesk.engine.schema import Schema
-    from dpdesk.store.binding import SourceBinding
-
-__all__ = ["ClaimStatus", "Watching", "claim_statuses", "claim_trace", "offer_within_claims", "planned_rows"]
+__all__ = ["ClaimStatus", "Claims", "claim_statuses", "claim_trace", "offer_within_claims", "planned_rows"]
 
 
 def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query, float, str]] | None:
@@ -114,8 +113,11 @@ class ClaimStatus:
         }
 
 
-class Watching:
-    """Watched claims (a part of :class:`~dpdesk.store.project.Project`; see the module docstring)."""
+class Claims:
+    """Watched claims of one open project file, as a service (see the module docstring)."""
+
+    def __init__(self, file: ProjectFile, book: LedgerBook, settings: AnsweringSettings) -> None:
+        self.file, self.book, self.settings = file, book, settings
 
     if TYPE_CHECKING:  # provided by Project (store/project.py) and its other part, Releasing
         schema: Schema
@@ -141,47 +143,44 @@ class Watching:
         Claims must come from public knowledge or policy, never from looking at the true counts: a claim
         picked because a cell *is* small, and releases declined because of it, tell the world so.
         """
-        self._require_writer()
-        view = self.view()
+        self.file.require_writer()
+        view = self.book.view()
         payload = {
             "id": view.next_claim_id(),
-            **claim_payload(self.schema, query, low, high, threshold, risk, name, where="claim"),
+            **claim_payload(self.file.schema, query, low, high, threshold, risk, name, where="claim"),
         }
-        self._record("watch", None, payload, None)
-        return next(w for w in self.view().claims if w.id == payload["id"])
+        self.book.record("watch", None, payload, None)
+        return next(w for w in self.book.view().claims if w.id == payload["id"])
 
     def unwatch(self, claim_id: str, reason: str = "") -> LedgerEntry:
         """Stop watching a claim (an ``unwatch`` entry; its history stays on the ledger)."""
-        self._require_writer()
-        if claim_id not in {w.id for w in self.view().claims}:
-            known = ", ".join(w.id for w in self.view().claims) or "none"
+        self.file.require_writer()
+        watched = self.book.view().claims
+        if claim_id not in {w.id for w in watched}:
+            known = ", ".join(w.id for w in watched) or "none"
             raise RequestStateError(f"no watched claim {claim_id!r} (watched: {known})")
-        return self._record(
+        return self.book.record(
             "unwatch", None, {"id": claim_id, "reason": reason or "removed by the curator"}, None
         )
 
     def claims(self) -> tuple[WatchedClaim, ...]:
         """The claims watched now, with the risk each has spent (recomputed from the ledger)."""
-        return self.view().claims
+        return self.book.view().claims
 
-    def table_size(self) -> float | None:
-        prior = self.prior
-        return None if prior is None else float(prior.table_size)
-
-    def claim_gate(
+    def gate(
         self, state: AssessState, plan: ReleasePlan, rows: Sequence[tuple[Query, float, str]] | None
     ) -> tuple[tuple[WatchedClaim, ClaimCheck], ...]:
         """The gate ``release`` runs: ``(watched claim, check)`` for every claim watched in ``state``."""
-        return _gate(state, plan, rows, self.table_size())
+        return _gate(state, plan, rows, self.settings.table_size())
 
-    def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
+    def statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
         """Each watched claim's ``Pr(C)`` now and, given a plan, its check (public inputs only); see
         :func:`claim_statuses`."""
-        return claim_statuses(self.view(), plan, self.table_size())
+        return claim_statuses(self.book.view(), plan, self.settings.table_size())
 
-    def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
+    def trace(self, claim_id: str) -> list[tuple[int, float | None]]:
         """See :func:`claim_trace`."""
-        return claim_trace(self.view(), claim_id)
+        return claim_trace(self.book.view(), claim_id)
 
 
 def _gate(

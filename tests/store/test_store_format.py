@@ -169,7 +169,7 @@ def _record_as_format_2(p, a, sampler):
             "method": a.method,
             "prior": a.prior,
         }
-        return p._record("inferred", req.id, payload, "answered")
+        return p.book.record("inferred", req.id, payload, "answered")
     fresh = release_fresh(a, p.cube(), sampler, allow_insecure=True)
     payload = {
         **common,
@@ -186,7 +186,7 @@ def _record_as_format_2(p, a, sampler):
         "policy": a.policy,
         "needed_alpha": a.needed_alpha,
     }
-    return p._record("fresh", req.id, payload, "answered")
+    return p.book.record("fresh", req.id, payload, "answered")
 
 
 def test_a_format_2_ledger_migrates_with_every_hash_intact_and_keeps_its_budget(store, monkeypatch):

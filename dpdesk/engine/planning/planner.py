@@ -371,6 +371,8 @@ class _Planner:
                 out.append(PlannedRequest(r, "planned", al, by_id[r.id], reason=reason, alone_alpha=aa))
             else:
                 free = n_uncovered <= FREE_LIMIT
-                u = uncovered(r, al, final, after, self.total, self.fam, self.method, self.releases, free=free)
+                u = uncovered(
+                    r, al, final, after, self.total, self.fam, self.method, self.releases, free=free
+                )
                 out.append(replace(u, alone_alpha=aa))
         return tuple(out)
