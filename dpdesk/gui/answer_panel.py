@@ -290,7 +290,7 @@ class AnswerPanel(QWidget):
             f"{req.id} · {req.requester or 'anonymous'} · {req.describe()}   "
             f"({self.kind.label}; {req.terms()})"
         )
-        entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
+        entry = None if req.status == "pending" else self.session.entry_for(req.id)
         if entry is not None:  # decided: what the ledger recorded, never a live plan
             self.runner.cancel()
             if getattr(self, "_shown_release", None) != (req.id, entry.seq):
@@ -326,7 +326,7 @@ class AnswerPanel(QWidget):
         self.reason.setText(f"Cannot plan this request: {dialogs.explain(exc)[1].splitlines()[0]}")
 
     def _status_text(self, req) -> str:
-        return status_text(req, None if req.status == "pending" else self.session.project.entry_for(req.id))
+        return status_text(req, None if req.status == "pending" else self.session.entry_for(req.id))
 
     def show_assessment(self, a) -> None:
         self.assessment = a
@@ -373,7 +373,7 @@ class AnswerPanel(QWidget):
     def _show_outcome(self) -> None:
         """For a decided request: the recorded release (value, interval, when, cost, ledger entry)."""
         req = self.session.request(self.request_id)
-        entry = None if req.status == "pending" else self.session.project.entry_for(req.id)
+        entry = None if req.status == "pending" else self.session.entry_for(req.id)
         if entry is None:
             return
         self._badge(*OUTCOME_STYLE.get(entry.kind, (entry.kind.upper(), "#4a4a4a")))

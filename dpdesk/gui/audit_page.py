@@ -12,12 +12,9 @@ at all); the ledger is only read.
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from PySide6.QtCore import QBuffer, QIODevice, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -36,14 +33,25 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.gui import dialogs
-from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, ledger_rows, plural, query_summary
+from dpdesk.gui.ledger_table import (
+    PEOPLE_HEADERS,
+    REPORT_PLOT_SIZE,
+    RESIZE_ROWS,
+    SHOWN_ITEMS,
+    KindFilter,
+    LedgerTable,
+    draw_cost_curve,
+    ledger_table,
+    shorten,
+    shortened,
+)
+from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, plural, query_summary
 from dpdesk.gui.plots import pg
+from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.task_line import TaskLine
 from dpdesk.gui.tasks import TaskRunner
-from dpdesk.store import audit_export
 from dpdesk.store.ledger import thaw
-from dpdesk.store.requesters import accounts, requester_of
 
 
 def choose_folder(parent: QWidget, title: str) -> str:
@@ -63,118 +71,6 @@ def widget_png(widget: QWidget) -> bytes:
     return bytes(buf.data())
 
 
-DETAIL_VALUES = 24  # released values shown in an entry's details (a partition release may hold millions)
-
-
-def _shortened(obj: dict) -> dict:
-    """The entry for display: a long list of released values cut to its first :data:`DETAIL_VALUES`."""
-    payload = dict(obj.get("payload", {}))
-    values = thaw(payload.get("values", ()))
-    flat = [v for g in values for v in (g if isinstance(g, list) else [g])]
-    if len(flat) > DETAIL_VALUES:
-        payload["values"] = (
-            f"{len(flat):,} values: {', '.join(map(str, flat[:DETAIL_VALUES]))}, … (export the table)"
-        )
-        return {**obj, "payload": payload}
-    return obj
-
-
-class _Proxy(QSortFilterProxyModel):
-    def __init__(self) -> None:
-        super().__init__()
-        self.kind = "all"
-        self.setSortRole(Qt.ItemDataRole.UserRole)
-        self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.setFilterKeyColumn(-1)
-
-    def filterAcceptsRow(self, row: int, parent) -> bool:
-        if self.kind != "all":
-            if self.sourceModel().index(row, 2, parent).data() != self.kind:
-                return False
-        return super().filterAcceptsRow(row, parent)
-
-
-def staircase(curve: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
-    """The cost after each ledger entry as a step line that holds its last level (never drops to 0)."""
-    if not curve:
-        return np.zeros(1), np.zeros(1)
-    xs, ys = [], []
-    for (x, y), (x_next, _) in zip(curve, [*curve[1:], (curve[-1][0] + 0.5, None)]):
-        xs += [x, x_next]
-        ys += [y, y]
-    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-
-
-def draw_cost_curve(plot: pg.PlotWidget, curve: list[tuple[int, float]], total: float) -> None:
-    """System cost after each ledger entry as a held step line, with the total budget marked."""
-    plot.clear()
-    plot.setLabel("bottom", "ledger entry")
-    plot.setLabel("left", "system cost (max over cells)")
-    plot.showGrid(x=True, y=True, alpha=0.2)
-    xs, ys = staircase(curve)
-    plot.addItem(
-        pg.PlotDataItem(xs, ys, pen=pg.mkPen("#1f5fa8", width=2), fillLevel=0, brush=(31, 95, 168, 40))
-    )
-    last = int(curve[-1][0]) if curve else 1
-    # ledger entries are whole numbers: integer ticks, about ten of them
-    plot.getAxis("bottom").setTickSpacing(max(1, math.ceil(last / 10)), 1)
-    plot.setXRange(0, max(last, 1) + 0.5, padding=0.02)
-    plot.addItem(
-        pg.InfiniteLine(
-            pos=total,
-            angle=0,
-            pen=pg.mkPen("#c0392b", width=1.5, style=Qt.PenStyle.DashLine),
-            label=f"total budget {total:g}",
-            labelOpts={"position": 0.1, "color": "#c0392b"},
-        )
-    )
-    plot.setYRange(0, total * 1.08)
-
-
-SHOWN_ITEMS = 12
-RESIZE_ROWS = 200  # columns fit the first rows' contents (measuring thousands of rows stalls the window)
-
-
-@dataclass(frozen=True)
-class LedgerTable:
-    """What the page shows of a ledger, read in one go (worker-thread safe: no Qt)."""
-
-    entries: list[Any]
-    rows: list[tuple]
-    accounts: list[Any]
-    curve: list[tuple[int, float]]
-
-
-def ledger_table(project: Any) -> LedgerTable:
-    """The ledger table's rows, the requesters' accounts and the cost curve of ``project`` (a Project)."""
-    view, reqs, schema = project.view(), project.requests(), project.schema
-    entries = list(view.entries)
-    return LedgerTable(
-        entries,
-        ledger_rows(entries, schema, requester_of(reqs)),
-        accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
-        view.cost_curve(),
-    )
-
-
-REPORT_PLOT_SIZE = (960, 420)
-PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
-
-
-def _shorten(obj: Any) -> Any:
-    """``obj`` with every list longer than SHOWN_ITEMS cut to its first items and a count."""
-    if isinstance(obj, dict):
-        return {k: _shorten(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        items = [_shorten(v) for v in obj[:SHOWN_ITEMS]]
-        return (
-            items + [f"… {len(obj) - SHOWN_ITEMS} more ({len(obj)} in all)"]
-            if len(obj) > SHOWN_ITEMS
-            else items
-        )
-    return obj
-
-
 class AuditPage(QWidget):
     """Ledger browser and integrity tools for a :class:`ProjectSession`."""
 
@@ -183,12 +79,53 @@ class AuditPage(QWidget):
         self.session = session
         self.selected = None  # the ledger entry shown in the details
         lay = QVBoxLayout(self)
+        lay.addLayout(self._bar())
+        # one line (and runner) per kind of work: an export never cancels the other, a check or the table read
+        self.verify_task, self.csv_task, self.html_task = TaskLine(), TaskLine(), TaskLine()
+        for line in (self.verify_task, self.csv_task, self.html_task):
+            lay.addWidget(line)
+        self.note = QLabel("")  # how the last export or check ended when there is no dialog to say it
+        self.note.setWordWrap(True)
+        self.note.setVisible(False)
+        lay.addWidget(self.note)
+        self.verdict = QLabel("")
+        self.verdict.setWordWrap(True)
+        lay.addWidget(self.verdict)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self._tables())
+        split.addWidget(self._cost_plot())
+        split.setSizes([420, 260])
+        lay.addWidget(split, 1)
+        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.kind.currentTextChanged.connect(self._kind)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show(cur))
+        for btn, slot in (
+            (self.verify_btn, self.verify_later),
+            (self.html_btn, self.export_html),
+            (self.csv_btn, self.export_csv),
+            (self.table_btn, self.export_release_table),
+            (self.synthetic_btn, self.export_synthetic),
+            (self.letters_btn, self.export_letters),
+        ):
+            btn.clicked.connect(slot)
+        self.table.horizontalHeader().setResizeContentsPrecision(
+            RESIZE_ROWS
+        )  # not every row of a long ledger
+        self.runner = TaskRunner(self)  # builds a large project's table off the GUI thread
+        self._stale = False
+        ev = session.state.events  # the ledger table, requesters and curve move with the ledger only
+        subscribe(self, (ev.entry_appended, ev.loaded), lambda *_: self.reload())
+        self.curve: list[tuple[int, float]] = []
+        self.reload()
+
+    def _bar(self) -> QHBoxLayout:
+        """Search, the kind filter, verify and the exports."""
+        from dpdesk.store.ledger import kinds
+
         bar = QHBoxLayout()
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter: request id, query text, kind…")
         self.kind = QComboBox()
-        from dpdesk.store.ledger import kinds
-
         self.kind.addItems(["all", *kinds()])
         self.verify_btn = QPushButton("Verify integrity")
         self.html_btn = QPushButton("Export HTML report…")
@@ -209,33 +146,17 @@ class AuditPage(QWidget):
             "Write one letter per requester (text and HTML): each query, the released value, "
             "its interval and confidence, the ledger witness"
         )
-        for w in (
-            self.search,
-            self.kind,
-            self.verify_btn,
-            self.html_btn,
-            self.csv_btn,
-            self.table_btn,
-            self.synthetic_btn,
-            self.letters_btn,
-        ):
+        for w in (self.search, self.kind, self.verify_btn, self.html_btn, self.csv_btn):
             bar.addWidget(w)
-        lay.addLayout(bar)
-        # one line (and runner) per kind of work: an export never cancels the other, a check or the table read
-        self.verify_task, self.csv_task, self.html_task = TaskLine(), TaskLine(), TaskLine()
-        for line in (self.verify_task, self.csv_task, self.html_task):
-            lay.addWidget(line)
-        self.note = QLabel("")  # how the last export or check ended when there is no dialog to say it
-        self.note.setWordWrap(True)
-        self.note.setVisible(False)
-        lay.addWidget(self.note)
-        self.verdict = QLabel("")
-        self.verdict.setWordWrap(True)
-        lay.addWidget(self.verdict)
-        split = QSplitter(Qt.Orientation.Vertical)
+        for w in (self.table_btn, self.synthetic_btn, self.letters_btn):
+            bar.addWidget(w)
+        return bar
+
+    def _tables(self) -> QSplitter:
+        """The ledger table beside an entry's details and the requesters' accounts."""
         top = QSplitter(Qt.Orientation.Horizontal)
         self.model = RowsModel(LEDGER_HEADERS, self)
-        self.proxy = _Proxy()
+        self.proxy = KindFilter()
         self.proxy.setSourceModel(self.model)
         self.table = QTableView()
         self.table.setModel(self.proxy)
@@ -263,32 +184,15 @@ class AuditPage(QWidget):
         self.side.addTab(people, "By requester")
         top.addWidget(self.side)
         top.setSizes([800, 400])
-        split.addWidget(top)
+        return top
+
+    def _cost_plot(self) -> pg.PlotWidget:
         self.plot = pg.PlotWidget(background="w")
         self.plot.setLabel("bottom", "ledger entry")
         self.plot.setLabel("left", "system cost (max over cells)")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMinimumHeight(160)
-        split.addWidget(self.plot)
-        split.setSizes([420, 260])
-        lay.addWidget(split, 1)
-        self.search.textChanged.connect(self.proxy.setFilterFixedString)
-        self.kind.currentTextChanged.connect(self._kind)
-        self.table.selectionModel().currentRowChanged.connect(lambda cur, _p: self._show(cur))
-        self.verify_btn.clicked.connect(self.verify_later)
-        self.html_btn.clicked.connect(self.export_html)
-        self.csv_btn.clicked.connect(self.export_csv)
-        self.table_btn.clicked.connect(self.export_release_table)
-        self.synthetic_btn.clicked.connect(self.export_synthetic)
-        self.letters_btn.clicked.connect(self.export_letters)
-        self.table.horizontalHeader().setResizeContentsPrecision(
-            RESIZE_ROWS
-        )  # not every row of a long ledger
-        self.runner = TaskRunner(self)  # builds a large project's table off the GUI thread
-        self._stale = False
-        session.sigChanged.connect(self.reload)
-        self.curve: list[tuple[int, float]] = []
-        self.reload()
+        return self.plot
 
     def _kind(self, kind: str) -> None:
         if hasattr(self.proxy, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter is deprecated there
@@ -309,9 +213,7 @@ class AuditPage(QWidget):
             return
         self._stale = False
         if s.large:
-            self.verdict.setText(
-                f"Reading the ledger table ({plural(s.project.head()[0], 'entry', 'entries')})…"
-            )
+            self.verdict.setText(f"Reading the ledger table ({plural(s.head()[0], 'entry', 'entries')})…")
         s.run(self.runner, ledger_table, self._show_table, label="reading the ledger table")
 
     def showEvent(self, event) -> None:
@@ -348,8 +250,9 @@ class AuditPage(QWidget):
         if (
             entry.released is not None
         ):  # the figure shown everywhere; the recorded payload below keeps it exact
-            head += f"released (as shown): {entry.stated()}\n"
-        shown = _shorten(json.loads(json.dumps(_shortened(entry.to_json()), default=thaw)))
+            within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
+            head += f"released (as shown): {entry.shown()}{within}\n"
+        shown = shorten(json.loads(json.dumps(shortened(entry.to_json()), default=thaw)))
         body = json.dumps(shown, indent=2, ensure_ascii=False)
         self.details.setPlainText(
             f"{head}(lists over {SHOWN_ITEMS} items shortened here; the CSV and the report "
@@ -365,12 +268,7 @@ class AuditPage(QWidget):
         """*Verify integrity* on a worker (a long ledger's replay takes minutes), with progress and Cancel."""
         if self.verify_task.is_running():
             return
-        project = self.session.project
-
-        def job(state) -> Any:
-            with project.sibling() as sibling:
-                return sibling.verify(progress=state.progress, cancelled=state.cancelled)
-
+        job = self.session.state.verify_job()
         self.verify_btn.setEnabled(False)
         self._say("")
         self.verify_task.start(
@@ -433,7 +331,7 @@ class AuditPage(QWidget):
 
     def report_html(self) -> str:
         """The audit report, built here on the GUI thread (the export button builds it on a worker)."""
-        return audit_export.report_html(self.session.project, self.report_images())[0]
+        return self.session.state.report_html(self.report_images())
 
     def export_html(self) -> None:
         """Write the audit report on a worker (its integrity check replays the ledger), with progress and Cancel."""
@@ -444,13 +342,7 @@ class AuditPage(QWidget):
         )
         if not path:
             return
-        images, project = self.report_images(), self.session.project
-
-        def job(state) -> Any:
-            with project.sibling() as sibling:
-                return audit_export.export_report(
-                    sibling, path, images, progress=state.progress, cancelled=state.cancelled
-                )
+        job = self.session.state.report_job(path, self.report_images())
 
         def done(report) -> None:
             self.html_btn.setEnabled(True)
@@ -495,7 +387,6 @@ class AuditPage(QWidget):
     def export_synthetic(self) -> None:
         """Open the synthetic-table dialog (one at a time), priced on the ledger of the moment it previews."""
         from dpdesk.gui.synthetic_dialog import SyntheticDialog
-        from dpdesk.store.estimating import ledger_inputs
 
         if self.synthetic_dialog is not None and self.synthetic_dialog.isVisible():
             self.synthetic_dialog.raise_()
@@ -503,7 +394,7 @@ class AuditPage(QWidget):
         s = self.session
         self.synthetic_dialog = SyntheticDialog(
             s.schema,
-            lambda: ledger_inputs(s.project)[0],
+            s.state.synthetic_inputs,
             default_path=str(s.path.with_name(f"{s.path.stem}-synthetic.csv")),
             release_job=s.release_job,
             released=s.released,
@@ -521,13 +412,7 @@ class AuditPage(QWidget):
         )
         if not path:
             return
-        project = self.session.project
-
-        def job(state) -> int:
-            with project.sibling() as sibling:
-                return audit_export.export_csv(
-                    sibling, path, progress=state.progress, cancelled=state.cancelled
-                )
+        job = self.session.state.csv_job(path)
 
         def done(entries: int) -> None:
             self.csv_btn.setEnabled(True)

@@ -223,22 +223,9 @@ class BatchDialog(QDialog):
 
     # -- planning -------------------------------------------------------------------------------------
     def run_plan(self) -> None:
-        from dpdesk.store.batch import plan_pending
-
-        project, ids, method, share = self.session.project, self.request_ids, self.method, self.chosen_share()
+        share = self.chosen_share()
         self._planned_share = share
-
-        def job(state: Any) -> Any:
-            with project.sibling() as sibling:
-                return plan_pending(
-                    sibling,
-                    ids,
-                    method=method,
-                    look_ahead=share,
-                    progress=state.progress,
-                    cancelled=state.cancelled,
-                )
-
+        job = self.session.batch_plan_job(self.request_ids, self.method, share)
         self.cancel_button.setEnabled(True)
         self.runner.start(job, self._show, self._failed, label="planning the batch")
 
@@ -301,14 +288,7 @@ class BatchDialog(QDialog):
         )
         if not dialogs.confirm_spend(self, heading, body):
             return
-        from dpdesk.store.batch import release_batch
-
-        project = self.session.project
-
-        def job(state: Any) -> Any:
-            with project.sibling() as sibling:
-                return release_batch(sibling, plan, progress=state.progress, cancelled=state.cancelled)
-
+        job = self.session.batch_release_job(plan)
         self.release_button.setEnabled(False)
         self.look_ahead.setEnabled(False)  # the plan being released is the one shown
         self.share.setEnabled(False)

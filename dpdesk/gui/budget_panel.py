@@ -32,6 +32,7 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.gauge import BudgetGauge
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, project_2d
+from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
 
@@ -48,10 +49,32 @@ class BudgetPanel(QWidget):
         super().__init__(parent)
         self.session = session
         self.assessment = None
-        schema = session.schema
         lay = QVBoxLayout(self)
         self.gauge = BudgetGauge()
         lay.addWidget(self.gauge)
+        lay.addLayout(self._buttons())
+        lay.addLayout(self._controls(session.schema))
+        lay.addLayout(self._slices(session.schema))
+        self.heatmap = HeatmapView()
+        self.heatmap.setMinimumHeight(HEATMAP_MIN_HEIGHT)  # never a strip: the panel scrolls instead
+        self.heatmap.tooltip_for = self.describe
+        self.heatmap.sigCellMenu.connect(lambda r, c: self.cell_menu(r, c).exec(QCursor.pos()))
+        lay.addWidget(self.heatmap, 1)
+        self.info = QLabel("")
+        self.info.setWordWrap(True)
+        self.info.setToolTip(tip("cell_cost", "system_cost"))
+        lay.addWidget(self.info)
+        for w in (self.row_attr, self.col_attr, self.mode):
+            w.currentIndexChanged.connect(lambda _i: self.redraw())
+        self.preview.toggled.connect(lambda _b: self.redraw())
+        ev = session.state.events  # the costs move with the ledger, the policy line with the settings
+        subscribe(self, (ev.entry_appended, ev.settings_changed, ev.loaded), lambda *_: self.redraw())
+        self._ids = np.zeros((1, 1), dtype=int)
+        self.shown_costs = np.zeros(0)
+        self.redraw()
+
+    def _buttons(self) -> QHBoxLayout:
+        """The spend policy line and the releases started from the budget: a partition, a max/argmax."""
         pol = QHBoxLayout()
         self.policy_label = QLabel("")
         self.policy_label.setWordWrap(True)
@@ -71,10 +94,12 @@ class BudgetPanel(QWidget):
         self.select_btn.clicked.connect(self.release_selection)
         self.release_runner = TaskRunner(self)
         pol.addWidget(self.policy_label, 1)
-        pol.addWidget(self.policy_btn)
-        pol.addWidget(self.publish_btn)
-        pol.addWidget(self.select_btn)
-        lay.addLayout(pol)
+        for btn in (self.policy_btn, self.publish_btn, self.select_btn):
+            pol.addWidget(btn)
+        return pol
+
+    def _controls(self, schema) -> QGridLayout:
+        """Which attributes are rows and columns, how the others are folded, preview and colour scale."""
         controls = QGridLayout()
         self.row_attr, self.col_attr = QComboBox(), QComboBox()
         for box in (self.row_attr, self.col_attr):
@@ -102,8 +127,11 @@ class BudgetPanel(QWidget):
         )
         self.fit_scale.toggled.connect(lambda _b: self.redraw())
         controls.addWidget(self.fit_scale, 2, 0, 1, 4)
-        lay.addLayout(controls)
-        # the fixed-slice choosers wrap SLICES_PER_ROW to a row, so many attributes never widen the window
+        return controls
+
+    def _slices(self, schema) -> QGridLayout:
+        """The fixed-slice choosers: they wrap SLICES_PER_ROW to a row, so many attributes never widen the
+        window (shown only when the other attributes are fixed)."""
         self.slices_box = QGridLayout()
         self.slice_combos: dict[int, QComboBox] = {}
         self.slice_labels: dict[int, QLabel] = {}
@@ -116,23 +144,7 @@ class BudgetPanel(QWidget):
             box.setParent(self)
             box.hide()
             self.slice_labels[d].hide()
-        lay.addLayout(self.slices_box)
-        self.heatmap = HeatmapView()
-        self.heatmap.setMinimumHeight(HEATMAP_MIN_HEIGHT)  # never a strip: the panel scrolls instead
-        self.heatmap.tooltip_for = self.describe
-        self.heatmap.sigCellMenu.connect(lambda r, c: self.cell_menu(r, c).exec(QCursor.pos()))
-        lay.addWidget(self.heatmap, 1)
-        self.info = QLabel("")
-        self.info.setWordWrap(True)
-        self.info.setToolTip(tip("cell_cost", "system_cost"))
-        lay.addWidget(self.info)
-        for w in (self.row_attr, self.col_attr, self.mode):
-            w.currentIndexChanged.connect(lambda _i: self.redraw())
-        self.preview.toggled.connect(lambda _b: self.redraw())
-        session.sigChanged.connect(self.redraw)
-        self._ids = np.zeros((1, 1), dtype=int)
-        self.shown_costs = np.zeros(0)
-        self.redraw()
+        return self.slices_box
 
     def _place_slices(self, shown: list[int]) -> None:
         for d, box in self.slice_combos.items():

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from dpdesk.gui import claim_dialog, dialogs
 from dpdesk.gui.models import RowsModel
 from dpdesk.gui.plots import pg
+from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
 
@@ -173,7 +174,8 @@ class ClaimsPanel(QWidget):
         body.addWidget(self.plot, 2)
         lay.addLayout(body, 1)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._draw(cur.row()))
-        session.sigChanged.connect(self.reload)
+        ev = session.state.events
+        subscribe(self, (ev.claims_changed, ev.loaded), lambda *_: self.reload())
         self.reload()
 
     # -- showing -------------------------------------------------------------------------------

@@ -99,6 +99,23 @@ class DataPage(QWidget):
         lay.addWidget(self.steps)
         split = QSplitter(Qt.Orientation.Vertical)
         self.splitter = split
+        split.addWidget(self._preview_box())
+        self.editor = SchemaEditor()
+        self.editor.suggest_btn.clicked.connect(self.suggest)
+        self.editor.sigEdited.connect(self._schema_edited)
+        split.addWidget(self.editor)
+        split.addWidget(self._cube_box())
+        split.setSizes([260, 220, 220])
+        lay.addWidget(split, 1)
+        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigStarted.connect(
+            lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%"))
+        )
+        self.runner.sigFinished.connect(lambda: self.cancel_btn.setEnabled(False))
+        self._update_buttons()
+
+    def _preview_box(self) -> QWidget:
+        """The table's first rows (private: for the curator's eyes)."""
         box = QWidget()
         bl = QVBoxLayout(box)
         bl.setContentsMargins(0, 0, 0, 0)
@@ -113,11 +130,10 @@ class DataPage(QWidget):
         self.preview = QTableView()
         self.preview.setModel(self.model)
         bl.addWidget(self.preview)
-        split.addWidget(box)
-        self.editor = SchemaEditor()
-        self.editor.suggest_btn.clicked.connect(self.suggest)
-        self.editor.sigEdited.connect(self._schema_edited)
-        split.addWidget(self.editor)
+        return box
+
+    def _cube_box(self) -> QWidget:
+        """Build the cube, review the schema, create the project; the cube's counts (private)."""
         cube_box = QWidget()
         cl = QVBoxLayout(cube_box)
         cl.setContentsMargins(0, 0, 0, 0)
@@ -152,15 +168,7 @@ class DataPage(QWidget):
         self.cube_view = QTableView()
         self.cube_view.setModel(self.cube_model)
         cl.addWidget(self.cube_view)
-        split.addWidget(cube_box)
-        split.setSizes([260, 220, 220])
-        lay.addWidget(split, 1)
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.runner.sigStarted.connect(
-            lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%"))
-        )
-        self.runner.sigFinished.connect(lambda: self.cancel_btn.setEnabled(False))
-        self._update_buttons()
+        return cube_box
 
     # -- opening -------------------------------------------------------------------------------
     def set_session(self, session) -> None:
@@ -173,7 +181,7 @@ class DataPage(QWidget):
         if session is None:
             self._reset()
             return
-        src = session.project.source
+        src = session.source()
         self.open_table(src.location, src.table, schema=session.schema)
 
     def _reset(self) -> None:

@@ -24,6 +24,7 @@ from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
 from dpdesk.gui.data_page import DataPage
 from dpdesk.gui.menus import build_menus, update_actions
+from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.screen_fit import fit_window, initial_size, keep_on_screen
 from dpdesk.gui.start_page import StartPage
 from dpdesk.gui.task_line import TaskLine
@@ -156,7 +157,6 @@ class MainWindow(QMainWindow):
     def new_estimate(self) -> None:
         """Edit ▸ Zero-cost estimate…: the selected request's query, estimated from released answers only."""
         from dpdesk.gui.estimate_dialog import EstimateDialog
-        from dpdesk.store.estimating import query_inputs
 
         s = self.session
         if s is None:
@@ -164,7 +164,7 @@ class MainWindow(QMainWindow):
         rid = self.requests.answer.request_id if self.requests is not None else None
         text = s.request(rid).describe(s.schema) if rid is not None else ""
         self.estimate_dialog = EstimateDialog(
-            lambda q: query_inputs(s.project, q),
+            s.state.estimate_inputs,
             text=text,
             release_job=s.release_job,
             released=s.released,
@@ -251,7 +251,8 @@ class MainWindow(QMainWindow):
         self._replace(2, self.requests, "Requests")
         self._replace(3, self.audit, "Audit")
         self.data.set_session(session)
-        session.sigChanged.connect(self._update_status)
+        ev = session.state.events  # the remaining budget moves with the ledger
+        subscribe(self, (ev.entry_appended, ev.loaded), lambda *_: self._update_status())
         self._update_status()
         self.setWindowTitle(f"dpdesk — {session.name} ({session.path})")
         self._remember(str(Path(path).resolve()))

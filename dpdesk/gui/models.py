@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -185,3 +186,21 @@ def ledger_rows(
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class QueueRows:
+    """The queue as the table shows it, read in one go (worker-thread safe: no Qt)."""
+
+    rows: list[tuple]
+    ids: list[str]
+    statuses: dict[str, str]  # every request's status, shown or not
+
+
+def queue_rows(project, status: str) -> QueueRows:
+    """The rows of the requests with ``status`` ("all": every one) of ``project`` (a :class:`Project`)."""
+    reqs = project.requests()
+    shown = [r for r in reqs if status in ("all", r.status)]
+    return QueueRows(
+        request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs}
+    )

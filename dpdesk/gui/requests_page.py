@@ -10,7 +10,8 @@ request, Ctrl+I releases an inferred answer, Ctrl+Shift+S spends and releases, C
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -33,12 +34,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.gui import dialogs
+from dpdesk.gui import dialogs, queue_actions
 from dpdesk.gui.answer_panel import SHORTCUTS, AnswerPanel
 from dpdesk.gui.budget_panel import BudgetPanel
 from dpdesk.gui.claims_panel import ClaimsPanel
-from dpdesk.gui.models import REQUEST_HEADERS, RowsModel, plural, request_rows
+from dpdesk.gui.models import REQUEST_HEADERS, QueueRows, RowsModel, plural, queue_rows
 from dpdesk.gui.query_builder import QueryBuilderDialog
+from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
 from dpdesk.store import STATUSES
@@ -51,24 +53,6 @@ def open_file_name(parent: QWidget, title: str, filters: str) -> str:
 
 QUEUE_MIN_WIDTH = 300
 RESIZE_ROWS = 200  # columns fit the first rows' contents (measuring thousands of rows stalls the window)
-
-
-@dataclass(frozen=True)
-class QueueRows:
-    """The queue as the table shows it, read in one go (worker-thread safe: no Qt)."""
-
-    rows: list[tuple]
-    ids: list[str]
-    statuses: dict[str, str]  # every request's status, shown or not
-
-
-def queue_rows(project, status: str) -> QueueRows:
-    """The rows of the requests with ``status`` ("all": every one) of ``project`` (a :class:`Project`)."""
-    reqs = project.requests()
-    shown = [r for r in reqs if status in ("all", r.status)]
-    return QueueRows(
-        request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs}
-    )
 
 
 def _scrolling(panel: QWidget) -> QScrollArea:
@@ -87,9 +71,56 @@ class RequestsPage(QWidget):
         self.session = session
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("requestsSplitter")
+        left = self._queue_side()
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(self._answer_side(session))
+        self.splitter.setChildrenCollapsible(False)
+        left.setMinimumWidth(QUEUE_MIN_WIDTH)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([400, 600])
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.splitter)
+        self.answer.sigAssessed.connect(self.budget.set_assessment)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
+        ev = (
+            session.state.events
+        )  # the queue redraws on its own changes; the answer on history's and settings'
+        subscribe(self, (ev.queue_changed,), self._queue_changed)
+        subscribe(self, (ev.entry_appended,), self._entries_appended)
+        subscribe(self, (ev.settings_changed, ev.claims_changed), lambda *_: self._history_moved(()))
+        subscribe(self, (ev.loaded,), lambda *_: self.reload())
+        self._shortcuts()
+        self.reload()
+
+    def _shortcuts(self) -> None:
+        for keys, slot in (
+            ("Ctrl+Down", self.next_request),
+            ("Ctrl+Up", self.previous_request),
+            (SHORTCUTS["infer"], self.answer.release_inferred),
+            (SHORTCUTS["spend"], self.answer.spend_and_release),
+            (SHORTCUTS["reject"], self.answer.reject),
+        ):
+            sc = QShortcut(QKeySequence(keys), self)
+            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(slot)
+
+    def _queue_side(self) -> QWidget:
+        """The queue: filter, search, the action buttons, the table, the counts."""
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
+        ll.addLayout(self._search_bar())
+        ll.addLayout(self._actions())
+        self.model = RowsModel(REQUEST_HEADERS, self)
+        self.statuses: dict[str, str] = {}  # request id → status, of the queue as last read
+        self.rows_runner = TaskRunner(self)  # reads a large project's queue off the GUI thread
+        ll.addWidget(self._table(), 1)
+        self.counts = QLabel("")
+        ll.addWidget(self.counts)
+        return left
+
+    def _search_bar(self) -> QHBoxLayout:
         bar = QHBoxLayout()
         self.filter = QComboBox()
         self.filter.addItems(["all", *STATUSES])
@@ -101,57 +132,56 @@ class RequestsPage(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._search)
         bar.addWidget(self.search, 1)
-        self.import_btn = QPushButton("Import…")
-        self.import_btn.setToolTip(
-            "Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]"
+        return bar
+
+    def _button(self, text: str, slot: Callable[[], Any], tip: str = "") -> QPushButton:
+        btn = QPushButton(text)
+        if tip:
+            btn.setToolTip(tip)
+        btn.clicked.connect(slot)
+        return btn
+
+    def _actions(self) -> QGridLayout:
+        """The queue's actions, in rows of their own, three buttons each, so the queue stays narrow."""
+        self.import_btn = self._button(
+            "Import…",
+            self.import_file,
+            "Queue requests from a JSON list or a CSV with columns query,eps,delta[,requester,id]",
         )
-        self.import_btn.clicked.connect(self.import_file)
-        self.new_btn = QPushButton("New request…")
-        self.new_btn.clicked.connect(self.new_request)
-        self.posterior_btn = QPushButton("Posterior of proportions…")
-        self.posterior_btn.setToolTip(
-            "Release the Dirichlet (Beta) posterior of an attribute's shares in a box"
+        self.new_btn = self._button("New request…", self.new_request)
+        self.posterior_btn = self._button(
+            "Posterior of proportions…",
+            self.new_posterior,
+            "Release the Dirichlet (Beta) posterior of an attribute's shares in a box",
         )
-        self.posterior_btn.clicked.connect(self.new_posterior)
         self.posterior_dialog = None
-        self.edit_btn = QPushButton("Edit…")
-        self.edit_btn.setToolTip(
-            "Change the selected pending request (answered and rejected ones never change)"
+        self.edit_btn = self._button(
+            "Edit…",
+            self.edit_request,
+            "Change the selected pending request (answered and rejected ones never change)",
         )
-        self.edit_btn.clicked.connect(self.edit_request)
-        self.delete_btn = QPushButton("Delete")
-        self.delete_btn.setToolTip("Remove the selected pending request from the queue")
-        self.delete_btn.clicked.connect(self.delete_request)
-        ll.addLayout(bar)
-        actions = QGridLayout()  # rows of their own, three buttons each, so the queue stays narrow
-        self.free_btn = QPushButton("Answer all free")
-        self.free_btn.setToolTip(
-            "Release every pending request that history answers at no cost (each is ledgered)"
+        self.delete_btn = self._button(
+            "Delete", self.delete_request, "Remove the selected pending request from the queue"
         )
-        self.free_btn.clicked.connect(self.answer_all_free)
+        self.free_btn = self._button(
+            "Answer all free",
+            self.answer_all_free,
+            "Release every pending request that history answers at no cost (each is ledgered)",
+        )
         self.free_runner = TaskRunner(self)
-        self.offer_btn = QPushButton("Counter-offer…")
-        self.offer_btn.setToolTip(
-            "Offer the best answer the remaining budget and the spend policy's cap allow, or the free "
-            "answer history gives at a lower confidence; accepting changes the request's terms"
+        self.offer_btn = self._button(
+            "Counter-offer…",
+            self.counter_offer,
+            "Offer the narrowest ±ε the remaining budget allows, or the free answer history "
+            "gives at a lower confidence; accepting changes the request's terms",
         )
-        self.offer_btn.clicked.connect(self.counter_offer)
-        for i, w in enumerate(
-            (
-                self.import_btn,
-                self.new_btn,
-                self.posterior_btn,
-                self.edit_btn,
-                self.delete_btn,
-                self.offer_btn,
-                self.free_btn,
-            )
-        ):
+        actions = QGridLayout()
+        buttons = (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn)
+        for i, w in enumerate((*buttons, self.offer_btn, self.free_btn)):
             actions.addWidget(w, *divmod(i, 3))
-        ll.addLayout(actions)
-        self.model = RowsModel(REQUEST_HEADERS, self)
-        self.statuses: dict[str, str] = {}  # request id → status, of the queue as last read
-        self.rows_runner = TaskRunner(self)  # reads a large project's queue off the GUI thread
+        return actions
+
+    def _table(self) -> QTableView:
         # search and sort act on a proxy; rows below are the proxy's (what the curator sees)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
@@ -170,10 +200,10 @@ class RequestsPage(QWidget):
         self.table.setWordWrap(False)
         self.table.setTabKeyNavigation(False)  # Tab leaves the queue for the next control; arrows move rows
         self.table.horizontalHeader().setResizeContentsPrecision(RESIZE_ROWS)  # not every row of a long queue
-        ll.addWidget(self.table, 1)
-        self.counts = QLabel("")
-        ll.addWidget(self.counts)
-        self.splitter.addWidget(left)
+        return self.table
+
+    def _answer_side(self, session: ProjectSession) -> QSplitter:
+        """The answer panel above, the budget and watched-claims tabs below."""
         right = QSplitter(Qt.Orientation.Vertical)
         right.setObjectName("answerBudgetSplitter")
         self.right_splitter = right
@@ -190,28 +220,23 @@ class RequestsPage(QWidget):
         self.budget.sigWatchCell.connect(self.watch_cell)
         right.setChildrenCollapsible(False)
         right.setSizes([660, 340])  # the answer first; the budget panel scrolls when short
-        self.splitter.addWidget(right)
-        self.splitter.setChildrenCollapsible(False)
-        left.setMinimumWidth(QUEUE_MIN_WIDTH)
-        self.splitter.setStretchFactor(0, 2)
-        self.splitter.setStretchFactor(1, 3)
-        self.splitter.setSizes([400, 600])
-        lay = QVBoxLayout(self)
-        lay.addWidget(self.splitter)
-        self.answer.sigAssessed.connect(self.budget.set_assessment)
-        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
-        session.sigChanged.connect(self.reload)
-        for keys, slot in (
-            ("Ctrl+Down", self.next_request),
-            ("Ctrl+Up", self.previous_request),
-            (SHORTCUTS["infer"], self.answer.release_inferred),
-            (SHORTCUTS["spend"], self.answer.spend_and_release),
-            (SHORTCUTS["reject"], self.answer.reject),
-        ):
-            sc = QShortcut(QKeySequence(keys), self)
-            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            sc.activated.connect(slot)
-        self.reload()
+        return right
+
+    # -- what changed ----------------------------------------------------------------------------
+    def _queue_changed(self, ids: tuple[str, ...] | None) -> None:
+        """Requests added, edited, deleted or decided: the queue is read again; the answer panel shows the
+        selected request again when it is one of them."""
+        self.reload(refresh=ids is None or self.answer.request_id in ids)
+
+    def _entries_appended(self, entries: tuple) -> None:
+        """The ledger grew: a pending request selected is assessed against the new history (one the new
+        entries decided is shown again when the queue is, on ``queue_changed``)."""
+        self._history_moved(tuple(e.request_id for e in entries if e.request_id is not None))
+
+    def _history_moved(self, decided: tuple[str, ...]) -> None:
+        rid = self.answer.request_id
+        if rid is not None and rid not in decided and self.statuses.get(rid, "pending") == "pending":
+            self.answer.refresh()  # same request, new history or settings: assess again
 
     def watch_claim(self, query: str = "") -> bool:
         """Show the Watched claims tab and ask for a claim (``query`` prefilled)."""
@@ -226,8 +251,9 @@ class RequestsPage(QWidget):
         )
         return self.watch_claim(f"count({terms})")
 
-    def reload(self) -> None:
-        """Rebuild the queue (on a worker for a large project: the answer panel does not wait for it)."""
+    def reload(self, refresh: bool = True) -> None:
+        """Rebuild the queue (on a worker for a large project: the answer panel does not wait for it);
+        ``refresh``: show the selected request in the answer panel again."""
         keep = self.answer.request_id
         if not self.session.loaded:
             self.counts.setText("Reading the ledger…")
@@ -235,7 +261,8 @@ class RequestsPage(QWidget):
         if self.session.large:  # assess now; the list follows when the worker has read it
             rid = keep or self.session.first_pending
             if rid is not None and rid == keep:
-                self.answer.refresh()
+                if refresh:
+                    self.answer.refresh()
             elif rid is not None:
                 self.answer.set_request(rid)
             if self.model.rowCount() == 0:
@@ -244,11 +271,11 @@ class RequestsPage(QWidget):
         self.session.run(
             self.rows_runner,
             lambda project: queue_rows(project, wanted),
-            lambda rows: self._show_rows(rows, keep),
+            lambda rows: self._show_rows(rows, keep, refresh),
             label="reading the request queue",
         )
 
-    def _show_rows(self, rows: QueueRows, keep: str | None) -> None:
+    def _show_rows(self, rows: QueueRows, keep: str | None, refresh: bool = True) -> None:
         fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
         self.model.set_rows(rows.rows, rows.ids)
         self.statuses = rows.statuses
@@ -261,7 +288,8 @@ class RequestsPage(QWidget):
             f"answered, {n['rejected']} rejected"
         )
         # a large project's answer panel was refreshed when the reload began
-        self._reselect(self.answer.request_id if self.session.large else keep, refresh=not self.session.large)
+        large = self.session.large
+        self._reselect(self.answer.request_id if large else keep, refresh=refresh and not large)
 
     def _reselect(self, keep: str | None, refresh: bool = False) -> None:
         """Select ``keep`` if it is shown, else the first shown pending request, else the first shown."""
@@ -389,123 +417,19 @@ class RequestsPage(QWidget):
         except Exception as exc:
             dialogs.report_exception(exc, parent=self)
 
-    def answer_all_free(self) -> None:
-        """Release every pending request answerable from history, each as its own ledger entry."""
-        if self.free_runner.is_running() or self.answer.release_runner.is_running():
-            return
-        if not dialogs.confirm(
-            self,
-            "Answer all free requests",
-            "Release every pending request that history already answers (cost 0)? Each is "
-            "assessed now and recorded in the ledger; the others stay pending.",
-        ):
-            return
-        self.free_btn.setEnabled(False)
-
-        def done(releases) -> None:
-            self.free_btn.setEnabled(True)
-            self.session.released()
-            names = ", ".join(r.request_id for r in releases) or "none"
-            left = len(self.session.project.requests("pending"))
-            self.last_free = releases
-            dialogs.show_info(
-                self,
-                "Free requests answered",
-                f"Released {plural(len(releases), 'free answer')} from history ({names}); "
-                f"{plural(left, 'request')} still pending.",
-            )
-
-        def failed(exc: BaseException, trace: str) -> None:
-            self.free_btn.setEnabled(True)
-            self.session.released()  # some may have been released before the failure: redraw from the ledger
-            dialogs.report_exception(exc, trace, parent=self)
-
-        self.free_runner.start(
-            self.session.answer_free_job(self.answer.method.currentText()),
-            done,
-            failed,
-            label="answering free requests",
-        )
-
     def selected_ids(self) -> list[str]:
         """The selected requests' ids, in the order shown."""
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
         return [self.request_at(r) for r in rows]
 
+    def answer_all_free(self) -> None:
+        """Release every pending request answerable from history, each as its own ledger entry."""
+        queue_actions.answer_all_free(self)
+
     def plan_batch(self) -> None:
         """Plan the selected pending count requests together (fewer than two selected: every pending one)."""
-        from dpdesk.gui.batch_dialog import BatchDialog
-
-        if self.answer.release_runner.is_running() or self.free_runner.is_running():
-            return
-        ids = [
-            rid
-            for rid in self.selected_ids()
-            if (r := self.session.request(rid)).status == "pending" and r.kind == "count"
-        ]
-        self.batch_dialog = BatchDialog(
-            self.session, ids if len(ids) >= 2 else None, self.answer.method.currentText(), self
-        )
-        self.batch_dialog.show()
+        queue_actions.plan_batch(self)
 
     def counter_offer(self) -> None:
         """Offer better terms for the selected pending request; the accepted offer becomes its terms."""
-        from dpdesk.engine.answering.counteroffer import counter_offer
-
-        a = self.answer.assessment
-        rid = self.answer.request_id
-        if a is None or rid is None or a.request_id != rid or self.session.request(rid).status != "pending":
-            return
-        if not hasattr(a, "decision"):  # a max/argmax or posterior request: its price is its own to state
-            dialogs.show_info(
-                self,
-                "No counter-offer",
-                f"{rid} is a {self.session.request(rid).kind} request: a "
-                "counter-offer narrows a count's ±ε; reject it with a note instead.",
-            )
-            return
-        offer = counter_offer(a, self.session.total_budget)
-        options, terms = [], []
-        if offer.eps is not None:
-            bound = {
-                "budget": "what its cells have left",
-                "spend policy cap": "the most your spend policy lets one request take",
-            }.get(offer.limit, offer.limit)
-            than = (
-                f"wider than the ±{a.request.eps:g} asked"
-                if offer.eps > a.request.eps
-                else f"tighter than the ±{a.request.eps:g} asked, for more budget"
-            )
-            options.append(
-                f"the best answer the budget and your cap allow: a fresh answer within ±{offer.eps:g} at "
-                f"δ = {offer.delta:g} ({than}; spends at most α = {offer.alpha:.4g}, {bound})"
-            )
-            terms.append((offer.eps, offer.delta))
-        if offer.free_delta is not None:
-            options.append(
-                f"free from history: ±{a.request.eps:g} at {offer.free_confidence:.0%} confidence "
-                f"(δ = {offer.free_delta:g}, spends nothing)"
-            )
-            terms.append((a.request.eps, offer.free_delta))
-        if not options:
-            dialogs.show_info(
-                self,
-                "No counter-offer",
-                f"{rid}: its cells have no budget left and history does "
-                "not estimate it; nothing better can be offered.",
-            )
-            return
-        req = self.session.request(rid)
-        i = dialogs.choose(
-            self,
-            f"Counter-offer for {rid}",
-            f"{rid} asks ±{req.eps:g} at δ = {req.delta:g}. The requester accepted:",
-            options,
-        )
-        if i is None:
-            return
-        eps, delta = terms[i]
-        try:
-            self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
-        except Exception as exc:
-            dialogs.report_exception(exc, parent=self)
+        queue_actions.counter_offer(self)

@@ -31,7 +31,7 @@ def work_through(session, request_ids: Sequence[str]) -> None:
     for rid in request_ids:
         if session.request(rid).status != "pending":
             continue
-        a = session.project.assess(rid)
+        a = session.state.plan(session.request(rid))
         if a.decision == "reject":
             session.reject(rid, a.reason)
         else:

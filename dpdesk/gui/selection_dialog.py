@@ -104,36 +104,23 @@ class SelectionDialog(QDialog):
     # -- preview ----------------------------------------------------------------------------------
     def run_preview(self) -> None:
         from dpdesk.engine.errors import DpdeskError
-        from dpdesk.engine.selection.plan import plan_selection
-        from dpdesk.engine.selection.query import parse_selection
+        from dpdesk.engine.kinds.base import AdHoc
 
         s = self.session
-        schema = s.schema
+        by_alpha = self.by_alpha.isChecked()
+        asked = AdHoc(
+            "selection",
+            self.query.text(),
+            eps=None if by_alpha else self.accuracy.value(),
+            delta=self.delta.value(),
+            alpha=self.alpha.value() if by_alpha else None,
+        )
         try:
-            query = parse_selection(self.query.text(), schema)
-            price = (
-                {"alpha": self.alpha.value()}
-                if self.by_alpha.isChecked()
-                else {"accuracy": self.accuracy.value()}
-            )
-            plan = plan_selection(
-                query,
-                schema,
-                delta=self.delta.value(),
-                cell_costs=s.cell_costs(),
-                total_budget=s.total_budget,
-                basis=s.basis(),
-                **price,
-            )
+            plan = s.plan(asked)  # the one assess function; the data is read by the job, off the GUI thread
         except DpdeskError as exc:
             self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
             return
-        project = s.project
-
-        def job(_state: Any) -> Any:  # the data is read here, off the GUI thread, on a sibling connection
-            with project.sibling() as sibling:
-                return plan, plan.rnm.probabilities(sibling.cube().counts, schema)
-
+        job = s.state.selection_job(plan)
         self.result.setText("Computing the output probabilities…")
         self.preview_button.setEnabled(False)
         self.runner.start(job, self._show, self._failed, label="max/argmax preview")

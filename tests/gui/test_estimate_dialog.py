@@ -74,21 +74,19 @@ def test_the_answer_panel_offers_the_estimate_for_a_request_history_cannot_estim
     s = win.session
     _release_marginals(s)  # age, sex and edu: nothing about the fourth attribute
     attr = s.schema.attributes[3]
-    req = s.project.add_request(f'count({attr.name}="{attr.labels[0]}")', 50.0, 0.05)
-    s.released()
+    req = s.add_request(f'count({attr.name}="{attr.labels[0]}")', 50.0, 0.05)  # the queue redraws
     win.requests.select_request(req.id)
     a = wait_assessed(qtbot, win, req.id)
     panel = win.requests.answer
     assert not a.estimable and panel.estimate_btn.isVisible() and not panel.infer_btn.isVisible()
     panel.estimate_btn.click()
     assert win.estimate_dialog.isVisible() and win.estimate_dialog.query.text() == req.describe(s.schema)
-    estimable = s.project.add_request(
+    estimable = s.add_request(
         'count(sex="Female")'
         if "Female" in s.schema.attributes[1].labels
         else f'count({s.schema.names[1]}="{s.schema.attributes[1].labels[0]}")',
         500.0,
         0.05,
     )
-    s.released()
     win.requests.select_request(estimable.id)
     assert wait_assessed(qtbot, win, estimable.id).estimable and not panel.estimate_btn.isVisible()
