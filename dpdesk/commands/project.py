@@ -13,6 +13,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Create, describe or re-bind a dpdesk project file.",
     )
     sub = p.add_subparsers(dest="project_command", metavar="ACTION", parser_class=type(p))
+    _register_new(sub)
+    info = sub.add_parser("info", help="describe a project (read-only)")
+    info.add_argument("path", metavar="PATH")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
+    rebind.add_argument("path", metavar="PATH")
+    _register_settings(sub)
+    p.set_defaults(func=run, _parser=p)
+
+
+def _register_new(sub: argparse._SubParsersAction) -> None:
+    from dpdesk.commands.assess import add_pace_argument
+    from dpdesk.commands.cube import add_source_arguments
+
     new = sub.add_parser(
         "new",
         help="create a project bound to a data source",
@@ -27,8 +41,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the data: a CSV/Parquet/Excel/SQLite file, a postgresql:// URL, or with --spark a "
         "Spark table or path",
     )
-    from dpdesk.commands.cube import add_source_arguments
-
     add_source_arguments(new)
     new.add_argument(
         "--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)"
@@ -65,14 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="mark as a test project (allows the seeded, non-secure sampler; never for real data)",
     )
-    info = sub.add_parser("info", help="describe a project (read-only)")
-    info.add_argument("path", metavar="PATH")
-    info.add_argument("--json", action="store_true", help="print one JSON object")
-    rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
-    rebind.add_argument("path", metavar="PATH")
-    from dpdesk.commands.assess import add_pace_argument, add_table_size_argument
-
     add_pace_argument(new)
+
+
+def _register_settings(sub: argparse._SubParsersAction) -> None:
+    """``policy``, ``prior`` and ``look-ahead``: show or set the curator's answering settings."""
+    from dpdesk.commands.assess import add_pace_argument, add_table_size_argument
+    from dpdesk.commands.batch import share_argument
+
     policy = sub.add_parser(
         "policy",
         help="show or set the spend policy (budget pacing)",
@@ -106,13 +118,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "plans each batch alone (the default).",
     )
     ahead.add_argument("path", metavar="PATH")
-    from dpdesk.commands.batch import share_argument
-
     ahead.add_argument(
         "--share", type=share_argument, metavar="S", help="fraction in (0, 1] of the unspent cells' room"
     )
     ahead.add_argument("--off", action="store_true", help="plan each batch alone")
-    p.set_defaults(func=run, _parser=p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,7 +44,8 @@ from dpdesk.store.binding import (
     snapshot,
     unkeyed_binding,
 )
-from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
+from dpdesk.store.canonical import utc_now
+from dpdesk.store.creating import NEIGHBOUR_MODEL, write_new
 from dpdesk.store.errors import (
     BindingError,
     ReadOnlyError,
@@ -52,7 +53,7 @@ from dpdesk.store.errors import (
 )
 from dpdesk.store.exports import Exports
 from dpdesk.store.ledger import LedgerEntry
-from dpdesk.store.ledger_book import LedgerBook, keyed_source_table, write_source
+from dpdesk.store.ledger_book import LedgerBook, keyed_source_table
 from dpdesk.store.lock import WriterLock
 from dpdesk.store.queue import RequestQueue
 from dpdesk.store.release import Release
@@ -64,8 +65,6 @@ from dpdesk.store.verify import AuditRecord, VerifyReport
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import WatchedClaim
 from dpdesk.store.watching import Claims, ClaimStatus
-
-NEIGHBOUR_MODEL = "add/remove one record"
 
 
 def neighbour_model(schema: Schema) -> str:
@@ -204,44 +203,7 @@ class Project:
         }
         if delta_cap:
             settings["delta_cap"] = float(delta_cap)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
-        try:
-            conn = sqlite3.connect(str(tmp), isolation_level=None)
-            try:
-                conn.execute("PRAGMA synchronous = FULL")
-                db.initialise(conn)
-                with db.transaction(conn):
-                    conn.execute(
-                        "INSERT INTO project (id, name, total_budget, neighbour_model, schema_json, test_project, "
-                        "created, initial_source_json, genesis_hash) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            settings["name"],
-                            settings["total_budget"],
-                            settings["neighbour_model"],
-                            canonical_json(schema.to_dict()),
-                            int(test_project),
-                            created,
-                            canonical_json(initial.identity()),
-                            genesis_hash(settings),
-                        ),
-                    )
-                    if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
-                        conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
-                    write_source(conn, initial)
-                conn.execute("PRAGMA journal_mode = WAL")
-            finally:
-                conn.close()
-            db.fsync(tmp)
-            db.publish(tmp, path)  # atomic and never clobbers a file created meanwhile
-            db.fsync_dir(path)
-        except FileExistsError:
-            raise StoreError(f"{path}: already exists (a project is never overwritten)") from None
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot create it ({exc}); nothing was written") from None
-        finally:
-            for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-                if leftover.exists():
-                    leftover.unlink()
+        write_new(path, settings, schema, initial)
         project = cls.open(path, "w")
         project._snapshot = snap
         return project

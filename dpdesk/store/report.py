@@ -216,6 +216,41 @@ def build_html(
     )
 
 
+def _entry_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> str:
+    """One ledger entry as a row of the report's ledger table."""
+    esc = html.escape
+    p = e.payload
+    detail = _what(p)
+    alpha = _alpha(e, charges) or 0.0
+    if _privacy_delta(p):
+        detail = f"{detail} (δ = {_privacy_delta(p):.3g})"
+    return (
+        f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
+        f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
+        f"<td>{esc(str(e.stated() if e.released is not None else _answer(e)))}</td><td>{alpha:.6g}</td>"
+        f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>"
+    )
+
+
+def _verdict_html(verify: Any) -> str:
+    if getattr(verify, "ok", None):
+        return "<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
+    problems = "".join(f"<li>{html.escape(str(pr))}</li>" for pr in getattr(verify, "problems", ()))
+    return f"<p class='bad'>Integrity check FAILED:</p><ul>{problems}</ul>"
+
+
+def _head_html(entries: Sequence[Any], path: str) -> str:
+    """The ledger head and how a release's holder checks the ledger still contains it."""
+    if not entries:
+        return "<p>Ledger head: the ledger is empty.</p>"
+    esc = html.escape
+    return (
+        f"<p>Ledger head: entry #{entries[-1].seq}, <code class='hash'>{esc(entries[-1].hash)}</code>. Every release "
+        "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
+        f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>"
+    )
+
+
 def html_parts(
     *,
     name: str,
@@ -240,19 +275,7 @@ def html_parts(
     esc = html.escape
     token = secrets.token_hex(8)  # marks where the long tables go in the page (no text given can hold it)
     _ROWS, _CELLS = f"\x00rows-{token}\x00", f"\x00cells-{token}\x00"
-    rows = []
-    for e in entries:
-        p = e.payload
-        detail = _what(p)
-        alpha = _alpha(e, charges) or 0.0
-        if _privacy_delta(p):
-            detail = f"{detail} (δ = {_privacy_delta(p):.3g})"
-        rows.append(
-            f"<tr class='{esc(e.kind)}'><td>{e.seq}</td><td>{esc(e.time)}</td><td>{esc(e.kind)}</td>"
-            f"<td>{esc(e.request_id or '')}</td><td>{esc(requesters.get(e.request_id or '', ''))}</td>"
-            f"<td>{esc(str(e.stated() if e.released is not None else _answer(e)))}</td><td>{alpha:.6g}</td>"
-            f"<td>{esc(str(detail))}</td><td class='hash'>{esc(e.hash)}</td></tr>"
-        )
+    rows = [_entry_row(e, charges, requesters) for e in entries]
     cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows]
     people = "".join(
         f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
@@ -260,26 +283,13 @@ def html_parts(
         for a in accounts
     )
     watched = _claims_html(entries, claims)
-    ok = getattr(verify, "ok", None)
-    verdict = (
-        "<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
-        if ok
-        else "<p class='bad'>Integrity check FAILED:</p><ul>"
-        + "".join(f"<li>{esc(str(pr))}</li>" for pr in getattr(verify, "problems", ()))
-        + "</ul>"
-    )
+    verdict = _verdict_html(verify)
     figs = "".join(
         f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>"
         for title, png in images.items()
     )
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    head = (
-        f"<p>Ledger head: entry #{entries[-1].seq}, <code class='hash'>{esc(entries[-1].hash)}</code>. Every release "
-        "carries the head it made (the hash of its entry); whoever holds one can check that this ledger still "
-        f"contains it: <code>dpdesk verify {esc(path)} --extends HASH</code>.</p>"
-        if entries
-        else "<p>Ledger head: the ledger is empty.</p>"
-    )
+    head = _head_html(entries, path)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>

@@ -345,146 +345,172 @@ def verify(
     hears the fraction of entries replayed (the long part: a long ledger takes minutes); ``cancelled()``
     is asked as often, and :class:`~dpdesk.engine.errors.Cancelled` raised when it says so.
     """
-    found: list[tuple[float, int, str]] = []
-
-    def bad(seq: int | None, message: str) -> None:
-        found.append((math.inf if seq is None else seq, len(found), message))
-
+    audit = _Audit(record)
     if genesis_hash(record.settings) != record.genesis:
-        bad(
+        audit.bad(
             None,
             "project settings (name, total budget, δ cap, schema, test flag or initial source) were changed "
             "after creation: they no longer match the ledger's genesis hash",
         )
-
-    rows = record.rows
-    entries, chain_problem = ledger.check_chain(
-        rows,
-        record.genesis,
-        cancelled=cancelled,
-        progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f),
-    )
-    if chain_problem is not None:
-        bad(
-            len(entries) + 1
-            if not rows or not isinstance(rows[len(entries)].seq, int)
-            else rows[len(entries)].seq,
-            chain_problem,
-        )
-
-    head = record.head
+    entries, chain_problem = audit.chain(progress, cancelled)
+    binding = audit.replay(entries, progress, cancelled)
     if chain_problem is None:
-        last = (entries[-1].seq, entries[-1].hash) if entries else None
+        _check_receipts(entries, receipts, audit.bad)
+    for witness in extends:
+        if witness != record.genesis and witness not in {e.hash for e in entries}:
+            audit.bad(
+                None,
+                f"the ledger does not extend the head {witness[:16]}… a release was given (entries changed or "
+                f"removed since, or another ledger)",
+            )
+    if chain_problem is None:
+        if record.source != binding:
+            audit.bad(
+                None,
+                "the source binding differs from the one recorded in the ledger (changed without a rebind)",
+            )
+        audit.statuses(entries)
+        _check_requests(entries, record.requests, audit.bad)
+    return audit.report(entries, intact=chain_problem is None, receipts=len(receipts))
+
+
+class _Audit:
+    """One verification's record of problems (sorted by the entry they name) and what it replayed."""
+
+    def __init__(self, record: AuditRecord) -> None:
+        self.record = record
+        self.found: list[tuple[float, int, str]] = []
+        self.total = float(record.settings["total_budget"])
+        self.delta_cap = float(record.settings.get("delta_cap", 0.0))  # absent: a pure project (δ cap 0)
+        self.view = LedgerView(record.schema, record.genesis)  # from the raw entries, never a cached one
+        self.counts: Counter[str] = Counter()
+        self.decided: dict[str, int] = {}
+        self.batches = _Batches()
+
+    def bad(self, seq: int | None, message: str) -> None:
+        self.found.append((math.inf if seq is None else seq, len(self.found), message))
+
+    def chain(
+        self, progress: Callable[[float], None] | None, cancelled: Callable[[], bool] | None
+    ) -> tuple[list[ledger.LedgerEntry], str | None]:
+        """The entries that chain from the genesis, and the first break (None: intact); the head row."""
+        rows = self.record.rows
+        entries, problem = ledger.check_chain(
+            rows,
+            self.record.genesis,
+            cancelled=cancelled,
+            progress=None if progress is None else lambda f: progress(_CHAIN_SHARE * f),
+        )
+        if problem is not None:
+            at = len(entries)
+            self.bad(at + 1 if not rows or not isinstance(rows[at].seq, int) else rows[at].seq, problem)
+            return entries, problem
+        head, last = self.record.head, (entries[-1].seq, entries[-1].hash) if entries else None
         if head is not None and (last is None or head[0] > last[0]):
             missing = 1 if last is None else last[0] + 1
-            bad(
+            self.bad(
                 missing,
                 f"entry {missing}: missing — the ledger head records entry {head[0]} but the ledger "
                 f"ends at {last[0] if last else 'no entry'} (entries deleted by hand)",
             )
         elif (tuple(head) if head else None) != last:
-            bad(
+            self.bad(
                 None if last is None else last[0],
                 f"entry {last[0] if last else '-'}: the ledger head records "
                 f"{'entry ' + str(head[0]) if head else 'no entry'} (entries appended or the head edited by hand)",
             )
+        return entries, None
 
-    total = float(record.settings["total_budget"])
-    delta_cap = float(record.settings.get("delta_cap", 0.0))  # absent: a pure project (δ cap 0)
-    view = LedgerView(record.schema, record.genesis)  # built here from the raw entries, never a cached one
-    counts: Counter[str] = Counter()
-    decided: dict[str, int] = {}
-    batches = _Batches()
-    binding = record.settings["initial_source"]
-    for i, e in enumerate(entries):
-        if i % _REPORT_EVERY == 0:
-            if cancelled is not None and cancelled():
-                raise Cancelled("verify cancelled")
-            if progress is not None:
-                progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * i / len(entries))
-        counts[e.kind] += 1
+    def replay(
+        self,
+        entries: Sequence[ledger.LedgerEntry],
+        progress: Callable[[float], None] | None,
+        cancelled: Callable[[], bool] | None,
+    ) -> Any:
+        """Every entry through a fresh ledger view, each release checked; returns the binding the
+        ledger's rebinds lead to."""
+        binding = self.record.settings["initial_source"]
+        for i, e in enumerate(entries):
+            if i % _REPORT_EVERY == 0:
+                if cancelled is not None and cancelled():
+                    raise Cancelled("verify cancelled")
+                if progress is not None:
+                    progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * i / len(entries))
+            self.counts[e.kind] += 1
+            self._decides(e)
+            try:
+                binding = self._entry(e, binding)
+            except MalformedEntry as exc:
+                self.bad(e.seq, str(exc))
+            except (KeyError, TypeError, ValueError, DpdeskError) as exc:
+                self.bad(e.seq, f"entry {e.seq}: malformed {e.kind} payload ({exc})")
+        return binding
+
+    def _decides(self, e: ledger.LedgerEntry) -> None:
         where = f"entry {e.seq}"
         if e.request_id is None and e.kind in request_entry_kinds():
-            bad(e.seq, f"{where}: a {e.kind} entry without a request id")
+            self.bad(e.seq, f"{where}: a {e.kind} entry without a request id")
         if e.request_id is not None:
-            if e.request_id in decided:
-                bad(
+            if e.request_id in self.decided:
+                self.bad(
                     e.seq,
-                    f"{where}: request {e.request_id!r} already decided by entry {decided[e.request_id]}",
+                    f"{where}: request {e.request_id!r} already decided by entry {self.decided[e.request_id]}",
                 )
-            decided.setdefault(e.request_id, e.seq)
-        try:
-            batches.check(e, bad)
-            if e.kind in release_kinds():
-                _check_claims(e, view, bad)
-                _check_recomputed(e, view, total, bad)
-            viewed = view.add(e)
-            if viewed is not None:
-                _check_release(viewed, view, total, delta_cap, bad)
-            elif e.kind == "rebind":
-                if thaw(e.payload["previous"]) != binding:
-                    bad(e.seq, f"{where}: rebinds from a source that was not the bound one")
-                binding = thaw(e.payload["current"])
-        except MalformedEntry as exc:
-            bad(e.seq, str(exc))
-        except (KeyError, TypeError, ValueError, DpdeskError) as exc:
-            bad(e.seq, f"{where}: malformed {e.kind} payload ({exc})")
+            self.decided.setdefault(e.request_id, e.seq)
 
-    if chain_problem is None:
-        _check_receipts(entries, receipts, bad)
-    for witness in extends:
-        if witness != record.genesis and witness not in {e.hash for e in entries}:
-            bad(
-                None,
-                f"the ledger does not extend the head {witness[:16]}… a release was given (entries changed or "
-                f"removed since, or another ledger)",
-            )
+    def _entry(self, e: ledger.LedgerEntry, binding: Any) -> Any:
+        view = self.view
+        self.batches.check(e, self.bad)
+        if e.kind in release_kinds():
+            _check_claims(e, view, self.bad)
+            _check_recomputed(e, view, self.total, self.bad)
+        viewed = view.add(e)
+        if viewed is not None:
+            _check_release(viewed, view, self.total, self.delta_cap, self.bad)
+        elif e.kind == "rebind":
+            if thaw(e.payload["previous"]) != binding:
+                self.bad(e.seq, f"entry {e.seq}: rebinds from a source that was not the bound one")
+            binding = thaw(e.payload["current"])
+        return binding
 
-    if chain_problem is None:
-        if record.source != binding:
-            bad(
-                None,
-                "the source binding differs from the one recorded in the ledger (changed without a rebind)",
-            )
-        statuses = record.statuses
+    def statuses(self, entries: Sequence[ledger.LedgerEntry]) -> None:
+        """Every decided request has its deciding entry and the matching status, and no other one."""
+        statuses = self.record.statuses
         for e in entries:
             if e.request_id is None:
                 continue
             want = "rejected" if e.kind == "rejected" else "answered"
             if statuses.get(e.request_id) != want:
-                bad(
+                self.bad(
                     e.seq,
                     f"entry {e.seq}: request {e.request_id!r} is {statuses.get(e.request_id, 'missing')!r}, "
                     f"expected {want!r}",
                 )
         for rid, status in statuses.items():
-            if status != "pending" and rid not in decided:
-                bad(None, f"request {rid!r} is {status} but no ledger entry decides it")
-        _check_requests(entries, record.requests, bad)
+            if status != "pending" and rid not in self.decided:
+                self.bad(None, f"request {rid!r} is {status} but no ledger entry decides it")
 
-    intact = chain_problem is None
-    found.sort()
-    exposures = _exposures(record, entries)
-    problems = [m for _, _, m in found]
-    first_bad = int(found[0][0]) if found and found[0][0] != math.inf else None
-    return VerifyReport(
-        ok=not problems,
-        entries=len(rows),
-        fresh=counts["fresh"],
-        inferred=counts["inferred"],
-        rejected=counts["rejected"],
-        rebinds=counts["rebind"],
-        system_cost=view.system_cost if intact else None,
-        total_budget=total,
-        head_hash=entries[-1].hash if entries and intact else None,
-        problems=tuple(problems),
-        first_bad_seq=first_bad,
-        delta_spent=view.delta_spent if intact else None,
-        delta_cap=delta_cap,
-        kinds=tuple(sorted(counts.items())),
-        exposes=exposures,
-        receipts=len(receipts),
-    )
+    def report(self, entries: Sequence[ledger.LedgerEntry], intact: bool, receipts: int) -> VerifyReport:
+        found, counts, view = sorted(self.found), self.counts, self.view
+        problems = [m for _, _, m in found]
+        return VerifyReport(
+            ok=not problems,
+            entries=len(self.record.rows),
+            fresh=counts["fresh"],
+            inferred=counts["inferred"],
+            rejected=counts["rejected"],
+            rebinds=counts["rebind"],
+            system_cost=view.system_cost if intact else None,
+            total_budget=self.total,
+            head_hash=entries[-1].hash if entries and intact else None,
+            problems=tuple(problems),
+            first_bad_seq=int(found[0][0]) if found and found[0][0] != math.inf else None,
+            delta_spent=view.delta_spent if intact else None,
+            delta_cap=self.delta_cap,
+            kinds=tuple(sorted(counts.items())),
+            exposes=_exposures(self.record, entries),
+            receipts=receipts,
+        )
 
 
 def _exposures(record: AuditRecord, entries: Sequence[ledger.LedgerEntry]) -> tuple[str, ...]:

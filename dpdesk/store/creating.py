@@ -1,0 +1,65 @@
+"""Writing a new project file: the project row, the fixed settings the genesis hash covers and the first
+source binding, into a temporary file that is fsync'd and then linked into place — atomically, and
+never over a file created meanwhile. Nothing is left behind on error."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from dpdesk.engine.schema import Schema
+from dpdesk.store import db
+from dpdesk.store.binding import SourceBinding
+from dpdesk.store.canonical import canonical_json, genesis_hash
+from dpdesk.store.errors import StoreError
+from dpdesk.store.ledger_book import write_source
+
+__all__ = ["NEIGHBOUR_MODEL", "write_new"]
+
+NEIGHBOUR_MODEL = "add/remove one record"
+
+
+def write_new(path: Path, settings: dict[str, Any], schema: Schema, initial: SourceBinding) -> None:
+    """Create the project file at ``path`` holding ``settings`` (what the genesis hash covers)."""
+    test_project, created = settings["test_project"], settings["created"]
+    delta_cap = settings.get("delta_cap", 0.0)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous = FULL")
+            db.initialise(conn)
+            with db.transaction(conn):
+                conn.execute(
+                    "INSERT INTO project (id, name, total_budget, neighbour_model, schema_json, test_project, "
+                    "created, initial_source_json, genesis_hash) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        settings["name"],
+                        settings["total_budget"],
+                        settings["neighbour_model"],
+                        canonical_json(schema.to_dict()),
+                        int(test_project),
+                        created,
+                        canonical_json(initial.identity()),
+                        genesis_hash(settings),
+                    ),
+                )
+                if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
+                    conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
+                write_source(conn, initial)
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        db.fsync(tmp)
+        db.publish(tmp, path)  # atomic and never clobbers a file created meanwhile
+        db.fsync_dir(path)
+    except FileExistsError:
+        raise StoreError(f"{path}: already exists (a project is never overwritten)") from None
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot create it ({exc}); nothing was written") from None
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            if leftover.exists():
+                leftover.unlink()
