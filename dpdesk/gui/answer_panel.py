@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.mechanisms.registry import method_names
-from dpdesk.gui import dialogs
+from dpdesk.gui import answer_actions, dialogs
 from dpdesk.gui.assessment_text import (
     DECISION_STYLE,
     OUTCOME_STYLE,
@@ -42,7 +42,6 @@ from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
-from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
 
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
@@ -53,6 +52,17 @@ DECIDED_LABELS = {
     "conf_eps": "History's confidence at ±ε now",
 }
 BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
+# the assessment's figures: (key, label, glossary terms of the label's tooltip)
+FIELDS = (
+    ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
+    ("prior", "Prior", ("bounds",)),
+    ("interval", "Credible interval", ("credible", "coverage", "delta")),
+    ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+    ("method", "Computed by", ("error_bound", "exact")),
+    ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
+    ("cost", "System cost now → after", ("system_cost", "cell_cost")),
+    ("status", "Status", ()),
+)
 
 
 class AnswerPanel(QWidget):
@@ -71,53 +81,11 @@ class AnswerPanel(QWidget):
             self
         )  # never cancelled by a new assessment: a release runs to its end
         lay = QVBoxLayout(self)
-        top = QHBoxLayout()
-        self.title = QLabel("Select a request")
-        self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
-        self.title.setWordWrap(True)
-        top.addWidget(self.title, 1)
-        self.method_label = QLabel("posterior method")
-        top.addWidget(self.method_label)
-        self.method = QComboBox()
-        self.method.addItems(method_names())
-        self.method.setToolTip(tip(*method_names()))
-        self.method.currentTextChanged.connect(lambda _m: self.refresh())
-        top.addWidget(self.method)
-        self.prior_btn = QPushButton("Known bounds…")
-        self.prior_btn.setToolTip("Declare a public table size: released intervals are trimmed to 0 … N")
-        self.prior_btn.clicked.connect(self.edit_prior)
-        top.addWidget(self.prior_btn)
-        lay.addLayout(top)
-        prog = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setMaximumHeight(14)
-        self.cancel_btn = QPushButton("Cancel")
-        self.cancel_btn.clicked.connect(self.runner.cancel)
-        prog.addWidget(self.progress, 1)
-        prog.addWidget(self.cancel_btn)
-        self._progress_row = [self.progress, self.cancel_btn]
-        lay.addLayout(prog)
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.runner.sigStarted.connect(lambda _l: self._busy(True))
-        self.runner.sigFinished.connect(lambda: self._busy(False))
-        # a confirmed release shows its progress (the first one scans the table) and has no Cancel
-        self.release_runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.release_runner.sigStarted.connect(
-            lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False))
-        )
-        self.release_runner.sigFinished.connect(lambda: self._busy(False))
+        lay.addLayout(self._header())
+        lay.addLayout(self._progress_bar())
         self.plot = PosteriorPlot()
         self.plot.setMinimumHeight(150)  # leaves the figures below in view on a laptop screen
-        self.decision = QLabel("")
-        self.decision.setObjectName("decisionLabel")
-        self.reason = QLabel("")
-        self.reason.setWordWrap(True)
-        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        dec = QHBoxLayout()
-        dec.addWidget(self.decision)
-        dec.addWidget(self.reason, 1)
-        lay.addLayout(dec)
+        lay.addLayout(self._decision_row())
         self.claims_note = QLabel(
             ""
         )  # what watched claims say of this request (hidden when none are watched)
@@ -135,10 +103,74 @@ class AnswerPanel(QWidget):
         # the decision (above) and the actions (below) stay in view; the evidence between them scrolls
         # when the window is short, so nothing is squeezed onto anything else
         lay.addWidget(self.plot, 1)  # the plot takes the room left; the figures scroll when there is none
-        self.plan_view = PlanView()  # a max/argmax or posterior request: its plan and chart instead
+        self.plan_view = PlanView()  # a request of another kind: its plan, words and chart instead
         self.plan_view.setVisible(False)
         lay.addWidget(self.plan_view, 1)
-        self.kind = None  # the selected request's RequestKind when it is not a count
+        self.kind = None  # the selected request's kind when it is not a count
+        lay.addWidget(self._evidence())
+        lay.addLayout(self._buttons())
+        self.result = QLabel("")
+        self.result.setObjectName("releaseLabel")
+        self.result.setWordWrap(True)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.result)
+        self._busy(False)
+        self._set_buttons(None)
+
+    def _header(self) -> QHBoxLayout:
+        top = QHBoxLayout()
+        self.title = QLabel("Select a request")
+        self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
+        self.title.setWordWrap(True)
+        top.addWidget(self.title, 1)
+        self.method_label = QLabel("posterior method")
+        top.addWidget(self.method_label)
+        self.method = QComboBox()
+        self.method.addItems(method_names())
+        self.method.setToolTip(tip(*method_names()))
+        self.method.currentTextChanged.connect(lambda _m: self.refresh())
+        top.addWidget(self.method)
+        self.prior_btn = QPushButton("Known bounds…")
+        self.prior_btn.setToolTip("Declare a public table size: released intervals are trimmed to 0 … N")
+        self.prior_btn.clicked.connect(self.edit_prior)
+        top.addWidget(self.prior_btn)
+        return top
+
+    def _progress_bar(self) -> QHBoxLayout:
+        """An assessment's progress with Cancel; a confirmed release's (the first one scans the table)
+        without."""
+        prog = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumHeight(14)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.runner.cancel)
+        prog.addWidget(self.progress, 1)
+        prog.addWidget(self.cancel_btn)
+        self._progress_row = [self.progress, self.cancel_btn]
+        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigStarted.connect(lambda _l: self._busy(True))
+        self.runner.sigFinished.connect(lambda: self._busy(False))
+        self.release_runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.release_runner.sigStarted.connect(
+            lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False))
+        )
+        self.release_runner.sigFinished.connect(lambda: self._busy(False))
+        return prog
+
+    def _decision_row(self) -> QHBoxLayout:
+        self.decision = QLabel("")
+        self.decision.setObjectName("decisionLabel")
+        self.reason = QLabel("")
+        self.reason.setWordWrap(True)
+        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        dec = QHBoxLayout()
+        dec.addWidget(self.decision)
+        dec.addWidget(self.reason, 1)
+        return dec
+
+    def _evidence(self) -> QScrollArea:
+        """The assessment's figures, field by field, in a scrolling area."""
         body = QWidget()
         body_lay = QVBoxLayout(body)
         body_lay.setContentsMargins(0, 0, 0, 0)
@@ -147,21 +179,11 @@ class AnswerPanel(QWidget):
         self.body.setFrameShape(QFrame.Shape.NoFrame)
         self.body.setWidget(body)
         self.body.setMinimumHeight(90)
-        lay.addWidget(self.body)
         form = QFormLayout()
         self.form = form
         self.fields: dict[str, QLabel] = {}
         self.field_labels: dict[str, str] = {}
-        for key, label, terms in (
-            ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
-            ("prior", "Prior", ("bounds",)),
-            ("interval", "Credible interval", ("credible", "coverage", "delta")),
-            ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
-            ("method", "Computed by", ("error_bound", "exact")),
-            ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
-            ("cost", "System cost now → after", ("system_cost", "cell_cost")),
-            ("status", "Status", ()),
-        ):
+        for key, label, terms in FIELDS:
             self.fields[key] = QLabel("—")
             self.fields[key].setWordWrap(True)  # long reasons wrap instead of widening the window
             self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -170,6 +192,9 @@ class AnswerPanel(QWidget):
             if terms:
                 form.labelForField(self.fields[key]).setToolTip(tip(*terms))
         body_lay.addLayout(form)
+        return self.body
+
+    def _buttons(self) -> QHBoxLayout:
         buttons = QHBoxLayout()
         self.infer_btn = QPushButton("Release inferred answer")
         self.spend_btn = QPushButton("Spend α and release")
@@ -197,14 +222,7 @@ class AnswerPanel(QWidget):
             btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
             btn.clicked.connect(slot)
             buttons.addWidget(btn)
-        lay.addLayout(buttons)
-        self.result = QLabel("")
-        self.result.setObjectName("releaseLabel")
-        self.result.setWordWrap(True)
-        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.result)
-        self._busy(False)
-        self._set_buttons(None)
+        return buttons
 
     def _zero_cost_estimate(self) -> None:
         action = getattr(self.window(), "menu_actions", {}).get("new_estimate")  # the one menu table's action
@@ -448,8 +466,7 @@ class AnswerPanel(QWidget):
             self._shown_release = (release.request_id, release.entry.seq)
             self.result.setText(
                 f"Released for {release.request_id}: "
-                f"{'; '.join(self.kind.outcome(release, self._releasing))}; ledger entry "
-                f"#{release.entry.seq}\nReply: {release.reply()}"
+                f"{'; '.join(self.kind.outcome(release, self._releasing))}\nReply: {release.reply()}"
             )
             self.session.released()
             self.sigReleased.emit(release)
@@ -484,89 +501,13 @@ class AnswerPanel(QWidget):
         self._release(a)
 
     def spend_and_release(self) -> None:
-        """Spend and release the assessment shown, after the one spend confirmation (Cancel by default)."""
-        a = self.assessment
-        if a is None or not self.spend_btn.isEnabled():
-            return
-        b = a.budget
-        if self.kind is not None:
-            from dpdesk.engine.kinds.base import cost_text
-
-            heading, body = spend_text(
-                f"{a.request_id} ({self.kind.label})",
-                f"{cost_text(a)} on every cell of its box",
-                b.system_cost,
-                b.system_cost_after,
-                b.total,
-                self.claim_lines,
-            )
-        else:
-            if a.decision != "spend":
-                return
-            raised = (
-                f"The request alone needs α = {a.needed_alpha:.6g}; the spend policy ({a.policy}) buys more "
-                "so later requests can be answered from history."
-                if a.needed_alpha is not None and a.spend_alpha > a.needed_alpha
-                else ""
-            )
-            heading, body = spend_text(
-                f"a fresh noisy answer to {a.request.id}",
-                f"α = {a.spend_alpha:.6g}",
-                b.system_cost,
-                b.system_cost_after,
-                b.total,
-                [raised, *(line for line in self.claim_lines if not line.startswith("Watched claims"))],
-            )
-        if dialogs.confirm_spend(self, heading, body):
-            self._release(a)
+        """Spend and release the plan shown, after the one spend confirmation (Cancel by default)."""
+        answer_actions.spend_and_release(self)
 
     def offer_within_claims(self) -> None:
-        """A request watched claims block: the requester accepts one offer (it becomes the request's
-        terms), which is then assessed again and released at once — the choice is the confirmation."""
-        a, rid = self.assessment, self.request_id
-        if a is None or rid is None or not self.offer_btn.isEnabled() or not hasattr(a, "decision"):
-            return
-        offers = offer_options(self.claim_offer, a.request)
-        b = a.budget
-        i = dialogs.choose(
-            self,
-            f"Counter-offer for {rid}",
-            f"A watched claim blocks the fresh answer {rid} asks (±{a.request.eps:g} at δ = {a.request.delta:g}). "
-            f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); its terms "
-            "become the request's, which is assessed again — a fresh answer then asks for confirmation:",
-            [o[0] for o in offers],
-        )
-        if i is None:
-            return
-        _words, eps, delta, decision = offers[i]
-        req = self.session.request(rid)
-        self._accepted = (rid, decision, self.claim_offer.alpha * (1 + 1e-9))
-        try:
-            self.session.edit_request(rid, req.query_text or req.query.to_json(), eps, delta, req.requester)
-        except Exception as exc:
-            self._accepted = None
-            dialogs.report_exception(exc, parent=self)
-            return
-        self.refresh()  # the accepted terms, assessed again (their release follows in _assessed)
+        """A request watched claims block: the requester accepts one offer, assessed again and released."""
+        answer_actions.offer_within_claims(self)
 
     def reject(self) -> None:
-        if self.request_id is None or not self.reject_btn.isEnabled():
-            return
-        a = self.assessment
-        refused = a is not None and (a.decision == "reject" if hasattr(a, "decision") else not a.releasable)
-        offered = a.reason if refused else ""
-        reason = dialogs.ask_text(
-            self,
-            "Reject request",
-            f"Reject {self.request_id}? The refusal and this note (for the requester) are "
-            "recorded in the ledger:",
-            offered,
-        )
-        if reason is None:
-            return
-        try:
-            entry = self.session.reject(self.request_id, reason)
-        except Exception as exc:
-            dialogs.report_exception(exc, parent=self)
-            return
-        self.result.setText(f"Rejected {self.request_id} (ledger entry #{entry.seq}); nothing was spent.")
+        """Record the refusal of the selected request, with a note for the requester."""
+        answer_actions.reject(self)

@@ -1,15 +1,8 @@
-"""What the answer panel shows for a queued max/argmax or posterior request: its plan, then its release.
-
-A request of these kinds is not assessed against history; its kind's release plan is priced from
-public inputs (:func:`dpdesk.store.assessing.assess`). The view shows the plan in the words the
-CLI prints (the kind's ``preview``) and its chart:
-
-- max/argmax: the mechanism's exact output probabilities, computed from the data for the curator's
-  eyes only (:class:`~dpdesk.gui.selection_chart.SelectionChart`, PRIVATE badge), with the public
-  accuracy statement; after the release the drawn label is outlined;
-- posterior: the prior, the posterior at the public reference table, and what the requested mechanism
-  and the Laplace baseline release there on average (:class:`~dpdesk.gui.proportions_plot.ProportionsPlot`);
-  after the release, the released posterior beside the prior and the Laplace baseline at the same α.
+"""What the answer panel shows for a queued request of a kind other than a count: its plan in the kind's
+own words (what the CLI prints: ``kind.preview``), then its release (``kind.outcome``), beside the
+kind's chart when it has one (:mod:`dpdesk.gui.kind_views`: a max/argmax's exact output probabilities,
+for the curator's eyes only; a posterior's prior, reference posterior and baseline). A kind without a
+chart is shown by its words alone.
 """
 
 from __future__ import annotations
@@ -20,12 +13,11 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
-from dpdesk.gui.proportions_plot import ProportionsPlot
-from dpdesk.gui.selection_chart import SelectionChart
+from dpdesk.gui.kind_views import CHARTS, KindChart
 
 
 class PlanView(QWidget):
-    """A selection or posterior plan (and, once recorded, its release) of one queued request."""
+    """A plan (and, once recorded, its release) of one queued request of any kind."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -33,54 +25,50 @@ class PlanView(QWidget):
         self.text.setObjectName("planText")
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.selection = SelectionChart()
-        self.proportions = ProportionsPlot()
+        self.views: dict[str, KindChart] = {name: chart() for name, chart in CHARTS.items()}
         self.charts = QStackedWidget()
-        self.charts.addWidget(self.selection)
-        self.charts.addWidget(self.proportions)
+        for view in self.views.values():
+            self.charts.addWidget(view.widget())
         self.charts.setMinimumHeight(200)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.text)
         lay.addWidget(self.charts, 1)
 
+    # the charts by name, as the views draw them (tests and the screenshots reach them so)
+    @property
+    def selection(self) -> Any:
+        return self.views["selection"].widget()
+
+    @property
+    def proportions(self) -> Any:
+        return self.views["posterior"].widget()
+
     def clear(self) -> None:
         self.text.setText("")
-        self.selection.clear()
-        self.proportions.clear_plot()
+        for view in self.views.values():
+            view.clear()
 
-    def show_plan(self, kind: Any, plan: Any, probabilities: Any = None, schema: Any = None) -> None:
-        """The plan's words, and its chart (``probabilities``: a max/argmax's private output law)."""
+    def _chart(self, kind: Any) -> KindChart | None:
+        view = self.views.get(kind.name)
+        self.charts.setVisible(view is not None)
+        if view is not None:
+            self.charts.setCurrentWidget(view.widget())
+        return view
+
+    def show_plan(self, kind: Any, plan: Any, private: Any = None, schema: Any = None) -> None:
+        """The plan's words, and its chart (``private``: what the chart read of the data, if anything)."""
         lines = [html.escape(t) for t in kind.preview(plan)]
         if not plan.releasable:
             lines[-1] = f"<b style='color:#c0392b'>{lines[-1]}</b>"
         self.text.setText("<br>".join(lines))
-        if kind.name == "selection":
-            self.charts.setCurrentWidget(self.selection)
-            q = plan.rnm.query
-            self.selection.set_selection(
-                q.candidates(schema),
-                probabilities,
-                plan.rnm.accuracy_text(schema, plan.delta),
-                title=f"Output probabilities of {q.text}",
-            )
-        else:
-            from dpdesk.engine.dirichlet.alternatives import expected_release_series
-
-            self.charts.setCurrentWidget(self.proportions)
-            self.proportions.set_series(plan.query.labels, expected_release_series(plan))
+        view = self._chart(kind)
+        if view is not None:
+            view.show_plan(plan, private, schema)
 
     def show_release(self, kind: Any, plan: Any, release: Any) -> None:
-        """The recorded release: the drawn label outlined, or the released posterior beside the baseline."""
-        lines = [html.escape(t) for t in kind.outcome(release, plan)]
-        self.text.setText("<br>".join(lines))
-        if kind.name == "selection":
-            if self.selection.labels:
-                self.selection.mark_released(int(release.entry.payload["index"]))
-        else:
-            from dpdesk.engine.dirichlet.alternatives import released_series
-            from dpdesk.engine.dirichlet.plan import PosteriorRelease
-
-            posterior = PosteriorRelease.from_payload(release.entry.payload)
-            self.charts.setCurrentWidget(self.proportions)
-            self.proportions.set_series(plan.query.labels, released_series(plan, posterior))
+        """The recorded release: its words, and the chart's record of it."""
+        self.text.setText("<br>".join(html.escape(t) for t in kind.outcome(release, plan)))
+        view = self._chart(kind)
+        if view is not None:
+            view.show_release(plan, release)

@@ -89,61 +89,7 @@ class PosteriorDialog(QDialog):
         self._releasing: Any = None  # the plan being recorded
         self.runner = TaskRunner(self)
         self.release_runner = TaskRunner(self)  # never cancelled by a new preview: a release runs to its end
-        form = QFormLayout()
-        self.attribute = QComboBox()
-        self.attribute.addItems([a.name for a in schema.attributes if a.size >= 2])
-        self.box = QLineEdit()
-        self.box.setPlaceholderText('other attributes, e.g. age="65-90", sex=[F, M] (empty: the whole table)')
-        self.prior = QLineEdit("1")
-        self.prior.setToolTip(
-            "one positive number for every category, or one per category separated by commas"
-        )
-        self.mechanism = QComboBox()
-        for _, label in MECHANISMS:
-            self.mechanism.addItem(label)
-        self.by_budget = QRadioButton("budget α")
-        self.by_target = QRadioButton("accuracy target: within")
-        self.by_budget.setChecked(True)
-        group = QButtonGroup(self)
-        group.addButton(self.by_budget)
-        group.addButton(self.by_target)
-        self.budget = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=0.5, singleStep=0.1)
-        self.within = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=1.0, value=0.2, singleStep=0.05)
-        self.failure = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=0.999, value=0.05, singleStep=0.01)
-        price = QHBoxLayout()
-        for w in (
-            self.by_budget,
-            self.budget,
-            self.by_target,
-            self.within,
-            QLabel("failure probability"),
-            self.failure,
-        ):
-            price.addWidget(w)
-        self.delta = QLineEdit("1e-6")
-        self.size_public = QCheckBox("the box's total is public:")
-        self.size = QSpinBox(minimum=0, maximum=2_000_000_000, value=100)
-        size = QHBoxLayout()
-        size.addWidget(self.size_public)
-        size.addWidget(self.size)
-        size.addStretch(1)
-        self.reference = QSpinBox(minimum=0, maximum=10_000_000, value=100)
-        self.reference.setSpecialValueText("none")
-        self.reference.setToolTip(
-            "compare the mechanisms' expected accuracy at a public table of this many records "
-            "split as the prior (never the data)"
-        )
-        form.addRow("Proportions of", self.attribute)
-        form.addRow("Among", self.box)
-        form.addRow("Prior", self.prior)
-        form.addRow("Mechanism", self.mechanism)
-        form.addRow("Price", price)
-        form.addRow("δ (smooth only)", self.delta)
-        form.addRow("Size", size)
-        form.addRow("Reference size", self.reference)
-        self.text = QLineEdit()
-        self.text.setReadOnly(True)
-        form.addRow("Text form", self.text)
+        form = self._form(schema)
         self.result = QTextBrowser()
         self.result.setMinimumHeight(90)
         self.result.setText("Preview to see the cost, the guarantee and the expected accuracy.")
@@ -172,6 +118,70 @@ class PosteriorDialog(QDialog):
         for w in (self.by_budget, self.size_public):
             w.toggled.connect(self._inputs_changed)
         self._inputs_changed()
+
+    def _form(self, schema: Schema) -> QFormLayout:
+        """What the request states: attribute, box, prior, mechanism, price, δ, size, reference size."""
+        form = QFormLayout()
+        self.attribute = QComboBox()
+        self.attribute.addItems([a.name for a in schema.attributes if a.size >= 2])
+        self.box = QLineEdit()
+        self.box.setPlaceholderText('other attributes, e.g. age="65-90", sex=[F, M] (empty: the whole table)')
+        self.prior = QLineEdit("1")
+        self.prior.setToolTip(
+            "one positive number for every category, or one per category separated by commas"
+        )
+        self.mechanism = QComboBox()
+        for _, label in MECHANISMS:
+            self.mechanism.addItem(label)
+        price = self._price()
+        self.delta = QLineEdit("1e-6")
+        self.size_public = QCheckBox("the box's total is public:")
+        self.size = QSpinBox(minimum=0, maximum=2_000_000_000, value=100)
+        size = QHBoxLayout()
+        size.addWidget(self.size_public)
+        size.addWidget(self.size)
+        size.addStretch(1)
+        self.reference = QSpinBox(minimum=0, maximum=10_000_000, value=100)
+        self.reference.setSpecialValueText("none")
+        self.reference.setToolTip(
+            "compare the mechanisms' expected accuracy at a public table of this many records "
+            "split as the prior (never the data)"
+        )
+        form.addRow("Proportions of", self.attribute)
+        form.addRow("Among", self.box)
+        form.addRow("Prior", self.prior)
+        form.addRow("Mechanism", self.mechanism)
+        form.addRow("Price", price)
+        form.addRow("δ (smooth only)", self.delta)
+        form.addRow("Size", size)
+        form.addRow("Reference size", self.reference)
+        self.text = QLineEdit()
+        self.text.setReadOnly(True)
+        form.addRow("Text form", self.text)
+        return form
+
+    def _price(self) -> QHBoxLayout:
+        """A budget α, or the global mechanism's accuracy target (within, failure probability)."""
+        self.by_budget = QRadioButton("budget α")
+        self.by_target = QRadioButton("accuracy target: within")
+        self.by_budget.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.by_budget)
+        group.addButton(self.by_target)
+        self.budget = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e6, value=0.5, singleStep=0.1)
+        self.within = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=1.0, value=0.2, singleStep=0.05)
+        self.failure = QDoubleSpinBox(decimals=3, minimum=0.001, maximum=0.999, value=0.05, singleStep=0.01)
+        price = QHBoxLayout()
+        for w in (
+            self.by_budget,
+            self.budget,
+            self.by_target,
+            self.within,
+            QLabel("failure probability"),
+            self.failure,
+        ):
+            price.addWidget(w)
+        return price
 
     # -- inputs ---------------------------------------------------------------------------------------
     @property

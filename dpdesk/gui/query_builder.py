@@ -69,6 +69,23 @@ class QueryBuilderDialog(QDialog):
         self.query = None
         self.kept: Query | None = None  # an index-list query kept as recorded while the text is empty
         lay = QVBoxLayout(self)
+        lay.addWidget(self._boxes(schema), 1)
+        form = QFormLayout()
+        self._query_rows(form)
+        self._terms_rows(form)
+        self.requester = QLineEdit()
+        form.addRow("requester", self.requester)
+        lay.addLayout(form)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.submit_values)
+        self.buttons.rejected.connect(self.reject)
+        lay.addWidget(self.buttons)
+        self._from_checks()
+
+    def _boxes(self, schema: Schema) -> QScrollArea:
+        """One group of label check boxes per attribute (none ticked: any label)."""
         boxes = QWidget()
         grid = QGridLayout(boxes)
         self.checks: dict[str, list[QCheckBox]] = {}
@@ -86,8 +103,10 @@ class QueryBuilderDialog(QDialog):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(boxes)
-        lay.addWidget(scroll, 1)
-        form = QFormLayout()
+        return scroll
+
+    def _query_rows(self, form: QFormLayout) -> None:
+        """The weight, the text form and what the store says of it."""
         self.weight = QDoubleSpinBox()
         self.weight.setRange(-1e6, 1e6)
         self.weight.setDecimals(3)
@@ -105,6 +124,9 @@ class QueryBuilderDialog(QDialog):
         self.status = QLabel("")
         self.status.setWordWrap(True)
         form.addRow("", self.status)
+
+    def _terms_rows(self, form: QFormLayout) -> None:
+        """What the request states besides its text: ±ε at δ, or a price."""
         self.eps = QDoubleSpinBox()
         self.eps.setRange(0.0, 1e9)  # the store says why 0 is refused, in place
         self.eps.setDecimals(4)
@@ -135,16 +157,6 @@ class QueryBuilderDialog(QDialog):
         for w in (self.eps, self.delta, self.alpha):
             w.valueChanged.connect(lambda _v: self._validate(self.text.text()))
         self.price.currentIndexChanged.connect(lambda _i: self._validate(self.text.text()))
-        self.requester = QLineEdit()
-        form.addRow("requester", self.requester)
-        lay.addLayout(form)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.accepted.connect(self.submit_values)
-        self.buttons.rejected.connect(self.reject)
-        lay.addWidget(self.buttons)
-        self._from_checks()
 
     def _from_checks(self) -> None:
         chosen = {name: [cb.text() for cb in cbs if cb.isChecked()] for name, cbs in self.checks.items()}

@@ -81,27 +81,7 @@ class PublishReleaseDialog(QDialog):
         form.addRow("Branching", self.branching)
         form.addRow("Levels above single labels", self.depth)
         form.addRow("", self.cross)
-        self.by_alpha = QRadioButton("per-cell budget α")
-        self.by_accuracy = QRadioButton("accuracy target ±E")
-        self.by_alpha.setChecked(True)
-        group = QButtonGroup(self)
-        group.addButton(self.by_alpha)
-        group.addButton(self.by_accuracy)
-        self.alpha = QDoubleSpinBox(
-            decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, self.total_budget)
-        )
-        self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=50.0)
-        self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
-        price = QHBoxLayout()
-        for w in (
-            self.by_alpha,
-            self.alpha,
-            self.by_accuracy,
-            self.accuracy,
-            QLabel("at 1 − δ, δ ="),
-            self.delta,
-        ):
-            price.addWidget(w)
+        price = self._price()
         form.addRow("Price", price)
         self.result = QTextBrowser()
         self.result.setMinimumHeight(90)
@@ -130,6 +110,31 @@ class PublishReleaseDialog(QDialog):
         self.cross.toggled.connect(self._inputs_changed)
         self.by_alpha.toggled.connect(self._inputs_changed)
         self._inputs_changed()
+
+    def _price(self) -> QHBoxLayout:
+        """A per-cell budget α, or the α meeting an accuracy target ±E at 1 − δ."""
+        self.by_alpha = QRadioButton("per-cell budget α")
+        self.by_accuracy = QRadioButton("accuracy target ±E")
+        self.by_alpha.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.by_alpha)
+        group.addButton(self.by_accuracy)
+        self.alpha = QDoubleSpinBox(
+            decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, self.total_budget)
+        )
+        self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=50.0)
+        self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
+        price = QHBoxLayout()
+        for w in (
+            self.by_alpha,
+            self.alpha,
+            self.by_accuracy,
+            self.accuracy,
+            QLabel("at 1 − δ, δ ="),
+            self.delta,
+        ):
+            price.addWidget(w)
+        return price
 
     # -- inputs ---------------------------------------------------------------------------------------
     def _inputs_changed(self, *_: Any) -> None:

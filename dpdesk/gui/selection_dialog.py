@@ -120,7 +120,10 @@ class SelectionDialog(QDialog):
         except DpdeskError as exc:
             self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
             return
-        job = s.state.selection_job(plan)
+        from dpdesk.gui.kind_views import SelectionView
+
+        probabilities = SelectionView.private(plan, s.schema)  # the data is read on a worker, not here
+        job = s.state.with_sibling(lambda sibling: (plan, probabilities(sibling)))
         self.result.setText("Computing the output probabilities…")
         self.preview_button.setEnabled(False)
         self.runner.start(job, self._show, self._failed, label="max/argmax preview")

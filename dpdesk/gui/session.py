@@ -243,19 +243,19 @@ class ProjectSession(QObject):
 
     # -- actions and jobs (the state's; each emits what it changed) -------------------------------
     def plan_job(self, request_id: str) -> Job:
-        """The work of planning a queued max/argmax or posterior request, for the task runner: the plan
-        from the one assess function on the worker and, for a max/argmax, the mechanism's exact output
-        probabilities from the data on a sibling connection (for the curator's eyes only). It returns
-        ``(plan, probabilities or None)``."""
-        assess_job, schema = self.state.assess_job(request_id), self.schema
+        """The work of planning a queued request of a kind other than a count, for the task runner: the
+        plan from the one assess function on the worker and what its chart reads of the data
+        (:mod:`dpdesk.gui.kind_views`; a max/argmax's exact output law, for the curator's eyes only), on a
+        sibling connection. It returns ``(plan, private values or None)``."""
+        from dpdesk.gui.kind_views import chart_for
 
-        def probabilities(plan: Any) -> Callable[[Project], Any]:
-            return lambda sibling: plan.rnm.probabilities(sibling.cube().counts, schema)
+        assess_job, schema = self.state.assess_job(request_id), self.schema
+        chart = chart_for(self.request(request_id).kind)
 
         def job(state: Any = None) -> tuple[Any, Any]:
             plan, _claims = assess_job(state)
-            rnm = getattr(plan, "rnm", None)  # a max/argmax: its private output law, for the chart
-            return plan, None if rnm is None else self.state.with_sibling(probabilities(plan))(state)
+            work = None if chart is None else chart.private(plan, schema)
+            return plan, None if work is None else self.state.with_sibling(work)(state)
 
         return job
 

@@ -79,6 +79,37 @@ class SyntheticDialog(QDialog):
         self.release: Any = None
         self.runner = TaskRunner(self)
         self.export_runner = TaskRunner(self)  # a new preview never cancels an export
+        form = self._form(default_path)
+        self.result = QTextBrowser()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.preview_button = QPushButton("Preview")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.export_button = QPushButton("Export…")
+        self.export_button.setEnabled(False)
+        buttons = QHBoxLayout()
+        for b in (self.preview_button, self.cancel_button, self.export_button):
+            buttons.addWidget(b)
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.result, 1)
+        lay.addWidget(self.progress)
+        lay.addLayout(buttons)
+        for r in (self.runner, self.export_runner):
+            r.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigFinished.connect(self._idle)
+        for w in (self.rows, self.seed, self.tau):
+            w.valueChanged.connect(self._inputs_changed)
+        self.by_cv.toggled.connect(self._inputs_changed)
+        self.browse_button.clicked.connect(self._browse)
+        self.preview_button.clicked.connect(self.run_preview)
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.export_button.clicked.connect(self.confirm_export)
+        self._inputs_changed()
+
+    def _form(self, default_path: str) -> QFormLayout:
+        """Rows, seed, the trade-off τ (or cross-validation), the file and its fit report."""
         form = QFormLayout()
         self.rows = QSpinBox()
         self.rows.setRange(1, 100_000_000)
@@ -115,33 +146,7 @@ class SyntheticDialog(QDialog):
         )
         self.with_report.setChecked(True)
         form.addRow("", self.with_report)
-        self.result = QTextBrowser()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.preview_button = QPushButton("Preview")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.export_button = QPushButton("Export…")
-        self.export_button.setEnabled(False)
-        buttons = QHBoxLayout()
-        for b in (self.preview_button, self.cancel_button, self.export_button):
-            buttons.addWidget(b)
-        lay = QVBoxLayout(self)
-        lay.addLayout(form)
-        lay.addWidget(self.result, 1)
-        lay.addWidget(self.progress)
-        lay.addLayout(buttons)
-        for r in (self.runner, self.export_runner):
-            r.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.runner.sigFinished.connect(self._idle)
-        for w in (self.rows, self.seed, self.tau):
-            w.valueChanged.connect(self._inputs_changed)
-        self.by_cv.toggled.connect(self._inputs_changed)
-        browse.clicked.connect(self._browse)
-        self.preview_button.clicked.connect(self.run_preview)
-        self.cancel_button.clicked.connect(self.runner.cancel)
-        self.export_button.clicked.connect(self.confirm_export)
-        self._inputs_changed()
+        return form
 
     def _inputs_changed(self, *_: Any) -> None:
         self.tau.setEnabled(not self.by_cv.isChecked())

@@ -118,6 +118,15 @@ class CountKind(ReleaseKind["Assessment"]):
         offer = claim_offer(plan, None if None in best else min(best), plan.budget.total)
         return offer_lines(offer, plan, path)
 
+    def spend_words(self, plan: Assessment) -> tuple[str, str, list[str]]:
+        raised = (
+            f"The request alone needs α = {plan.needed_alpha:.6g}; the spend policy ({plan.policy}) buys more "
+            "so later requests can be answered from history."
+            if plan.needed_alpha is not None and plan.spend_alpha > plan.needed_alpha
+            else ""
+        )
+        return f"a fresh noisy answer to {plan.request.id}", f"α = {plan.spend_alpha:.6g}", [raised]
+
     def question(self, plan: Assessment) -> str:
         if plan.decision == "infer":
             return "release the inferred answer (free)"

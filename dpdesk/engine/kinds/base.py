@@ -187,6 +187,10 @@ class ReleaseKind(Generic[P]):
         checks, each with ``verdict`` and ``largest_alpha``); none by default."""
         return []
 
+    def spend_words(self, plan: P) -> tuple[str, str, list[str]]:
+        """What the app's spend confirmation names: the release, what it costs, notes beside them."""
+        return f"{plan.request_id} ({self.label})", f"{cost_text(plan)} on every cell of its box", []
+
     def question(self, plan: P) -> str:
         """The y/N question before the release."""
         return f"release it, each cell of its box paying {cost_text(plan)}?"

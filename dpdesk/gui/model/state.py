@@ -308,12 +308,6 @@ class ProjectState:
 
         return job
 
-    def selection_job(self, plan: Any) -> Job:
-        """A max/argmax plan with its mechanism's exact output probabilities, computed from the data on
-        the worker (for the curator's eyes only): ``(plan, probabilities)``."""
-        schema = self.schema
-        return self.task(lambda sib, st: (plan, plan.rnm.probabilities(sib.cube().counts, schema)))
-
     def verify_job(self) -> Job:
         """The integrity check (a long ledger's replay takes minutes), with progress and cancel."""
         return self.task(lambda sib, st: sib.verify(progress=_progress(st), cancelled=_cancelled(st)))
