@@ -15,9 +15,16 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dpdesk.commands.confirm import confirmed
+
+if TYPE_CHECKING:
+    from dpdesk.engine.kinds.base import Asked, Kind
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.store.project import Project
+    from dpdesk.store.release import Release
 
 # flag → the plan option it gives (a count's --table-size and --pace are what-if settings: see below)
 _FLAGS = {
@@ -29,7 +36,7 @@ _FLAGS = {
 }
 
 
-def plan_options(args: argparse.Namespace, kind: Any, where: str) -> dict[str, Any]:
+def plan_options(args: argparse.Namespace, kind: Kind, where: str) -> dict[str, Any]:
     """The plan options the flags in ``args`` give ``kind`` (``where``: what it is asked for, for the error).
 
     A flag the kind's plan does not read is one line naming it; ``--table-size`` is a what-if prior for a
@@ -61,27 +68,28 @@ def plan_options(args: argparse.Namespace, kind: Any, where: str) -> dict[str, A
     return out
 
 
-def heading(project: Any, asked: Any, kind: Any) -> list[str]:
+def heading(asked: Asked | None, kind: Kind) -> list[str]:
     """The first line about a queued request (none for a release asked on the spot)."""
-    if getattr(asked, "id", None) is None:
+    describe = getattr(asked, "describe", None)  # a queued request (store's StoredRequest) describes itself
+    if asked is None or asked.id is None or describe is None:
         return []
-    return [kind.heading(asked, asked.describe())]
+    return [kind.heading(asked, describe())]
 
 
-def witness_line(release: Any, path: Any, queued: bool) -> str:
+def witness_line(release: Release, path: Path, queued: bool) -> str:
     who = "the requester's witness:" if queued else "keep it:"
     return f"ledger head {release.witness} ({who} dpdesk verify {path} --extends HASH)"
 
 
 def release_flow(
-    project: Any,
-    plan: Any,
-    kind: Any,
+    project: Project,
+    plan: ReleasePlan,
+    kind: Kind,
     args: argparse.Namespace,
     *,
-    asked: Any = None,
+    asked: Asked | None = None,
     keys: tuple[str, str] = ("assessment", "release"),
-    after: Callable[[Any], tuple[list[str], Mapping[str, Any]]] | None = None,
+    after: Callable[[Release], tuple[list[str], Mapping[str, object]]] | None = None,
 ) -> int:
     """Show ``plan`` in its kind's words, ask, release it and show the outcome (see the module docstring).
 
@@ -93,11 +101,12 @@ def release_flow(
 
     queued = getattr(asked, "id", None) is not None
     out = sys.stderr if args.json else sys.stdout
-    print("\n".join([*heading(project, asked, kind), *kind.preview(plan)]), file=out)
+    print("\n".join([*heading(asked, kind), *kind.preview(plan)]), file=out)
     shown = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
     if not plan.releasable:
         if queued:
-            why = f"not answered: record the refusal with `dpdesk reject {project.path} --request {asked.id}`"
+            rid = getattr(asked, "id", None)
+            why = f"not answered: record the refusal with `dpdesk reject {project.path} --request {rid}`"
         else:
             why = f"not released: {plan.reason}"
         print(why, file=out)
@@ -118,7 +127,9 @@ def release_flow(
     return 0
 
 
-def show_plan(project: Any, plan: Any, kind: Any, args: argparse.Namespace, asked: Any = None) -> None:
+def show_plan(
+    project: Project, plan: ReleasePlan, kind: Kind, args: argparse.Namespace, asked: Asked | None = None
+) -> None:
     """``dpdesk assess`` of a plan of any kind: its report (or JSON), watched claims and the kind's
     counter-offer when they decline it; nothing is spent."""
     from dpdesk.commands.watch import status_line
@@ -128,7 +139,7 @@ def show_plan(project: Any, plan: Any, kind: Any, args: argparse.Namespace, aske
         obj = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
         print(json.dumps({**obj, "claims": [s.to_json() for s in claims]}))
         return
-    lines = kind.report(plan, *heading(project, asked, kind))
+    lines = kind.report(plan, *heading(asked, kind))
     lines += [f"  claim           {status_line(s)}" for s in claims]
     lines += kind.offer_lines(plan, claims, str(project.path))
     print("\n".join([*lines, kind.previewed]))

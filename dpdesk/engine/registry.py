@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
 
 from dpdesk.engine.answering.kind import COUNT
 from dpdesk.engine.dirichlet.kind import POSTERIOR
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.estimates.kind import ESTIMATE, SYNTHETIC
-from dpdesk.engine.kinds.base import Read, ReleaseKind
+from dpdesk.engine.kinds.base import Kind, Read
 from dpdesk.engine.mechanisms.base import Mechanism
 from dpdesk.engine.partition.kind import PARTITION_KIND
 from dpdesk.engine.planning.kind import MEASUREMENT
@@ -45,7 +44,7 @@ __all__ = [
     "request_entry_kinds",
 ]
 
-KINDS: tuple[ReleaseKind, ...] = (
+KINDS: tuple[Kind, ...] = (
     COUNT,
     POSTERIOR,
     PARTITION_KIND,
@@ -80,13 +79,13 @@ DECISIONS: tuple[Decision, ...] = (
 class _Tables:
     """Everything derived from one tuple of kinds (recomputed only when :data:`KINDS` is another tuple)."""
 
-    owners: dict[str, tuple[Mechanism, ReleaseKind]]  # mechanism name -> (mechanism, its kind)
+    owners: dict[str, tuple[Mechanism, Kind]]  # mechanism name -> (mechanism, its kind)
     kinds: tuple[str, ...]  # the ledger entry kinds of releases, in registry order
     request_entries: tuple[str, ...]  # entries that always decide a queued request
 
 
 @lru_cache(maxsize=4)
-def _tables(kinds: tuple[ReleaseKind, ...]) -> _Tables:
+def _tables(kinds: tuple[Kind, ...]) -> _Tables:
     owners = {m.name: (m, k) for k in kinds for m in k.mechanisms}
     released = (m.kind for k in kinds if k.answers_requests for m in k.mechanisms)
     return _Tables(
@@ -112,7 +111,7 @@ class _Mechanisms(Mapping[str, Mechanism]):
 MECHANISMS: Mapping[str, Mechanism] = _Mechanisms()
 
 
-def kind(name: str) -> ReleaseKind:
+def kind(name: str) -> Kind:
     """The release kind ``name`` (a queued request's kind)."""
     for k in KINDS:
         if k.name == name:
@@ -120,18 +119,18 @@ def kind(name: str) -> ReleaseKind:
     raise DpdeskError(f"unknown request kind {name!r} (known: {', '.join(k.name for k in KINDS)})")
 
 
-def queueable() -> tuple[ReleaseKind, ...]:
+def queueable() -> tuple[Kind, ...]:
     """The kinds a queued request can be, in matching order."""
     return tuple(k for k in KINDS if k.queueable)
 
 
-def kind_of_text(text: Any) -> ReleaseKind:
+def kind_of_text(text: object) -> Kind:
     """The kind a request's text (or coefficients) asks for: the first whose head names it, else a count."""
     return next((k for k in KINDS if k.claims(text)), COUNT)
 
 
 def read_request(
-    schema: Schema, text: Any, eps: float | None, delta: float | None, alpha: float | None
+    schema: Schema, text: object, eps: float | None, delta: float | None, alpha: float | None
 ) -> Read:
     """Check a request of any kind completely; every problem is one line naming it."""
     if alpha is not None and not alpha > 0:
@@ -147,7 +146,7 @@ def mechanism(name: str) -> Mechanism:
         raise DpdeskError(f"unknown mechanism {name!r} (known: {', '.join(MECHANISMS)})") from None
 
 
-def kind_of_mechanism(name: str) -> ReleaseKind:
+def kind_of_mechanism(name: str) -> Kind:
     """The release kind whose mechanism ``name`` made an entry."""
     mechanism(name)
     return _tables(KINDS).owners[name][1]

@@ -1,19 +1,64 @@
-"""What the answer panel's actions do once the curator asks: spend and release a plan of any kind after
-the one spend confirmation, in the words of the plan's kind; accept a counter-offer within the watched
+"""The answer panel's action buttons and what they do once the curator asks: spend and release a plan of
+any kind after the one spend confirmation, in the words of the plan's kind; accept a counter-offer within the watched
 claims; reject with a note. Each takes the panel (:class:`~dpdesk.gui.answer_panel.AnswerPanel`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtWidgets import QHBoxLayout, QPushButton
+
 from dpdesk.gui import dialogs
 from dpdesk.gui.claims_panel import offer_options
+from dpdesk.gui.glossary import tip
 from dpdesk.gui.spend_dialog import spend_text
 
-__all__ = ["offer_within_claims", "reject", "spend_and_release"]
+__all__ = ["SHORTCUTS", "button_row", "offer_within_claims", "reject", "spend_and_release"]
+
+SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
+BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
 
 # the answer panel (typed loosely: it imports this module, and modules of a package form no cycle)
 AnswerPanel = Any
+
+
+def button_row(panel: AnswerPanel) -> QHBoxLayout:
+    """The panel's buttons (its ``infer_btn``, ``spend_btn``, ``reject_btn``, ``estimate_btn`` and
+    ``offer_btn``), connected to its actions."""
+    buttons = QHBoxLayout()
+    panel.infer_btn = QPushButton("Release inferred answer")
+    panel.spend_btn = QPushButton("Spend α and release")
+    panel.reject_btn = QPushButton("Reject")
+    # issue 17: where history cannot estimate the query, the menu's zero-cost (biased) estimate is offered here
+    panel.estimate_btn = QPushButton("Zero-cost estimate…")
+    panel.estimate_btn.setToolTip(
+        "History does not determine this query: a biased estimate from the released "
+        "answers alone (free; it meets no (ε, δ))"
+    )
+    panel.estimate_btn.clicked.connect(lambda: _zero_cost_estimate(panel))
+    buttons.addWidget(panel.estimate_btn)
+    panel.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
+    panel.offer_btn.setToolTip(
+        "A watched claim blocks the fresh answer asked: release at the largest α that "
+        "passes (a wider ±ε) or from history for free, once the requester accepts"
+    )
+    panel.offer_btn.clicked.connect(panel.offer_within_claims)
+    buttons.addWidget(panel.offer_btn)
+    for btn, kind, slot in (
+        (panel.infer_btn, "infer", panel.release_inferred),
+        (panel.spend_btn, "spend", panel.spend_and_release),
+        (panel.reject_btn, "reject", panel.reject),
+    ):
+        btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
+        btn.clicked.connect(slot)
+        buttons.addWidget(btn)
+    return buttons
+
+
+def _zero_cost_estimate(panel: AnswerPanel) -> None:
+    action = getattr(panel.window(), "menu_actions", {}).get("new_estimate")  # the one menu table's action
+    if action is not None:
+        action.trigger()
 
 
 def spend_and_release(panel: AnswerPanel) -> None:

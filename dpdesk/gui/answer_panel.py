@@ -12,7 +12,7 @@ Released values are public and carry no badge; the reply to the requester carrie
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -42,16 +42,15 @@ from dpdesk.gui.glossary import tip
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
 from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.tasks import TaskRunner, set_progress
 
-SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
+BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 # a decided request's posterior fields are history's now (which includes the release), not the release's
 DECIDED_LABELS = {
     "estimate": "History's estimate now",
     "interval": "History's credible interval now",
     "conf_eps": "History's confidence at ±ε now",
 }
-BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
 # the assessment's figures: (key, label, glossary terms of the label's tooltip)
 FIELDS = (
     ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
@@ -70,6 +69,12 @@ class AnswerPanel(QWidget):
 
     sigAssessed = Signal(object)  # the Assessment now shown (or None)
     sigReleased = Signal(object)  # a store Release, after it was recorded
+    # the action buttons (answer_actions.button_row)
+    infer_btn: QPushButton
+    spend_btn: QPushButton
+    reject_btn: QPushButton
+    estimate_btn: QPushButton
+    offer_btn: QPushButton
 
     def __init__(self, session: ProjectSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -108,7 +113,7 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.plan_view, 1)
         self.kind = None  # the selected request's kind when it is not a count
         lay.addWidget(self._evidence())
-        lay.addLayout(self._buttons())
+        lay.addLayout(answer_actions.button_row(self))
         self.result = QLabel("")
         self.result.setObjectName("releaseLabel")
         self.result.setWordWrap(True)
@@ -148,10 +153,16 @@ class AnswerPanel(QWidget):
         prog.addWidget(self.progress, 1)
         prog.addWidget(self.cancel_btn)
         self._progress_row = [self.progress, self.cancel_btn]
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
-        self.runner.sigStarted.connect(lambda _l: self._busy(True))
-        self.runner.sigFinished.connect(lambda: self._busy(False))
-        self.release_runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
+        # an assessment shows its progress only once it takes a while: a quick one never repaints the
+        # window for a bar (a progress bar repaints at once on every value), e.g. right after a release
+        self._busy_later = QTimer(self)
+        self._busy_later.setSingleShot(True)
+        self._busy_later.setInterval(BUSY_DELAY_MS)
+        self._busy_later.timeout.connect(lambda: self._busy(self.runner.is_running()))
+        self.runner.sigStarted.connect(lambda _l: self._busy_later.start())
+        self.runner.sigFinished.connect(lambda: (self._busy_later.stop(), self._busy(False)))
+        self.release_runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.release_runner.sigStarted.connect(
             lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False))
         )
@@ -194,41 +205,6 @@ class AnswerPanel(QWidget):
         body_lay.addLayout(form)
         return self.body
 
-    def _buttons(self) -> QHBoxLayout:
-        buttons = QHBoxLayout()
-        self.infer_btn = QPushButton("Release inferred answer")
-        self.spend_btn = QPushButton("Spend α and release")
-        self.reject_btn = QPushButton("Reject")
-        # issue 17: where history cannot estimate the query, the menu's zero-cost (biased) estimate is offered here
-        self.estimate_btn = QPushButton("Zero-cost estimate…")
-        self.estimate_btn.setToolTip(
-            "History does not determine this query: a biased estimate from the released "
-            "answers alone (free; it meets no (ε, δ))"
-        )
-        self.estimate_btn.clicked.connect(self._zero_cost_estimate)
-        buttons.addWidget(self.estimate_btn)
-        self.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
-        self.offer_btn.setToolTip(
-            "A watched claim blocks the fresh answer asked: release at the largest α that "
-            "passes (a wider ±ε) or from history for free, once the requester accepts"
-        )
-        self.offer_btn.clicked.connect(self.offer_within_claims)
-        buttons.addWidget(self.offer_btn)
-        for btn, kind, slot in (
-            (self.infer_btn, "infer", self.release_inferred),
-            (self.spend_btn, "spend", self.spend_and_release),
-            (self.reject_btn, "reject", self.reject),
-        ):
-            btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
-            btn.clicked.connect(slot)
-            buttons.addWidget(btn)
-        return buttons
-
-    def _zero_cost_estimate(self) -> None:
-        action = getattr(self.window(), "menu_actions", {}).get("new_estimate")  # the one menu table's action
-        if action is not None:
-            action.trigger()
-
     # -- assessment ----------------------------------------------------------------------------
     def _busy(self, busy: bool) -> None:
         for w in self._progress_row:
@@ -270,6 +246,19 @@ class AnswerPanel(QWidget):
             self._assessed,
             label=f"assessing {req.id}",
         )
+
+    def show_decided(self) -> None:
+        """The request shown was just decided (by a release or a refusal): its outcome, status and buttons
+        — a count keeps the assessment it was decided on in view instead of being assessed again; another
+        kind shows what the ledger recorded."""
+        req = self.session.request(self.request_id) if self.request_id is not None else None
+        a = self.assessment
+        if req is None or self.kind is not None or a is None or getattr(a, "request_id", None) != req.id:
+            self.refresh()
+            return
+        self.fields["status"].setText(self._status_text(req))
+        self._show_outcome()
+        self._set_buttons(a)
 
     def _assessed(self, result) -> None:
         a, self._claim_statuses = result  # the watched claims' checks came with it, from the worker

@@ -220,6 +220,8 @@ class AuditPage(QWidget):
         super().showEvent(event)
         if self._stale:
             self.reload()
+        elif not getattr(self, "_curve_drawn", True):
+            self._draw_curve()
 
     def _show_table(self, t: LedgerTable) -> None:
         if self.session.large:
@@ -234,7 +236,13 @@ class AuditPage(QWidget):
             self.people.resizeColumnsToContents()
             self.table.resizeColumnsToContents()
         self.curve = t.curve
+        self._curve_drawn = False
+        if self.isVisible():  # a hidden page draws its curve when it is shown
+            self._draw_curve()
+
+    def _draw_curve(self) -> None:
         draw_cost_curve(self.plot, self.curve, self.session.total_budget)
+        self._curve_drawn = True
 
     def _show(self, proxy_index) -> None:
         self.selected = None

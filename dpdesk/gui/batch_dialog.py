@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QTimer
@@ -49,7 +49,12 @@ from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.tasks import TaskRunner, TaskState, set_progress
+
+if TYPE_CHECKING:
+    from dpdesk.engine.planning.plan import BatchPlan, PlannedRequest
+    from dpdesk.gui.session import ProjectSession
+    from dpdesk.store.batch import BatchRelease
 
 HEADERS = ("request", "asks", "alone today spends", "with the batch", "if not covered")
 
@@ -62,7 +67,7 @@ LOOK_AHEAD_WORDS = (
 )
 
 
-def look_ahead_summary(plan: Any, share: float | None) -> str:
+def look_ahead_summary(plan: BatchPlan, share: float | None) -> str:
     """One sentence on the look-ahead of ``plan`` (planned at ``share``; None: off): what it costs alone."""
     la = plan.look_ahead
     if la is None:
@@ -94,7 +99,7 @@ WITH_BATCH = {
 }
 
 
-def row_cells(plan: Any, p: Any) -> list[str]:
+def row_cells(plan: BatchPlan, p: PlannedRequest) -> list[str]:
     """One table row: what request ``p`` asks, what it spends alone today (α on its cells; the system cost
     may not move), and what the batch does for it."""
     if p.alone_alpha is None:
@@ -117,7 +122,7 @@ class BatchDialog(QDialog):
 
     def __init__(
         self,
-        session: Any,
+        session: ProjectSession,
         request_ids: Sequence[str] | None,
         method: str = "fft",
         parent: QWidget | None = None,
@@ -126,9 +131,11 @@ class BatchDialog(QDialog):
         keep_on_screen(self)
         self.setWindowTitle("Plan batch")
         self.session, self.request_ids, self.method = session, request_ids, method
-        self.plan: Any = None
-        self.outcome: Any = None  # the BatchRelease, once released
-        self._releasing: Any = None  # (task state, ledger length before) of the release job
+        self.plan: BatchPlan | None = None
+        self.outcome: BatchRelease | None = None  # once released
+        self._releasing: tuple[TaskState, int] | None = (
+            None  # (task state, ledger length before) of the release job
+        )
         self.runner = TaskRunner(self)
         self.summary = QLabel("Planning the batch…")
         self.summary.setWordWrap(True)
@@ -181,7 +188,7 @@ class BatchDialog(QDialog):
         lay.addWidget(QLabel("Per-cell costs after the plan"))
         lay.addWidget(self.heatmap, 1)
         lay.addLayout(buttons)
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(round(100 * f))))
+        self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(round(100 * f))))
         self.runner.sigFinished.connect(lambda: self.cancel_button.setEnabled(False))
         self.cancel_button.clicked.connect(self.cancel)
         self.release_button.clicked.connect(self.release)
@@ -233,7 +240,7 @@ class BatchDialog(QDialog):
         title, message = dialogs.explain(exc)
         self.summary.setText(f"<span style='color:#c0392b'>{message}</span>")
 
-    def _show(self, plan: Any) -> None:
+    def _show(self, plan: BatchPlan) -> None:
         self.plan = plan
         self.progress.setValue(100)
         one = plan.one_by_one
@@ -264,7 +271,7 @@ class BatchDialog(QDialog):
         self.release_button.setEnabled(self._releasable(plan))
 
     @staticmethod
-    def _releasable(plan: Any) -> bool:
+    def _releasable(plan: BatchPlan) -> bool:
         """A plan with nothing to measure or answer (every request uncovered) has nothing to release."""
         return bool(plan.measurements) or bool(plan.ids("answerable"))
 
@@ -298,7 +305,7 @@ class BatchDialog(QDialog):
         state = self.runner.start(job, self._released, self._release_failed, label="releasing the batch")
         self._releasing = (state, before)
 
-    def _released(self, outcome: Any) -> None:
+    def _released(self, outcome: BatchRelease) -> None:
         self.outcome = outcome
         self.session.released()
         names = ", ".join(r.request_id for r in outcome.answers) or "none"

@@ -33,7 +33,7 @@ from dpdesk.gui.badge import PrivateBadge
 from dpdesk.gui.models import DataFrameModel
 from dpdesk.gui.open_table_dialog import OpenTableDialog
 from dpdesk.gui.schema_editor import SchemaEditor
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.tasks import TaskRunner, set_progress
 
 PREVIEW_ROWS = 5000
 STEPS = (
@@ -107,7 +107,7 @@ class DataPage(QWidget):
         split.addWidget(self._cube_box())
         split.setSizes([260, 220, 220])
         lay.addWidget(split, 1)
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.runner.sigStarted.connect(
             lambda label: (self.cancel_btn.setEnabled(True), self.progress.setFormat(f"{label} %p%"))
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -35,7 +35,13 @@ from PySide6.QtWidgets import (
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.tasks import TaskRunner, set_progress
+
+if TYPE_CHECKING:
+    from dpdesk.engine.estimates.plans import EstimatePlan
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.gui.model.state import Job
+    from dpdesk.store.release import Release
 
 
 def _red(text: str) -> str:
@@ -57,7 +63,7 @@ class EstimateDialog(QDialog):
         inputs: Callable[[str], Any],
         *,
         text: str = "",
-        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        release_job: Callable[[ReleasePlan], Job[Release]] | None = None,
         released: Callable[[], None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -66,8 +72,8 @@ class EstimateDialog(QDialog):
         self.setWindowTitle("Zero-cost estimate (biased)")
         self.resize(680, 620)
         self.inputs, self.release_job, self.released_hook = inputs, release_job, released
-        self.plan: Any = None
-        self.release: Any = None
+        self.plan: EstimatePlan | None = None
+        self.release: Release | None = None
         self.runner = TaskRunner(self)
         self.record_runner = TaskRunner(self)
         form = QFormLayout()
@@ -115,7 +121,7 @@ class EstimateDialog(QDialog):
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.progress)
         lay.addLayout(buttons)
-        self.runner.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+        self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.runner.sigFinished.connect(self._idle)
         self.query.textChanged.connect(self._inputs_changed)
         self.tau.valueChanged.connect(self._inputs_changed)
@@ -125,7 +131,7 @@ class EstimateDialog(QDialog):
         self.record_button.clicked.connect(self.confirm_record)
         self._inputs_changed()
 
-    def _inputs_changed(self, *_: Any) -> None:
+    def _inputs_changed(self, *_: object) -> None:
         self.tau.setEnabled(not self.by_cv.isChecked())
         self.plan = None  # a preview describes exactly the inputs it was made from
         self.record_button.setEnabled(False)
@@ -164,7 +170,7 @@ class EstimateDialog(QDialog):
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.result.setHtml(_red(dialogs.explain(exc)[1]))
 
-    def _show(self, plan: Any) -> None:
+    def _show(self, plan: EstimatePlan) -> None:
         self.plan = plan
         lines = [
             f"<b>{html.escape(x)}</b>"
@@ -200,7 +206,7 @@ class EstimateDialog(QDialog):
             self.release_job(plan), self._recorded, self._record_failed, label="record estimate"
         )
 
-    def _recorded(self, release: Any) -> None:
+    def _recorded(self, release: Release) -> None:
         self.release = release
         self.result.append(html.escape(f"Recorded as ledger entry #{release.entry.seq} (free)."))
         if self.released_hook is not None:

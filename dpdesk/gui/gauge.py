@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from dpdesk.gui.glossary import tip
+from dpdesk.gui.tasks import set_progress
 
 WARN_FRACTION = 0.20
 DANGER_FRACTION = 0.05
@@ -45,10 +46,11 @@ class BudgetGauge(QWidget):
 
     def set_budget(self, remaining: float, total: float, system_cost: float) -> None:
         self.remaining = remaining
-        self.state = level(remaining, total)
+        state, self.state = self.state, level(remaining, total)
         colour = COLOURS[self.state]
-        self.bar.setValue(int(round(1000 * max(0.0, remaining) / total)))
-        self.bar.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
+        set_progress(self.bar, int(round(1000 * max(0.0, remaining) / total)))
+        if state != self.state or not self.bar.styleSheet():  # restyled only when the level changes
+            self.bar.setStyleSheet(f"QProgressBar::chunk {{ background: {colour}; }}")
         self.number.setText(f"{remaining:.4g} of {total:.4g}  (spent {system_cost:.4g})")
         self.number.setStyleSheet(f"QLabel {{ color: {colour}; font-weight: bold; }}")
         self.setToolTip(

@@ -9,14 +9,22 @@ for, computed on a worker — a max/argmax's exact output law) and the release o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QWidget
 
 from dpdesk.gui.proportions_plot import ProportionsPlot
 from dpdesk.gui.selection_chart import SelectionChart
 
+if TYPE_CHECKING:
+    from dpdesk.engine.schema import Schema
+    from dpdesk.store.project import Project
+    from dpdesk.store.release import Release
+
 __all__ = ["CHARTS", "KindChart", "chart_for"]
+
+# what a chart asks of the data, given a sibling project on a worker: its private values
+PrivateWork = Callable[["Project"], object]
 
 
 class KindChart:
@@ -26,15 +34,15 @@ class KindChart:
         raise NotImplementedError
 
     @staticmethod
-    def private(plan: Any, schema: Any) -> Callable[[Any], Any] | None:
+    def private(plan: Any, schema: Schema) -> PrivateWork | None:
         """Work reading the data for the chart, given a sibling project on a worker (None: none). Called
         on the worker: it makes no widget."""
         return None
 
-    def show_plan(self, plan: Any, private: Any, schema: Any) -> None:
+    def show_plan(self, plan: Any, private: Any, schema: Schema | None) -> None:
         raise NotImplementedError
 
-    def show_release(self, plan: Any, release: Any) -> None:
+    def show_release(self, plan: Any, release: Release) -> None:
         raise NotImplementedError
 
     def clear(self) -> None:
@@ -51,10 +59,10 @@ class SelectionView(KindChart):
         return self.chart
 
     @staticmethod
-    def private(plan: Any, schema: Any) -> Callable[[Any], Any]:
+    def private(plan: Any, schema: Schema) -> PrivateWork:
         return lambda sibling: plan.rnm.probabilities(sibling.cube().counts, schema)
 
-    def show_plan(self, plan: Any, private: Any, schema: Any) -> None:
+    def show_plan(self, plan: Any, private: Any, schema: Schema | None) -> None:
         q = plan.rnm.query
         self.chart.set_selection(
             q.candidates(schema),
@@ -63,7 +71,7 @@ class SelectionView(KindChart):
             title=f"Output probabilities of {q.text}",
         )
 
-    def show_release(self, plan: Any, release: Any) -> None:
+    def show_release(self, plan: Any, release: Release) -> None:
         if self.chart.labels:
             self.chart.mark_released(int(release.entry.payload["index"]))
 
@@ -81,12 +89,12 @@ class PosteriorView(KindChart):
     def widget(self) -> QWidget:
         return self.plot
 
-    def show_plan(self, plan: Any, private: Any, schema: Any) -> None:
+    def show_plan(self, plan: Any, private: Any, schema: Schema | None) -> None:
         from dpdesk.engine.dirichlet.alternatives import expected_release_series
 
         self.plot.set_series(plan.query.labels, expected_release_series(plan))
 
-    def show_release(self, plan: Any, release: Any) -> None:
+    def show_release(self, plan: Any, release: Release) -> None:
         from dpdesk.engine.dirichlet.alternatives import released_series
         from dpdesk.engine.dirichlet.plan import PosteriorRelease
 

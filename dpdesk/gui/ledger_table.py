@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QSortFilterProxyModel, Qt
@@ -15,6 +15,11 @@ from dpdesk.gui.models import ledger_rows
 from dpdesk.gui.plots import pg
 from dpdesk.store.ledger import thaw
 from dpdesk.store.requesters import accounts, requester_of
+
+if TYPE_CHECKING:
+    from dpdesk.store.ledger import LedgerEntry
+    from dpdesk.store.project import Project
+    from dpdesk.store.requesters import RequesterAccount
 
 __all__ = [
     "PEOPLE_HEADERS",
@@ -108,13 +113,13 @@ RESIZE_ROWS = 200  # columns fit the first rows' contents (measuring thousands o
 class LedgerTable:
     """What the page shows of a ledger, read in one go (worker-thread safe: no Qt)."""
 
-    entries: list[Any]
-    rows: list[tuple]
-    accounts: list[Any]
+    entries: list[LedgerEntry]
+    rows: list[tuple[object, ...]]
+    accounts: list[RequesterAccount]
     curve: list[tuple[int, float]]
 
 
-def ledger_table(project: Any) -> LedgerTable:
+def ledger_table(project: Project) -> LedgerTable:
     """The ledger table's rows, the requesters' accounts and the cost curve of ``project`` (a Project)."""
     view, reqs, schema = project.view(), project.requests(), project.schema
     entries = list(view.entries)

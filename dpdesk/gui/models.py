@@ -8,12 +8,19 @@ nothing until scrolled.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpdesk.engine.schema import Schema
+    from dpdesk.store.ledger import LedgerEntry
+    from dpdesk.store.requests import StoredRequest
 
 Index = QModelIndex | QPersistentModelIndex
 STATUS_COLOURS = {"pending": "#1f5fa8", "answered": "#237a36", "rejected": "#a8321f"}
@@ -22,11 +29,11 @@ STATUS_COLOURS = {"pending": "#1f5fa8", "answered": "#237a36", "rejected": "#a83
 class DataFrameModel(QAbstractTableModel):
     """Read-only view of a pandas DataFrame (the private preview of a table)."""
 
-    def __init__(self, frame: Any = None, parent: Any = None) -> None:
+    def __init__(self, frame: pd.DataFrame | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._df = frame
 
-    def set_frame(self, frame: Any) -> None:
+    def set_frame(self, frame: pd.DataFrame | None) -> None:
         self.beginResetModel()
         self._df = frame
         self.endResetModel()
@@ -56,13 +63,13 @@ class DataFrameModel(QAbstractTableModel):
 class RowsModel(QAbstractTableModel):
     """A table of rows given as tuples, with fixed headers; ``payload(row)`` returns the source object."""
 
-    def __init__(self, headers: Sequence[str], parent: Any = None) -> None:
+    def __init__(self, headers: Sequence[str], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._headers = list(headers)
         self._rows: list[tuple[Any, ...]] = []
-        self._payloads: list[Any] = []
+        self._payloads: list[object] = []
 
-    def set_rows(self, rows: Sequence[tuple[Any, ...]], payloads: Sequence[Any]) -> None:
+    def set_rows(self, rows: Sequence[tuple[Any, ...]], payloads: Sequence[object]) -> None:
         self.beginResetModel()
         self._rows, self._payloads = list(rows), list(payloads)
         self.endResetModel()
@@ -106,7 +113,7 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def request_rows(requests: Sequence[Any], schema: Any = None) -> list[tuple[Any, ...]]:
+def request_rows(requests: Sequence[StoredRequest], schema: Schema | None = None) -> list[tuple[Any, ...]]:
     return [
         (
             r.id,
@@ -125,7 +132,7 @@ REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
 LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "α spent", "summary")
 
 
-def query_summary(payload: Any, schema: Any) -> str:
+def query_summary(payload: Mapping[str, Any], schema: Schema | None) -> str:
     """A ledger entry's query as typed, or by its cells' labels (never a list of indices)."""
     if payload.get("query_text"):
         return str(payload["query_text"])
@@ -144,7 +151,7 @@ def query_summary(payload: Any, schema: Any) -> str:
 
 
 def ledger_rows(
-    entries: Sequence[Any], schema: Any = None, requesters: dict[str, str] | None = None
+    entries: Sequence[LedgerEntry], schema: Schema | None = None, requesters: dict[str, str] | None = None
 ) -> list[tuple[Any, ...]]:
     """Rows of the ledger table (``requesters``: request id → requester, joined from the queue)."""
     requesters = requesters or {}

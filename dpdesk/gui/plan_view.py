@@ -8,12 +8,18 @@ chart is shown by its words alone.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from dpdesk.gui.kind_views import CHARTS, KindChart
+
+if TYPE_CHECKING:
+    from dpdesk.engine.kinds.base import Kind
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.engine.schema import Schema
+    from dpdesk.store.release import Release
 
 
 class PlanView(QWidget):
@@ -37,11 +43,11 @@ class PlanView(QWidget):
 
     # the charts by name, as the views draw them (tests and the screenshots reach them so)
     @property
-    def selection(self) -> Any:
+    def selection(self) -> QWidget:  # a SelectionChart
         return self.views["selection"].widget()
 
     @property
-    def proportions(self) -> Any:
+    def proportions(self) -> QWidget:  # a ProportionsPlot
         return self.views["posterior"].widget()
 
     def clear(self) -> None:
@@ -49,14 +55,16 @@ class PlanView(QWidget):
         for view in self.views.values():
             view.clear()
 
-    def _chart(self, kind: Any) -> KindChart | None:
+    def _chart(self, kind: Kind) -> KindChart | None:
         view = self.views.get(kind.name)
         self.charts.setVisible(view is not None)
         if view is not None:
             self.charts.setCurrentWidget(view.widget())
         return view
 
-    def show_plan(self, kind: Any, plan: Any, private: Any = None, schema: Any = None) -> None:
+    def show_plan(
+        self, kind: Kind, plan: ReleasePlan, private: object = None, schema: Schema | None = None
+    ) -> None:
         """The plan's words, and its chart (``private``: what the chart read of the data, if anything)."""
         lines = [html.escape(t) for t in kind.preview(plan)]
         if not plan.releasable:
@@ -66,7 +74,7 @@ class PlanView(QWidget):
         if view is not None:
             view.show_plan(plan, private, schema)
 
-    def show_release(self, kind: Any, plan: Any, release: Any) -> None:
+    def show_release(self, kind: Kind, plan: ReleasePlan, release: Release) -> None:
         """The recorded release: its words, and the chart's record of it."""
         self.text.setText("<br>".join(html.escape(t) for t in kind.outcome(release, plan)))
         view = self._chart(kind)

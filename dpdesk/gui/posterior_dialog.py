@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -44,6 +44,12 @@ from dpdesk.gui.release_buttons import release_buttons
 from dpdesk.gui.screen_fit import keep_on_screen, scrolling
 from dpdesk.gui.spend_dialog import spend_text
 from dpdesk.gui.tasks import TaskRunner
+
+if TYPE_CHECKING:
+    from dpdesk.engine.dirichlet.plan import PosteriorAssessment
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.gui.model.state import Job
+    from dpdesk.store.release import Release
 
 MECHANISMS = (
     ("best", "The more accurate at this size (chosen by expected accuracy at the preview)"),
@@ -76,7 +82,7 @@ class PosteriorDialog(QDialog):
         schema: Schema,
         ledger_inputs: Callable[[], dict[str, Any]],
         *,
-        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        release_job: Callable[[ReleasePlan], Job[Release]] | None = None,
         released: Callable[[], None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -84,9 +90,9 @@ class PosteriorDialog(QDialog):
         self.setWindowTitle("Posterior of proportions")
         self.schema, self.ledger_inputs = schema, ledger_inputs
         self.release_job, self.released_hook = release_job, released
-        self.plan: Any = None  # the preview shown, exactly what Release… releases
-        self.release: Any = None
-        self._releasing: Any = None  # the plan being recorded
+        self.plan: PosteriorAssessment | None = None  # the preview shown, exactly what Release… releases
+        self.release: Release | None = None
+        self._releasing: PosteriorAssessment | None = None  # the plan being recorded
         self.runner = TaskRunner(self)
         self.release_runner = TaskRunner(self)  # never cancelled by a new preview: a release runs to its end
         form = self._form(schema)
@@ -188,7 +194,7 @@ class PosteriorDialog(QDialog):
     def method(self) -> str:
         return MECHANISMS[self.mechanism.currentIndex()][0]
 
-    def _inputs_changed(self, *_: Any) -> None:
+    def _inputs_changed(self, *_: object) -> None:
         glob = self.method in ("global", "best")  # an accuracy target is the global mechanism's
         if not glob and self.by_target.isChecked():
             self.by_budget.setChecked(True)  # only the global mechanism's accuracy is data-free
@@ -247,7 +253,7 @@ class PosteriorDialog(QDialog):
         title, message = dialogs.explain(exc)
         self.result.setHtml(_red(message))
 
-    def _show(self, plan: Any) -> None:
+    def _show(self, plan: PosteriorAssessment) -> None:
         from dpdesk.engine.dirichlet.summary import preview_lines
 
         self.preview_button.setEnabled(True)
@@ -290,7 +296,7 @@ class PosteriorDialog(QDialog):
             self.release_job(plan), self._released, self._release_failed, label="posterior release"
         )
 
-    def _released(self, release: Any) -> None:
+    def _released(self, release: Release) -> None:
         from dpdesk.engine.dirichlet.plan import PosteriorRelease
         from dpdesk.engine.dirichlet.summary import release_lines
 

@@ -14,19 +14,21 @@ from dpdesk.gui.model.events import Event
 __all__ = ["subscribe"]
 
 
-def subscribe(widget: QWidget, events: Iterable[Event], slot: Callable[..., Any]) -> None:
+def subscribe(
+    widget: QWidget, events: Iterable[Event[*tuple[Any, ...]]], slot: Callable[..., object]
+) -> None:
     """Call ``slot(*args)`` whenever one of ``events`` is emitted, for as long as ``widget`` lives."""
     events = tuple(events)
     alive = [True]
 
-    def heard(*args: Any) -> None:
+    def heard(*args: Any) -> None:  # whatever the events carry
         if alive[0]:
             slot(*args)
 
     for event in events:
         event.connect(heard)
 
-    def gone(*_args: Any) -> None:
+    def gone(*_args: object) -> None:
         alive[0] = False
         for event in events:
             event.disconnect(heard)

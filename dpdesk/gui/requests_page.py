@@ -35,7 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs, queue_actions
-from dpdesk.gui.answer_panel import SHORTCUTS, AnswerPanel
+from dpdesk.gui.answer_actions import SHORTCUTS
+from dpdesk.gui.answer_panel import AnswerPanel
 from dpdesk.gui.budget_panel import BudgetPanel
 from dpdesk.gui.claims_panel import ClaimsPanel
 from dpdesk.gui.models import REQUEST_HEADERS, QueueRows, RowsModel, plural, queue_rows
@@ -44,6 +45,7 @@ from dpdesk.gui.redraw import subscribe
 from dpdesk.gui.session import ProjectSession
 from dpdesk.gui.tasks import TaskRunner
 from dpdesk.store import STATUSES
+from dpdesk.store.errors import RequestStateError
 
 
 def open_file_name(parent: QWidget, title: str, filters: str) -> str:
@@ -225,8 +227,21 @@ class RequestsPage(QWidget):
     # -- what changed ----------------------------------------------------------------------------
     def _queue_changed(self, ids: tuple[str, ...] | None) -> None:
         """Requests added, edited, deleted or decided: the queue is read again; the answer panel shows the
-        selected request again when it is one of them."""
-        self.reload(refresh=ids is None or self.answer.request_id in ids)
+        selected request again when it is one of them (just decided: its outcome, without assessing it
+        again)."""
+        rid = self.answer.request_id
+        if ids is not None and rid in ids and self._decided(rid):
+            self.reload(refresh=False)
+            self.answer.show_decided()
+            return
+        self.reload(refresh=ids is None or rid in ids)
+
+    def _decided(self, request_id: str) -> bool:
+        """Whether ``request_id`` is still queued and was decided (a deleted one is gone)."""
+        try:
+            return self.session.request(request_id).status != "pending"
+        except RequestStateError:
+            return False
 
     def _entries_appended(self, entries: tuple) -> None:
         """The ledger grew: a pending request selected is assessed against the new history (one the new

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from PySide6.QtCore import QObject
@@ -26,14 +26,28 @@ from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.model.state import Job, ProjectState
+from dpdesk.gui.model.state import Job, ProjectState, TaskProgress
 from dpdesk.store.assessing import assess
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project
 from dpdesk.store.requesters import RequesterAccount
 from dpdesk.store.requests import StoredRequest
 from dpdesk.store.view import LedgerView
-from dpdesk.store.watching import claim_statuses
+from dpdesk.store.watching import ClaimStatus, claim_statuses
+
+if TYPE_CHECKING:
+    from dpdesk.engine.kinds.base import Asked
+    from dpdesk.engine.planning.plan import BatchPlan
+    from dpdesk.gui.tasks import TaskRunner
+    from dpdesk.store.batch import BatchRelease
+    from dpdesk.store.binding import SourceBinding
+    from dpdesk.store.release import Release
+    from dpdesk.store.verify import VerifyReport
+    from dpdesk.store.watch import WatchedClaim
+
+T = TypeVar("T")
+Progress = Callable[[float], None] | None
+Cancelled = Callable[[], bool] | None
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,9 @@ class AssessInputs:
     delta_cap: float = 0.0
 
 
-def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Any:
+def run_assessment(
+    inputs: AssessInputs, progress: Progress = None, cancelled: Cancelled = None
+) -> ReleasePlan:
     """The request's plan from the one assess function (worker-thread safe: no project access).
 
     The History comes from the ledger view (built once, extended as releases arrive), so the slow first
@@ -66,7 +82,9 @@ def run_assessment(inputs: AssessInputs, progress=None, cancelled=None) -> Any:
     )
 
 
-def run_assessment_with_claims(inputs: AssessInputs, progress=None, cancelled=None) -> tuple[Any, list]:
+def run_assessment_with_claims(
+    inputs: AssessInputs, progress: Progress = None, cancelled: Cancelled = None
+) -> tuple[ReleasePlan, list[ClaimStatus]]:
     """The assessment and every watched claim's check on it, both on the worker (public inputs only)."""
     a = run_assessment(inputs, progress, cancelled)
     prior = inputs.settings.prior
@@ -122,16 +140,15 @@ class ProjectSession(QObject):
         self.state.loaded()
 
     def run(
-        self, runner: Any, work: Callable[[Project], Any], done: Callable[[Any], None], label: str = ""
+        self, runner: TaskRunner, work: Callable[[Project], T], done: Callable[[T], None], label: str = ""
     ) -> None:
         """``done(work(project))``: inline for a small project; for a large one ``work`` runs on ``runner``
         (a :class:`~dpdesk.gui.tasks.TaskRunner`) with a sibling connection opened on the worker, and
         ``done`` on the GUI thread when it finishes (a newer call on the same runner supersedes it)."""
-        job = self.state.with_sibling(work)
         if not self.large:
-            done(job(None))
+            done(work(self.state.project))  # quick: on this thread's own connection
             return
-        runner.start(job, done, label=label)
+        runner.start(self.state.with_sibling(work), done, label=label)
 
     @property
     def project(self) -> Project:
@@ -198,7 +215,7 @@ class ProjectSession(QObject):
     def source_description(self) -> str:
         return self.state.source_description()
 
-    def source(self) -> Any:
+    def source(self) -> SourceBinding:
         return self.state.source()
 
     def basis(self) -> Basis:
@@ -229,20 +246,20 @@ class ProjectSession(QObject):
     def plan_inputs(self) -> dict[str, Any]:
         return self.state.plan_inputs()
 
-    def plan(self, asked: Any, **options: Any) -> ReleasePlan:
+    def plan(self, asked: Asked, **options: Any) -> ReleasePlan:
         return self.state.plan(asked, **options)
 
-    def claim_statuses(self, plan: Any = None) -> list:
+    def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
         return self.state.claim_statuses(plan)
 
     def claim_trace(self, claim_id: str) -> list[tuple[int, float | None]]:
         return self.state.claim_trace(claim_id)
 
-    def verify(self) -> Any:
+    def verify(self) -> VerifyReport:
         return self.state.verify()
 
     # -- actions and jobs (the state's; each emits what it changed) -------------------------------
-    def plan_job(self, request_id: str) -> Job:
+    def plan_job(self, request_id: str) -> Job[tuple[ReleasePlan, object]]:
         """The work of planning a queued request of a kind other than a count, for the task runner: the
         plan from the one assess function on the worker and what its chart reads of the data
         (:mod:`dpdesk.gui.kind_views`; a max/argmax's exact output law, for the curator's eyes only), on a
@@ -252,28 +269,30 @@ class ProjectSession(QObject):
         assess_job, schema = self.state.assess_job(request_id), self.schema
         chart = chart_for(self.request(request_id).kind)
 
-        def job(state: Any = None) -> tuple[Any, Any]:
+        def job(state: TaskProgress | None = None) -> tuple[ReleasePlan, object]:
             plan, _claims = assess_job(state)
             work = None if chart is None else chart.private(plan, schema)
             return plan, None if work is None else self.state.with_sibling(work)(state)
 
         return job
 
-    def release_job(self, plan: ReleasePlan) -> Job:
+    def release_job(self, plan: ReleasePlan) -> Job[Release]:
         """The work of releasing exactly ``plan`` (on a sibling connection); call :meth:`released` on the
         GUI thread afterwards, whatever the outcome."""
         return self.state.release_job(plan)
 
-    def answer_free_job(self, method: str = "fft") -> Job:
+    def answer_free_job(self, method: str = "fft") -> Job[list[Release]]:
         return self.state.answer_free_job(method)
 
-    def claims_job(self, claim_id: str | None) -> Job:
+    def claims_job(
+        self, claim_id: str | None
+    ) -> Job[tuple[list[ClaimStatus], list[tuple[int, float | None]]]]:
         return self.state.claims_job(claim_id)
 
-    def batch_plan_job(self, request_ids: list[str], method: str, share: float | None) -> Job:
+    def batch_plan_job(self, request_ids: list[str], method: str, share: float | None) -> Job[BatchPlan]:
         return self.state.batch_plan_job(request_ids, method, share)
 
-    def batch_release_job(self, plan: Any) -> Job:
+    def batch_release_job(self, plan: BatchPlan) -> Job[BatchRelease]:
         return self.state.batch_release_job(plan)
 
     def released(self) -> tuple[LedgerEntry, ...]:
@@ -308,7 +327,7 @@ class ProjectSession(QObject):
     def edit_request(
         self,
         request_id: str,
-        query: Any,
+        query: object,
         eps: float | None,
         delta: float | None,
         requester: str = "",
@@ -321,13 +340,13 @@ class ProjectSession(QObject):
 
     def watch(
         self, query: str, low: float | None, high: float | None, threshold: float, risk: float, name: str = ""
-    ) -> Any:
+    ) -> WatchedClaim:
         return self.state.watch(query, low, high, threshold, risk, name)
 
     def unwatch(self, claim_id: str, reason: str = "") -> LedgerEntry:
         return self.state.unwatch(claim_id, reason)
 
-    def cache_job(self) -> Job | None:
+    def cache_job(self) -> Job[bool] | None:
         """The work of writing the ledger-view cache before the project closes (see the state's); the
         runner is shut down first: the view is complete (or was never read) before it is written."""
         self.runner.shutdown()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -36,8 +36,14 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.tasks import TaskRunner, set_progress
 from dpdesk.store.estimating import report_path
+
+if TYPE_CHECKING:
+    from dpdesk.engine.estimates.synthetic import SyntheticPlan
+    from dpdesk.engine.mechanisms.base import ReleasePlan
+    from dpdesk.gui.model.state import Job, TaskProgress
+    from dpdesk.store.release import Release
 
 
 def _red(text: str) -> str:
@@ -61,7 +67,7 @@ class SyntheticDialog(QDialog):
         inputs: Callable[[], Any],
         *,
         default_path: str = "synthetic.csv",
-        release_job: Callable[[Any], Callable[[Any], Any]] | None = None,
+        release_job: Callable[[ReleasePlan], Job[Release]] | None = None,
         released: Callable[[], None] | None = None,
         choose_file: Callable[[QWidget, str, str, str], str] | None = None,
         parent: QWidget | None = None,
@@ -75,8 +81,8 @@ class SyntheticDialog(QDialog):
         self.choose_file = choose_file or (
             lambda w, title, default, filters: QFileDialog.getSaveFileName(w, title, default, filters)[0]
         )
-        self.plan: Any = None  # the preview shown: exactly what Export… records
-        self.release: Any = None
+        self.plan: SyntheticPlan | None = None  # the preview shown: exactly what Export… records
+        self.release: Release | None = None
         self.runner = TaskRunner(self)
         self.export_runner = TaskRunner(self)  # a new preview never cancels an export
         form = self._form(default_path)
@@ -97,7 +103,7 @@ class SyntheticDialog(QDialog):
         lay.addWidget(self.progress)
         lay.addLayout(buttons)
         for r in (self.runner, self.export_runner):
-            r.sigProgress.connect(lambda f: self.progress.setValue(int(1000 * f)))
+            r.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.runner.sigFinished.connect(self._idle)
         for w in (self.rows, self.seed, self.tau):
             w.valueChanged.connect(self._inputs_changed)
@@ -148,7 +154,7 @@ class SyntheticDialog(QDialog):
         form.addRow("", self.with_report)
         return form
 
-    def _inputs_changed(self, *_: Any) -> None:
+    def _inputs_changed(self, *_: object) -> None:
         self.tau.setEnabled(not self.by_cv.isChecked())
         self.plan = None  # a preview describes exactly the inputs it was made from
         self.export_button.setEnabled(False)
@@ -190,7 +196,7 @@ class SyntheticDialog(QDialog):
     def _failed(self, exc: BaseException, trace: str) -> None:
         self.result.setHtml(_red(dialogs.explain(exc)[1]))
 
-    def _show(self, plan: Any) -> None:
+    def _show(self, plan: SyntheticPlan) -> None:
         self.plan = plan
         lines = [html.escape(line) for line in plan.lines()]
         lines = [f"<b style='color:#c0392b'>{x}</b>" if x.startswith("WARNING") else x for x in lines]
@@ -226,7 +232,7 @@ class SyntheticDialog(QDialog):
         schema = self.schema
         report = report_path(path) if self.with_report.isChecked() else None
 
-        def job(state: Any) -> Any:
+        def job(state: TaskProgress | None) -> tuple[Release, str, str | None]:
             from dpdesk.engine.queries.text import describe_query
 
             release = record(state)  # recorded (fsync'd) first
@@ -241,7 +247,7 @@ class SyntheticDialog(QDialog):
         self.export_button.setEnabled(False)
         self.export_runner.start(job, self._exported, self._export_failed, label="synthetic export")
 
-    def _exported(self, outcome: Any) -> None:
+    def _exported(self, outcome: tuple[Release, str, str | None]) -> None:
         release, path, problem = outcome
         self.release = release
         if problem is None:

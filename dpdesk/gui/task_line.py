@@ -15,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import QThreadPool, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
-from dpdesk.gui.tasks import TaskRunner, TaskState
+from dpdesk.gui.tasks import TaskRunner, TaskState, set_progress
 
 
 class TaskLine(QWidget):
@@ -41,7 +41,7 @@ class TaskLine(QWidget):
         lay.addWidget(self.bar)
         lay.addWidget(self.stop_btn)
         lay.addStretch(1)
-        self.runner.sigProgress.connect(lambda f: self.bar.setValue(int(round(1000 * f))))
+        self.runner.sigProgress.connect(lambda f: set_progress(self.bar, int(round(1000 * f))))
         self.runner.sigFinished.connect(self._finished)
         self.stop_btn.clicked.connect(self.stop)
         self.setVisible(False)

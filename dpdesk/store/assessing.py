@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dpdesk.engine import registry
 from dpdesk.engine.kinds.base import Asked
 from dpdesk.engine.kinds.settings import Settings
@@ -29,7 +31,7 @@ def snapshot_of(state: AssessState, view: LedgerView, settings: Settings, delta_
         settings=settings,
         head=state.head,
         cell_costs=state.cell_costs,
-        cell_deltas=state.cell_deltas,
+        cell_deltas=np.zeros(view.schema.n_cells) if state.cell_deltas is None else state.cell_deltas,
         delta_cap=delta_cap,
         history=state.history,
         releases=tuple(state.releases),
@@ -47,4 +49,5 @@ def assess(
     """
     kind = registry.kind(asked.kind)
     with view.assessing() as state:
-        return kind.plan(asked, snapshot_of(state, view, settings, delta_cap), **options)
+        plan: ReleasePlan = kind.plan(asked, snapshot_of(state, view, settings, delta_cap), **options)
+    return plan

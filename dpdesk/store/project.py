@@ -88,6 +88,7 @@ class Project:
         self._conn = conn
         self._lock = lock
         self._snapshot: Snapshot | None = None
+        self._parent: Project | None = None  # a sibling's project (see :meth:`sibling`)
         row = conn.execute(
             "SELECT name, total_budget, neighbour_model, schema_json, test_project, created, "
             "initial_source_json, genesis_hash FROM project WHERE id = 1"
@@ -351,12 +352,12 @@ class Project:
 
     def add_request(
         self,
-        query: Any,
-        eps: Any = None,
-        delta: Any = None,
+        query: object,
+        eps: object = None,
+        delta: object = None,
         requester: str = "",
         request_id: str | None = None,
-        alpha: Any = None,
+        alpha: object = None,
     ) -> StoredRequest:
         """Queue one request of any kind (:meth:`RequestQueue.add <dpdesk.store.queue.RequestQueue.add>`)."""
         return self.queue.add(query, eps, delta, requester, request_id, alpha)
@@ -368,11 +369,11 @@ class Project:
     def edit_request(
         self,
         request_id: str,
-        query: Any,
-        eps: Any = None,
-        delta: Any = None,
+        query: object,
+        eps: object = None,
+        delta: object = None,
         requester: str = "",
-        alpha: Any = None,
+        alpha: object = None,
     ) -> StoredRequest:
         """Change a *pending* request (an answered or rejected one is part of the record)."""
         return self.queue.edit(request_id, query, eps, delta, requester, alpha)
@@ -450,7 +451,7 @@ class Project:
 
     # -- watched claims (store/watching.py) ----------------------------------------------------------
     def watch(
-        self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = ""
+        self, query: object, low: object, high: object, threshold: object, risk: object, name: str = ""
     ) -> WatchedClaim:
         return self.watched.watch(query, low, high, threshold, risk, name)
 

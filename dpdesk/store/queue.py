@@ -47,7 +47,7 @@ class RequestQueue:
 
     def requests(self, status: str | None = None) -> list[StoredRequest]:
         sql = f"SELECT {self.columns} FROM requests"
-        args: tuple[Any, ...] = ()
+        args: tuple[str, ...] = ()
         if status is not None:
             sql += " WHERE status = ?"
             args = (status,)
@@ -82,12 +82,12 @@ class RequestQueue:
 
     def add(
         self,
-        query: Any,
-        eps: Any = None,
-        delta: Any = None,
+        query: object,
+        eps: object = None,
+        delta: object = None,
         requester: str = "",
         request_id: str | None = None,
-        alpha: Any = None,
+        alpha: object = None,
     ) -> StoredRequest:
         """Queue one request of any kind (engine/registry.py): a count (query text with this project's
         schema, or JSON coefficients) with its ``eps`` and ``delta``; ``max(...)``/``argmax(...)`` with an
@@ -102,11 +102,11 @@ class RequestQueue:
     def edit(
         self,
         request_id: str,
-        query: Any,
-        eps: Any = None,
-        delta: Any = None,
+        query: object,
+        eps: object = None,
+        delta: object = None,
         requester: str = "",
-        alpha: Any = None,
+        alpha: object = None,
     ) -> StoredRequest:
         """Change a *pending* request (an answered or rejected one is part of the record and never changes)."""
         self.file.require_writer()

@@ -83,13 +83,13 @@ class Release:
         }
 
 
-def _flat(values: Any) -> list[float]:
+def flat_values(values: Any) -> list[float]:
     """The recorded values in order: a flat list, or nested lists (one per group of a partition release)."""
     if not set(map(type, values)) & {list, tuple}:
         return list(map(float, values))  # millions of counts: no Python call per value
     out: list[float] = []
     for v in values:
-        out.extend(_flat(v) if isinstance(v, (list, tuple)) else (float(v),))
+        out.extend(flat_values(v) if isinstance(v, (list, tuple)) else (float(v),))
     return out
 
 
@@ -101,7 +101,7 @@ def release_from_entry(entry: LedgerEntry, recovered: bool) -> Release:
         )
     p = entry.payload
     released = entry.released
-    values = tuple(_flat(p["values"])) if "values" in p else (() if released is None else (released,))
+    values = tuple(flat_values(p["values"])) if "values" in p else (() if released is None else (released,))
     interval = (float(p["interval"][0]), float(p["interval"][1])) if "interval" in p else None
     return Release(
         entry.request_id,

@@ -15,11 +15,16 @@ import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.registry import decision_kinds
-from dpdesk.store.ledger import thaw
+from dpdesk.store.ledger import LedgerEntry, thaw
+from dpdesk.store.release import flat_values
+
+if TYPE_CHECKING:
+    from dpdesk.store.requesters import RequesterAccount
+    from dpdesk.store.verify import VerifyReport
 
 # "released": what the requester received, as shown to people everywhere — a count rounded to an integer
 # (engine/answering/rounding.py; the ledger keeps the exact value) — and a release of several values lists
@@ -49,37 +54,30 @@ CSV_COLUMNS = (
 _LISTED = 50  # a release of more values is summarised by its count (the ledger holds them all)
 
 
-def _flat(values: Any) -> list[Any]:
-    out: list[Any] = []
-    for v in values:
-        out.extend(_flat(v) if isinstance(v, (list, tuple)) else [v])
-    return out
-
-
-def _answer(e: Any) -> Any:
+def _answer(e: LedgerEntry) -> str:
     """What the requester received, as shown everywhere (a count rounded: engine/answering/rounding.py)."""
     if e.released is not None:
         return e.shown()
     values = e.payload.get("values")
     if values is None:
         return ""
-    flat = _flat(values)
-    return ";".join(f"{float(v):.6g}" for v in flat) if len(flat) <= _LISTED else f"{len(flat)} values"
+    flat = flat_values(values)
+    return ";".join(f"{v:.6g}" for v in flat) if len(flat) <= _LISTED else f"{len(flat)} values"
 
 
-def _what(p: Any) -> str:
+def _what(p: Mapping[str, Any]) -> str:
     """The entry's request in words: a count's text, a posterior's text form, the query, or a refusal's reason."""
     if p.get("query_text") or p.get("text"):
         return str(p.get("query_text") or p.get("text"))
     return json.dumps(thaw(p["query"])) if "query" in p else str(p.get("reason") or "")
 
 
-def _privacy_delta(p: Any) -> Any:
+def _privacy_delta(p: Mapping[str, Any]) -> float | str:
     charge = p.get("charge")
     return float(charge.get("delta", 0.0)) if charge is not None else ""
 
 
-def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
+def _alpha(e: LedgerEntry, charges: Mapping[int, float] | None) -> float | str:
     """The entry's α: the most one cell paid for it (from the ledger view's ``largest_charges()``; without
     it, the recorded α); blank for a refusal or a rebind."""
     if e.kind in decision_kinds():
@@ -92,7 +90,7 @@ def _alpha(e: Any, charges: Mapping[int, float] | None) -> Any:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _inert(value: Any) -> Any:
+def _inert(value: object) -> object:
     """A text cell a spreadsheet would evaluate as a formula (``=HYPERLINK(…)``, ``+cmd|…``, ``@SUM(…)``)
     with an apostrophe in front, which spreadsheets show as text; numbers (``-19720``) are left as they are."""
     if not isinstance(value, str) or not value.startswith(_FORMULA_START):
@@ -104,11 +102,15 @@ def _inert(value: Any) -> Any:
     return value
 
 
-def _csv_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
+def _csv_row(
+    e: LedgerEntry, charges: Mapping[int, float] | None, requesters: Mapping[str, str]
+) -> list[object]:
     return [_inert(v) for v in _csv_cells(e, charges, requesters)]
 
 
-def _csv_cells(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> list[Any]:
+def _csv_cells(
+    e: LedgerEntry, charges: Mapping[int, float] | None, requesters: Mapping[str, str]
+) -> list[object]:
     p = e.payload
     promise = "eps" in p  # a count request's ±ε, 1−δ
     return [
@@ -131,7 +133,7 @@ def _csv_cells(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[
 
 
 def ledger_csv(
-    entries: Sequence[Any],
+    entries: Sequence[LedgerEntry],
     charges: Mapping[int, float] | None = None,
     requesters: Mapping[str, str] | None = None,
 ) -> str:
@@ -147,7 +149,7 @@ _CSV_CHUNK = 64  # entries written between progress reports and cancel checks (a
 
 def write_csv(
     out: TextIO,
-    entries: Sequence[Any],
+    entries: Sequence[LedgerEntry],
     charges: Mapping[int, float] | None = None,
     requesters: Mapping[str, str] | None = None,
     *,
@@ -181,15 +183,15 @@ def build_html(
     total_budget: float,
     remaining: float,
     system_cost: float,
-    entries: Sequence[Any],
+    entries: Sequence[LedgerEntry],
     cell_rows: Sequence[tuple[str, float]],
-    verify: Any,
+    verify: VerifyReport,
     images: dict[str, bytes],
     charges: Mapping[int, float] | None = None,
     delta_cap: float = 0.0,
     delta_spent: float = 0.0,
     requesters: Mapping[str, str] | None = None,
-    accounts: Sequence[Any] = (),
+    accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
@@ -216,7 +218,7 @@ def build_html(
     )
 
 
-def _entry_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> str:
+def _entry_row(e: LedgerEntry, charges: Mapping[int, float] | None, requesters: Mapping[str, str]) -> str:
     """One ledger entry as a row of the report's ledger table."""
     esc = html.escape
     p = e.payload
@@ -232,14 +234,14 @@ def _entry_row(e: Any, charges: Mapping[int, float] | None, requesters: Mapping[
     )
 
 
-def _verdict_html(verify: Any) -> str:
+def _verdict_html(verify: VerifyReport) -> str:
     if getattr(verify, "ok", None):
         return "<p class='ok'>Integrity verified: hash chain, sequence, settings and budget recomputation all hold.</p>"
     problems = "".join(f"<li>{html.escape(str(pr))}</li>" for pr in getattr(verify, "problems", ()))
     return f"<p class='bad'>Integrity check FAILED:</p><ul>{problems}</ul>"
 
 
-def _head_html(entries: Sequence[Any], path: str) -> str:
+def _head_html(entries: Sequence[LedgerEntry], path: str) -> str:
     """The ledger head and how a release's holder checks the ledger still contains it."""
     if not entries:
         return "<p>Ledger head: the ledger is empty.</p>"
@@ -258,15 +260,15 @@ def html_parts(
     total_budget: float,
     remaining: float,
     system_cost: float,
-    entries: Sequence[Any],
+    entries: Sequence[LedgerEntry],
     cell_rows: Sequence[tuple[str, float]],
-    verify: Any,
+    verify: VerifyReport,
     images: dict[str, bytes],
     charges: Mapping[int, float] | None = None,
     delta_cap: float = 0.0,
     delta_spent: float = 0.0,
     requesters: Mapping[str, str] | None = None,
-    accounts: Sequence[Any] = (),
+    accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
@@ -332,7 +334,7 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
     return [head, *rows, middle, *cells, tail]
 
 
-def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) -> str:
+def _claims_html(entries: Sequence[LedgerEntry], claims: Sequence[Mapping[str, Any]]) -> str:
     """Every claim the ledger ever watched: the active ones with Pr(C) now, risk spent and the releases
     that spent it; removed ones with the entries that added and removed them."""
     esc = html.escape
@@ -375,7 +377,7 @@ def _claims_html(entries: Sequence[Any], claims: Sequence[Mapping[str, Any]]) ->
     )
 
 
-def entry_summary(e: Any) -> str:
+def entry_summary(e: LedgerEntry) -> str:
     """What a ledger entry answered or released, in words: the query text, a release plan's
     description, a selection's text form, else the query's JSON or the reason of a refusal."""
     p = e.payload

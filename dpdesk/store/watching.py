@@ -136,7 +136,7 @@ class Claims:
         ) -> LedgerEntry: ...
 
     def watch(
-        self, query: Any, low: Any, high: Any, threshold: Any, risk: Any, name: str = ""
+        self, query: object, low: object, high: object, threshold: object, risk: object, name: str = ""
     ) -> WatchedClaim:
         """Watch a claim ``low ≤ θ ≤ high`` (one side may be None) from now on; a ``watch`` ledger entry.
 

@@ -25,6 +25,7 @@ def test_cost_curve_holds_its_last_level_and_report_plots_are_large(
         qtbot.mouseClick(win.requests.answer.spend_btn, Qt.MouseButton.LeftButton)
         wait_released(qtbot, win)
     audit = win.audit
+    win.show_page("audit")  # a hidden page draws its curve when the curator opens it
     line = next(i for i in audit.plot.listDataItems() if isinstance(i, pg.PlotDataItem))
     xs, ys = line.getData()
     final = audit.curve[-1][1]

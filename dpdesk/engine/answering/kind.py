@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.kinds.base import Asked, Read, Recorded, ReleaseKind
+from dpdesk.engine.kinds.base import Asked, ClaimVerdict, Read, Recorded, ReleaseKind
 from dpdesk.engine.mechanisms.postprocessing import INFERENCE
 from dpdesk.engine.mechanisms.registry import NOISE_FAMILIES
 from dpdesk.engine.schema import Schema
@@ -38,11 +38,11 @@ class CountKind(ReleaseKind["Assessment"]):
     mechanisms = (*NOISE_FAMILIES, INFERENCE)
     takes = frozenset({"seed", "interval", "policy", "prior", "progress", "cancelled"})
 
-    def claims(self, text: Any) -> bool:
+    def claims(self, text: object) -> bool:
         return False  # the fallback: whatever no other kind's head claims (text or coefficients)
 
     def read(
-        self, schema: Schema, text: Any, eps: float | None, delta: float | None, alpha: float | None
+        self, schema: Schema, text: object, eps: float | None, delta: float | None, alpha: float | None
     ) -> Read:
         if alpha is not None:
             raise DpdeskError(
@@ -106,7 +106,7 @@ class CountKind(ReleaseKind["Assessment"]):
 
         return assessment_lines(plan)  # its own first line names the request and its ε, δ
 
-    def offer_lines(self, plan: Assessment, statuses: Sequence[Any], path: str) -> list[str]:
+    def offer_lines(self, plan: Assessment, statuses: Sequence[ClaimVerdict], path: str) -> list[str]:
         """The counter-offer when watched claims decline the request (``statuses``: the claims' checks)."""
         from dpdesk.engine.answering.counteroffer import claim_offer
         from dpdesk.engine.answering.words import offer_lines
@@ -115,7 +115,8 @@ class CountKind(ReleaseKind["Assessment"]):
         if not declined:
             return []
         best = [s.largest_alpha for s in declined]
-        offer = claim_offer(plan, None if None in best else min(best), plan.budget.total)
+        passing = [b for b in best if b is not None]  # every declining claim passes some α, or no offer
+        offer = claim_offer(plan, min(passing) if len(passing) == len(best) else None, plan.budget.total)
         return offer_lines(offer, plan, path)
 
     def spend_words(self, plan: Assessment) -> tuple[str, str, list[str]]:

@@ -3,14 +3,18 @@ when watched claims decline a request. The command line prints them; the app has
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
+
+if TYPE_CHECKING:
+    from dpdesk.engine.answering.assessment import Assessment
+    from dpdesk.engine.answering.counteroffer import CounterOffer
 
 __all__ = ["assessment_lines", "offer_lines"]
 
 
-def assessment_lines(a: Any) -> list[str]:
+def assessment_lines(a: Assessment) -> list[str]:
     """An assessment in words: the request, what history says, the decision, the price and the budget."""
     r = a.request
     q = r.query.text or f"query with {len(r.query.sparse()[0])} nonzero coefficients"
@@ -24,7 +28,7 @@ def assessment_lines(a: Any) -> list[str]:
         )
         counts = r.query.is_integer  # a count is shown as an integer, as its release would be
         lines.append(f"  estimate        {format_value(est.estimate, counts)}  (std {est.std:.4g}; {where})")
-        lo, hi = a.interval
+        lo, hi = a.interval if a.interval is not None else (float("nan"), float("nan"))
         lines.append(
             f"  {100 * (1 - r.delta):g}% interval    {format_interval(lo, hi, counts)}  "
             f"(mass {a.interval_confidence:.6f})"
@@ -69,7 +73,7 @@ def assessment_lines(a: Any) -> list[str]:
     return lines
 
 
-def offer_lines(offer: Any, a: Any, path: str) -> list[str]:
+def offer_lines(offer: CounterOffer, a: Assessment, path: str) -> list[str]:
     """The counter-offer lines for a request watched claims decline: each offer with the edit that
     accepts it (then ``dpdesk answer`` assesses, confirms and releases as usual)."""
     r = a.request

@@ -51,12 +51,12 @@ class PosteriorKind(ReleaseKind["PosteriorAssessment"]):
     takes = frozenset({"reference_size"})
 
     def read(
-        self, schema: Schema, text: Any, eps: float | None, delta: float | None, alpha: float | None
+        self, schema: Schema, text: object, eps: float | None, delta: float | None, alpha: float | None
     ) -> Read:
         from dpdesk.engine.dirichlet.plan import assess_request
         from dpdesk.engine.dirichlet.request import parse_posterior
 
-        q = parse_posterior(text, schema)
+        q = parse_posterior(str(text), schema)  # its head claimed it: text
         assess_request(q, **_outside(eps, delta, alpha))  # every check its plan makes, at zero cost
         return Read("posterior", q.text, q.box_query(), eps, delta, alpha)
 
@@ -67,7 +67,7 @@ class PosteriorKind(ReleaseKind["PosteriorAssessment"]):
         from dpdesk.engine.dirichlet.plan import assess_request
         from dpdesk.engine.dirichlet.request import parse_posterior
 
-        q = parse_posterior(asked.query_text, snapshot.schema)
+        q = parse_posterior(asked.query_text or "", snapshot.schema)
         ref = options.get("reference_size")
         if ref is not None and ref < 0:
             raise DpdeskError(f"--reference-size ({ref}) must be a non-negative whole number")

@@ -36,7 +36,18 @@ from dpdesk.engine.schema import Schema
 if TYPE_CHECKING:
     from dpdesk.engine.kinds.snapshot import LedgerSnapshot
 
-__all__ = ["AdHoc", "Asked", "Read", "Recorded", "RecordedEntry", "ReleaseKind", "cost_text", "terms_text"]
+__all__ = [
+    "AdHoc",
+    "Asked",
+    "ClaimVerdict",
+    "Kind",
+    "Read",
+    "Recorded",
+    "RecordedEntry",
+    "ReleaseKind",
+    "cost_text",
+    "terms_text",
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,15 @@ class RecordedEntry(Protocol):
     def shown_interval(self) -> str: ...
 
 
+class ClaimVerdict(Protocol):
+    """A watched claim's check of a plan, as the store reports it (``dpdesk.store.watching.ClaimStatus``)."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def largest_alpha(self) -> float | None: ...
+
+
 class Recorded(Protocol):
     """A release as the store returns it once recorded (``dpdesk.store.release.Release``)."""
 
@@ -149,12 +169,12 @@ class ReleaseKind(Generic[P]):
     takes: ClassVar[frozenset[str]] = frozenset()  # the options its :meth:`plan` reads (besides ``method``)
 
     # -- the request reader ---------------------------------------------------------------------
-    def claims(self, text: Any) -> bool:
+    def claims(self, text: object) -> bool:
         """Whether a request's text (or coefficients) asks for this kind."""
         return self.head is not None and isinstance(text, str) and self.head.match(text) is not None
 
     def read(
-        self, schema: Schema, text: Any, eps: float | None, delta: float | None, alpha: float | None
+        self, schema: Schema, text: object, eps: float | None, delta: float | None, alpha: float | None
     ) -> Read:
         """Check a request completely (every check :meth:`plan` makes, at zero cost), in one line."""
         raise DpdeskError(f"a {self.label} is not queued as a request")
@@ -182,7 +202,7 @@ class ReleaseKind(Generic[P]):
         """What ``dpdesk assess`` shows of the plan (nothing is spent)."""
         return ([heading] if heading else []) + self.preview(plan)
 
-    def offer_lines(self, plan: P, statuses: Sequence[Any], path: str) -> list[str]:
+    def offer_lines(self, plan: P, statuses: Sequence[ClaimVerdict], path: str) -> list[str]:
         """What the kind offers instead when watched claims decline the plan (``statuses``: the claims'
         checks, each with ``verdict`` and ``largest_alpha``); none by default."""
         return []
@@ -218,3 +238,6 @@ class ReleaseKind(Generic[P]):
 
     def __repr__(self) -> str:
         return f"<release kind {self.name}>"
+
+
+Kind = ReleaseKind[Any]  # a registered kind, whatever its plan type (what the registry holds)

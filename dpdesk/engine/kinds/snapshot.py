@@ -12,7 +12,7 @@ The seams the next kinds need are here: the privacy unit and the accounting mode
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,9 +25,10 @@ from dpdesk.engine.schema import Schema
 __all__ = ["LedgerSnapshot"]
 
 
-def _read_only(a: Any, n: int) -> np.ndarray:
-    """``a`` as a read-only float array (no copy when it already is one: a cube may have 10⁶ cells)."""
-    out = np.zeros(n) if a is None else np.asarray(a, dtype=float)
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` (per-cell values) as a read-only float array (no copy when it already is
+    one: a cube may have 10⁶ cells)."""
+    out = np.asarray(a, dtype=float)
     if out.flags.writeable:
         out = out.copy()
         out.setflags(write=False)
@@ -40,18 +41,17 @@ class LedgerSnapshot:
 
     schema: Schema
     settings: Settings
+    cell_costs: np.ndarray  # per-cell α so far (read-only)
+    cell_deltas: np.ndarray  # per-cell δ so far (read-only)
     head: tuple[int, str | None] = (0, None)  # (seq, hash) of the newest entry; hash None outside a project
-    cell_costs: np.ndarray = field(default=None)  # type: ignore[assignment]  # per-cell α so far
-    cell_deltas: np.ndarray = field(default=None)  # type: ignore[assignment]  # per-cell δ so far
     delta_cap: float = 0.0  # the largest per-cell δ the project allows
     history: History | None = None  # the released rows' History (while held; None: not read)
     releases: tuple[Any, ...] = ()  # (entry seq, release) answered from their own structure
     left_out: int = 0  # releases whose rows the History does not hold
 
     def __post_init__(self) -> None:
-        n = self.schema.n_cells
-        object.__setattr__(self, "cell_costs", _read_only(self.cell_costs, n))
-        object.__setattr__(self, "cell_deltas", _read_only(self.cell_deltas, n))
+        object.__setattr__(self, "cell_costs", _read_only(self.cell_costs))
+        object.__setattr__(self, "cell_deltas", _read_only(self.cell_deltas))
         object.__setattr__(self, "delta_cap", float(self.delta_cap))
 
     @property

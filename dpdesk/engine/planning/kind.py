@@ -12,7 +12,7 @@ from dpdesk.engine.kinds.base import ReleaseKind
 from dpdesk.engine.planning.privacy_map import MEASUREMENTS
 
 if TYPE_CHECKING:
-    pass
+    from dpdesk.engine.planning.release import MeasurementPlan  # noqa: F401  (the type argument below)
 
 __all__ = ["MEASUREMENT", "MeasurementKind"]
 

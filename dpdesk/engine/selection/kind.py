@@ -47,11 +47,11 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
     mechanisms = (REPORT_NOISY_MAX,)
 
     def read(
-        self, schema: Schema, text: Any, eps: float | None, delta: float | None, alpha: float | None
+        self, schema: Schema, text: object, eps: float | None, delta: float | None, alpha: float | None
     ) -> Read:
         from dpdesk.engine.selection.plan import plan_selection
 
-        q = parse_selection(text, schema)
+        q = parse_selection(str(text), schema)  # its head claimed it: text
         plan = plan_selection(
             q, schema, total_budget=1.0, **selection_price(eps, delta, alpha)
         )  # checks the price
@@ -62,7 +62,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
         from dpdesk.engine.selection.plan import plan_selection
 
         return plan_selection(
-            parse_selection(asked.query_text, snapshot.schema),
+            parse_selection(asked.query_text or "", snapshot.schema),
             snapshot.schema,
             cell_costs=snapshot.cell_costs,
             total_budget=snapshot.total_budget,

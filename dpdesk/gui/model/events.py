@@ -12,27 +12,33 @@ is emitted (on the thread that emits it: the app emits them on the GUI thread on
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVarTuple, Unpack
+
+if TYPE_CHECKING:
+    from dpdesk.store.ledger import LedgerEntry
 
 __all__ = ["Event", "ProjectEvents"]
 
+Ts = TypeVarTuple("Ts")
 
-class Event:
-    """One kind of change; its callbacks are called in the order they connected."""
+
+class Event(Generic[*Ts]):
+    """One kind of change, carrying values of the types ``Ts``; its callbacks are called in the order
+    they connected."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._callbacks: list[Callable[..., Any]] = []
+        self._callbacks: list[Callable[[Unpack[Ts]], object]] = []
 
-    def connect(self, callback: Callable[..., Any]) -> None:
+    def connect(self, callback: Callable[[Unpack[Ts]], object]) -> None:
         if callback not in self._callbacks:
             self._callbacks.append(callback)
 
-    def disconnect(self, callback: Callable[..., Any]) -> None:
+    def disconnect(self, callback: Callable[[Unpack[Ts]], object]) -> None:
         if callback in self._callbacks:
             self._callbacks.remove(callback)
 
-    def emit(self, *args: Any) -> None:
+    def emit(self, *args: *Ts) -> None:
         for callback in list(self._callbacks):
             callback(*args)
 
@@ -51,8 +57,8 @@ class ProjectEvents:
     """
 
     def __init__(self) -> None:
-        self.queue_changed = Event("queue_changed")
-        self.entry_appended = Event("entry_appended")
-        self.settings_changed = Event("settings_changed")
-        self.claims_changed = Event("claims_changed")
-        self.loaded = Event("loaded")
+        self.queue_changed: Event[tuple[str, ...] | None] = Event("queue_changed")
+        self.entry_appended: Event[tuple[LedgerEntry, ...]] = Event("entry_appended")
+        self.settings_changed: Event[()] = Event("settings_changed")
+        self.claims_changed: Event[()] = Event("claims_changed")
+        self.loaded: Event[()] = Event("loaded")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -34,18 +34,36 @@ from dpdesk.store.requests import StoredRequest
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watching import ClaimStatus, claim_statuses, claim_trace
 
+if TYPE_CHECKING:
+    from dpdesk.engine.estimates.plans import HistoryInputs
+    from dpdesk.engine.kinds.base import Asked
+    from dpdesk.engine.planning.plan import BatchPlan
+    from dpdesk.store.batch import BatchRelease
+    from dpdesk.store.binding import SourceBinding
+    from dpdesk.store.verify import VerifyReport
+    from dpdesk.store.watch import WatchedClaim
+
 __all__ = ["ProjectState"]
 
 
-def _progress(state: Any) -> Any:
-    return getattr(state, "progress", None)
+class TaskProgress(Protocol):
+    """What a job is handed by the task runner (``gui/tasks.TaskState``): report progress, ask to stop."""
+
+    def progress(self, fraction: float) -> None: ...
+
+    def cancelled(self) -> bool: ...
 
 
-def _cancelled(state: Any) -> Any:
-    return getattr(state, "cancelled", None)
+T = TypeVar("T")
+Job = Callable[[TaskProgress | None], T]  # work for the task runner, called on a worker with its task state
 
 
-Job = Callable[[Any], Any]  # work for the task runner: called with its task state (progress, cancelled)
+def _progress(state: TaskProgress | None) -> Callable[[float], None] | None:
+    return None if state is None else state.progress
+
+
+def _cancelled(state: TaskProgress | None) -> Callable[[], bool] | None:
+    return None if state is None else state.cancelled
 
 
 class ProjectState:
@@ -135,7 +153,7 @@ class ProjectState:
         src = self._project.source
         return f"{src.location}{f' (table {src.table})' if src.table else ''}"
 
-    def source(self) -> Any:
+    def source(self) -> SourceBinding:
         """The current source binding (location, table, when it was bound)."""
         return self._project.source
 
@@ -166,7 +184,7 @@ class ProjectState:
     def table_size(self) -> float | None:
         return self._project.table_size()
 
-    def claim_statuses(self, plan: Any = None) -> list[ClaimStatus]:
+    def claim_statuses(self, plan: ReleasePlan | None = None) -> list[ClaimStatus]:
         """Each watched claim with Pr(C) now and, given a plan, its check (public inputs only)."""
         return self._project.claim_statuses(plan)
 
@@ -174,7 +192,7 @@ class ProjectState:
         """Pr(claim) over the ledger (reads released values: for the curator's eyes)."""
         return claim_trace(self.view(), claim_id)
 
-    def plan(self, asked: Any, **options: Any) -> ReleasePlan:
+    def plan(self, asked: Asked, **options: Any) -> ReleasePlan:
         """The plan of ``asked`` now, from the one assess function (quick kinds, or a script)."""
         return self._project.plan(asked, **options)
 
@@ -254,7 +272,7 @@ class ProjectState:
     def edit_request(
         self,
         request_id: str,
-        query: Any,
+        query: object,
         eps: float | None,
         delta: float | None,
         requester: str = "",
@@ -272,7 +290,7 @@ class ProjectState:
 
     def watch(
         self, query: str, low: float | None, high: float | None, threshold: float, risk: float, name: str = ""
-    ) -> Any:
+    ) -> WatchedClaim:
         try:
             return self._project.watch(query, low, high, threshold, risk, name)
         finally:
@@ -284,46 +302,39 @@ class ProjectState:
         finally:
             self.released()
 
-    def verify(self) -> Any:
+    def verify(self) -> VerifyReport:
         return self._project.verify()
 
     # -- jobs for the task runner (each opens a sibling connection on its worker) ---------------------
-    def with_sibling(self, work: Callable[[Project], Any]) -> Job:
+    def with_sibling(self, work: Callable[[Project], T]) -> Job[T]:
         """``work(sibling)`` as a job: a connection to this project opened on the worker that runs it."""
-        project = self._project
+        return self.task(lambda sibling, _state: work(sibling))
 
-        def job(state: Any = None) -> Any:
-            with project.sibling() as sibling:
-                return work(sibling)
-
-        return job
-
-    def task(self, work: Callable[[Project, Any], Any]) -> Job:
+    def task(self, work: Callable[[Project, TaskProgress | None], T]) -> Job[T]:
         """``work(sibling, task state)`` as a job: the task state reports progress and asks for cancel."""
         project = self._project
 
-        def job(state: Any = None) -> Any:
+        def job(state: TaskProgress | None = None) -> T:
             with project.sibling() as sibling:
                 return work(sibling, state)
 
         return job
 
-    def verify_job(self) -> Job:
+    def verify_job(self) -> Job[VerifyReport]:
         """The integrity check (a long ledger's replay takes minutes), with progress and cancel."""
         return self.task(lambda sib, st: sib.verify(progress=_progress(st), cancelled=_cancelled(st)))
 
-    def report_job(self, path: str, images: dict[str, bytes]) -> Job:
+    def report_job(self, path: str, images: dict[str, bytes]) -> Job[object]:
         """The HTML audit report written to ``path`` (its integrity check included)."""
         from dpdesk.store import audit_export
 
-        def work(sibling: Project, st: Any) -> Any:
-            return audit_export.export_report(
-                sibling, path, images, progress=_progress(st), cancelled=_cancelled(st)
+        return self.task(
+            lambda sib, st: audit_export.export_report(
+                sib, path, images, progress=_progress(st), cancelled=_cancelled(st)
             )
+        )
 
-        return self.task(work)
-
-    def csv_job(self, path: str) -> Job:
+    def csv_job(self, path: str) -> Job[int]:
         """The ledger CSV written to ``path``; returns the number of entries."""
         from dpdesk.store import audit_export
 
@@ -339,117 +350,103 @@ class ProjectState:
 
         return audit_export.report_html(self._project, images)[0]
 
-    def estimate_inputs(self, text: str) -> Any:
+    def estimate_inputs(self, text: str) -> tuple[HistoryInputs, Any, Any]:
         """``(inputs, query, history's own estimate)`` of a zero-cost estimate of ``text`` now."""
         from dpdesk.store.estimating import query_inputs
 
         return query_inputs(self._project, text)
 
-    def synthetic_inputs(self) -> Any:
+    def synthetic_inputs(self) -> HistoryInputs:
         """The synthetic table's public inputs now (one moment of the ledger)."""
         from dpdesk.store.estimating import ledger_inputs
 
         return ledger_inputs(self._project)[0]
 
-    def assess_job(self, request_id: str, method: str = "fft") -> Job:
+    def assess_job(self, request_id: str, method: str = "fft") -> Job[tuple[ReleasePlan, list[ClaimStatus]]]:
         """The plan of a queued request of any kind, from the one assess function on a consistent moment
         of the ledger view (read on the worker: a long ledger's first factorisation happens there), with
         every watched claim's check on it."""
         view, req = self.view(), self.request(request_id)
         settings, cap, size = self.answering_settings(), self.delta_cap, self.table_size()
 
-        def job(state: Any = None) -> tuple[Any, list[ClaimStatus]]:
-            progress = getattr(state, "progress", None)
-            cancelled = getattr(state, "cancelled", None)
+        def job(state: TaskProgress | None = None) -> tuple[ReleasePlan, list[ClaimStatus]]:
             plan = assess(
-                view, req, settings, delta_cap=cap, method=method, progress=progress, cancelled=cancelled
+                view,
+                req,
+                settings,
+                delta_cap=cap,
+                method=method,
+                progress=_progress(state),
+                cancelled=_cancelled(state),
             )
             return plan, claim_statuses(view, plan, size)
 
         return job
 
-    def release_job(self, plan: ReleasePlan) -> Job:
+    def release_job(self, plan: ReleasePlan) -> Job[Release]:
         """The work of releasing exactly ``plan`` (on a sibling connection); call :meth:`released` on the
-        GUI thread afterwards, whatever the outcome."""
+        GUI thread afterwards, whatever the outcome. The task state: the table scan reports to it, stops
+        on cancel."""
 
-        def work(sibling: Project, state: Any) -> Release:
-            release = sibling.release(
-                plan, progress=getattr(state, "progress", None), cancelled=getattr(state, "cancelled", None)
-            )
+        def work(sibling: Project, state: TaskProgress | None) -> Release:
+            release = sibling.release(plan, progress=_progress(state), cancelled=_cancelled(state))
             sibling.view()  # the shared view takes the new entry here (a 2·10⁶-count release takes a while)
             return release
 
-        project = self._project
+        return self.task(work)
 
-        def job(state: Any = None) -> Release:  # a TaskState: the table scan reports to it, stops on cancel
-            with project.sibling() as sibling:
-                return work(sibling, state)
-
-        return job
-
-    def answer_free_job(self, method: str = "fft") -> Job:
+    def answer_free_job(self, method: str = "fft") -> Job[list[Release]]:
         """Release every pending count history answers for free, one ledger entry each (on a sibling)."""
-        project = self._project
 
-        def job(state: Any = None) -> list[Release]:
+        def work(sibling: Project, state: TaskProgress | None) -> list[Release]:
             out: list[Release] = []
-            with project.sibling() as sibling:
-                ids = [r.id for r in sibling.requests("pending") if r.kind == "count"]  # others always spend
-                for i, rid in enumerate(ids):
-                    if state is not None and state.cancelled():
-                        break
-                    a = sibling.assess(rid, method=method)
-                    if a.decision == "infer":
-                        out.append(sibling.release(a))
-                    if state is not None:
-                        state.progress((i + 1) / len(ids))
-                sibling.view()  # the shared view takes the new entries here, not on the GUI thread
+            ids = [r.id for r in sibling.requests("pending") if r.kind == "count"]  # others always spend
+            for i, rid in enumerate(ids):
+                if state is not None and state.cancelled():
+                    break
+                a = sibling.assess(rid, method=method)
+                if getattr(a, "decision", None) == "infer":
+                    out.append(sibling.release(a))
+                if state is not None:
+                    state.progress((i + 1) / len(ids))
+            sibling.view()  # the shared view takes the new entries here, not on the GUI thread
             return out
 
-        return job
+        return self.task(work)
 
-    def batch_plan_job(self, request_ids: list[str], method: str, share: float | None) -> Job:
+    def batch_plan_job(self, request_ids: list[str], method: str, share: float | None) -> Job[BatchPlan]:
         """A batch plan of ``request_ids`` (:func:`dpdesk.store.batch.plan_pending`) on a sibling."""
         from dpdesk.store.batch import plan_pending
 
-        project = self._project
+        return self.task(
+            lambda sib, st: plan_pending(
+                sib,
+                request_ids,
+                method=method,
+                look_ahead=share,
+                progress=_progress(st),
+                cancelled=_cancelled(st),
+            )
+        )
 
-        def job(state: Any = None) -> Any:
-            with project.sibling() as sibling:
-                return plan_pending(
-                    sibling,
-                    request_ids,
-                    method=method,
-                    look_ahead=share,
-                    progress=getattr(state, "progress", None),
-                    cancelled=getattr(state, "cancelled", None),
-                )
-
-        return job
-
-    def batch_release_job(self, plan: Any) -> Job:
+    def batch_release_job(self, plan: BatchPlan) -> Job[BatchRelease]:
         """Release a batch plan's measurements and answers (:func:`dpdesk.store.batch.release_batch`) on
         a sibling; call :meth:`released` on the GUI thread afterwards, whatever the outcome."""
         from dpdesk.store.batch import release_batch
 
-        project = self._project
+        return self.task(
+            lambda sib, st: release_batch(sib, plan, progress=_progress(st), cancelled=_cancelled(st))
+        )
 
-        def job(state: Any = None) -> Any:
-            with project.sibling() as sibling:
-                return release_batch(
-                    sibling,
-                    plan,
-                    progress=getattr(state, "progress", None),
-                    cancelled=getattr(state, "cancelled", None),
-                )
-
-        return job
-
-    def claims_job(self, claim_id: str | None) -> Job:
+    def claims_job(
+        self, claim_id: str | None
+    ) -> Job[tuple[list[ClaimStatus], list[tuple[int, float | None]]]]:
         """The claims' statuses now and ``claim_id``'s Pr(claim) over the ledger (reads the view only)."""
         view, size = self.view(), self.table_size()
 
-        def job(state: Any = None) -> tuple[list, list]:
+        def job(
+            state: TaskProgress | None = None,
+        ) -> tuple[list[ClaimStatus], list[tuple[int, float | None]]]:
             statuses = claim_statuses(view, None, size)
             ids = [st.watched.id for st in statuses]
             chosen = claim_id if claim_id in ids else (ids[0] if ids else None)
@@ -457,23 +454,13 @@ class ProjectState:
 
         return job
 
-    def cache_job(self) -> Job | None:
+    def cache_job(self) -> Job[bool] | None:
         """Writing the ledger-view cache before the project closes (None: nothing worth writing)."""
         if not self._project.view_cache_worth_saving():
             return None
-
-        def work(sibling: Project, state: Any) -> bool:
-            return sibling.save_view_cache(
-                progress=getattr(state, "progress", None), cancelled=getattr(state, "cancelled", None)
-            )
-
-        project = self._project
-
-        def job(state: Any = None) -> bool:
-            with project.sibling() as sibling:
-                return work(sibling, state)
-
-        return job
+        return self.task(
+            lambda sib, st: sib.save_view_cache(progress=_progress(st), cancelled=_cancelled(st))
+        )
 
     def close(self, save_cache: bool = True) -> None:
         self._project.close(save_cache=save_cache)
