@@ -39,10 +39,12 @@ from dpdesk.gui.assessment_text import (
 )
 from dpdesk.gui.claims_panel import claim_notes, offer_options
 from dpdesk.gui.glossary import tip
+from dpdesk.gui.kind_views import chart_for
 from dpdesk.gui.plan_view import PlanView
 from dpdesk.gui.posterior_plot import PosteriorPlot
+from dpdesk.gui.progress import set_progress
 from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
-from dpdesk.gui.tasks import TaskRunner, set_progress
+from dpdesk.gui.tasks import TaskRunner
 
 BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 # a decided request's posterior fields are history's now (which includes the release), not the release's
@@ -306,9 +308,9 @@ class AnswerPanel(QWidget):
             self.reason.setText(decided_plan_text(entry))
             self.sigAssessed.emit(None)
             return
-        self.runner.start(
-            self.session.plan_job(req.id), self.show_plan, self._plan_failed, label=f"planning {req.id}"
-        )
+        chart = chart_for(req.kind)  # what the kind's chart reads of the data, if it has one
+        job = self.session.plan_job(req.id, None if chart is None else chart.private)
+        self.runner.start(job, self.show_plan, self._plan_failed, label=f"planning {req.id}")
 
     def show_plan(self, result) -> None:
         """A queued max/argmax or posterior request's plan (and a max/argmax's private output law)."""

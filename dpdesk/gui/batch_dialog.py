@@ -47,9 +47,10 @@ from dpdesk.engine.planning.ahead import SHARE
 from dpdesk.gui import dialogs
 from dpdesk.gui.glossary import tip
 from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.progress import set_progress
 from dpdesk.gui.screen_fit import keep_on_screen
 from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner, TaskState, set_progress
+from dpdesk.gui.tasks import TaskRunner, TaskState
 
 if TYPE_CHECKING:
     from dpdesk.engine.planning.plan import BatchPlan, PlannedRequest

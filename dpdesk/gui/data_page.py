@@ -32,8 +32,9 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.badge import PrivateBadge
 from dpdesk.gui.models import DataFrameModel
 from dpdesk.gui.open_table_dialog import OpenTableDialog
+from dpdesk.gui.progress import set_progress
 from dpdesk.gui.schema_editor import SchemaEditor
-from dpdesk.gui.tasks import TaskRunner, set_progress
+from dpdesk.gui.tasks import TaskRunner
 
 PREVIEW_ROWS = 5000
 STEPS = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from dpdesk.gui.glossary import tip
-from dpdesk.gui.tasks import set_progress
+from dpdesk.gui.progress import set_progress
 
 WARN_FRACTION = 0.20
 DANGER_FRACTION = 0.05

@@ -8,23 +8,19 @@ for, computed on a worker — a max/argmax's exact output law) and the release o
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QWidget
 
+from dpdesk.gui.model.state import PrivateWork
 from dpdesk.gui.proportions_plot import ProportionsPlot
 from dpdesk.gui.selection_chart import SelectionChart
 
 if TYPE_CHECKING:
     from dpdesk.engine.schema import Schema
-    from dpdesk.store.project import Project
     from dpdesk.store.release import Release
 
 __all__ = ["CHARTS", "KindChart", "chart_for"]
-
-# what a chart asks of the data, given a sibling project on a worker: its private values
-PrivateWork = Callable[["Project"], object]
 
 
 class KindChart:

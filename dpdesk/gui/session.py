@@ -26,7 +26,7 @@ from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.model.state import Job, ProjectState, TaskProgress
+from dpdesk.gui.model.state import Job, PrivateWork, ProjectState, TaskProgress
 from dpdesk.store.assessing import assess
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.project import Project
@@ -259,19 +259,18 @@ class ProjectSession(QObject):
         return self.state.verify()
 
     # -- actions and jobs (the state's; each emits what it changed) -------------------------------
-    def plan_job(self, request_id: str) -> Job[tuple[ReleasePlan, object]]:
+    def plan_job(
+        self, request_id: str, private: Callable[[ReleasePlan, Schema], PrivateWork | None] | None = None
+    ) -> Job[tuple[ReleasePlan, object]]:
         """The work of planning a queued request of a kind other than a count, for the task runner: the
         plan from the one assess function on the worker and what its chart reads of the data
-        (:mod:`dpdesk.gui.kind_views`; a max/argmax's exact output law, for the curator's eyes only), on a
-        sibling connection. It returns ``(plan, private values or None)``."""
-        from dpdesk.gui.kind_views import chart_for
-
+        (``private(plan, schema)``: a view's work on a sibling connection, e.g. a max/argmax's exact
+        output law, for the curator's eyes only). It returns ``(plan, private values or None)``."""
         assess_job, schema = self.state.assess_job(request_id), self.schema
-        chart = chart_for(self.request(request_id).kind)
 
         def job(state: TaskProgress | None = None) -> tuple[ReleasePlan, object]:
             plan, _claims = assess_job(state)
-            work = None if chart is None else chart.private(plan, schema)
+            work = None if private is None else private(plan, schema)
             return plan, None if work is None else self.state.with_sibling(work)(state)
 
         return job

@@ -15,7 +15,8 @@ from typing import Any
 from PySide6.QtCore import QThreadPool, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
-from dpdesk.gui.tasks import TaskRunner, TaskState, set_progress
+from dpdesk.gui.progress import set_progress
+from dpdesk.gui.tasks import TaskRunner, TaskState
 
 
 class TaskLine(QWidget):

@@ -165,17 +165,3 @@ class TaskRunner(QObject):
                 dialogs.report_exception(out.value, out.trace)
         finally:
             self.sigFinished.emit()
-
-
-def set_progress(bar: Any, value: int) -> None:
-    """Set a progress bar's value and let the event loop paint it.
-
-    ``QProgressBar.setValue`` repaints at once, and an immediate repaint paints every region of the window
-    waiting to be painted with it (plots just redrawn included), inside the caller's handler; with updates
-    off while the value changes, the bar is painted with the rest, when the event loop gets to it.
-    """
-    if bar.value() == value:
-        return
-    bar.setUpdatesEnabled(False)
-    bar.setValue(value)
-    bar.setUpdatesEnabled(True)  # schedules the bar's paint (never a repaint now)

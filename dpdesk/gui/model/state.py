@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from dpdesk.store.verify import VerifyReport
     from dpdesk.store.watch import WatchedClaim
 
-__all__ = ["ProjectState"]
+__all__ = ["Job", "PrivateWork", "ProjectState", "TaskProgress"]
 
 
 class TaskProgress(Protocol):
@@ -56,6 +56,9 @@ class TaskProgress(Protocol):
 
 T = TypeVar("T")
 Job = Callable[[TaskProgress | None], T]  # work for the task runner, called on a worker with its task state
+
+
+PrivateWork = Callable[[Project], object]  # a view's read of the data on a worker's sibling connection
 
 
 def _progress(state: TaskProgress | None) -> Callable[[float], None] | None:
