@@ -1,0 +1,2 @@
+"""The window's pages: start, data, requests (with the queue's actions) and audit (with its ledger
+table)."""

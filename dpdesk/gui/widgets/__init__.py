@@ -1,0 +1,2 @@
+"""The app's building blocks: plots, charts, item models, the glossary, progress bars — widgets that know
+nothing of a project."""
