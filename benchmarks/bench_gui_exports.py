@@ -1,6 +1,6 @@
 """The window on a long project: the GUI thread's longest stall while the Audit page exports, and on close.
 
-A real window (offscreen Qt, the app's :class:`~dpdesk.gui.main_window.MainWindow`) opens a copy of a long
+A real window (offscreen Qt, the app's :class:`~dpdesk.gui.app.main_window.MainWindow`) opens a copy of a long
 project (default: ``benchmarks/long_project.py``'s 5 000-entry one) **without** its ledger-view cache, so
 the ledger is replayed and closing the project has a cache to write. Once the Requests and Audit pages have
 drawn, it measures, each time as the largest gap between beats of a 10 ms timer on the GUI thread (a busy
@@ -51,9 +51,9 @@ def _closing(win) -> bool:
 
 def run_once(project: Path, skip: set[str]) -> dict[str, float]:
     """Open a copy of ``project`` (no cache), export CSV and HTML, close; seconds and longest stalls."""
-    from dpdesk.gui import audit_page
-    from dpdesk.gui.app import application, settings_at
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.application import application, settings_at
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.pages import audit_page
     from dpdesk.store import view_cache
 
     app = application()

@@ -1,6 +1,6 @@
 """The window on a long project: time from opening it to the first assessment shown, and the GUI stall.
 
-A real window (offscreen Qt, the app's own :class:`~dpdesk.gui.main_window.MainWindow`) opens a copy of
+A real window (offscreen Qt, the app's own :class:`~dpdesk.gui.app.main_window.MainWindow`) opens a copy of
 a long project (by default the one ``benchmarks/bench_engine.py --cold-cli`` generates: fresh releases of
 random boxes over a 32⁴ = 1,048,576-cell cube, one pending request summing three released boxes). From
 ``open_project`` it measures
@@ -84,7 +84,7 @@ def _copy(project: Path, folder: Path, cache: bool) -> Path:
 
 def _settled(win) -> bool:
     """The Requests page has drawn everything: the assessment, the queue, the budget; nothing runs."""
-    from dpdesk.gui.tasks import TaskRunner
+    from dpdesk.gui.runtime.tasks import TaskRunner
 
     page = win.requests
     if (
@@ -125,8 +125,8 @@ def _wait(app, condition, limit: float) -> float | None:
 
 def open_once(project: Path, cache: bool, request: str | None, profile: bool = False) -> dict[str, float]:
     """Open a fresh copy of ``project`` in a new window; the times (seconds) and the longest stalls."""
-    from dpdesk.gui.app import application, settings_at
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.application import application, settings_at
+    from dpdesk.gui.app.main_window import MainWindow
 
     app = application()
     _quiet_dialogs()

@@ -1,6 +1,6 @@
 """The window after a release: how long the GUI thread is busy redrawing once a release is recorded.
 
-A real window (offscreen Qt, the app's own :class:`~dpdesk.gui.main_window.MainWindow`) opens a fresh
+A real window (offscreen Qt, the app's own :class:`~dpdesk.gui.app.main_window.MainWindow`) opens a fresh
 demo project and answers its pending count requests one after another, each through the answer panel's
 own path: the assessment shown, the release recorded on a worker (a sibling connection), then the GUI
 thread told that the ledger grew. Measured per release, on the GUI thread only:
@@ -54,8 +54,8 @@ def _idle(app) -> None:
 def run(releases: int, page: str, profile: bool) -> dict:
     from PySide6.QtCore import QSettings
 
-    from dpdesk.gui.app import application
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.application import application
+    from dpdesk.gui.app.main_window import MainWindow
 
     app = application()
     folder = Path(tempfile.mkdtemp(prefix="dpdesk-bench-release-"))

@@ -2,7 +2,7 @@
 
 With no arguments ``dpdesk`` opens the desktop app; so does a project path (``dpdesk P.dpdesk``, what a
 file manager runs for a double-click) and the window's own options such as ``--demo`` or
-``--screenshot DIR`` (all handed to :mod:`dpdesk.gui.launch`). ``--self-test`` runs
+``--screenshot DIR`` (all handed to :mod:`dpdesk.gui.app.launch`). ``--self-test`` runs
 :mod:`dpdesk.selftest`; with a subcommand it runs that command. ``dpdesk --help`` lists both the
 window's options and the commands. Each
 subcommand lives in its own module under :mod:`dpdesk.commands` and provides ``register(subparsers)``
@@ -62,7 +62,7 @@ USAGE = """dpdesk [PROJECT] [--demo] [--screenshot DIR] [--settings INI]
 def build_parser(*, window_help: bool = False) -> _Parser:
     """The command-line parser; with ``window_help`` also the window's options, for ``--help`` only.
 
-    The window's options are parsed by :mod:`dpdesk.gui.launch` (``main`` hands them over before this
+    The window's options are parsed by :mod:`dpdesk.gui.app.launch` (``main`` hands them over before this
     parser runs); here they are only listed, so that ``dpdesk --help`` shows everything ``dpdesk`` does.
     """
     parser = _Parser(
@@ -84,7 +84,7 @@ def build_parser(*, window_help: bool = False) -> _Parser:
             nargs="?",
             help="a project file (*.dpdesk) to open, as a double-click in the file manager does",
         )
-        from dpdesk.gui.launch import add_window_arguments  # argparse only: no Qt imported
+        from dpdesk.gui.app.launch import add_window_arguments  # argparse only: no Qt imported
 
         add_window_arguments(group)
         group.add_argument(
@@ -153,7 +153,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return int(selftest.main(argv))
     if opens_window(argv):
-        from dpdesk.gui.launch import main as open_window
+        from dpdesk.gui.app.launch import main as open_window
 
         try:
             return int(open_window(argv))

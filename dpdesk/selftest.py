@@ -199,7 +199,7 @@ def step_fonts(run: Run) -> None:
     from PySide6.QtGui import QFontDatabase
 
     from dpdesk.gui import dialogs
-    from dpdesk.gui.app import application
+    from dpdesk.gui.app.application import application
 
     # An error dialog would wait forever for a click offscreen: record what it would have said instead.
     errors: list[str] = run.facts.setdefault("dialog_errors", [])
@@ -226,9 +226,9 @@ def step_window(run: Run) -> None:
     """Open the self-test project in the real main window, select a request, render it once."""
     from PySide6.QtGui import QImage
 
-    from dpdesk.gui.app import settings_at
-    from dpdesk.gui.main_window import MainWindow
-    from dpdesk.gui.scripted import wait_until
+    from dpdesk.gui.app.application import settings_at
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.runtime.scripted import wait_until
 
     win = MainWindow(settings_at(str(run.workdir / "settings.ini")), demo_folder=run.workdir)
     run._keep.append(win)
@@ -310,8 +310,8 @@ def startup_probe() -> int:
         step_platform(Run(workdir))
         from PySide6.QtCore import QEvent, QObject, QTimer
 
-        from dpdesk.gui.app import application, settings_at
-        from dpdesk.gui.main_window import MainWindow
+        from dpdesk.gui.app.application import application, settings_at
+        from dpdesk.gui.app.main_window import MainWindow
 
         app = application()
         win = MainWindow(settings_at(str(workdir / "settings.ini")))

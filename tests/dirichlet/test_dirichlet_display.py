@@ -33,8 +33,8 @@ def test_beta_density_integrates_to_one():
 
 
 def test_plot_draws_curves_for_two_categories_and_bars_otherwise(qtbot):
-    from dpdesk.gui.plots import pg
-    from dpdesk.gui.proportions_plot import ProportionsPlot
+    from dpdesk.gui.widgets.plots import pg
+    from dpdesk.gui.widgets.proportions_plot import ProportionsPlot
 
     w = ProportionsPlot()
     qtbot.addWidget(w)

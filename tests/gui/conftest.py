@@ -102,7 +102,7 @@ def demo_window(qtbot, tmp_path: Path, settings, dialogs):
     """The main window with a fresh demo project opened through the Start page's Open demo button."""
     from PySide6.QtCore import Qt
 
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = MainWindow(settings, demo_folder=tmp_path / "data")
     qtbot.addWidget(win)

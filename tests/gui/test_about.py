@@ -10,8 +10,8 @@ def test_help_about_names_versions_licence_and_file_format(qtbot, settings, tmp_
     from PySide6.QtWidgets import QApplication
 
     from dpdesk import __version__
-    from dpdesk.gui.about_dialog import AboutDialog
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.dialogs.about_dialog import AboutDialog
     from dpdesk.store.db import FORMAT_VERSION
 
     win = MainWindow(settings, demo_folder=tmp_path)

@@ -19,9 +19,9 @@ from .conftest import WAIT, wait_assessed
 @pytest.fixture
 def audit_window(qtbot, tmp_path, settings, dialogs):
     from dpdesk.appdata.demo import demo_project
-    from dpdesk.gui.main_window import MainWindow
-    from dpdesk.gui.scripted import work_through
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.runtime.scripted import work_through
+    from dpdesk.gui.runtime.session import ProjectSession
 
     path, _ = demo_project(tmp_path / "data")
     s = ProjectSession(path)
@@ -99,7 +99,7 @@ def _undated(text: str) -> str:
 def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_before(
     audit_window, qtbot, dialogs, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
     from dpdesk.store import audit_export
     from dpdesk.store.report import ledger_csv
 
@@ -136,7 +136,7 @@ def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_befo
 def test_a_cancelled_export_leaves_no_file_and_an_older_one_as_it_was(
     audit_window, qtbot, dialogs, monkeypatch, tmp_path, kind
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
     from dpdesk.store import audit_export
 
     audit = audit_window.audit

@@ -15,7 +15,7 @@ from .conftest import WAIT, wait_assessed, wait_released
 def test_cost_curve_holds_its_last_level_and_report_plots_are_large(
     demo_window, qtbot, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     win.resize(1024, 700)

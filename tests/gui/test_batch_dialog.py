@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel
 
-from dpdesk.gui.batch_dialog import HEADERS, row_cells
+from dpdesk.gui.kinds.batch_dialog import HEADERS, row_cells
 
 from .conftest import WAIT
 
@@ -93,7 +93,7 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
 def test_uncoverable_plan_cannot_be_released_and_a_stale_plan_is_refused_spending_nothing(
     demo_window, qtbot, dialogs
 ):
-    from dpdesk.gui.batch_dialog import BatchDialog
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
 
     win = demo_window
     before = len(win.session.ledger())
@@ -122,7 +122,7 @@ def test_cancel_midway_keeps_the_recorded_measurements_audited_and_says_so(
     import threading
 
     from dpdesk.engine.planning.release import MeasurementPlan
-    from dpdesk.gui.batch_dialog import BatchDialog
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
 
     win, ids = demo_window, ["q02", "q03", "q04", "q05"]
     before = len(win.session.ledger())

@@ -58,8 +58,8 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
     qtbot, tmp_path, dialogs, monkeypatch
 ):
     import dpdesk.store.batch as batch_mod
-    from dpdesk.gui.batch_dialog import HEADERS, BatchDialog, look_ahead_summary, row_cells
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.kinds.batch_dialog import HEADERS, BatchDialog, look_ahead_summary, row_cells
+    from dpdesk.gui.runtime.session import ProjectSession
     from dpdesk.store import Project
 
     path = _project(tmp_path)

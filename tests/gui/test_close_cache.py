@@ -18,8 +18,8 @@ from .conftest import WAIT, wait_assessed
 @pytest.fixture
 def project_path(tmp_path, monkeypatch):
     from dpdesk.appdata.demo import demo_project
-    from dpdesk.gui.scripted import work_through
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.runtime.scripted import work_through
+    from dpdesk.gui.runtime.session import ProjectSession
     from dpdesk.store import view_cache
 
     monkeypatch.setattr(view_cache, "MIN_ROWS", 1)
@@ -61,7 +61,7 @@ class SaveSpy:
 
 
 def _open(qtbot, settings, path):
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = MainWindow(settings)
     qtbot.addWidget(win)

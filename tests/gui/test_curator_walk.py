@@ -35,7 +35,7 @@ def _click(qtbot, button):
 
 
 def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
-    from dpdesk.gui import audit_page, data_page, requests_page
+    from dpdesk.gui.pages import audit_page, data_page, requests_page
 
     win = demo_window
     # -- a new project from an own CSV, after the demo was open

@@ -28,7 +28,7 @@ def _run_window(argv: list[str], qtbot, monkeypatch):
     from PySide6.QtWidgets import QApplication
 
     from dpdesk import cli
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     monkeypatch.setattr(QApplication, "exec", lambda *_: 0)
     before = set(QApplication.topLevelWidgets())
@@ -103,7 +103,7 @@ def test_macos_file_open_event_opens_the_project(qtbot, project, tmp_path, dialo
     from PySide6.QtWidgets import QApplication
 
     from dpdesk.appdata.demo import create_demo_project
-    from dpdesk.gui import launch
+    from dpdesk.gui.app.application import launch
 
     app, win = launch.open_window(launch._parser().parse_args(["--settings", str(tmp_path / "s.ini")]))
     qtbot.addWidget(win)

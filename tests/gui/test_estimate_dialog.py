@@ -11,7 +11,7 @@ from .test_synthetic_dialog import _release_marginals
 def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_recorded_free(
     qtbot, demo_window, dialogs, tmp_path
 ):
-    from dpdesk.gui.estimate_dialog import EstimateDialog
+    from dpdesk.gui.kinds.estimate_dialog import EstimateDialog
 
     win = demo_window
     session = win.session
@@ -52,7 +52,7 @@ def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_rec
 
 
 def test_a_bad_query_is_one_line_in_the_dialog(qtbot, demo_window, dialogs):
-    from dpdesk.gui.estimate_dialog import EstimateDialog
+    from dpdesk.gui.kinds.estimate_dialog import EstimateDialog
     from dpdesk.store.estimating import query_inputs
 
     s = demo_window.session

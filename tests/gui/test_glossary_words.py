@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dpdesk.gui import glossary
+from dpdesk.gui.widgets import glossary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_docs_glossary_is_the_apps_glossary_word_for_word():
 
 def test_monte_carlo_is_never_called_exact():
     from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
-    from dpdesk.gui.assessment_text import METHOD_WORDS
+    from dpdesk.gui.panels.assessment_text import METHOD_WORDS
 
     assert "exact" not in METHOD_WORDS["mc"].lower()
     assert "exact" not in POSTERIOR_METHODS["mc"].lower() and "0.999" in POSTERIOR_METHODS["mc"]

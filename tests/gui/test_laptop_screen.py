@@ -60,7 +60,7 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
 
 
 def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings, tmp_path):
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     big = MainWindow(settings, demo_folder=tmp_path / "data")
     qtbot.addWidget(big)
@@ -77,22 +77,22 @@ def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings
 
 def _dialogs_of(win, tmp_path):
     """Every dialog of the app, made as the app makes it, over the open demo project."""
-    from dpdesk.gui.about_dialog import AboutDialog
-    from dpdesk.gui.batch_dialog import BatchDialog
-    from dpdesk.gui.choice_dialog import ChoiceDialog
-    from dpdesk.gui.claim_dialog import ClaimDialog
-    from dpdesk.gui.estimate_dialog import EstimateDialog
-    from dpdesk.gui.glossary import GlossaryDialog
-    from dpdesk.gui.new_project_dialog import NewProjectDialog
-    from dpdesk.gui.open_table_dialog import OpenTableDialog
-    from dpdesk.gui.policy_dialog import SpendPolicyDialog
-    from dpdesk.gui.posterior_dialog import PosteriorDialog
-    from dpdesk.gui.prior_dialog import PriorDialog
-    from dpdesk.gui.query_builder import QueryBuilderDialog
-    from dpdesk.gui.release_dialog import PublishReleaseDialog
-    from dpdesk.gui.selection_dialog import SelectionDialog
-    from dpdesk.gui.spend_dialog import SpendConfirmation, spend_text
-    from dpdesk.gui.synthetic_dialog import SyntheticDialog
+    from dpdesk.gui.dialogs.about_dialog import AboutDialog
+    from dpdesk.gui.dialogs.choice_dialog import ChoiceDialog
+    from dpdesk.gui.dialogs.claim_dialog import ClaimDialog
+    from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
+    from dpdesk.gui.dialogs.open_table_dialog import OpenTableDialog
+    from dpdesk.gui.dialogs.policy_dialog import SpendPolicyDialog
+    from dpdesk.gui.dialogs.prior_dialog import PriorDialog
+    from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
+    from dpdesk.gui.dialogs.spend_dialog import SpendConfirmation, spend_text
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
+    from dpdesk.gui.kinds.estimate_dialog import EstimateDialog
+    from dpdesk.gui.kinds.posterior_dialog import PosteriorDialog
+    from dpdesk.gui.kinds.release_dialog import PublishReleaseDialog
+    from dpdesk.gui.kinds.selection_dialog import SelectionDialog
+    from dpdesk.gui.kinds.synthetic_dialog import SyntheticDialog
+    from dpdesk.gui.widgets.glossary import GlossaryDialog
     from dpdesk.store.estimating import ledger_inputs, query_inputs
 
     s = win.session
@@ -158,10 +158,10 @@ def test_a_counter_offer_after_a_watched_claim_asks_the_same_confirmation(
     """The blocked request's *Release at α = …* chooses terms in a dialog that fits the screen; the spend
     that follows asks the one confirmation, whose default (Enter) is Cancel — nothing spent until the
     curator presses *Spend and release*."""
-    from dpdesk.gui import claim_dialog
     from dpdesk.gui import dialogs as mod
-    from dpdesk.gui.choice_dialog import ChoiceDialog
-    from dpdesk.gui.spend_dialog import SpendConfirmation
+    from dpdesk.gui.dialogs import claim_dialog
+    from dpdesk.gui.dialogs.choice_dialog import ChoiceDialog
+    from dpdesk.gui.dialogs.spend_dialog import SpendConfirmation
 
     win = demo_window
     panel = win.requests.answer

@@ -15,9 +15,9 @@ def test_a_long_ledger_is_read_and_extended_off_the_gui_thread(
     qtbot, tmp_path, settings, dialogs, monkeypatch
 ):
     from dpdesk.appdata.demo import demo_project
-    from dpdesk.gui import session as session_mod
-    from dpdesk.gui.main_window import MainWindow
-    from dpdesk.gui.scripted import work_through
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.runtime import session as session_mod
+    from dpdesk.gui.runtime.scripted import work_through
     from dpdesk.store import view as view_mod
 
     path, _ = demo_project(tmp_path / "data")

@@ -33,13 +33,14 @@ def test_menus_close_project_and_quit(demo_window, qtbot):
 def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
     demo_window, qtbot, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import data_page, glossary
-    from dpdesk.gui.glossary import GlossaryDialog
-    from dpdesk.gui.query_builder import QueryBuilderDialog
+    from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
+    from dpdesk.gui.pages import data_page
+    from dpdesk.gui.widgets import glossary
+    from dpdesk.gui.widgets.glossary import GlossaryDialog
 
     win = demo_window
     # ε is only ever the accuracy half-width; the budget is α, also when a project is created
-    from dpdesk.gui.new_project_dialog import NewProjectDialog
+    from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     asked = []
     monkeypatch.setattr(data_page.QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "p"), ""))

@@ -17,7 +17,7 @@ def _write_csv(path) -> None:
 def test_new_project_after_the_demo_starts_from_a_clean_editable_page(
     demo_window, qtbot, tmp_path, monkeypatch, dialogs
 ):
-    from dpdesk.gui import data_page
+    from dpdesk.gui.pages import data_page
 
     win = demo_window
     page = win.data
@@ -54,7 +54,7 @@ def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_i
 ):
     from dpdesk.engine.errors import SchemaError
     from dpdesk.gui import dialogs as dialog_mod
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = MainWindow(settings, demo_folder=tmp_path / "data")
     qtbot.addWidget(win)
@@ -85,7 +85,7 @@ def test_schema_errors_name_the_column_and_the_banner_clears_once_every_domain_i
 
 
 def test_guided_new_project_steps_and_schema_review(qtbot, tmp_path, settings, dialogs):
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = MainWindow(settings, demo_folder=tmp_path / "data")
     qtbot.addWidget(win)

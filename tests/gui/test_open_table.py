@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.open_table_dialog import OpenTableDialog
+from dpdesk.gui.dialogs.open_table_dialog import OpenTableDialog
 from dpdesk.sources import open_source
 
 from .conftest import WAIT
@@ -48,8 +48,8 @@ def test_spark_tab_opens_previews_and_counts_a_lake_file(
     spark, qtbot, tmp_path, settings, dialogs, monkeypatch
 ):
     """Open table → Spark tab → a Parquet path: the preview and the cube come from the real local Spark."""
-    from dpdesk.gui import data_page
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.pages import data_page
 
     table = tmp_path / "adult.parquet"
     shutil.copyfile(resource("demo", "adult.parquet"), table)

@@ -14,8 +14,8 @@ from .conftest import WAIT, wait_assessed, wait_released
 
 
 def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, settings, dialogs, monkeypatch):
-    from dpdesk.gui import data_page
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.pages import data_page
 
     table = tmp_path / "adult.parquet"
     shutil.copyfile(resource("demo", "adult.parquet"), table)
@@ -48,7 +48,7 @@ def test_new_project_from_a_table_with_a_suggested_schema(qtbot, tmp_path, setti
 
 
 def test_query_builder_checkboxes_and_live_validation(demo_window, qtbot):
-    from dpdesk.gui.query_builder import QueryBuilderDialog
+    from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
 
     dlg = QueryBuilderDialog(demo_window.session.schema)
     qtbot.addWidget(dlg)
@@ -63,7 +63,7 @@ def test_query_builder_checkboxes_and_live_validation(demo_window, qtbot):
 
 
 def test_import_requests_from_file(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
-    from dpdesk.gui import requests_page
+    from dpdesk.gui.pages import requests_page
 
     path = tmp_path / "more.csv"
     path.write_text('query,eps,delta,requester\ncount(sex="Male"),70,0.05,new-team\n', encoding="utf-8")
@@ -79,7 +79,7 @@ def test_import_requests_from_file(demo_window, qtbot, dialogs, monkeypatch, tmp
 
 
 def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     for rid in ("q01", "q02"):
@@ -136,7 +136,7 @@ def test_heatmap_hover_names_cell_cost_and_spenders(demo_window, qtbot):
 
 def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, monkeypatch, tmp_path):
     """q37 is answered fresh and fused with history: the requester got t·ỹ + (1−t)·θ̂, not ỹ."""
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     for rid in [f"q{i:02d}" for i in range(1, 15)] + ["q37"]:
@@ -177,7 +177,7 @@ def test_audit_shows_the_released_value_of_a_fused_answer(demo_window, qtbot, mo
 
 
 def test_import_names_a_row_with_unquoted_commas(demo_window, dialogs, monkeypatch, tmp_path):
-    from dpdesk.gui import requests_page
+    from dpdesk.gui.pages import requests_page
 
     bad = tmp_path / "commas.csv"
     bad.write_text(

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
 from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.gui.policy_dialog import SpendPolicyDialog
+from dpdesk.gui.dialogs.policy_dialog import SpendPolicyDialog
 from dpdesk.store.project import Project
 
 from .conftest import WAIT, wait_assessed, wait_released
@@ -73,7 +73,7 @@ def test_budget_panel_sets_the_policy_and_the_release_follows_it(demo_window, qt
 
 def test_known_bounds_from_the_answer_panel(demo_window, qtbot, monkeypatch):
     from dpdesk.engine.inference.prior import BoundedPrior
-    from dpdesk.gui.prior_dialog import PriorDialog
+    from dpdesk.gui.dialogs.prior_dialog import PriorDialog
 
     win = demo_window
     win.requests.select_request("q01")

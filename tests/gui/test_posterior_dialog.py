@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.models import LEDGER_HEADERS
+from dpdesk.gui.widgets.models import LEDGER_HEADERS
 
 from .conftest import WAIT
 
@@ -32,7 +32,7 @@ SCHEMA = Schema.from_dict(
 
 
 def _dialog(qtbot, costs=None, total=1.0):
-    from dpdesk.gui.posterior_dialog import PosteriorDialog
+    from dpdesk.gui.kinds.posterior_dialog import PosteriorDialog
 
     costs = np.zeros(SCHEMA.n_cells) if costs is None else costs
     d = PosteriorDialog(SCHEMA, lambda: {"cell_costs": costs, "total_budget": total})

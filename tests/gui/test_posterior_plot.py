@@ -48,7 +48,7 @@ def comb_project(tmp_path):
 def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not_as_a_comb(
     qtbot, comb_project, tmp_path, settings, dialogs
 ):
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = MainWindow(settings, demo_folder=tmp_path / "data")
     qtbot.addWidget(win)
@@ -91,7 +91,7 @@ def test_a_discrete_posterior_with_non_integer_weights_is_drawn_in_unit_bins_not
 def test_bins_follow_the_lattice_of_the_values_a_weighted_query_can_take():
     from dpdesk.engine.inference.posterior import posterior
     from dpdesk.engine.queries.query import query_from_vector
-    from dpdesk.gui.posterior_plot import readable_bins, value_step
+    from dpdesk.gui.widgets.posterior_plot import readable_bins, value_step
 
     def q(*v):
         return query_from_vector(np.array(v, dtype=float), (len(v),))

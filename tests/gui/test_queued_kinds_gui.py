@@ -103,7 +103,7 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
 def test_the_new_project_dialog_asks_the_delta_cap_and_refuses_a_bad_one_in_place(qtbot):
     from PySide6.QtWidgets import QDialogButtonBox
 
-    from dpdesk.gui.new_project_dialog import NewProjectDialog
+    from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     dlg = NewProjectDialog()
     qtbot.addWidget(dlg)
@@ -125,7 +125,7 @@ def test_the_new_project_dialog_asks_the_delta_cap_and_refuses_a_bad_one_in_plac
 def test_the_new_request_dialog_queues_an_argmax_priced_by_alpha_and_explains_a_bad_max(demo_window, qtbot):
     from PySide6.QtWidgets import QDialogButtonBox
 
-    from dpdesk.gui.query_builder import QueryBuilderDialog
+    from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
 
     win = demo_window
     dlg = QueryBuilderDialog(win.session.schema, win, submit=win.session.add_request)

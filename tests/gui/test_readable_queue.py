@@ -69,7 +69,7 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
 
 
 def test_exports_are_confirmed_and_tab_leaves_the_queue(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     assert not win.requests.table.tabKeyNavigation()

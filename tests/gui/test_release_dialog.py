@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.models import LEDGER_HEADERS
+from dpdesk.gui.widgets.models import LEDGER_HEADERS
 
 from .conftest import WAIT
 
@@ -21,7 +21,7 @@ SCHEMA = Schema.from_dict(
 
 
 def _dialog(qtbot, costs=None, total=1.0):
-    from dpdesk.gui.release_dialog import PublishReleaseDialog
+    from dpdesk.gui.kinds.release_dialog import PublishReleaseDialog
 
     d = PublishReleaseDialog(SCHEMA, np.zeros(SCHEMA.n_cells) if costs is None else costs, total)
     qtbot.addWidget(d)
@@ -84,7 +84,7 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
 ):
     """The button on the Requests page's budget panel: the dialog priced on the costs of now, the release
     drawn off the GUI thread and recorded as one ledger entry, the views redrawn, the audit page listing it."""
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     from .conftest import wait_assessed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
-from dpdesk.gui.query_builder import QueryBuilderDialog
+from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
 
 
 def drive_modal(qtbot, steps):

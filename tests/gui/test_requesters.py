@@ -21,7 +21,7 @@ def _answer(qtbot, win, rid):
 def test_requester_in_ledger_csv_report_and_per_requester_account(
     demo_window, qtbot, dialogs, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     for rid in ("q01", "q02", "q03"):
@@ -74,7 +74,7 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(
 def test_reply_letters_one_per_requester_with_value_interval_confidence(
     demo_window, qtbot, dialogs, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     for rid in ("q01", "q02", "q03"):  # q03 = q01 + q02: inferred from history

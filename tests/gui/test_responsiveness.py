@@ -22,14 +22,14 @@ PATIENCE = 120.0  # seconds a mid-task report waits to be shown: only a task on 
 
 
 class MidTask:
-    """Watches one :class:`~dpdesk.gui.tasks.TaskRunner`'s task through ``TaskState.progress``.
+    """Watches one :class:`~dpdesk.gui.runtime.tasks.TaskRunner`'s task through ``TaskState.progress``.
 
     Records the thread of every progress report of the runner's current task; holds its first report
     of a fraction in (0, 1) until the runner has emitted such a fraction on the GUI thread.
     """
 
     def __init__(self, monkeypatch, runner) -> None:
-        from dpdesk.gui.tasks import TaskState
+        from dpdesk.gui.runtime.tasks import TaskState
 
         self.gui = threading.get_ident()
         self.runner = runner
@@ -78,7 +78,7 @@ def big_csv(tmp_path_factory):
 
 
 def test_cube_build_over_millions_of_rows_runs_on_a_worker(qtbot, big_csv, dialogs, monkeypatch):
-    from dpdesk.gui.data_page import DataPage
+    from dpdesk.gui.pages.data_page import DataPage
 
     page = DataPage()
     qtbot.addWidget(page)
@@ -98,8 +98,8 @@ def test_cube_build_over_millions_of_rows_runs_on_a_worker(qtbot, big_csv, dialo
 
 
 def test_cancel_stops_a_cube_build(qtbot, big_csv, dialogs):
-    from dpdesk.gui.data_page import DataPage
-    from dpdesk.gui.tasks import TaskRunner
+    from dpdesk.gui.pages.data_page import DataPage
+    from dpdesk.gui.runtime.tasks import TaskRunner
 
     page = DataPage()
     qtbot.addWidget(page)
@@ -119,7 +119,7 @@ def test_cancel_stops_a_cube_build(qtbot, big_csv, dialogs):
 def test_monte_carlo_posterior_runs_on_a_worker(demo_window, qtbot, monkeypatch):
     win = demo_window
     from dpdesk.engine.inference import posterior as posterior_module
-    from dpdesk.gui.scripted import work_through
+    from dpdesk.gui.runtime.scripted import work_through
 
     # at least 2·10⁶ samples, drawn in chunks of at most 2·10⁵ on the worker, each reporting its progress:
     # the demo's own sample size can be a single chunk, whose only report is the last (1.0)
@@ -143,7 +143,7 @@ def test_a_release_over_millions_of_rows_runs_on_a_worker(
     ledger entry: all on the worker, with the scan's progress on the panel's bar meanwhile."""
     from PySide6.QtCore import Qt
 
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
     from dpdesk.store import Project, ledger
 
     schema = {

@@ -13,7 +13,7 @@ from .conftest import WAIT
 
 
 def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(qtbot, tmp_path):
-    from dpdesk.gui.selection_chart import SelectionChart
+    from dpdesk.gui.widgets.selection_chart import SelectionChart
 
     schema = Schema.from_dict(
         {

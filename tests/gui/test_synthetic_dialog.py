@@ -7,7 +7,7 @@ import hashlib
 
 import numpy as np
 
-from dpdesk.gui.models import LEDGER_HEADERS
+from dpdesk.gui.widgets.models import LEDGER_HEADERS
 
 from .conftest import WAIT
 
@@ -27,7 +27,7 @@ def _release_marginals(session, alpha=0.05):
 
 
 def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, demo_window, dialogs, tmp_path):
-    from dpdesk.gui.synthetic_dialog import SyntheticDialog
+    from dpdesk.gui.kinds.synthetic_dialog import SyntheticDialog
 
     win = demo_window
     session = win.session
@@ -88,7 +88,7 @@ def test_export_synthetic_table_from_the_file_menu_records_then_writes(qtbot, de
 def test_without_released_answers_the_dialog_says_so_in_one_line(
     qtbot, demo_window, dialogs, monkeypatch, tmp_path
 ):
-    from dpdesk.gui import audit_page
+    from dpdesk.gui.pages import audit_page
 
     win = demo_window
     win.audit.synthetic_btn.click()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from dpdesk.gui import claim_dialog
+from dpdesk.gui.dialogs import claim_dialog
 
 from .conftest import WAIT, wait_assessed, wait_released
 

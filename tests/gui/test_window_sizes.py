@@ -20,7 +20,7 @@ def _shown_inside(widget, win) -> bool:
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_every_page_fits_and_keeps_its_parts_readable(demo_window, qtbot, tmp_path, size):
-    from dpdesk.gui.budget_panel import HEATMAP_MIN_HEIGHT
+    from dpdesk.gui.panels.budget_panel import HEATMAP_MIN_HEIGHT
 
     win = demo_window
     win.resize(*size)

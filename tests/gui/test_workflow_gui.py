@@ -8,7 +8,7 @@ from PySide6.QtGui import QKeySequence
 
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.budget.accounting import preview
-from dpdesk.gui.heatmap_view import project_2d
+from dpdesk.gui.widgets.heatmap_view import project_2d
 from dpdesk.store.project import Project
 
 from .conftest import WAIT, wait_assessed, wait_released
@@ -100,7 +100,7 @@ def test_later_request_answered_from_history_at_zero_cost(demo_window, qtbot):
     assert panel.infer_btn.isEnabled() and not panel.spend_btn.isEnabled()
     assert panel.plot.mode in ("bars", "steps")
     # the panel names the posterior method that ran and the error it states
-    from dpdesk.gui.assessment_text import METHOD_WORDS
+    from dpdesk.gui.panels.assessment_text import METHOD_WORDS
 
     assert a.method is not None and panel.fields["method"].text().startswith(METHOD_WORDS[a.method])
     assert f"error ≤ {a.error_bound:.1e}" in panel.fields["method"].text()
@@ -186,7 +186,7 @@ def test_malformed_table_gives_a_dialog_not_a_crash(demo_window, qtbot, dialogs,
 
 
 def test_close_and_reopen_shows_the_same_state(demo_window, qtbot, settings, tmp_path):
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.main_window import MainWindow
 
     win = demo_window
     panel = win.requests.answer

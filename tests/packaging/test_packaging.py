@@ -88,7 +88,7 @@ def test_wheel_in_fresh_venv(tmp_path: Path) -> None:
         "dpdesk/resources/examples/paper.history.json",
         "dpdesk/resources/spark/log4j2.properties",
         "dpdesk/selftest.py",
-        "dpdesk/gui/launch.py",
+        "dpdesk/gui/app/launch.py",
     ):
         assert needed in names, f"the wheel lacks {needed}"
     entry_points = (

@@ -18,8 +18,8 @@ def application():
     from PySide6.QtWidgets import QApplication
 
     from dpdesk.appdata.bundled import resource
+    from dpdesk.gui.app.messages import quiet_offscreen
     from dpdesk.gui.dialogs import install_excepthook
-    from dpdesk.gui.messages import quiet_offscreen
 
     app = QApplication.instance()
     if app is None:

@@ -64,9 +64,9 @@ def open_window(args: argparse.Namespace):
     Documents the platform hands over later (macOS Finder sends a ``QFileOpenEvent``, not a command
     line) open in this window too.
     """
-    from dpdesk.gui.app import application, settings_at
-    from dpdesk.gui.file_open import FileOpenHandler
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.application import application, settings_at
+    from dpdesk.gui.app.file_open import FileOpenHandler
+    from dpdesk.gui.app.main_window import MainWindow
 
     app = application()
     win = MainWindow(settings_at(args.settings))
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _screenshot_platform()
     _ensure_platform(headless)
     if args.screenshot:
-        from dpdesk.gui.screenshots import screenshot
+        from dpdesk.gui.app.screenshots import screenshot
 
         return screenshot(args.screenshot, args.settings)
     app, _win = open_window(args)

@@ -1,6 +1,6 @@
 """The main window: Start, Data, Requests and Audit pages around one open project.
 
-It owns the :class:`~dpdesk.gui.session.ProjectSession`, builds the project pages when a project
+It owns the :class:`~dpdesk.gui.runtime.session.ProjectSession`, builds the project pages when a project
 opens, remembers recent projects and the window layout in ``QSettings``, and shuts background tasks
 down on close. Opening the demo copies the bundled files into a fresh project in the background.
 
@@ -22,20 +22,20 @@ from PySide6.QtWidgets import QFileDialog, QFrame, QLabel, QMainWindow, QScrollA
 from dpdesk.appdata.bundled import resource
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui import dialogs
-from dpdesk.gui.data_page import DataPage
-from dpdesk.gui.menus import build_menus, update_actions
-from dpdesk.gui.redraw import subscribe
-from dpdesk.gui.screen_fit import fit_window, initial_size, keep_on_screen
-from dpdesk.gui.start_page import StartPage
-from dpdesk.gui.task_line import TaskLine
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.app.menus import build_menus, update_actions
+from dpdesk.gui.pages.data_page import DataPage
+from dpdesk.gui.pages.start_page import StartPage
+from dpdesk.gui.runtime.redraw import subscribe
+from dpdesk.gui.runtime.task_line import TaskLine
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.screen_fit import fit_window, initial_size, keep_on_screen
 
 if TYPE_CHECKING:
     # the project pages pull in the engine (scipy, pandas) and pyqtgraph: imported when a project
     # opens, so the window paints first
-    from dpdesk.gui.audit_page import AuditPage
-    from dpdesk.gui.requests_page import RequestsPage
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.pages.audit_page import AuditPage
+    from dpdesk.gui.pages.requests_page import RequestsPage
+    from dpdesk.gui.runtime.session import ProjectSession
 
 
 MAX_RECENT = 10
@@ -156,7 +156,7 @@ class MainWindow(QMainWindow):
 
     def new_estimate(self) -> None:
         """Edit ▸ Zero-cost estimate…: the selected request's query, estimated from released answers only."""
-        from dpdesk.gui.estimate_dialog import EstimateDialog
+        from dpdesk.gui.kinds.estimate_dialog import EstimateDialog
 
         s = self.session
         if s is None:
@@ -178,7 +178,7 @@ class MainWindow(QMainWindow):
             self.audit.export_synthetic()
 
     def show_about(self) -> None:
-        from dpdesk.gui.about_dialog import show_about
+        from dpdesk.gui.dialogs.about_dialog import show_about
 
         show_about(self)
 
@@ -198,7 +198,7 @@ class MainWindow(QMainWindow):
         self._on_requests("plan_batch")
 
     def show_glossary(self) -> None:
-        from dpdesk.gui.glossary import GlossaryDialog
+        from dpdesk.gui.widgets.glossary import GlossaryDialog
 
         GlossaryDialog(self).show()
 
@@ -233,9 +233,9 @@ class MainWindow(QMainWindow):
         self.runner.start(lambda _st: demo_project(folder), done, failed, label="opening the demo")
 
     def open_project(self, path: str) -> bool:
-        from dpdesk.gui.audit_page import AuditPage
-        from dpdesk.gui.requests_page import RequestsPage
-        from dpdesk.gui.session import ProjectSession
+        from dpdesk.gui.pages.audit_page import AuditPage
+        from dpdesk.gui.pages.requests_page import RequestsPage
+        from dpdesk.gui.runtime.session import ProjectSession
 
         if self._closing_session is not None and self._closing_session.path.resolve() == Path(path).resolve():
             self._finish_closing()  # its cache is still being written: skip that, the file is opened again

@@ -1,4 +1,4 @@
-"""One view alone over a throwaway demo project: ``python -m dpdesk.gui.preview VIEW``.
+"""One view alone over a throwaway demo project: ``python -m dpdesk.gui.app.preview VIEW``.
 
 For working on a view without clicking through the whole window. The views are imported here and
 never import this module, so the view modules stay free of start-up code.
@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _answer(session: Any) -> Any:
-    from dpdesk.gui.answer_panel import AnswerPanel
+    from dpdesk.gui.panels.answer_panel import AnswerPanel
 
     w = AnswerPanel(session)
     w.set_request("q10")
@@ -22,37 +22,37 @@ def _answer(session: Any) -> Any:
 
 
 def _budget(session: Any) -> Any:
-    from dpdesk.gui.budget_panel import BudgetPanel
+    from dpdesk.gui.panels.budget_panel import BudgetPanel
 
     return BudgetPanel(session)
 
 
 def _requests(session: Any) -> Any:
-    from dpdesk.gui.requests_page import RequestsPage
+    from dpdesk.gui.pages.requests_page import RequestsPage
 
     return RequestsPage(session)
 
 
 def _audit(session: Any) -> Any:
-    from dpdesk.gui.audit_page import AuditPage
+    from dpdesk.gui.pages.audit_page import AuditPage
 
     return AuditPage(session)
 
 
 def _query(session: Any) -> Any:
-    from dpdesk.gui.query_builder import QueryBuilderDialog
+    from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
 
     return QueryBuilderDialog(session.schema)
 
 
 def _start(session: Any) -> Any:
-    from dpdesk.gui.start_page import StartPage
+    from dpdesk.gui.pages.start_page import StartPage
 
     return StartPage()
 
 
 def _data(session: Any) -> Any:
-    from dpdesk.gui.data_page import DataPage
+    from dpdesk.gui.pages.data_page import DataPage
 
     w = DataPage()
     w.set_session(session)
@@ -77,9 +77,9 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
 def run_view(name: str) -> None:
     """Show the view ``name`` (a key of :data:`VIEWS`) over a fresh demo project until it is closed."""
     from dpdesk.appdata.demo import create_demo_project
-    from dpdesk.gui.app import application
-    from dpdesk.gui.scripted import SCRIPTED, work_through
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.app.application import application
+    from dpdesk.gui.runtime.scripted import SCRIPTED, work_through
+    from dpdesk.gui.runtime.session import ProjectSession
 
     if name not in VIEWS:
         raise SystemExit(f"unknown view {name!r} (one of {', '.join(VIEWS)})")
@@ -94,7 +94,7 @@ def run_view(name: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dpdesk.gui.preview", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m dpdesk.gui.app.preview", description=__doc__.splitlines()[0])
     p.add_argument("view", choices=sorted(VIEWS))
     run_view(p.parse_args(argv).view)
     return 0

@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 from dpdesk.appdata.demo import create_demo_project
-from dpdesk.gui.app import application, settings_at
-from dpdesk.gui.main_window import MainWindow
-from dpdesk.gui.scripted import SCRIPTED, wait_until, work_through
+from dpdesk.gui.app.application import application, settings_at
+from dpdesk.gui.app.main_window import MainWindow
+from dpdesk.gui.runtime.scripted import SCRIPTED, wait_until, work_through
 
 SIZES = {(1920, 1080): "", (1024, 700): "1024x700"}  # size -> sub-folder of the output folder
 

@@ -46,9 +46,9 @@ def confirm(parent: QWidget | None, title: str, message: str) -> bool:
 
 
 def confirm_spend(parent: QWidget | None, heading: str, body: str) -> bool:
-    """The one confirmation before privacy budget is spent (:mod:`dpdesk.gui.spend_dialog`); Cancel is
-    the default. ``heading`` and ``body`` come from :func:`~dpdesk.gui.spend_dialog.spend_text`."""
-    from dpdesk.gui.spend_dialog import SpendConfirmation
+    """The one confirmation before privacy budget is spent (:mod:`dpdesk.gui.dialogs.spend_dialog`); Cancel is
+    the default. ``heading`` and ``body`` come from :func:`~dpdesk.gui.dialogs.spend_dialog.spend_text`."""
+    from dpdesk.gui.dialogs.spend_dialog import SpendConfirmation
 
     dlg = SpendConfirmation(heading, body, _parent(parent))
     return dlg.exec() == SpendConfirmation.DialogCode.Accepted
@@ -63,8 +63,8 @@ def ask_text(parent: QWidget | None, title: str, label: str, text: str = "") -> 
 
 
 def choose(parent: QWidget | None, title: str, message: str, options: list[str]) -> int | None:
-    """The index of the option chosen (None: cancelled); long options wrap (:mod:`dpdesk.gui.choice_dialog`)."""
-    from dpdesk.gui.choice_dialog import ChoiceDialog
+    """The index of the option chosen (None: cancelled); long options wrap (:mod:`dpdesk.gui.dialogs.choice_dialog`)."""
+    from dpdesk.gui.dialogs.choice_dialog import ChoiceDialog
 
     dlg = ChoiceDialog(title, message, options, _parent(parent))
     return dlg.chosen if dlg.exec() == ChoiceDialog.DialogCode.Accepted else None

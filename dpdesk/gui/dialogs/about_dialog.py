@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QGridLayout, QLabel, QV
 
 from dpdesk import __version__
 from dpdesk.appdata.bundled import resource
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 LICENCE = "MIT License"
 SUMMARY = (
@@ -96,7 +96,7 @@ class AboutDialog(QDialog):
 
 
 def show_about(window: QWidget) -> None:
-    """Help → About dpdesk (the menu row is in gui/menus.py; on macOS Qt moves it to the application menu)."""
+    """Help → About dpdesk (the menu row is in gui/app/menus.py; on macOS Qt moves it to the application menu)."""
     dialog = AboutDialog(window)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.open()  # window-modal, does not block the caller

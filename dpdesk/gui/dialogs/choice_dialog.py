@@ -2,7 +2,7 @@
 
 Each option is a radio button with its sentence wrapped beside it; OK returns the index chosen. Used
 through :func:`dpdesk.gui.dialogs.choose`. Choosing never spends: a spend that follows asks its own
-confirmation (:mod:`dpdesk.gui.spend_dialog`).
+confirmation (:mod:`dpdesk.gui.dialogs.spend_dialog`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.gui.screen_fit import available_area, keep_on_screen
+from dpdesk.gui.widgets.screen_fit import available_area, keep_on_screen
 
 WIDTH = 560
 

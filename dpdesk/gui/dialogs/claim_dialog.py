@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 from dpdesk.store.watch import claim_payload
 
 ADVICE = (

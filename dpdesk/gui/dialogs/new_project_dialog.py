@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.budget.accounting import check_delta_cap
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 
 class NewProjectDialog(QDialog):

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 TABLE_FILTERS = (
     "Tables (*.csv *.tsv *.txt *.csv.gz *.parquet *.pq *.xlsx *.xls *.sqlite *.sqlite3 *.db);;All files (*)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
 from dpdesk.engine.budget.policy import SpendPolicy
-from dpdesk.gui.setting_dialog import SettingDialog
+from dpdesk.gui.dialogs.setting_dialog import SettingDialog
 
 # what the evaluation (docs/evaluation.md) measured with a fixed budget of 1
 SUGGESTED = SpendPolicy(floor=0.1, cap=0.5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDoubleSpinBox, QWidget
 
 from dpdesk.engine.inference.prior import BoundedPrior
-from dpdesk.gui.setting_dialog import SettingDialog
+from dpdesk.gui.dialogs.setting_dialog import SettingDialog
 
 EXPLANATION = (
     "If the number of records is publicly known to be at most N (a population size, a published total), "

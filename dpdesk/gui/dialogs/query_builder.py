@@ -43,8 +43,8 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.registry import kind_of_text, read_request
 from dpdesk.engine.schema import Schema
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 # how a request other than a count is priced (a count always states its accuracy ±ε at δ)
 PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (posterior)")

@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 
 class SettingDialog(QDialog):

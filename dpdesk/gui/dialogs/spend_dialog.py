@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from dpdesk.gui.screen_fit import available_area, keep_on_screen, scrolling
+from dpdesk.gui.widgets.screen_fit import available_area, keep_on_screen, scrolling
 
 TITLE = "Spend privacy budget"
 WIDTH = 560  # wide enough for a sentence per line, narrow enough for any screen dpdesk supports

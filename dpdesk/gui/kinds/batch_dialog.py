@@ -45,16 +45,16 @@ from PySide6.QtWidgets import (
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.planning.ahead import SHARE
 from dpdesk.gui import dialogs
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner, TaskState
+from dpdesk.gui.dialogs.spend_dialog import spend_text
+from dpdesk.gui.runtime.tasks import TaskRunner, TaskState
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 if TYPE_CHECKING:
     from dpdesk.engine.planning.plan import BatchPlan, PlannedRequest
-    from dpdesk.gui.session import ProjectSession
+    from dpdesk.gui.runtime.session import ProjectSession
     from dpdesk.store.batch import BatchRelease
 
 HEADERS = ("request", "asks", "alone today spends", "with the batch", "if not covered")

@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 if TYPE_CHECKING:
     from dpdesk.engine.estimates.plans import EstimatePlan

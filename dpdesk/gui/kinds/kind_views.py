@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtWidgets import QWidget
 
 from dpdesk.gui.model.state import PrivateWork
-from dpdesk.gui.proportions_plot import ProportionsPlot
-from dpdesk.gui.selection_chart import SelectionChart
+from dpdesk.gui.widgets.proportions_plot import ProportionsPlot
+from dpdesk.gui.widgets.selection_chart import SelectionChart
 
 if TYPE_CHECKING:
     from dpdesk.engine.schema import Schema

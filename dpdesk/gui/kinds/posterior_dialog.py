@@ -39,11 +39,11 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
-from dpdesk.gui.proportions_plot import ProportionsPlot
-from dpdesk.gui.release_buttons import release_buttons
-from dpdesk.gui.screen_fit import keep_on_screen, scrolling
-from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.dialogs.spend_dialog import spend_text
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.proportions_plot import ProportionsPlot
+from dpdesk.gui.widgets.release_buttons import release_buttons
+from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
 
 if TYPE_CHECKING:
     from dpdesk.engine.dirichlet.plan import PosteriorAssessment
@@ -70,7 +70,7 @@ class PosteriorDialog(QDialog):
     ``ledger_inputs()`` returns, when *Preview* is pressed, what the project knows publicly now:
     ``cell_costs``, ``total_budget`` and, when the project has them, ``cell_deltas``, ``delta_cap`` and
     the ``basis`` a release is checked against. ``release_job(plan)`` returns the work that records the
-    plan (see :meth:`dpdesk.gui.session.ProjectSession.release_job`); ``released()`` runs afterwards on
+    plan (see :meth:`dpdesk.gui.runtime.session.ProjectSession.release_job`); ``released()`` runs afterwards on
     the GUI thread, whatever the outcome.
     """
 

@@ -35,11 +35,11 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
-from dpdesk.gui.heatmap_view import HeatmapView, show_cell_costs
-from dpdesk.gui.release_buttons import release_buttons
-from dpdesk.gui.screen_fit import keep_on_screen, scrolling
-from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.dialogs.spend_dialog import spend_text
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.heatmap_view import HeatmapView, show_cell_costs
+from dpdesk.gui.widgets.release_buttons import release_buttons
+from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
 

@@ -4,7 +4,7 @@ The curator types ``max(age | sex="Female")`` or ``argmax(education)`` and a pri
 box, or an accuracy target). *Preview* prices it from public inputs (the ledger's per-cell costs, the
 total budget — :func:`~dpdesk.engine.selection.plan.plan_selection`) and, off the GUI thread,
 computes the mechanism's exact output probabilities from the data for the curator's eyes only: the
-chart (:class:`~dpdesk.gui.selection_chart.SelectionChart`) carries the PRIVATE badge; the public
+chart (:class:`~dpdesk.gui.widgets.selection_chart.SelectionChart`) carries the PRIVATE badge; the public
 accuracy statement below it is what a requester may be told. *Release…* asks for confirmation and
 records exactly the previewed plan through the release path (refused if the ledger moved meanwhile);
 the released label is shown, and outlined in the chart, only after it is recorded.
@@ -28,12 +28,12 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.release_buttons import release_buttons
-from dpdesk.gui.screen_fit import keep_on_screen, scrolling
-from dpdesk.gui.selection_chart import SelectionChart
-from dpdesk.gui.session import ProjectSession
-from dpdesk.gui.spend_dialog import spend_text
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.dialogs.spend_dialog import spend_text
+from dpdesk.gui.runtime.session import ProjectSession
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.release_buttons import release_buttons
+from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
+from dpdesk.gui.widgets.selection_chart import SelectionChart
 
 
 class SelectionDialog(QDialog):
@@ -120,7 +120,7 @@ class SelectionDialog(QDialog):
         except DpdeskError as exc:
             self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
             return
-        from dpdesk.gui.kind_views import SelectionView
+        from dpdesk.gui.kinds.kind_views import SelectionView
 
         probabilities = SelectionView.private(plan, s.schema)  # the data is read on a worker, not here
         job = s.state.with_sibling(lambda sibling: (plan, probabilities(sibling)))

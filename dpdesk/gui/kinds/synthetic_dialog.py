@@ -35,9 +35,9 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.screen_fit import keep_on_screen
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 from dpdesk.store.estimating import report_path
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 The cost curve is the per-cell costs of paper Thm 5.4 replayed over the ledger (via the session);
 *Verify integrity* runs the store's verifier; export writes the self-contained HTML report (plots
 embedded as PNG) and a CSV of the ledger. The three run on workers (:mod:`dpdesk.store.audit_export`
-through a sibling connection), each on its own :class:`~dpdesk.gui.task_line.TaskLine` — progress and a
+through a sibling connection), each on its own :class:`~dpdesk.gui.runtime.task_line.TaskLine` — progress and a
 Cancel button — so they never stop one another nor the page's table read; the report's plots are drawn
 here first (widgets belong to the GUI thread). A cancelled export leaves no file (written whole or not
 at all); the ledger is only read.
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.gui import dialogs
-from dpdesk.gui.ledger_table import (
+from dpdesk.gui.pages.ledger_table import (
     PEOPLE_HEADERS,
     REPORT_PLOT_SIZE,
     RESIZE_ROWS,
@@ -45,12 +45,12 @@ from dpdesk.gui.ledger_table import (
     shorten,
     shortened,
 )
-from dpdesk.gui.models import LEDGER_HEADERS, RowsModel, plural, query_summary
-from dpdesk.gui.plots import pg
-from dpdesk.gui.redraw import subscribe
-from dpdesk.gui.session import ProjectSession
-from dpdesk.gui.task_line import TaskLine
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.runtime.redraw import subscribe
+from dpdesk.gui.runtime.session import ProjectSession
+from dpdesk.gui.runtime.task_line import TaskLine
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.models import LEDGER_HEADERS, RowsModel, plural, query_summary
+from dpdesk.gui.widgets.plots import pg
 from dpdesk.store.ledger import thaw
 
 
@@ -320,7 +320,7 @@ class AuditPage(QWidget):
 
     def report_images(self) -> dict[str, bytes]:
         """The report's plots as PNG, drawn here (widgets belong to the GUI thread) at a fixed size."""
-        from dpdesk.gui.budget_panel import BudgetPanel
+        from dpdesk.gui.panels.budget_panel import BudgetPanel
 
         s = self.session
         heat = BudgetPanel(s)
@@ -394,7 +394,7 @@ class AuditPage(QWidget):
 
     def export_synthetic(self) -> None:
         """Open the synthetic-table dialog (one at a time), priced on the ledger of the moment it previews."""
-        from dpdesk.gui.synthetic_dialog import SyntheticDialog
+        from dpdesk.gui.kinds.synthetic_dialog import SyntheticDialog
 
         if self.synthetic_dialog is not None and self.synthetic_dialog.isVisible():
             self.synthetic_dialog.raise_()

@@ -29,12 +29,12 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.gui import dialogs
-from dpdesk.gui.badge import PrivateBadge
-from dpdesk.gui.models import DataFrameModel
-from dpdesk.gui.open_table_dialog import OpenTableDialog
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.schema_editor import SchemaEditor
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.dialogs.open_table_dialog import OpenTableDialog
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.badge import PrivateBadge
+from dpdesk.gui.widgets.models import DataFrameModel
+from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.schema_editor import SchemaEditor
 
 PREVIEW_ROWS = 5000
 STEPS = (
@@ -65,7 +65,7 @@ def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None
 
 def ask_new_project(parent: QWidget) -> tuple[str, float, float] | None:
     """Ask where to save a new project, its total budget and its δ cap (a hook tests replace)."""
-    from dpdesk.gui.new_project_dialog import NewProjectDialog
+    from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
     if not path:

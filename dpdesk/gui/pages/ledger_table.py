@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PySide6.QtCore import QSortFilterProxyModel, Qt
 
-from dpdesk.gui.models import ledger_rows
-from dpdesk.gui.plots import pg
+from dpdesk.gui.widgets.models import ledger_rows
+from dpdesk.gui.widgets.plots import pg
 from dpdesk.store.ledger import thaw
 from dpdesk.store.requesters import accounts, requester_of
 

@@ -1,13 +1,13 @@
 """What the Requests page's queue buttons do beyond editing one request: answer every free request at
 once, plan a batch of pending counts, and offer a count's requester better terms. Each takes the page
-(:class:`~dpdesk.gui.requests_page.RequestsPage`): its session, its answer panel, its selection."""
+(:class:`~dpdesk.gui.pages.requests_page.RequestsPage`): its session, its answer panel, its selection."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.models import plural
+from dpdesk.gui.widgets.models import plural
 
 # the Requests page (typed loosely: it imports this module, and modules of a package form no cycle)
 RequestsPage = Any
@@ -56,7 +56,7 @@ def answer_all_free(page: RequestsPage) -> None:
 
 def plan_batch(page: RequestsPage) -> None:
     """Plan the selected pending count requests together (fewer than two selected: every pending one)."""
-    from dpdesk.gui.batch_dialog import BatchDialog
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
 
     if page.answer.release_runner.is_running() or page.free_runner.is_running():
         return

@@ -34,16 +34,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.gui import dialogs, queue_actions
-from dpdesk.gui.answer_actions import SHORTCUTS
-from dpdesk.gui.answer_panel import AnswerPanel
-from dpdesk.gui.budget_panel import BudgetPanel
-from dpdesk.gui.claims_panel import ClaimsPanel
-from dpdesk.gui.models import REQUEST_HEADERS, QueueRows, RowsModel, plural, queue_rows
-from dpdesk.gui.query_builder import QueryBuilderDialog
-from dpdesk.gui.redraw import subscribe
-from dpdesk.gui.session import ProjectSession
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui import dialogs
+from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
+from dpdesk.gui.pages import queue_actions
+from dpdesk.gui.panels.answer_actions import SHORTCUTS
+from dpdesk.gui.panels.answer_panel import AnswerPanel
+from dpdesk.gui.panels.budget_panel import BudgetPanel
+from dpdesk.gui.panels.claims_panel import ClaimsPanel
+from dpdesk.gui.runtime.redraw import subscribe
+from dpdesk.gui.runtime.session import ProjectSession
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.models import REQUEST_HEADERS, QueueRows, RowsModel, plural, queue_rows
 from dpdesk.store import STATUSES
 from dpdesk.store.errors import RequestStateError
 
@@ -380,7 +381,7 @@ class RequestsPage(QWidget):
 
     def new_posterior(self) -> None:
         """Open the posterior-of-proportions dialog (one at a time; it stays open beside the queue)."""
-        from dpdesk.gui.posterior_dialog import PosteriorDialog
+        from dpdesk.gui.kinds.posterior_dialog import PosteriorDialog
 
         if self.posterior_dialog is not None and self.posterior_dialog.isVisible():
             self.posterior_dialog.raise_()

@@ -1,6 +1,6 @@
 """The answer panel's action buttons and what they do once the curator asks: spend and release a plan of
 any kind after the one spend confirmation, in the words of the plan's kind; accept a counter-offer within the watched
-claims; reject with a note. Each takes the panel (:class:`~dpdesk.gui.answer_panel.AnswerPanel`)."""
+claims; reject with a note. Each takes the panel (:class:`~dpdesk.gui.panels.answer_panel.AnswerPanel`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.claims_panel import offer_options
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.spend_dialog import spend_text
+from dpdesk.gui.dialogs.spend_dialog import spend_text
+from dpdesk.gui.panels.claims_panel import offer_options
+from dpdesk.gui.widgets.glossary import tip
 
 __all__ = ["SHORTCUTS", "button_row", "offer_within_claims", "reject", "spend_and_release"]
 

@@ -27,8 +27,10 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.mechanisms.registry import method_names
-from dpdesk.gui import answer_actions, dialogs
-from dpdesk.gui.assessment_text import (
+from dpdesk.gui import dialogs
+from dpdesk.gui.kinds.kind_views import chart_for
+from dpdesk.gui.panels import answer_actions
+from dpdesk.gui.panels.assessment_text import (
     DECISION_STYLE,
     OUTCOME_STYLE,
     decided_plan_text,
@@ -37,14 +39,13 @@ from dpdesk.gui.assessment_text import (
     status_text,
     unchanged_note,
 )
-from dpdesk.gui.claims_panel import claim_notes, offer_options
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.kind_views import chart_for
-from dpdesk.gui.plan_view import PlanView
-from dpdesk.gui.posterior_plot import PosteriorPlot
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.session import ProjectSession, run_assessment_with_claims
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.panels.claims_panel import claim_notes, offer_options
+from dpdesk.gui.panels.plan_view import PlanView
+from dpdesk.gui.runtime.session import ProjectSession, run_assessment_with_claims
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.posterior_plot import PosteriorPlot
+from dpdesk.gui.widgets.progress import set_progress
 
 BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 # a decided request's posterior fields are history's now (which includes the release), not the release's
@@ -435,7 +436,7 @@ class AnswerPanel(QWidget):
 
     # -- actions -------------------------------------------------------------------------------
     def edit_prior(self) -> None:
-        from dpdesk.gui.prior_dialog import PriorDialog
+        from dpdesk.gui.dialogs.prior_dialog import PriorDialog
 
         PriorDialog.edit(self.session.prior, self.session.set_prior, self)
 

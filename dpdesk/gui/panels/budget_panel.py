@@ -5,9 +5,9 @@ The per-cell costs ``B`` (paper Thm 5.4) come from the engine's History (via the
 of more than two attributes the curator picks the row and column attributes; the other attributes
 are either collapsed by taking the maximum (the system cost is a maximum, so this shows where the
 budget binds) or fixed to one label each. Collapsing is display only; no cost is computed here.
-*Publish release…* opens :class:`~dpdesk.gui.release_dialog.PublishReleaseDialog` on the costs of now and
+*Publish release…* opens :class:`~dpdesk.gui.kinds.release_dialog.PublishReleaseDialog` on the costs of now and
 releases the confirmed preview through the release path, off the GUI thread; *Max / argmax…* opens
-:class:`~dpdesk.gui.selection_dialog.SelectionDialog`. Right-clicking a heatmap cell offers *Watch this cell…*
+:class:`~dpdesk.gui.kinds.selection_dialog.SelectionDialog`. Right-clicking a heatmap cell offers *Watch this cell…*
 (``sigWatchCell``).
 """
 
@@ -29,12 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.gui import dialogs
-from dpdesk.gui.gauge import BudgetGauge
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.heatmap_view import HeatmapView, project_2d
-from dpdesk.gui.redraw import subscribe
-from dpdesk.gui.session import ProjectSession
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui.runtime.redraw import subscribe
+from dpdesk.gui.runtime.session import ProjectSession
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.gauge import BudgetGauge
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.heatmap_view import HeatmapView, project_2d
 
 SLICES_PER_ROW = 3
 HEATMAP_MIN_HEIGHT = 220
@@ -157,7 +157,7 @@ class BudgetPanel(QWidget):
             self.slices_box.addWidget(self.slice_combos[d], r, 2 * c + 1)
 
     def edit_policy(self) -> None:
-        from dpdesk.gui.policy_dialog import SpendPolicyDialog
+        from dpdesk.gui.dialogs.policy_dialog import SpendPolicyDialog
 
         SpendPolicyDialog.edit(self.session.spend_policy, self.session.set_spend_policy, self)
 
@@ -165,7 +165,7 @@ class BudgetPanel(QWidget):
         """Open the *Publish release* dialog on the costs of now; a confirmed preview is released exactly
         as previewed (refused if the ledger or the settings move meanwhile). Returns the dialog."""
         from dpdesk.engine.partition.release_plan import PartitionReleasePlan
-        from dpdesk.gui.release_dialog import PublishReleaseDialog
+        from dpdesk.gui.kinds.release_dialog import PublishReleaseDialog
 
         basis = self.session.basis()  # the ledger head of the costs the preview is priced against
         dlg = PublishReleaseDialog(
@@ -177,7 +177,7 @@ class BudgetPanel(QWidget):
 
     def release_selection(self):  # type: ignore[no-untyped-def]
         """Open the *Max / argmax* dialog (it prices, previews and releases on its own); returns it."""
-        from dpdesk.gui.selection_dialog import SelectionDialog
+        from dpdesk.gui.kinds.selection_dialog import SelectionDialog
 
         dlg = SelectionDialog(self.session, self)
         dlg.open()
@@ -227,7 +227,7 @@ class BudgetPanel(QWidget):
         schema = self.session.schema
         budget = self.session.budget()
         self.gauge.set_budget(budget.remaining, budget.total, budget.system_cost)
-        from dpdesk.gui.policy_dialog import describe
+        from dpdesk.gui.dialogs.policy_dialog import describe
 
         self.policy_label.setText(describe(self.session.spend_policy))
         before = self.session.cell_costs()

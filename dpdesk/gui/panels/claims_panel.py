@@ -1,7 +1,7 @@
 """The *Watched claims* panel: each claim with Pr(claim) now, its threshold, the risk it has left and, for
 the selected claim, a small plot of Pr(claim) over the ledger marking the releases that moved it.
 
-Add… opens :class:`~dpdesk.gui.claim_dialog.ClaimDialog` (also reached from Edit ▸ Watch a claim… and
+Add… opens :class:`~dpdesk.gui.dialogs.claim_dialog.ClaimDialog` (also reached from Edit ▸ Watch a claim… and
 the budget heatmap's "Watch this cell…"); Remove records an ``unwatch`` entry after a confirmation.
 Everything shown is recomputed from the ledger (store/watch.py), off the GUI thread; nothing here reads
 the table.
@@ -21,12 +21,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpdesk.gui import claim_dialog, dialogs
-from dpdesk.gui.models import RowsModel
-from dpdesk.gui.plots import pg
-from dpdesk.gui.redraw import subscribe
-from dpdesk.gui.session import ProjectSession
-from dpdesk.gui.tasks import TaskRunner
+from dpdesk.gui import dialogs
+from dpdesk.gui.dialogs import claim_dialog
+from dpdesk.gui.runtime.redraw import subscribe
+from dpdesk.gui.runtime.session import ProjectSession
+from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.models import RowsModel
+from dpdesk.gui.widgets.plots import pg
 
 CLAIM_HEADERS = ("id", "claim", "Pr(claim) now", "τ", "risk left", "spent by (risk)", "one person: odds ×≤")
 

@@ -1,6 +1,6 @@
 """What the answer panel shows for a queued request of a kind other than a count: its plan in the kind's
 own words (what the CLI prints: ``kind.preview``), then its release (``kind.outcome``), beside the
-kind's chart when it has one (:mod:`dpdesk.gui.kind_views`: a max/argmax's exact output probabilities,
+kind's chart when it has one (:mod:`dpdesk.gui.kinds.kind_views`: a max/argmax's exact output probabilities,
 for the curator's eyes only; a posterior's prior, reference posterior and baseline). A kind without a
 chart is shown by its words alone.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
-from dpdesk.gui.kind_views import CHARTS, KindChart
+from dpdesk.gui.kinds.kind_views import CHARTS, KindChart
 
 if TYPE_CHECKING:
     from dpdesk.engine.kinds.base import Kind

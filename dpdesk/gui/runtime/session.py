@@ -38,7 +38,7 @@ from dpdesk.store.watching import ClaimStatus, claim_statuses
 if TYPE_CHECKING:
     from dpdesk.engine.kinds.base import Asked
     from dpdesk.engine.planning.plan import BatchPlan
-    from dpdesk.gui.tasks import TaskRunner
+    from dpdesk.gui.runtime.tasks import TaskRunner
     from dpdesk.store.batch import BatchRelease
     from dpdesk.store.binding import SourceBinding
     from dpdesk.store.release import Release
@@ -109,7 +109,7 @@ class ProjectSession(QObject):
     """
 
     def __init__(self, path: str | Path, parent: QObject | None = None) -> None:
-        from dpdesk.gui.tasks import TaskRunner
+        from dpdesk.gui.runtime.tasks import TaskRunner
 
         super().__init__(parent)
         self.state = ProjectState.open(path)
@@ -143,7 +143,7 @@ class ProjectSession(QObject):
         self, runner: TaskRunner, work: Callable[[Project], T], done: Callable[[T], None], label: str = ""
     ) -> None:
         """``done(work(project))``: inline for a small project; for a large one ``work`` runs on ``runner``
-        (a :class:`~dpdesk.gui.tasks.TaskRunner`) with a sibling connection opened on the worker, and
+        (a :class:`~dpdesk.gui.runtime.tasks.TaskRunner`) with a sibling connection opened on the worker, and
         ``done`` on the GUI thread when it finishes (a newer call on the same runner supersedes it)."""
         if not self.large:
             done(work(self.state.project))  # quick: on this thread's own connection

@@ -1,6 +1,6 @@
 """One background task shown as a line: what it does, its progress, and a button to stop it.
 
-A :class:`TaskLine` owns its own :class:`~dpdesk.gui.tasks.TaskRunner`, so the task it shows never
+A :class:`TaskLine` owns its own :class:`~dpdesk.gui.runtime.tasks.TaskRunner`, so the task it shows never
 cancels another view's (an export does not stop the Audit page's table read, nor another export) and is
 not cancelled by them. Its button asks the task to stop and **waits for it**: the line stays until the
 worker has really stopped (its outcome, usually :class:`~dpdesk.engine.errors.Cancelled`, arrives), so
@@ -15,8 +15,8 @@ from typing import Any
 from PySide6.QtCore import QThreadPool, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
-from dpdesk.gui.progress import set_progress
-from dpdesk.gui.tasks import TaskRunner, TaskState
+from dpdesk.gui.runtime.tasks import TaskRunner, TaskState
+from dpdesk.gui.widgets.progress import set_progress
 
 
 class TaskLine(QWidget):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from dpdesk.gui.glossary import tip
-from dpdesk.gui.progress import set_progress
+from dpdesk.gui.widgets.glossary import tip
+from dpdesk.gui.widgets.progress import set_progress
 
 WARN_FRACTION = 0.20
 DANGER_FRACTION = 0.05

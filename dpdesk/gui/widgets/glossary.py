@@ -14,7 +14,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
-from dpdesk.gui.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
 # term -> (short name shown in tooltips, explanation); the order is the Glossary's order
 TERMS: dict[str, tuple[str, str]] = {
@@ -176,7 +176,7 @@ def glossary_markdown() -> str:
     lines = [
         "# Glossary",
         "",
-        "<!-- written from dpdesk/gui/glossary.py by tools/write_glossary.py; edit the terms there -->",
+        "<!-- written from dpdesk/gui/widgets/glossary.py by tools/write_glossary.py; edit the terms there -->",
         "",
         "dpdesk uses one vocabulary, in the app (Help ▸ Glossary, and every tooltip) and here: the privacy "
         "**budget is α**; a request asks for **accuracy ±ε** at **confidence 1 − δ**.",

@@ -17,7 +17,7 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from dpdesk.gui.plots import pg
+from dpdesk.gui.widgets.plots import pg
 
 
 def project_2d(

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QWidget
 
 from dpdesk.engine.answering.rounding import format_value
 from dpdesk.engine.mechanisms.registry import noise_family
-from dpdesk.gui.plots import pg
+from dpdesk.gui.widgets.plots import pg
 
 BAR_LIMIT = 160  # more grid points than this are drawn as steps; bins of a discrete posterior: about this many in view
 

@@ -14,7 +14,7 @@ import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from dpdesk.engine.dirichlet.display import DirichletMixture, bands_of, curve_range, density_of
-from dpdesk.gui.plots import pg
+from dpdesk.gui.widgets.plots import pg
 
 # one style per role, in the order series are usually given: prior, released, alternative
 _COLOURS = ("#8a8a8a", "#1f5fa8", "#c0392b", "#2e8b57")

@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from dpdesk.gui.badge import PrivateBadge
+from dpdesk.gui.widgets.badge import PrivateBadge
 
 _BAR = "#1f77b4"
 _DRAWN = "#d62728"
