@@ -393,10 +393,12 @@ class AnswerPanel(QWidget):
 
     def _badge(self, text: str, colour: str) -> None:
         self.decision.setText(text)
-        self.decision.setStyleSheet(
+        style = (
             f"QLabel {{ background: {colour}; color: white; font-weight: bold;"
             " padding: 2px 6px; border-radius: 3px; }"
         )
+        if self.decision.styleSheet() != style:  # restyling a widget is costly: only when its colour moves
+            self.decision.setStyleSheet(style)
 
     def _set_buttons(self, a) -> None:
         pending = False

@@ -70,9 +70,24 @@ class RowsModel(QAbstractTableModel):
         self._payloads: list[object] = []
 
     def set_rows(self, rows: Sequence[tuple[Any, ...]], payloads: Sequence[object]) -> None:
-        self.beginResetModel()
-        self._rows, self._payloads = list(rows), list(payloads)
-        self.endResetModel()
+        """Show ``rows``. Rows appended after the ones shown are inserted and rows changed in place are
+        updated, so a view repaints only those (a release decides one request of thousands); anything
+        else resets the model."""
+        new, old = list(rows), self._rows
+        if len(new) < len(old) or not old or (new[: len(old)] != old and len(new) != len(old)):
+            self.beginResetModel()
+            self._rows, self._payloads = new, list(payloads)
+            self.endResetModel()
+            return
+        self._payloads = list(payloads)
+        changed = [i for i in range(len(old)) if new[i] != old[i]]
+        self._rows[: len(old)] = new[: len(old)]
+        for i in changed:
+            self.dataChanged.emit(self.index(i, 0), self.index(i, len(self._headers) - 1))
+        if len(new) > len(old):
+            self.beginInsertRows(QModelIndex(), len(old), len(new) - 1)
+            self._rows.extend(new[len(old) :])
+            self.endInsertRows()
 
     def payload(self, row: int) -> Any:
         return self._payloads[row]
