@@ -103,7 +103,7 @@ def test_macos_file_open_event_opens_the_project(qtbot, project, tmp_path, dialo
     from PySide6.QtWidgets import QApplication
 
     from dpdesk.appdata.demo import create_demo_project
-    from dpdesk.gui.app.application import launch
+    from dpdesk.gui.app import launch
 
     app, win = launch.open_window(launch._parser().parse_args(["--settings", str(tmp_path / "s.ini")]))
     qtbot.addWidget(win)
