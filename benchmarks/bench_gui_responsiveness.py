@@ -110,7 +110,7 @@ def _csv(folder: Path, rows: int) -> Path:
 
 
 def cube_build(app, csv: Path) -> tuple[float, float, float]:
-    from dpdesk.gui.data_page import DataPage
+    from dpdesk.gui.pages.data_page import DataPage
 
     page = DataPage()
     page.show()
@@ -128,9 +128,9 @@ def cube_build(app, csv: Path) -> tuple[float, float, float]:
 
 def monte_carlo(app, folder: Path) -> tuple[float, float, float]:
     from dpdesk.engine.inference import posterior as posterior_module
-    from dpdesk.gui.app import settings_at
-    from dpdesk.gui.main_window import MainWindow
-    from dpdesk.gui.scripted import work_through
+    from dpdesk.gui.app.application import settings_at
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.runtime.scripted import work_through
 
     posterior_module._MC_FLOOR = 2_000_000
     win = MainWindow(settings_at(str(folder / "settings.ini")), demo_folder=folder / "data")
@@ -159,8 +159,8 @@ def monte_carlo(app, folder: Path) -> tuple[float, float, float]:
 
 
 def release(app, folder: Path, csv: Path) -> tuple[float, float, float]:
-    from dpdesk.gui.app import settings_at
-    from dpdesk.gui.main_window import MainWindow
+    from dpdesk.gui.app.application import settings_at
+    from dpdesk.gui.app.main_window import MainWindow
     from dpdesk.store import Project
 
     schema = {
@@ -197,7 +197,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from dpdesk.gui import dialogs
-    from dpdesk.gui.app import application
+    from dpdesk.gui.app.application import application
 
     errors: list[str] = []
     dialogs.show_error = lambda parent, title, message, detail="": errors.append(f"{title}: {message}")

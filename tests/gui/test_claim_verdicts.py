@@ -9,7 +9,7 @@ from .conftest import wait_assessed
 
 
 def _watch(win, monkeypatch, query: str, low: str, high: str) -> None:
-    from dpdesk.gui import claim_dialog
+    from dpdesk.gui.dialogs import claim_dialog
 
     def fill(dialog):
         dialog.query.setText(query)
