@@ -128,7 +128,9 @@ class ProjectState:
 
     def accounts(self) -> list[RequesterAccount]:
         """What each requester asked for, received and cost (store/requesters.py)."""
-        return accounts(self.ledger(), self.requests(), describe=lambda r: r.describe(self.schema))
+        return accounts(
+            self.ledger(), self.requests(), describe=lambda r: r.describe(self.schema), schema=self.schema
+        )
 
     def view(self) -> LedgerView:
         """The project's ledger view, extended with whatever was recorded since it was last read."""

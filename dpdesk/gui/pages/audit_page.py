@@ -258,8 +258,7 @@ class AuditPage(QWidget):
         if (
             entry.released is not None
         ):  # the figure shown everywhere; the recorded payload below keeps it exact
-            within = f" in {entry.shown_interval()}" if entry.shown_interval() else ""
-            head += f"released (as shown): {entry.shown()}{within}\n"
+            head += f"released (as shown): {entry.stated()}\n"
         shown = shorten(json.loads(json.dumps(shortened(entry.to_json()), default=thaw)))
         body = json.dumps(shown, indent=2, ensure_ascii=False)
         self.details.setPlainText(

@@ -126,7 +126,7 @@ def ledger_table(project: Project) -> LedgerTable:
     return LedgerTable(
         entries,
         ledger_rows(entries, schema, requester_of(reqs)),
-        accounts(entries, reqs, describe=lambda r: r.describe(schema)),
+        accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
         view.cost_curve(),
     )
 

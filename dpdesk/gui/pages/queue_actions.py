@@ -90,9 +90,18 @@ def counter_offer(page: RequestsPage) -> None:
     offer = counter_offer(a, page.session.total_budget)
     options, terms = [], []
     if offer.eps is not None:
+        bound = {
+            "budget": "what its cells have left",
+            "spend policy cap": "the most your spend policy lets one request take",
+        }.get(offer.limit, offer.limit)
+        than = (
+            f"wider than the ±{a.request.eps:g} asked"
+            if offer.eps > a.request.eps
+            else f"tighter than the ±{a.request.eps:g} asked, for more budget"
+        )
         options.append(
-            f"a fresh answer within ±{offer.eps:g} at δ = {offer.delta:g} "
-            f"(spends α = {offer.alpha:.4g}, what its cells have left)"
+            f"the best answer the budget and your cap allow: a fresh answer within ±{offer.eps:g} at "
+            f"δ = {offer.delta:g} ({than}; spends at most α = {offer.alpha:.4g}, {bound})"
         )
         terms.append((offer.eps, offer.delta))
     if offer.free_delta is not None:

@@ -175,8 +175,8 @@ class RequestsPage(QWidget):
         self.offer_btn = self._button(
             "Counter-offer…",
             self.counter_offer,
-            "Offer the narrowest ±ε the remaining budget allows, or the free answer history "
-            "gives at a lower confidence; accepting changes the request's terms",
+            "Offer the best answer the remaining budget and the spend policy's cap allow, or the free "
+            "answer history gives at a lower confidence; accepting changes the request's terms",
         )
         actions = QGridLayout()
         buttons = (self.import_btn, self.new_btn, self.posterior_btn, self.edit_btn, self.delete_btn)
