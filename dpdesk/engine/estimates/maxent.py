@@ -352,7 +352,7 @@ def _with_answers(released: Released, answers: np.ndarray) -> Released:
 
 def _starting_point(
     released: Released,
-    prior: tuple[np.ndarray, ...] | None,
+    prior: tuple[np.ndarray, ...],
     use: np.ndarray,
     tau: float,
     particles: int,

@@ -36,10 +36,22 @@ from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.answering.workflow import assess
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.planning.checks import FREE_LIMIT, Checker, uncovered
 from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest, costs_after
-from dpdesk.engine.planning.search import EXACT, LOWER_TRY, exact_check, joint, margin, predict, rise
+from dpdesk.engine.planning.search import (
+    EXACT,
+    LOWER_TRY,
+    Confidences,
+    Guess,
+    Score,
+    exact_check,
+    joint,
+    margin,
+    predict,
+    rise,
+)
 from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
 from dpdesk.engine.planning.topup import beats as _beats
 from dpdesk.engine.planning.topup import confirm as _confirm
@@ -47,11 +59,9 @@ from dpdesk.engine.planning.topup import misses as _misses
 from dpdesk.engine.planning.topup import probe as _probe
 from dpdesk.engine.planning.topup import settled as _settled
 from dpdesk.engine.planning.topup import top_up as _top_up
+from dpdesk.engine.queries.query import Query
 
 __all__ = ["plan_batch"]
-
-# a candidate's score: (requests answered, system cost after, per-cell costs after)
-_Score = tuple[int, float, np.ndarray]
 
 
 def plan_batch(
@@ -138,10 +148,10 @@ class _Planner:
         self.alone, self.now_ok = self._alone()
         self.pending = [r for r, ok in zip(requests, self.now_ok) if not ok]
         self.checker = Checker(history, self.method, releases, cancelled)
-        self.checked: list[tuple[_Score, str, list[Measurement], list]] = []
+        self.checked: list[tuple[Score, str, list[Measurement], Confidences | None]] = []
         self.obo_conf: list[float | None] | None = None
 
-    def fam(self, q: Any) -> Any:
+    def fam(self, q: Query) -> NoiseMechanism:
         return noise_family(self.family) if self.family is not None else family_for(q)
 
     def _assess(self, history: History, r: Request, costs: np.ndarray) -> Any:
@@ -204,7 +214,7 @@ class _Planner:
         self.obo_cost = float(self.seq_costs.max()) if self.seq_costs.size else 0.0
         self.report(0.5)
 
-    def score(self, rows: list[Measurement], conf: list) -> _Score:
+    def score(self, rows: list[Measurement], conf: Confidences) -> Score:
         after = costs_after(self.costs0, rows)
         return sum(c is not None for c in conf), (float(after.max()) if after.size else 0.0), after
 
@@ -223,7 +233,8 @@ class _Planner:
         # the exact check (a history with the rows, every request's exact posterior) for the most promising
         # strategies by the search's reckoning, and only if they may beat one by one
         guesses.sort(key=lambda g: (-int(g[2].sum()), g[3]))
-        self.guesses, self.tried = guesses, set()
+        self.guesses: list[Guess] = guesses
+        self.tried: set[int] = set()
         self.exact = EXACT if len(pending) <= LOWER_TRY else 1
         # strategies the search expects to answer as many as one by one could at most are checked first:
         # one by one's own check then stops as soon as it cannot beat them
@@ -251,7 +262,7 @@ class _Planner:
             self.checked.append((self.score(rows, conf), s.name, rows, conf))
             self.report(0.5 + 0.4 * len(self.tried) / self.exact)
 
-    def check_one_by_one(self, top: _Score | None) -> None:
+    def check_one_by_one(self, top: Score | None) -> None:
         """One by one may still win (a tie goes to it): it keeps at least ``need`` requests or loses."""
         need = top[0] + (1 if self.obo_cost > top[1] else 0) if top is not None else 0
         order = np.argsort(self.seq_margin)
@@ -281,7 +292,7 @@ class _Planner:
         else:
             self.obo_bound, self.obo_conf = need - 1, None
 
-    def _probe(self, short: list[int], top: _Score | None, done: bool) -> tuple[int | None, list[int]]:
+    def _probe(self, short: list[int], top: Score | None, done: bool) -> tuple[int | None, list[int]]:
         """More short than one by one can afford: if raising their own rows does not meet enough of them,
         one by one has lost whatever the rest of its history answers. ``(bound or None, still short)``."""
         probe = _probe(
@@ -296,8 +307,8 @@ class _Planner:
         return None, short
 
     def _top_up(
-        self, short: list[int], obo_conf: list, complete: bool, top: _Score | None, done: bool
-    ) -> tuple[list, bool, int | None]:
+        self, short: list[int], obo_conf: Confidences, complete: bool, top: Score | None, done: bool
+    ) -> tuple[Confidences, bool, int | None]:
         """One by one's short rows raised until its final history meets them: ``(confidences, complete,
         bound or None)``."""
         self.seq_rows, obo_conf, last, hist = _top_up(
@@ -315,6 +326,7 @@ class _Planner:
         self.obo_cost = float(self.seq_costs.max()) if self.seq_costs.size else 0.0
         if hist is None:
             return obo_conf, complete, None
+        assert last is not None  # a step was taken: its check and its history come together
         # the last raise's check asked its requests of these very rows: its misses are misses
         bound = self.obo_bound - sum(1 for k in np.flatnonzero(last) if obo_conf[k] is None)
         if _settled(top, bound, self.obo_cost, done):
@@ -355,7 +367,7 @@ class _Planner:
         )
 
     def _statuses(
-        self, name: str, rows: list[Measurement], conf: list | None, after: np.ndarray
+        self, name: str, rows: list[Measurement], conf: Confidences | None, after: np.ndarray
     ) -> tuple[PlannedRequest, ...]:
         final = self.checker.history_with(rows)
         by_id = {r.id: c for r, c in zip(self.pending, conf)} if conf is not None else {}

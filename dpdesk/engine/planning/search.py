@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.answering.request import Request, Settings
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.planning.checks import Checker
 from dpdesk.engine.planning.plan import Measurement
 from dpdesk.engine.planning.strategies import Strategy
@@ -24,6 +25,13 @@ _BUMPS = 4  # times t is raised by 3% when the exact check finds a targeted requ
 EXACT = 2  # strategies given the exact check (the most promising by the search; 1 for large batches)
 _MARGIN = 1.3  # requests whose searched need is within this factor of the scale are checked exactly too
 LOWER_TRY = 60  # batches up to this size also try the exact check a little below the search's scale
+# (requests answered, system cost after, per-cell costs after) of a candidate's rows
+Score = tuple[int, float, np.ndarray]
+# each pending request's confidence at ±ε less the error bound where the rows meet it, else None
+Confidences = list[float | None]
+# the search's pick for a strategy: (s, t, targeted, system-cost rise, t limit, requests to check exactly)
+Guess = tuple[Strategy, float, np.ndarray, float, float, np.ndarray]
+NoiseFor = Callable[[Query], NoiseMechanism]  # the noise family a row on a query is answered with
 
 
 def _kappa(delta: float) -> float:
@@ -63,7 +71,7 @@ def _deviations(rows: np.ndarray, precision: np.ndarray, targets: np.ndarray) ->
     sv, vt = sv[keep], vt[keep]
     coord = targets @ vt.T
     resid = np.linalg.norm(targets - coord @ vt, axis=1)
-    sd = np.sqrt(2.0 * np.sum((coord / sv) ** 2, axis=1))
+    sd: np.ndarray = np.sqrt(2.0 * np.sum((coord / sv) ** 2, axis=1))
     sd[resid > 1e-8 * np.maximum(1.0, np.linalg.norm(targets, axis=1))] = np.inf
     return sd
 
@@ -90,7 +98,9 @@ def needed_scales(strategy: Strategy, requests: Sequence[Request]) -> np.ndarray
     return out
 
 
-def joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: Callable, rounds: int = 8):
+def joint(
+    pending: Sequence[Request], room: np.ndarray, settings: Settings, fam: NoiseFor, rounds: int = 8
+) -> Guess | None:
     """The requests' own queries with jointly chosen α's: each row's α follows its request's slack until
     every targeted request is just met; while the plan does not fit, the dearest requests on the cells
     that overflow make way."""
@@ -117,7 +127,7 @@ def joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam:
         w, v = np.linalg.eigh(m)
         good = w > w.max() * 1e-12
         proj = us[idx] @ v[:, good]
-        return np.sqrt(2.0 * np.sum(proj**2 / w[good], axis=1))
+        return np.asarray(np.sqrt(2.0 * np.sum(proj**2 / w[good], axis=1)))
 
     while keep.any():
         idx = np.flatnonzero(keep)
@@ -151,7 +161,7 @@ def joint(pending: Sequence[Request], room: np.ndarray, settings: Settings, fam:
     return None
 
 
-def predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings):
+def predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings: Settings) -> Guess | None:
     """The search's pick for a strategy: ``(s, t, targeted requests, system-cost rise, t limit)`` or None."""
     used = s.profile > 0
     if not used.any():
@@ -172,7 +182,7 @@ def predict(s: Strategy, pending: Sequence[Request], room: np.ndarray, settings:
 def margin(a: Any) -> float:
     """How far an assessment cleared its (ε, δ): its confidence at ±ε (history's, the fused answer's or the
     fresh answer's) less ``1 − δ``; −inf when refused."""
-    r = a.request
+    r: Request = a.request
     if a.decision == "infer":
         return float(a.inference.confidence_at_eps - a.inference.error_bound) - (1.0 - r.delta)
     if a.decision != "spend":
@@ -186,7 +196,7 @@ def margin(a: Any) -> float:
     return float(conf) - (1.0 - r.delta)
 
 
-def rise(guess, costs0: np.ndarray) -> float:
+def rise(guess: Guess, costs0: np.ndarray) -> float:
     """The system cost after a guessed strategy at its scale."""
     s, t = guess[0], guess[1]
     return float(np.max(costs0 + t * s.profile))
@@ -199,14 +209,14 @@ def exact_check(
     t_lim: float,
     pending: Sequence[Request],
     checker: Checker,
-    fam: Callable,
+    fam: NoiseFor,
     maybe: np.ndarray,
     lower: bool = True,
-) -> tuple[list[Measurement], list]:
+) -> tuple[list[Measurement], Confidences]:
     """The strategy's rows at scale ``t`` (raised a little while a targeted request falls short of the exact
     check, lowered once while none does) and the exact check's confidences."""
 
-    def at(scale: float):
+    def at(scale: float) -> tuple[list[Measurement], Confidences, np.ndarray]:
         rows = [Measurement(q, float(w) * scale, fam(q).name) for q, w in zip(s.rows, s.weights)]
         conf = checker.confidences(checker.history_with(rows), pending, maybe | target)
         return rows, conf, np.array([c is not None for c in conf])
