@@ -5,8 +5,11 @@ stdin unless ``--yes`` (end of input counts as "no"), then releases exactly that
 inferred answer for free or a fresh noisy one, a max/argmax, a posterior — recorded durably in the
 ledger *before* it is printed, with the ledger head it leaves (the requester's witness for ``dpdesk
 verify --extends``). ``--query`` releases a posterior or a zero-cost estimate asked on the spot. The
-request's kind makes the plan and its words (:func:`dpdesk.commands.flow.release_flow`). Exit codes:
-0 released, 1 not released (the decision is reject, or not confirmed), 2 bad input.
+request's kind makes the plan and its words (:func:`dpdesk.commands.flow.release_flow`). A request a
+watched claim declines is never offered for confirmation: its decision reads ``declined by claim c1``
+with the counter-offer within the claims. Exit codes: 0 released, 1 not released (the decision is reject,
+or not confirmed), 2 bad input, 3 declined by a watched claim
+(:data:`~dpdesk.commands.flow.DECLINED_BY_CLAIM`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from dpdesk.engine.mechanisms.base import ReleasePlan
     from dpdesk.store.project import Project
     from dpdesk.store.release import Release
+    from dpdesk.store.watching import ClaimStatus
+
+DECLINED_BY_CLAIM = 3  # the exit code of a request a watched claim declines (2 is bad input)
 
 # flag → the plan option it gives (a count's --table-size and --pace are what-if settings: see below)
 _FLAGS = {
@@ -81,6 +84,23 @@ def witness_line(release: Release, path: Path, queued: bool) -> str:
     return f"ledger head {release.witness} ({who} dpdesk verify {path} --extends HASH)"
 
 
+def declined_lines(
+    project: Project, plan: ReleasePlan, kind: Kind, asked: Asked | None, statuses: Sequence[ClaimStatus]
+) -> list[str]:
+    """A queued request watched claims decline: its heading, its preview unless that states a decision,
+    the claims' decision, the kind's counter-offer within the claims and how to go on."""
+    declined = [s for s in statuses if s.verdict == "declined"]
+    reason = declined[0].check.reason if declined[0].check is not None else ""
+    lines = [*heading(asked, kind), *([] if kind.preview_decides else kind.preview(plan))]
+    lines.append(f"decision: declined by claim {', '.join(s.watched.id for s in declined)} — {reason}")
+    lines += kind.offer_lines(plan, kind.claim_offer(plan, statuses), str(project.path))
+    lines.append(
+        "not answered: accept a counter-offer (dpdesk requests edit), or record the refusal with "
+        f"`dpdesk reject {project.path} --request {plan.request_id}`"
+    )
+    return lines
+
+
 def release_flow(
     project: Project,
     plan: ReleasePlan,
@@ -94,15 +114,23 @@ def release_flow(
     """Show ``plan`` in its kind's words, ask, release it and show the outcome (see the module docstring).
 
     ``after(release)`` runs once the release is recorded (e.g. writing a synthetic table) and gives the
-    lines and JSON members to add. Exit codes: 0 released, 1 not released (not releasable, or not
-    confirmed).
+    lines and JSON members to add. A queued request a watched claim declines is never offered for
+    confirmation: its decision reads ``declined by claim c1`` with the kind's counter-offer. Exit codes: 0
+    released, 1 not released (not releasable, or not confirmed), 3 declined by a watched claim
+    (:data:`DECLINED_BY_CLAIM`; 2 is bad input).
     """
     from dpdesk.store.checkpoints import checkpoint
 
     queued = getattr(asked, "id", None) is not None
     out = sys.stderr if args.json else sys.stdout
-    print("\n".join([*heading(asked, kind), *kind.preview(plan)]), file=out)
     shown = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
+    statuses = project.claim_statuses(plan) if queued and plan.releasable else []
+    if any(s.verdict == "declined" for s in statuses):  # never offered for confirmation
+        print("\n".join(declined_lines(project, plan, kind, asked, statuses)), file=out)
+        if args.json:
+            print(json.dumps({keys[0]: shown, keys[1]: None}))
+        return DECLINED_BY_CLAIM
+    print("\n".join([*heading(asked, kind), *kind.preview(plan)]), file=out)
     if not plan.releasable:
         if queued:
             rid = getattr(asked, "id", None)
@@ -134,12 +162,15 @@ def show_plan(
     counter-offer when they decline it; nothing is spent."""
     from dpdesk.commands.watch import status_line
 
-    claims = project.claim_statuses(plan)
+    claims = project.claim_statuses(plan)  # every kind's verdict before anything is confirmed
     if args.json:
         obj = kind.plan_json(plan, cell_costs=getattr(args, "cell_costs", False))
         print(json.dumps({**obj, "claims": [s.to_json() for s in claims]}))
         return
-    lines = kind.report(plan, *heading(asked, kind))
-    lines += [f"  claim           {status_line(s)}" for s in claims]
-    lines += kind.offer_lines(plan, claims, str(project.path))
+    declined = [s.watched.id for s in claims if s.verdict == "declined"]
+    offer = kind.claim_offer(plan, claims)
+    lines = kind.report(plan, *heading(asked, kind), declined=declined)
+    lines += [f"  claim           {status_line(s, offer)}" for s in claims]
+    if offer is not None:
+        lines += kind.offer_lines(plan, offer, str(project.path))
     print("\n".join([*lines, kind.previewed]))

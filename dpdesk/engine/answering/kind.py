@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.kinds.base import Asked, ClaimVerdict, Read, Recorded, ReleaseKind
+from dpdesk.engine.kinds.base import Asked, ClaimOffer, ClaimVerdict, Read, Recorded, ReleaseKind
 from dpdesk.engine.mechanisms.postprocessing import INFERENCE
 from dpdesk.engine.mechanisms.registry import NOISE_FAMILIES
 from dpdesk.engine.schema import Schema
 
 if TYPE_CHECKING:  # the pipeline is imported when a count is first planned (the registry stays light)
     from dpdesk.engine.answering.assessment import Assessment
+    from dpdesk.engine.answering.counteroffer import CounterOffer
     from dpdesk.engine.kinds.snapshot import LedgerSnapshot
 
 __all__ = ["COUNT", "CountKind"]
@@ -37,6 +38,7 @@ class CountKind(ReleaseKind["Assessment"]):
     answers_requests = True
     mechanisms = (*NOISE_FAMILIES, INFERENCE)
     takes = frozenset({"seed", "interval", "policy", "prior", "progress", "cancelled"})
+    preview_decides = True  # "decision: spend" — a watched claim's decline is the decision instead
 
     def claims(self, text: object) -> bool:
         return False  # the fallback: whatever no other kind's head claims (text or coefficients)
@@ -101,23 +103,28 @@ class CountKind(ReleaseKind["Assessment"]):
             f"budget: system cost {b.system_cost:.6g} → {after:.6g} of {b.total:g}",
         ]
 
-    def report(self, plan: Assessment, heading: str | None = None) -> list[str]:
+    def report(self, plan: Assessment, heading: str | None = None, declined: Sequence[str] = ()) -> list[str]:
         from dpdesk.engine.answering.words import assessment_lines
 
-        return assessment_lines(plan)  # its own first line names the request and its ε, δ
+        return assessment_lines(plan, declined)  # its own first line names the request and its ε, δ
 
-    def offer_lines(self, plan: Assessment, statuses: Sequence[ClaimVerdict], path: str) -> list[str]:
-        """The counter-offer when watched claims decline the request (``statuses``: the claims' checks)."""
+    def claim_offer(self, plan: Assessment, statuses: Sequence[ClaimVerdict]) -> CounterOffer | None:
+        """A fresh answer at the largest α that passes every declining claim (and fits the cells' budget
+        and the spend policy's cap), and history's free answer (:func:`~.counteroffer.claim_offer`)."""
         from dpdesk.engine.answering.counteroffer import claim_offer
-        from dpdesk.engine.answering.words import offer_lines
 
         declined = [s for s in statuses if s.verdict == "declined"]
         if not declined:
-            return []
+            return None
         best = [s.largest_alpha for s in declined]
         passing = [b for b in best if b is not None]  # every declining claim passes some α, or no offer
-        offer = claim_offer(plan, min(passing) if len(passing) == len(best) else None, plan.budget.total)
-        return offer_lines(offer, plan, path)
+        return claim_offer(plan, min(passing) if len(passing) == len(best) else None, plan.budget.total)
+
+    def offer_lines(self, plan: Assessment, offer: ClaimOffer | None, path: str) -> list[str]:
+        from dpdesk.engine.answering.counteroffer import CounterOffer
+        from dpdesk.engine.answering.words import offer_lines
+
+        return offer_lines(offer, plan, path) if isinstance(offer, CounterOffer) else []
 
     def spend_words(self, plan: Assessment) -> tuple[str, str, list[str]]:
         raised = (
@@ -140,8 +147,12 @@ class CountKind(ReleaseKind["Assessment"]):
             cost += f", fused with history (weight {r.fusion_weight:.3g})"
         # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values
         e = r.entry
+        from dpdesk.engine.answering.rounding import accuracy_text
+
+        req = plan.request
         return [
-            f"answer {plan.request.id}: {e.shown()}  {e.shown_interval()}  ({r.kind}, {cost}; ledger entry {e.seq})"
+            f"answer {req.id}: {e.shown()}  {e.shown_interval()}  "
+            f"({accuracy_text(req.eps, req.delta)}; {r.kind}, {cost}; ledger entry {e.seq})"
         ]
 
     def plan_json(self, plan: Assessment, **options: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@ when watched claims decline a request. The command line prints them; the app has
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["assessment_lines", "offer_lines"]
 
 
-def assessment_lines(a: Assessment) -> list[str]:
+def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     """An assessment in words: the request, what history says, the decision, the price and the budget."""
     r = a.request
     q = r.query.text or f"query with {len(r.query.sparse()[0])} nonzero coefficients"
@@ -54,7 +55,13 @@ def assessment_lines(a: Assessment) -> list[str]:
                 f"dpdesk assess PROJECT --query 'estimate({r.query.text})'"
             )
     b = a.budget
-    lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
+    if declined and a.decision == "spend":  # watched claims decline the fresh answer: that is the decision
+        lines.append(
+            f"  decision        DECLINED BY CLAIM {', '.join(declined)}: a fresh answer would spend more of "
+            f"the claim's risk than it has left (without the claims: {a.reason})"
+        )
+    else:
+        lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (
         f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
         if a.spend_alpha < a.fresh_alpha
@@ -80,7 +87,8 @@ def offer_lines(offer: CounterOffer, a: Assessment, path: str) -> list[str]:
     lines = []
     if offer.eps is not None:
         lines.append(
-            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes) "
+            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes the claims "
+            "and fits the cells' budget) "
             f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
             f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}"
         )

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AdHoc",
     "Asked",
+    "ClaimOffer",
     "ClaimVerdict",
     "Kind",
     "Read",
@@ -117,6 +118,18 @@ class ClaimVerdict(Protocol):
     def largest_alpha(self) -> float | None: ...
 
 
+class ClaimOffer(Protocol):
+    """What a kind offers instead when watched claims decline its plan (a count's ``CounterOffer``): the α
+    that passes them, and the ±ε at δ it buys (None: no fresh answer passes)."""
+
+    @property
+    def eps(self) -> float | None: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def alpha(self) -> float: ...
+
+
 class Recorded(Protocol):
     """A release as the store returns it once recorded (``dpdesk.store.release.Release``)."""
 
@@ -167,6 +180,7 @@ class ReleaseKind(Generic[P]):
     previewed: ClassVar[str] = "nothing was spent (preview only)"  # said after a preview
     recomputes: ClassVar[bool] = False  # verify asks :meth:`recompute` of its entries
     takes: ClassVar[frozenset[str]] = frozenset()  # the options its :meth:`plan` reads (besides ``method``)
+    preview_decides: ClassVar[bool] = False  # its preview states a decision, which a claim's decline replaces
 
     # -- the request reader ---------------------------------------------------------------------
     def claims(self, text: object) -> bool:
@@ -198,13 +212,19 @@ class ReleaseKind(Generic[P]):
         """The plan in words, before the curator confirms (the last line says when it cannot be released)."""
         return [plan.reason]
 
-    def report(self, plan: P, heading: str | None = None) -> list[str]:
-        """What ``dpdesk assess`` shows of the plan (nothing is spent)."""
-        return ([heading] if heading else []) + self.preview(plan)
+    def report(self, plan: P, heading: str | None = None, declined: Sequence[str] = ()) -> list[str]:
+        """What ``dpdesk assess`` shows of the plan (nothing is spent); ``declined``: the watched claims
+        that decline it, whose verdict is then its decision."""
+        lines = ([heading] if heading else []) + self.preview(plan)
+        return lines + ([f"decision: declined by claim {', '.join(declined)}"] if declined else [])
 
-    def offer_lines(self, plan: P, statuses: Sequence[ClaimVerdict], path: str) -> list[str]:
+    def claim_offer(self, plan: P, statuses: Sequence[ClaimVerdict]) -> ClaimOffer | None:
         """What the kind offers instead when watched claims decline the plan (``statuses``: the claims'
-        checks, each with ``verdict`` and ``largest_alpha``); none by default."""
+        checks, each with ``verdict`` and ``largest_alpha``); None by default, or when none declines it."""
+        return None
+
+    def offer_lines(self, plan: P, offer: ClaimOffer | None, path: str) -> list[str]:
+        """The :meth:`claim_offer` in words, each with the edit that accepts it (``path``: the project)."""
         return []
 
     def spend_words(self, plan: P) -> tuple[str, str, list[str]]:

@@ -261,17 +261,18 @@ class ProjectSession(QObject):
     # -- actions and jobs (the state's; each emits what it changed) -------------------------------
     def plan_job(
         self, request_id: str, private: Callable[[ReleasePlan, Schema], PrivateWork | None] | None = None
-    ) -> Job[tuple[ReleasePlan, object]]:
+    ) -> Job[tuple[ReleasePlan, object, list[ClaimStatus]]]:
         """The work of planning a queued request of a kind other than a count, for the task runner: the
-        plan from the one assess function on the worker and what its chart reads of the data
-        (``private(plan, schema)``: a view's work on a sibling connection, e.g. a max/argmax's exact
-        output law, for the curator's eyes only). It returns ``(plan, private values or None)``."""
+        plan from the one assess function on the worker, every watched claim's check on it (public inputs
+        only, as for a count) and what its chart reads of the data (``private(plan, schema)``: a view's
+        work on a sibling connection, e.g. a max/argmax's exact output law, for the curator's eyes only).
+        It returns ``(plan, private values or None, claim statuses)``."""
         assess_job, schema = self.state.assess_job(request_id), self.schema
 
-        def job(state: TaskProgress | None = None) -> tuple[ReleasePlan, object]:
-            plan, _claims = assess_job(state)
+        def job(state: TaskProgress | None = None) -> tuple[ReleasePlan, object, list[ClaimStatus]]:
+            plan, claims = assess_job(state)
             work = None if private is None else private(plan, schema)
-            return plan, None if work is None else self.state.with_sibling(work)(state)
+            return plan, None if work is None else self.state.with_sibling(work)(state), claims
 
         return job
 
