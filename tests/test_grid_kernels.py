@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpdesk.engine.inference import aliases as AL
 from dpdesk.engine.inference import grid as G
 
 
@@ -34,8 +35,8 @@ def test_mirrored_aliases_equal_evaluating_each(seed, n_cont, n_disc):
     need_p, need_m = rng.random(L) < 0.8, rng.random(L) < 0.8  # any masks, not only mirrored ones
     mirror = (-np.arange(L)) % L
     assert np.array_equal(tm[mirror], -tp)
-    got = G._alias_pair(tp, tm, need_p, need_m, comp, mirror)
-    want = G._alias_pair(tp, tm, need_p, need_m, comp)
+    got = AL._alias_pair(tp, tm, need_p, need_m, comp, mirror)
+    want = AL._alias_pair(tp, tm, need_p, need_m, comp)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     assert not got[0][~need_p].any() and not got[1][~need_m].any()
 
@@ -134,8 +135,8 @@ def test_alias_bound_on_a_mirrored_half_is_the_same_bound():
         return float(np.prod(1.0 / (1.0 + (top * tau) ** 2)))
 
     for n_from in (0, 4):
-        got = G._alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
-        want = G._alias_residual(
+        got = AL.alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
+        want = AL.alias_residual(
             w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from, mirrored=False
         )
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
@@ -159,4 +160,4 @@ def test_laplace_bin_transform_in_real_arithmetic(x):
     w = 2 * np.pi * np.fft.fftfreq(2001)
     coef = -np.exp(-x / 2) * np.expm1(-x)
     want = -np.expm1(-x / 2) + coef * np.real(np.exp(1j * w) / -np.expm1(-x + 1j * w))
-    assert np.max(np.abs(G._laplace_bins_dtft(1.0, x, w) - want)) < 1e-15
+    assert np.max(np.abs(AL._laplace_bins_dtft(1.0, x, w) - want)) < 1e-15

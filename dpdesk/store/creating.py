@@ -1,6 +1,7 @@
-"""Writing a new project file: the project row, the fixed settings the genesis hash covers and the first
-source binding, into a temporary file that is fsync'd and then linked into place — atomically, and
-never over a file created meanwhile. Nothing is left behind on error."""
+"""Writing a new project file: the source read and bound (keyed with this machine's source key; a
+person-level project's cube built in the key's order), the project row, the fixed settings the genesis
+hash covers and the first source binding, into a temporary file that is fsync'd and then linked into
+place — atomically, and never over a file created meanwhile. Nothing is left behind on error."""
 
 from __future__ import annotations
 
@@ -11,14 +12,57 @@ from typing import Any
 
 from dpdesk.engine.schema import Schema
 from dpdesk.store import db
-from dpdesk.store.binding import SourceBinding
-from dpdesk.store.canonical import canonical_json, genesis_hash
+from dpdesk.store.binding import Snapshot, SourceBinding, keyed_binding, order_key, snapshot, unkeyed_binding
+from dpdesk.store.canonical import canonical_json, genesis_hash, utc_now
 from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger_book import write_source
+from dpdesk.store.source_key import own_key
 
-__all__ = ["NEIGHBOUR_MODEL", "write_new"]
+__all__ = ["NEIGHBOUR_MODEL", "create_file", "neighbour_model", "write_new"]
 
 NEIGHBOUR_MODEL = "add/remove one record"
+
+
+def neighbour_model(schema: Schema) -> str:
+    """The neighbouring tables the project's guarantees are about (one record, or one person's rows)."""
+    if schema.unit.rows_are_people:
+        return NEIGHBOUR_MODEL
+    return f"add/remove one person: {schema.unit.describe()}"
+
+
+def create_file(
+    path: Path,
+    name: str,
+    schema: Schema,
+    source: tuple[str, str | None],
+    total_budget: float,
+    test_project: bool,
+    delta_cap: float,
+) -> Snapshot:
+    """Bind the source ``(location, table)`` and write a new project file at ``path``; the source as read
+    (its cube) is returned for the project opened next."""
+    location, table = source
+    key = own_key() if db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT or schema.unit.column else None
+    order = order_key(key) if key is not None and schema.unit.column else None
+    snap = snapshot(location, table, schema, order=order)
+    created = utc_now()
+    if key is not None and db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT:
+        initial = keyed_binding(location, table, snap.cube, key, created)
+    else:  # a file of an older format (only the tests make one): bound as that format did
+        initial = unkeyed_binding(location, table, snap.cube, created)
+    settings: dict[str, Any] = {
+        "name": name,
+        "total_budget": float(total_budget),
+        "neighbour_model": neighbour_model(schema),
+        "schema": schema.to_dict(),
+        "test_project": bool(test_project),
+        "created": created,
+        "initial_source": initial.identity(),
+    }
+    if delta_cap:
+        settings["delta_cap"] = float(delta_cap)
+    write_new(path, settings, schema, initial)
+    return snap
 
 
 def write_new(path: Path, settings: dict[str, Any], schema: Schema, initial: SourceBinding) -> None:

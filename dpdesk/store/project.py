@@ -45,7 +45,7 @@ from dpdesk.store.binding import (
     unkeyed_binding,
 )
 from dpdesk.store.canonical import utc_now
-from dpdesk.store.creating import NEIGHBOUR_MODEL, write_new
+from dpdesk.store.creating import create_file
 from dpdesk.store.errors import (
     BindingError,
     ReadOnlyError,
@@ -65,16 +65,6 @@ from dpdesk.store.verify import AuditRecord, VerifyReport
 from dpdesk.store.view import LedgerView
 from dpdesk.store.watch import WatchedClaim
 from dpdesk.store.watching import Claims, ClaimStatus
-
-
-def neighbour_model(schema: Schema) -> str:
-    """The neighbouring tables the project's guarantees are about (one record, or one person's rows)."""
-    if schema.unit.rows_are_people:
-        return NEIGHBOUR_MODEL
-    return f"add/remove one person: {schema.unit.describe()}"
-
-
-REQUEST_COLUMNS = "id, position, requester, query_text, query_json, eps, delta, received, status, kind, alpha"
 
 
 class Project:
@@ -185,26 +175,9 @@ class Project:
         if not isinstance(name, str) or not name.strip():
             raise DpdeskError("project name must be non-empty text")
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
-        key = own_key() if db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT or schema.unit.column else None
-        order = order_key(key) if key is not None and schema.unit.column else None
-        snap = snapshot(source_location, source_table, schema, order=order)
-        created = utc_now()
-        if key is not None and db.FORMAT_VERSION >= db.KEYED_SOURCE_FORMAT:
-            initial = keyed_binding(source_location, source_table, snap.cube, key, created)
-        else:  # a file of an older format (only the tests make one): bound as that format did
-            initial = unkeyed_binding(source_location, source_table, snap.cube, created)
-        settings = {
-            "name": name.strip(),
-            "total_budget": float(total_budget),
-            "neighbour_model": neighbour_model(schema),
-            "schema": schema.to_dict(),
-            "test_project": bool(test_project),
-            "created": created,
-            "initial_source": initial.identity(),
-        }
-        if delta_cap:
-            settings["delta_cap"] = float(delta_cap)
-        write_new(path, settings, schema, initial)
+        snap = create_file(
+            path, name.strip(), schema, (source_location, source_table), total_budget, test_project, delta_cap
+        )
         project = cls.open(path, "w")
         project._snapshot = snap
         return project

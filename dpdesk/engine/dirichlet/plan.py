@@ -25,16 +25,18 @@ from dpdesk.engine.budget.accounting import BudgetPreview, preview
 from dpdesk.engine.dirichlet.accuracy import (
     alpha_for_target,
     expected_bound,
-    expected_hellinger,
-    expected_hellinger_noisy_size,
     reference_counts,
     tail_bound,
     within_at,
 )
 from dpdesk.engine.dirichlet.candidates import DEFAULT_MAX_CANDIDATES, CandidateSet
+from dpdesk.engine.dirichlet.choice import (
+    DEFAULT_SIZE_SHARE,
+    choose_mechanism,
+    make_mechanism,
+    reference_accuracy,
+)
 from dpdesk.engine.dirichlet.mechanisms import (
-    ExponentialGlobal,
-    ExponentialSmooth,
     LaplaceCounts,
     NoisySize,
     PosteriorSampler,
@@ -55,7 +57,6 @@ __all__ = [
 ]
 
 METHODS = ("exponential-global", "exponential-smooth", "laplace")
-DEFAULT_SIZE_SHARE = 0.25  # of the budget, for the noisy size when no size is public
 
 
 @dataclass(frozen=True)
@@ -224,55 +225,95 @@ def _number(
     return float(value)
 
 
-def _make(mechanism: str, cs: CandidateSet, alpha: float, delta: float, split: float) -> Any:
-    if mechanism == "exponential-global":
-        return ExponentialGlobal(cs, alpha)
-    return ExponentialSmooth(cs, alpha, delta, split)
-
-
-def choose_mechanism(
+def _chosen(
     query: PosteriorQuery,
-    *,
+    within: float | None,
+    failure: float | None,
+    delta: float,
     budget: float | None,
     size: int | None,
     reference_size: int | None,
-    max_candidates: int = DEFAULT_MAX_CANDIDATES,
-    size_share: float = DEFAULT_SIZE_SHARE,
+    max_candidates: int,
 ) -> tuple[str, str]:
-    """The mechanism a request that names none is released with, and why (public inputs only).
-
-    The one with the smaller expected Hellinger distance at the request's size — the size the curator
-    declared public, else the reference size (a public guess) — at the request's budget: the global
-    mechanism's accuracy does not grow with the table as the Laplace baseline's does (docs/dirichlet.md),
-    so the right choice depends on the size. Without a size to compare at: the Laplace baseline, whose
-    accuracy improves with every record.
-    """
-    n = size if size is not None else reference_size
-    if budget is None or n is None or n <= 0:
-        return (
-            "laplace",
-            "the Laplace baseline (no size to compare the mechanisms at: declare a size or give a reference size)",
-        )
-    counts = reference_counts(query.prior, int(n))
-    ref = _reference(
+    """The mechanism of a request that names none, and why: an accuracy target is the global mechanism's,
+    a δ the smooth one's; else :func:`~.choice.choose_mechanism` compares them."""
+    if within is not None or failure is not None:
+        return "exponential-global", "the exponential mechanism (global): an accuracy target is its"
+    if delta:
+        return "exponential-smooth", "the exponential mechanism (smooth): a δ was given"
+    return choose_mechanism(
         query,
-        "exponential-global",
-        counts,
-        size is not None,
-        float(budget),
-        size_share,
-        0.0,
-        max_candidates,
-        0.5,
+        budget=budget if isinstance(budget, (int, float)) and budget > 0 else None,
+        size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        reference_size=reference_size,
+        max_candidates=max_candidates if isinstance(max_candidates, int) else DEFAULT_MAX_CANDIDATES,
     )
-    best = min(("laplace", "exponential-global"), key=lambda m: ref[m])
-    other = "exponential-global" if best == "laplace" else "laplace"
-    words = {"laplace": "Laplace baseline", "exponential-global": "exponential mechanism (global)"}
-    where = "the public size" if size is not None else "the reference size"
-    return best, (
-        f"the {words[best]}: the more accurate at {where} of {int(n):,} records "
-        f"(expected Hellinger distance {ref[best]:.3g} against {ref[other]:.3g} for the {words[other]})"
-    )
+
+
+def _target(
+    mechanism: str, within: float | None, failure: float | None, budget: float | None
+) -> tuple[float, float] | None:
+    """The checked accuracy target ``(distance, failure probability)``, or None when a budget is given."""
+    if within is not None or failure is not None:
+        if mechanism != "exponential-global":
+            raise DpdeskError("an accuracy target sets the budget of the global-sensitivity mechanism only")
+        if budget is not None:
+            raise DpdeskError("give a budget or an accuracy target, not both")
+        return (
+            _number(within, "accuracy target: distance", high=1.0),
+            _number(failure, "accuracy target: failure probability", high=1.0),
+        )
+    if budget is None:
+        raise DpdeskError(
+            "a posterior request needs a budget (or, for the global mechanism, an accuracy target)"
+        )
+    return None
+
+
+def _delta(mechanism: str, delta: float) -> float:
+    """The checked δ: the smooth-sensitivity mechanism's, below 1; any other mechanism takes none."""
+    if mechanism == "exponential-smooth":
+        delta = _number(delta, "delta", high=1.0)
+        if delta >= 1:
+            raise DpdeskError(f"delta ({delta}) must be below 1")
+    elif delta:
+        raise DpdeskError(f"delta ({delta}) applies to the smooth-sensitivity mechanism only")
+    return delta
+
+
+def _sized(
+    query: PosteriorQuery, mechanism: str, size: int | None, size_share: float, max_candidates: int
+) -> tuple[int | None, float, CandidateSet | None]:
+    """The checked public size, the budget's share for a noisy size (none when the size is public or the
+    mechanism is Laplace's) and, with a public size, the candidate set."""
+    if size is not None and (isinstance(size, bool) or not float(size).is_integer() or size < 0):
+        raise DpdeskError(f"size ({size!r}) must be a non-negative whole number")
+    size = None if size is None else int(size)
+    share = 0.0 if size is not None or mechanism == "laplace" else _number(size_share, "size share", high=1.0)
+    if share >= 1:
+        raise DpdeskError(f"size share ({size_share}) must be below 1")
+    if not (isinstance(max_candidates, int) and max_candidates >= query.k):
+        raise DpdeskError(f"max_candidates ({max_candidates!r}) must be a whole number of at least {query.k}")
+    if size is None or mechanism == "laplace":
+        return size, share, None
+    return size, share, CandidateSet.for_size(query.prior, size, max_candidates)
+
+
+def _guarantee(
+    query: PosteriorQuery, mechanism: str, posterior_alpha: float, n_bound: int, share: float
+) -> dict[str, float]:
+    """The global mechanism's stated guarantee (none for the others)."""
+    if mechanism != "exponential-global":
+        return {}
+    return {
+        "n_candidates": float(n_bound),
+        "expected_excess": expected_bound(query.prior, posterior_alpha, n_bound),
+        "within_0.1": 1 - tail_bound(query.prior, posterior_alpha, n_bound, 0.1),
+        # what a curator can use: the distance reached with probability 0.9, and the budget that would
+        # bring it to 0.5
+        "within_at_0.9": within_at(query.prior, posterior_alpha, n_bound, 0.1),
+        "alpha_for_0.5": alpha_for_target(query.prior, n_bound, 0.5, 0.1) / (1 - share),
+    }
 
 
 def assess_posterior(
@@ -304,56 +345,14 @@ def assess_posterior(
     """
     chosen_by = ""
     if mechanism is None:
-        if within is not None or failure is not None:
-            mechanism, chosen_by = (
-                "exponential-global",
-                "the exponential mechanism (global): an accuracy target is its",
-            )
-        elif delta:
-            mechanism, chosen_by = "exponential-smooth", "the exponential mechanism (smooth): a δ was given"
-        else:
-            mechanism, chosen_by = choose_mechanism(
-                query,
-                budget=budget if isinstance(budget, (int, float)) and budget > 0 else None,
-                size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-                reference_size=reference_size,
-                max_candidates=max_candidates if isinstance(max_candidates, int) else DEFAULT_MAX_CANDIDATES,
-            )
+        mechanism, chosen_by = _chosen(
+            query, within, failure, delta, budget, size, reference_size, max_candidates
+        )
     if mechanism not in METHODS:
         raise DpdeskError(f"mechanism ({mechanism!r}) must be one of {', '.join(METHODS)}")
-    target = None
-    if within is not None or failure is not None:
-        if mechanism != "exponential-global":
-            raise DpdeskError("an accuracy target sets the budget of the global-sensitivity mechanism only")
-        if budget is not None:
-            raise DpdeskError("give a budget or an accuracy target, not both")
-        target = (
-            _number(within, "accuracy target: distance", high=1.0),
-            _number(failure, "accuracy target: failure probability", high=1.0),
-        )
-    elif budget is None:
-        raise DpdeskError(
-            "a posterior request needs a budget (or, for the global mechanism, an accuracy target)"
-        )
-    if mechanism == "exponential-smooth":
-        delta = _number(delta, "delta", high=1.0)
-        if delta >= 1:
-            raise DpdeskError(f"delta ({delta}) must be below 1")
-    elif delta:
-        raise DpdeskError(f"delta ({delta}) applies to the smooth-sensitivity mechanism only")
-    if size is not None and (isinstance(size, bool) or not float(size).is_integer() or size < 0):
-        raise DpdeskError(f"size ({size!r}) must be a non-negative whole number")
-    size = None if size is None else int(size)
-    share = 0.0 if size is not None or mechanism == "laplace" else _number(size_share, "size share", high=1.0)
-    if share >= 1:
-        raise DpdeskError(f"size share ({size_share}) must be below 1")
-    if not (isinstance(max_candidates, int) and max_candidates >= query.k):
-        raise DpdeskError(f"max_candidates ({max_candidates!r}) must be a whole number of at least {query.k}")
-    cs = (
-        CandidateSet.for_size(query.prior, size, max_candidates)
-        if size is not None and mechanism != "laplace"
-        else None
-    )
+    target = _target(mechanism, within, failure, budget)
+    delta = _delta(mechanism, delta)
+    size, share, cs = _sized(query, mechanism, size, size_share, max_candidates)
     n_bound = cs.count if cs is not None else max_candidates  # N ≤ the cap whatever the noisy size
     if target is not None:
         posterior_alpha = alpha_for_target(query.prior, n_bound, *target)
@@ -363,25 +362,15 @@ def assess_posterior(
         posterior_alpha = alpha * (1 - share)
     if mechanism == "exponential-smooth":
         split = _number(split, "split", high=1.0)
-        _make(
+        make_mechanism(
             mechanism, cs or CandidateSet.for_size(query.prior, 0), posterior_alpha, delta, split
         )  # validates
-    guarantee: dict[str, float] = {}
-    if mechanism == "exponential-global":
-        guarantee = {
-            "n_candidates": float(n_bound),
-            "expected_excess": expected_bound(query.prior, posterior_alpha, n_bound),
-            "within_0.1": 1 - tail_bound(query.prior, posterior_alpha, n_bound, 0.1),
-            # what a curator can use: the distance reached with probability 0.9, and the budget that
-            # would bring it to 0.5
-            "within_at_0.9": within_at(query.prior, posterior_alpha, n_bound, 0.1),
-            "alpha_for_0.5": alpha_for_target(query.prior, n_bound, 0.5, 0.1) / (1 - share),
-        }
+    guarantee = _guarantee(query, mechanism, posterior_alpha, n_bound, share)
     ref_size = size if size is not None else reference_size
     ref, ref_counts = {}, None
     if ref_size is not None:
         ref_counts = reference_counts(query.prior, int(ref_size))
-        ref = _reference(
+        ref = reference_accuracy(
             query, mechanism, ref_counts, size is not None, alpha, share, delta, max_candidates, split
         )
     delta = delta if mechanism == "exponential-smooth" else 0.0
@@ -461,43 +450,6 @@ def _priced(
     return replace(plan, budget=budget, delta_after=delta_after, releasable=ok, reason=reason)
 
 
-def _reference(
-    query: PosteriorQuery,
-    mechanism: str,
-    counts: np.ndarray,
-    size_public: bool,
-    alpha: float,
-    share: float,
-    delta: float,
-    max_candidates: int,
-    split: float,
-) -> dict[str, float]:
-    """Expected H of each mechanism available at this (α, δ), at a public reference table.
-
-    The smooth mechanism needs δ > 0, so it is compared only when it is the one requested.
-    """
-    prior = query.prior
-    share = share or DEFAULT_SIZE_SHARE if not size_public else 0.0
-    out = {"laplace": float(expected_hellinger(LaplaceCounts(prior, alpha), counts))}
-    names = ["exponential-global"] + (["exponential-smooth"] if mechanism == "exponential-smooth" else [])
-    for name in names:
-        if size_public:
-            cs = CandidateSet.for_size(prior, int(counts.sum()), max_candidates)
-            out[name] = float(expected_hellinger(_make(name, cs, alpha, delta, split), counts))
-        else:
-            out[name] = float(
-                expected_hellinger_noisy_size(
-                    prior,
-                    counts,
-                    size_alpha=share * alpha,
-                    make=lambda cs, name=name: _make(name, cs, (1 - share) * alpha, delta, split),
-                    max_candidates=max_candidates,
-                    max_sizes=15,
-                )
-            )
-    return out
-
-
 def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: PosteriorSampler) -> PosteriorRelease:
     """Read the box's counts and release exactly the assessed mechanism with ``sampler``."""
     a = assessment
@@ -514,5 +466,5 @@ def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: Posterio
         size = NoisySize(a.size_alpha)
         noisy_size = float(counts.sum()) + sampler.draw("discrete_laplace", 1.0 / size.alpha)
         cs = CandidateSet.for_size(a.query.prior, int(max(0.0, noisy_size)), a.max_candidates)
-    mech = _make(a.method, cs, a.posterior_alpha, a.delta, a.split)
+    mech = make_mechanism(a.method, cs, a.posterior_alpha, a.delta, a.split)
     return PosteriorRelease(mech.release(counts, sampler), noisy_size, None, cs, mech.describe())

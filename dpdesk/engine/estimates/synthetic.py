@@ -175,7 +175,7 @@ def plan_synthetic(
     ``tau`` None chooses it from :data:`MAXENT_TAUS` by 5-fold cross-validation of the released rows'
     held-out misfit (fewer than 10 rows: the middle of the grid).
     """
-    from dpdesk.engine.estimates.maxent import cross_validate_maxent
+    from dpdesk.engine.estimates.maxent_cv import cross_validate_maxent
 
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise DpdeskError(f"rows ({rows!r}) must be a positive whole number")

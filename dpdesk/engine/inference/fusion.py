@@ -160,11 +160,11 @@ def plan_fusion(
 ) -> FusionPlan:
     """Smallest ``α ≤ fresh_alpha`` whose fused posterior holds ``1 − δ`` on ``±ε``.
 
-        The mass on ``±ε`` grows with ``α`` (the fused variance ``V_H V_new/(V_H + V_new)`` falls); the
-        search brackets the root in ``log α`` (starting from a normal approximation), refines it with
-        Brent's method to relative precision ``rtol``, and returns the smallest ``α`` *evaluated* that meets
-        the requirement, so the plan is feasible even if the mass were not monotone. Non-estimable queries
-        get ``fresh_alpha`` and no fusion.
+    The mass on ``±ε`` grows with ``α`` (the fused variance ``V_H V_new/(V_H + V_new)`` falls); the
+    search brackets the root in ``log α`` (starting from a normal approximation), refines it with
+    Brent's method to relative precision ``rtol``, and returns the smallest ``α`` *evaluated* that meets
+    the requirement, so the plan is feasible even if the mass were not monotone. Non-estimable queries
+    get ``fresh_alpha`` and no fusion.
 
     Examples
     --------
@@ -190,15 +190,7 @@ def plan_fusion(
         conf(fresh), delta
     ):  # fusion does not reach the requirement at Thm 5.3's α: plain fresh answer
         return FusionPlan(fresh, fresh, None, None)
-    # normal approximation of the fused α: fused sd = ε / z, i.e. V_new = V_H v / (V_H − v)
-    z = math.sqrt(2.0) * erfinv(need)
-    v = (eps / z) ** 2
-    vh = float(estimate.variance)
-    guess = fresh
-    if vh > v:
-        v_new = vh * v / (vh - v)
-        b = math.sqrt(v_new / 2.0)  # Laplace scale with that variance
-        guess = min(fresh, sensitivity / b)
+    guess = _guess(estimate, sensitivity, eps, need, fresh)
     floor = fresh * 1e-6  # below this the new row hardly matters: history alone (nearly) suffices
     hi, lo = fresh, None
     a = max(guess, floor)
@@ -229,6 +221,19 @@ def plan_fusion(
     feasible = [al for al, c in cache.items() if meets(c, delta) and al <= fresh]
     best = min(feasible)
     return FusionPlan(best, fresh, _weight(estimate, best, sensitivity, family), cache[best])
+
+
+def _guess(estimate: Estimate, sensitivity: float, eps: float, need: float, fresh: float) -> float:
+    """The normal approximation of the fused α: fused sd = ε / z, i.e. ``V_new = V_H v / (V_H − v)``."""
+    assert estimate.variance is not None
+    z = math.sqrt(2.0) * erfinv(need)
+    v = (eps / z) ** 2
+    vh = float(estimate.variance)
+    if vh <= v:
+        return fresh
+    v_new = vh * v / (vh - v)
+    b = math.sqrt(v_new / 2.0)  # Laplace scale with that variance
+    return min(fresh, sensitivity / b)
 
 
 def _weight(estimate: Estimate, alpha: float, sensitivity: float, family: NoiseFamily) -> float:

@@ -19,6 +19,7 @@ from typing import overload
 import numpy as np
 
 from dpdesk.engine.errors import Cancelled
+from dpdesk.engine.inference.aliases import alias_residual, aliases, discrete_aliases
 from dpdesk.engine.inference.charfn import Components, _even, log_phi, make_components, phi, phi_nodes
 from dpdesk.engine.inference.gauss_kernels import dg_half_width, fft_gaussian, gauss_bins, lattice_bins
 from dpdesk.engine.mechanisms import discrete_gaussian as _dg
@@ -157,97 +158,6 @@ def common_step(a: np.ndarray) -> float | None:
     return None
 
 
-def _laplace_bins_dtft(c1: float, h: float, w: np.ndarray) -> np.ndarray:
-    """Exact DTFT at ``w`` of the bin masses of Laplace(c1) on bins ``[jh - h/2, jh + h/2]`` (all aliases)."""
-    x = h / c1
-    # 2 sinh(x/2)·e^{-x} written as -e^{-x/2}·expm1(-x): no overflow when c1 ≪ h
-    coef = -math.exp(-x / 2) * math.expm1(-x)
-    # Re e^{iw}/(1 − e^{−x} e^{iw}) = (cos w − e^{−x}) / (1 − 2e^{−x} cos w + e^{−2x}), in real arithmetic and
-    # written with 1 − e^{−x} = −expm1(−x) and 1 − cos w = 2 sin²(w/2): no cancellation near w = 0
-    d = -math.expm1(-x)
-    s2 = 2.0 * np.sin(w / 2) ** 2
-    out: np.ndarray = -np.expm1(-x / 2) + coef * (d - s2) / (d * d + 2.0 * math.exp(-x) * s2)
-    return out
-
-
-# ---------------------------------------------------------------- fft, general (non-lattice) case
-
-
-def _alias_residual(
-    w: np.ndarray,
-    hf: float,
-    c1: float,
-    bound_rest: Callable[[float], float],
-    r0: np.ndarray,
-    var_rest: float,
-    n_from: int,
-    mirrored: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-frequency bound on ``Σ_{|n|>n_from} |φ1(t_n) sinc_n| · d_n`` for both spectral variants.
-
-    ``d_n`` is ``|R(t_n)|`` for the plain sum and ``|R(t_n) − R(t_0)|`` for the Laplace-corrected one,
-    with ``|R(t)| ≤ bound_rest(|t|)`` (monotone) and ``|R(t_n) − R(t_0)| ≤ var_rest (t_n² + t_0²)/2``.
-    Blocks of n double in length, so the sum costs O(L log n_max).
-    """
-    L = w.size
-    if mirrored and L % 2 and L >= 3:  # every quantity is even in w (fftfreq order, odd L): mirror a half
-        half = (L + 1) // 2
-        plain, corr = _alias_residual(w[:half], hf, c1, bound_rest, r0[:half], var_rest, n_from, False)
-        return np.concatenate([plain, plain[:0:-1]]), np.concatenate([corr, corr[:0:-1]])
-    s = np.abs(np.sin(w / 2))
-    t0 = np.abs(w) / hf
-    t0sq, abs_r0, top_r0 = t0**2, np.abs(r0), float(np.max(np.abs(r0)))
-    plain = np.zeros(w.shape)
-    corr = np.zeros(w.shape)
-    na = n_from + 1
-    while na < 2**24:
-        nb = 2 * na
-        tau = (2 * na - 1) * math.pi / hf  # lower bound on |t_n| in the block
-        tmax = (2 * nb + 1) * math.pi / hf
-        weight = 2 * (nb - na + 1) / (1 + (c1 * tau) ** 2) * s / ((na - 0.5) * math.pi)
-        br = bound_rest(tau)
-        plain += weight * br
-        if var_rest * tmax**2 / 2 >= br + top_r0:  # the variance bound is the larger everywhere
-            corr += weight * (br + abs_r0)
-        else:
-            corr += weight * np.minimum(br + abs_r0, var_rest * (tmax**2 + t0sq) / 2)
-        na = nb + 1
-    tail = 2 * s * (hf / (c1 * math.pi)) ** 2 / (4 * math.pi) / (2 * (na - 1.5) ** 2) * 2
-    return plain + tail, corr + tail
-
-
-def _alias_pair(
-    tp: np.ndarray,
-    tm: np.ndarray,
-    need_p: np.ndarray,
-    need_m: np.ndarray,
-    rest: Components,
-    mirror: np.ndarray | None = None,
-    steps: tuple[int, float] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``φ_rest`` at the aliases ``tp`` (where ``need_p``) and ``tm`` (where ``need_m``), zero elsewhere.
-
-    With ``mirror`` (``tm[mirror[k]] = −tp[k]``), ``φ(tp)`` serves both: φ is even. With ``steps = (m L,
-    dt)`` too, ``tp`` is ``(m L + k)·dt`` for ``k`` in ``fftfreq`` order (``|k| ≤ (L − 1)/2``): a progression
-    once its negative half is put first, evaluated whole (see :func:`log_phi`).
-    """
-    rp, rm = np.zeros(tp.size), np.zeros(tm.size)
-    if mirror is None:
-        rp[need_p], rm[need_m] = phi(tp[need_p], rest), phi(tm[need_m], rest)
-        return rp, rm
-    both = need_p | need_m[mirror]
-    if steps is not None and both.mean() > 0.5:
-        half = (tp.size + 1) // 2
-        low = tp.size - half  # entries of k < 0, stored after the non-negative ones
-        ph = phi(np.concatenate([tp[half:], tp[:half]]), rest, steps=(steps[0] - low, steps[1]))
-        rp[:half], rp[half:] = ph[low:], ph[:low]
-    else:
-        rp[both] = phi(tp[both], rest)
-    rm[need_m] = rp[mirror][need_m]
-    rp[~need_p] = 0.0
-    return rp, rm
-
-
 @overload
 def fft_general(
     comp: Components,
@@ -319,7 +229,7 @@ def fft_general(
             break
         r0 = _even(phi, w / hf, rest, 2 * np.pi / (L * hf))
         for N in (0, 1, 2, 4, 8, 16, 32):
-            plain, corr = _alias_residual(w, hf, c1, bound_rest, r0, var_rest, N)
+            plain, corr = alias_residual(w, hf, c1, bound_rest, r0, var_rest, N)
             err = math.sqrt(float(np.sum(np.minimum(plain, corr) ** 2)))
             if err <= target:
                 break
@@ -329,43 +239,11 @@ def fft_general(
         if err <= target or L * (2 * N + 1) * max(1, rest.c.size + rest.a.size) > 6e5 or L > 2**17:
             break
     if c1 is None:
-        N = 8
-        X = np.zeros(L)
-        for n in range(-N, N + 1):
-            tn = (w + 2 * np.pi * n) / hf
-            X += phi(tn, comp) * np.sinc(tn * hf / (2 * np.pi))
-        last = sum(
-            phi(tn, comp) * np.abs(np.sinc(tn * hf / (2 * np.pi)))
-            for tn in ((w + 2 * np.pi * (N + 1)) / hf, (w - 2 * np.pi * (N + 1)) / hf)
-        )
-        err = math.sqrt(float(np.sum(last**2))) * (N + 1)
+        X, err = discrete_aliases(comp, w, hf, L)
     else:
         if give_up is not None and give_up(err + 1e-16 * math.sqrt(L) * 4):
             return None, err + 1e-16 * math.sqrt(L) * 4
-        use_corr = corr < plain
-        t0 = w / hf
-        X = np.where(
-            use_corr,
-            _laplace_bins_dtft(c1, hf, w) * r0,
-            r0 / (1 + (c1 * t0) ** 2) * np.sinc(t0 * hf / (2 * np.pi)),
-        )
-        mirror = (-np.arange(L)) % L if L % 2 else None  # index of -w (odd L: fftfreq is symmetric)
-        for m in range(1, N + 1):
-            _check(cancelled)
-            tp, tm = (w + 2 * np.pi * m) / hf, (w - 2 * np.pi * m) / hf
-            bp = 1 / (1 + (c1 * tp) ** 2) * np.sinc(tp * hf / (2 * np.pi))
-            bm = 1 / (1 + (c1 * tm) ** 2) * np.sinc(tm * hf / (2 * np.pi))
-            rp, rm = _alias_pair(
-                tp,
-                tm,
-                np.abs(bp) > 1e-30,
-                np.abs(bm) > 1e-30,
-                rest,
-                mirror,
-                None if mirror is None else (m * L, 2 * np.pi / (L * hf)),
-            )
-            X += bp * np.where(use_corr, rp - r0, rp)
-            X += bm * np.where(use_corr, rm - r0, rm)
+        X = aliases(w, hf, c1, rest, r0, corr < plain, N, L, cancelled)
     fine = np.fft.fftshift(np.real(np.fft.ifft(X)))
     mass = fine.reshape(n_out, r).sum(axis=1)
     return np.clip(mass, 0.0, None), err + 1e-16 * math.sqrt(L) * 4

@@ -7,6 +7,25 @@ reads: the probability mass function of θ on an adaptive grid (paper §4, three
 continuous or discrete (integer) Laplace, or continuous or discrete Gaussian, per history row, so the
 posterior always matches the noise actually drawn. The numerical kernels live in :mod:`dpdesk.engine.inference.grid`; the value it
 returns, :class:`Posterior`, and its readings in :mod:`dpdesk.engine.inference.posterior_mass`.
+
+**The methods.** ``fft``: characteristic function (paper Thm 4.1) with bin integration, summed over its
+aliases until a rigorous bound on the error is below γ/2. ``direct``: paper Algorithm 2, the per-row bin
+masses truncated so the lost mass is γ, convolved shortest first; its rounding of each term is an
+approximation (estimated in ``error_bound``). ``mc``: paper Algorithm 1 with
+``m_s = max(10⁴, |u|/γ² · max(u)(1 − max(u)) + 1)`` from a 10⁴-sample pilot (Corollary 4.1, §6.3),
+capped at 2·10⁶ samples and 5·10⁷ draws; ``error_bound`` is the expected ℓ1 error.
+
+**The grid and what runs.** The grid holds about 2000 bins of a readable width (1, 2 or 5 × 10^k) across
+the central mass ``1 − γ/4`` (Chernoff bound). When every term is discrete and all ``|A_k|`` are integer
+multiples of a step ``g`` (integers: ``g`` = their gcd) θ lives on ``center + gZ``: the masses are then
+exact point masses (``lattice=True``) whenever that takes at most 2²⁰+1 points (64 000 for a step below
+1). Discrete terms whose atoms do not all fall on bin centres (weights not on one lattice) make the law
+atomic off the grid; ``fft`` (without a continuous term, or when its bound is too wide) and ``direct``
+then compute it exactly instead: ``method="atoms"`` lists the atoms of all terms but the widest group,
+which is added through its cumulative masses (:mod:`~dpdesk.engine.inference.atoms`; error = the mass cut
+off, ~1e-12); where that is too many atoms, ``method="bandlimited"`` reads every probability as a proven
+lower bound from Selberg's band-limited minorant of the interval (:mod:`~dpdesk.engine.inference.selberg`),
+and ``error_bound`` is the bracket's width at ``±align``. ``method`` says what ran.
 """
 
 from __future__ import annotations
@@ -106,12 +125,7 @@ def posterior(
         ``∝ exp(−|k|/b)``), ``"gaussian"`` (standard deviation ``b``) or ``"discrete_gaussian"`` (integers,
         mass ``∝ exp(−k²/(2b²))``), for all rows or per row.
     method : {"fft", "direct", "mc"}
-        ``fft``: characteristic function (paper Thm 4.1) with bin integration, summed over its
-        aliases until a rigorous bound on the error is below γ/2. ``direct``: paper Algorithm 2, the
-        per-row bin masses truncated so the lost mass is γ, convolved shortest first; its rounding of
-        each term is an approximation (estimated in ``error_bound``). ``mc``: paper Algorithm 1 with
-        ``m_s = max(10⁴, |u|/γ² · max(u)(1 − max(u)) + 1)`` from a 10⁴-sample pilot (Corollary 4.1,
-        §6.3), capped at 2·10⁶ samples and 5·10⁷ draws; ``error_bound`` is the expected ℓ1 error.
+        The method asked for (module docstring); ``Posterior.method`` says what ran.
     gamma : float
         Accuracy target in (0, 1): tail mass dropped and, for ``fft``, the error bound aimed at.
     samples : int, optional
@@ -132,21 +146,7 @@ def posterior(
     Returns
     -------
     Posterior
-
-    Notes
-    -----
-    The grid holds about 2000 bins of a readable width (1, 2 or 5 × 10^k) across the central mass
-    ``1 − γ/4`` (Chernoff bound). When every term is discrete and all ``|A_k|`` are integer multiples of
-    a step ``g`` (integers: ``g`` = their gcd) θ lives on ``center + gZ``: the masses are then exact
-    point masses (``lattice=True``) whenever that takes at most 2²⁰+1 points (64 000 for a
-    step below 1). Discrete terms whose atoms do not all fall on bin centres (weights not on one
-    lattice) make the law atomic off the grid; ``fft`` (without a continuous term, or when its bound is
-    too wide) and ``direct`` then compute it exactly instead: ``method="atoms"`` lists the atoms of all
-    terms but the widest group, which is added through its cumulative masses
-    (:mod:`~dpdesk.engine.inference.atoms`; error = the mass cut off, ~1e-12); where that is too many
-    atoms, ``method="bandlimited"`` reads every probability as a proven lower bound from Selberg's
-    band-limited minorant of the interval (:mod:`~dpdesk.engine.inference.selberg`), and
-    ``error_bound`` is the bracket's width at ``±align``. ``method`` says what ran.
+        Its grid and method as the module docstring says.
 
     Examples
     --------
@@ -157,6 +157,32 @@ def posterior(
     0.5
     """
     center = _finite("center", center)
+    A, b, discrete, gaussian = _terms(coefficients, noise_scales, families)
+    gamma = _options(method, gamma, samples)
+    A, pruned = _prune_negligible(A, b, discrete, gaussian)
+    comp = _g.make_components(A, b, discrete, gaussian)
+    std = math.sqrt(comp.variance)
+    if comp.empty:  # no noise at all: θ is known exactly
+        return Posterior(center, 0.0, method, np.array([center]), np.array([1.0]), 1.0, 0.0, True)
+    tail = gamma / 4
+    h, half, lattice = _grid(comp, tail, align)
+    offsets = h * np.arange(-half, half + 1)
+    method, mass, err, lattice, atomic, law = _masses(
+        comp, method, h, half, lattice, gamma, align, draw, samples, rng, progress, cancelled
+    )
+    if progress is not None:
+        progress(1.0)
+    return Posterior(
+        center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice, atomic, law
+    )
+
+
+def _terms(
+    coefficients: Sequence[float] | np.ndarray,
+    noise_scales: Sequence[float] | np.ndarray,
+    families: str | Sequence[str],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The checked terms: ``(A, b, discrete, gaussian)`` (each row's noise on the integers; Gaussian)."""
     A = _vector("coefficients", coefficients)
     b = _vector("noise_scales", noise_scales)
     if A.size != b.size:
@@ -176,40 +202,58 @@ def posterior(
             bell.append(noise_family(f).gaussian)
         except DpdeskError as exc:
             raise DpdeskError(f"families[{i}]: {exc}") from None
+    return A, b, np.array(on_integers, bool), np.array(bell, bool)
+
+
+def _options(method: str, gamma: float, samples: int | None) -> float:
+    """The checked method and sample size; the accuracy target γ as a float in (0, 1)."""
     check_method(method)
     gamma = _finite("gamma", gamma)
     if not 0 < gamma < 1:
         raise DpdeskError(f"gamma ({gamma}) must be in (0, 1)")
     if samples is not None and (int(samples) != samples or samples < 1):
         raise DpdeskError(f"samples ({samples}) must be a positive integer")
+    return gamma
 
-    discrete, gaussian = np.array(on_integers, bool), np.array(bell, bool)
-    A, pruned = _prune_negligible(A, b, discrete, gaussian)
-    comp = _g.make_components(A, b, discrete, gaussian)
-    std = math.sqrt(comp.variance)
-    if comp.empty:  # no noise at all: θ is known exactly
-        return Posterior(center, 0.0, method, np.array([center]), np.array([1.0]), 1.0, 0.0, True)
 
-    tail = gamma / 4
+def _grid(comp: _g.Components, tail: float, align: float | None) -> tuple[float, int, bool]:
+    """``(h, half, lattice)``: the bin width, the bins on each side of the centre, and whether the bins
+    are the law's own lattice (module docstring)."""
     T = _g.tail_halfwidth(comp, tail)
     g = _g.lattice_step(comp)
     # integer steps always when affordable; a finer step only while the grid stays modest
     cap = _g.LATTICE_MAX_POINTS if g is not None and g >= 1 else 32 * _g.OUTPUT_POINTS
     if g is not None and 2 * math.ceil(T / g) + 1 <= cap:
-        h, half, lattice = g, math.ceil(T / g), True
-    else:
-        h = _g.nice_spacing(2 * T / _g.OUTPUT_POINTS)
-        if align is not None and align > 0:
-            # put bin edges at center ± align, so the mass of [center − align, center + align]
-            # (the ±ε a request asks about) is a sum of whole bins rather than an interpolation
-            # (unless ±ε is so narrow against the spread that aligned bins would make the grid huge: its
-            # mass is then read by interpolation, and it is far below any confidence a request asks for)
-            aligned = align / (max(1, round(align / h - 0.5)) + 0.5)
-            if 2 * math.ceil(T / aligned) + 1 <= cap:
-                h = aligned
-        half, lattice = _g.odd_fast_len(2 * math.ceil(T / h) + 1) // 2, False
-    offsets = h * np.arange(-half, half + 1)
+        return g, math.ceil(T / g), True
+    h = _g.nice_spacing(2 * T / _g.OUTPUT_POINTS)
+    if align is not None and align > 0:
+        # put bin edges at center ± align, so the mass of [center − align, center + align]
+        # (the ±ε a request asks about) is a sum of whole bins rather than an interpolation
+        # (unless ±ε is so narrow against the spread that aligned bins would make the grid huge: its
+        # mass is then read by interpolation, and it is far below any confidence a request asks for)
+        aligned = align / (max(1, round(align / h - 0.5)) + 0.5)
+        if 2 * math.ceil(T / aligned) + 1 <= cap:
+            h = aligned
+    return h, _g.odd_fast_len(2 * math.ceil(T / h) + 1) // 2, False
 
+
+def _masses(
+    comp: _g.Components,
+    method: str,
+    h: float,
+    half: int,
+    lattice: bool,
+    gamma: float,
+    align: float | None,
+    draw: bool,
+    samples: int | None,
+    rng: np.random.Generator | int | None,
+    progress: Callable[[float], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[str, np.ndarray, float, bool, bool, Atoms | Bandlimited | None]:
+    """The bins' masses by the method that applies: ``(method run, mass, error, lattice, atomic, law)``
+    (``law``: the exact law a reading asks instead of the bins, or None)."""
+    tail = gamma / 4
     # discrete terms whose atoms do not all fall on bin centres: rounding them (paper Algorithm 2) is not
     # exact and, without a continuous term, the transform's aliasing bound is not rigorous; such sums
     # are computed exactly (their atoms listed) or bracketed with proven bounds (:mod:`.selberg`)
@@ -217,6 +261,7 @@ def posterior(
     off_grid = not lattice and bool(np.any(np.abs(steps / h - np.round(steps / h)) > 1e-9 * steps / h))
     exact = method in ("fft", "direct") and off_grid and (method == "direct" or not comp.continuous)
     atomic = not lattice and steps.size > 0  # atoms, or a density with a bump at each of them
+    mass, err = np.zeros(0), 0.0
     if method == "fft" and not exact:
         # discrete terms next to a tiny continuous one: the transform cannot resolve them in its budget
         loose = max(1e-6, 1e3 * gamma)
@@ -230,45 +275,56 @@ def posterior(
         err += 2 * tail  # mass beyond ±T: missing here and folded in by the periodic transform
         exact = err > loose
     if exact:
-        atoms = enumerate_atoms(comp, tail, cancelled) if not comp.continuous else None
-        law: Atoms | Bandlimited
-        if atoms is not None:
-            law = atoms
-            method, mass, err = "atoms", atoms.binned(h, half), atoms.missing
-        else:
-            # readings come from proven brackets; the binned masses only draw the posterior
-            brackets = Bandlimited(comp, cancelled=cancelled)
-            method, law = "bandlimited", brackets
-            mass = (
-                _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0]
-                if draw
-                else np.zeros(2 * half + 1)
-            )
-            # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
-            lower, upper = brackets.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
-            err = upper - lower
-        if progress is not None:
-            progress(1.0)
-        return Posterior(
-            center, std, method, center + offsets, mass, float(h), float(err + pruned), False, True, law
-        )
+        method, mass, err, law = _exactly(comp, tail, h, half, gamma, align, draw, cancelled)
+        return method, mass, err, False, True, law
     if method == "direct":
-        full, disc = _g.direct(comp, h, gamma, progress, cancelled)
-        k = (full.size - 1) // 2
-        mass = np.zeros(2 * half + 1)
-        lo = max(0, k - half)
-        mass[max(0, half - k) : max(0, half - k) + min(full.size, 2 * half + 1)] = full[
-            lo : lo + 2 * half + 1
-        ]
-        err = gamma + 2 * disc + float(full.sum() - mass.sum()) + tail
+        mass, err = _direct(comp, h, half, gamma, tail, progress, cancelled)
     elif method == "mc":
         mass, err = _monte_carlo(comp, h, half, gamma, samples, rng, progress, cancelled)
         err += tail
-    if progress is not None:
-        progress(1.0)
-    return Posterior(
-        center, std, method, center + offsets, mass, float(h), float(err + pruned), lattice, atomic
-    )
+    return method, mass, err, lattice, atomic, None
+
+
+def _exactly(
+    comp: _g.Components,
+    tail: float,
+    h: float,
+    half: int,
+    gamma: float,
+    align: float | None,
+    draw: bool,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[str, np.ndarray, float, Atoms | Bandlimited]:
+    """Discrete terms off one lattice: their atoms listed (``atoms``), else every reading a proven
+    bracket (``bandlimited``; the binned masses then only draw the posterior). ``(method, mass, error,
+    law)``."""
+    atoms = enumerate_atoms(comp, tail, cancelled) if not comp.continuous else None
+    if atoms is not None:
+        return "atoms", atoms.binned(h, half), atoms.missing, atoms
+    # readings come from proven brackets; the binned masses only draw the posterior
+    brackets = Bandlimited(comp, cancelled=cancelled)
+    mass = _g.fft_general(comp, h, 2 * half + 1, gamma / 2, cancelled)[0] if draw else np.zeros(2 * half + 1)
+    # the bracket at ±align (the request's ε) states the error; other reads are lower bounds
+    lower, upper = brackets.bounds(-align, align) if align else (0.0, 2 * BRACKET_TARGET)
+    return "bandlimited", mass, upper - lower, brackets
+
+
+def _direct(
+    comp: _g.Components,
+    h: float,
+    half: int,
+    gamma: float,
+    tail: float,
+    progress: Callable[[float], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> tuple[np.ndarray, float]:
+    """Paper Algorithm 2 on the grid, with its stated error."""
+    full, disc = _g.direct(comp, h, gamma, progress, cancelled)
+    k = (full.size - 1) // 2
+    mass = np.zeros(2 * half + 1)
+    lo = max(0, k - half)
+    mass[max(0, half - k) : max(0, half - k) + min(full.size, 2 * half + 1)] = full[lo : lo + 2 * half + 1]
+    return mass, gamma + 2 * disc + float(full.sum() - mass.sum()) + tail
 
 
 def _monte_carlo(

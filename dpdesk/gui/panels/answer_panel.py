@@ -31,7 +31,9 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.kinds.kind_views import chart_for
 from dpdesk.gui.panels import answer_actions
 from dpdesk.gui.panels.assessment_text import (
+    DECIDED_LABELS,
     DECISION_STYLE,
+    FIELDS,
     OUTCOME_STYLE,
     decided_plan_text,
     field_texts,
@@ -48,23 +50,6 @@ from dpdesk.gui.widgets.posterior_plot import PosteriorPlot
 from dpdesk.gui.widgets.progress import set_progress
 
 BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
-# a decided request's posterior fields are history's now (which includes the release), not the release's
-DECIDED_LABELS = {
-    "estimate": "History's estimate now",
-    "interval": "History's credible interval now",
-    "conf_eps": "History's confidence at ±ε now",
-}
-# the assessment's figures: (key, label, glossary terms of the label's tooltip)
-FIELDS = (
-    ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
-    ("prior", "Prior", ("bounds",)),
-    ("interval", "Credible interval", ("credible", "coverage", "delta")),
-    ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
-    ("method", "Computed by", ("error_bound", "exact")),
-    ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
-    ("cost", "System cost now → after", ("system_cost", "cell_cost")),
-    ("status", "Status", ()),
-)
 
 
 class AnswerPanel(QWidget):

@@ -9,6 +9,24 @@ from __future__ import annotations
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
 
+# a decided request's posterior fields are history's now (which includes the release), not the release's
+DECIDED_LABELS = {
+    "estimate": "History's estimate now",
+    "interval": "History's credible interval now",
+    "conf_eps": "History's confidence at ±ε now",
+}
+# the assessment's figures: (key, label, glossary terms of the label's tooltip)
+FIELDS = (
+    ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
+    ("prior", "Prior", ("bounds",)),
+    ("interval", "Credible interval", ("credible", "coverage", "delta")),
+    ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+    ("method", "Computed by", ("error_bound", "exact")),
+    ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
+    ("cost", "System cost now → after", ("system_cost", "cell_cost")),
+    ("status", "Status", ()),
+)
+
 DECISION_STYLE = {
     "infer": ("ANSWERABLE FROM HISTORY", "#237a36"),
     "spend": ("NEEDS A FRESH ANSWER", "#1f5fa8"),
