@@ -310,44 +310,52 @@ def _answering_setting(args, name: str, *, reset: bool, given: bool, value, opti
     return 0
 
 
+def _info_of(p) -> dict:  # type: ignore[no-untyped-def]
+    """``dpdesk project info``'s figures of an open project ``p``, as JSON."""
+    from dpdesk.store import STATUSES
+
+    view = p.view()
+    src = p.source
+    entries = p.ledger()
+    counts = {s: len(p.requests(s)) for s in STATUSES}
+    binding = p.binding_problem()
+    info = {
+        "path": str(p.path),
+        "name": p.name,
+        "created": p.created,
+        "neighbour_model": p.neighbour_model,
+        "total_budget": float(p.total_budget),
+        "system_cost": view.system_cost,
+        "remaining": float(p.total_budget) - view.system_cost,
+        "test_project": p.test_project,
+        "delta_cap": p.delta_cap,
+        "delta_spent": view.delta_spent,
+        "cells": p.schema.n_cells,
+        "attributes": list(p.schema.names),
+        "privacy_unit": p.schema.unit.to_dict(),
+        "measures": [m.to_dict() for m in p.schema.measures],
+        "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
+        "requests": counts,
+        "ledger_entries": len(entries),
+        "fresh_answers": sum(e.kind == "fresh" for e in entries),
+        "ledger_head": entries[-1].hash if entries else None,
+        "spend_policy": None
+        if p.spend_policy is None
+        else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
+        "declared_table_size": None if p.prior is None else p.prior.table_size,
+        "look_ahead": p.look_ahead,
+    }
+    return info
+
+
 def _info(args: argparse.Namespace) -> int:
     import json
 
-    from dpdesk.store import STATUSES
     from dpdesk.store.project import Project
 
     with Project.open(args.path, "r") as p:
-        view = p.view()
-        src = p.source
-        entries = p.ledger()
-        counts = {s: len(p.requests(s)) for s in STATUSES}
-        binding = p.binding_problem()
-        info = {
-            "path": str(p.path),
-            "name": p.name,
-            "created": p.created,
-            "neighbour_model": p.neighbour_model,
-            "total_budget": float(p.total_budget),
-            "system_cost": view.system_cost,
-            "remaining": float(p.total_budget) - view.system_cost,
-            "test_project": p.test_project,
-            "delta_cap": p.delta_cap,
-            "delta_spent": view.delta_spent,
-            "cells": p.schema.n_cells,
-            "attributes": list(p.schema.names),
-            "privacy_unit": p.schema.unit.to_dict(),
-            "measures": [m.to_dict() for m in p.schema.measures],
-            "source": {**src.identity(), "bound_at": src.bound_at, "status": binding or "unchanged"},
-            "requests": counts,
-            "ledger_entries": len(entries),
-            "fresh_answers": sum(e.kind == "fresh" for e in entries),
-            "ledger_head": entries[-1].hash if entries else None,
-            "spend_policy": None
-            if p.spend_policy is None
-            else {"floor": p.spend_policy.floor, "cap": p.spend_policy.cap},
-            "declared_table_size": None if p.prior is None else p.prior.table_size,
-            "look_ahead": p.look_ahead,
-        }
+        info = _info_of(p)
+        entries, src, counts = p.ledger(), p.source, info["requests"]
         if entries:  # a head shown is a head handed out: kept in this machine's receipt log
             p.receipt([(entries[-1].seq, entries[-1].hash)], "shown")
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)

@@ -61,6 +61,7 @@ from dpdesk.store.canonical import genesis_hash
 from dpdesk.store.ledger import LedgerEntry, RawRow, thaw
 from dpdesk.store.receipts import Receipt
 from dpdesk.store.view import LedgerView, MalformedEntry, ViewedRelease, mechanism_of
+from dpdesk.store.vouched import Batches, check_receipts, check_requests
 from dpdesk.store.watch import gate, same_risks
 
 REL_TOL = 1e-9
@@ -253,58 +254,6 @@ def _check_claims(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
             bad(e.seq, f"entry {e.seq}: released although watched claim {w.id} declines it ({chk.reason})")
 
 
-class _Batches:
-    """Batch plans and their measurements (project format 9): a plan is recorded before its first
-    measurement; each measurement names the newest plan, comes in the plan's order, is the plan's own
-    (query, α, noise) and is bought once — a batch resumed after a crash or a cancel never pays twice."""
-
-    def __init__(self) -> None:
-        self.plans: dict[int, list[Any]] = {}  # batch entry -> its measurements as recorded
-        self.bought: dict[int, int] = {}  # batch entry -> measurements bought so far
-        self.newest: int | None = None
-
-    def check(self, e: LedgerEntry, bad: Bad) -> None:
-        if e.kind == "batch":
-            rows = thaw(e.payload)["measurements"]
-            if not isinstance(rows, list) or not rows:
-                raise ValueError("a batch plan without measurements")
-            self.plans[e.seq], self.bought[e.seq], self.newest = rows, 0, e.seq
-            return
-        plan = e.payload.get("batch", {}).get("plan") if e.kind == "measurement" else None
-        if plan is None:  # a measurement recorded before format 9, or another kind
-            return
-        where = f"entry {e.seq}"
-        if plan not in self.plans:
-            bad(e.seq, f"{where}: measurement of batch plan #{plan}, which is no earlier batch plan entry")
-            return
-        if plan != self.newest:
-            bad(
-                e.seq,
-                f"{where}: measurement of batch plan #{plan}, superseded by the plan of entry {self.newest}",
-            )
-        k, rows = e.payload["batch"].get("index"), self.plans[plan]
-        done = self.bought[plan]
-        if k != done:
-            more = (
-                "already bought (paid twice)" if isinstance(k, int) and k < done else f"expected #{done + 1}"
-            )
-            bad(
-                e.seq,
-                f"{where}: measurement #{k + 1 if isinstance(k, int) else k!r} of batch plan #{plan}: {more}",
-            )
-        elif k >= len(rows):
-            bad(e.seq, f"{where}: batch plan #{plan} has only {len(rows)} measurements")
-        else:
-            want, p = rows[k], e.payload
-            if (thaw(p["query"]), float(p["alpha"]), p["family"]) != (
-                want["query"],
-                float(want["alpha"]),
-                want["family"],
-            ):
-                bad(e.seq, f"{where}: measurement #{k + 1} is not the one batch plan #{plan} recorded")
-        self.bought[plan] = done + 1
-
-
 def _check_from_release(e: LedgerEntry, view: LedgerView, bad: Bad) -> None:
     """An answer inferred from a partition release's own structure: that release precedes it, and under
     the flat prior the released estimate is that release's BLUE of the query."""
@@ -355,7 +304,7 @@ def verify(
     entries, chain_problem = audit.chain(progress, cancelled)
     binding = audit.replay(entries, progress, cancelled)
     if chain_problem is None:
-        _check_receipts(entries, receipts, audit.bad)
+        check_receipts(entries, receipts, audit.bad)
     for witness in extends:
         if witness != record.genesis and witness not in {e.hash for e in entries}:
             audit.bad(
@@ -370,7 +319,7 @@ def verify(
                 "the source binding differs from the one recorded in the ledger (changed without a rebind)",
             )
         audit.statuses(entries)
-        _check_requests(entries, record.requests, audit.bad)
+        check_requests(entries, record.requests, audit.bad)
     return audit.report(entries, intact=chain_problem is None, receipts=len(receipts))
 
 
@@ -385,7 +334,7 @@ class _Audit:
         self.view = LedgerView(record.schema, record.genesis)  # from the raw entries, never a cached one
         self.counts: Counter[str] = Counter()
         self.decided: dict[str, int] = {}
-        self.batches = _Batches()
+        self.batches = Batches()
 
     def bad(self, seq: int | None, message: str) -> None:
         self.found.append((math.inf if seq is None else seq, len(self.found), message))
@@ -537,52 +486,3 @@ def _exposures(record: AuditRecord, entries: Sequence[ledger.LedgerEntry]) -> tu
             "(`dpdesk project rebind` replaces it with a keyed fingerprint)"
         )
     return tuple(out)
-
-
-def _check_requests(entries: Sequence[Any], digests: dict[str, str], bad: Bad) -> None:
-    """Each decided request is, as stored, what its deciding entry recorded (the digest of its requester,
-    kind, text, coefficients, terms and time); an entry made before format 10 is vouched for by the
-    ``requests`` entry its migration recorded."""
-    anchored: dict[str, tuple[int, str]] = {}
-    for e in entries:
-        if e.kind == "requests":
-            anchored.update((rid, (e.seq, d)) for rid, d in e.payload["requests"].items())
-    for e in entries:
-        if e.request_id is None or e.request_id not in digests:
-            continue  # a missing request is named above
-        seq, want = (
-            (e.seq, e.payload["request_digest"])
-            if "request_digest" in e.payload
-            else anchored.get(e.request_id, (0, None))
-        )
-        if want is not None and digests[e.request_id] != want:
-            bad(
-                e.seq,
-                f"entry {e.seq}: request {e.request_id!r} as stored (its requester, query, terms or time) is not "
-                f"what entry {seq} recorded — edited after it was decided",
-            )
-
-
-def _check_receipts(entries: Sequence[Any], receipts: Sequence[Receipt], bad: Bad) -> None:
-    """The file still holds every head this machine recorded or handed out, each at its place."""
-    if not receipts:
-        return
-    hashes = {e.seq: e.hash for e in entries}
-    last = entries[-1].seq if entries else 0
-    ahead = [r for r in receipts if r.seq > last]
-    if ahead:
-        r = max(ahead, key=lambda r: r.seq)
-        bad(
-            last + 1,
-            f"entry {last + 1}: missing — the file is behind a head it once had: this machine {r.what} entry "
-            f"{r.seq} (witness {r.hash[:16]}…) on {r.time[:19]} in {r.file}, but the ledger now ends at entry "
-            f"{last} (entries removed, or an older copy of the project put back)",
-        )
-    wrong = next((r for r in receipts if r.seq <= last and hashes.get(r.seq) != r.hash), None)
-    if wrong is not None:
-        bad(
-            wrong.seq,
-            f"entry {wrong.seq}: not the entry this machine {wrong.what} on {wrong.time[:19]} (witness "
-            f"{wrong.hash[:16]}…): the ledger was rewritten from there, or this is another copy of the "
-            "project that went its own way",
-        )
