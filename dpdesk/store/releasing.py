@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.claims.control import ClaimCheck
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.base import Asked
@@ -47,7 +48,7 @@ from dpdesk.store.ledger_book import LedgerBook
 from dpdesk.store.queue import RequestQueue
 from dpdesk.store.release import Release, release_from_entry
 from dpdesk.store.settings import AnsweringSettings
-from dpdesk.store.watch import ClaimCheck, WatchedClaim, declined, recorded
+from dpdesk.store.watch import WatchedClaim, declined, recorded
 from dpdesk.store.watching import Claims, planned_rows
 
 __all__ = ["Releaser", "what_of"]
@@ -291,7 +292,7 @@ class Releaser:
             pass  # a vanished or unreadable source: cube() names it as a binding problem
         cube = self.file.cube()
         checkpoint("answer:cube")
-        drawn = plan.draw(cube, sampler, allow_insecure=self.file.test_project)  # type: ignore[call-arg]
+        drawn = plan.draw(cube, sampler, allow_insecure=self.file.test_project)
         checkpoint("answer:drawn")
         return drawn
 

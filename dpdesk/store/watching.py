@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -118,22 +118,6 @@ class Claims:
 
     def __init__(self, file: ProjectFile, book: LedgerBook, settings: AnsweringSettings) -> None:
         self.file, self.book, self.settings = file, book, settings
-
-    if TYPE_CHECKING:  # provided by Project (store/project.py) and its other part, Releasing
-        schema: Schema
-
-        @property
-        def prior(self) -> BoundedPrior | None: ...
-        def view(self) -> view_module.LedgerView: ...
-        def _require_writer(self) -> None: ...
-        def _record(
-            self,
-            kind: str,
-            request_id: str | None,
-            payload: dict[str, Any],
-            status: str | None,
-            source: SourceBinding | None = None,
-        ) -> LedgerEntry: ...
 
     def watch(
         self, query: object, low: object, high: object, threshold: object, risk: object, name: str = ""

@@ -7,7 +7,13 @@ The names below are loaded on first use, so the registry can list the batch-meas
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below imports each on first use
+    from dpdesk.engine.planning.checks import narrowest_eps
+    from dpdesk.engine.planning.plan import BatchPlan, Candidate, Measurement, PlannedRequest
+    from dpdesk.engine.planning.planner import plan_batch
+    from dpdesk.engine.planning.strategies import Strategy, candidate_strategies
 
 __all__ = [
     "BatchPlan",
