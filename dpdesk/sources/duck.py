@@ -224,13 +224,47 @@ def sweep_spill_folders(folder: str | None = None) -> None:
             continue
         path = os.path.join(base, name)
         try:
-            if os.lstat(path).st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path):
+            if not _own_folder(path) or _process_exists(int(pid_text)):
                 continue
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-        except (OSError, AttributeError, OverflowError):  # no such folder, or another user's process
+        except (OSError, OverflowError):  # no such folder, or a process we may not ask about
             continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _own_folder(path: str) -> bool:
+    """True for a real folder (not a link) this user owns; on Windows the temp folder is the user's own."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        return False
+    getuid = getattr(os, "getuid", None)  # POSIX only
+    return getuid is None or os.lstat(path).st_uid == getuid()
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process with this id is running, without signalling it.
+
+    ``os.kill(pid, 0)`` asks the question on POSIX; on Windows it would end the process, so there the
+    process is opened for query and its exit code read (259 is STILL_ACTIVE).
+    """
+    if os.name != "nt":
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's live process
+            return True
+        return True
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return False
+    try:
+        code = ctypes.c_ulong()
+        ok = kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
+        return bool(ok) and code.value == 259
+    finally:
+        kernel32.CloseHandle(handle)
 
 
 def _glob_root(pattern: str) -> str:
