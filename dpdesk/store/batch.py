@@ -418,7 +418,7 @@ def _recorded(project: Any, plan: BatchPlan, cancelled_now: Callable[[], bool]) 
         raise Cancelled("batch release cancelled before its first measurement; nothing was recorded")
     payload = _finite({**plan.to_json(), "method": plan.basis.method or "fft"})
     del payload["resumes"], payload["elapsed_ms"]  # the plan, not how long finding it took
-    return int(project._record("batch", None, payload, None).seq)
+    return int(project.book.record("batch", None, payload, None).seq)
 
 
 def _finite(obj: Any) -> Any:
