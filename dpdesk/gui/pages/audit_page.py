@@ -437,13 +437,18 @@ class AuditPage(QWidget):
 
     def export_letters(self) -> None:
         """One reply letter per requester who received something, as .txt and .html in a chosen folder."""
-        from dpdesk.store.letters import write_letters
+        from dpdesk.store.letters import guarantee_sentence, write_letters
 
         folder = choose_folder(self, "Folder for the reply letters")
         if not folder:
             return
         try:
-            written = write_letters(folder, self.session.accounts(), self.session.name)
+            written = write_letters(
+                folder,
+                self.session.accounts(),
+                self.session.name,
+                guarantee_sentence(self.session.accounting),
+            )
         except (OSError, DpdeskError) as exc:  # a full disk, or a name in the folder that is not a file
             dialogs.report_exception(exc, parent=self)
             return
