@@ -63,8 +63,9 @@ def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None
     return name if ok else None
 
 
-def ask_new_project(parent: QWidget) -> tuple[str, float, float] | None:
-    """Ask where to save a new project, its total budget and its δ cap (a hook tests replace)."""
+def ask_new_project(parent: QWidget) -> tuple[Any, ...] | None:
+    """Ask where to save a new project, its total budget, its δ cap and its accounting mode with the δ of
+    a zCDP total: ``(path, budget, δ cap[, mode, δ])`` (a hook tests replace)."""
     from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
@@ -320,7 +321,8 @@ class DataPage(QWidget):
         answer = ask_new_project(self)
         if answer is None:
             return
-        path, budget, delta_cap = answer
+        path, budget, delta_cap, *mode = answer
+        accounting, delta = mode if mode else ("pure", None)
         src = self.source
         name = Path(path).stem
 
@@ -335,6 +337,8 @@ class DataPage(QWidget):
                 source_table=src.table,
                 total_budget=budget,
                 delta_cap=delta_cap,
+                accounting=accounting,
+                delta=delta,
             ):
                 pass
             return path

@@ -1,0 +1,64 @@
+"""The New project dialog's accounting mode (issue 37): the choice, its δ, one sentence on when each mode
+is the better one, and a zCDP project made through the app's create flow."""
+
+from __future__ import annotations
+
+import pandas as pd
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox
+
+from .conftest import WAIT
+
+
+def test_the_dialog_offers_both_modes_says_when_each_is_better_and_checks_the_delta(qtbot):
+    from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
+
+    dlg = NewProjectDialog()
+    qtbot.addWidget(dlg)
+    ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    when = dlg.when.text()
+    assert "pure ε" in when and "better choice when most cells are answered only a few times" in when
+    assert "zCDP" in when and "better choice when cells are answered many times over" in when
+    assert dlg.values() == (1.0, 0.0, "pure", None)  # the default: pure ε, as every older project
+    assert not dlg.delta.isEnabled()
+    dlg.accounting.setCurrentIndex(dlg.accounting.findData("zcdp"))
+    assert dlg.delta.isEnabled() and ok.isEnabled()
+    assert dlg.values() == (1.0, 0.0, "zcdp", 1e-6)
+    dlg.delta.setText("2")
+    assert not ok.isEnabled() and "strictly between 0 and 1" in dlg.status.text()
+    dlg.delta.setText("many")
+    assert not ok.isEnabled() and "must be a number" in dlg.status.text()
+    dlg.delta.setText("1e-5")
+    assert ok.isEnabled() and dlg.status.text() == ""
+    assert dlg.values() == (1.0, 0.0, "zcdp", 1e-5)
+
+
+def test_a_zcdp_project_made_in_the_app_accounts_in_rho(qtbot, tmp_path, settings, dialogs, monkeypatch):
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.gui.pages import data_page
+
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.mouseClick(win.start.new_btn, Qt.MouseButton.LeftButton)
+    page = win.data
+    table = tmp_path / "visits.csv"
+    pd.DataFrame({"region": ["north", "south", "south", "east"] * 25, "visits": list(range(100))}).to_csv(
+        table, index=False
+    )
+    page.open_table(str(table))
+    qtbot.waitUntil(lambda: page.source is not None and not page.runner.is_running(), timeout=WAIT)
+    page.editor.set_attribute("region", "region", "categorical", ["east", "north", "south", "west"])
+    page.editor.set_attribute("visits", "visits", "numeric", [0, 50, 100])
+    target = tmp_path / "visits.dpdesk"
+    monkeypatch.setattr(data_page, "ask_new_project", lambda parent: (str(target), 1.0, 0.0, "zcdp", 1e-6))
+    page.reviewed.setChecked(True)
+    qtbot.mouseClick(page.create_btn, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: win.session is not None, timeout=WAIT)
+    assert not dialogs.errors
+    acc = win.session.accounting
+    assert acc is not None and (acc.epsilon, acc.delta) == (1.0, 1e-6)
+    # the budget the views read is the ρ the total allows, stated back as ε = 1
+    b = win.session.budget()
+    assert b.total == acc.budget and b.accounting == acc
+    assert 1.0 - 1e-9 < b.shown(b.total) <= 1.0 + 1e-12 and b.shown(b.system_cost) == 0.0
