@@ -41,9 +41,15 @@ class Settings:
         object.__setattr__(self, "total_budget", float(self.total_budget))
 
     @classmethod
-    def zcdp(cls, accounting: ZcdpAccounting, *args: Any, **kwargs: Any) -> Settings:
+    def zcdp(
+        cls,
+        accounting: ZcdpAccounting,
+        policy: SpendPolicy | None = None,
+        prior: BoundedPrior | None = None,
+        fusion: bool = True,
+    ) -> Settings:
         """The settings of a zCDP project: its budget in ρ, from the declared total (ε, δ)."""
-        return cls(accounting.budget, *args, **kwargs, accounting=accounting)
+        return cls(accounting.budget, policy, prior, fusion, accounting)
 
     @property
     def measure(self) -> str:
