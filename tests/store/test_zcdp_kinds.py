@@ -117,7 +117,7 @@ def test_a_pure_epsilon_release_the_total_cannot_take_is_refused_at_record_time(
 
 
 def test_a_batch_plan_measures_with_the_discrete_gaussian(store):
-    from dpdesk.store.batch import plan_pending
+    from dpdesk.store.batch import plan_pending, release_batch
 
     path = zcdp_project(store)
     with Project.open(path, "w") as p:
@@ -131,3 +131,11 @@ def test_a_batch_plan_measures_with_the_discrete_gaussian(store):
             after += (m.alpha * abs(q.dense()) / q.sensitivity) ** 2 / 2
         assert plan.system_cost_after == pytest.approx(float(after.max()), rel=1e-9)
         assert plan.total_budget == p.accounting.budget
+        release_batch(p, plan, SeededSampler(5))
+        assert p.view().cell_costs.tolist() == pytest.approx(after.tolist(), rel=1e-9)
+        kinds = [e.kind for e in p.ledger()]
+        assert kinds.count("measurement") == len(plan.measurements)
+        report = p.verify()
+        assert report.ok and report.epsilon_spent == pytest.approx(
+            opendp_epsilon(float(after.max())), rel=1e-9
+        )
