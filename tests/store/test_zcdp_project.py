@@ -194,3 +194,28 @@ def test_a_spend_policy_is_refused_under_zcdp(store):
     path, _ = new_zcdp(store)
     ran = store.cli("project", "policy", path, "--pace", "0.1", "0.5")
     assert ran.returncode == 2 and "zCDP" in ran.stderr
+
+
+def test_a_real_project_draws_the_discrete_gaussian_from_opendp(store):
+    """Not a test project: the vetted sampler (OpenDP's make_gaussian over i64) draws the noise."""
+    import json as _json
+
+    path = store.dir / "real.dpdesk"
+    Project.create(
+        path,
+        name="real",
+        schema=_json.loads(store.schema_file.read_text(encoding="utf-8")),
+        source_location=str(store.table),
+        total_budget=1.0,
+        accounting="zcdp",
+        delta=DELTA,
+    ).close()
+    with Project.open(path, "w") as p:
+        r = p.add_request('count(income=">50K")', 10.0, 0.05)
+        release = p.release(p.assess(r.id))
+        payload = release.entry.payload
+        assert payload["mechanism"] == "discrete_gaussian" and str(payload["sampler"]).startswith("opendp")
+        assert float(payload["answer"]).is_integer()  # an integer count plus integer noise
+        rho = opendp_rho("discrete_gaussian", 1.0 / float(payload["alpha"]), 1)
+        assert float(p.view().cell_costs.max()) == pytest.approx(rho, rel=1e-12)
+        assert p.verify().ok

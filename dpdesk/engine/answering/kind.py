@@ -145,7 +145,7 @@ class CountKind(ReleaseKind["Assessment"]):
     def _cost(plan: Assessment) -> str:
         from dpdesk.engine.answering.workflow import alpha_words
 
-        return alpha_words(plan.noise, plan.spend_alpha)
+        return alpha_words(plan.noise, plan.spend_alpha, 6)
 
     def question(self, plan: Assessment) -> str:
         if plan.decision == "infer":

@@ -66,11 +66,11 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     else:
         lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (
-        f", fused with history (alone it would need {alpha_words(a.noise, a.fresh_alpha)})"
+        f", fused with history (alone it would need {alpha_words(a.noise, a.fresh_alpha, 6)})"
         if a.spend_alpha < a.fresh_alpha
         else ""
     )
-    lines.append(f"  fresh answer    {alpha_words(a.noise, a.spend_alpha)} ({a.noise.label} noise{fused})")
+    lines.append(f"  fresh answer    {alpha_words(a.noise, a.spend_alpha, 6)} ({a.noise.label} noise{fused})")
     if a.headroom is not None:
         lines.append(
             f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "

@@ -266,12 +266,10 @@ def decide(
     )
 
 
-def alpha_words(noise: NoiseMechanism, alpha: float) -> str:
+def alpha_words(noise: NoiseMechanism, alpha: float, digits: int = 4) -> str:
     """What a fresh answer at ``alpha`` costs, in its family's measure: ``α = 0.3`` (pure ε) or
     ``ρ = 0.045`` (Gaussian noise, ``ρ = α²/2`` where ``|Q_j| = S``)."""
-    if noise.measure == "rho":
-        return f"ρ = {_fmt(alpha * alpha / 2.0)}"
-    return f"α = {_fmt(alpha)}"
+    return noise.cost_words(alpha, digits)
 
 
 def _name_cells(cells: np.ndarray, schema: Schema | None) -> str:

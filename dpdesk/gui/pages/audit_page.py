@@ -309,7 +309,12 @@ class AuditPage(QWidget):
         if report.ok:
             self.verdict.setText(
                 f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
-                f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g})."
+                + (
+                    f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g})."
+                    if report.accounting is None
+                    else f"budget recomputed (ε = {report.epsilon_spent:.6g} of {report.accounting.epsilon:g} "
+                    f"at δ = {report.accounting.delta:g}; largest cell's ρ {report.system_cost:.6g})."
+                )
             )
             self.verdict.setStyleSheet("color: #237a36; font-weight: bold;")
         else:
