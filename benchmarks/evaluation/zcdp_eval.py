@@ -20,7 +20,8 @@ mechanism for every system), so runs are reproducible; the decisions read public
   largest cell's ρ converted to ε at 10⁻⁶ with the tight conversion (CKS20 Cor. 13).
 
 The zCDP systems use the engine's pieces directly (``assess`` prices and decides with the Gaussian family;
-:mod:`dpdesk.engine.budget.zcdp` accounts and stops): a project's zCDP mode is not in the product yet.
+:mod:`dpdesk.engine.budget.zcdp` accounts and stops), so that many streams and systems fit one run; the
+product path — real zCDP project files — is benchmarks/eval_zcdp_product.py.
 """
 
 from __future__ import annotations
