@@ -33,6 +33,7 @@ import numpy as np
 from dpdesk.engine.answering.fresh import release_fresh, true_answer
 from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.budget import zcdp
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.gaussian import GAUSSIAN
 from dpdesk.engine.mechanisms.laplace import LAPLACE
@@ -123,7 +124,10 @@ def run_one_by_one(
     hist, eps_cells, rho_cells = _start(ds, initial, seed)
     sampler = SeededSampler(seed)
     fam = GAUSSIAN if zcdp_mode else LAPLACE
-    settings = Settings(UNLIMITED if zcdp_mode else total, fusion=fusion)
+    # zCDP: the pricing call's own total is unlimited (the zCDP hard stop below is the one applied); its
+    # accounting says the Gaussian charges are in ρ
+    accounting = ZcdpAccounting(TOTAL, PRIVACY_DELTA) if zcdp_mode else None
+    settings = Settings(UNLIMITED if zcdp_mode else total, fusion=fusion, accounting=accounting)
     zeros = np.zeros(ds.n)
     for i, s in enumerate(specs):
         req = Request(str(i), s.query, s.eps, s.delta)

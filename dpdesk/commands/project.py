@@ -415,6 +415,8 @@ def _info(args: argparse.Namespace) -> int:
             f", largest per-cell δ spent {info['delta_spent']:.3g}"
             if info["delta_cap"]
             else " (pure α-DP releases only)"
+            if accounting is None
+            else " (no release with a δ of its own; the total's δ is the accounting's)"
         )
     )
     s = info["source"]
