@@ -4,6 +4,7 @@ is the better one, and a zCDP project made through the app's create flow."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
@@ -62,3 +63,51 @@ def test_a_zcdp_project_made_in_the_app_accounts_in_rho(qtbot, tmp_path, setting
     b = win.session.budget()
     assert b.total == acc.budget and b.accounting == acc
     assert 1.0 - 1e-9 < b.shown(b.total) <= 1.0 + 1e-12 and b.shown(b.system_cost) == 0.0
+
+
+def test_a_zcdp_project_in_the_window_prices_in_rho_and_states_epsilon(qtbot, tmp_path, settings, dialogs):
+    import json
+    from pathlib import Path
+
+    from dpdesk.gui.app.main_window import MainWindow
+    from dpdesk.store import Project
+
+    from .conftest import wait_assessed, wait_released
+
+    demo = Path(__file__).resolve().parents[2] / "resources" / "demo"
+    path = tmp_path / "z.dpdesk"
+    with Project.create(
+        path,
+        name="z",
+        schema=json.loads((demo / "adult.schema.json").read_text(encoding="utf-8")),
+        source_location=str(demo / "adult.parquet"),
+        total_budget=1.0,
+        test_project=True,
+        accounting="zcdp",
+        delta=1e-6,
+    ) as p:
+        p.add_request('count(sex="Female")', 20.0, 0.05, request_id="z1")
+    win = MainWindow(settings, demo_folder=tmp_path / "data")
+    qtbot.addWidget(win)
+    win.show()
+    assert win.open_project(str(path))
+    qtbot.waitUntil(lambda: win.session is not None and win.session.loaded, timeout=WAIT)
+    win.requests.select_request("z1")
+    a = wait_assessed(qtbot, win, "z1")
+    assert a.decision == "spend" and a.noise.name == "discrete_gaussian"
+    panel = win.requests.answer
+    assert f"ρ = {a.spend_alpha**2 / 2:.4g}" in panel.spend_btn.text()
+    qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
+    wait_released(qtbot, win)
+    assert not dialogs.errors
+    budget = win.requests.budget
+    budget.redraw()
+    acc = win.session.accounting
+    rho = float(win.session.cell_costs().max())
+    assert rho == pytest.approx(a.spend_alpha**2 / 2, rel=1e-12)
+    assert "in ρ (zCDP)" in budget.info.text()
+    assert f"privacy loss ε = {acc.epsilon_of(rho):.4g} of 1 at δ = 1e-06" in budget.info.text()
+    budget.row_attr.setCurrentText("age")
+    budget.col_attr.setCurrentText("sex")
+    assert f"cost ρ = {rho:.6g}" in budget.describe(0, 0)  # age=17-24, sex=Female
+    win.close()
