@@ -43,8 +43,8 @@ MODES = {
     "pure": "pure ε (Laplace noise): the better choice when most cells are answered only a few times "
     "— each answer costs its ε once, with no δ.",
     "zcdp": "zCDP (Gaussian noise, totals in ρ, stated as (ε, δ)): the better choice when cells are "
-    "answered many times over — costs add in ρ, so k answers to one cell cost about √k times one, "
-    "not k times.",
+    "answered fresh many times over — more than about ln(1/δ), 14 at δ = 10⁻⁶ — since k answers to one "
+    "cell then cost about √k times one, not k times.",
 }
 
 
