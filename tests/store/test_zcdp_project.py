@@ -219,3 +219,23 @@ def test_a_real_project_draws_the_discrete_gaussian_from_opendp(store):
         rho = opendp_rho("discrete_gaussian", 1.0 / float(payload["alpha"]), 1)
         assert float(p.view().cell_costs.max()) == pytest.approx(rho, rel=1e-12)
         assert p.verify().ok
+
+
+def test_a_weighted_query_gets_the_float_gaussian_and_opendps_rho_per_cell(store):
+    """Non-integer weights: OpenDP's float Gaussian; cell j pays (α|Q_j|/S)²/2 = Q_j²/(2σ²)."""
+    path, _ = new_zcdp(store, name="w.dpdesk")
+    with Project.open(path, "w") as p:
+        r = p.add_request("[0.5, 1.5, 0, 0]", 30.0, 0.05)
+        a = p.assess(r.id)
+        assert a.decision == "spend" and a.noise.name == "gaussian"
+        payload = p.release(a, SeededSampler(9)).entry.payload
+        assert payload["mechanism"] == "gaussian"
+        sigma = 1.5 / float(payload["alpha"])  # S = 1.5, σ = S/α
+        costs = p.view().cell_costs
+        # OpenDP's map at each cell's own coefficient (the record there moves the answer by |Q_j|)
+        assert costs[0] == pytest.approx(
+            opendp_rho("gaussian", sigma / 0.5, 1), rel=1e-9
+        )  # |Q_0| = 0.5: σ/|Q_0| per unit
+        assert costs[1] == pytest.approx(opendp_rho("gaussian", sigma / 1.5, 1), rel=1e-9)
+        assert costs[2] == costs[3] == 0.0
+        assert p.verify().ok
