@@ -18,7 +18,11 @@ def test_the_dialog_offers_both_modes_says_when_each_is_better_and_checks_the_de
     qtbot.addWidget(dlg)
     ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
     when = dlg.when.text()
-    assert "pure ε" in when and "better choice when most cells are answered only a few times" in when
+    assert (
+        "pure (Laplace noise)" in when
+        and "better choice when most cells are answered only a few times" in when
+    )
+    assert "α" not in when and "ε" not in when  # the words of the budget field, whichever they are
     assert "zCDP" in when and "better choice when cells are answered fresh many times over" in when
     assert dlg.values() == (1.0, 0.0, "pure", None)  # the default: pure ε, as every older project
     assert not dlg.delta.isEnabled()

@@ -40,9 +40,9 @@ __all__ = ["MODES", "ZcdpAccounting", "accounting_from_json", "in_unit", "mode_w
 # The modes a project is made with, and when each is the better choice (the New project dialog and
 # `dpdesk project new --help` say it in these words).
 MODES = {
-    "pure": "pure ε (Laplace noise): the better choice when most cells are answered only a few times "
-    "— each answer costs its ε once, with no δ.",
-    "zcdp": "zCDP (Gaussian noise, totals in ρ, stated as (ε, δ)): the better choice when cells are "
+    "pure": "pure (Laplace noise): the better choice when most cells are answered only a few times — "
+    "each answer costs its privacy loss once, with no δ.",
+    "zcdp": "zCDP (Gaussian noise, totals in ρ, the total stated with a δ): the better choice when cells are "
     "answered fresh many times over — more than about ln(1/δ), 14 at δ = 10⁻⁶ — since k answers to one "
     "cell then cost about √k times one, not k times.",
 }

@@ -66,8 +66,8 @@ class NewProjectDialog(QDialog):
         """The accounting mode, its δ (zCDP only) and when each mode is the better choice."""
         self.accounting = QComboBox()
         self.accounting.setObjectName("accounting")
-        self.accounting.addItem("pure ε (Laplace noise)", "pure")
-        self.accounting.addItem("zCDP (Gaussian noise, stated as (ε, δ))", "zcdp")
+        self.accounting.addItem("pure (Laplace noise)", "pure")
+        self.accounting.addItem("zCDP (Gaussian noise, the total stated with a δ)", "zcdp")
         form.addRow("Accounting", self.accounting)
         self.delta = QLineEdit("1e-6")
         self.delta.setObjectName("zcdpDelta")

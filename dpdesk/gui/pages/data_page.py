@@ -65,14 +65,19 @@ def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None
 
 def ask_new_project(parent: QWidget) -> tuple[Any, ...] | None:
     """Ask where to save a new project, its total budget, its δ cap and its accounting mode with the δ of
-    a zCDP total: ``(path, budget, δ cap[, mode, δ])`` (a hook tests replace)."""
+    a zCDP total: ``(path, budget, δ cap)`` for a pure project, ``(path, budget, δ cap, "zcdp", δ)`` for
+    a zCDP one (a hook tests replace)."""
     from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
     if not path:
         return None
     limits = NewProjectDialog.ask(parent)
-    return None if limits is None else (path if path.endswith(".dpdesk") else path + ".dpdesk", *limits)
+    if limits is None:
+        return None
+    budget, cap, mode, delta = limits
+    path = path if path.endswith(".dpdesk") else path + ".dpdesk"
+    return (path, budget, cap) if mode == "pure" else (path, budget, cap, mode, delta)
 
 
 class DataPage(QWidget):
