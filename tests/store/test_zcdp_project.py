@@ -94,6 +94,9 @@ def test_a_gaussian_count_is_charged_opendps_rho_and_the_system_cost_is_opendps_
         r = p.add_request('count(age="0-30")', 10.0, 0.05)
         a = p.assess(r.id)
         assert a.decision == "spend" and a.noise.name == "discrete_gaussian"
+        obj = a.to_json()  # --json: the figures in ρ, and the ε they state
+        assert obj["accounting"]["mode"] == "zcdp" and obj["epsilon_total"] == 1.0
+        assert obj["epsilon_after"] == pytest.approx(opendp_epsilon(obj["system_cost_after"]), rel=1e-9)
         release = p.release(a, SeededSampler(7))
         payload = release.entry.payload
         assert payload["mechanism"] == "discrete_gaussian"
