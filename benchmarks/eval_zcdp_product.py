@@ -145,7 +145,21 @@ def section(stream: str, runs: list[dict], load: tuple[float, float], first: int
         )
     if "zcdp" in by and "pure" in by and by["pure"]["answered"]:
         ratio = by["zcdp"]["answered"] / by["pure"]["answered"]
-        lines += ["", f"zCDP against pure ε through the product: ×{ratio:.2f} answered requests."]
+        lines += ["", f"- zCDP against pure ε through the product: ×{ratio:.2f} answered requests."]
+        ez, ep = eng.get(name["zcdp"]), eng.get(name["pure"])
+        if ez and ep:
+            lines.append(
+                f"- The engine-level run on the same requests: ×{ez / ep:.2f} ({ez} against {ep}). A zCDP "
+                "project answers integer counts with the discrete Gaussian, whose exact lattice tail allows "
+                "a larger σ for the same ±a at the same confidence than the continuous one the engine-level run "
+                "simulates, so each fresh answer costs less ρ; a pure project's discrete Laplace likewise."
+            )
+        lines.append(
+            "- The 2× goal on the 10 000-request `long` stream is out of reach whatever the accounting: pure ε "
+            "already answers more than half of it (section zcdp-accounting). zCDP pays off where cells are "
+            "answered fresh more than about ln(1/δ) times (14 at δ = 10⁻⁶; the measured crossover k* is 9–18 "
+            "by accuracy); below that, and for strict requests, pure ε is cheaper."
+        )
     return "\n".join(lines)
 
 
