@@ -139,3 +139,26 @@ def test_a_batch_plan_measures_with_the_discrete_gaussian(store):
         assert report.ok and report.epsilon_spent == pytest.approx(
             opendp_epsilon(float(after.max())), rel=1e-9
         )
+
+
+def test_the_counter_offer_fits_the_rho_left_exactly(store):
+    """A request the budget cannot pay for: the counter-offer's α is the largest whose ρ, (α|Q_j|/S)²/2,
+    still fits the cell's ρ left — and a release at it is accepted."""
+    from dpdesk.engine.answering.counteroffer import counter_offer
+
+    path = zcdp_project(store, budget=0.3)
+    with Project.open(path, "w") as p:
+        r = p.add_request('count(age="0-30")', 2.0, 0.05)
+        a = p.assess(r.id)
+        assert a.decision == "reject"
+        total = p.answering_settings().total_budget
+        offer = counter_offer(a, total)
+        # a fresh project: the cell's ρ left is the total; the offer's ±ε is rounded up to a tidy number,
+        # so its α is a little under the largest that fits (a linear headroom in ρ would be ~300× smaller)
+        assert 0.99 * total <= offer.alpha**2 / 2 <= total * (1 + 1e-12)
+        assert offer.eps is not None and offer.eps > 2.0
+        r2 = p.add_request('count(age="0-30")', offer.eps, 0.05)
+        a2 = p.assess(r2.id)
+        assert a2.decision == "spend" and a2.spend_alpha <= offer.alpha * (1 + 1e-9)
+        p.release(a2, SeededSampler(3))
+        assert p.verify().ok
