@@ -114,4 +114,11 @@ def test_a_zcdp_project_in_the_window_prices_in_rho_and_states_epsilon(qtbot, tm
     budget.row_attr.setCurrentText("age")
     budget.col_attr.setCurrentText("sex")
     assert f"cost ρ = {rho:.6g}" in budget.describe(0, 0)  # age=17-24, sex=Female
+    audit = win.audit
+    win.tabs.setCurrentWidget(audit)
+    qtbot.waitUntil(lambda: len(audit.curve) > 1, timeout=WAIT)
+    audit._draw_curve()
+    assert "ε at δ = 1e-06" in audit.plot.getAxis("left").labelText
+    top = max(item.yData.max() for item in audit.plot.listDataItems())
+    assert top == pytest.approx(acc.epsilon_of(rho), rel=1e-12)  # the curve in ε, not ρ
     win.close()

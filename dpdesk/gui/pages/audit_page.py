@@ -241,7 +241,7 @@ class AuditPage(QWidget):
             self._draw_curve()
 
     def _draw_curve(self) -> None:
-        draw_cost_curve(self.plot, self.curve, self.session.total_budget)
+        draw_cost_curve(self.plot, self.curve, self.session.total_budget, self.session.accounting)
         self._curve_drawn = True
 
     def _show(self, proxy_index) -> None:
@@ -330,7 +330,7 @@ class AuditPage(QWidget):
         heat = BudgetPanel(s)
         heat.resize(960, 640)
         big = pg.PlotWidget(background="w")  # drawn at a fixed size: readable whatever the window's size
-        draw_cost_curve(big, self.curve, s.total_budget)
+        draw_cost_curve(big, self.curve, s.total_budget, s.accounting)
         big.resize(*REPORT_PLOT_SIZE)
         curve_png = widget_png(big)
         big.deleteLater()
