@@ -181,6 +181,10 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
 
     pace = policy_from_args(args)  # checked before anything is created
+    if pace is not None and args.accounting == "zcdp":
+        from dpdesk.engine.errors import DpdeskError
+
+        raise DpdeskError("--pace paces α, the pure-ε price of a cell: a zCDP project takes no spend policy")
     from dpdesk.commands.cube import source_location
 
     location, table = source_location(args.source, args.table, args.spark, args.spark_conf)

@@ -242,3 +242,13 @@ def test_a_weighted_query_gets_the_float_gaussian_and_opendps_rho_per_cell(store
         assert costs[1] == pytest.approx(opendp_rho("gaussian", sigma / 1.5, 1), rel=1e-9)
         assert costs[2] == costs[3] == 0.0
         assert p.verify().ok
+
+
+def test_a_zcdp_project_with_a_spend_policy_is_refused_before_anything_is_written(store):
+    path = store.dir / "paced.dpdesk"
+    ran = store.cli(
+        "project", "new", path, "--schema", store.schema_file, "--source", store.table, "--budget", 1,
+        "--accounting", "zcdp", "--delta", "1e-6", "--pace", "0.1", "0.5",
+    )  # fmt: skip
+    assert ran.returncode == 2 and "spend policy" in ran.stderr and len(ran.stderr.strip().splitlines()) == 1
+    assert not path.exists()
