@@ -252,3 +252,30 @@ def test_a_zcdp_project_with_a_spend_policy_is_refused_before_anything_is_writte
     )  # fmt: skip
     assert ran.returncode == 2 and "spend policy" in ran.stderr and len(ran.stderr.strip().splitlines()) == 1
     assert not path.exists()
+
+
+def test_an_exported_history_is_assessed_offline_as_the_project_assesses_it(store):
+    """`dpdesk export` of a zCDP project states its accounting; `dpdesk assess --history` then prices in ρ
+    exactly as the project does (same decision, same ρ, same system cost in ε)."""
+    path, _ = new_zcdp(store, name="x.dpdesk")
+    with Project.open(path, "w") as p:
+        first = p.add_request('count(age="0-30")', 12.0, 0.05)
+        p.release(p.assess(first.id), SeededSampler(2))
+        r = p.add_request('count(age="0-30", income=">50K")', 9.0, 0.05)
+        a = p.assess(r.id)
+    out = store.dir / "x.history.json"
+    assert store.cli("export", path, "--history", out).returncode == 0
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert exported["accounting"] == {"mode": "zcdp", "delta": DELTA, "conversion": "tight"}
+    ran = store.cli(
+        "assess", "--history", out, "--query", 'count(age="0-30", income=">50K")', "--eps", 9, "--delta",
+        0.05, "--json",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    offline = json.loads(ran.stdout)
+    assert offline["decision"] == a.decision and offline["family"] == "discrete_gaussian"
+    assert offline["spend_alpha"] == pytest.approx(a.spend_alpha, rel=1e-12)
+    assert offline["epsilon_after"] == pytest.approx(a.to_json()["epsilon_after"], rel=1e-12)
+    paced = store.cli("assess", "--history", out, "--query", "[1,1,0,0]", "--eps", 9, "--delta", 0.05,
+                      "--pace", "0.1", "0.5")  # fmt: skip
+    assert paced.returncode == 2 and "zCDP" in paced.stderr
