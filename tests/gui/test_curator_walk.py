@@ -66,7 +66,7 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
                 ('count(region="south")', 30, 0.05, "health-office"),
                 ('count(region=["north", "south"])', 80, 0.05, "press"),
                 ('count(region="east")', 0.5, 0.01, "insurer"),
-                ('count(visits="0-10")', 25, 0.05, "press"),
+                ('count(visits="0 to <10")', 25, 0.05, "press"),
                 ('count(region="west")', 25, 0.05, "nobody"),
             ]
         )
@@ -78,7 +78,7 @@ def test_a_curators_day(demo_window, qtbot, dialogs, monkeypatch, tmp_path):
     north, south, both, east, visits, west = ids
     req.select_request(visits)
     wait_assessed(qtbot, win, visits)
-    drive_modal(qtbot, _fill(qtbot, 'count(visits="0-10")', 60, 0.05, "press"))
+    drive_modal(qtbot, _fill(qtbot, 'count(visits="0 to <10")', 60, 0.05, "press"))
     _click(qtbot, req.edit_btn)
     assert win.session.request(visits).eps == 60
     req.select_request(west)

@@ -48,6 +48,7 @@ from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.posterior_plot import PosteriorPlot
 from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 
@@ -109,6 +110,7 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.result)
         self._busy(False)
         self._set_buttons(None)
+        guard_wheel(self)
 
     def _header(self) -> QHBoxLayout:
         top = QHBoxLayout()
@@ -404,7 +406,10 @@ class AnswerPanel(QWidget):
             return
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
-        self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
+        # a zero-cost estimate is offered for a pending request history cannot estimate, never a decided one
+        self.estimate_btn.setVisible(
+            pending and a is not None and not a.estimable and a.estimate.history_size > 0
+        )
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
         self.spend_btn.setText(
