@@ -30,6 +30,29 @@ def _inside_screen(window) -> None:
             )
 
 
+def _laid_out(layout):
+    """The widgets shown in ``layout`` and its rows, however deep."""
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item.widget() is not None and item.widget().isVisible():
+            yield item.widget()
+        elif item.layout() is not None:
+            yield from _laid_out(item.layout())
+
+
+def _nothing_overlaps(panel) -> None:
+    """No two widgets of ``panel`` lie on each other, and every wrapped label has the height of its text
+    (a panel squeezed under what its rows need overlaps them or cuts their lines)."""
+    shown = list(_laid_out(panel.layout()))
+    rects = [(w, QRect(w.mapTo(panel, w.rect().topLeft()), w.size())) for w in shown]
+    for i, (a, ra) in enumerate(rects):
+        for b, rb in rects[i + 1 :]:
+            assert not ra.intersects(rb), f"{type(a).__name__} {ra} overlaps {type(b).__name__} {rb}"
+    for w in shown:
+        if hasattr(w, "wordWrap") and w.wordWrap() and w.text():
+            assert w.height() >= w.heightForWidth(w.width()), f"{w.text()[:40]!r} cut to {w.height()} px"
+
+
 def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     win = demo_window
     _inside_screen(win)
@@ -40,6 +63,8 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
         wait_assessed(qtbot, win, rid)
         qtbot.wait(20)
         assert win.size() == size, f"selecting {rid} grew the window to {win.size()}"
+        _nothing_overlaps(page.answer)  # the splitter gives the answer what its wrapped lines need
+        assert page.answer.plot.height() >= 150 and page.lower.height() >= 120
     page.budget.mode.setCurrentIndex(1)  # fixed slices: more choosers in the budget panel
     page.lower.setCurrentWidget(page.claims)
     for name in ("start", "data", "requests", "audit"):

@@ -156,7 +156,7 @@ class ClaimsPanel(QWidget):
         )  # the list and the selected claim's plot side by side: the panel is wide, not tall
         body.addWidget(self.table, 5)
         self.plot = pg.PlotWidget(background="w")
-        self.plot.setMinimumSize(220, 120)
+        self.plot.setMinimumSize(220, 90)  # low: the tab leaves the answer panel its room at 1024×700
         self.plot.setMenuEnabled(False)
         self.plot.setLabel("left", "Pr(claim)")
         self.plot.setLabel("bottom", "ledger entry")

@@ -107,3 +107,22 @@ def scrolling(content: QWidget | QLayout, min_height: int = 120) -> QScrollArea:
     area.setWidget(content)
     area.setMinimumHeight(min(min_height, content.sizeHint().height()))
     return area
+
+
+def wrapped_min_height(layout: QLayout, width: int) -> int:
+    """The least height a vertical ``layout`` needs at ``width``: each shown item's minimum, or, for a
+    word-wrapped label (or a row holding one), its height at that width — Qt's own minimum counts a wrapped
+    label as one line, so a splitter would squeeze the panel until its rows overlap."""
+    m = layout.contentsMargins()
+    inner = max(1, width - m.left() - m.right())
+    heights = []
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item is None or item.isEmpty():  # a hidden widget or an empty row takes no room
+            continue
+        h = item.minimumSize().height()
+        if item.hasHeightForWidth():
+            h = max(h, item.heightForWidth(inner))
+        heights.append(h)
+    spacing = max(layout.spacing(), 0)
+    return sum(heights) + spacing * max(0, len(heights) - 1) + m.top() + m.bottom()
