@@ -82,6 +82,16 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     lower = page.lower
     assert lower.isVisible() and lower.height() >= 120
     assert page.answer.plot.height() >= 150  # never squeezed to a strip
+    # a watched claim blocks the request shown: its note takes three lines above the plot, and still nothing
+    # overlaps and the page does not scroll (the tabs below scroll instead)
+    win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
+    page.select_request("q37")
+    wait_assessed(qtbot, win, "q37")
+    qtbot.waitUntil(lambda: page.answer.claim_blocked and page.answer.claims_note.isVisible())
+    qtbot.wait(20)
+    _nothing_overlaps(page.answer)
+    assert win.page_area.verticalScrollBar().maximum() == 0 and win.size() == size
+    assert page.answer.plot.height() >= 150 and lower.height() >= 90
 
 
 def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings, tmp_path):

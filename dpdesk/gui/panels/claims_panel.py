@@ -28,6 +28,7 @@ from dpdesk.gui.runtime.session import ProjectSession
 from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.models import RowsModel
 from dpdesk.gui.widgets.plots import pg, show_axes, show_empty
+from dpdesk.gui.widgets.screen_fit import scrolling
 
 CLAIM_HEADERS = ("id", "claim", "Pr(claim) now", "τ", "risk left", "spent by (risk)", "one person: odds ×≤")
 CLAIM_COLUMN = 1  # stretches; the others keep their contents' width (Pr(claim) now is never cut)
@@ -125,7 +126,14 @@ class ClaimsPanel(QWidget):
         self.statuses: list = []
         self._trace: list = []  # Pr(claim) over the ledger of the claim the last job read
         self.runner = TaskRunner(self)
-        lay = QVBoxLayout(self)
+        # the tab scrolls when short (as the budget's does): the answer panel above keeps its room at 1024×700
+        inner = QWidget()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        area = scrolling(inner)
+        area.setMinimumHeight(60)
+        outer.addWidget(area)
+        lay = QVBoxLayout(inner)
         bar = QHBoxLayout()
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
@@ -156,7 +164,7 @@ class ClaimsPanel(QWidget):
         )  # the list and the selected claim's plot side by side: the panel is wide, not tall
         body.addWidget(self.table, 5)
         self.plot = pg.PlotWidget(background="w")
-        self.plot.setMinimumSize(220, 90)  # low: the tab leaves the answer panel its room at 1024×700
+        self.plot.setMinimumSize(220, 120)
         self.plot.setMenuEnabled(False)
         self.plot.setLabel("left", "Pr(claim)")
         self.plot.setLabel("bottom", "ledger entry")

@@ -105,7 +105,7 @@ def scrolling(content: QWidget | QLayout, min_height: int = 120) -> QScrollArea:
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(content)
-    area.setMinimumHeight(min(min_height, content.sizeHint().height()))
+    area.setMinimumHeight(max(0, min(min_height, content.sizeHint().height())))
     return area
 
 
