@@ -92,6 +92,17 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     _nothing_overlaps(page.answer)
     assert win.page_area.verticalScrollBar().maximum() == 0 and win.size() == size
     assert page.answer.plot.height() >= 150 and lower.height() >= 90
+    # a posterior's plan: a dozen lines of words and a chart; the words scroll, the page does not
+    rid = win.session.add_request('posterior(sex | income="<=50K"; budget=0.3)', requester="press").id
+    page.select_request(rid)
+    view = page.answer.plan_view
+    qtbot.waitUntil(
+        lambda: view.isVisible() and bool(view.text.text()) and not page.answer.runner.is_running()
+    )
+    qtbot.wait(20)
+    _nothing_overlaps(page.answer)
+    assert win.page_area.verticalScrollBar().maximum() == 0 and win.size() == size
+    assert view.charts.height() >= 150
 
 
 def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings, tmp_path):
