@@ -321,6 +321,20 @@ def test_a_day_on_a_table_the_project_has_never_seen(qtbot, settings, dialogs, m
         "band including the Laplace noise" in panel.result.text()
         or "band of the released" in panel.result.text()
     )
+    # -- the kinds' own windows open inside the screen: the posterior dialog, max/argmax, the heatmap window
+    _click(qtbot, win.requests.posterior_btn)
+    post = win.requests.posterior_dialog
+    qtbot.waitUntil(post.isVisible, timeout=WAIT)
+    _on_screen(post)
+    post.close()
+    pick = win.requests.budget.release_selection()
+    qtbot.waitUntil(pick.isVisible, timeout=WAIT)
+    _on_screen(pick)
+    pick.close()
+    heat = win.requests.budget.open_heatmap_window()
+    qtbot.waitUntil(heat.isVisible, timeout=WAIT)
+    _on_screen(heat)
+    heat.close()
     # -- a partition release (the visits marginal) from the budget panel
     d = win.requests.budget.publish_release()
     qtbot.waitUntil(d.isVisible, timeout=WAIT)
