@@ -143,3 +143,23 @@ def test_empty_plots_say_why_instead_of_showing_placeholder_axes(qtbot):
     d.show()
     item = d.plot.plotItem
     assert not item.getAxis("left").isVisible() and not item.getAxis("bottom").isVisible()
+
+
+def test_the_ledger_tables_kind_column_widens_for_a_new_kind(demo_window, qtbot):
+    """Columns fit the first rows shown; an entry of a kind not seen then ('unwatched') widens its column
+    so it reads whole (item 15: the audit table's cut columns)."""
+    from dpdesk.gui.widgets.models import LEDGER_HEADERS
+
+    win = demo_window
+    win.show_page("audit")
+    audit = win.audit
+    claim = win.session.watch('count(sex="Female")', None, 40000, 0.8, 0.05)
+    qtbot.waitUntil(lambda: audit.model.rowCount() > 0 and not audit.runner.is_running())
+    k = LEDGER_HEADERS.index("kind")
+    before = audit.table.columnWidth(k)  # fitted to the first rows: 'watch'
+    win.session.unwatch(claim.id, "no longer needed")
+    qtbot.waitUntil(lambda: audit.model.rowCount() == 2 and not audit.runner.is_running())
+    qtbot.waitUntil(lambda: not audit.runner.is_running())
+    width = audit.table.columnWidth(k)
+    assert width >= before and width >= audit.table.sizeHintForColumn(k)
+    assert width >= audit.table.fontMetrics().horizontalAdvance("unwatch")

@@ -236,6 +236,11 @@ class AuditPage(QWidget):
         if fit:
             self.people.resizeColumnsToContents()
             self.table.resizeColumnsToContents()
+        else:  # an entry of a new kind ('rejected', 'unwatch') widens its column, never narrows it
+            k = LEDGER_HEADERS.index("kind")
+            width = self.table.columnWidth(k)
+            self.table.resizeColumnToContents(k)
+            self.table.setColumnWidth(k, max(width, self.table.columnWidth(k)))
         self.curve = t.curve
         self._curve_drawn = False
         if self.isVisible():  # a hidden page draws its curve when it is shown
