@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QRect, QSize, QTimer
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QLayout, QScrollArea, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QLayout, QScrollArea, QWidget
 
 # a frame the window manager has not reported yet (before the first show): title bar and borders
 _FRAME_GUESS = QSize(8, 36)
@@ -121,7 +121,9 @@ def wrapped_min_height(layout: QLayout, width: int) -> int:
         if item is None or item.isEmpty():  # a hidden widget or an empty row takes no room
             continue
         h = item.minimumSize().height()
-        if item.hasHeightForWidth():
+        widget = item.widget()
+        # a row, or a label: its wrapped lines; a composite widget scrolls its own words (its minimum holds)
+        if item.hasHeightForWidth() and (widget is None or isinstance(widget, QLabel)):
             h = max(h, item.heightForWidth(inner))
         heights.append(h)
     spacing = max(layout.spacing(), 0)
