@@ -40,3 +40,22 @@ def test_monte_carlo_is_never_called_exact():
     assert "exact" not in METHOD_WORDS["mc"].lower()
     assert "exact" not in POSTERIOR_METHODS["mc"].lower() and "0.999" in POSTERIOR_METHODS["mc"]
     assert "exact" not in glossary.tip("mc").lower()
+
+
+def test_the_glossary_speaks_the_ecosystems_words():
+    """Issue 34 item 9: ε is privacy loss, δ only approximate DP's, accuracy ±a at a confidence; the
+    paper's letters appear once, in the sentence saying old files and flags keep working."""
+    text = glossary.glossary_markdown()
+    rest = text.replace(glossary.EARLIER_WORDS, "")
+    assert glossary.EARLIER_WORDS in text and "--eps, --delta, --alpha" in glossary.EARLIER_WORDS
+    assert "α" not in rest and "±ε" not in rest and "1 − δ" not in rest
+    assert glossary.TERMS["epsilon"][0] == "privacy loss ε"
+    assert glossary.TERMS["approx_delta"][0] == "δ (approximate DP)"
+    assert "(ε, δ)-differential privacy" in glossary.TERMS["approx_delta"][1]
+    assert glossary.TERMS["accuracy"][0] == "accuracy ±a"
+    assert "significance" in glossary.TERMS["confidence_level"][1]
+    # a view still asking for a term by its former key gets the term that now says it
+    assert glossary.tip("alpha") == glossary.tip("epsilon") and glossary.tip("eps") == glossary.tip(
+        "accuracy"
+    )
+    assert glossary.tip("delta") == glossary.tip("confidence_level")

@@ -66,9 +66,7 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
     tips = {form.labelForField(w).text(): form.labelForField(w).toolTip() for w in panel.fields.values()}
     assert "largest per-cell cost" in tips["System cost now → after"]
     assert "Theorem 5.4" in tips["System cost now → after"]
-    assert (
-        "fusion" in tips["Fresh answer would cost"] and "privacy budget α" in tips["Fresh answer would cost"]
-    )
+    assert "fusion" in tips["Fresh answer would cost"] and "privacy loss ε" in tips["Fresh answer would cost"]
     for method in ("fft", "direct", "mc"):
         assert f"posterior method {method}" in panel.method.toolTip()
     assert "pacing" in win.requests.budget.policy_btn.toolTip()
@@ -79,5 +77,6 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
     text = shown[0].text.toPlainText()
     for name, _ in glossary.TERMS.values():
         assert name in text
-    assert "budget is α" in text and "accuracy ±ε" in text
+    assert "ε is privacy loss" in text and "accuracy ±a at a confidence" in text
+    assert "δ is only the δ of approximate (ε, δ)-DP" in text
     shown[0].close()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+from dpdesk.engine.vocabulary import accuracy_text, confidence_text  # re-exported: the one wording
+
 __all__ = [
     "accuracy_text",
     "confidence_text",
@@ -98,24 +100,6 @@ def format_interval(low: float, high: float, integral: bool, value: float | None
     """``[first, last]`` of :func:`shown_interval`, each end formatted like :func:`format_value`."""
     lo, hi = shown_interval(low, high, integral, value)
     return f"[{format_value(lo, integral)}, {format_value(hi, integral)}]"
-
-
-def confidence_text(delta: float) -> str:
-    """A confidence ``1 − δ`` as people read it: ``95 %``, ``99.9 %``.
-
-    >>> confidence_text(0.05), confidence_text(0.001), confidence_text(0.1637)
-    ('95 %', '99.9 %', '83.63 %')
-    """
-    return f"{100 * (1 - float(delta)):.4g} %"
-
-
-def accuracy_text(eps: float, delta: float) -> str:
-    """An accuracy as the DP world states it: ``±a at c % confidence``.
-
-    >>> accuracy_text(20, 0.05)
-    '±20 at 95 % confidence'
-    """
-    return f"±{float(eps):g} at {confidence_text(delta)} confidence"
 
 
 def stated_answer(

@@ -37,7 +37,7 @@ class NewProjectDialog(QDialog):
         self.setWindowTitle("New project: privacy limits")
         form = QFormLayout(self)
         self.budget = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=1.0, singleStep=0.1)
-        self.budget.setToolTip(tip("alpha"))
+        self.budget.setToolTip(tip("epsilon", "total"))
         form.addRow("Total privacy budget α (the most α any cell may be charged)", self.budget)
         self.delta_cap = QLineEdit("0")
         self.delta_cap.setObjectName("deltaCap")

@@ -16,7 +16,7 @@ from dpdesk.gui.widgets.glossary import tip
 __all__ = ["SHORTCUTS", "button_row", "offer_within_claims", "reject", "spend_and_release"]
 
 SHORTCUTS = {"infer": "Ctrl+I", "spend": "Ctrl+Shift+S", "reject": "Ctrl+Shift+R"}
-BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "reject": ()}
+BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "epsilon", "fusion"), "reject": ()}
 
 # the answer panel (typed loosely: it imports this module, and modules of a package form no cycle)
 AnswerPanel = Any

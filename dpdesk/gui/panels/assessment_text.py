@@ -19,10 +19,10 @@ DECIDED_LABELS = {
 FIELDS = (
     ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
     ("prior", "Prior", ("bounds",)),
-    ("interval", "Credible interval", ("credible", "coverage", "delta")),
-    ("conf_eps", "Confidence at ±ε", ("confidence", "eps")),
+    ("interval", "Credible interval", ("credible", "coverage", "confidence_level")),
+    ("conf_eps", "Confidence at ±ε", ("confidence", "accuracy")),
     ("method", "Computed by", ("error_bound", "exact")),
-    ("fresh", "Fresh answer would cost", ("fresh", "alpha", "fusion")),
+    ("fresh", "Fresh answer would cost", ("fresh", "epsilon", "fusion")),
     ("cost", "System cost now → after", ("system_cost", "cell_cost")),
     ("status", "Status", ()),
 )

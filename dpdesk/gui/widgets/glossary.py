@@ -1,9 +1,11 @@
 """The app's one vocabulary: every term the curator meets, its meaning, and the Glossary window.
 
-The app follows the paper: the **privacy budget is α** (a release is α-DP), a request's accuracy is
-**±ε at confidence 1 − δ**. ε never names a budget. Tooltips everywhere come from :func:`tip`, so a
-term is explained in one place and reads the same wherever it appears; docs/glossary.md is written from
-the same text (:func:`glossary_markdown`, ``tools/write_glossary.py``; a test keeps them equal).
+The app speaks the DP ecosystem's words (OpenDP, Tumult, DP Wizard; :mod:`dpdesk.engine.vocabulary`):
+**ε is privacy loss** (the budget is a total ε), **δ is only the δ of approximate (ε, δ)-DP**, and a
+request asks for an **accuracy ±a at a confidence** such as 95 %. Tooltips everywhere come from
+:func:`tip`, so a term is explained in one place and reads the same wherever it appears;
+docs/glossary.md is written from the same text (:func:`glossary_markdown`, ``tools/write_glossary.py``;
+a test keeps them equal).
 
 "Exact" is kept for numbers exact up to their stated error bound; a Monte Carlo result is never called
 exact.
@@ -16,46 +18,68 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayo
 from dpdesk.engine.mechanisms.registry import POSTERIOR_METHODS
 from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
-# term -> (short name shown in tooltips, explanation); the order is the Glossary's order
+# the one sentence that names the words, at the top of the Glossary (app and docs)
+VOCABULARY = (
+    "dpdesk uses the words of the differential-privacy ecosystem (OpenDP, Tumult, DP Wizard): "
+    "**ε is privacy loss** (a release is ε-DP; the budget is a total ε), **δ is only the δ of "
+    "approximate (ε, δ)-DP**, and a request asks for an **accuracy ±a at a confidence** such as "
+    "±20 at 95 %."
+)
+# said once, for whoever used dpdesk before it spoke these words (old files and flags keep working)
+EARLIER_WORDS = (
+    "Earlier versions followed the letters of the paper dpdesk implements — α for the privacy loss, ±ε "
+    "and 1 − δ for the accuracy and its confidence. Their project files, request files and command-line "
+    "flags (--eps, --delta, --alpha) still work."
+)
+
 TERMS: dict[str, tuple[str, str]] = {
-    "alpha": (
-        "privacy budget α",
-        "How much privacy a release spends: a fresh answer with Laplace noise of scale b on a query of "
-        "sensitivity S costs α = S / b (α-differential privacy). Costs add up per cell.",
+    "epsilon": (
+        "privacy loss ε",
+        "How much privacy a release spends, the ε of ε-differential privacy: a fresh answer with Laplace "
+        "noise of scale b on a query of sensitivity S costs ε = S / b. Costs add up per cell.",
     ),
     "total": (
         "total budget",
-        "The most α any one cell of the table may ever be charged in this project. Fixed when the "
+        "The most ε any one cell of the table may ever be charged in this project. Fixed when the "
         "project is created.",
     ),
-    "eps": (
-        "accuracy ±ε",
-        "The half-width a requester asks for: the released value should be within ±ε of the true count.",
+    "accuracy": (
+        "accuracy ±a",
+        "The half-width a requester asks for: the released value should be within ±a of the true "
+        "count, at the confidence they ask for.",
     ),
-    "delta": (
-        "δ (1 − confidence)",
-        "The chance the requester accepts that the true count lies outside ±ε; confidence is 1 − δ.",
+    "confidence_level": (
+        "confidence (e.g. 95 %)",
+        "The probability a requester asks for that the released ±a window holds the true count; 100 % "
+        "minus it is the chance of a miss they accept (what OpenDP calls the significance level).",
+    ),
+    "approx_delta": (
+        "δ (approximate DP)",
+        "The δ of (ε, δ)-differential privacy: the small probability with which a release may lose more "
+        "than its ε. Only some releases have one (a posterior of proportions priced by smooth "
+        "sensitivity, Gaussian noise); δ adds up per cell like ε, and a project fixes the most any cell "
+        "may accumulate (its δ cap; 0 allows pure ε-DP releases only).",
     ),
     "confidence": (
-        "confidence at ±ε",
-        "The probability that the window estimate ± ε holds the true count: the posterior's mass on "
-        "it, which under the flat prior is its coverage at every fixed table. At least 1 − δ after "
-        "the error bound means the request can be answered from history.",
+        "confidence at ±a",
+        "The probability that the window estimate ± a holds the true count: the posterior's mass on "
+        "it, which under the flat prior is its coverage at every fixed table. At least the requested "
+        "confidence after the error bound means the request can be answered from history.",
     ),
     "posterior": (
         "posterior",
         "The paper's name for the distribution dpdesk computes for a requested count. Under the flat "
         "prior (the default) it is the sampling distribution of the BLUE's error — a fixed weighted "
         "sum of the released answers' noise — placed around the estimate. Its shape depends on public "
-        "quantities only (the queries and α of past releases), never on the table. (A “posterior of "
+        "quantities only (the queries and ε of past releases), never on the table. (A “posterior of "
         "proportions” release is another thing: a Bayesian posterior of shares under a Dirichlet "
         "prior, released by its own mechanism.)",
     ),
     "credible": (
         "credible interval",
-        "The narrowest interval holding at least 1 − δ of the posterior (paper Algorithm 3), widened "
-        "by the error bound. Under the flat prior it is a confidence interval: it holds the true count "
-        "with probability at least 1 − δ whatever the table is (see coverage).",
+        "The narrowest interval holding at least the requested confidence of the posterior (paper "
+        "Algorithm 3), widened by the error bound. Under the flat prior it is a confidence interval: it "
+        "holds the true count with at least that probability whatever the table is (see coverage).",
     ),
     "coverage": (
         "coverage",
@@ -76,7 +100,7 @@ TERMS: dict[str, tuple[str, str]] = {
         "atoms or Beurling–Selberg brackets they switch to for integer noise off one lattice) state "
         "a deterministic bound; Monte Carlo's is statistical and holds with probability 0.999. "
         "Decisions subtract it: "
-        "dpdesk infers only when confidence − bound ≥ 1 − δ.",
+        "dpdesk infers only when confidence − bound ≥ the requested confidence.",
     ),
     "exact": (
         "exact",
@@ -91,7 +115,7 @@ TERMS: dict[str, tuple[str, str]] = {
     ),
     "cell_cost": (
         "per-cell cost",
-        "The α charged so far to one cell of the table: the sum over every release whose query "
+        "The ε charged so far to one cell of the table: the sum over every release whose query "
         "touches the cell (the paper's Theorem 5.4).",
     ),
     "system_cost": (
@@ -106,7 +130,7 @@ TERMS: dict[str, tuple[str, str]] = {
     "fusion": (
         "fusion",
         "A fresh answer combined with what history already says (a weighted average): the requester "
-        "gets the more accurate fused value, so a cheaper α meets the request.",
+        "gets the more accurate fused value, so a smaller ε meets the request.",
     ),
     "pacing": (
         "pacing (spend policy)",
@@ -119,7 +143,7 @@ TERMS: dict[str, tuple[str, str]] = {
     ),
     "fresh": (
         "fresh answer",
-        "A new noisy answer drawn from the data: it spends α on every cell the query touches.",
+        "A new noisy answer drawn from the data: it spends ε on every cell the query touches.",
     ),
     "batch": (
         "batch plan",
@@ -132,7 +156,7 @@ TERMS: dict[str, tuple[str, str]] = {
         "A batch plan's first measurements, on cells nobody has paid for yet: one strategy for all "
         "the queue's requests (answered and pending), spending a chosen share of those cells' budget "
         "at once so that later requests on them are answered from history for free. Built from the "
-        "requests' queries and (ε, δ) only, never from the data; off unless the curator turns it on. "
+        "requests' queries and accuracies only, never from the data; off unless the curator turns it on. "
         "It is kept when it serves the queue at least as well as the batch planned alone, so it may "
         "answer a few fewer of this batch in exchange for more of the queue's requests later.",
     ),
@@ -141,9 +165,14 @@ TERMS: dict[str, tuple[str, str]] = {
 TERMS.update({name: (f"posterior method {name}", what) for name, what in POSTERIOR_METHODS.items()})
 
 
+# the keys the terms had while the app spoke the paper's letters: a view that still asks for one gets
+# the term that now says it
+FORMER_KEYS = {"alpha": "epsilon", "eps": "accuracy", "delta": "confidence_level"}
+
+
 def tip(*keys: str) -> str:
     """Tooltip text for one or more terms (rich text, so Qt wraps it)."""
-    parts = [f"<b>{TERMS[k][0]}</b>: {TERMS[k][1]}" for k in keys]
+    parts = [f"<b>{TERMS[k][0]}</b>: {TERMS[k][1]}" for k in (FORMER_KEYS.get(k, k) for k in keys)]
     if not parts:
         return ""
     return "<p>" + "</p><p>".join(parts) + "</p>"
@@ -153,7 +182,7 @@ def tip(*keys: str) -> str:
 GUARANTEE_TITLE = "What the numbers promise"
 GUARANTEE = (
     "Following the paper, dpdesk calls the distribution it computes for a "
-    "requested count a posterior and its narrowest 1 − δ interval a credible interval. Under the flat prior "
+    "requested count a posterior and its narrowest interval at the requested confidence a credible interval. Under the flat prior "
     "(the default) these are not beliefs about the table: the posterior is the sampling distribution of "
     "the BLUE's error, placed around the estimate. So an interval with probability p holds the true count "
     "with probability p at every fixed table — a frequentist coverage guarantee, stronger than a Bayesian "
@@ -162,12 +191,22 @@ GUARANTEE = (
 )
 
 
+def _bold_html(text: str) -> str:
+    """``**x**`` (the markdown the docs page shows) as ``<b>x</b>``."""
+    parts = text.split("**")
+    return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+
+
 def glossary_html() -> str:
     rows = "".join(f"<dt><b>{name}</b></dt><dd>{text}</dd>" for name, text in TERMS.values())
     promise = f"<h3>{GUARANTEE_TITLE}</h3>" + "".join(f"<p>{text}</p>" for text in GUARANTEE)
     return (
-        "<h2>Glossary</h2><p>dpdesk uses one vocabulary: the privacy <b>budget is α</b>; a request asks for "
-        "<b>accuracy ±ε</b> at <b>confidence 1 − δ</b>.</p>" + promise + "<dl>" + rows + "</dl>"
+        "<h2>Glossary</h2>"
+        + "".join(f"<p>{_bold_html(text)}</p>" for text in (VOCABULARY, EARLIER_WORDS))
+        + promise
+        + "<dl>"
+        + rows
+        + "</dl>"
     )
 
 
@@ -178,8 +217,9 @@ def glossary_markdown() -> str:
         "",
         "<!-- written from dpdesk/gui/widgets/glossary.py by tools/write_glossary.py; edit the terms there -->",
         "",
-        "dpdesk uses one vocabulary, in the app (Help ▸ Glossary, and every tooltip) and here: the privacy "
-        "**budget is α**; a request asks for **accuracy ±ε** at **confidence 1 − δ**.",
+        VOCABULARY + " The app (Help ▸ Glossary, and every tooltip) and this page say the same.",
+        "",
+        EARLIER_WORDS,
         "",
     ]
     lines += [f"## {GUARANTEE_TITLE}", ""]
