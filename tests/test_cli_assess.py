@@ -158,7 +158,7 @@ def test_pace_raises_alpha_or_declines():
     tight = json.loads(dpdesk(*base, "--pace", "0", "0.1").stdout)
     assert tight["decision"] == "reject" and "declined by the spend policy" in tight["reason"]
     text = dpdesk(*base[:-1], "--budget", "10", "--pace", "0.2", "0.5").stdout
-    assert "spend policy" in text and "can still pay α = 9.625" in text
+    assert "spend policy" in text and "can still pay ε = 9.625" in text and "α" not in text
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 Two forms:
 
-* ``dpdesk assess --history FILE (--query Q --eps E --delta D | --queries FILE.jsonl)`` works on a
+* ``dpdesk assess --history FILE (--query Q --accuracy A --confidence C | --queries FILE.jsonl)`` works on a
   DESIGN §6 history file, no project needed;
 * ``dpdesk assess PROJECT --request ID`` plans a queued request of any kind against the project's ledger;
 * ``dpdesk assess PROJECT --query TEXT`` plans a release asked on the spot: a posterior of proportions
@@ -36,8 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--query", metavar="Q", help="query: JSON list, sparse JSON object, or text form (needs a schema)"
     )
-    p.add_argument("--eps", type=float, metavar="E", help="requested half-width ε > 0")
-    p.add_argument("--delta", type=float, metavar="D", help="allowed miss probability δ in (0, 1)")
+    from dpdesk.commands.terms import add_accuracy, add_confidence
+
+    add_accuracy(p, "the requested accuracy: the half-width ±A of the interval (> 0)", type=float)
+    add_confidence(p, "the requested confidence that the answer is within ±A, e.g. 0.95 or 95%%")
     p.add_argument("--queries", metavar="FILE", help="JSON lines, one request object per line")
     p.add_argument(
         "--budget", type=float, metavar="B", help="total budget (default: the history file's total_budget)"
@@ -180,7 +182,7 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
             raise DpdeskError(f"{args.queries}: no requests in the file")
         return out
     if args.query is None or args.eps is None or args.delta is None:
-        raise DpdeskError("give --query, --eps and --delta (or --queries FILE)")
+        raise DpdeskError("give --query, --accuracy and --confidence (or --queries FILE)")
     q = query_from_input(args.query, n_cells, shape, schema, "--query")
     return [(Request("1", q, args.eps, args.delta), interval_from_args(args))]
 

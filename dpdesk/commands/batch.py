@@ -2,7 +2,7 @@
 
 ``plan`` shows the batch plan — the strategy chosen, its measurements, each request's cost alone (today's
 rules) against the batch's, the system cost before and after, and for each request the budget cannot
-cover the narrowest ±ε it could still get (a counter-offer) — and spends nothing. ``answer`` shows the
+cover the narrowest ±a it could still get (a counter-offer) — and spends nothing. ``answer`` shows the
 same plan, asks for confirmation on stdin unless ``--yes`` (end of input counts as "no"), releases the
 measurements (one ledger entry each, recorded before anything is shown) and answers every covered
 request from history. ``--requests q1,q2,…`` picks requests; ``--pending`` (the default) takes every
@@ -162,7 +162,9 @@ def plan_text(plan, share: float | None = None, accounting=None) -> str:  # type
         f"{plan.one_by_one.system_cost_after:.6g}",
         plan.why(),
     ]
-    lines.append(f"{'request':<12} {'±ε':>9} {'δ':>6} {'alone α':>10}  with the batch")
+    from dpdesk.engine.vocabulary import confidence_text
+
+    lines.append(f"{'request':<12} {'±a':>9} {'at':>8} {'alone ε':>10}  with the batch")
     for p in plan.requests:
         alone = (
             "refused" if p.alone_alpha is None else "free" if p.alone_alpha == 0 else f"{p.alone_alpha:.4g}"
@@ -170,12 +172,17 @@ def plan_text(plan, share: float | None = None, accounting=None) -> str:  # type
         inb = {"answerable": "free now", "planned": "free after it", "uncovered": "not covered"}[p.status]
         note = ""
         if p.status == "uncovered":
-            offer = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+            offer = (
+                p.reason
+                if p.offer_eps is None
+                else f"offer ±{p.offer_eps:.4g} at {confidence_text(p.request.delta)}"
+            )
             free = "" if p.free_eps is None else f"; history gives ±{p.free_eps:.4g} free"
             note = f" ({offer}{free})"
-        lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {p.request.delta:>6.3g} {alone:>10}  {inb}{note}")
+        at = confidence_text(p.request.delta)
+        lines.append(f"{p.id:<12} {p.request.eps:>9.4g} {at:>8} {alone:>10}  {inb}{note}")
     lines.append(
-        "alone α: the privacy loss a fresh answer to that request alone would charge its cells now (today's "
+        "alone ε: the privacy loss a fresh answer to that request alone would charge its cells now (today's "
         "rules; the system cost rises only where it passes the most-spent cell)"
     )
     cands = ", ".join(

@@ -9,7 +9,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "export",
         help="write the released history (DESIGN §6 format)",
-        description="Write the fresh answers released so far (query, α, answer, noise family) with the "
+        description="Write the fresh answers released so far (query, ε, answer, noise family) with the "
         "schema and total budget. Never counts, never the data.",
     )
     p.add_argument("path", metavar="PATH")

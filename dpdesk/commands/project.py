@@ -76,8 +76,8 @@ def _register_new(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         metavar="D",
-        help="the largest δ any cell may accumulate over (α, δ) releases, fixed for the project's life "
-        "(default 0: pure α-DP releases only)",
+        help="the largest δ any cell may accumulate over (ε, δ) releases, fixed for the project's life "
+        "(default 0: pure ε-DP releases only)",
     )
     new.add_argument(
         "--privacy-unit",
@@ -139,7 +139,7 @@ def _register_settings(sub: argparse._SubParsersAction) -> None:
         help="show or set the batch plans' look-ahead",
         description="Show the project's look-ahead, or set it: with --share S every batch plan (dpdesk batch, "
         "Plan batch… in the app) first measures, on cells nobody has paid for yet, a strategy for the "
-        "queue's requests (their queries and (ε, δ): public inputs only), spending the share S of "
+        "queue's requests (their queries and accuracies: public inputs only), spending the share S of "
         "those cells' room at once, so that later requests on them are answered from history; --off "
         "plans each batch alone (the default).",
     )
@@ -426,7 +426,7 @@ def _info(args: argparse.Namespace) -> int:
         + (
             f", largest per-cell δ spent {info['delta_spent']:.3g}"
             if info["delta_cap"]
-            else " (pure α-DP releases only)"
+            else " (pure ε-DP releases only)"
             if accounting is None
             else " (no release with a δ of its own; the total's δ is the accounting's)"
         )

@@ -9,9 +9,9 @@ the budget, or not confirmed), 2 bad input.
 
 A plan is every cell (``--cells``), all marginals of some orders (``--marginals 1,2``) or listed ones
 (``--marginal age,sex``, repeatable), or an interval tree over an ordered attribute (``--tree age
---branching 2 [--depth D] [--cross sex,edu | --no-cross]``); it is priced at a per-cell budget
-(``--alpha A``) or at the smallest one meeting an accuracy target (``--accuracy E --delta D``) for the
-plan's first query class. The preview shows the per-cell charge, the system cost now and after, the
+--branching 2 [--depth D] [--cross sex,edu | --no-cross]``); it is priced at a per-cell privacy loss
+(``--epsilon E``) or at the smallest one meeting an accuracy target (``--accuracy A --confidence C``) for
+the plan's first query class (``--alpha`` and ``--delta``, the former names, still work). The preview shows the per-cell charge, the system cost now and after, the
 per-query guarantees (exact posterior) and, for a release of every cell, the seed's simultaneous
 bound — each labelled. See docs/releases.md.
 """
@@ -23,6 +23,8 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from dpdesk.commands.terms import add_accuracy, add_confidence, add_epsilon
+
     p = subparsers.add_parser(
         "release",
         help="one-shot releases of many counts (cells, marginals, interval trees)",
@@ -46,16 +48,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--query", required=True, metavar="TEXT", help='max(age), argmax(education | sex="Female"), …'
     )
     price = sel.add_mutually_exclusive_group(required=True)
-    price.add_argument("--alpha", type=float, metavar="A", help="what every cell of the box pays (> 0)")
-    price.add_argument(
-        "--accuracy",
-        type=float,
+    add_epsilon(price, "the privacy loss ε every cell of the box pays (> 0)", type=float)
+    add_accuracy(
+        price,
+        "the released label's count within T of the largest (argmax); at most T records above (max)",
         metavar="T",
-        help="the released label's count within T of the largest (argmax); at most T records above (max)",
+        type=float,
+        former=False,
+        dest="accuracy",
     )
-    sel.add_argument(
-        "--delta", type=float, default=0.05, metavar="D", help="the accuracy statement's δ (default 0.05)"
-    )
+    add_confidence(sel, "the accuracy statement's confidence (default 0.95)", default=0.05)
     sel.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     sel.add_argument("--json", action="store_true", help="print one JSON object (plan and release)")
     exp = sub.add_parser("export", help="write a recorded partition release as a count table")
@@ -74,6 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    from dpdesk.commands.terms import add_accuracy, add_confidence, add_epsilon
+
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--cells", action="store_true", help="every cell of the cube (the seed's release)")
     kind.add_argument("--marginals", metavar="ORDERS", help="all marginals of these orders, e.g. 1,2")
@@ -89,11 +93,11 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     )
     cross.add_argument("--no-cross", action="store_true", help="tree: sum over the other attributes")
     price = p.add_mutually_exclusive_group(required=True)
-    price.add_argument("--alpha", type=float, metavar="A", help="what every cell pays (> 0)")
-    price.add_argument(
-        "--accuracy", type=float, metavar="E", help="±E the plan's first query class must meet"
+    add_epsilon(price, "the privacy loss ε every cell pays (> 0)", type=float)
+    add_accuracy(
+        price, "±A the plan's first query class must meet", type=float, former=False, dest="accuracy"
     )
-    p.add_argument("--delta", type=float, default=0.05, metavar="D", help="the guarantees' δ (default 0.05)")
+    add_confidence(p, "the guarantees' confidence (default 0.95)", default=0.05)
 
 
 def _names(text: str) -> list[str]:

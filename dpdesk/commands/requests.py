@@ -23,26 +23,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a count ('count(age=\"0-30\")', or JSON coefficients), max(A | box), argmax(A | box), "
         "or posterior(A | box; prior=…)",
     )
-    add.add_argument(
-        "--eps",
-        metavar="E",
-        help="count: half-width ε of the wanted interval (> 0); max/argmax: "
-        "at most E records above / within E of the largest count; posterior: Hellinger distance",
+    from dpdesk.commands.terms import add_accuracy, add_confidence, add_epsilon
+
+    add_accuracy(
+        add,
+        "count: the half-width ±A of the wanted interval (> 0); max/argmax: at most A records above / "
+        "within A of the largest count; posterior: a Hellinger distance",
     )
-    add.add_argument("--delta", metavar="D", help="allowed miss probability δ, in (0, 1)")
-    add.add_argument(
-        "--alpha", metavar="A", help="max/argmax, posterior: the per-cell budget α instead of an accuracy"
-    )
+    add_confidence(add, "the probability that the answer is within ±A, e.g. 0.95 or 95%%", numeric=False)
+    add_epsilon(add, "max/argmax, posterior: the privacy loss ε every cell pays, instead of an accuracy")
     add.add_argument("--requester", default="", metavar="NAME")
     add.add_argument("--id", metavar="ID", help="request id (default r<N>)")
     edit = sub.add_parser("edit", help="change a pending request's terms (an accepted counter-offer)")
     edit.add_argument("path", metavar="PATH")
     edit.add_argument("--request", required=True, metavar="ID")
-    edit.add_argument("--eps", metavar="E", help="the new ε (default: unchanged)")
-    edit.add_argument("--delta", metavar="D", help="the new δ (default: unchanged)")
-    edit.add_argument("--alpha", metavar="A", help="the new α of a max/argmax or posterior request")
+    add_accuracy(edit, "the new accuracy ±A (default: unchanged)")
+    add_confidence(edit, "the new confidence, e.g. 0.95 or 95%% (default: unchanged)", numeric=False)
+    add_epsilon(edit, "the new privacy loss ε of a max/argmax or posterior request")
     imp = sub.add_parser(
-        "import", help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id])"
+        "import",
+        help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id]: eps is "
+        "the accuracy ±a, delta the miss probability 1 − confidence, alpha the privacy loss ε)",
     )
     imp.add_argument("path", metavar="PATH")
     imp.add_argument("file", metavar="FILE")

@@ -93,9 +93,9 @@ def status_line(s, offer=None) -> str:
         if s.check.touches:
             line += f" (risk of crossing {s.check.risk:.4g})"
         if offer is not None and offer.eps is not None and s.verdict == "declined":
-            line += f"; up to α = {offer.alpha:.4g} passes the claims and fits the budget"
+            line += f"; up to ε = {offer.alpha:.4g} passes the claims and fits the budget"
         elif s.largest_alpha is not None and offer is None:
-            line += f"; largest α that passes {s.largest_alpha:.4g}"
+            line += f"; largest ε that passes {s.largest_alpha:.4g}"
     return line
 
 

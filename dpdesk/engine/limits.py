@@ -102,8 +102,8 @@ def check_eps(value: Any, name: str = "eps") -> float:
     return check_number(x, name, MIN_EPS, MAX_EPS)
 
 
-def check_alpha(value: Any, name: str = "alpha") -> float:
-    """A budget α: :data:`MIN_ALPHA` … :data:`MAX_ALPHA`."""
+def check_alpha(value: Any, name: str = "epsilon") -> float:
+    """A privacy loss ε (the paper's α): :data:`MIN_ALPHA` … :data:`MAX_ALPHA`."""
     x = _as_float(value, name)
     if x <= 0:
         raise DpdeskError(f"{name} ({value!r}) must be a positive finite number")

@@ -24,6 +24,7 @@ __all__ = [
     "CONFIDENCE",
     "EPSILON",
     "accuracy_text",
+    "confidence_flag",
     "confidence_text",
     "delta_of_confidence",
     "epsilon_text",
@@ -83,6 +84,16 @@ def terms_text(kind: str, eps: float | None, delta: float | None, alpha: float |
     if alpha is not None:
         parts.append(f"ε = {float(alpha):g}")
     return ", ".join(parts) or ("price in the text" if kind == "posterior" else "—")
+
+
+def confidence_flag(delta: float) -> str:
+    """The ``--confidence`` value that stores exactly the miss probability ``delta`` (the shortest
+    decimal of the float ``delta``, subtracted from 1 in decimal): what a printed command line offers.
+
+    >>> confidence_flag(0.05), confidence_flag(0.0012345678901), delta_of_confidence(confidence_flag(0.661))
+    ('0.95', '0.9987654321099', 0.661)
+    """
+    return str(1 - Decimal(repr(float(delta))))
 
 
 def delta_of_confidence(text: str | float) -> float:

@@ -275,7 +275,7 @@ class Releaser:
             cap = float(self.file.delta_cap)
             if float(deltas.max()) > cap * (1 + 1e-12):
                 why = (
-                    "the project allows no δ (its δ cap is 0: pure α-DP releases only)"
+                    "the project allows no δ (its δ cap is 0: pure ε-DP releases only)"
                     if cap == 0
                     else f"over the project's δ cap {cap:g}"
                 )

@@ -168,7 +168,7 @@ def _check_window(e: LedgerEntry, value_key: str, bad: Bad) -> None:
     ):
         bad(
             e.seq,
-            f"entry {e.seq}: released interval [{lo:.6g}, {hi:.6g}] is not a 2ε = {2 * eps:g} window "
+            f"entry {e.seq}: released interval [{lo:.6g}, {hi:.6g}] is not a ±{eps:g} window "
             f"around the released {value:.6g}",
         )
 
@@ -222,7 +222,7 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
     if needed is not None and float(p["alpha"]) < float(needed) * (1 - REL_TOL):
         bad(
             e.seq,
-            f"{where}: charged α = {float(p['alpha']):.6g}, less than the α = {float(needed):.6g} "
+            f"{where}: charged ε = {float(p['alpha']):.6g}, less than the ε = {float(needed):.6g} "
             f"the request needed",
         )
     basis = p.get("basis")

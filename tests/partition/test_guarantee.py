@@ -104,9 +104,9 @@ def test_a_marginal_plan_cannot_promise_cells(schema3):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(alpha=0.0), BudgetError, "alpha (0.0)"),
-        (dict(alpha=-1.0), BudgetError, "alpha (-1.0)"),
-        (dict(alpha=float("nan")), BudgetError, "alpha"),
+        (dict(alpha=0.0), BudgetError, "epsilon (0.0)"),
+        (dict(alpha=-1.0), BudgetError, "epsilon (-1.0)"),
+        (dict(alpha=float("nan")), BudgetError, "epsilon"),
         (dict(accuracy=0.0), BudgetError, "accuracy (0.0)"),
         (dict(alpha=1.0, accuracy=3.0), BudgetError, "exactly one"),
         (dict(alpha=1.0, delta=1.0), BudgetError, "delta"),

@@ -36,8 +36,8 @@ def test_preview_prices_the_box_cells_and_spends_nothing(store, capsys):
         "posterior of the shares of income (2 categories: <=50K, >50K) among age in {0-30}; prior Beta(1, 1)"
         in out
     )
-    assert "exponential mechanism, global sensitivity: α = 0.5 on each of the box's 2 cells" in out
-    assert "size not public: α = 0.125 of it buys the box's noisy total first" in out
+    assert "exponential mechanism, global sensitivity: ε = 0.5 on each of the box's 2 cells" in out
+    assert "size not public: ε = 0.125 of it buys the box's noisy total first" in out
     assert "expected Hellinger distance at a reference table of 30 records split as the prior" in out
     assert "budget: system cost 0 → 0.5 of 1" in out and "\nreleasable\n" in out
     assert "nothing was spent (preview only)" in out

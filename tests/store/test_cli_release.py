@@ -12,10 +12,10 @@ from dpdesk.cli import main
 def test_plan_prints_cost_and_labelled_guarantees_and_spends_nothing(store, capsys):
     path = store.new_project(budget=1.0)
     before = store.digest(path)
-    assert main(["release", "plan", str(path), "--tree", "age", "--alpha", "0.4"]) == 0
+    assert main(["release", "plan", str(path), "--tree", "age", "--epsilon", "0.4"]) == 0
     out = capsys.readouterr().out
     assert "interval tree over age (branching 2, 2 levels), crossed with income" in out
-    assert "every cell pays α = 0.4 (2 count(s) per record at α = 0.2 each" in out
+    assert "every cell pays ε = 0.4 (2 count(s) per record at ε = 0.2 each" in out
     assert "system cost: 0 now → 0.4 after" in out
     assert "each query, every interval of age (other attributes summed): within ±" in out
     assert "all count queries at once: no such bound here" in out and "Thm" not in out
@@ -34,12 +34,12 @@ def test_plan_prints_cost_and_labelled_guarantees_and_spends_nothing(store, caps
     [
         (["--tree", "height", "--alpha", "1"], "unknown attribute 'height'"),
         (["--tree", "income", "--alpha", "1"], "is not ordered"),
-        (["--cells", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
-        (["--cells", "--alpha", "-2"], "alpha (-2.0)"),
+        (["--cells", "--epsilon", "0"], "epsilon (0.0) must be a positive finite number"),
+        (["--cells", "--epsilon", "-2"], "epsilon (-2.0)"),
         (["--marginals", "3", "--alpha", "1"], "marginal order 3"),
         (["--marginals", "one", "--alpha", "1"], "--marginals ('one')"),
         (["--cells", "--accuracy", "5", "--delta", "2"], "delta (2.0)"),
-        (["--cells"], "one of the arguments --alpha --accuracy is required"),
+        (["--cells"], "one of the arguments --epsilon --accuracy is required"),
     ],
 )
 @pytest.mark.parametrize("action", ["plan", "publish"])
@@ -71,7 +71,7 @@ def test_publish_asks_then_records_before_it_shows_and_export_writes_both_labell
     assert main(["release", "publish", str(path), "--cells", "--alpha", "0.4"]) == 1
     assert "not released (not confirmed)" in capsys.readouterr().err and store.digest(path) == before
     assert main(["release", "publish", str(path), "--cells", "--alpha", "2"]) == 1  # over the total budget
-    assert "not released: reject: every cell would pay α = 2" in capsys.readouterr().out
+    assert "not released: reject: every cell would pay ε = 2" in capsys.readouterr().out
     assert store.digest(path) == before
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
     assert main(["release", "publish", str(path), "--cells", "--alpha", "0.4"]) == 0
@@ -142,15 +142,17 @@ def test_select_releases_a_private_argmax_and_max_recorded_before_shown(store, c
     path = store.new_project(budget=1.0)
     before = store.digest(path)
     monkeypatch.setattr("sys.stdin", io.StringIO("no\n"))
-    assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5"]) == 1
+    assert main(["release", "select", str(path), "--query", "argmax(income)", "--epsilon", "0.5"]) == 1
     assert store.digest(path) == before
     assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "2", "--yes"]) == 1
     assert (
-        "not released: reject: α = 2 on the box" in capsys.readouterr().out and store.digest(path) == before
+        "not released: reject: ε = 2 on the box" in capsys.readouterr().out and store.digest(path) == before
     )
-    assert main(["release", "select", str(path), "--query", "argmax(income)", "--alpha", "0.5", "--yes"]) == 0
+    assert (
+        main(["release", "select", str(path), "--query", "argmax(income)", "--epsilon", "0.5", "--yes"]) == 0
+    )
     out = capsys.readouterr().out
-    assert "public accuracy: with probability ≥ 0.95, the released label's count is within" in out
+    assert "public accuracy: the released label's count is within" in out and "at 95 % confidence" in out
     released = out.split("released: ")[1].split(" (")[0]
     assert released in ("<=50K", ">50K")
     assert (
@@ -192,7 +194,7 @@ def test_select_releases_a_private_argmax_and_max_recorded_before_shown(store, c
             ["--query", "max(income)", "--alpha", "1"],
             "max needs an ordered (numeric) attribute; 'income' is categorical",
         ),
-        (["--query", "argmax(income)", "--alpha", "0"], "alpha (0.0) must be a positive finite number"),
+        (["--query", "argmax(income)", "--epsilon", "0"], "epsilon (0.0) must be a positive finite number"),
         (["--query", "argmax(income)", "--accuracy", "5", "--delta", "1.5"], "delta (1.5)"),
     ],
 )

@@ -44,12 +44,12 @@ def toy(monkeypatch):
 
 def test_the_toy_kind_is_queued_assessed_answered_and_verified_through_the_generic_path(store, toy):
     path = store.new_project(budget=1.0)  # not a test project: the release draws from OpenDP
-    res = store.cli("requests", "add", path, "--query", "total()", "--alpha", "0.25")
-    assert res.returncode == 0 and "(total; α=0.25)" in res.stdout, res.stderr
+    res = store.cli("requests", "add", path, "--query", "total()", "--epsilon", "0.25")
+    assert res.returncode == 0 and "(total; ε = 0.25)" in res.stdout, res.stderr
     before = store.digest(path)
     res = store.cli("assess", path, "--request", "r1")
     assert res.returncode == 0, res.stderr
-    assert "every cell pays α = 0.25; system cost 0 → 0.25 of 1" in res.stdout
+    assert "every cell pays ε = 0.25; system cost 0 → 0.25 of 1" in res.stdout
     assert "nothing was spent (preview only)" in res.stdout and store.digest(path) == before
     res = store.cli("answer", path, "--request", "r1", input="n\n")
     assert res.returncode == 1 and "not answered (not confirmed)" in res.stderr

@@ -90,7 +90,13 @@ def test_a_queued_max_argmax_and_posterior_are_stored_with_their_parameters_and_
         ("posterior(income | age=[]; prior=1)", None, None, 0.5, "empty label list for attribute 'age'"),
         ("posterior(income; prior=1)", 0.2, None, None, "needs both eps"),
         ("posterior(income; prior=1)", None, None, None, "needs a budget"),
-        ('count(age="0-30")', None, None, 0.5, "states its accuracy (eps, delta), not alpha"),
+        (
+            'count(age="0-30")',
+            None,
+            None,
+            0.5,
+            "states its accuracy and confidence (eps, delta), not a privacy loss",
+        ),
         ('count(age="0-30")', 5, None, None, "a count request needs delta"),
     ],
 )
@@ -116,9 +122,19 @@ def test_bad_request_text_or_parameters_are_one_line_and_nothing_is_written(
 def test_the_cli_queues_lists_assesses_and_answers_max_and_posterior_requests(store):
     path = store.new_project(budget=2.0)
     res = store.cli(
-        "requests", "add", path, "--query", "max(age)", "--eps", "5", "--delta", "0.1", "--requester", "cy"
+        "requests",
+        "add",
+        path,
+        "--query",
+        "max(age)",
+        "--accuracy",
+        "5",
+        "--confidence",
+        "90%",
+        "--requester",
+        "cy",
     )
-    assert res.returncode == 0 and "queued r1: max(age) (selection; ε=5, δ=0.1)" in res.stdout, res.stderr
+    assert res.returncode == 0 and "queued r1: max(age) (selection; ±5 at 90 %)" in res.stdout, res.stderr
     res = store.cli("requests", "add", path, "--query", "posterior(income; prior=1; budget=0.3)")
     assert res.returncode == 0 and "(posterior; price in the text)" in res.stdout, res.stderr
     listed = json.loads(store.cli("requests", "list", path, "--json").stdout)

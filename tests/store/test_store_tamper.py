@@ -237,14 +237,14 @@ def test_a_consistent_rewrite_is_still_checked_for_what_was_promised(store, ledg
         p["needed_alpha"] = p["alpha"] * 2
 
     report = _rechained(store, ledgered, "under.dpdesk", fresh, undercharge)
-    assert not report.ok and report.first_bad_seq == fresh and "less than the α" in report.problems[0]
+    assert not report.ok and report.first_bad_seq == fresh and "less than the ε" in report.problems[0]
 
     def widen(p):  # release a wider interval than the requester's 2ε
         lo, hi = p["interval"]
         p["interval"] = [lo - 5, hi + 5]
 
     report = _rechained(store, ledgered, "wide.dpdesk", fresh, widen)
-    assert not report.ok and report.first_bad_seq == fresh and "not a 2ε" in report.problems[0]
+    assert not report.ok and report.first_bad_seq == fresh and "is not a ±20 window" in report.problems[0]
 
 
 def test_a_recorded_charge_is_checked_against_the_mechanisms_privacy_map(store, ledgered):

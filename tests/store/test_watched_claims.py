@@ -9,6 +9,7 @@ import pytest
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.mechanisms.noise import SeededSampler
+from dpdesk.engine.vocabulary import delta_of_confidence
 from dpdesk.store import Project, db
 from dpdesk.store.watch import ClaimDeclined
 
@@ -266,7 +267,12 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
     assert a.noise.alpha_for(a.sensitivity, offer.eps * (1 - 2e-3), 0.1) > status.largest_alpha
     assert offer.free_delta is None  # nothing released yet: history offers nothing for free
     text = store.cli("assess", path, "--request", "r1").stdout
-    assert f"α = {offer.alpha:.4g}" in text and f"--eps {offer.eps:g}" in text and "not the ±3 asked" in text
+    assert (
+        f"ε = {offer.alpha:.4g}" in text
+        and f"--accuracy {offer.eps:g}" in text
+        and "not the ±3 asked" in text
+    )
+    assert f"within ±{offer.eps:g} at 90 %" in text and "α" not in text
     before = store.digest(path)
     out = store.cli("requests", "edit", path, "--request", "r1", "--eps", "nine")
     assert out.returncode == 2 and "eps" in out.stderr and store.digest(path) == before
@@ -289,7 +295,8 @@ def test_the_claims_counter_offer_releases_at_the_largest_alpha_that_passes(stor
         offer2 = offer_within_claims(p.claim_statuses(a2), a2, 5.0)
     assert offer2.free_delta is not None and 1 - offer2.free_delta <= offer2.free_confidence + 1e-9
     text = store.cli("assess", path, "--request", "r2").stdout
-    assert f"--delta {offer2.free_delta:g}" in text and "free from history" in text
+    flag = text.split("--confidence ")[1].split()[0]
+    assert delta_of_confidence(flag) == offer2.free_delta and "free from history" in text
     assert (
         store.cli("requests", "edit", path, "--request", "r2", "--delta", f"{offer2.free_delta:g}").returncode
         == 0

@@ -17,6 +17,7 @@ from dpdesk.engine.kinds.base import Asked, ClaimOffer, ClaimVerdict, Read, Reco
 from dpdesk.engine.mechanisms.postprocessing import INFERENCE
 from dpdesk.engine.mechanisms.registry import NOISE_FAMILIES
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.vocabulary import accuracy_text
 
 if TYPE_CHECKING:  # the pipeline is imported when a count is first planned (the registry stays light)
     from dpdesk.engine.answering.assessment import Assessment
@@ -48,12 +49,13 @@ class CountKind(ReleaseKind["Assessment"]):
     ) -> Read:
         if alpha is not None:
             raise DpdeskError(
-                "a count request states its accuracy (eps, delta), not alpha: the engine decides α"
+                "a count request states its accuracy and confidence (eps, delta), not a privacy loss "
+                "(alpha): the engine decides ε"
             )
         if eps is None or delta is None:
             raise DpdeskError(
                 f"a count request needs {'eps' if eps is None else 'delta'} "
-                "(±eps with probability at least 1 − delta)"
+                "(its accuracy ±eps, with probability at least 1 − delta: --accuracy and --confidence)"
             )
         from dpdesk.engine.budget.accounting import check_requirement
         from dpdesk.engine.queries.text import query_from_input
@@ -70,7 +72,9 @@ class CountKind(ReleaseKind["Assessment"]):
         from dpdesk.engine.answering.workflow import assess
 
         if asked.query is None or asked.eps is None or asked.delta is None:
-            raise DpdeskError(f"request {asked.id!r} is not a count request with ε and δ")
+            raise DpdeskError(
+                f"request {asked.id!r} is not a count request with an accuracy and a confidence"
+            )
         if snapshot.history is None:
             raise DpdeskError("a count is assessed against the released history: the snapshot holds none")
         request = Request(asked.id or "1", asked.query, asked.eps, asked.delta, asked.requester)
@@ -91,9 +95,7 @@ class CountKind(ReleaseKind["Assessment"]):
 
     # -- wording -------------------------------------------------------------------------------
     def heading(self, asked: Asked, describe: str) -> str:
-        return (
-            f"request {asked.id}: {describe}  (±{asked.eps:g} with probability ≥ {1 - (asked.delta or 0):g})"
-        )
+        return f"request {asked.id}: {describe}  ({accuracy_text(asked.eps or 0, asked.delta or 0)})"
 
     def preview(self, plan: Assessment) -> list[str]:
         b, shown = plan.budget, plan.settings.shown
@@ -134,7 +136,7 @@ class CountKind(ReleaseKind["Assessment"]):
 
     def spend_words(self, plan: Assessment) -> tuple[str, str, list[str]]:
         raised = (
-            f"The request alone needs α = {plan.needed_alpha:.6g}; the spend policy ({plan.policy}) buys more "
+            f"The request alone needs ε = {plan.needed_alpha:.6g}; the spend policy ({plan.policy}) buys more "
             "so later requests can be answered from history."
             if plan.needed_alpha is not None and plan.spend_alpha > plan.needed_alpha
             else ""
@@ -159,8 +161,6 @@ class CountKind(ReleaseKind["Assessment"]):
             cost += f", fused with history (weight {r.fusion_weight:.3g})"
         # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values
         e = r.entry
-        from dpdesk.engine.answering.rounding import accuracy_text
-
         req = plan.request
         return [
             f"answer {req.id}: {e.shown()}  {e.shown_interval()}  "

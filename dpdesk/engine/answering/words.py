@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
 from dpdesk.engine.answering.workflow import alpha_words
+from dpdesk.engine.vocabulary import accuracy_text, confidence_flag, confidence_text
 
 if TYPE_CHECKING:
     from dpdesk.engine.answering.assessment import Assessment
@@ -22,7 +23,7 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     """An assessment in words: the request, what history says, the decision, the price and the budget."""
     r = a.request
     q = r.query.text or f"query with {len(r.query.sparse()[0])} nonzero coefficients"
-    lines = [f"request {r.id}: {q}   ε = {r.eps:g}, δ = {r.delta:g}"]
+    lines = [f"request {r.id}: {q}   {accuracy_text(r.eps, r.delta)}"]
     est = a.estimate
     if est.estimable:
         where = (
@@ -34,10 +35,10 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
         lines.append(f"  estimate        {format_value(est.estimate, counts)}  (std {est.std:.4g}; {where})")
         lo, hi = a.interval if a.interval is not None else (float("nan"), float("nan"))
         lines.append(
-            f"  {100 * (1 - r.delta):g}% interval    {format_interval(lo, hi, counts)}  "
+            f"  {confidence_text(r.delta)} interval  {format_interval(lo, hi, counts)}  "
             f"(mass {a.interval_confidence:.6f})"
         )
-        lines.append(f"  confidence ±ε   {a.confidence_at_eps:.6f}")
+        lines.append(f"  confidence ±a   {a.confidence_at_eps:.6f}")
         asked = f", asked for {a.requested_method}" if a.method != a.requested_method else ""
         lines.append(f"  computed by     {a.method} (error ≤ {a.error_bound:.1e}{asked})")
         if a.interval_query is not None:
@@ -54,7 +55,7 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
         lines.append(f"  not estimable from the {est.history_size} released answers")
         if est.history_size and r.query.text:  # issue 17: offer the zero-cost (biased) estimate from them
             lines.append(
-                f"  zero-cost       a biased estimate from them, meeting no (ε, δ): "
+                f"  zero-cost       a biased estimate from them, meeting no accuracy requirement: "
                 f"dpdesk assess PROJECT --query 'estimate({r.query.text})'"
             )
     b = a.budget
@@ -73,8 +74,8 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     lines.append(f"  fresh answer    {alpha_words(a.noise, a.spend_alpha, 6)} ({a.noise.label} noise{fused})")
     if a.headroom is not None:
         lines.append(
-            f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
-            f"its cells can still pay α = {a.headroom:.6g}"
+            f"  spend policy    {a.policy}: the request alone needs ε = {a.needed_alpha:.6g}; "
+            f"its cells can still pay ε = {a.headroom:.6g}"
         )
     lines.append(f"  system cost     {budget_words(a.settings, b)}")
     return lines
@@ -103,15 +104,15 @@ def offer_lines(offer: CounterOffer, a: Assessment, path: str) -> list[str]:
     lines = []
     if offer.eps is not None:
         lines.append(
-            f"  counter-offer   a fresh answer at α = {offer.alpha:.4g} (the largest α that passes the claims "
+            f"  counter-offer   a fresh answer at ε = {offer.alpha:.4g} (the largest ε that passes the claims "
             "and fits the cells' budget) "
-            f"is within ±{offer.eps:g} at δ = {offer.delta:g}, not the ±{r.eps:g} asked: "
-            f"dpdesk requests edit {path} --request {r.id} --eps {offer.eps:g}"
+            f"is within {accuracy_text(offer.eps, offer.delta, short=True)}, not the ±{r.eps:g} asked: "
+            f"dpdesk requests edit {path} --request {r.id} --accuracy {offer.eps:g}"
         )
     if offer.free_delta is not None:
         lines.append(
-            f"  counter-offer   free from history: ±{r.eps:g} at {offer.free_confidence:.4g} confidence: "
-            f"dpdesk requests edit {path} --request {r.id} --delta {offer.free_delta:g}"
+            f"  counter-offer   free from history: ±{r.eps:g} at {confidence_text(offer.free_delta)} "
+            f"confidence: dpdesk requests edit {path} --request {r.id} --confidence {confidence_flag(offer.free_delta)}"
         )
     return lines or [
         "  counter-offer   none: no fresh answer passes the claims and history does not estimate it"

@@ -229,8 +229,8 @@ def decide(
     if paced is not None and paced.declined and b.fits:
         assert settings.policy is not None
         return "reject", (
-            f"declined by the spend policy — needs α = {_fmt(needed)}, {needed / paced.headroom:.0%} of what "
-            f"its cells can still pay (α ≤ {_fmt(paced.headroom)}, limited by "
+            f"declined by the spend policy — needs ε = {_fmt(needed)}, {needed / paced.headroom:.0%} of what "
+            f"its cells can still pay (ε ≤ {_fmt(paced.headroom)}, limited by "
             f"{_tightest(request, pricing.cell_costs, settings.total_budget, paced, schema)}); the policy declines "
             f"requests over {settings.policy.cap:.0%}"
         )
@@ -243,7 +243,7 @@ def decide(
         if paced is not None and spend > needed:
             assert settings.policy is not None
             cost = (
-                f"costs α = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
+                f"costs ε = {_fmt(spend)} (spend policy: at least {settings.policy.floor:.0%} of the headroom "
                 f"{_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}{', fused with history' if fused else ''})"
             )
         elif fused:

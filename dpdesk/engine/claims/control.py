@@ -294,7 +294,7 @@ def check_release(
         Posterior method for the shape after the release.
     """
     if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
-        raise DpdeskError(f"{claim.name}: α ({alpha!r}) must be a positive finite number")
+        raise DpdeskError(f"{claim.name}: ε ({alpha!r}) must be a positive finite number")
     fam = family_for(query).name if family is None else noise_family(family).name
     return check_rows(
         history, claim, [(query, float(alpha), fam)], spent=spent, table_size=table_size, method=method

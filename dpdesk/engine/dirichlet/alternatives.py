@@ -94,7 +94,7 @@ def expected_release_series(plan: Any) -> list[tuple[str, Any]]:
     for method in (plan.method, _alternative(plan)):
         mech = _mechanism(plan, method, counts)
         series.append(
-            (f"{_words(method)} at α = {plan.alpha:.3g}: its release there", release_law(mech, counts))
+            (f"{_words(method)} at ε = {plan.alpha:.3g}: its release there", release_law(mech, counts))
         )
     return series
 
@@ -115,12 +115,12 @@ def released_series(plan: Any, release: Any) -> list[tuple[str, Any]]:
                 "true shares: released posterior with the Laplace noise",
                 noisy_counts_law(q.prior, release.noisy_counts, plan.alpha),
             ),
-            (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts)),
+            (f"{_words(alt)} at the same ε around it", release_law(_mechanism(plan, alt, counts), counts)),
         ]
     return [
         ("prior", q.prior),
         ("released posterior (alone: leaves out the mechanism's randomness)", params),
-        (f"{_words(alt)} at the same α around it", release_law(_mechanism(plan, alt, counts), counts)),
+        (f"{_words(alt)} at the same ε around it", release_law(_mechanism(plan, alt, counts), counts)),
     ]
 
 

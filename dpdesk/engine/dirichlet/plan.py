@@ -431,7 +431,7 @@ def _priced(
     """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
     n_box = int(plan.query.box_query().support_size())
     reason = (
-        f"{plan.mechanism.label}: α = {plan.alpha:.4g}"
+        f"{plan.mechanism.label}: ε = {plan.alpha:.4g}"
         + (f", δ = {plan.delta:.3g}" if plan.delta else "")
         + f" on each of the box's {n_box} cells"
     )

@@ -41,13 +41,13 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
     q = a.query
     n_box = int(q.box_query().support_size())
     lines = [_request_line(q)]
-    cost = f"cost: {a.mechanism.label}: α = {a.alpha:.4g}"
+    cost = f"cost: {a.mechanism.label}: ε = {a.alpha:.4g}"
     if a.delta:
         cost += f", δ = {a.delta:.3g}"
     lines.append(cost + f" on each of the box's {n_box} cells")
     if a.target is not None:
         lines.append(
-            f"  α chosen for: within {a.target[0]:g} (Hellinger) of the nearest candidate with "
+            f"  ε chosen for: within {a.target[0]:g} (Hellinger) of the nearest candidate with "
             f"probability ≥ {1 - a.target[1]:g}"
         )
     if a.method == "laplace":
@@ -61,7 +61,7 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
         )
     else:
         lines.append(
-            f"  size not public: α = {a.size_alpha:.4g} of it buys the box's noisy total first (released too); "
+            f"  size not public: ε = {a.size_alpha:.4g} of it buys the box's noisy total first (released too); "
             f"then at most {a.max_candidates:,} candidates around it"
         )
     if a.chosen_by:
@@ -75,16 +75,16 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
         )
     elif g:
         lines.append(
-            f"no useful data-free guarantee at this budget (it would need α ≥ {g['alpha_for_0.5']:.3g} to "
+            f"no useful data-free guarantee at this budget (it would need ε ≥ {g['alpha_for_0.5']:.3g} to "
             "promise a distance below 0.5 with probability 0.9): judge it by the expected accuracy below"
         )
     elif a.method == "exponential-smooth":
         lines.append(
-            "guarantee: (α, δ)-DP (docs/dirichlet.md §4); its accuracy depends on the data, so none is promised"
+            "guarantee: (ε, δ)-DP (docs/dirichlet.md §4); its accuracy depends on the data, so none is promised"
         )
     else:
         lines.append(
-            "guarantee: α-DP; its accuracy depends on the data (clipping, the posterior's shape), so none is promised"
+            "guarantee: ε-DP; its accuracy depends on the data (clipping, the posterior's shape), so none is promised"
         )
     if a.reference:
         m = sum(a.reference_counts or ())

@@ -265,7 +265,7 @@ class EstimatePlan:
         if stated is None:
             out.append(
                 f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); BIASED — it meets no "
-                "(ε, δ) and is not a confidence statement"
+                "accuracy requirement and is not a confidence statement"
             )
             out.append(
                 "NO ERROR BOUND: history does not determine this query, so nothing limits how far this "
@@ -276,7 +276,7 @@ class EstimatePlan:
             kind = "BIASED (shrunk towards the prior)" if self.biased else "history's unbiased estimate"
             out.append(
                 f"estimate {e.value:.6g} at shrinkage τ = {tau} ({self.tau_source}); {kind}; it meets no "
-                "request's (ε, δ) by itself (assess the request for that)"
+                "request's accuracy by itself (assess the request for that)"
             )
             out.append(f"error: within {stated[1]} — this bound holds for this query")
             if self.biased:

@@ -143,21 +143,16 @@ class Recorded(Protocol):
 
 
 def terms_text(kind: str, eps: float | None, delta: float | None, alpha: float | None) -> str:
-    """What a request states besides its text, in words (``ε=50, δ=0.05``; ``α=0.5``; ``—``)."""
-    parts = []
-    if eps is not None:
-        parts.append(f"ε={eps:g}")
-    if delta is not None:
-        parts.append(f"δ={delta:g}")
-    if alpha is not None:
-        parts.append(f"α={alpha:g}")
-    return ", ".join(parts) or ("price in the text" if kind == "posterior" else "—")
+    """What a request states besides its text, in words (``±50 at 95 %``; ``ε = 0.5``; ``—``)."""
+    from dpdesk.engine.vocabulary import terms_text as words
+
+    return words(kind, eps, delta, alpha)
 
 
 def cost_text(plan: ReleasePlan) -> str:
-    """What every charged cell of a box-shaped plan pays: ``α = 0.5`` (and ``δ = 1e-07`` for an (α, δ) one)."""
+    """What every charged cell of a box-shaped plan pays: ``ε = 0.5`` (and ``δ = 1e-07`` for an (ε, δ) one)."""
     alpha = sum(t.scale for t in plan.charge.terms)  # one 0/1 box term: the α of each of its cells
-    return f"α = {alpha:.6g}" + (f" and δ = {plan.charge.delta:.3g}" if plan.charge.delta else "")
+    return f"ε = {alpha:.6g}" + (f" and δ = {plan.charge.delta:.3g}" if plan.charge.delta else "")
 
 
 P = TypeVar("P", bound=ReleasePlan)

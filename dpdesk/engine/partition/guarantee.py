@@ -37,6 +37,7 @@ from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.queries.text import format_terms
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.vocabulary import accuracy_text
 
 __all__ = [
     "Guarantee",
@@ -480,10 +481,10 @@ def preview(
         alpha = alpha_for_accuracy(plan, target, delta, qcs[0])
         if alpha > MAX_ALPHA:
             raise BudgetError(
-                f"accuracy ±{target:g} at δ = {delta:g} would need α = {alpha:.3g} per cell, more than any "
+                f"accuracy {accuracy_text(target, delta, short=True)} would need ε = {alpha:.3g} per cell, more than any "
                 f"budget ({MAX_ALPHA:g})"
             )
-    alpha = check_alpha(_check_number("alpha", alpha))  # type: ignore[arg-type]
+    alpha = check_alpha(_check_number("epsilon", alpha))  # type: ignore[arg-type]
     row_alpha = plan.row_alpha(alpha)
     scale = 1.0 / row_alpha
     solver = PlanSolver(plan)

@@ -50,7 +50,7 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
         b, schema = pv.budget, pv.plan.schema
         lines = [
             f"plan: {pv.plan.description}",
-            f"cost: every cell pays α = {pv.alpha:.6g} ({pv.plan.coverage} count(s) per record at α = "
+            f"cost: every cell pays ε = {pv.alpha:.6g} ({pv.plan.coverage} count(s) per record at ε = "
             f"{pv.row_alpha:.6g} each; discrete Laplace noise of scale {pv.scale:.6g})"
             + (f", chosen for ±{pv.target:g}" if pv.target else ""),
             (
@@ -67,7 +67,7 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
 
     def question(self, plan: PartitionReleasePlan) -> str:
         pv = plan.preview
-        return f"publish {pv.plan.n_rows} noisy counts, every cell paying α = {pv.alpha:.6g}?"
+        return f"publish {pv.plan.n_rows} noisy counts, every cell paying ε = {pv.alpha:.6g}?"
 
     def outcome(self, release: Recorded, plan: PartitionReleasePlan, path: str = "PROJECT") -> list[str]:
         pv, seq = plan.preview, release.entry.seq

@@ -288,7 +288,7 @@ def draw_release(
         or not math.isfinite(alpha)
         or alpha <= 0
     ):
-        raise BudgetError(f"alpha ({alpha!r}) must be a positive finite number")
+        raise BudgetError(f"epsilon ({alpha!r}) must be a positive finite number")
     if not getattr(sampler, "secure", False) and not allow_insecure:
         raise BudgetError(
             f"sampler {getattr(sampler, 'name', sampler)!r} is not secure; releases need the vetted sampler"

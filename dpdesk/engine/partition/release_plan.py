@@ -43,10 +43,10 @@ class PartitionReleasePlan:
         pv = self.preview
         if not pv.fits:
             return (
-                f"reject: every cell would pay α = {pv.alpha:.4g}, taking the system cost to "
+                f"reject: every cell would pay ε = {pv.alpha:.4g}, taking the system cost to "
                 f"{pv.budget.system_cost_after:.4g}, over the total {pv.budget.total:g}"
             )
-        return f"publish {pv.plan.description} at α = {pv.alpha:.4g} per cell"
+        return f"publish {pv.plan.description} at ε = {pv.alpha:.4g} per cell"
 
     @property
     def charge(self) -> Charge:

@@ -30,6 +30,7 @@ from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.registry import family_for, noise_family
 from dpdesk.engine.planning.plan import BatchPlan, Measurement, PlannedRequest
 from dpdesk.engine.queries.query import Query
+from dpdesk.engine.vocabulary import confidence_text
 
 __all__ = ["FREE_LIMIT", "Checker", "narrowest_eps", "threads", "uncovered", "without"]
 
@@ -185,7 +186,7 @@ def uncovered(
     elif offer is None:
         why = "the budget left cannot cover it"
     else:
-        why = f"not covered: ±{offer:.4g} at δ = {r.delta:g} is the narrowest the budget left could give"
+        why = f"not covered: ±{offer:.4g} at {confidence_text(r.delta)} is the narrowest the budget left could give"
     return PlannedRequest(r, "uncovered", alone, None, offer, free_eps, why)
 
 

@@ -47,7 +47,7 @@ class MeasurementPlan:
     @property
     def reason(self) -> str:
         m = self.measurement
-        return f"batch measurement {self.index + 1} of {self.count} ({self.strategy}) at α = {m.alpha:.4g}"
+        return f"batch measurement {self.index + 1} of {self.count} ({self.strategy}) at ε = {m.alpha:.4g}"
 
     @property
     def charge(self) -> Charge:

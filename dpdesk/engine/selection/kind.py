@@ -76,7 +76,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
         """Mechanism, per-cell α, budget before and after, public accuracy."""
         b, rnm = plan.budget, plan.rnm
         lines = [
-            f"{rnm.query.text}: report-noisy-max, every cell of the box pays α = {rnm.alpha:.6g}; system cost "
+            f"{rnm.query.text}: report-noisy-max, every cell of the box pays ε = {rnm.alpha:.6g}; system cost "
             f"{b.words()}",
             f"public accuracy: {rnm.accuracy_text(plan.schema, plan.delta)}",
         ]

@@ -34,6 +34,7 @@ from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.queries.query import Query, Term
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.selection.query import SelectionQuery
+from dpdesk.engine.vocabulary import confidence_text
 
 __all__ = [
     "REPORT_NOISY_MAX",
@@ -107,7 +108,7 @@ class ReportNoisyMax:
     def __post_init__(self) -> None:
         a = self.alpha
         if isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a) or a <= 0:
-            raise BudgetError(f"alpha ({a!r}) must be a positive finite number")
+            raise BudgetError(f"epsilon ({a!r}) must be a positive finite number")
 
     name = "report_noisy_max_exponential"
 
@@ -129,9 +130,10 @@ class ReportNoisyMax:
 
     def accuracy_text(self, schema: Schema, delta: float) -> str:
         t = self.shortfall(schema, delta)
+        at = f"at {confidence_text(delta)} confidence"
         if self.query.kind == "argmax":
-            return f"with probability ≥ {1 - delta:.4g}, the released label's count is within {t:.4g} of the largest count"
-        return f"with probability ≥ {1 - delta:.4g}, at most {math.floor(t)} records of the box lie above the released value"
+            return f"the released label's count is within {t:.4g} of the largest count, {at}"
+        return f"at most {math.floor(t)} records of the box lie above the released value, {at}"
 
     @classmethod
     def for_accuracy(

@@ -48,11 +48,11 @@ class SelectionPlan:
     def reason(self) -> str:
         if not self.releasable:
             return (
-                f"reject: α = {self.rnm.alpha:.4g} on the box would take the system cost to "
+                f"reject: ε = {self.rnm.alpha:.4g} on the box would take the system cost to "
                 f"{self.budget.system_cost_after:.4g}, over the total {self.budget.total:g}"
             )
         return (
-            f"report-noisy-max at α = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
+            f"report-noisy-max at ε = {self.rnm.alpha:.4g}: {self.rnm.accuracy_text(self.schema, self.delta)}"
         )
 
     def noisy_rows(self) -> tuple[()]:
