@@ -23,7 +23,7 @@ def test_answered_request_shows_its_release_not_a_live_decision(demo_window, qtb
     assert panel.decision.text() == "ANSWERED — FRESH"
     reason = panel.reason.text()
     assert f"Released {entry.released:.6g}" in reason and f"ledger entry #{entry.seq}" in reason
-    assert f"α = {float(entry.payload['alpha']):.4g}" in reason and entry.time[:10] in reason
+    assert f"ε = {float(entry.payload['alpha']):.4g}" in reason and entry.time[:10] in reason
     assert "already decided" in panel.fields["cost"].text()
     # issue 34 item 3: one interval for the released answer, with its confidence; the posterior fields and
     # the plot are history's now (which includes the release), and say so

@@ -68,7 +68,7 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     q02 = expected.requests[0]
     assert (
         q02.alone_alpha > 0
-        and by_id["q02"][COL["alone today spends"]] == f"α = {q02.alone_alpha:.4g} on its cells"
+        and by_id["q02"][COL["alone today spends"]] == f"ε = {q02.alone_alpha:.4g} on its cells"
     )
     assert by_id["q02"][COL["with the batch"]] == "free after the batch's measurements"
     assert by_id["q02"][COL["asks"]] == "±60 at 95 % confidence"
@@ -79,7 +79,7 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     assert expected.strategy == "one by one" and expected.answered == expected.one_by_one_answered
     assert f"Answers {expected.answered} of 3." in d.summary.text()
     assert expected.why() in d.summary.text().replace("&#x27;", "'")
-    assert f"offer ±{q34.offer_eps:.4g} at δ 0.01" in by_id["q34"][COL["if not covered"]]
+    assert f"offer ±{q34.offer_eps:.4g} at 99 %" in by_id["q34"][COL["if not covered"]]
     assert (
         f"system cost {expected.system_cost:.4g} now → {expected.system_cost_after:.4g} after"
         in d.summary.text()

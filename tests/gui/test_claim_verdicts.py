@@ -50,11 +50,11 @@ def test_a_blocked_counts_note_and_button_state_one_alpha(demo_window, qtbot, di
     _watch(win, monkeypatch, a.request.query.text, "0", "1000")
     qtbot.waitUntil(lambda: panel.claim_blocked and panel.offer_btn.isVisible(), timeout=20000)
     offer = panel.claim_offer
-    assert f"up to α = {offer.alpha:.4g} passes the claims" in panel.claims_note.text()
-    assert f"α = {offer.alpha:.4g}" in panel.offer_btn.text()
+    assert f"up to ε = {offer.alpha:.4g} passes the claims" in panel.claims_note.text()
+    assert f"ε = {offer.alpha:.4g}" in panel.offer_btn.text()
     shown = {
         float(x.split()[0].rstrip(",;)"))
-        for x in panel.claims_note.text().split("α = ")[1:] + panel.offer_btn.text().split("α = ")[1:]
+        for x in panel.claims_note.text().split("ε = ")[1:] + panel.offer_btn.text().split("ε = ")[1:]
     }
     assert shown == {float(f"{offer.alpha:.4g}")}  # no second, larger "largest α" beside it
     qtbot.mouseClick(panel.reject_btn, Qt.MouseButton.LeftButton)  # the curator may still refuse it

@@ -20,7 +20,7 @@ def test_counter_offer_for_an_overspending_request_is_the_narrowest_affordable_e
     assert a.decision == "reject"  # ±2 at δ = 0.01 would exceed the total budget
     qtbot.mouseClick(page.offer_btn, Qt.MouseButton.LeftButton)
     message, options = dialogs.choices[-1]
-    assert "q34 asks ±2 at δ = 0.01" in message and "a fresh answer within ±" in options[0]
+    assert "q34 asks ±2 at 99 % confidence" in message and "a fresh answer within ±" in options[0]
     room, _ = headroom(a.request.query, a.cell_costs, 1.0)
     offered = win.session.request("q34")
     assert offered.delta == 0.01 and offered.eps > 2

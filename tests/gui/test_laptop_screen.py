@@ -160,7 +160,7 @@ def _dialogs_of(win, tmp_path):
     yield "about", AboutDialog(win)
     yield "glossary", GlossaryDialog(win)
     yield "batch", BatchDialog(s, ["q33", "q35"], "fft", win)
-    yield "spend confirmation", SpendConfirmation(*spend_text("x", "α = 0.1", 0.4, 0.5, 1.0, [long]), win)
+    yield "spend confirmation", SpendConfirmation(*spend_text("x", "ε = 0.1", 0.4, 0.5, 1.0, [long]), win)
     yield "choice", ChoiceDialog("Counter-offer", long, [long, long], win)
 
 
@@ -246,8 +246,8 @@ def test_a_counter_offer_after_a_watched_claim_asks_the_same_confirmation(
     seen = _drive_modals(qtbot, [(ChoiceDialog, choose), (SpendConfirmation, cancel_by_enter)])
     qtbot.mouseClick(panel.offer_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: len(seen) == 2 and not seen[-1].isVisible(), timeout=30000)
-    assert shown["options"][0].startswith(f"a fresh answer at α = {offer.alpha:.4g}")
-    assert f"It spends α = {offer.alpha:.6g}" in shown["heading"]
+    assert shown["options"][0].startswith(f"a fresh answer at ε = {offer.alpha:.4g}")
+    assert f"It spends ε = {offer.alpha:.6g}" in shown["heading"]
     assert len(win.session.ledger()) == entries and win.session.request(rid).status == "pending"
     assert win.session.request(rid).eps == pytest.approx(offer.eps)  # the accepted terms stay
     # the accepted terms are now the request's: the ordinary spend, confirmed by its button

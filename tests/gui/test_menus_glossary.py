@@ -39,7 +39,8 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
     from dpdesk.gui.widgets.glossary import GlossaryDialog
 
     win = demo_window
-    # ε is only ever the accuracy half-width; the budget is α, also when a project is created
+    # ε is only ever the privacy loss (the budget is a total ε, also when a project is created); an
+    # accuracy is ±a at a confidence shown in percent
     from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     asked = []
@@ -54,12 +55,13 @@ def test_one_vocabulary_budget_alpha_accuracy_eps_with_glossary_tooltips(
 
     monkeypatch.setattr(NewProjectDialog, "ask", staticmethod(ask))
     assert data_page.ask_new_project(win) == (str(tmp_path / "p.dpdesk"), 2.0, 0.0)
-    assert any("budget α" in t for t in asked) and not any("ε" in t for t in asked)
+    assert any("budget ε" in t for t in asked) and not any("α" in t for t in asked)
     dlg = QueryBuilderDialog(win.session.schema)
     qtbot.addWidget(dlg)
     form = next(lay for lay in dlg.findChildren(QFormLayout))
     label = form.labelForField(dlg.eps)
-    assert label.text().startswith("accuracy ±ε") and "half-width" in label.toolTip()
+    assert label.text().startswith("accuracy ±a") and "half-width" in label.toolTip()
+    assert form.labelForField(dlg.delta).text() == "confidence" and dlg.delta.text() == "95 %"
     assert "confidence" in form.labelForField(dlg.delta).toolTip()
     panel = win.requests.answer
     form = next(lay for lay in panel.findChildren(QFormLayout))

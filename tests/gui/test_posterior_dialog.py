@@ -64,7 +64,7 @@ def test_beta_preview_draws_curves_and_release_emits_exactly_the_previewed_plan(
     assert (
         "posterior of the shares of sex (2 categories: F, M) among age in {65-90}; prior Beta(1, 1)" in text
     )
-    assert "α = 0.6 on each of the box's 6 cells" in text  # 65-90 × {F, M} × {school, college, degree}
+    assert "ε = 0.6 on each of the box's 6 cells" in text  # 65-90 × {F, M} × {school, college, degree}
     assert "expected Hellinger distance at a reference table of 40 records" in text
     assert "budget: system cost 0 → 0.6 of 1" in text
     assert d.plot.mode == "curves" and plan.reference_counts == (20, 20)
@@ -75,7 +75,7 @@ def test_beta_preview_draws_curves_and_release_emits_exactly_the_previewed_plan(
     d.sigRelease.connect(emitted.append)
     assert d.release_button.isEnabled()
     d.release_button.click()
-    assert dialogs.spends and "It spends α = 0.6 on each of the box's 6 cells" in dialogs.spends[0][0]
+    assert dialogs.spends and "It spends ε = 0.6 on each of the box's 6 cells" in dialogs.spends[0][0]
     assert emitted == [plan]
 
 
@@ -96,7 +96,7 @@ def test_dirichlet_bars_and_the_accuracy_target_is_for_the_global_mechanism_only
         "exponential-global",
         "exponential-smooth",
     }
-    assert d.plot.mode == "bars" and "(α, δ)-DP" in d.result.toPlainText()
+    assert d.plot.mode == "bars" and "(ε, δ)-DP" in d.result.toPlainText()
     d.grab().save(str(tmp_path / "posterior_dialog_dirichlet.png"))
 
 

@@ -37,7 +37,7 @@ def test_a_queued_max_shows_its_private_chart_in_the_answer_panel_and_releases_o
     assert chart.labels == win.session.schema.attribute("age").labels and chart.badge.isVisible()
     assert "only one draw is released" in chart.note.text() and "Public accuracy" in chart.accuracy.text()
     assert "report-noisy-max" in view.text.text() and panel.decision.text() == "NEEDS A FRESH ANSWER"
-    assert panel.spend_btn.isEnabled() and "α = 0.5" in panel.spend_btn.text()
+    assert panel.spend_btn.isEnabled() and "ε = 0.5" in panel.spend_btn.text()
     win.requests.counter_offer()  # a counter-offer narrows a count's ±ε: explained, nothing changed
     assert "is a selection request" in dialogs.infos[-1][1] and win.session.request(req.id).alpha == 0.5
     budget = win.requests.budget
@@ -77,7 +77,7 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
     names = [item.name() for item in plot.plotItem.listDataItems()]
     assert names[0].startswith("prior") and "public table of 100" in names[1], names
     # the chosen mechanism (the more accurate at the reference size) and the other one beside it
-    assert {n.split(" at α")[0] for n in names[2:]} == {"Laplace baseline", "exponential mechanism (global)"}
+    assert {n.split(" at ε")[0] for n in names[2:]} == {"Laplace baseline", "exponential mechanism (global)"}
     assert "mechanism chosen by expected accuracy" in panel.plan_view.text.text()
     # each mechanism's curve integrates to 1 (a law of posteriors), and Laplace's is the wider one here
     curves = {n: item.getData() for n, item in zip(names, plot.plotItem.listDataItems())}
@@ -95,7 +95,7 @@ def test_a_queued_posterior_shows_the_laplace_baseline_as_a_curve_and_is_release
     # true shares that includes it (the Laplace noise is public), and the other mechanism around it
     assert names[1].startswith("released posterior (leaves out the noise): Beta(")
     assert names[2] == "true shares: released posterior with the Laplace noise"
-    assert names[3] == "exponential mechanism (global) at the same α around it"
+    assert names[3] == "exponential mechanism (global) at the same ε around it"
     assert "band including the Laplace noise" in panel.result.text()
     _shot(win, "queued-posterior-released")
 

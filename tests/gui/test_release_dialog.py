@@ -39,7 +39,7 @@ def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialo
     qtbot.waitUntil(lambda: d.preview_result is not None, timeout=WAIT)
     text = d.result.toPlainText()
     assert "interval tree over age (branching 2, 4 levels), crossed with sex, edu" in text
-    assert "Every cell pays α = 0.4 (4 count(s) per record, each at 0.1" in text
+    assert "Every cell pays ε = 0.4 (4 count(s) per record, each at 0.1" in text
     assert "System cost 0 now → 0.4 after, of 1" in text
     assert "each query, every interval of age (other attributes summed): within ±" in text
     assert "all count queries at once: no such bound here" in text and "Thm" not in text
@@ -119,7 +119,7 @@ def test_publish_release_from_the_budget_panel_records_one_entry_then_requests_u
     assert '"kind": "partition"' in audit.details.toPlainText() and "marginals" in audit.details.toPlainText()
     row = [audit.proxy.index(0, c).data() for c in range(audit.proxy.columnCount())]
     col = {name: i for i, name in enumerate(LEDGER_HEADERS)}  # by name: the table gained a requester column
-    assert row[2] == "partition" and float(row[col["α spent"]]) == 0.01 and "marginals" in row[col["summary"]]
+    assert row[2] == "partition" and float(row[col["ε spent"]]) == 0.01 and "marginals" in row[col["summary"]]
     table = tmp_path / "release.csv"
     monkeypatch.setattr(audit_page, "save_file_name", lambda *a: str(table))
     assert audit.table_btn.isEnabled()

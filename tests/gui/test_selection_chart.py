@@ -36,7 +36,9 @@ def test_chart_shows_exact_probabilities_marked_private_and_the_public_accuracy(
     )
     assert w.badge.text() == "PRIVATE" and w.badge.isVisible()
     assert "only one draw is released" in w.note.text()
-    assert w.accuracy.text().startswith("Public accuracy: with probability ≥ 0.95, at most")
+    assert (
+        w.accuracy.text().startswith("Public accuracy: at most") and "at 95 % confidence" in w.accuracy.text()
+    )
     heights = w._bars.opts["height"]
     assert np.allclose(heights, p) and abs(sum(heights) - 1) < 1e-12
     w.mark_released(6)
@@ -69,7 +71,7 @@ def test_max_argmax_dialog_previews_privately_then_releases_one_recorded_label(
     assert chart.labels == attr.labels and abs(chart.probabilities.sum() - 1) < 1e-9
     assert chart.badge.isVisible() and "only one draw is released" in chart.note.text()
     assert "released label's count is within" in chart.accuracy.text()
-    assert d.release_button.isEnabled() and "α = 0.05" in d.result.text()
+    assert d.release_button.isEnabled() and "ε = 0.05" in d.result.text()
     before = len(win.session.ledger())
     d.grab().save(str(tmp_path / "selection_dialog.png"))
     d.release_button.click()

@@ -180,7 +180,7 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
     blocked = panel.assessment
     offer = panel.claim_offer
     assert not panel.spend_btn.isEnabled() and offer.alpha < blocked.spend_alpha and offer.eps > eps
-    assert f"α = {offer.alpha:.4g}" in panel.offer_btn.text() and panel.offer_btn.isEnabled()
+    assert f"ε = {offer.alpha:.4g}" in panel.offer_btn.text() and panel.offer_btn.isEnabled()
     win.resize(1320, 880)
     qtbot.wait(50)
     assert _shot(win, "counter-offer", tmp_path).stat().st_size > 10_000
@@ -193,12 +193,12 @@ def test_a_blocked_request_is_released_at_the_largest_alpha_that_passes(
     message, options = dialogs.choices[-1]
     assert "blocks the fresh answer" in message and "asks for confirmation" in message
     assert (
-        options[0].startswith(f"a fresh answer at α = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
+        options[0].startswith(f"a fresh answer at ε = {offer.alpha:.4g}") and f"±{offer.eps:g}" in options[0]
     )
     qtbot.waitUntil(lambda: win.session.request(rid).status == "answered", timeout=WAIT)
     wait_released(qtbot, win)
     # the accepted offer was confirmed like every other spend, at the α the button offered
-    assert f"It spends α = {offer.alpha:.6g}" in dialogs.spends[-1][0]
+    assert f"It spends ε = {offer.alpha:.6g}" in dialogs.spends[-1][0]
     (entry,) = win.session.ledger()[entries:]
     assert entry.kind == "fresh" and entry.request_id == rid
     assert float(entry.payload["alpha"]) == pytest.approx(offer.alpha, rel=1e-12)

@@ -85,7 +85,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "&Zero-cost estimate…",
         "new_estimate",
         needs_project=True,
-        tip="A biased estimate of a query from the released answers alone (free; no (ε, δ) promise)",
+        tip="A biased estimate of a query from the released answers alone (free; no accuracy promise)",
     ),
     ActionSpec(
         "&Edit",
@@ -168,7 +168,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "&Glossary",
         "show_glossary",
         QKeySequence.StandardKey.HelpContents,
-        tip="What α, ±ε, δ, system cost and the other terms mean",
+        tip="What ε, δ, ±a at a confidence, system cost and the other terms mean",
     ),
     ActionSpec(
         "&Help",

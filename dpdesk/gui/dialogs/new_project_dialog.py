@@ -38,15 +38,15 @@ class NewProjectDialog(QDialog):
         form = QFormLayout(self)
         self.budget = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=1.0, singleStep=0.1)
         self.budget.setToolTip(tip("epsilon", "total"))
-        form.addRow("Total privacy budget α (the most α any cell may be charged)", self.budget)
+        form.addRow("Total privacy budget ε (the most ε any cell may be charged)", self.budget)
         self.delta_cap = QLineEdit("0")
         self.delta_cap.setObjectName("deltaCap")
         self.delta_cap.setToolTip(
-            "The most δ any cell may reach, summed over the (α, δ) releases that charge it "
-            "(e.g. a smooth-sensitivity posterior). 0: pure α-DP releases only. Fixed for "
+            "The most δ any cell may reach, summed over the (ε, δ) releases that charge it "
+            "(e.g. a smooth-sensitivity posterior). 0: pure ε-DP releases only. Fixed for "
             "the project's life, like the total budget."
         )
-        form.addRow("δ cap (0: pure α-DP only; e.g. 1e-6)", self.delta_cap)
+        form.addRow("δ cap (0: pure ε-DP only; e.g. 1e-6)", self.delta_cap)
         self._accounting_rows(form)
         self.status = QLabel("")
         self.status.setStyleSheet("color: #a8321f;")

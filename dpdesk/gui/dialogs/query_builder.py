@@ -5,14 +5,15 @@ the curator sees at once whether the query is valid, and if not, where (the engi
 the column). The builder's checkboxes produce text through the engine's ``count`` and
 ``format_terms``. The text may also be a request of another kind — ``max(age)``, ``argmax(education |
 sex="Female")``, ``posterior(income | age="65-90"; prior=1)`` (engine/registry.py) — priced by the
-accuracy (ε, δ), by a per-cell budget α, or (a posterior) in its own text; it is checked completely as
-it is typed. The dialog returns (text, ε, δ, requester, α). Given ``submit``, OK hands the values to it
-and closes only if it succeeds: a refused request (ε = 0, a bad query) is explained in place and
+accuracy (±a at a confidence), by a per-cell privacy loss ε, or (a posterior) in its own text; it is
+checked completely as it is typed. The dialog returns (text, eps, delta, requester, alpha) — the stored
+fields: half-width, miss probability, privacy loss. Given ``submit``, OK hands the values to it and
+closes only if it succeeds: a refused request (±0, a bad query) is explained in place and
 nothing typed is lost.
 
 A pending request whose query is an index list with no text form (an irregular set of cells, as a
 CSV or the command line may bring) is edited with :meth:`QueryBuilderDialog.keep_query`: the query is
-named by its cells' labels and kept exactly as recorded while ε, δ and the requester change; typing a
+named by its cells' labels and kept exactly as recorded while its terms and the requester change; typing a
 text form (or ticking labels) replaces it, and clearing the text keeps it again.
 """
 
@@ -44,13 +45,14 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.registry import kind_of_text, read_request
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.widgets.confidence_box import ConfidenceBox
 from dpdesk.gui.widgets.examples import count_example
 from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.screen_fit import keep_on_screen
 from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
-# how a request other than a count is priced (a count always states its accuracy ±ε at δ)
-PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (posterior)")
+# how a request other than a count is priced (a count always states its accuracy ±a at a confidence)
+PRICES = ("accuracy at a confidence", "per-cell privacy loss ε", "stated in the text (posterior)")
 POSTERIOR_MECHANISMS = (
     ("", "the more accurate at the size (chosen by dpdesk)"),
     ("global", "exponential mechanism, global sensitivity"),
@@ -143,32 +145,29 @@ class QueryBuilderDialog(QDialog):
         form.addRow("", self.status)
 
     def _terms_rows(self, form: QFormLayout) -> None:
-        """What the request states besides its text: ±ε at δ, or a price."""
+        """What the request states besides its text: ±a at a confidence, or a price."""
         self.eps = QDoubleSpinBox()
         self.eps.setRange(0.0, 1e9)  # the store says why 0 is refused, in place
         self.eps.setDecimals(4)
         self.eps.setValue(50.0)
-        form.addRow("accuracy ±ε (half-width)", self.eps)
+        form.addRow("accuracy ±a (half-width)", self.eps)
         form.labelForField(self.eps).setToolTip(tip("accuracy"))
         self.eps.setToolTip(tip("accuracy"))
-        self.delta = QDoubleSpinBox()
-        self.delta.setRange(1e-6, 0.999999)
-        self.delta.setDecimals(6)
-        self.delta.setValue(0.05)
-        form.addRow("δ (1 − confidence)", self.delta)
+        self.delta = ConfidenceBox(0.05, largest=0.999999)  # shows the confidence; its value is δ
+        form.addRow("confidence", self.delta)
         form.labelForField(self.delta).setToolTip(tip("confidence_level"))
         self.delta.setToolTip(tip("confidence_level"))
         self.price = QComboBox()
         self.price.addItems(PRICES)
         self.price.setToolTip(
-            "max/argmax and posterior requests: by an accuracy target, by the α every cell of "
+            "max/argmax and posterior requests: by an accuracy target, by the privacy loss ε every cell of "
             "their box pays, or (posterior) by budget=… or within=…; failure=… in the text"
         )
         self.alpha = QDoubleSpinBox(decimals=4, minimum=1e-4, maximum=1e6, value=0.1, singleStep=0.05)
         self.alpha.setToolTip(tip("epsilon"))
         price = QHBoxLayout()
         price.addWidget(self.price, 1)
-        price.addWidget(QLabel("α ="))
+        price.addWidget(QLabel("ε ="))
         price.addWidget(self.alpha)
         form.addRow("price (max, argmax, posterior)", price)
         # a posterior's own fields (issue 34 item 10): its mechanism, written into the text form
@@ -320,8 +319,9 @@ class QueryBuilderDialog(QDialog):
         self.accept()
 
     def values(self) -> tuple[Any, float | None, float | None, str, float | None]:
-        """(query, ε, δ, requester, α): the query is the typed text form, or the kept query's JSON; a count
-        states ε and δ, another kind what its price says."""
+        """(query, eps, delta, requester, alpha): the query is the typed text form, or the kept query's JSON;
+        a count states its accuracy and confidence (as the miss probability delta), another kind what
+        its price says."""
         text = self.text.text().strip()
         query: Any = self.kept.to_json() if self.kept is not None and not text else text
         eps, delta, alpha = self.eps.value(), self.delta.value(), None

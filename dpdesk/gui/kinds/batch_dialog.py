@@ -14,7 +14,7 @@ out of the plan (listed under the table) and the requests that needed them named
 
 *Look ahead* (off unless the project's setting is on; remembered for the project) plans with
 :func:`~dpdesk.engine.planning.ahead.plan_ahead`: the plan first measures, on cells nobody has paid for
-yet, a strategy for the queue's requests (their queries and (ε, δ) only, never the data), spending the
+yet, a strategy for the queue's requests (their queries and accuracies only, never the data), spending the
 chosen share of those cells' room. Changing it plans again off the GUI thread (the running plan is
 cancelled); the summary says what the look-ahead alone costs and the table and heatmap include it.
 """
@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.planning.ahead import SHARE
+from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.runtime.tasks import TaskRunner, TaskState
@@ -63,7 +64,7 @@ LOOK_AHEAD_WORDS = (
     "Looking ahead spends, now and at once, the chosen share of the budget left on cells nobody has paid for yet, "
     "measuring one strategy for all the queue's requests on them; later requests on those cells are then answered "
     "from history for free instead of each buying its own small answer. It is built from public inputs only — the "
-    "queue's requests (answered and pending): their queries and (ε, δ) — never from the data. Remembered for this "
+    "queue's requests (answered and pending): their queries and accuracies — never from the data. Remembered for this "
     "project."
 )
 
@@ -101,20 +102,24 @@ WITH_BATCH = {
 
 
 def row_cells(plan: BatchPlan, p: PlannedRequest) -> list[str]:
-    """One table row: what request ``p`` asks, what it spends alone today (α on its cells; the system cost
+    """One table row: what request ``p`` asks, what it spends alone today (ε on its cells; the system cost
     may not move), and what the batch does for it."""
     if p.alone_alpha is None:
         alone = "refused (the budget or the spend policy)"
     elif p.alone_alpha == 0:
         alone = "nothing: free from history"
     else:
-        alone = f"α = {p.alone_alpha:.4g} on its cells"
+        alone = f"ε = {p.alone_alpha:.4g} on its cells"
     note = ""
     if p.status == "uncovered":
-        note = p.reason if p.offer_eps is None else f"offer ±{p.offer_eps:.4g} at δ {p.request.delta:g}"
+        note = (
+            p.reason
+            if p.offer_eps is None
+            else f"offer {accuracy_text(p.offer_eps, p.request.delta, short=True)}"
+        )
         if p.free_eps is not None:
             note += f"; history gives ±{p.free_eps:.4g} free"
-    asks = f"±{p.request.eps:.4g} at {100 * (1 - p.request.delta):.4g} % confidence"
+    asks = accuracy_text(p.request.eps, p.request.delta)
     return [p.id, asks, alone, WITH_BATCH[p.status], note]
 
 
@@ -297,7 +302,7 @@ class BatchDialog(QDialog):
             f"{len(plan.measurements)} noisy measurement(s) ({plan.strategy}"
             + (f"; the first {la.measurements} look ahead for the queue" if la else "")
             + f") and answer {', '.join(covered) or 'no request'} from them",
-            f"{plan.increase:.4g} of system cost (α on the cells it measures)",
+            f"{plan.increase:.4g} of system cost (ε on the cells it measures)",
             plan.system_cost,
             plan.system_cost_after,
             plan.total_budget,

@@ -3,7 +3,7 @@
 For a query history cannot answer (or only poorly), the curator previews the shrinkage estimate: its
 value at the τ chosen by 5-fold cross-validation (or given), the cross-validation curve — the estimated
 root-mean-square error over queries like the history's, with its noise floor — and the history's own
-unbiased estimate when there is one. It is **biased**, meets no (ε, δ) and is labelled so. *Preview*
+unbiased estimate when there is one. It is **biased**, meets no accuracy requirement and is labelled so. *Preview*
 runs off the GUI thread (progress, cancel) on the ledger inputs of that moment (``inputs(text)``, read
 on the GUI thread); *Record…* asks for confirmation and records exactly the previewed plan through the
 project's one release path (a zero-cost ledger entry); without a ``release_job`` it emits ``sigRecord``.
@@ -205,7 +205,7 @@ class EstimateDialog(QDialog):
             self,
             "Record estimate",
             f"Record the biased estimate {plan.value:.6g} of {plan.text} in the ledger? "
-            "It is free (post-processing) and meets no (ε, δ).",
+            "It is free (post-processing) and meets no accuracy requirement.",
         ):
             return
         if self.release_job is None:

@@ -1,7 +1,7 @@
 """*Posterior of proportions…*: ask for a Dirichlet (Beta) posterior, preview its price, release it.
 
 The curator picks an attribute, an optional box on the others (the count text form's ``name=label``
-conditions), a prior, a mechanism and a price (a budget α, or — for the global-sensitivity mechanism
+conditions), a prior, a mechanism and a price (a privacy loss ε, or — for the global-sensitivity mechanism
 only, whose accuracy is data-free — an accuracy target), optionally a size they declare public, and a
 reference size to compare the mechanisms' expected accuracy on a public table. The dialog writes the
 request in its text form (``posterior(...)``, the same the CLI takes) and parses it with the engine's
@@ -55,9 +55,9 @@ if TYPE_CHECKING:
 
 MECHANISMS = (
     ("best", "The more accurate at this size (chosen by expected accuracy at the preview)"),
-    ("global", "Exponential mechanism, global sensitivity (α-DP)"),
-    ("smooth", "Exponential mechanism, smooth sensitivity ((α, δ)-DP)"),
-    ("laplace", "Laplace noise on every count, conjugate update (α-DP)"),
+    ("global", "Exponential mechanism, global sensitivity (ε-DP)"),
+    ("smooth", "Exponential mechanism, smooth sensitivity ((ε, δ)-DP)"),
+    ("laplace", "Laplace noise on every count, conjugate update (ε-DP)"),
 )
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -172,8 +172,8 @@ class PosteriorDialog(QDialog):
         return form
 
     def _price(self) -> QHBoxLayout:
-        """A budget α, or the global mechanism's accuracy target (within, failure probability)."""
-        self.by_budget = QRadioButton("budget α")
+        """A privacy loss ε, or the global mechanism's accuracy target (within, failure probability)."""
+        self.by_budget = QRadioButton("privacy loss ε")
         self.by_target = QRadioButton("accuracy target: within")
         self.by_budget.setChecked(True)
         group = QButtonGroup(self)
@@ -279,7 +279,7 @@ class PosteriorDialog(QDialog):
         if plan is None or not plan.releasable:
             return
         q = plan.query
-        cost = f"α = {plan.alpha:.4g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
+        cost = f"ε = {plan.alpha:.4g}" + (f" and δ = {plan.delta:.3g}" if plan.delta else "")
         b = plan.budget
         heading, body = spend_text(
             f"the posterior of the shares of {q.attribute} ({plan.mechanism.label})",

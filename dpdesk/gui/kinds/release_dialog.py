@@ -1,7 +1,7 @@
 """*Publish release…*: plan a one-shot partition release, preview its cost and guarantees, confirm it.
 
 The curator picks a plan (every cell, marginals of some orders, or an interval tree over an ordered
-attribute) and a price (a per-cell α, or an accuracy target ±E at 1−δ). *Preview* runs the engine's
+attribute) and a price (a per-cell privacy loss ε, or an accuracy target ±E at a confidence). *Preview* runs the engine's
 :func:`~dpdesk.engine.partition.guarantee.preview` off the GUI thread — public inputs only, nothing
 spent — and shows the per-cell charge, the system cost now and after, each guarantee with its kind
 (per query from the exact posterior, or the seed's simultaneous bound) and a heatmap of the per-cell
@@ -37,6 +37,7 @@ from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.confidence_box import ConfidenceBox
 from dpdesk.gui.widgets.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.widgets.release_buttons import release_buttons
 from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
@@ -120,8 +121,8 @@ class PublishReleaseDialog(QDialog):
         self._inputs_changed()
 
     def _price(self) -> QHBoxLayout:
-        """A per-cell budget α, or the α meeting an accuracy target ±E at 1 − δ."""
-        self.by_alpha = QRadioButton("per-cell budget α")
+        """A per-cell privacy loss ε, or the ε meeting an accuracy target ±E at a confidence."""
+        self.by_alpha = QRadioButton("per-cell privacy loss ε")
         self.by_accuracy = QRadioButton("accuracy target ±E")
         self.by_alpha.setChecked(True)
         group = QButtonGroup(self)
@@ -131,14 +132,14 @@ class PublishReleaseDialog(QDialog):
             decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, self.total_budget)
         )
         self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=50.0)
-        self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
+        self.delta = ConfidenceBox(0.05, smallest=0.0001, decimals=4)  # shows the confidence; its value is δ
         price = QHBoxLayout()
         for w in (
             self.by_alpha,
             self.alpha,
             self.by_accuracy,
             self.accuracy,
-            QLabel("at 1 − δ, δ ="),
+            QLabel("at"),
             self.delta,
         ):
             price.addWidget(w)
@@ -216,7 +217,7 @@ class PublishReleaseDialog(QDialog):
         fits = "" if pv.fits else " <b style='color:#c0392b'>— does not fit the total budget</b>"
         lines = [
             f"<b>{pv.plan.description}</b>",
-            f"Every cell pays α = {pv.alpha:.4g} ({pv.plan.coverage} count(s) per record, each at {pv.row_alpha:.4g}; "
+            f"Every cell pays ε = {pv.alpha:.4g} ({pv.plan.coverage} count(s) per record, each at {pv.row_alpha:.4g}; "
             f"discrete Laplace noise of scale {pv.scale:.4g}).",
             (
                 f"System cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}."
@@ -236,7 +237,7 @@ class PublishReleaseDialog(QDialog):
             return
         heading, body = spend_text(
             f"{pv.plan.n_rows:,} noisy counts ({pv.plan.description})",
-            f"α = {pv.alpha:.4g} on every cell",
+            f"ε = {pv.alpha:.4g} on every cell",
             pv.budget.system_cost,
             pv.budget.system_cost_after,
             pv.budget.total,

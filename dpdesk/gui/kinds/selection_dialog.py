@@ -1,6 +1,6 @@
 """*Max / argmax…*: price a private max or argmax, see its output probabilities (private), release one label.
 
-The curator types ``max(age | sex="Female")`` or ``argmax(education)`` and a price (a per-cell α on the
+The curator types ``max(age | sex="Female")`` or ``argmax(education)`` and a price (a per-cell privacy loss ε on the
 box, or an accuracy target). *Preview* prices it from public inputs (the ledger's per-cell costs, the
 total budget — :func:`~dpdesk.engine.selection.plan.plan_selection`) and, off the GUI thread,
 computes the mechanism's exact output probabilities from the data for the curator's eyes only: the
@@ -31,6 +31,7 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.runtime.session import ProjectSession
 from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.confidence_box import ConfidenceBox
 from dpdesk.gui.widgets.examples import selection_example
 from dpdesk.gui.widgets.release_buttons import release_buttons
 from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
@@ -52,7 +53,7 @@ class SelectionDialog(QDialog):
         self.query = QLineEdit()
         self.query.setPlaceholderText(selection_example(session.schema))
         form.addRow("Query", self.query)
-        self.by_alpha = QRadioButton("per-cell budget α")
+        self.by_alpha = QRadioButton("per-cell privacy loss ε")
         self.by_accuracy = QRadioButton("accuracy target T")
         self.by_alpha.setChecked(True)
         self.by_accuracy.setToolTip(
@@ -66,14 +67,14 @@ class SelectionDialog(QDialog):
             decimals=4, minimum=0.0001, maximum=1e6, value=min(0.1, session.total_budget)
         )
         self.accuracy = QDoubleSpinBox(decimals=2, minimum=0.01, maximum=1e12, value=10.0)
-        self.delta = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=0.5, value=0.05, singleStep=0.01)
+        self.delta = ConfidenceBox(0.05, smallest=0.0001, decimals=4)  # shows the confidence; its value is δ
         price = QHBoxLayout()
         for w in (
             self.by_alpha,
             self.alpha,
             self.by_accuracy,
             self.accuracy,
-            QLabel("at 1 − δ, δ ="),
+            QLabel("at"),
             self.delta,
         ):
             price.addWidget(w)
@@ -138,7 +139,7 @@ class SelectionDialog(QDialog):
         b = plan.budget
         fits = "" if plan.releasable else " <b style='color:#c0392b'>— does not fit the total budget</b>"
         self.result.setText(
-            f"<b>{plan.rnm.query.text}</b>: every cell of the box pays α = {plan.rnm.alpha:.4g}; "
+            f"<b>{plan.rnm.query.text}</b>: every cell of the box pays ε = {plan.rnm.alpha:.4g}; "
             f"system cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}."
         )
         labels = plan.rnm.query.candidates(schema)
@@ -163,7 +164,7 @@ class SelectionDialog(QDialog):
         b = plan.budget
         heading, body = spend_text(
             f"one label for {plan.rnm.query.text}",
-            f"α = {plan.rnm.alpha:.4g} on every cell of its box",
+            f"ε = {plan.rnm.alpha:.4g} on every cell of its box",
             b.system_cost,
             b.system_cost_after,
             b.total,

@@ -42,7 +42,7 @@ STEPS = (
     "tick the columns to use",
     "declare their domains",
     "review the schema",
-    "create the project (then its budget α)",
+    "create the project (then its budget ε)",
 )
 NO_TABLE = (
     "No table open. CSV/TSV, Parquet, Excel and SQLite files, PostgreSQL tables and "

@@ -143,7 +143,7 @@ def ledger_table(project: Project) -> LedgerTable:
 
 
 REPORT_PLOT_SIZE = (960, 420)
-PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "α spent")
+PEOPLE_HEADERS = ("requester", "answered", "rejected", "pending", "ε spent")
 
 
 def shorten(obj: Any) -> Any:

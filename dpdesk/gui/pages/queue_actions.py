@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.widgets.models import plural
 
@@ -86,7 +87,7 @@ def counter_offer(page: RequestsPage) -> None:
             page,
             "No counter-offer",
             f"{rid} is a {page.session.request(rid).kind} request: a "
-            "counter-offer narrows a count's ±ε; reject it with a note instead.",
+            "counter-offer narrows a count's ±a; reject it with a note instead.",
         )
         return
     offer = counter_offer(a, page.session.total_budget)
@@ -102,14 +103,15 @@ def counter_offer(page: RequestsPage) -> None:
             else f"tighter than the ±{a.request.eps:g} asked, for more budget"
         )
         options.append(
-            f"the best answer the budget and your cap allow: a fresh answer within ±{offer.eps:g} at "
-            f"δ = {offer.delta:g} ({than}; spends at most α = {offer.alpha:.4g}, {bound})"
+            f"the best answer the budget and your cap allow: a fresh answer within "
+            f"{accuracy_text(offer.eps, offer.delta, short=True)} ({than}; spends at most "
+            f"ε = {offer.alpha:.4g}, {bound})"
         )
         terms.append((offer.eps, offer.delta))
     if offer.free_delta is not None:
         options.append(
             f"free from history: ±{a.request.eps:g} at {offer.free_confidence:.0%} confidence "
-            f"(δ = {offer.free_delta:g}, spends nothing)"
+            "(spends nothing)"
         )
         terms.append((a.request.eps, offer.free_delta))
     if not options:
@@ -124,7 +126,7 @@ def counter_offer(page: RequestsPage) -> None:
     i = dialogs.choose(
         page,
         f"Counter-offer for {rid}",
-        f"{rid} asks ±{req.eps:g} at δ = {req.delta:g}. The requester accepted:",
+        f"{rid} asks {accuracy_text(req.eps, req.delta)}. The requester accepted:",
         options,
     )
     if i is None:

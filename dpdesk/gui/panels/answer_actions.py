@@ -8,6 +8,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
 
+from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.panels.claims_panel import offer_options
@@ -30,20 +31,20 @@ def button_row(panel: AnswerPanel) -> QVBoxLayout:
     offers = QHBoxLayout()
     buttons = QHBoxLayout()
     panel.infer_btn = QPushButton("Release inferred answer")
-    panel.spend_btn = QPushButton("Spend α and release")
+    panel.spend_btn = QPushButton("Spend ε and release")
     panel.reject_btn = QPushButton("Reject")
     # issue 17: where history cannot estimate the query, the menu's zero-cost (biased) estimate is offered here
     panel.estimate_btn = QPushButton("Zero-cost estimate…")
     panel.estimate_btn.setToolTip(
         "History does not determine this query: a biased estimate from the released "
-        "answers alone (free; it meets no (ε, δ))"
+        "answers alone (free; it meets no accuracy requirement)"
     )
     panel.estimate_btn.clicked.connect(lambda: _zero_cost_estimate(panel))
     offers.addWidget(panel.estimate_btn)
     panel.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
     panel.offer_btn.setToolTip(
-        "A watched claim blocks the fresh answer asked: release at the largest α that "
-        "passes (a wider ±ε) or from history for free, once the requester accepts"
+        "A watched claim blocks the fresh answer asked: release at the largest ε that "
+        "passes (a wider ±a) or from history for free, once the requester accepts"
     )
     panel.offer_btn.clicked.connect(panel.offer_within_claims)
     offers.addWidget(panel.offer_btn)
@@ -96,7 +97,7 @@ def offer_within_claims(panel: AnswerPanel) -> None:
     i = dialogs.choose(
         panel,
         f"Counter-offer for {rid}",
-        f"A watched claim blocks the fresh answer {rid} asks (±{a.request.eps:g} at δ = {a.request.delta:g}). "
+        f"A watched claim blocks the fresh answer {rid} asks ({accuracy_text(a.request.eps, a.request.delta)}). "
         f"The requester accepted (budget: system cost {b.system_cost:.6g} of {b.total:g}); its terms "
         "become the request's, which is assessed again — a fresh answer then asks for confirmation:",
         [o[0] for o in offers],

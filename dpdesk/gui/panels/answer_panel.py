@@ -1,9 +1,9 @@
 """The answer panel: what history says about the selected request, and the three actions.
 
 It shows the engine's :class:`~dpdesk.engine.answering.workflow.Assessment` field by field — estimate,
-credible interval with its confidence, confidence at ±ε, the decision and its reason, the
+credible interval with its confidence, confidence at ±a, the decision and its reason, the
 fresh-answer cost and the system cost before → after — and offers *Release inferred answer*,
-*Spend α and release* (after a confirmation) and *Reject*. Only the action the engine decided is
+*Spend ε and release* (after a confirmation) and *Reject*. Only the action the engine decided is
 enabled (plus Reject). Assessments and releases run through the task helper (Monte Carlo can take
 seconds; a first fresh answer scans the table). A release records exactly the assessment shown; if
 the ledger or the settings moved since, it is refused and the request is assessed again in view.
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.mechanisms.registry import method_names
+from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.kinds.kind_views import chart_for
 from dpdesk.gui.panels import answer_actions
@@ -233,7 +234,7 @@ class AnswerPanel(QWidget):
             return
         self.title.setText(
             f"{req.id} · {req.requester or 'anonymous'} · {req.describe(self.session.schema)}   "
-            f"(±ε = {req.eps:g}, δ = {req.delta:g})"
+            f"({accuracy_text(req.eps, req.delta)})"
         )
         self.fields["status"].setText(self._status_text(req))
         inputs = self.session.assess_inputs(self.request_id, self.method.currentText())
@@ -415,7 +416,7 @@ class AnswerPanel(QWidget):
         self.spend_btn.setText(
             f"Spend {a.noise.cost_words(a.spend_alpha)} and release"
             if a is not None
-            else "Spend α and release"
+            else "Spend ε and release"
         )
         self.reject_btn.setEnabled(pending)
         offers = offer_options(self.claim_offer, a.request) if a is not None and self.claim_blocked else []
@@ -423,7 +424,7 @@ class AnswerPanel(QWidget):
         self.offer_btn.setEnabled(pending and bool(offers))
         if offers and offers[0][3] == "spend":
             self.offer_btn.setText(
-                f"Release at α = {self.claim_offer.alpha:.4g} (±{self.claim_offer.eps:g})…"
+                f"Release at ε = {self.claim_offer.alpha:.4g} (±{self.claim_offer.eps:g})…"
             )
         elif offers:
             self.offer_btn.setText("Release free from history…")
@@ -458,7 +459,7 @@ class AnswerPanel(QWidget):
             self.sigReleased.emit(release)
             return
         kind = (
-            f"fresh, α = {release.alpha:.4g}" if release.kind == "fresh" else "inferred from history, cost 0"
+            f"fresh, ε = {release.alpha:.4g}" if release.kind == "fresh" else "inferred from history, cost 0"
         )
         self.result.setText(
             f"Released for {release.request_id}: {release.entry.stated()} ({kind}); "

@@ -8,19 +8,20 @@ count is shown through :mod:`dpdesk.engine.answering.rounding`, as everywhere el
 from __future__ import annotations
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
+from dpdesk.engine.vocabulary import confidence_text
 
 # a decided request's posterior fields are history's now (which includes the release), not the release's
 DECIDED_LABELS = {
     "estimate": "History's estimate now",
     "interval": "History's credible interval now",
-    "conf_eps": "History's confidence at ±ε now",
+    "conf_eps": "History's confidence at ±a now",
 }
 # the assessment's figures: (key, label, glossary terms of the label's tooltip)
 FIELDS = (
     ("estimate", "Estimate θ̂ (releasable)", ("inferred",)),
     ("prior", "Prior", ("bounds",)),
     ("interval", "Credible interval", ("credible", "coverage", "confidence_level")),
-    ("conf_eps", "Confidence at ±ε", ("confidence", "accuracy")),
+    ("conf_eps", "Confidence at ±a", ("confidence", "accuracy")),
     ("method", "Computed by", ("error_bound", "exact")),
     ("fresh", "Fresh answer would cost", ("fresh", "epsilon", "fusion")),
     ("cost", "System cost now → after", ("system_cost", "cell_cost")),
@@ -86,14 +87,14 @@ def field_texts(a) -> dict[str, str]:
     if a.prior != "flat" and a.release_interval is not None:
         prior += (
             f"; an inferred answer releases {format_value(a.release_estimate, counts)} in "
-            f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± ε trimmed to the bounds)"
+            f"{format_interval(*a.release_interval, counts, a.release_estimate)} (θ̂ ± {a.request.eps:g} trimmed to the bounds)"
         )
     alpha = a.spend_alpha
     fused = (
-        f", fused with history; alone it would need α = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
+        f", fused with history; alone it would need ε = {a.fresh_alpha:.6g}" if alpha < a.fresh_alpha else ""
     )
     if a.needed_alpha is not None and alpha > a.needed_alpha:
-        fused = f", raised by the spend policy from the α = {a.needed_alpha:.6g} the request needs"
+        fused = f", raised by the spend policy from the ε = {a.needed_alpha:.6g} the request needs"
     b = a.budget
     return {
         "estimate": (
@@ -106,7 +107,7 @@ def field_texts(a) -> dict[str, str]:
             "—"
             if a.interval is None
             else f"{format_interval(a.interval[0], a.interval[1], counts)} — confidence {a.interval_confidence:.6f}"
-            f"{_bound(a.error_bound)} (asked 1−δ = {1 - a.request.delta:g})"
+            f"{_bound(a.error_bound)} (asked {confidence_text(a.request.delta)})"
         ),
         "conf_eps": (
             "—"
@@ -133,7 +134,7 @@ def status_text(req, entry) -> str:
     p = entry.payload
     if entry.kind == "fresh":
         return (
-            f"answered (fresh, α = {float(p['alpha']):.4g}): released {entry.stated()} (ledger #{entry.seq})"
+            f"answered (fresh, ε = {float(p['alpha']):.4g}): released {entry.stated()} (ledger #{entry.seq})"
         )
     if entry.kind == "inferred":
         return f"answered from history (free): released {entry.stated()} (ledger #{entry.seq})"
@@ -156,7 +157,7 @@ def outcome_text(entry) -> str:
     where = f"ledger entry #{entry.seq} ({entry.hash[:12]}…)"
     if entry.kind == "rejected":
         return f"Rejected {_when(entry)}: {sentence(p.get('reason') or 'no reason given')} {where}."
-    cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
+    cost = f"ε = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
     value = "several values" if entry.released is None else entry.stated()
     return (
         f"Released {value} on {_when(entry)}, costing {cost}; {where}. "

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs import claim_dialog
 from dpdesk.gui.runtime.redraw import subscribe
@@ -56,7 +57,7 @@ def claim_rows(statuses) -> list[tuple]:
 def claim_notes(statuses, offer=None) -> tuple[list[str], bool, str]:
     """What watched claims say of one request, for the answer panel: its lines, whether a claim blocks
     the release, and the colour to show them in. ``offer`` (a count's counter-offer within the claims)
-    gives the one α the note and the counter-offer button both state."""
+    gives the one ε the note and the counter-offer button both state."""
     checked = [s for s in statuses if s.check is not None]
     lines = []
     for s in checked:
@@ -64,11 +65,11 @@ def claim_notes(statuses, offer=None) -> tuple[list[str], bool, str]:
         if s.verdict == "declined":
             if offer is not None and offer.eps is not None:
                 best = (
-                    f"; up to α = {offer.alpha:.4g} passes the claims and fits the cells' budget "
+                    f"; up to ε = {offer.alpha:.4g} passes the claims and fits the cells' budget "
                     f"(±{offer.eps:g}: counter-offer it)"
                 )
             elif s.largest_alpha is not None and offer is None:
-                best = f"; up to α = {s.largest_alpha:.4g} passes this claim"
+                best = f"; up to ε = {s.largest_alpha:.4g} passes this claim"
             else:
                 best = "; no fresh release of it passes"
             lines.append(
@@ -90,15 +91,15 @@ def claim_notes(statuses, offer=None) -> tuple[list[str], bool, str]:
 
 def offer_options(offer, request) -> list[tuple[str, float, float, str]]:
     """The answer panel's counter-offer for a request watched claims block (``offer`` from
-    ``store.watching.offer_within_claims``): ``(words, ε, δ, decision expected)`` per option — a fresh
-    answer at the largest α that passes (its wider ±ε stated), and history's free answer at its
+    ``store.watching.offer_within_claims``): ``(words, eps, delta, decision expected)`` per option — a
+    fresh answer at the largest ε that passes (its wider ±a stated), and history's free answer at its
     confidence where history estimates the query."""
     out = []
     if offer is not None and offer.eps is not None:
         out.append(
             (
-                f"a fresh answer at α = {offer.alpha:.4g}, the largest that passes the claims: within "
-                f"±{offer.eps:g} at δ = {offer.delta:g} (not the ±{request.eps:g} asked)",
+                f"a fresh answer at ε = {offer.alpha:.4g}, the largest that passes the claims: within "
+                f"{accuracy_text(offer.eps, offer.delta, short=True)} (not the ±{request.eps:g} asked)",
                 offer.eps,
                 offer.delta,
                 "spend",
@@ -108,7 +109,7 @@ def offer_options(offer, request) -> list[tuple[str, float, float, str]]:
         out.append(
             (
                 f"free from history (inference only): ±{request.eps:g} at {offer.free_confidence:.2%} "
-                f"confidence (δ = {offer.free_delta:g}, spends nothing)",
+                "confidence (spends nothing)",
                 request.eps,
                 offer.free_delta,
                 "infer",

@@ -31,7 +31,7 @@ class BudgetGauge(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(QLabel("Remaining budget α"))
+        lay.addWidget(QLabel("Remaining budget ε"))
         self.setToolTip(tip("remaining", "system_cost", "total"))
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)

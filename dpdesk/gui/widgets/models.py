@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
+from dpdesk.engine.vocabulary import confidence_text
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -175,7 +177,7 @@ def request_rows(requests: Sequence[StoredRequest], schema: Schema | None = None
             r.requester,
             asks(r.describe(schema)),
             r.eps if r.eps is not None else r.terms(),
-            "" if r.delta is None else r.delta,
+            "" if r.delta is None else confidence_text(r.delta),
             r.status,
         )
         for r in requests
@@ -187,9 +189,9 @@ def request_tips(requests: Sequence[StoredRequest], schema: Schema | None = None
     return [(None, None, r.describe(schema), None, None, None) for r in requests]
 
 
-REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
+REQUEST_HEADERS = ("id", "requester", "query", "±a", "confidence", "status")
 # "released" as in the CSV export: what the requester received (the CSV's "answer" is the raw noisy ỹ)
-LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "α spent", "summary")
+LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "ε spent", "summary")
 
 
 def query_summary(payload: Mapping[str, Any], schema: Schema | None) -> str:

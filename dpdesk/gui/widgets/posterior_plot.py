@@ -1,4 +1,4 @@
-"""The posterior mass plot: bars (or steps, for fine grids), credible interval, estimate, ±ε band.
+"""The posterior mass plot: bars (or steps, for fine grids), credible interval, estimate, ±a band.
 
 Everything drawn is a field of the engine's :class:`~dpdesk.engine.answering.workflow.Assessment`: the
 posterior's grid and mass, the credible interval, the estimate and the request's ε. Nothing is
@@ -178,7 +178,7 @@ class PosteriorPlot(pg.PlotWidget):
             )
         self.plotItem.legend.addItem(
             pg.PlotDataItem(pen=pg.mkPen("#e08a00", width=2, style=pg.QtCore.Qt.PenStyle.DashLine)),
-            f"best 2ε window (known bounds), ε = {eps:g}" if bounded else f"requested ±ε = ±{eps:g}",
+            f"best ±{eps:g} window (known bounds)" if bounded else f"requested ±{eps:g}",
         )
         # show the interesting part: a few times the wider of ±ε and the credible interval
         lo, hi = max(grid[0], est - 2.5 * half), min(grid[-1], est + 2.5 * half)
