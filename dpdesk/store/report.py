@@ -337,7 +337,7 @@ def html_parts(
     )
     now = datetime.now(UTC).isoformat(timespec="seconds")
     head = _head_html(entries, path)
-    unit = "α" if accounting is None else "ρ"
+    unit = "ε" if accounting is None else "ρ"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>
@@ -354,7 +354,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 <p>{
         f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
         if delta_cap
-        else "δ cap 0: every release is pure α-DP"
+        else "δ cap 0: every release is pure ε-DP"
     }.</p>
 {head}
 {verdict}
@@ -367,7 +367,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 <h2>Watched claims</h2>
 {watched}
 <h2>By requester</h2>
-<p>What each requester received and the α their fresh answers spent (each charged the cells its query touches).</p>
+<p>What each requester received and the privacy loss ({unit}) their fresh answers spent (each charged the cells its query touches).</p>
 <table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>{unit} spent</th></tr>{
         people
     }</table>

@@ -152,3 +152,21 @@ def test_a_project_written_before_the_new_words_opens_and_reads_in_them(store, c
     code, out, err = _run(capsys, "verify", path)
     assert code == 0, err
     assert store.digest(path) == before  # reading it in the new words wrote nothing
+
+
+def test_the_report_and_the_letters_speak_the_new_words(store, tmp_path):
+    from dpdesk.engine.mechanisms.noise import SeededSampler
+    from dpdesk.store.audit_export import report_html
+    from dpdesk.store.letters import letter_html, letter_text
+    from dpdesk.store.requesters import accounts
+
+    path = store.new_project(budget=2.0, test_project=True)
+    with Project.open(path, "w") as p:
+        r = p.add_request("[1,0,0,0]", 20.0, 0.05, requester="ann")  # as an old request file states it
+        p.release(p.assess(r.id), SeededSampler(2))
+        page, verdict = report_html(p, {})
+        (account,) = accounts(p.ledger(), p.requests())
+    assert verdict.ok and "<th>ε spent</th>" in page and "every release is pure ε-DP" in page
+    assert "α" not in page
+    for letter in (letter_text(account, "people"), letter_html(account, "people")):
+        assert "(±20 at 95 % confidence)" in letter and "α" not in letter and "δ" not in letter

@@ -190,7 +190,7 @@ class AuditPage(QWidget):
     def _cost_plot(self) -> pg.PlotWidget:
         self.plot = pg.PlotWidget(background="w")
         self.plot.setLabel("bottom", "ledger entry")
-        self.plot.setLabel("left", "system cost (max over cells)")
+        self.plot.setLabel("left", "system cost ε (max over cells)")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMinimumHeight(160)
         return self.plot

@@ -91,7 +91,7 @@ def draw_cost_curve(
         total = accounting.epsilon
     plot.setLabel(
         "left",
-        "system cost (max over cells)"
+        "system cost ε (max over cells)"
         if accounting is None
         else f"system cost: ε at δ = {accounting.delta:g} of the largest cell's ρ",
     )
