@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_epsilon(edit, "the new privacy loss ε of a max/argmax or posterior request")
     imp = sub.add_parser(
         "import",
-        help="queue every request of a JSON list or a CSV (query[,eps,delta,alpha,requester,id]: eps is "
-        "the accuracy ±a, delta the miss probability 1 − confidence, alpha the privacy loss ε)",
+        help="queue every request of a JSON list or a CSV (query[,accuracy,confidence,epsilon,requester,id]; "
+        "the former eps, delta (1 − confidence) and alpha still work)",
     )
     imp.add_argument("path", metavar="PATH")
     imp.add_argument("file", metavar="FILE")

@@ -33,6 +33,9 @@ from dpdesk.store.canonical import canonical_json
 from dpdesk.store.errors import StoreError
 
 MEMBERS = ("query", "eps", "delta", "alpha", "requester", "id")
+# a request file may also state its terms in the words the app speaks (engine/vocabulary.py): the member
+# in the DP ecosystem's words → the stored field (a confidence is stored as its miss probability δ = 1 − C)
+WORDED = {"accuracy": "eps", "confidence": "delta", "epsilon": "alpha"}
 MAX_NAME = 200  # characters of a requester's name (it heads letters, file names and report rows)
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -235,9 +238,34 @@ def _rows(reader: csv.DictReader[str], name: str) -> Iterator[tuple[int, dict[st
         yield n, row
 
 
+def _stored_members(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """``item`` with its :data:`WORDED` members under the stored names (``confidence`` 0.95 or "95%" →
+    ``delta`` 0.05, exactly); a term given under both names is refused."""
+    from dpdesk.engine.vocabulary import delta_of_confidence
+
+    out = {k: v for k, v in item.items() if k not in WORDED}
+    for worded, stored in WORDED.items():
+        value = item.get(worded)
+        if value in (None, ""):
+            continue
+        if out.get(stored) not in (None, ""):
+            raise StoreError(f"{where}: give {worded} or {stored}, not both")
+        if worded == "confidence":
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise StoreError(f'{where}: confidence ({value!r}) must be a number, e.g. 0.95 or "95%"')
+            try:
+                value = delta_of_confidence(value)
+            except ValueError as exc:
+                raise StoreError(f"{where}: {exc}") from None
+        out[stored] = value
+    return out
+
+
 def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
     """Requests from a JSON list of objects or a CSV with columns ``query[,eps,delta,alpha,requester,id]``
-    (which of eps, delta, alpha a request needs depends on its kind; a count needs eps and delta).
+    (which of eps, delta, alpha a request needs depends on its kind; a count needs eps and delta), or
+    the same terms in the app's words: ``accuracy`` (eps), ``confidence`` (0.95 or "95%": delta is
+    1 − it) and ``epsilon`` (alpha).
 
     Errors name the file and the item (``requests.csv row 3: eps (0) must be ...``).
     """
@@ -264,7 +292,7 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
                 f"{path.name}: CSV needs a column query (and eps,delta,alpha,requester,id as the "
                 "requests need them); missing 'query'"
             )
-        unknown = [c for c in cols if c not in MEMBERS]
+        unknown = [c for c in cols if c not in MEMBERS and c not in WORDED]
         if unknown:
             raise StoreError(f"{path.name}: unknown CSV column {unknown[0]!r}")
         items = []
@@ -284,9 +312,10 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
             raise StoreError(f"{where}: must be an object with query (and eps, delta or alpha)")
         if item.get("query") in (None, ""):
             raise StoreError(f"{where}: missing 'query'")
-        extra = set(item) - set(MEMBERS)
+        extra = set(item) - set(MEMBERS) - set(WORDED)
         if extra:
             raise StoreError(f"{where}: unknown member {sorted(extra)[0]!r}")
+        item = _stored_members(item, where)
         try:
             out.append(
                 make_request(

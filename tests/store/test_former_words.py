@@ -170,3 +170,36 @@ def test_the_report_and_the_letters_speak_the_new_words(store, tmp_path):
     assert "α" not in page
     for letter in (letter_text(account, "people"), letter_html(account, "people")):
         assert "(±20 at 95 % confidence)" in letter and "α" not in letter and "δ" not in letter
+
+
+def test_a_request_file_may_state_its_terms_in_either_words(store, capsys):
+    path = store.new_project(budget=2.0)
+    old = store.dir / "old.json"
+    old.write_text(json.dumps([{"query": CELL, "eps": 40, "delta": 0.05, "id": "o1"}]), encoding="utf-8")
+    new = store.dir / "new.csv"
+    new.write_text(
+        'query,accuracy,confidence,epsilon,id\n"count(age=""0-30"")",40,95%,,n1\nmax(age),,,0.5,n2\n',
+        encoding="utf-8",
+    )
+    for file in (old, new):
+        code, out, err = _run(capsys, "requests", "import", path, file)
+        assert code == 0, err
+    rows = _listed(capsys, path)
+    assert (
+        (rows["o1"]["eps"], rows["o1"]["delta"]) == (rows["n1"]["eps"], rows["n1"]["delta"]) == (40.0, 0.05)
+    )
+    assert rows["n2"]["alpha"] == 0.5
+    before = store.digest(path)
+    both = store.dir / "both.json"
+    both.write_text(
+        json.dumps([{"query": CELL, "accuracy": 4, "confidence": 0.9, "delta": 0.1}]), encoding="utf-8"
+    )
+    code, _, err = _run(capsys, "requests", "import", path, both)
+    assert (
+        code == 2 and "both.json item 0: give confidence or delta, not both" in err and err.count("\n") == 1
+    )
+    bad = store.dir / "bad.json"
+    bad.write_text(json.dumps([{"query": CELL, "accuracy": 4, "confidence": 1.2}]), encoding="utf-8")
+    code, _, err = _run(capsys, "requests", "import", path, bad)
+    assert code == 2 and "bad.json item 0: confidence ('1.2') must lie strictly between 0 and 1" in err
+    assert store.digest(path) == before

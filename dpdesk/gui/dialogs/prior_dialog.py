@@ -17,7 +17,7 @@ from dpdesk.gui.dialogs.setting_dialog import SettingDialog
 EXPLANATION = (
     "If the number of records is publicly known to be at most N (a population size, a published total), "
     "every count lies between 0 and N. dpdesk then trims what it releases to that range: an inferred "
-    "answer's interval θ̂ ± ε and the credible interval are cut at 0 and N, and an estimate outside them "
+    "answer's interval θ̂ ± a and the credible interval are cut at 0 and N, and an estimate outside them "
     "is moved to the nearest bound. The truth is always inside, so a trimmed interval covers it whenever "
     "the untrimmed one does: the confidence shown still holds for your table, whatever its counts. "
     "The bounds do not answer more requests from history and do not change any budget. "
