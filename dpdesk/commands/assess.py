@@ -151,6 +151,7 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
             raise DpdeskError("give either --query or --queries, not both")
         out = []
         from dpdesk.store.inputs import read_text_file
+        from dpdesk.store.requests import stored_members
 
         lines = read_text_file(args.queries, "queries file").splitlines()
         for no, line in enumerate(lines, 1):
@@ -158,8 +159,12 @@ def _requests_from_args(args: argparse.Namespace, n_cells: int, shape: tuple[int
                 continue
             where = f"{args.queries} line {no}"
             obj = parse_json(line, where)
+            if isinstance(obj, dict):  # the terms may be worded as accuracy and confidence (0.95 or "95%")
+                obj = stored_members(obj, where)
             if not isinstance(obj, dict) or not {"query", "eps", "delta"} <= obj.keys():
-                raise DpdeskError(f"{where}: needs an object with query, eps and delta")
+                raise DpdeskError(
+                    f"{where}: needs an object with query, accuracy and confidence (or eps and delta)"
+                )
             q = query_from_input(obj["query"], n_cells, shape, schema, where)
             interval = obj.get("interval")
             if interval is not None and not (

@@ -238,7 +238,7 @@ def _rows(reader: csv.DictReader[str], name: str) -> Iterator[tuple[int, dict[st
         yield n, row
 
 
-def _stored_members(item: dict[str, Any], where: str) -> dict[str, Any]:
+def stored_members(item: dict[str, Any], where: str) -> dict[str, Any]:
     """``item`` with its :data:`WORDED` members under the stored names (``confidence`` 0.95 or "95%" →
     ``delta`` 0.05, exactly); a term given under both names is refused."""
     from dpdesk.engine.vocabulary import delta_of_confidence
@@ -315,7 +315,7 @@ def read_request_file(path: Path, schema: Schema) -> list[NewRequest]:
         extra = set(item) - set(MEMBERS) - set(WORDED)
         if extra:
             raise StoreError(f"{where}: unknown member {sorted(extra)[0]!r}")
-        item = _stored_members(item, where)
+        item = stored_members(item, where)
         try:
             out.append(
                 make_request(

@@ -203,3 +203,18 @@ def test_a_request_file_may_state_its_terms_in_either_words(store, capsys):
     code, _, err = _run(capsys, "requests", "import", path, bad)
     assert code == 2 and "bad.json item 0: confidence ('1.2') must lie strictly between 0 and 1" in err
     assert store.digest(path) == before
+
+
+def test_a_queries_file_may_word_its_terms_as_accuracy_and_confidence(store, capsys):
+    lines = {
+        "old": {"query": [1, 0, 1, 0], "eps": 60, "delta": 0.05},
+        "new": {"query": [1, 0, 1, 0], "accuracy": 60, "confidence": "95%"},
+    }
+    shown = {}
+    for name, obj in lines.items():
+        file = store.dir / f"{name}.jsonl"
+        file.write_text(json.dumps(obj) + "\n", encoding="utf-8")
+        code, out, err = _run(capsys, "assess", "--history", PAPER, "--queries", file, "--json")
+        assert code == 0, err
+        shown[name] = {k: v for k, v in json.loads(out).items() if k != "elapsed_ms"}
+    assert shown["old"] == shown["new"]
