@@ -247,14 +247,14 @@ def command_lines(draw) -> list[str]:
     for group in parser._mutually_exclusive_groups:
         actions = list(group._group_actions)
         keep = draw(st.sampled_from(actions)) if group.required or draw(st.booleans()) else None
-        for a in actions:
-            exclusive[a.dest] = a is keep
+        for a in actions:  # by action: a flag and its former name share a dest (--accuracy, --eps)
+            exclusive[a] = a is keep
     for a in parser._actions:
         if isinstance(a, argparse._HelpAction) or a.dest == "spark":  # Spark would start a JVM
             continue
-        if a.dest in exclusive and not exclusive[a.dest]:
+        if a in exclusive and not exclusive[a]:
             continue
-        required = a.required or not a.option_strings or exclusive.get(a.dest, False)
+        required = a.required or not a.option_strings or exclusive.get(a, False)
         if not required and not draw(st.booleans()):
             continue
         if a.nargs == 0:
@@ -349,7 +349,7 @@ ISSUE_INPUTS = [
     (["cube", "{CSV}", "--schema", "{SCHEMA_WIDE}"], 2, "cells"),
     (["project", "new", "{OUT}.dpdesk", "--schema", "{SCHEMA_BIGEDGE}", "--source", "{CSV}", "--budget", "1"], 2, "too long"),
     (["project", "new", "{NODIR}/x.dpdesk", "--schema", "{SCHEMA}", "--source", "{CSV}", "--budget", "1"], 2, "does not exist"),
-    (["release", "publish", "{P}", "--cells", "--alpha", "1e308", "--yes"], 2, "alpha"),
+    (["release", "publish", "{P}", "--cells", "--epsilon", "1e308", "--yes"], 2, "epsilon"),
     (["release", "plan", "{P}", "--cells", "--accuracy", "1e-300"], 2, "accuracy"),
     (["release", "plan", "{P}", "--cells", "--accuracy", "1e9"], 2, "too wide"),  # found by the property test
     (["requests", "list", "{FLIPPED}"], 2, "not UTF-8"),
