@@ -367,7 +367,9 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 <h2>Watched claims</h2>
 {watched}
 <h2>By requester</h2>
-<p>What each requester received and the privacy loss ({unit}) their fresh answers spent (each charged the cells its query touches).</p>
+<p>What each requester received and the privacy loss ({
+        unit
+    }) their fresh answers spent (each charged the cells its query touches).</p>
 <table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>{unit} spent</th></tr>{
         people
     }</table>

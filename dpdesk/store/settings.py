@@ -51,7 +51,7 @@ class AnsweringSettings:
         in α)."""
         if policy is not None and self.file.accounting is not None:
             raise DpdeskError(
-                "a spend policy paces α, the pure-ε price of a cell: this project accounts in zCDP, "
+                "a spend policy paces ε, the pure-ε price of a cell: this project accounts in zCDP, "
                 "where it is not available"
             )
         self.file.require_writer()
