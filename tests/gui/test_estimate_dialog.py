@@ -43,7 +43,7 @@ def test_estimate_of_the_selected_request_is_previewed_with_its_cv_curve_and_rec
     assert len(curve[0]) == int(np.sum(np.isfinite(plan.cv.mse)))  # the CV curve is drawn
     d.grab().save(str(tmp_path / "estimate_dialog.png"))
     d.record_button.click()
-    assert dialogs.confirms and "meets no (ε, δ)" in dialogs.confirms[-1][1]
+    assert dialogs.confirms and "meets no accuracy requirement" in dialogs.confirms[-1][1]
     qtbot.waitUntil(lambda: d.release is not None, timeout=WAIT)
     entry = session.ledger()[-1]
     assert entry.kind == "estimate" and float(entry.payload["estimate"]) == plan.value

@@ -177,7 +177,7 @@ def request_rows(requests: Sequence[StoredRequest], schema: Schema | None = None
             r.requester,
             asks(r.describe(schema)),
             r.eps if r.eps is not None else r.terms(),
-            "" if r.delta is None else confidence_text(r.delta),
+            "" if r.delta is None else confidence_text(r.delta).removesuffix(" %"),  # the header says %
             r.status,
         )
         for r in requests
@@ -189,7 +189,7 @@ def request_tips(requests: Sequence[StoredRequest], schema: Schema | None = None
     return [(None, None, r.describe(schema), None, None, None) for r in requests]
 
 
-REQUEST_HEADERS = ("id", "requester", "query", "±a", "confidence", "status")
+REQUEST_HEADERS = ("id", "requester", "query", "±a", "at %", "status")  # ±a at 95 %: the accuracy asked
 # "released" as in the CSV export: what the requester received (the CSV's "answer" is the raw noisy ỹ)
 LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "ε spent", "summary")
 
