@@ -25,6 +25,7 @@ __all__ = [
     "EPSILON",
     "accuracy_text",
     "confidence_flag",
+    "confidence_percent",
     "confidence_text",
     "delta_of_confidence",
     "epsilon_text",
@@ -52,6 +53,16 @@ def confidence_text(delta: float) -> str:
     ('95 %', '99.9 %', '83.63 %')
     """
     return f"{100 * (1 - float(delta)):.4g} %"
+
+
+def confidence_percent(delta: float) -> float:
+    """The confidence ``1 − δ`` in percent, as a number (a table sorts by it), to the digits
+    :func:`confidence_text` shows.
+
+    >>> confidence_percent(0.05), confidence_percent(0.001)
+    (95.0, 99.9)
+    """
+    return float(f"{100 * (1 - float(delta)):.4g}")
 
 
 def accuracy_text(eps: float, delta: float, *, short: bool = False) -> str:

@@ -33,3 +33,20 @@ def test_the_request_dialog_takes_a_confidence_in_percent_and_queues_its_exact_d
     assert dlg.delta.text() == "96 %" and abs(dlg.delta.value() - 0.04) < 1e-12
     dlg.set_values('count(sex="Female")', 25.0, 0.2, "")
     assert dlg.delta.text() == "80 %"
+
+
+def test_the_queue_shows_each_accuracy_as_plus_minus_a_at_a_percentage(demo_window):
+    from dpdesk.gui.widgets.models import REQUEST_HEADERS
+
+    model = demo_window.requests.model
+    col = {h: i for i, h in enumerate(REQUEST_HEADERS)}
+    assert "α" not in "".join(REQUEST_HEADERS) and "δ" not in "".join(REQUEST_HEADERS)
+    tip = model.headerData(col["%"], Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "confidence" in tip and "95 %" in tip
+    shown = {
+        model.index(r, col["id"]).data(): (model.index(r, col["±a"]).data(), model.index(r, col["%"]).data())
+        for r in range(model.rowCount())
+    }
+    assert shown["q34"] == ("2", "99")  # the demo's request asking ±2 with a miss probability of 0.01
+    # sorted by the confidence, as a number
+    assert model.index(0, col["%"]).data(Qt.ItemDataRole.UserRole) in (95.0, 99.0, 90.0, 80.0)

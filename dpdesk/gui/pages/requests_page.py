@@ -42,7 +42,7 @@ from dpdesk.gui.panels.claims_panel import ClaimsPanel
 from dpdesk.gui.runtime.redraw import subscribe
 from dpdesk.gui.runtime.session import ProjectSession
 from dpdesk.gui.runtime.tasks import TaskRunner
-from dpdesk.gui.widgets.models import REQUEST_HEADERS, QueueRows, RowsModel, plural, queue_rows
+from dpdesk.gui.widgets.models import REQUEST_HEADERS, REQUEST_TIPS, QueueRows, RowsModel, plural, queue_rows
 from dpdesk.store import STATUSES
 from dpdesk.store.errors import RequestStateError
 
@@ -102,7 +102,7 @@ class RequestsPage(QWidget):
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addLayout(self._search_bar())
         ll.addLayout(self._actions())
-        self.model = RowsModel(REQUEST_HEADERS, self)
+        self.model = RowsModel(REQUEST_HEADERS, self, REQUEST_TIPS)
         self.statuses: dict[str, str] = {}  # request id → status, of the queue as last read
         self.rows_runner = TaskRunner(self)  # reads a large project's queue off the GUI thread
         ll.addWidget(self._table(), 1)

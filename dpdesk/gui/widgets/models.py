@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from dpdesk.engine.vocabulary import confidence_text
+from dpdesk.engine.vocabulary import confidence_percent
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,15 +63,18 @@ class DataFrameModel(QAbstractTableModel):
 
 
 # four significant digits for the privacy losses a table lists (the details and the ledger keep them all)
-FLOAT_FORMATS = {"α spent": ".4g", "risk left": ".4g"}
+FLOAT_FORMATS = {"ε spent": ".4g", "risk left": ".4g"}
 
 
 class RowsModel(QAbstractTableModel):
     """A table of rows given as tuples, with fixed headers; ``payload(row)`` returns the source object."""
 
-    def __init__(self, headers: Sequence[str], parent: QObject | None = None) -> None:
+    def __init__(
+        self, headers: Sequence[str], parent: QObject | None = None, tips: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(parent)
         self._headers = list(headers)
+        self._header_tips = dict(tips or {})  # header → its tooltip
         self._rows: list[tuple[Any, ...]] = []
         self._payloads: list[object] = []
         self._tips: list[tuple[Any, ...] | None] = []
@@ -142,6 +145,8 @@ class RowsModel(QAbstractTableModel):
     ) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self._headers[section]
+        if role == Qt.ItemDataRole.ToolTipRole and orientation == Qt.Orientation.Horizontal:
+            return self._header_tips.get(self._headers[section])
         return None
 
 
@@ -177,7 +182,7 @@ def request_rows(requests: Sequence[StoredRequest], schema: Schema | None = None
             r.requester,
             asks(r.describe(schema)),
             r.eps if r.eps is not None else r.terms(),
-            "" if r.delta is None else confidence_text(r.delta).removesuffix(" %"),  # the header says %
+            None if r.delta is None else confidence_percent(r.delta),  # sorts as a number; the header says %
             r.status,
         )
         for r in requests
@@ -189,7 +194,11 @@ def request_tips(requests: Sequence[StoredRequest], schema: Schema | None = None
     return [(None, None, r.describe(schema), None, None, None) for r in requests]
 
 
-REQUEST_HEADERS = ("id", "requester", "query", "±a", "at %", "status")  # ±a at 95 %: the accuracy asked
+REQUEST_HEADERS = ("id", "requester", "query", "±a", "%", "status")  # ±a at 95 %: the accuracy asked
+REQUEST_TIPS = {
+    "±a": "the accuracy asked: the half-width ±a of the interval",
+    "%": "the confidence asked, in percent: ±a at 95 % confidence",
+}
 # "released" as in the CSV export: what the requester received (the CSV's "answer" is the raw noisy ỹ)
 LEDGER_HEADERS = ("seq", "time", "kind", "request", "requester", "released", "ε spent", "summary")
 
