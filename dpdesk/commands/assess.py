@@ -297,5 +297,5 @@ def _history_settings(obj, total, args, history):  # type: ignore[no-untyped-def
     if acc is None:
         return Settings(total, policy=policy, prior=prior), None
     if policy is not None:
-        raise DpdeskError("--pace paces α, the pure-ε price of a cell: this history is accounted in zCDP")
+        raise DpdeskError("--pace paces ε, the pure-ε price of a cell: this history is accounted in zCDP")
     return Settings.zcdp(acc, None, prior), history_rho(history)

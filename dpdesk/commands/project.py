@@ -192,7 +192,7 @@ def _new(args: argparse.Namespace) -> int:
     if pace is not None and args.accounting == "zcdp":
         from dpdesk.engine.errors import DpdeskError
 
-        raise DpdeskError("--pace paces α, the pure-ε price of a cell: a zCDP project takes no spend policy")
+        raise DpdeskError("--pace paces ε, the pure-ε price of a cell: a zCDP project takes no spend policy")
     from dpdesk.commands.cube import source_location
 
     location, table = source_location(args.source, args.table, args.spark, args.spark_conf)
