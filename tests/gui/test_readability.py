@@ -109,7 +109,7 @@ def test_decided_requests_notes_menus_and_the_queue_read_right(demo_window, qtbo
     qtbot.mouseClick(panel.spend_btn, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: win.session.request("q37").status == "answered", timeout=30000)
     audit = win.audit
-    col = audit.model._headers.index("α spent")
+    col = audit.model._headers.index("ε spent")
 
     def row_of_q37():
         return next(
