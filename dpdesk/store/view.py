@@ -33,6 +33,7 @@ from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
+from dpdesk.engine.queries.layout import Layout
 from dpdesk.engine.registry import claim_kinds, kinds, mechanism
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
@@ -123,6 +124,7 @@ class LedgerView:
 
     def __init__(self, schema: Schema, genesis: str) -> None:
         self.schema = schema
+        self.layout = Layout.of(schema)  # the vector of counts and sums a query over measures reads
         self.genesis = genesis
         self._lock = threading.RLock()  # entries, releases, costs, curve
         self._history_lock = threading.Lock()  # the History (its factorisation grows while estimating)
@@ -285,6 +287,8 @@ class LedgerView:
             contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        if any(r.query.layout not in (None, self.layout) for r in contribution.rows):
+            return None, f"entry {entry.seq}: its measures' clamp bounds are not the schema's"
         if contribution.charge.measure != "epsilon":  # only zCDP accounting adds ρ (engine/budget/zcdp.py)
             return None, f"entry {entry.seq}: {mech.name} is priced in ρ (zCDP), the project in pure ε"
         return ViewedRelease(
@@ -421,7 +425,7 @@ class LedgerView:
             if h is None or len(h) > offset + len(rows) or len(h) < offset:
                 if offset:  # a restored view always keeps its History; anything else is a bug
                     raise StoreError("the cached view lost its history")
-                h = self._history = History(self.schema.shape)
+                h = self._history = History(self.schema.shape, layout=self.layout)
                 self.history_builds += 1
             for row in rows[len(h) - offset :]:
                 h.append(row)

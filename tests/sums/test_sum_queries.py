@@ -154,7 +154,7 @@ def test_counts_lift_onto_the_count_block():
 def test_json_round_trip(text):
     q = parse_query(text, SCHEMA)
     obj = json.loads(json.dumps(q.to_json()))
-    assert set(obj) <= {"count", "sum", "count_of"}
+    assert set(obj) <= {"count", "sum", "count_of", "layout"} and obj["layout"] == Layout.of(SCHEMA).to_json()
     back = query_from_json(obj, N, SCHEMA.shape, Layout.of(SCHEMA))
     assert back == q and back.sensitivity == q.sensitivity
     assert query_from_input(json.dumps(obj), N, SCHEMA.shape, SCHEMA) == q

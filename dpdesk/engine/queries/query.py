@@ -278,12 +278,14 @@ class Query:
     def to_json(self) -> dict[str, Any]:
         """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints); over
         measures, one sparse form per block: ``{"count": …, "sum": {measure: …}, "count_of": {measure: …}}``
-        (blocks without coefficients left out)."""
+        (blocks without coefficients left out) and the ``layout`` it was read over — the blocks and their
+        clamp bounds, so a recorded release states the bounds it was priced at (the ledger view checks
+        them against the schema's)."""
         idx, val = self.sparse()
         if self.layout is None:
             return _sparse_json(idx, val)
         n = self.layout.n_base
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"layout": self.layout.to_json()}
         for b, block in enumerate(self.layout.blocks):
             lo, hi = np.searchsorted(idx, [b * n, (b + 1) * n])
             if lo == hi:
@@ -421,7 +423,7 @@ def query_from_json(
 ) -> Query:
     """A query from its DESIGN §6 JSON form: a dense list of ``n_cells`` numbers or ``{"indices", "values"}``;
     with the cube's ``layout``, also the form of a query over measures (:meth:`Query.to_json`)."""
-    if isinstance(obj, dict) and obj and set(obj) <= _MEASURE_MEMBERS:
+    if isinstance(obj, dict) and set(obj) & _MEASURE_MEMBERS and set(obj) <= _MEASURE_MEMBERS | {"layout"}:
         return _measure_query_from_json(obj, n_cells, shape, layout)
     shape_t = _resolve_shape(n_cells, shape)
     if isinstance(obj, list):
@@ -463,6 +465,11 @@ def query_from_json(
 def _measure_query_from_json(
     obj: dict[str, Any], n_cells: int, shape: Sequence[int] | None, layout: Layout | None
 ) -> Query:
+    if "layout" in obj:  # as written by Query.to_json: the blocks and bounds it was read over
+        recorded = Layout.from_json(obj["layout"])
+        if layout is not None and recorded != layout:
+            raise QueryError("query: its recorded measures and clamp bounds are not the schema's")
+        layout = recorded
     if layout is None:
         raise QueryError(
             'query: "count", "sum" and "count_of" read a cube\'s measures; this cube declares none'

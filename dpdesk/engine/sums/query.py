@@ -21,9 +21,10 @@ from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import _error, _Parser, _quote, parse_query
 from dpdesk.engine.schema import Schema
 
-__all__ = ["MeanQuery", "is_mean_text", "parse_mean"]
+__all__ = ["MeanQuery", "is_mean_text", "parse_mean", "split_assumption"]
 
 _HEAD = re.compile(r"\s*mean\s*\(")
+_ASSUMING = re.compile(r"^(?P<mean>.*\))\s*assuming\s+at\s+least\s+(?P<n>\S+)\s+values?\s*$", re.S)
 
 
 def is_mean_text(text: str) -> bool:
@@ -101,3 +102,29 @@ def parse_mean(text: str, schema: Schema) -> MeanQuery:
         raise QueryError('query: empty text (expected e.g. mean(cost | ward="oncology"))')
     q = _MeanParser(text, schema).mean()
     return MeanQuery(q.measure, q.conditions, text.strip())
+
+
+def split_assumption(text: str) -> tuple[str, float | None]:
+    """A mean request's text and the number of values it assumes in the box (None: none stated).
+
+    A mean's ``±a`` holds only for boxes with enough values (:mod:`~dpdesk.engine.sums.accuracy`), so a
+    request states it after the mean: ``mean(hours | sex="Female") assuming at least 200 values``.
+
+    Examples
+    --------
+    >>> split_assumption('mean(hours | sex="Female") assuming at least 200 values')
+    ('mean(hours | sex="Female")', 200.0)
+    >>> split_assumption("mean(hours)")
+    ('mean(hours)', None)
+    """
+    m = _ASSUMING.match(text) if isinstance(text, str) else None
+    if m is None:
+        return text, None
+    raw = m.group("n")
+    try:
+        n = float(raw)
+    except ValueError:
+        raise QueryError(f"query: 'assuming at least {raw} values' needs a number of values") from None
+    if not (n >= 1 and n < float("inf")):
+        raise QueryError(f"query: 'assuming at least {raw} values' needs a number ≥ 1")
+    return m.group("mean").strip(), n
