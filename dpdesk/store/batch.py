@@ -45,7 +45,7 @@ import numpy as np
 
 from dpdesk.engine.answering.request import Request
 from dpdesk.engine.errors import Cancelled
-from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.history import HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.planning import BatchPlan, plan_batch
@@ -102,6 +102,12 @@ class BatchRelease:
         }
 
 
+def batchable(r: Any) -> bool:
+    """Whether a stored request can join a batch plan: a count of records (a sum over measures, a mean and
+    the other kinds are answered one by one)."""
+    return bool(r.kind == "count" and getattr(r.query, "layout", None) is None)
+
+
 def plan_pending(
     project: Any,
     request_ids: Sequence[str] | None = None,
@@ -128,17 +134,16 @@ def plan_pending(
             return again
     share = look_ahead_share(project, look_ahead)
     if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
-        stored = [r for r in project.requests("pending") if r.kind == "count"]
+        stored = [r for r in project.requests("pending") if batchable(r)]
     else:
         stored = []
         for rid in request_ids:
             r = project.request(rid)
             if r.status != "pending":
                 raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
-            if r.kind != "count":
-                raise RequestStateError(
-                    f"request {rid!r} is a {r.kind} request: a batch plans count requests only"
-                )
+            if not batchable(r):
+                what = "a sum over measures" if r.kind == "count" else f"a {r.kind} request"
+                raise RequestStateError(f"request {rid!r} is {what}: a batch plans count requests only")
             stored.append(r)
     if not stored:
         raise RequestStateError("there are no pending count requests to plan")
@@ -224,7 +229,7 @@ def resumed(project: Any, request_ids: Sequence[str] | None = None) -> BatchPlan
             r = project.request(rid)
         except RequestStateError:  # removed from the queue since
             continue
-        if r.status == "pending" and r.kind == "count":
+        if r.status == "pending" and batchable(r):
             waiting[rid] = r.to_request()
     if not waiting:
         return None
@@ -263,7 +268,7 @@ def queue_workload(project: Any, batch: Sequence[str]) -> list[Request]:
     return [
         r.to_request()
         for r in project.requests()
-        if r.kind == "count" and r.status in ("answered", "pending") and r.id not in skip
+        if batchable(r) and r.status in ("answered", "pending") and r.id not in skip
     ]
 
 
@@ -302,7 +307,7 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     if not state.claims or not plan.measurements:
         return []
     claims = list(state.claims)
-    history = History(state.history.shape, rows=list(state.history.rows))
+    history = state.history.copy()
     shape = project.schema.shape
     out: list[tuple[int, str, str]] = []
     for k, m in enumerate(plan.measurements):

@@ -178,7 +178,8 @@ class LedgerView:
         if (
             costs.shape != v._deltas.shape
             or deltas.shape != v._deltas.shape
-            or history.shape != tuple(schema.shape)
+            or history.cells != tuple(schema.shape)
+            or history.layout != v.layout
         ):
             raise StoreError("the stored view does not match the cube")
         v._head0, v._prefix = (int(head[0]), str(head[1])), load_prefix

@@ -226,7 +226,7 @@ def claim_trace(view: view_module.LedgerView, claim_id: str) -> list[tuple[int, 
     watched = next((w for w in view.claims if w.id == claim_id), None)
     if watched is None:
         raise RequestStateError(f"no watched claim {claim_id!r}")
-    history = History(view.schema.shape)
+    history = History(view.schema.shape, layout=view.layout)
     out: list[tuple[int, float | None]] = []
     releases = [r for r in view.releases if r.in_history]
     for r in releases:

@@ -36,7 +36,7 @@ from dpdesk.engine.inference.rowspace import (
 )
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.layout import Layout
-from dpdesk.engine.queries.measured import footprint, lift
+from dpdesk.engine.queries.measured import counts_only, footprint, lift
 from dpdesk.engine.queries.query import Query, query_from_json
 
 Form = Literal["auto", "primal", "dual"]
@@ -171,6 +171,27 @@ class History:
         basis is unit length. O(r²) reads and no solve — the check a History read back from storage
         (``snapshot.history_from_arrays``) gets before it is trusted."""
         return all(space.factors_consistent() for space in self._spaces.values())
+
+    @property
+    def cells(self) -> tuple[int, ...]:
+        """The cube's shape (``shape`` without the block axis of a history over measures)."""
+        return self.shape if self.layout is None else self.layout.cells
+
+    def counts(self) -> History:
+        """This history's rows that read counts alone, over the cube's cells: what a consumer modelling
+        counts only (the zero-cost estimates, the synthetic table) reads. ``self`` when it holds counts only."""
+        if self.layout is None:
+            return self
+        rows = []
+        for r in self.rows:
+            q = counts_only(r.query)
+            if q is not None:
+                rows.append(HistoryRow(q, r.alpha, r.answer, r.family))
+        return History(self.layout.cells, rows)
+
+    def copy(self) -> History:
+        """A new history holding the same rows (its own factorisations)."""
+        return History(self.shape, rows=list(self.rows), layout=self.layout)
 
     def lifted(self, query: Query) -> Query:
         """``query`` over this history's vector: a count read on the count block of a history over
