@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from dpdesk.engine.sums.plan import MeanPlan
     from dpdesk.engine.sums.query import MeanQuery
 
-__all__ = ["MEAN", "MeanKind", "accuracy_words", "read_mean"]
+__all__ = ["MEAN", "MeanKind", "accuracy_words", "entry_words", "read_mean"]
 
 _EXAMPLE = 'mean(hours | sex="Female") assuming at least 100 values'
 
@@ -50,6 +50,18 @@ def read_mean(
 def accuracy_words(acc: MeanAccuracy) -> str:
     """``±a at 95 % assuming at least N values``."""
     return f"±{acc.half_width:g} at {100 * (1 - acc.delta):g} % {acc.assumption()}"
+
+
+def entry_words(payload: Mapping[str, Any]) -> str:
+    """A recorded mean in words: ``mean 39.27, in [39.08, 39.46] at 95 % confidence (±0.5 at 95 % assuming
+    at least 10000 values in the box)`` (letters, the report, the app's decided request)."""
+    est, (lo, hi) = payload.get("estimate"), payload["interval"]
+    n, level = float(payload["min_count"]), 100 * (1 - float(payload["delta"]))
+    shown = "no ratio (the noisy count of values is not positive)" if est is None else f"mean {est:.6g}"
+    return (
+        f"{shown}, in [{lo:.6g}, {hi:.6g}] at {level:g} % confidence (±{float(payload['half_width']):g} at "
+        f"{level:g} % assuming at least {int(n) if n.is_integer() else n} values in the box)"
+    )
 
 
 def _text(q: MeanQuery, acc: MeanAccuracy) -> str:

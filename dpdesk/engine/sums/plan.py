@@ -99,6 +99,11 @@ class MeanPlan:
         return 0.0 if self.decision != "spend" or self.price is None else self.price.alpha
 
     @property
+    def per_cell_alpha(self) -> float:
+        """What each cell of the box pays (``α_S + α_C``; its charge's terms are per-cell loads)."""
+        return self.alpha
+
+    @property
     def charge(self) -> Charge:
         if self.decision != "spend" or self.price is None:
             return Charge()
