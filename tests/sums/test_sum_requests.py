@@ -16,11 +16,14 @@ import pytest
 from cli_helpers import run_dpdesk
 
 from dpdesk.engine.errors import QueryError
+from dpdesk.engine.kinds.settings import Settings
+from dpdesk.engine.kinds.snapshot import LedgerSnapshot
 from dpdesk.engine.mechanisms.noise import SeededSampler
 from dpdesk.engine.queries.layout import Layout
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.queries.text import parse_query
 from dpdesk.engine.schema import Schema
+from dpdesk.engine.sums.kind import MEAN
 from dpdesk.store import Project
 
 SCHEMA = {
@@ -92,7 +95,7 @@ def test_a_mean_is_answered_fresh_then_the_related_sum_free_from_its_rows(projec
         plan = p.assess(m.id)
         assert plan.decision == "spend" and plan.price.failure <= 0.05
         rel = p.release(plan, SeededSampler(3))
-        e = rel.entry.payload
+        e = dict(rel.entry.payload)
         a_s, a_c = e["alpha_sum"], e["alpha_count"]
         # the sum's cells pay α_S·80/80, the count of values' α_C·1/1: a young record pays both
         assert p.view().cell_costs.tolist() == pytest.approx([a_s + a_c, a_s + a_c, 0.0, 0.0])
@@ -115,9 +118,14 @@ def test_a_mean_is_answered_fresh_then_the_related_sum_free_from_its_rows(projec
         )
         statuses = {r.id: r.status for r in p.requests()}
     assert statuses == {m.id: "answered", s.id: "answered", again.id: "answered"}
-    ran = run_dpdesk("verify", project)
+    ran = run_dpdesk("verify", project)  # recomputes both means (MEAN.recompute) from the inputs before them
     assert ran.returncode == 0, ran.stderr
     assert "1 mean, 1 mean-inferred" in ran.stdout
+    # the fresh mean's recomputation reads its two noisy answers: a recorded interval they do not give is named
+    snap = LedgerSnapshot(Schema.from_dict(SCHEMA), Settings(5.0), np.zeros(4), np.zeros(4))
+    assert MEAN.recompute(e, snap) is None
+    moved = {**e, "interval": [lo - 1.0, hi]}
+    assert "but its inputs give" in MEAN.recompute(moved, snap)
 
 
 def test_the_command_line_queues_and_answers_a_mean_and_a_sum(project):

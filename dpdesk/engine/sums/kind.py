@@ -8,6 +8,7 @@ request. A sum or a linear combination of sums and counts is the count kind's li
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -76,6 +77,7 @@ class MeanKind(ReleaseKind["MeanPlan"]):
     head = re.compile(r"\s*mean\s*\(")
     queueable = True
     answers_requests = True
+    recomputes = True
     mechanisms = (FRESH_MEAN, MEAN_INFERENCE)
 
     def read(
@@ -151,6 +153,42 @@ class MeanKind(ReleaseKind["MeanPlan"]):
         return plan.to_json()
 
     def recompute(self, payload: Mapping[str, Any], snapshot: LedgerSnapshot) -> str | None:
+        """The mean and interval an entry records, recomputed: a fresh mean's from its two noisy answers
+        and budgets, an inferred one's from the history before it (and history met ±a then)."""
+        from dpdesk.engine.sums.accuracy import FreshMean, MeanAccuracy
+        from dpdesk.engine.sums.plan import fresh_law, history_mean
+        from dpdesk.engine.sums.query import parse_mean, split_assumption
+        from dpdesk.engine.sums.ratio import mean_interval
+
+        q = parse_mean(split_assumption(str(payload["query_text"]))[0], snapshot.schema)
+        acc = MeanAccuracy(float(payload["half_width"]), float(payload["delta"]), float(payload["min_count"]))
+        lower, upper = q.bounds(snapshot.schema)
+        total, size = q.total(snapshot.schema), q.size(snapshot.schema)
+        if "sum_answer" in payload:
+            price = FreshMean(
+                float(payload["alpha_sum"]), float(payload["alpha_count"]), 0.0, str(payload["count_family"])
+            )
+            law = fresh_law(total.sensitivity, price)
+            iv = mean_interval(
+                law, float(payload["sum_answer"]), float(payload["count_answer"]), acc.delta, lower, upper
+            )
+        else:
+            failure, got = history_mean(snapshot.history, total, size, acc, lower, upper)
+            if got is None or failure is None or failure > acc.delta:
+                return "records a mean inferred from history, but history before it does not meet its ±a"
+            iv = got
+        rec = payload.get("estimate")
+        same = (rec is None) == (iv.estimate is None) and (
+            rec is None or math.isclose(float(rec), iv.estimate or 0.0, rel_tol=1e-9, abs_tol=1e-9)
+        )
+        lo, hi = (float(v) for v in payload["interval"])
+        if not same or not (
+            math.isclose(lo, iv.low, abs_tol=1e-9) and math.isclose(hi, iv.high, abs_tol=1e-9)
+        ):
+            return (
+                f"records mean {rec} in [{lo:.6g}, {hi:.6g}], but its inputs give {iv.estimate} in "
+                f"[{iv.low:.6g}, {iv.high:.6g}]"
+            )
         return None
 
 

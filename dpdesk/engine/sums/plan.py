@@ -33,7 +33,7 @@ from dpdesk.engine.sums.mechanism import FRESH_MEAN, MEAN_INFERENCE, mean_charge
 from dpdesk.engine.sums.query import MeanQuery
 from dpdesk.engine.sums.ratio import MeanInterval, RatioLaw, mean_interval
 
-__all__ = ["MeanPlan", "fresh_law", "plan_mean"]
+__all__ = ["MeanPlan", "fresh_law", "history_mean", "plan_mean"]
 
 
 def _at(query: Query, x: np.ndarray) -> float:
@@ -210,7 +210,7 @@ class MeanPlan:
         return out
 
 
-def _history_mean(
+def history_mean(
     history: History | None, total: Query, size: Query, acc: MeanAccuracy, lower: float, upper: float
 ) -> tuple[float | None, MeanInterval | None]:
     """History's failure bound for the mean and its interval (None, None when either is not estimable)."""
@@ -242,7 +242,7 @@ def plan_mean(
         raise DpdeskError(
             f"measure {mean.measure!r}: its bounds [{lower:g}, {upper:g}] leave no mean to estimate"
         )
-    failure, inferred = _history_mean(history, total, size, accuracy, lower, upper)
+    failure, inferred = history_mean(history, total, size, accuracy, lower, upper)
     target = f"±{accuracy.half_width:g} at {1 - accuracy.delta:.0%} {accuracy.assumption()}"
     try:
         price: FreshMean | None = fresh_mean(total.sensitivity, lower, upper, accuracy)
