@@ -111,7 +111,9 @@ class MeanKind(ReleaseKind["MeanPlan"]):
 
     def preview(self, plan: MeanPlan) -> list[str]:
         b = plan.budget
-        after = b.system_cost_after if plan.decision == "spend" else b.system_cost
+        after = (
+            b.system_cost if plan.decision == "infer" else b.system_cost_after
+        )  # a refusal: what it would be
         lines = [f"decision: {plan.decision} — {plan.reason.removeprefix('reject: ')}"]
         if plan.decision == "infer" and plan.inferred is not None:
             iv = plan.inferred
@@ -119,7 +121,9 @@ class MeanKind(ReleaseKind["MeanPlan"]):
                 f"from history: mean in [{iv.low:.6g}, {iv.high:.6g}] at {100 * iv.confidence:g} % "
                 f"(holds at every table); ±a target {accuracy_words(plan.accuracy)}"
             )
-        if after is not None:
+        if after is None:
+            lines.append(f"budget: privacy loss ε (system cost) {b.system_cost:.6g} of {b.total:g}")
+        else:
             lines.append(
                 f"budget: privacy loss ε (system cost) {b.system_cost:.6g} → {after:.6g} of {b.total:g}"
             )
