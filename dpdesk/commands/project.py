@@ -1,9 +1,12 @@
-"""``dpdesk project new|info|rebind|policy|prior|look-ahead``: create a project file, describe it, accept
-changed source data, show or set the spend policy, the known-bounds prior and the batch plans' look-ahead."""
+"""``dpdesk project new|info|rebind|settle|policy|prior|look-ahead``: create a project file, describe it, accept
+changed source data, copy its write-ahead log into it, show or set the spend policy, the known-bounds prior
+and the batch plans' look-ahead."""
 
 from __future__ import annotations
 
 import argparse
+
+from dpdesk.engine.budget.mode import MODES, mode_words, spent_words
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,6 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
     rebind.add_argument("path", metavar="PATH")
+    settle = sub.add_parser(
+        "settle",
+        help="copy what the write-ahead log (PATH-wal) holds into the project file (after a full disk)",
+    )
+    settle.add_argument("path", metavar="PATH")
     _register_settings(sub)
     p.set_defaults(func=run, _parser=p)
 
@@ -43,7 +51,25 @@ def _register_new(sub: argparse._SubParsersAction) -> None:
     )
     add_source_arguments(new)
     new.add_argument(
-        "--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)"
+        "--budget",
+        required=True,
+        type=float,
+        metavar="B",
+        help="total privacy loss ε (> 0); under zCDP with --delta, the total (ε, δ)",
+    )
+    new.add_argument(
+        "--accounting",
+        choices=("pure", "zcdp"),
+        default="pure",
+        help=f"how privacy loss adds up, fixed for the project's life — {MODES['pure']} "
+        f"{MODES['zcdp']} (default: pure)",
+    )
+    new.add_argument(
+        "--delta",
+        type=float,
+        metavar="D",
+        help="with --accounting zcdp: the δ of the total (ε, δ), e.g. 1e-6 (the largest cell's ρ is "
+        "converted to ε at this δ)",
     )
     new.add_argument(
         "--delta-cap",
@@ -132,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         return _info(args)
     if action == "rebind":
         return _rebind(args)
+    if action == "settle":
+        return _settle(args)
     if action == "policy":
         return _policy(args)
     if action == "prior":
@@ -161,6 +189,10 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
 
     pace = policy_from_args(args)  # checked before anything is created
+    if pace is not None and args.accounting == "zcdp":
+        from dpdesk.engine.errors import DpdeskError
+
+        raise DpdeskError("--pace paces α, the pure-ε price of a cell: a zCDP project takes no spend policy")
     from dpdesk.commands.cube import source_location
 
     location, table = source_location(args.source, args.table, args.spark, args.spark_conf)
@@ -173,6 +205,8 @@ def _new(args: argparse.Namespace) -> int:
         total_budget=args.budget,
         test_project=args.test_project,
         delta_cap=args.delta_cap,
+        accounting=args.accounting,
+        delta=args.delta,
     ) as p:
         if pace is not None:
             p.set_spend_policy(pace)
@@ -181,6 +215,7 @@ def _new(args: argparse.Namespace) -> int:
             f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
             f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}"
         )
+        print(f"accounting: {mode_words(p.accounting, p.total_budget)}")
         print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {describe_binding(src)}")
         print(f"spend policy: {describe_policy(p.spend_policy)}")
         if not p.schema.unit.rows_are_people:
@@ -327,6 +362,7 @@ def _info_of(p) -> dict:  # type: ignore[no-untyped-def]
         "total_budget": float(p.total_budget),
         "system_cost": view.system_cost,
         "remaining": float(p.total_budget) - view.system_cost,
+        "accounting": "pure" if p.accounting is None else p.accounting.to_json(),
         "test_project": p.test_project,
         "delta_cap": p.delta_cap,
         "delta_spent": view.delta_spent,
@@ -345,6 +381,14 @@ def _info_of(p) -> dict:  # type: ignore[no-untyped-def]
         "declared_table_size": None if p.prior is None else p.prior.table_size,
         "look_ahead": p.look_ahead,
     }
+    if p.accounting is not None:  # the figures above are the largest cell's ρ and the ρ budget; as ε:
+        spent = p.accounting.epsilon_of(view.system_cost)
+        info |= {
+            "epsilon_spent": spent,
+            "epsilon_remaining": float(p.total_budget) - spent,
+            "rho_budget": p.accounting.budget,
+            "remaining": p.accounting.budget - view.system_cost,
+        }
     return info
 
 
@@ -365,6 +409,7 @@ def _info(args: argparse.Namespace) -> int:
             unit_text += "; releases are refused until they are priced per person"
         measure_lines = [m.describe() for m in p.schema.measures]
         ahead_text = describe_look_ahead(p.look_ahead)
+        accounting = p.accounting
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -374,16 +419,16 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  privacy unit: {unit_text}")
     for line in measure_lines:
         print(f"  measure {line}")
-    print(
-        f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
-        f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}"
-    )
+    print(f"  accounting: {mode_words(accounting, info['total_budget'])}")
+    print(f"  budget: {spent_words(accounting, info['total_budget'], info['system_cost'])}")
     print(
         f"  δ: cap {info['delta_cap']:g}"
         + (
             f", largest per-cell δ spent {info['delta_spent']:.3g}"
             if info["delta_cap"]
             else " (pure α-DP releases only)"
+            if accounting is None
+            else " (no release with a δ of its own; the total's δ is the accounting's)"
         )
     )
     s = info["source"]
@@ -399,6 +444,21 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  spend policy: {policy_text}")
     print(f"  prior: {prior_text}")
     print(f"  batch look-ahead: {ahead_text}")
+    return 0
+
+
+def _settle(args: argparse.Namespace) -> int:
+    """Open the project for writing and close it: closing copies the log into the file (one line if it
+    still cannot)."""
+    from dpdesk.store.db import log_holds_frames
+    from dpdesk.store.errors import StoreError
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "w") as p:
+        path, name = p.path, p.path.name
+    if log_holds_frames(path):
+        raise StoreError(f"{name}: another program is reading it; close it there and run this again")
+    print(f"{name}: settled (every recorded change is in {name} itself)")
     return 0
 
 

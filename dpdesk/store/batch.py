@@ -360,7 +360,7 @@ def release_batch(
             "the batch plan was made under other answering settings; nothing was released — "
             "plan the batch again"
         )
-    plan.check_affordable(project.view().cell_costs, float(project.total_budget))
+    plan.check_affordable(project.view().cell_costs, project.answering_settings().total_budget)
     with project.view().assessing() as state:
         declined = claim_screen(project, plan, state)
     if declined:

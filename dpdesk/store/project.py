@@ -45,7 +45,7 @@ from dpdesk.store.binding import (
     unkeyed_binding,
 )
 from dpdesk.store.canonical import utc_now
-from dpdesk.store.creating import create_file
+from dpdesk.store.creating import accounting_asked, create_file, read_accounting
 from dpdesk.store.errors import (
     BindingError,
     ReadOnlyError,
@@ -79,6 +79,7 @@ class Project:
         self._lock = lock
         self._snapshot: Snapshot | None = None
         self._parent: Project | None = None  # a sibling's project (see :meth:`sibling`)
+        self.unsettled: str | None = None  # why closing could not copy the log into the file (:meth:`close`)
         row = conn.execute(
             "SELECT name, total_budget, neighbour_model, schema_json, test_project, created, "
             "initial_source_json, genesis_hash FROM project WHERE id = 1"
@@ -102,6 +103,7 @@ class Project:
         except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
             cap = None
         self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
+        self.accounting = read_accounting(conn, path, float(self.total_budget))  # None: pure ε
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
@@ -157,26 +159,37 @@ class Project:
         total_budget: float,
         test_project: bool = False,
         delta_cap: float = 0.0,
+        accounting: str = "pure",
+        delta: float | None = None,
     ) -> Project:
         """Create a project bound to a source and open it for writing. Nothing is written on error.
 
         ``delta_cap`` bounds every cell's δ (the sum over the (α, δ) releases charging it); 0 allows
         only pure α-DP releases. Like the total budget it is fixed for the project's life.
+
+        ``accounting`` is ``"pure"`` (per-cell ε, the default) or ``"zcdp"``: per-cell ρ, the system cost
+        the largest cell's ρ converted to ε at ``delta`` (required for zCDP; engine/budget/mode.py).
         """
         path = Path(path)
         if path.exists() or path.is_symlink():
             raise StoreError(f"{path}: already exists (a project is never overwritten)")
         if not path.parent.is_dir():
             raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
-        if not path.parent.is_dir():
-            raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
         check_total_budget(total_budget)
         check_delta_cap(delta_cap)
         if not isinstance(name, str) or not name.strip():
             raise DpdeskError("project name must be non-empty text")
+        zcdp = accounting_asked(accounting, delta, total_budget)
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
         snap = create_file(
-            path, name.strip(), schema, (source_location, source_table), total_budget, test_project, delta_cap
+            path,
+            name.strip(),
+            schema,
+            (source_location, source_table),
+            total_budget,
+            test_project,
+            delta_cap,
+            None if zcdp is None else zcdp.to_json(),
         )
         project = cls.open(path, "w")
         project._snapshot = snap
@@ -215,30 +228,62 @@ class Project:
                     self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing
             except (DpdeskError, OSError, sqlite3.Error, MemoryError):
                 pass
+            if self.mode == "w" and parent is None:
+                self.unsettled = self._settle()
             self._conn.close()
         finally:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
 
+    def _settle(self) -> str | None:
+        """Copy what the write-ahead log holds into the main file (the checkpoint SQLite would otherwise
+        attempt silently as the last connection closes); None when done or left to a reader that holds an
+        older state, else one line saying what happened and the one command that finishes it.
+
+        A full disk or a failing device stops the copy midway: every commit is still whole in ``P-wal``
+        (each was fsync'd there), and the main file may already carry a header ahead of its size. dpdesk
+        reads such a file through its log (:func:`~dpdesk.store.db.check_header`), and any command that
+        writes to it finishes the copy once there is room.
+        """
+        try:  # PASSIVE: never waits for another process's reader (closing then removes the emptied log)
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return None  # another process reads an older state: the next writer settles it
+            name = self.path.name
+            return (
+                f"{name}: what this command recorded is safe in {name}-wal but could not be copied into {name} "
+                f"itself ({exc}); keep {name}-wal beside it, and once the disk has room run "
+                f"`dpdesk project settle {self.path}`"
+            )
+        return None
+
     def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close; a log that could not be copied into the file is reported (unless an error already is)."""
         self.close()
+        if self.unsettled is not None and exc[0] is None:
+            raise StoreError(self.unsettled)
 
     # -- settings and binding --------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
         """The fixed settings the ledger's genesis hash covers (as stored now)."""
-        return {
-            "name": self.name,
-            "total_budget": float(self.total_budget),
-            "neighbour_model": self.neighbour_model,
-            "schema": json.loads(self._schema_json),
-            "test_project": self.test_project,
-            "created": self.created,
-            "initial_source": json.loads(self._initial_source_json),
-        } | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
+        return (
+            {
+                "name": self.name,
+                "total_budget": float(self.total_budget),
+                "neighbour_model": self.neighbour_model,
+                "schema": json.loads(self._schema_json),
+                "test_project": self.test_project,
+                "created": self.created,
+                "initial_source": json.loads(self._initial_source_json),
+            }
+            | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
+            | ({} if self.accounting is None else {"accounting": self.accounting.to_json()})
+        )
 
     @property
     def spend_policy(self) -> SpendPolicy | None:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
@@ -122,10 +123,12 @@ def _add_charge(costs: CellCosts, charge: Charge) -> None:
 class LedgerView:
     """Everything derived from a project's ledger, extended entry by entry. See the module docstring."""
 
-    def __init__(self, schema: Schema, genesis: str) -> None:
+    def __init__(self, schema: Schema, genesis: str, accounting: ZcdpAccounting | None = None) -> None:
         self.schema = schema
         self.layout = Layout.of(schema)  # the vector of counts and sums a query over measures reads
         self.genesis = genesis
+        # the unit per-cell totals are kept in: ε (None), or ρ under zCDP (engine/budget/mode.py)
+        self.accounting = accounting
         self._lock = threading.RLock()  # entries, releases, costs, curve
         self._history_lock = threading.Lock()  # the History (its factorisation grows while estimating)
         self._entries: list[LedgerEntry] = []
@@ -170,11 +173,12 @@ class LedgerView:
         releases: int,
         structured: Sequence[int],
         load_prefix: Callable[[], list[LedgerEntry]],
+        accounting: ZcdpAccounting | None = None,
     ) -> LedgerView:
         """A view of the ledger up to ``head`` from stored results (the cache's): ``history``, per-cell
         ``costs`` and ``deltas``, the number of ``releases`` and the seqs of those kept out of the History.
         ``load_prefix()`` returns the entries up to ``head``; it runs only when entries are asked for."""
-        v = cls(schema, genesis)
+        v = cls(schema, genesis, accounting)
         if (
             costs.shape != v._deltas.shape
             or deltas.shape != v._deltas.shape
@@ -268,7 +272,7 @@ class LedgerView:
             self._entries.append(entry)
             if viewed is not None:
                 self._releases.append(viewed)
-                _add_charge(self._costs, viewed.contribution.charge)
+                _add_charge(self._costs, self.in_unit(viewed.contribution.charge))
                 charge = viewed.contribution.charge
                 if charge.delta > 0:  # δ adds up per cell, like α, on the cells the release charges
                     self._deltas += charge.delta * (charge.dense(self._deltas.size) > 0)
@@ -290,7 +294,7 @@ class LedgerView:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
         if any(r.query.layout not in (None, self.layout) for r in contribution.rows):
             return None, f"entry {entry.seq}: its measures' clamp bounds are not the schema's"
-        if contribution.charge.measure != "epsilon":  # only zCDP accounting adds ρ (engine/budget/zcdp.py)
+        if contribution.charge.measure != "epsilon" and self.accounting is None:  # only zCDP adds ρ
             return None, f"entry {entry.seq}: {mech.name} is priced in ρ (zCDP), the project in pure ε"
         return ViewedRelease(
             entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT
@@ -308,6 +312,10 @@ class LedgerView:
     def extend(self, entries: Iterable[LedgerEntry]) -> None:
         for e in entries:
             self.add(e)
+
+    def in_unit(self, charge: Charge) -> Charge:
+        """``charge`` as the per-cell totals add it: as it is (pure ε), or in ρ under zCDP."""
+        return charge if self.accounting is None else self.accounting.unit(charge, self.schema.n_cells)
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -376,7 +384,9 @@ class LedgerView:
         with self._lock:
             for seq, charge in self._charges[len(self._curve) - 1 :]:
                 if charge is not None:
-                    self._curve_top = max(self._curve_top, _add_for_curve(self._curve_costs, charge))
+                    self._curve_top = max(
+                        self._curve_top, _add_for_curve(self._curve_costs, self.in_unit(charge))
+                    )
                     self._curve_released = True
                 self._curve.append((seq, self._curve_top if self._curve_released else 0.0))
             return list(self._curve)
@@ -384,13 +394,14 @@ class LedgerView:
     def largest_charges(self) -> dict[int, float]:
         """Entry seq → the most any one cell paid for that release (its α; 0 for a free one)."""
         n = self.schema.n_cells  # from each release's query, never a dense vector of the cube per release
-        return {r.entry.seq: r.contribution.charge.largest(n) for r in self.releases}
+        return {r.entry.seq: self.in_unit(r.contribution.charge).largest(n) for r in self.releases}
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, or "entry N" for a release without one; its charge on ``cell``) per charging release."""
         out = []
         for r in self.releases:
-            share = r.contribution.charge.at(cell) if r.contribution.charge.terms else 0.0
+            charge = self.in_unit(r.contribution.charge)
+            share = charge.at(cell) if charge.terms else 0.0
             if share > 0:
                 out.append((r.entry.request_id or f"entry {r.entry.seq}", share))
         return out

@@ -102,7 +102,8 @@ def _offer(assessment: Assessment, alpha_cap: float, limit: str) -> CounterOffer
 
 def _room(assessment: Assessment, total: float) -> tuple[float, str]:
     """The most one fresh answer may spend: the cells' headroom, times the spend policy's cap."""
-    room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total)
+    measure = getattr(assessment.settings, "measure", "epsilon")  # ρ in a zCDP project
+    room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total, measure)
     room = room if room > 0 and math.isfinite(room) else 0.0
     policy = getattr(assessment.settings, "policy", None)
     if policy is not None and policy.cap < 1.0:

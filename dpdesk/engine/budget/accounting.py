@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dpdesk.engine.budget.mode import ZcdpAccounting, in_unit
 from dpdesk.engine.budget.peaks import Peaks, peaks_of
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import check_requirement
@@ -74,6 +75,25 @@ class BudgetPreview:
     limiting_cell: int | None = None  # the cell reaching system_cost_after
     cell_costs: np.ndarray | None = field(default=None, repr=False)
     charge: Charge | None = field(default=None, repr=False)
+    # zCDP (None: pure ε): then the figures above are per-cell ρ and the ρ budget; :meth:`shown` states ε
+    accounting: ZcdpAccounting | None = field(default=None, repr=False)
+
+    def shown(self, cost: float | None) -> float:
+        """A per-cell figure above as the privacy loss ε it states (under zCDP at the project's δ)."""
+        c = 0.0 if cost is None else float(cost)
+        return c if self.accounting is None else self.accounting.epsilon_of(c)
+
+    def words(self) -> str:
+        """``0.1 now → 0.3 after (total 1)``; under zCDP in ε at the project's δ, the ρ named."""
+        after = self.system_cost if self.system_cost_after is None else self.system_cost_after
+        acc = self.accounting
+        if acc is None:
+            return f"{self.system_cost:.6g} now → {after:.6g} after (total {self.total:g})"
+        return (
+            f"ε = {self.shown(self.system_cost):.6g} now → {self.shown(after):.6g} after (total ε = "
+            f"{acc.epsilon:g} at δ = {acc.delta:g}; zCDP, largest cell's ρ {self.system_cost:.6g} → "
+            f"{after:.6g} of {self.total:.6g}, {acc.conversion} conversion)"
+        )
 
     @property
     def fits(self) -> bool:
@@ -88,8 +108,17 @@ class BudgetPreview:
         return after
 
 
-def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) -> BudgetPreview:
+def preview(
+    cell_costs: np.ndarray,
+    total: float,
+    charge: Charge | None = None,
+    accounting: ZcdpAccounting | None = None,
+) -> BudgetPreview:
     """Budget figures now and, if a release's per-cell ``charge`` is given, after it.
+
+    Under zCDP (``accounting``) ``cell_costs`` and ``total`` are in ρ and ``charge`` is converted to ρ
+    first (a pure ε charge as ``ε_j²/2``); in a pure project a charge in ρ is refused
+    (:func:`~dpdesk.engine.budget.mode.in_unit`).
 
     A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
     and the largest cost among the others (:mod:`~dpdesk.engine.budget.peaks`); any other charge on the
@@ -99,7 +128,8 @@ def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) 
     peaks = peaks_of(cell_costs)
     now = peaks.max
     if charge is None:
-        return BudgetPreview(total=total, system_cost=now, remaining=total - now)
+        return BudgetPreview(total=total, system_cost=now, remaining=total - now, accounting=accounting)
+    charge = in_unit(accounting, charge, cell_costs.size)
     top = _after_touched(cell_costs, peaks, charge)
     if top is None:
         after = cell_costs + charge.dense(cell_costs.size)
@@ -115,6 +145,7 @@ def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) 
         limiting_cell=j,
         cell_costs=cell_costs,
         charge=charge,
+        accounting=accounting,
     )
 
 

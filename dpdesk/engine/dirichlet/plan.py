@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.dirichlet.accuracy import (
     alpha_for_target,
     expected_bound,
@@ -335,8 +336,13 @@ def assess_posterior(
     total_budget: float | None = None,
     cell_deltas: np.ndarray | None = None,
     delta_cap: float | None = None,
+    accounting: ZcdpAccounting | None = None,
 ) -> PosteriorAssessment:
     """Price a posterior release from public inputs (see the module docstring); raises DpdeskError.
+
+    In a zCDP project (``accounting``: costs and total in ρ) the release is priced through its ε: ``α²/2``
+    per cell of its box (Bun–Steinke Prop. 1.4; the smooth mechanism's δ still adds up against the
+    project's δ cap, approximate zCDP).
 
     With the ledger's per-cell costs and the total budget (and per-cell δ and the project's δ cap),
     the assessment says whether the release fits; a release that does not is not ``releasable``.
@@ -392,7 +398,7 @@ def assess_posterior(
         basis or Basis(),
         chosen_by=chosen_by,
     )
-    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap)
+    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap, accounting)
 
 
 def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
@@ -420,6 +426,7 @@ def _priced(
     total: float | None,
     cell_deltas: np.ndarray | None,
     delta_cap: float | None,
+    accounting: ZcdpAccounting | None = None,
 ) -> PosteriorAssessment:
     """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
     n_box = int(plan.query.box_query().support_size())
@@ -430,13 +437,17 @@ def _priced(
     )
     budget, delta_after, ok = None, None, True
     if cell_costs is not None and total is not None:
-        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge)
+        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, accounting)
         if not budget.fits:
             ok, reason = (
                 False,
                 (
                     f"it would raise the most-charged cell to {budget.system_cost_after:.4g}, "
                     f"above the total budget {total:.4g}"
+                    if accounting is None
+                    else f"it would raise the most-charged cell to ε = "
+                    f"{budget.shown(budget.system_cost_after):.4g}, above the total ε = {accounting.epsilon:g} "
+                    f"at δ = {accounting.delta:g}"
                 ),
             )
     if plan.delta and cell_deltas is not None:
