@@ -57,8 +57,9 @@ from dpdesk.engine.queries.text import describe_query
 from dpdesk.store import view as view_module
 from dpdesk.store.answering import FROM_PROJECT, check_share
 from dpdesk.store.canonical import canonical_json
-from dpdesk.store.errors import RequestStateError, StaleAssessment
+from dpdesk.store.errors import PersonLevelUnavailable, RequestStateError, StaleAssessment
 from dpdesk.store.release import Release
+from dpdesk.store.releasing import person_level_refusal
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import ClaimDeclined, gate
 
@@ -122,6 +123,9 @@ def plan_pending(
     was planned (:func:`resumed`) when the same requests are asked for (or all pending ones); ``replan``
     plans them afresh instead — what the stopped batch bought is history then, credited like any release.
     """
+    refusal = person_level_refusal(project.schema, "measurement")
+    if refusal is not None:
+        raise PersonLevelUnavailable(refusal.replace("; nothing was released", "; nothing was planned"))
     if not replan:
         again = resumed(project, request_ids)
         if again is not None:

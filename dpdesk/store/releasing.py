@@ -73,21 +73,27 @@ def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
 
 
+# Ledger kinds not yet priced per person when a person holds more than one row: the batch planner
+# prices its plan per row (engine/planning), so it is refused there rather than shown a per-row price.
+UNPRICED_PER_PERSON = frozenset({"measurement"})
+
+
 def person_level_refusal(schema: Schema, kind: str) -> str | None:
     """Why a release of ledger kind ``kind`` is refused on a project with ``schema`` (None: it is not).
 
-    Every release kind is priced per row today. On a project whose privacy unit is a person with up to
-    ``max_rows`` rows, that price understates a person's loss, so every kind is refused — by this one
-    function, asked by :meth:`Releaser.release` (every release) and :meth:`Releaser.assess` (so no
-    per-row price is shown as a queued request's cost) — until it is priced at the person level.
+    Every other kind is priced per person: its per-cell charges add up to one person's loss by the
+    project's privacy unit (:mod:`dpdesk.engine.budget.person`) in the system cost, the hard stop and
+    every preview. A kind in :data:`UNPRICED_PER_PERSON` is refused — by this one function, asked by
+    :meth:`Releaser.release` (every release) and :meth:`Releaser.assess` — when a person may hold more
+    than one row, never priced per row.
     """
-    if schema.unit.rows_are_people:
+    if schema.unit.rows_are_people or schema.unit.max_rows == 1 or kind not in UNPRICED_PER_PERSON:
         return None
     words = _KIND_WORDS.get(kind, f"{kind} releases")
     return (
-        f"person-level pricing of {words} is not available yet: this project protects people "
+        f"{words} are not priced per person yet: this project protects people "
         f"({schema.unit.describe()}), and a price per row would understate what each person can lose; "
-        "nothing was released"
+        "answer the requests one at a time; nothing was released"
     )
 
 
@@ -115,7 +121,7 @@ class Releaser:
     def plan_inputs(self) -> dict[str, Any]:
         """The public inputs a plan of another release kind is priced with, all of one moment: the
         ledger's per-cell α (``cell_costs``) and δ (``cell_deltas``), ``total_budget``, the project's
-        ``delta_cap`` and the ``basis`` :meth:`release` checks the plan against."""
+        ``delta_cap``, the ``basis`` :meth:`release` checks the plan against and the person ``rule``."""
         view = self.book.view()
         with view.growing():  # costs, δ and head of the same moment (a sibling may be recording meanwhile)
             seq, head = view.head
@@ -125,6 +131,7 @@ class Releaser:
                 "total_budget": float(self.file.total_budget),
                 "delta_cap": float(self.file.delta_cap),
                 "basis": Basis(head, seq, self.settings.now().to_json()),
+                "rule": view.rule,
             }
 
     # -- assessing -----------------------------------------------------------------------------
@@ -251,16 +258,28 @@ class Releaser:
                 "nothing was released"
             )
         view, charge, total = self.book.view(), plan.charge, float(self.file.total_budget)
-        costs = view.cell_costs
+        costs, rule = view.cell_costs, view.rule
         after = costs + charge.dense(costs.size)
         if after.size and float(after.max()) > total:
             raise BudgetError(
                 f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
                 f"over the total budget {total:g}; nothing was released"
             )
-        if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps the largest
+        person = rule.loss(after)
+        if after.size and not rule.rows_are_people and person > total:
+            raise BudgetError(
+                f"{what_of(plan)} would raise one person's privacy loss to {person:.6g} ({rule.words()}), "
+                f"over the total budget {total:g}; nothing was released"
+            )
+        if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps a person's
             deltas = view.cell_deltas + charge.delta * (charge.dense(costs.size) > 0)
             cap = float(self.file.delta_cap)
+            person_delta = rule.delta(after, deltas)
+            if not rule.rows_are_people and person_delta > cap * (1 + 1e-12):
+                raise BudgetError(
+                    f"{what_of(plan)} would raise one person's δ to {person_delta:.3g} ({rule.k} rows), "
+                    f"over the project's δ cap {cap:g}; nothing was released"
+                )
             if float(deltas.max()) > cap * (1 + 1e-12):
                 why = (
                     "the project allows no δ (its δ cap is 0: pure α-DP releases only)"

@@ -193,6 +193,7 @@ def build_html(
     requesters: Mapping[str, str] | None = None,
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
+    cost_words: str = "most-spent cell",
 ) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
     ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
@@ -213,6 +214,7 @@ def build_html(
             delta_spent=delta_spent,
             requesters=requesters,
             accounts=accounts,
+            cost_words=cost_words,
             claims=claims,
         )
     )
@@ -270,6 +272,7 @@ def html_parts(
     requesters: Mapping[str, str] | None = None,
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
+    cost_words: str = "most-spent cell",
 ) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
     ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole."""
@@ -304,7 +307,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 </style></head><body>
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
-<p>Total budget <b>{total_budget:g}</b> · system cost (most-spent cell) <b>{system_cost:.6g}</b> ·
+<p>Total budget <b>{total_budget:g}</b> · system cost ({esc(cost_words)}) <b>{system_cost:.6g}</b> ·
 remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 <p>{
         f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
@@ -123,6 +124,7 @@ class LedgerView:
 
     def __init__(self, schema: Schema, genesis: str) -> None:
         self.schema = schema
+        self.rule = person_rule(schema)  # how per-cell costs add up to one person's loss
         self.genesis = genesis
         self._lock = threading.RLock()  # entries, releases, costs, curve
         self._history_lock = threading.Lock()  # the History (its factorisation grows while estimating)
@@ -326,10 +328,11 @@ class LedgerView:
 
     @property
     def system_cost(self) -> float:
-        """The largest per-cell cost: the privacy guarantee of everything released so far."""
+        """One person's privacy loss from everything released so far: the largest per-cell cost when one
+        row is one person, else the sum over the cells a person's rows can fall in (``rule``)."""
         with self._lock:
             v = self._costs.values
-            return float(v.max()) if v.size and (self._releases or self._prefix_releases) else 0.0
+            return self.rule.loss(v) if v.size and (self._releases or self._prefix_releases) else 0.0
 
     @property
     def claims(self) -> tuple[WatchedClaim, ...]:
@@ -360,10 +363,14 @@ class LedgerView:
 
     @property
     def delta_spent(self) -> float:
-        """The largest per-cell δ (0 while every release is pure): with :attr:`system_cost`, the
-        (α, δ) guarantee of everything released."""
+        """One person's δ (0 while every release is pure; the largest per-cell δ when one row is one
+        person): with :attr:`system_cost`, the (α, δ) guarantee of everything released."""
         with self._lock:
-            return float(self._deltas.max()) if self._deltas.size else 0.0
+            if not self._deltas.size:
+                return 0.0
+            if self.rule.rows_are_people:
+                return float(self._deltas.max())
+            return self.rule.delta(self._costs.values, self._deltas)
 
     def cost_curve(self) -> list[tuple[int, float]]:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
@@ -373,7 +380,10 @@ class LedgerView:
                 if charge is not None:
                     self._curve_top = max(self._curve_top, _add_for_curve(self._curve_costs, charge))
                     self._curve_released = True
-                self._curve.append((seq, self._curve_top if self._curve_released else 0.0))
+                    if self.rule.group_axes is not None:  # a sum of the largest cells: not a running max
+                        self._curve_top = self.rule.loss(self._curve_costs.values)
+                top = self._curve_top * self.rule.k if self.rule.group_axes is None else self._curve_top
+                self._curve.append((seq, top if self._curve_released else 0.0))
             return list(self._curve)
 
     def largest_charges(self) -> dict[int, float]:

@@ -101,8 +101,10 @@ def _offer(assessment: Assessment, alpha_cap: float, limit: str) -> CounterOffer
 
 
 def _room(assessment: Assessment, total: float) -> tuple[float, str]:
-    """The most one fresh answer may spend: the cells' headroom, times the spend policy's cap."""
-    room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total)
+    """The most one fresh answer may spend: the cells' headroom (a cell's room is a person's over the
+    ``k`` rows they may hold in it), times the spend policy's cap."""
+    k = assessment.pricing.rows_per_person
+    room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total / k)
     room = room if room > 0 and math.isfinite(room) else 0.0
     policy = getattr(assessment.settings, "policy", None)
     if policy is not None and policy.cap < 1.0:

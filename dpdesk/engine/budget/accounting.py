@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from dpdesk.engine.budget.peaks import Peaks, peaks_of
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge
@@ -88,16 +89,22 @@ class BudgetPreview:
         return after
 
 
-def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) -> BudgetPreview:
+def preview(
+    cell_costs: np.ndarray, total: float, charge: Charge | None = None, rule: PersonRule = ROW_RULE
+) -> BudgetPreview:
     """Budget figures now and, if a release's per-cell ``charge`` is given, after it.
 
-    A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
+    The system cost is one person's loss under ``rule`` (:mod:`~dpdesk.engine.budget.person`): the
+    largest cell's when one row is one person, ``k`` × it or the sum of the ``k`` largest cells' when a
+    person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
     and the largest cost among the others (:mod:`~dpdesk.engine.budget.peaks`); any other charge on the
     dense vector. Both give the same numbers, to the bit, and the same limiting cell.
     """
     check_total_budget(total)
+    if rule.group_axes is not None and not rule.rows_are_people:
+        return _preview_dense(cell_costs, total, charge, rule)
     peaks = peaks_of(cell_costs)
-    now = peaks.max
+    now = peaks.max * rule.k if rule.k != 1 else peaks.max
     if charge is None:
         return BudgetPreview(total=total, system_cost=now, remaining=total - now)
     top = _after_touched(cell_costs, peaks, charge)
@@ -106,6 +113,8 @@ def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) 
         j = int(np.argmax(after))
         top = float(after[j]), j
     value, j = top
+    if rule.k != 1:
+        value *= rule.k
     return BudgetPreview(
         total=total,
         system_cost=now,
@@ -113,6 +122,27 @@ def preview(cell_costs: np.ndarray, total: float, charge: Charge | None = None) 
         system_cost_after=value,
         remaining_after=total - value,
         limiting_cell=j,
+        cell_costs=cell_costs,
+        charge=charge,
+    )
+
+
+def _preview_dense(
+    cell_costs: np.ndarray, total: float, charge: Charge | None, rule: PersonRule
+) -> BudgetPreview:
+    """:func:`preview` when a person's rows fall in distinct cells or slices (a sum of the largest)."""
+    now = rule.loss(cell_costs)
+    if charge is None:
+        return BudgetPreview(total=total, system_cost=now, remaining=total - now)
+    after = cell_costs + charge.dense(cell_costs.size)
+    value = rule.loss(after)
+    return BudgetPreview(
+        total=total,
+        system_cost=now,
+        remaining=total - now,
+        system_cost_after=value,
+        remaining_after=total - value,
+        limiting_cell=int(np.argmax(after)) if after.size else None,
         cell_costs=cell_costs,
         charge=charge,
     )

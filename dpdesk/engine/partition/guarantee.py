@@ -27,6 +27,7 @@ import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
@@ -432,6 +433,7 @@ def preview(
     total_budget: float,
     cell_costs: np.ndarray | None = None,
     classes: Sequence[QueryClass] | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> PlanPreview:
     """Price and describe a release of ``plan`` at ``alpha`` (or the α meeting ``accuracy``) — spends nothing.
 
@@ -447,6 +449,8 @@ def preview(
         Per-cell costs already spent (public; the ledger's ``B``).
     classes : sequence of QueryClass, optional
         What to report (default :func:`default_classes`).
+    rule : PersonRule, optional
+        How per-cell costs add up to one person's loss (:mod:`dpdesk.engine.budget.person`).
     """
     t0 = time.perf_counter()
     if not isinstance(plan, PartitionPlan):
@@ -476,7 +480,7 @@ def preview(
     if costs.size != plan.schema.n_cells:
         raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
     # every cell pays α: one count per group, each at α/coverage
-    budget = budget_preview(costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale))
+    budget = budget_preview(costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), rule)
     return PlanPreview(
         plan=plan,
         alpha=alpha,

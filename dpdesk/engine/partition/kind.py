@@ -40,6 +40,7 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
             delta=options.get("delta", 0.05),
             total_budget=snapshot.total_budget,
             cell_costs=snapshot.cell_costs,
+            rule=snapshot.rule,
         )
         return PartitionReleasePlan(pv, snapshot.basis, asked.id)
 

@@ -67,6 +67,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
             cell_costs=snapshot.cell_costs,
             total_budget=snapshot.total_budget,
             basis=snapshot.basis,
+            rule=snapshot.rule,
             request_id=asked.id,
             **selection_price(asked.eps, asked.delta, asked.alpha),
         )

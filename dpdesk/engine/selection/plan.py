@@ -16,6 +16,7 @@ import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview
 from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
@@ -124,6 +125,7 @@ def plan_selection(
     total_budget: float,
     basis: Basis | None = None,
     request_id: str | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> SelectionPlan:
     """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs)."""
     if (alpha is None) == (accuracy is None):
@@ -138,5 +140,5 @@ def plan_selection(
     if costs.size != schema.n_cells:
         raise DpdeskError(f"cell costs have {costs.size} entries, the cube has {schema.n_cells} cells")
     box = box_query(schema.shape, _box_indices(query, schema))
-    budget = budget_preview(costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)))
+    budget = budget_preview(costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)), rule)
     return SelectionPlan(rnm, schema, budget, basis or Basis(), delta, request_id)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
@@ -180,7 +181,12 @@ class PublishReleaseDialog(QDialog):
         except DpdeskError as exc:
             self.result.setText(f"<span style='color:#c0392b'>{exc}</span>")
             return
-        kwargs = dict(delta=self.delta.value(), total_budget=self.total_budget, cell_costs=self.cell_costs)
+        kwargs = dict(
+            delta=self.delta.value(),
+            total_budget=self.total_budget,
+            cell_costs=self.cell_costs,
+            rule=person_rule(self.schema),
+        )
         if self.by_alpha.isChecked():
             kwargs["alpha"] = self.alpha.value()
         else:

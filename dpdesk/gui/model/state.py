@@ -144,7 +144,8 @@ class ProjectState:
 
     def budget(self) -> BudgetPreview:
         """System cost and remaining budget now (engine ``preview``)."""
-        return preview(self.cell_costs(), self.total_budget)
+        view = self.view()
+        return preview(view.cell_costs, self.total_budget, rule=view.rule)
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, budget its release charged ``cell``) for each release charging it."""

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.gui import dialogs
 from dpdesk.gui.runtime.redraw import subscribe
 from dpdesk.gui.runtime.session import ProjectSession
@@ -262,8 +263,13 @@ class BudgetPanel(QWidget):
                 else f"if the selected request were answered fresh (preview; the engine's decision is "
                 f"'{decision}', which costs 0)"
             )
+        rule = person_rule(self.session.schema)
+        adds = "the most-spent cell"
+        if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
+            how = rule.words().removeprefix("one person's privacy loss is ")
+            what, adds = f"{what}, per row", f"one person's privacy loss ε: {how}"
         self.info.setText(
-            f"Per-cell privacy cost {what}; system cost = the most-spent cell = "
+            f"Per-cell privacy cost {what}; system cost = {adds} = "
             f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
             f"of {budget.total:g}. "
             "Hover a cell for its labels, cost and the requests that spent it."
