@@ -73,8 +73,9 @@ def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
 
 
-# Ledger kinds not yet priced per person when a person holds more than one row: the batch planner
-# prices its plan per row (engine/planning), so it is refused there rather than shown a per-row price.
+# Ledger kinds not yet priced per person when a person's rows must fall in distinct cells or slices: the
+# batch planner prices a cell's room as total / k (exact when a person's k rows may share a cell;
+# store/batch.py), not the sum of the k largest cells, so it is refused there rather than priced per row.
 UNPRICED_PER_PERSON = frozenset({"measurement"})
 
 
@@ -87,11 +88,12 @@ def person_level_refusal(schema: Schema, kind: str) -> str | None:
     :meth:`Releaser.release` (every release) and :meth:`Releaser.assess` — when a person may hold more
     than one row, never priced per row.
     """
-    if schema.unit.rows_are_people or schema.unit.max_rows == 1 or kind not in UNPRICED_PER_PERSON:
+    unit = schema.unit
+    if unit.rows_are_people or unit.max_rows == 1 or not unit.grouped or kind not in UNPRICED_PER_PERSON:
         return None
     words = _KIND_WORDS.get(kind, f"{kind} releases")
     return (
-        f"{words} are not priced per person yet: this project protects people "
+        f"{words} are not priced per person yet with one row per cell or per group: this project protects people "
         f"({schema.unit.describe()}), and a price per row would understate what each person can lose; "
         "answer the requests one at a time; nothing was released"
     )
