@@ -228,3 +228,51 @@ def test_person_delta_is_the_chained_group_bound() -> None:
     rule = PersonRule(3, None, (2,))
     assert rule.delta(costs, deltas) == pytest.approx(3e-6 * (1 + math.exp(0.3) + math.exp(0.6)), rel=1e-12)
     assert ROW_RULE.delta(costs, deltas) == 3e-6
+
+
+def _person_pairs(categories: int, top: int, k: int, distinct: bool):
+    """Every table with counts < top and each table with one person's ≤ k rows added (distinct
+    categories when one row per cell is kept)."""
+    for c in itertools.product(range(top), repeat=categories):
+        c = np.array(c)
+        for m in range(1, k + 1):
+            combos = (
+                itertools.combinations(range(categories), m)
+                if distinct
+                else itertools.combinations_with_replacement(range(categories), m)
+            )
+            for rows in combos:
+                d = c.copy()
+                for i in rows:
+                    d[i] += 1
+                yield c, d
+
+
+@pytest.mark.parametrize("distinct", [False, True])
+def test_the_dirichlet_posterior_stays_within_the_person_level_price(distinct: bool) -> None:
+    """The global exponential mechanism (pure α per box cell) and the smooth one ((α, δ) per box cell):
+    with a person's k rows added, the law moves within k·α (or the sum of k distinct cells' α), and the
+    smooth one's excess mass stays within Theorem 2's δ. The laws are the mechanisms' exact ones
+    (``probabilities``); the charged figures are the person rule's."""
+    from dpdesk.engine.dirichlet.candidates import CandidateSet
+    from dpdesk.engine.dirichlet.mechanisms import ExponentialGlobal, ExponentialSmooth
+
+    prior = np.array([1.0, 1.0, 1.0])
+    k = 2
+    rule = PersonRule(k, (0,) if distinct else None, (3,))
+    cs = CandidateSet(prior, 4, 4)
+    alpha, delta = 0.5, 1e-3
+    costs, deltas = np.full(3, alpha), np.full(3, delta)
+    eps_person, delta_person = rule.loss(costs), rule.delta(costs, deltas)
+    assert eps_person == pytest.approx(2 * alpha, rel=1e-12)
+    glob = ExponentialGlobal(cs, alpha)
+    smooth = ExponentialSmooth(cs, alpha, delta)
+    worst = 0.0
+    for x, y in _person_pairs(3, 3, k, distinct):
+        p, q = glob.probabilities(x), glob.probabilities(y)
+        worst = max(worst, float(np.max(np.abs(np.log(p) - np.log(q)))))
+        ps, qs = smooth.probabilities(x), smooth.probabilities(y)
+        e = math.exp(eps_person)
+        excess = max(np.maximum(0, ps - e * qs).sum(), np.maximum(0, qs - e * ps).sum())
+        assert excess <= delta_person * (1 + 1e-9)
+    assert 0 < worst <= eps_person * (1 + 1e-12)
