@@ -276,3 +276,30 @@ def test_the_dirichlet_posterior_stays_within_the_person_level_price(distinct: b
         excess = max(np.maximum(0, ps - e * qs).sum(), np.maximum(0, qs - e * ps).sum())
         assert excess <= delta_person * (1 + 1e-9)
     assert 0 < worst <= eps_person * (1 + 1e-12)
+
+
+def test_inference_is_the_same_at_person_level_only_prices_change() -> None:
+    """The person rule changes what a fresh answer costs and what fits, never the noise laws: the
+    posterior, its interval and confidence are those of the per-row project, to the bit; the system cost
+    before and after a spend is k × the per-row one."""
+    from dpdesk.engine.answering.workflow import Request, Settings, assess
+    from dpdesk.engine.inference.history import History, HistoryRow
+
+    hist = History(SHAPE)
+    rows = [([0, 1], 0.2, 13.0), ([1, 2, 3], 0.1, 20.0), ([0, 3], 0.15, 9.0)]
+    for cells, a, y in rows:
+        q = query_from_json({"indices": cells, "values": [1] * len(cells)}, N, SHAPE)
+        hist.append(HistoryRow(q, a, y, "discrete_laplace"))
+    req = Request("r", query_from_json({"indices": [0, 1, 3], "values": [1, 1, 1]}, N, SHAPE), 6.0, 0.1)
+    row = assess(hist, req, Settings(10.0), rule=ROW_RULE)
+    person = assess(hist, req, Settings(10.0), rule=PersonRule(4, None, SHAPE))
+    assert row.inference.confidence_at_eps == person.inference.confidence_at_eps
+    assert row.inference.credible == person.inference.credible
+    assert row.inference.estimate.estimate == person.inference.estimate.estimate
+    assert row.spend_alpha == person.spend_alpha and row.decision == person.decision == "spend"
+    assert person.budget.system_cost == 4 * row.budget.system_cost
+    assert person.budget.system_cost_after == 4 * row.budget.system_cost_after
+    # the same request on a total a row fits but a person does not: declined at person level only
+    tight = row.budget.system_cost_after * 2
+    assert assess(hist, req, Settings(tight), rule=ROW_RULE).decision == "spend"
+    assert assess(hist, req, Settings(tight), rule=PersonRule(4, None, SHAPE)).decision == "reject"

@@ -436,12 +436,10 @@ def _priced(
     if cell_costs is not None and total is not None:
         budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, rule)
         if not budget.fits:
+            raised = "the most-charged cell" if rule.rows_are_people else "one person's privacy loss"
             ok, reason = (
                 False,
-                (
-                    f"it would raise the system cost to {budget.system_cost_after:.4g}, "
-                    f"above the total budget {total:.4g}"
-                ),
+                f"it would raise {raised} to {budget.system_cost_after:.4g}, above the total budget {total:.4g}",
             )
     if plan.delta and cell_deltas is not None:
         after = np.asarray(cell_deltas, dtype=float) + plan.delta * plan.query.box_query().dense()
