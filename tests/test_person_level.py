@@ -303,3 +303,13 @@ def test_inference_is_the_same_at_person_level_only_prices_change() -> None:
     tight = row.budget.system_cost_after * 2
     assert assess(hist, req, Settings(tight), rule=ROW_RULE).decision == "spend"
     assert assess(hist, req, Settings(tight), rule=PersonRule(4, None, SHAPE)).decision == "reject"
+
+
+def test_zcdp_person_rho_is_the_group_bound() -> None:
+    """k rows in one cell: k² ρ (Bun & Steinke's group privacy); k = 1: the largest ρ."""
+    rho = np.array([0.02, 0.08, 0.05])
+    assert PersonRule(3, None, (3,)).rho(rho) == pytest.approx(9 * 0.08, rel=1e-12)
+    assert ROW_RULE.rho(rho) == 0.08
+    assert PersonRule(2, (0,), (3,)).rho(rho) == pytest.approx(
+        (math.sqrt(0.08) + math.sqrt(0.05)) ** 2, rel=1e-12
+    )

@@ -16,7 +16,8 @@ With ``k = 1`` each is ``max_j B_j``, today's system cost, to the bit (the same 
 another shape (a sum's per-cell sensitivity, issue 36; a query's coefficients) goes through the same rule:
 :meth:`PersonRule.loss` of ``|Q_j|`` is a query's sensitivity to one person.
 
-For an (α, δ) release the same chain adds the δ of each row's step, each scaled by the odds of the steps
+For a ρ-zCDP release (issue 37) :meth:`PersonRule.rho` is the zCDP group bound over the same
+placements. For an (α, δ) release the same chain adds the δ of each row's step, each scaled by the odds of the steps
 before it: ``δ_person ≤ Σ_{i<k} e^{i·max B}·max D`` (Theorem 2), which is ``max D`` when ``k = 1``.
 """
 
@@ -88,6 +89,20 @@ class PersonRule:
         b = np.asarray(costs, dtype=float).ravel()
         e = float(b.max()) if b.size else 0.0
         return top * math.fsum(math.exp(i * e) for i in range(self.k))
+
+    def rho(self, values: np.ndarray) -> float:
+        """One person's zCDP ρ given each cell's per-row ρ ``values`` (``max ρ`` when k = 1).
+
+        Group privacy of zCDP (Bun & Steinke 2016, Prop. 27: ``k²ρ`` for ``k`` rows of a ρ-zCDP release):
+        a person's rows added one at a time compose as ``(Σ √ρ_j)²`` over the cells they fall in, so the
+        rule is applied to ``√ρ`` and squared — ``k² · max ρ`` without a bound per cell.
+        """
+        v = np.asarray(values, dtype=float).ravel()
+        if v.size == 0:
+            return 0.0
+        if self.k == 1:
+            return float(v.max())
+        return self.loss(np.sqrt(v)) ** 2
 
     def words(self) -> str:
         """How the per-cell costs add up, in the curator's words."""
