@@ -2,7 +2,8 @@
 
 ``fresh_alpha`` is paper Thm 5.3 with its stray factor removed (DESIGN §1) for continuous Laplace
 noise, and the exact equivalent for discrete Laplace noise on an integer query. Per-cell costs follow
-paper Thm 5.4: ``B = (α/S)ᵀ|H|``; the system cost is ``max B``; a fresh answer to ``Q`` with budget
+paper Thm 5.4: ``B = (α/S)ᵀ|H|``; the system cost is ``max B`` (one person's loss: ``k · max B`` or a
+sum of the largest when a person holds up to ``k`` rows, docs/person-level.md); a fresh answer to ``Q`` with budget
 ``α`` adds ``α|Q_j|/S_Q`` to cell ``j``. The comparison with the total budget is strict and exact —
 a release that would exceed the total by any amount is refused.
 """
@@ -96,9 +97,10 @@ def preview(
 
     The system cost is one person's loss under ``rule`` (:mod:`~dpdesk.engine.budget.person`): the
     largest cell's when one row is one person, ``k`` × it or the sum of the ``k`` largest cells' when a
-    person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
-    and the largest cost among the others (:mod:`~dpdesk.engine.budget.peaks`); any other charge on the
-    dense vector. Both give the same numbers, to the bit, and the same limiting cell.
+    person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is previewed on
+    the cells the query touches and the largest cost among the others
+    (:mod:`~dpdesk.engine.budget.peaks`); any other charge, or a sum of the largest cells, on the dense
+    vector. Both give the same numbers, to the bit, and the same limiting cell.
     """
     check_total_budget(total)
     if rule.group_axes is not None and not rule.rows_are_people:
