@@ -115,7 +115,7 @@ class DataPage(QWidget):
         self.unit.sigColumnChosen.connect(self.count_people)
         split.addWidget(self.unit)
         split.addWidget(self._cube_box())
-        split.setSizes([220, 200, 160, 180])
+        split.setSizes([200, 180, 240, 160])
         lay.addWidget(split, 1)
         self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.runner.sigStarted.connect(
