@@ -109,6 +109,7 @@ def test_releases_are_priced_per_person_end_to_end(tmp_path: Path, files) -> Non
         assert added.returncode == 0, added.stderr
     r = run_dpdesk("answer", path, "--request", "r1", "--yes")
     assert r.returncode == 0, r.stderr
+    assert "the system cost, one person's privacy loss ε, is 3 × the largest cell's" in r.stdout
     with Project.open(path) as p:
         alpha = float(p.ledger()[0].payload["alpha"])
         view = p.view()

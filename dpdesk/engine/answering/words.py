@@ -77,12 +77,6 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     lines.append(
         f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})"
     )
-    k = a.pricing.rows_per_person
-    if k > 1:  # α is a row's price in the cells it touches; a person's up to k rows add up
-        lines.append(
-            f"  per person      up to {k} rows each: the system cost is one person's privacy loss ε, "
-            "the per-row α of the cells their rows can fall in, added up"
-        )
     return lines
 
 

@@ -106,15 +106,19 @@ class PersonRule:
 
     def words(self) -> str:
         """How the per-cell costs add up, in the curator's words."""
+        return f"one person's privacy loss is {self.how()}"
+
+    def how(self) -> str:
+        """What one person's loss is, from the per-cell costs (``words`` without its subject)."""
         if self.k == 1:
-            return "one person's privacy loss is the largest cell's"
+            return "the largest cell's"
         if self.group_axes is None:
-            return f"one person's privacy loss is {self.k} × the largest cell's (up to {self.k} rows in one cell)"
+            return f"{self.k} × the largest cell's (up to {self.k} rows in one cell)"
         if len(self.group_axes) == len(self.shape):
-            return f"one person's privacy loss is the sum of the {self.k} largest cells' (one row per cell)"
+            return f"the sum of the {self.k} largest cells' (one row per cell)"
         return (
-            f"one person's privacy loss is the sum, over the {self.k} costliest slices a person may hold "
-            "one row of, of each slice's largest cell"
+            f"the sum, over the {self.k} costliest slices a person may hold one row of, of each slice's "
+            "largest cell"
         )
 
 

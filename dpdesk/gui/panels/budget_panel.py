@@ -266,8 +266,7 @@ class BudgetPanel(QWidget):
         rule = person_rule(self.session.schema)
         adds = "the most-spent cell"
         if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
-            how = rule.words().removeprefix("one person's privacy loss is ")
-            what, adds = f"{what}, per row", f"one person's privacy loss ε: {how}"
+            what, adds = f"{what}, per row", f"one person's privacy loss ε: {rule.how()}"
         self.info.setText(
             f"Per-cell privacy cost {what}; system cost = {adds} = "
             f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
