@@ -67,13 +67,13 @@ class UnitQuestion(QGroupBox):
         bound.addWidget(self.one_per_cell)
         bound.addStretch(1)
         lay.addLayout(bound)
-        self.explain = QLabel(
+        explain = (
             "Privacy losses are then per person: a person's rows can fall in up to that many cells, and "
             "the privacy loss ε of everything released is what those cells cost together. Rows beyond the "
             "bound are left out of the cube (a bias, never a privacy risk)."
         )
-        self.explain.setWordWrap(True)
-        lay.addWidget(self.explain)
+        for w in (self.grouped, self.max_rows, self.one_per_cell):
+            w.setToolTip(explain)
         head = QHBoxLayout()
         self.badge = PrivateBadge("the rows-per-person distribution")
         head.addWidget(self.badge)
@@ -86,7 +86,6 @@ class UnitQuestion(QGroupBox):
         self.table.setObjectName("unitDistribution")
         self.table.setHorizontalHeaderLabels(["rows per person", "people", "people in that many cells"])
         self.table.verticalHeader().hide()
-        self.table.setMinimumHeight(110)
         lay.addWidget(self.table)
         self.rows_are_people.toggled.connect(self._changed)
         self.column.currentTextChanged.connect(lambda _t: self._column_changed())
@@ -131,7 +130,7 @@ class UnitQuestion(QGroupBox):
 
     def _changed(self) -> None:
         on = self.grouped.isChecked()
-        for w in (self.column, self.max_rows, self.one_per_cell, self.explain, self.table):
+        for w in (self.column, self.max_rows, self.one_per_cell, self.table):
             w.setEnabled(on)
         self._summarise()
         self.sigChanged.emit()
