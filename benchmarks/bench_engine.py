@@ -45,6 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from evaluation.sections import DOCS, add_write_docs, write_section
+
 from dpdesk.engine.answering.workflow import Request, assess
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.inference.posterior import posterior
@@ -100,11 +103,12 @@ def transform_length(h: History, request: Request) -> int:
     return seen[0]
 
 
-def physical_limit(h: History, grid_lengths: list[int], repeat: int = 31) -> tuple[float, int, int]:
-    """``(ms, r, L)``: one triangular solve against a factor of the history's rank ``r`` (one right-hand
-    side) plus one complex FFT of length ``L``, the posterior's transform (median of each, timed here,
-    in the same run as the assessments): the two steps an assessment cannot skip — solving for the
-    BLUE's coefficients and transforming the posterior's characteristic function."""
+def physical_limit(h: History, grid_lengths: list[int], repeat: int = 31) -> tuple[float, int, int, float]:
+    """``(ms, r, L, cpu_ms)``: one triangular solve against a factor of the history's rank ``r`` (one
+    right-hand side) plus one complex FFT of length ``L``, the posterior's transform (median of each,
+    timed here, in the same run as the assessments; wall and this thread's CPU time): the two steps an
+    assessment cannot skip — solving for the BLUE's coefficients and transforming the posterior's
+    characteristic function."""
     from scipy.linalg import solve_triangular
 
     r = max(1, h._space(h.pick_form()).rank)
@@ -113,15 +117,17 @@ def physical_limit(h: History, grid_lengths: list[int], repeat: int = 31) -> tup
     tri = np.tril(rng.normal(size=(r, r)) / r) + np.eye(r)
     rhs = rng.normal(size=r)
     spectrum = rng.normal(size=L) + 1j * rng.normal(size=L)
-    solve, fft = [], []
+    solve, fft, cpu = [], [], []
     for _ in range(repeat):
+        c = time.thread_time()
         t = time.perf_counter()
         solve_triangular(tri, rhs, lower=True, check_finite=False)
         solve.append(time.perf_counter() - t)
         t = time.perf_counter()
         np.fft.ifft(spectrum)
         fft.append(time.perf_counter() - t)
-    return (statistics.median(solve) + statistics.median(fft)) * 1000, r, L
+        cpu.append(time.thread_time() - c)
+    return (statistics.median(solve) + statistics.median(fft)) * 1000, r, L, statistics.median(cpu) * 1000
 
 
 def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
@@ -146,16 +152,19 @@ def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
             if spend:
                 spend_run(h, reqs, n, m, setup)
                 continue
-            times, confs, grids = [], [], []
+            times, cpus, confs, grids = [], [], [], []
             for r in reqs:
                 gc.collect()
+                c = time.thread_time()
                 t = time.perf_counter()
                 a = assess(h, r, 1e6)
                 times.append(time.perf_counter() - t)
+                cpus.append(time.thread_time() - c)
                 confs.append(a.confidence_at_eps)
                 grids.append(transform_length(h, r))
             med = statistics.median(times) * 1000
-            limit, rank, grid_len = physical_limit(h, grids)
+            cpu_med = statistics.median(cpus) * 1000
+            limit, rank, grid_len, limit_cpu = physical_limit(h, grids)
             form = h.pick_form()
             lit_med = None
             acc = None
@@ -188,18 +197,71 @@ def run(ns, ms, repeat, literal_limit, seed=0, spend=False):
                     estimable=sum(c is not None for c in confs),
                     limit_ms=limit,
                     vs_limit=med / limit,
+                    cpu_ms=cpu_med,
+                    limit_cpu_ms=limit_cpu,
+                    rank=rank,
+                    grid=grid_len,
                 )
             )
             lit = f"{lit_med:10.1f}" if lit_med is not None else "         —"
             ratio = f"{lit_med / med:7.1f}×" if lit_med is not None else "       —"
             print(
                 f"n={n:>8} m={m:>5} {form:>6}  assess {med:8.2f} ms   limit {limit:6.3f} ms (r={rank}, L={grid_len}) "
-                f"x{med / limit:5.1f}{'  MISS' if med / limit > 5 else ''}   literal {lit} ms  {ratio}   "
+                f"x{med / limit:5.1f}{'  MISS' if med / limit > 5 else ''}   CPU {cpu_med:7.2f} ms vs "
+                f"{limit_cpu:6.3f} ms x{cpu_med / max(limit_cpu, 1e-9):5.1f}   literal {lit} ms  {ratio}   "
                 f"setup {setup:6.1f} s  estimable {rows[-1]['estimable']}/{repeat}"
                 + (f"  |Δconf| ≤ {acc:.1e}" if acc is not None else ""),
                 flush=True,
             )
     return rows
+
+
+def limit_markdown(rows: list[dict], repeat: int, loads: list[str]) -> str:
+    """The section ``assess-vs-limit`` of docs/performance.md from :func:`run`'s rows."""
+
+    def verdict(x: float) -> str:
+        return f"×{x:.1f}" + (" **MISS**" if x > 5 else " met")
+
+    lines = [
+        "## `assess` against its physical limit (issue 35)",
+        "",
+        f"Reproduce: `.venv/bin/python benchmarks/bench_engine.py --repeat {repeat} --literal-limit 0 "
+        '--write-docs` (the grid of "the engine\'s `assess`" above: for each cube size n and history '
+        "length m, requests that are sums of three released boxes, so every call computes a BLUE and a "
+        "posterior). Beside each median the *physical limit* measured in the same run: one triangular solve "
+        "against a factor of the history's rank `r` (one right-hand side) plus one complex FFT of the "
+        "posterior's transform length `L` (the longest inverse FFT the assessment runs, seen by wrapping "
+        "`np.fft.ifft` in an untimed call) — the two steps no assessment can skip. Target: within 5× at "
+        "every (n, m). Wall times and this thread's CPU time (`time.thread_time`) are both given: on a "
+        "shared machine a call of milliseconds is preempted and its wall time stretched by the load, a "
+        "call of microseconds (the limit) hardly; the CPU ratio is the one the load distorts least.",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')}, **load average (1, 5, 15 min) {loads[0]} before, "
+        f"{loads[-1]} after, on 2 cores** shared with other engineers' jobs; medians of {repeat} requests:",
+        "",
+        "| n cells | m rows | form | `assess` wall | `assess` CPU | limit wall (r, L) | limit CPU | ratio wall | ratio CPU |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['n']:,} | {r['m']:,} | {r['form']} | {r['median_ms']:.1f} ms | {r['cpu_ms']:.1f} ms | "
+            f"{r['limit_ms']:.3f} ms ({r['rank']}, {r['grid']}) | {r['limit_cpu_ms']:.3f} ms | "
+            f"{verdict(r['vs_limit'])} | {verdict(r['cpu_ms'] / max(r['limit_cpu_ms'], 1e-9))} |"
+        )
+    missed = [r for r in rows if r["cpu_ms"] / max(r["limit_cpu_ms"], 1e-9) > 5]
+    lines += [
+        "",
+        f"**Missed at {len(missed)} of {len(rows)} grid points (CPU ratio).** Where the history is long (m "
+        "= 5 000) the solve is itself milliseconds and an assessment comes within a small multiple of it; "
+        "where it is short the limit is tens of microseconds (a 100-row solve and a transform of a few "
+        "thousand points) while an assessment is a few milliseconds of CPU — dozens of NumPy calls on "
+        "arrays of that transform's length and Python-level steps (the BLUE; the posterior's alias bound "
+        "and alias sums over a few fine grids; the credible interval; the fusion search's fused masses "
+        "when history alone falls short; the decision and the budget preview on the touched cells), none "
+        "of them O(n): the cost no longer grows with the cube (see the table above). Within 5× of a "
+        "50 µs limit would take the whole assessment in compiled code; not attempted.",
+    ]
+    return "\n".join(lines)
 
 
 def spend_run(h: History, reqs: list[Request], n: int, m: int, setup: float) -> None:
@@ -421,6 +483,7 @@ def main(argv=None) -> int:
         default=os.path.join(tempfile.gettempdir(), "dpdesk-bench-engine"),
         help="where the --cold-cli project is cached",
     )
+    add_write_docs(ap, "the section 'assess-vs-limit' of docs/performance.md (the full grid only)")
     args = ap.parse_args(argv)
     if args.cold_cli:
         cold_cli(args.dir, args.entries, max(1, min(args.repeat, 5)), args.uncached_runs)
@@ -429,7 +492,15 @@ def main(argv=None) -> int:
     elif args.quick:
         run([64, 4096], [100, 500], repeat=5, literal_limit=64 * 500, spend=args.spend)
     else:
-        run(args.n, args.m, repeat=args.repeat, literal_limit=args.literal_limit, spend=args.spend)
+        loads = [" ".join(f"{x:.2f}" for x in os.getloadavg())]
+        rows = run(args.n, args.m, repeat=args.repeat, literal_limit=args.literal_limit, spend=args.spend)
+        loads.append(" ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print(f"load average before: {loads[0]}; after: {loads[-1]}")
+        if args.write_docs and rows and not args.spend:
+            write_section(
+                DOCS / "performance.md", "assess-vs-limit", limit_markdown(rows, args.repeat, loads)
+            )
+            print("wrote section 'assess-vs-limit' of docs/performance.md")
     return 0
 
 

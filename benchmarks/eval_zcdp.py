@@ -177,8 +177,10 @@ def render(results: list[dict], meta: dict) -> str:
         "or Tumult user; *paper inference* is paper Fig. 4 (pure ε, per-cell costs, no fusion); *dpdesk "
         "pure ε* is today's default (fusion); *dpdesk zCDP* is the same engine with Gaussian fresh answers, "
         "per-cell ρ (a Laplace row costs ε²/2 per cell) and the hard stop on the largest cell's ρ "
-        "converted to ε. The zCDP mode is not yet a project setting: the run uses the engine's pieces "
-        "(`assess` with the Gaussian family, `engine/budget/zcdp.py`).",
+        "converted to ε. This run uses the engine's pieces (`assess` with the Gaussian family, "
+        "`engine/budget/zcdp.py`), so that twelve streams and five systems fit one run; the same streams "
+        "through real project files (`project new --accounting zcdp`, the one release path) are section "
+        "zcdp-product below (`benchmarks/eval_zcdp_product.py`).",
         "",
         "| stream | requests | naive OpenDP, pure ε | naive OpenDP, zCDP | paper inference | dpdesk pure ε | "
         "dpdesk zCDP | zCDP / pure ε | zCDP / paper | zCDP / naive pure ε |",

@@ -142,6 +142,51 @@ def test_alias_bound_on_a_mirrored_half_is_the_same_bound():
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
+def _alias_residual_block_by_block(w, hf, c1, bound_rest, r0, var_rest, n_from):
+    """The alias bound as its docstring states it, one block of aliases at a time over whole arrays."""
+    s, t0sq, abs_r0 = np.abs(np.sin(w / 2)), (np.abs(w) / hf) ** 2, np.abs(r0)
+    plain, corr = np.zeros(w.shape), np.zeros(w.shape)
+    na = n_from + 1
+    while na < 2**24:
+        nb = 2 * na
+        tau, tmax = (2 * na - 1) * np.pi / hf, (2 * nb + 1) * np.pi / hf
+        weight = 2 * (nb - na + 1) / (1 + (c1 * tau) ** 2) * s / ((na - 0.5) * np.pi)
+        br = bound_rest(tau)
+        plain += weight * br
+        corr += weight * np.minimum(br + abs_r0, var_rest * (tmax**2 + t0sq) / 2)
+        na = nb + 1
+    tail = 2 * s * (hf / (c1 * np.pi)) ** 2 / (4 * np.pi) / (2 * (na - 1.5) ** 2) * 2
+    return plain + tail, corr + tail
+
+
+@pytest.mark.parametrize("seed,hf", [(13, 0.37), (14, 3.0), (15, 0.02), (None, 3.0), (None, 30.0)])
+def test_alias_bound_summed_per_block_as_numbers_is_the_block_by_block_sum(seed, hf):
+    # the blocks' weights are numbers times |sin(w/2)|: summing the numbers first changes only rounding;
+    # seed None: a rest of small variance, whose variance bound is the smaller in the first blocks
+    comp = (
+        _mixed(seed, 40, 20)
+        if seed is not None
+        else G.make_components(
+            np.array([1.0, 0.01, 0.02, 0.3]),
+            np.array([40.0, 0.5, 0.7, 0.2]),
+            np.array([False, False, False, True]),
+        )
+    )
+    rest = G.Components(comp.c[:-1], comp.a, comp.p, comp.q)
+    w = 2 * np.pi * np.fft.fftfreq(1215)
+    r0 = G.phi(w / hf, rest)
+    top = rest.c[-8:]
+
+    def bound_rest(tau):
+        return float(np.prod(1.0 / (1.0 + (top * tau) ** 2)))
+
+    for n_from in (0, 1, 4, 32):
+        got = AL.alias_residual(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
+        want = _alias_residual_block_by_block(w, hf, float(comp.c[-1]), bound_rest, r0, rest.variance, n_from)
+        for g, x in zip(got, want):
+            assert np.all(x >= 0) and np.allclose(g, x, rtol=1e-12, atol=0.0)
+
+
 def test_odd_fast_len_is_the_least_odd_5_smooth_number_at_or_above():
     def smooth(k):
         for f in (3, 5):

@@ -118,7 +118,7 @@ def test_one_row_per_person_is_todays_figure_to_the_bit() -> None:
         charge = DISCRETE_LAPLACE.charge_for(q, 0.37)
         today = preview(costs, 5.0, charge)
         for rule in (one, cell):
-            p = preview(costs, 5.0, charge, rule)
+            p = preview(costs, 5.0, charge, rule=rule)
             assert (p.system_cost, p.system_cost_after, p.limiting_cell) == (
                 today.system_cost,
                 today.system_cost_after,

@@ -20,7 +20,8 @@ mechanism for every system), so runs are reproducible; the decisions read public
   largest cell's ρ converted to ε at 10⁻⁶ with the tight conversion (CKS20 Cor. 13).
 
 The zCDP systems use the engine's pieces directly (``assess`` prices and decides with the Gaussian family;
-:mod:`dpdesk.engine.budget.zcdp` accounts and stops): a project's zCDP mode is not in the product yet.
+:mod:`dpdesk.engine.budget.zcdp` accounts and stops), so that many streams and systems fit one run; the
+product path — real zCDP project files — is benchmarks/eval_zcdp_product.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 from dpdesk.engine.answering.fresh import release_fresh, true_answer
 from dpdesk.engine.answering.workflow import Request, Settings, assess
 from dpdesk.engine.budget import zcdp
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.gaussian import GAUSSIAN
 from dpdesk.engine.mechanisms.laplace import LAPLACE
@@ -122,7 +124,10 @@ def run_one_by_one(
     hist, eps_cells, rho_cells = _start(ds, initial, seed)
     sampler = SeededSampler(seed)
     fam = GAUSSIAN if zcdp_mode else LAPLACE
-    settings = Settings(UNLIMITED if zcdp_mode else total, fusion=fusion)
+    # zCDP: the pricing call's own total is unlimited (the zCDP hard stop below is the one applied); its
+    # accounting says the Gaussian charges are in ρ
+    accounting = ZcdpAccounting(TOTAL, PRIVACY_DELTA) if zcdp_mode else None
+    settings = Settings(UNLIMITED if zcdp_mode else total, fusion=fusion, accounting=accounting)
     zeros = np.zeros(ds.n)
     for i, s in enumerate(specs):
         req = Request(str(i), s.query, s.eps, s.delta)

@@ -241,7 +241,7 @@ def run_history(args: argparse.Namespace) -> int:
 
     from dpdesk.engine import registry
     from dpdesk.engine.answering.words import assessment_lines
-    from dpdesk.engine.answering.workflow import Settings, assess
+    from dpdesk.engine.answering.workflow import assess
     from dpdesk.engine.errors import DpdeskError
     from dpdesk.engine.inference.history import History
     from dpdesk.engine.jsontext import parse_json
@@ -266,9 +266,29 @@ def run_history(args: argparse.Namespace) -> int:
     if total is None:
         raise DpdeskError("no total budget: pass --budget or set total_budget in the history file")
     requests = _requests_from_args(args, history.n_cells, history.shape, schema)
-    settings = Settings(total, policy=policy_from_args(args), prior=prior_from_args(args))
+    settings, costs = _history_settings(obj, total, args, history)
     for req, iv in requests:
-        a = assess(history, req, settings, method=args.method, interval=iv, schema=schema, seed=0)
+        a = assess(
+            history, req, settings, method=args.method, interval=iv, schema=schema, seed=0, cell_costs=costs
+        )
         print(json.dumps(assessment_json(a, args)) if args.json else "\n".join(assessment_lines(a)))
     sys.stdout.flush()
     return 0
+
+
+def _history_settings(obj, total, args, history):  # type: ignore[no-untyped-def]
+    """The rules a history file is assessed under: pure ε, or the zCDP accounting it states (exported from
+    a zCDP project) — per-cell ρ from its rows (a Laplace row ε²/2 per cell), the budget the ρ its total
+    (ε, δ) allows."""
+    from dpdesk.engine.answering.workflow import Settings
+    from dpdesk.engine.budget.mode import accounting_from_json
+    from dpdesk.engine.budget.zcdp import history_rho
+    from dpdesk.engine.errors import DpdeskError
+
+    acc = accounting_from_json(obj.get("accounting"), float(total)) if isinstance(obj, dict) else None
+    policy, prior = policy_from_args(args), prior_from_args(args)
+    if acc is None:
+        return Settings(total, policy=policy, prior=prior), None
+    if policy is not None:
+        raise DpdeskError("--pace paces α, the pure-ε price of a cell: this history is accounted in zCDP")
+    return Settings.zcdp(acc, None, prior), history_rho(history)

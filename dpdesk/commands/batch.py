@@ -132,9 +132,17 @@ def _ids(args: argparse.Namespace) -> list[str] | None:
     return ids
 
 
-def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyped-def]
-    """The plan as the curator reads it (CLI; the app shows the same numbers in its table)."""
+def plan_text(plan, share: float | None = None, accounting=None) -> str:  # type: ignore[no-untyped-def]
+    """The plan as the curator reads it (CLI; the app shows the same numbers in its table); under zCDP
+    (``accounting``) the system cost as ε at the project's δ, the largest cell's ρ beside it."""
     ahead = look_ahead_text(plan, share)
+    cost = (
+        f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})"
+        if accounting is None
+        else f"ε = {accounting.epsilon_of(plan.system_cost):.6g} → {accounting.epsilon_of(plan.system_cost_after):.6g} "
+        f"(total ε = {accounting.epsilon:g} at δ = {accounting.delta:g}; zCDP, largest cell's ρ "
+        f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} of {plan.total_budget:.6g})"
+    )
     r = plan.resumes
     lines = [
         *(
@@ -146,8 +154,7 @@ def plan_text(plan, share: float | None = None) -> str:  # type: ignore[no-untyp
             if r is not None
             else []
         ),
-        f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost "
-        f"{plan.system_cost:.6g} → {plan.system_cost_after:.6g} (total {plan.total_budget:g})",
+        f"strategy: {plan.strategy} — {len(plan.measurements)} measurement(s); system cost {cost}",
         *([ahead] if ahead else []),
         f"answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
         f"{', watched claims aside' if plan.left_out else ''}) would answer "
@@ -198,7 +205,10 @@ def run(args: argparse.Namespace) -> int:
         with Project.open(args.path, "r") as p:
             share = look_ahead_from_args(args, p)
             plan = plan_pending(p, ids, look_ahead=share, replan=args.replan)
-        print(json.dumps(plan_json(plan, share), indent=2) if args.json else plan_text(plan, share))
+            accounting = p.accounting
+        print(
+            json.dumps(plan_json(plan, share), indent=2) if args.json else plan_text(plan, share, accounting)
+        )
         return 0
     from dpdesk.commands.confirm import confirmed
     from dpdesk.engine.errors import BudgetError
@@ -208,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     with Project.open(args.path, "w") as p:
         share = look_ahead_from_args(args, p)
         plan = plan_pending(p, ids, look_ahead=share, replan=args.replan)
-        print(plan_text(plan, share), file=out)
+        print(plan_text(plan, share, p.accounting), file=out)
         if not plan.measurements and not plan.ids("answerable"):
             print("nothing to release: the plan covers no request", file=out)
             if args.json:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from dpdesk.engine.budget.mode import MODES, mode_words, spent_words
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -43,7 +45,25 @@ def _register_new(sub: argparse._SubParsersAction) -> None:
     )
     add_source_arguments(new)
     new.add_argument(
-        "--budget", required=True, type=float, metavar="B", help="total privacy budget (ε-DP, > 0)"
+        "--budget",
+        required=True,
+        type=float,
+        metavar="B",
+        help="total privacy loss ε (> 0); under zCDP with --delta, the total (ε, δ)",
+    )
+    new.add_argument(
+        "--accounting",
+        choices=("pure", "zcdp"),
+        default="pure",
+        help=f"how privacy loss adds up, fixed for the project's life — {MODES['pure']} "
+        f"{MODES['zcdp']} (default: pure)",
+    )
+    new.add_argument(
+        "--delta",
+        type=float,
+        metavar="D",
+        help="with --accounting zcdp: the δ of the total (ε, δ), e.g. 1e-6 (the largest cell's ρ is "
+        "converted to ε at this δ)",
     )
     new.add_argument(
         "--delta-cap",
@@ -162,6 +182,10 @@ def _new(args: argparse.Namespace) -> int:
     from dpdesk.commands.assess import policy_from_args
 
     pace = policy_from_args(args)  # checked before anything is created
+    if pace is not None and args.accounting == "zcdp":
+        from dpdesk.engine.errors import DpdeskError
+
+        raise DpdeskError("--pace paces α, the pure-ε price of a cell: a zCDP project takes no spend policy")
     from dpdesk.commands.cube import source_location
 
     location, table = source_location(args.source, args.table, args.spark, args.spark_conf)
@@ -174,6 +198,8 @@ def _new(args: argparse.Namespace) -> int:
         total_budget=args.budget,
         test_project=args.test_project,
         delta_cap=args.delta_cap,
+        accounting=args.accounting,
+        delta=args.delta,
     ) as p:
         if pace is not None:
             p.set_spend_policy(pace)
@@ -182,6 +208,7 @@ def _new(args: argparse.Namespace) -> int:
             f"created {p.path} ({p.name}): {p.schema.n_cells} cells, total budget {p.total_budget:g}"
             f"{f', δ cap {p.delta_cap:g}' if p.delta_cap else ''}{', TEST PROJECT' if p.test_project else ''}"
         )
+        print(f"accounting: {mode_words(p.accounting, p.total_budget)}")
         print(f"bound to {src.location}{f' table {src.table}' if src.table else ''}: {describe_binding(src)}")
         print(f"spend policy: {describe_policy(p.spend_policy)}")
         if not p.schema.unit.rows_are_people:
@@ -328,6 +355,7 @@ def _info_of(p) -> dict:  # type: ignore[no-untyped-def]
         "total_budget": float(p.total_budget),
         "system_cost": view.system_cost,
         "remaining": float(p.total_budget) - view.system_cost,
+        "accounting": "pure" if p.accounting is None else p.accounting.to_json(),
         "test_project": p.test_project,
         "delta_cap": p.delta_cap,
         "delta_spent": view.delta_spent,
@@ -346,6 +374,14 @@ def _info_of(p) -> dict:  # type: ignore[no-untyped-def]
         "declared_table_size": None if p.prior is None else p.prior.table_size,
         "look_ahead": p.look_ahead,
     }
+    if p.accounting is not None:  # the figures above are the largest cell's ρ and the ρ budget; as ε:
+        spent = p.accounting.epsilon_of(view.system_cost)
+        info |= {
+            "epsilon_spent": spent,
+            "epsilon_remaining": float(p.total_budget) - spent,
+            "rho_budget": p.accounting.budget,
+            "remaining": p.accounting.budget - view.system_cost,
+        }
     return info
 
 
@@ -368,6 +404,7 @@ def _info(args: argparse.Namespace) -> int:
             unit_text += f"; {person_rule(p.schema).words()}"
         measure_lines = [m.describe() for m in p.schema.measures]
         ahead_text = describe_look_ahead(p.look_ahead)
+        accounting = p.accounting
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -377,16 +414,16 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  privacy unit: {unit_text}")
     for line in measure_lines:
         print(f"  measure {line}")
-    print(
-        f"  budget: total {info['total_budget']:g}, spent (system cost, from the ledger) "
-        f"{info['system_cost']:.6g}, remaining {info['remaining']:.6g}"
-    )
+    print(f"  accounting: {mode_words(accounting, info['total_budget'])}")
+    print(f"  budget: {spent_words(accounting, info['total_budget'], info['system_cost'])}")
     print(
         f"  δ: cap {info['delta_cap']:g}"
         + (
             f", largest per-cell δ spent {info['delta_spent']:.3g}"
             if info["delta_cap"]
             else " (pure α-DP releases only)"
+            if accounting is None
+            else " (no release with a δ of its own; the total's δ is the accounting's)"
         )
     )
     s = info["source"]

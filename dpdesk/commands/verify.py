@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"OK: {report.entries} ledger entries ({report.fresh} fresh, {report.inferred} inferred, "
             f"{report.rejected} rejected, {report.rebinds} rebinds{_others(report)}); system cost "
-            f"{report.system_cost:.6g} of {report.total_budget:g}{_delta(report)}; head {report.head_hash or '-'}"
+            f"{_cost(report)}{_delta(report)}; head {report.head_hash or '-'}"
             + (f"; still extends the {len(args.extends)} head(s) given" if args.extends else "")
             + (
                 f"; holds the {report.receipts} head(s) this machine recorded or handed out"
@@ -79,3 +79,14 @@ def run(args: argparse.Namespace) -> int:
         for shown in report.exposes:  # an older file's unkeyed source bindings: not a failure, but said
             print(f"  exposes: {shown}")
     return 0 if report.ok else 1
+
+
+def _cost(report) -> str:  # type: ignore[no-untyped-def]
+    """The system cost of the total (under zCDP: as ε at the project's δ, with the largest cell's ρ)."""
+    acc = report.accounting
+    if acc is None or report.system_cost is None:
+        return f"{report.system_cost:.6g} of {report.total_budget:g}"
+    return (
+        f"ε = {report.epsilon_spent:.6g} of {acc.epsilon:g} at δ = {acc.delta:g} (zCDP: largest cell's "
+        f"ρ = {report.system_cost:.6g} of {report.total_budget:.6g}, {acc.conversion} conversion)"
+    )

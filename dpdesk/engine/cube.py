@@ -231,28 +231,10 @@ def build_cube(
     check_cells(schema)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows ({chunk_rows}) must be at least 1")
-    columns = [str(c) for c in df.columns]
-    unit = schema.unit
-    needed = [(f"attribute '{a.name}'", a.column) for a in schema.attributes]
-    needed += [(f"measure '{m.name}'", m.column) for m in schema.measures]
-    if unit.column is not None:
-        needed.append(("the privacy unit", unit.column))
-        if order_key is None:
-            raise DpdeskError(
-                "the privacy unit's contribution bounds need the curator's order key to choose rows"
-            )
-    for what, column in needed:
-        matches = sum(1 for c in df.columns if c == column)
-        if matches == 0:
-            raise SchemaError(
-                f"{what}: column {column!r} is not in the table (columns: {', '.join(map(repr, columns))})"
-            )
-        if matches > 1:
-            raise SchemaError(f"{what}: column {column!r} appears {matches} times in the table")
-
+    _check_columns(df, schema, order_key)
     shape = schema.shape
     n_cells = schema.n_cells
-    plain = unit.rows_are_people and not schema.measures
+    plain = schema.unit.rows_are_people and not schema.measures
     counts = np.zeros(n_cells, dtype=np.int64)
     out_of_domain = 0
     n_rows = len(df)
@@ -281,6 +263,28 @@ def build_cube(
     if cancelled is not None and cancelled():
         raise Cancelled("cube build cancelled")
     return _bounded_cube(df, schema, cells, order_key)
+
+
+def _check_columns(df: pd.DataFrame, schema: Schema, order_key: OrderKey | None) -> None:
+    """Every column the schema names is in ``df`` exactly once (and a privacy unit has its order key)."""
+    columns = [str(c) for c in df.columns]
+    unit = schema.unit
+    needed = [(f"attribute '{a.name}'", a.column) for a in schema.attributes]
+    needed += [(f"measure '{m.name}'", m.column) for m in schema.measures]
+    if unit.column is not None:
+        needed.append(("the privacy unit", unit.column))
+        if order_key is None:
+            raise DpdeskError(
+                "the privacy unit's contribution bounds need the curator's order key to choose rows"
+            )
+    for what, column in needed:
+        matches = sum(1 for c in df.columns if c == column)
+        if matches == 0:
+            raise SchemaError(
+                f"{what}: column {column!r} is not in the table (columns: {', '.join(map(repr, columns))})"
+            )
+        if matches > 1:
+            raise SchemaError(f"{what}: column {column!r} appears {matches} times in the table")
 
 
 def measure_values(series: pd.Series) -> np.ndarray:

@@ -208,29 +208,54 @@ def cube_statement(
         p.add(v)
     index = " + ".join(f"c{d}" if s == 1 else f"c{d} * {s}" for d, s in enumerate(strides))
     cell = f"COALESCE({index}, -1)"
-    qs = [f"q{i}" for i in range(len(schema.measures))]
-    sums = []
-    for i, m in enumerate(schema.measures):
-        v = _after_rule(m, i)
-        sums.append((v, f"q{i}"))
+    sums = [(_after_rule(m, i), f"q{i}") for i, m in enumerate(schema.measures)]
     if unit.column is None:
-        select = ["cell", "COUNT(*) AS n"]
-        for i, (v, q) in enumerate(sums):
-            select += [
-                f"CAST(SUM({_shift(dialect, v)}) AS BIGINT) AS h{i}",
-                f"CAST(SUM({v} & {_MASK}) AS BIGINT) AS l{i}",
-                f"COUNT({q}) AS p{i}",
-            ]
-        sql = (
-            "WITH coded AS (\n  SELECT " + ",\n         ".join(coded) + f"\n  FROM {from_clause}\n),\n"
-            f"binned AS (\n  SELECT {cell} AS cell{''.join(', ' + q for q in qs)}\n  FROM coded\n)\n"
-            "SELECT " + ",\n       ".join(select) + "\nFROM binned\nGROUP BY cell\nORDER BY cell"
-        )
-        columns = ("cell", "n") + tuple(c for i in range(len(sums)) for c in (f"h{i}", f"l{i}", f"p{i}"))
-        return CubeQuery(sql, tuple(p.values), frozenset(p.hidden), columns)
-
+        return _rows_statement(coded, from_clause, cell, sums, p, dialect)
     assert order_key is not None
-    cell = f"CASE WHEN u IS NULL THEN -1 ELSE {cell} END"
+    return _person_statement(schema, coded, from_clause, index, sums, order_key, p, dialect)
+
+
+def _rows_statement(
+    coded: list[str],
+    from_clause: str,
+    cell: str,
+    sums: list[tuple[str, str]],
+    p: Params,
+    dialect: Dialect,
+) -> CubeQuery:
+    """One row is one person: count and sum every row of each cell."""
+    qs = [q for _, q in sums]
+    select = ["cell", "COUNT(*) AS n"]
+    for i, (v, q) in enumerate(sums):
+        select += [
+            f"CAST(SUM({_shift(dialect, v)}) AS BIGINT) AS h{i}",
+            f"CAST(SUM({v} & {_MASK}) AS BIGINT) AS l{i}",
+            f"COUNT({q}) AS p{i}",
+        ]
+    sql = (
+        "WITH coded AS (\n  SELECT " + ",\n         ".join(coded) + f"\n  FROM {from_clause}\n),\n"
+        f"binned AS (\n  SELECT {cell} AS cell{''.join(', ' + q for q in qs)}\n  FROM coded\n)\n"
+        "SELECT " + ",\n       ".join(select) + "\nFROM binned\nGROUP BY cell\nORDER BY cell"
+    )
+    columns = ("cell", "n") + tuple(c for i in range(len(sums)) for c in (f"h{i}", f"l{i}", f"p{i}"))
+    return CubeQuery(sql, tuple(p.values), frozenset(p.hidden), columns)
+
+
+def _person_statement(
+    schema: Schema,
+    coded: list[str],
+    from_clause: str,
+    index: str,
+    sums: list[tuple[str, str]],
+    order_key: OrderKey,
+    p: Params,
+    dialect: Dialect,
+) -> CubeQuery:
+    """Rows sharing the unit's column are one person: each person's rows ranked in the keyed order, the
+    first k kept (one per cell or group when asked), what was dropped counted for the curator."""
+    unit = schema.unit
+    qs = [q for _, q in sums]
+    cell = f"CASE WHEN u IS NULL THEN -1 ELSE COALESCE({index}, -1) END"
     binned_cols = [f"{cell} AS cell", ", ".join(["person", "u", *qs])]
     if unit.grouped and not unit.one_row_per_cell:
         names = unit.group_attributes(schema.names)
@@ -249,7 +274,6 @@ def cube_statement(
     carried = ", ".join(
         ["person", "cell", *(["grp"] if unit.grouped and not unit.one_row_per_cell else []), *qs]
     )
-    k = unit.max_rows
     parts = [
         "WITH coded AS (\n  SELECT " + ",\n         ".join(coded) + f"\n  FROM {from_clause}\n)",
         "binned AS (\n  SELECT " + ", ".join(binned_cols) + "\n  FROM coded\n)",
@@ -270,6 +294,13 @@ def cube_statement(
             f"ranked AS (\n  SELECT {keep}1 AS rg, CASE WHEN cell < 0 THEN 0 ELSE ROW_NUMBER() OVER "
             f"(PARTITION BY person ORDER BY {tie}) END AS rn\n  FROM ordered\n)"
         )
+    return _kept_counts(parts, unit.max_rows, sums, p, dialect)
+
+
+def _kept_counts(
+    parts: list[str], k: int, sums: list[tuple[str, str]], p: Params, dialect: Dialect
+) -> CubeQuery:
+    """The final SELECT over the ranked rows: what each cell keeps, drops and sums."""
     kept = f"rg = 1 AND rn <= {k}"
     select = [
         "cell",

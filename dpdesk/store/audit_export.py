@@ -73,7 +73,9 @@ def report_parts(
     verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
     view, schema = project.view(), project.schema
     costs = view.cell_costs
-    budget = preview(costs, float(project.total_budget), rule=view.rule)
+    budget = preview(  # in the project's unit (ε or ρ), one person's
+        costs, project.answering_settings().total_budget, accounting=view.accounting, rule=view.rule
+    )
     touched = np.flatnonzero(costs)
     cell_rows: list[tuple[str, float]] = []
     rest = _part(progress, VERIFY_SHARE, 1.0 - VERIFY_SHARE)
@@ -100,6 +102,7 @@ def report_parts(
         requesters=requester_of(reqs),
         accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
         claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()],
+        accounting=project.accounting,
         cost_words="most-spent cell" if view.rule.rows_are_people else view.rule.words(),
     )
     if progress is not None:

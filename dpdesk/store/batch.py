@@ -149,7 +149,8 @@ def plan_pending(
         raise RequestStateError("there are no pending count requests to plan")
     settings = project.answering_settings()
     # a person holds up to k rows of one cell: the plan is made against a cell's room per row, total / k
-    k = person_rule(project.schema).k
+    # (total / k² in ρ under zCDP: a person's k rows in one cell cost k² × its ρ)
+    k = person_rule(project.schema).factor(settings.measure)
     per_row = settings if k == 1 else replace(settings, total_budget=settings.total_budget / k)
     ordered = [a.kind == "numeric" for a in project.schema.attributes]
     batch = [r.to_request() for r in stored]
@@ -246,6 +247,7 @@ def resumed(project: Any, request_ids: Sequence[str] | None = None) -> BatchPlan
             s.cell_costs,
             Resumption(seq, done, len(recorded["measurements"])),
             person_rule(project.schema),
+            project.answering_settings().measure,
         )
         head_seq, head = s.head
     return replace(plan, basis=Basis(head, head_seq, settings.to_json(), recorded.get("method") or "fft"))
@@ -365,8 +367,8 @@ def release_batch(
             "the batch plan was made under other answering settings; nothing was released — "
             "plan the batch again"
         )
-    view = project.view()
-    plan.check_affordable(view.cell_costs, float(project.total_budget), view.rule)
+    view, settings = project.view(), project.answering_settings()
+    plan.check_affordable(view.cell_costs, settings.total_budget, view.rule, settings.measure)
     with project.view().assessing() as state:
         declined = claim_screen(project, plan, state)
     if declined:

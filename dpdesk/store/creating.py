@@ -5,11 +5,14 @@ place — atomically, and never over a file created meanwhile. Nothing is left b
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from dpdesk.engine.budget.mode import MODES, ZcdpAccounting, accounting_from_json
+from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
 from dpdesk.store import db
 from dpdesk.store.binding import Snapshot, SourceBinding, keyed_binding, order_key, snapshot, unkeyed_binding
@@ -18,7 +21,14 @@ from dpdesk.store.errors import StoreError
 from dpdesk.store.ledger_book import write_source
 from dpdesk.store.source_key import own_key
 
-__all__ = ["NEIGHBOUR_MODEL", "create_file", "neighbour_model", "write_new"]
+__all__ = [
+    "NEIGHBOUR_MODEL",
+    "accounting_asked",
+    "create_file",
+    "neighbour_model",
+    "read_accounting",
+    "write_new",
+]
 
 NEIGHBOUR_MODEL = "add/remove one record"
 
@@ -38,6 +48,7 @@ def create_file(
     total_budget: float,
     test_project: bool,
     delta_cap: float,
+    accounting: dict[str, Any] | None = None,
 ) -> Snapshot:
     """Bind the source ``(location, table)`` and write a new project file at ``path``; the source as read
     (its cube) is returned for the project opened next."""
@@ -61,6 +72,8 @@ def create_file(
     }
     if delta_cap:
         settings["delta_cap"] = float(delta_cap)
+    if accounting is not None:  # zCDP (pure ε is left out: the genesis of every older project holds)
+        settings["accounting"] = dict(accounting)
     write_new(path, settings, schema, initial)
     return snap
 
@@ -92,6 +105,11 @@ def write_new(path: Path, settings: dict[str, Any], schema: Schema, initial: Sou
                 )
                 if delta_cap:  # format 4 on (the column's default, 0, is a pure project)
                     conn.execute("UPDATE project SET delta_cap = ? WHERE id = 1", (float(delta_cap),))
+                if "accounting" in settings:  # format 11 on (NULL: pure ε)
+                    conn.execute(
+                        "UPDATE project SET accounting_json = ? WHERE id = 1",
+                        (canonical_json(settings["accounting"]),),
+                    )
                 write_source(conn, initial)
             conn.execute("PRAGMA journal_mode = WAL")
         finally:
@@ -107,3 +125,30 @@ def write_new(path: Path, settings: dict[str, Any], schema: Schema, initial: Sou
         for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             if leftover.exists():
                 leftover.unlink()
+
+
+def accounting_asked(mode: str, delta: float | None, total: float) -> ZcdpAccounting | None:
+    """The accounting a new project is made with (None: pure ε), checked before anything is written."""
+    if mode == "pure":
+        if delta is not None:
+            raise DpdeskError("--delta is the δ of a zCDP project's total (ε, δ): it needs --accounting zcdp")
+        return None
+    if mode != "zcdp":
+        raise DpdeskError(f"accounting ({mode!r}) must be one of {', '.join(MODES)}")
+    if delta is None:
+        raise DpdeskError("a zCDP project states its total as (ε, δ): give --delta D (e.g. 1e-6)")
+    return ZcdpAccounting(float(total), delta)
+
+
+def read_accounting(conn: sqlite3.Connection, path: Path, total: float) -> ZcdpAccounting | None:
+    """The stored accounting (format 11's column; an older file, or NULL, is pure ε)."""
+    try:
+        row = conn.execute("SELECT accounting_json FROM project WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:  # a file of format 10 or older, opened read-only
+        return None
+    if row is None or row[0] is None:
+        return None
+    try:
+        return accounting_from_json(json.loads(row[0]), total)
+    except (ValueError, TypeError, KeyError, DpdeskError) as exc:
+        raise StoreError(f"{path.name}: the stored accounting is unreadable ({exc})") from None

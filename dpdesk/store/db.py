@@ -20,7 +20,7 @@ from dpdesk.store import answering
 from dpdesk.store.errors import NotAProjectError, StoreError
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 KEYED_SOURCE_FORMAT = 8  # the first format whose source binding is a keyed fingerprint (store/binding.py)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -184,6 +184,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # already in the file cannot change, so the migration appends one entry of kind "requests" holding the
     # digests of the requests decided so far, as they are now (MIGRATION_ROWS: _anchor_requests).
     10: (),
+    # 11: a project's accounting mode, fixed at creation like the total budget: NULL is pure ε (every older
+    # project), else the JSON of a zCDP accounting (its δ and conversion; engine/budget/mode.py). A zCDP
+    # project's accounting is one of the settings the genesis hash covers; pure ε is left out of them, so
+    # every older project's genesis still holds.
+    11: ("ALTER TABLE project ADD COLUMN accounting_json TEXT",),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})

@@ -83,10 +83,12 @@ class Exports:
         )
 
     def history(self) -> dict[str, Any]:
-        """The DESIGN §6 history object: fresh rows' query, α, answer (and family) plus the schema."""
-        return self.book.history().to_json(
-            total_budget=float(self.file.total_budget), schema=self.file.schema
-        )
+        """The DESIGN §6 history object: fresh rows' query, α, answer (and family) plus the schema, and a
+        zCDP project's accounting (``dpdesk assess --history`` then accounts in ρ as the project does)."""
+        out = self.book.history().to_json(total_budget=float(self.file.total_budget), schema=self.file.schema)
+        if self.file.accounting is not None:
+            out["accounting"] = self.file.accounting.to_json()
+        return out
 
 
 def _text_or_bytes(data: bytes) -> str | bytes:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.schema import Schema
 
@@ -32,6 +33,8 @@ class ProjectFile(Protocol):
     def total_budget(self) -> float: ...
     @property
     def delta_cap(self) -> float: ...
+    @property
+    def accounting(self) -> ZcdpAccounting | None: ...  # None: pure ε
     @property
     def test_project(self) -> bool: ...
     @property

@@ -52,7 +52,9 @@ class LedgerBook:
     def view(self) -> LedgerView:
         """The project's ledger view, extended with the entries recorded since it was last read."""
         if self._view is None:
-            self._view = self._cached_view() or LedgerView(self.file.schema, self.file.genesis)
+            self._view = self._cached_view() or LedgerView(
+                self.file.schema, self.file.genesis, self.file.accounting
+            )
         view = self._view
         with view.growing():  # a sibling on a worker thread shares this view
             fresh = [ledger.decode(r) for r in ledger.raw_rows(self.file.connection, after=view.head[0])]
@@ -60,7 +62,7 @@ class LedgerBook:
                 view.extend(fresh)
                 return view
         # the ledger does not continue the one read so far (another file under this name): start over
-        self._view = view = LedgerView(self.file.schema, self.file.genesis)
+        self._view = view = LedgerView(self.file.schema, self.file.genesis, self.file.accounting)
         view.extend(ledger.decode(r) for r in ledger.raw_rows(self.file.connection))
         return view
 
@@ -83,6 +85,7 @@ class LedgerBook:
             self.file.genesis,
             lambda seq: ledger.entry_hash(conn, seq),
             load_prefix,
+            self.file.accounting,
         )
 
     def view_cache_worth_saving(self) -> bool:

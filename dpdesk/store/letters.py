@@ -14,10 +14,11 @@ import re
 from pathlib import Path
 
 from dpdesk.engine.answering.rounding import accuracy_text
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.store.atomic import check_target, write_atomically
 from dpdesk.store.requesters import Received, RequesterAccount
 
-__all__ = ["letter_html", "letter_stems", "letter_text", "write_letters"]
+__all__ = ["guarantee_sentence", "letter_html", "letter_stems", "letter_text", "write_letters"]
 
 
 def _item_text(r: Received) -> str:
@@ -64,19 +65,30 @@ def _opening(account: RequesterAccount, project: str) -> str:
     )
 
 
-def letter_text(account: RequesterAccount, project: str) -> str:
-    """The plain-text letter to ``account``'s requester about project ``project``."""
+def guarantee_sentence(accounting: ZcdpAccounting | None) -> str:
+    """What a letter says of a zCDP project's guarantee ("" for pure ε: the letters say what they did)."""
+    if accounting is None:
+        return ""
+    return (
+        f"The project's guarantee is zero-concentrated differential privacy (zCDP), stated as a privacy "
+        f"loss of ε = {accounting.epsilon:g} at δ = {accounting.delta:g} for everything it releases."
+    )
+
+
+def letter_text(account: RequesterAccount, project: str, guarantee: str = "") -> str:
+    """The plain-text letter to ``account``'s requester about project ``project`` (``guarantee``: a
+    sentence on the project's accounting, :func:`guarantee_sentence`)."""
     name = account.requester or "requester"
     items = "\n".join(_item_text(r) for r in account.received) or "- Nothing has been decided yet."
     pending = f"\n\n{account.pending} further request(s) are still pending." if account.pending else ""
     return (
-        f"Dear {name},\n\n{_opening(account, project)}\n\n{items}{pending}\n\n"
+        f"Dear {name},\n\n{_opening(account, project)}{' ' + guarantee if guarantee else ''}\n\n{items}{pending}\n\n"
         "Each witness is the hash of the ledger entry that recorded the decision: keep it to check later "
         "that the ledger still contains it.\n\nKind regards,\nthe data curator\n"
     )
 
 
-def letter_html(account: RequesterAccount, project: str) -> str:
+def letter_html(account: RequesterAccount, project: str, guarantee: str = "") -> str:
     """The same letter as a small HTML page."""
     esc = html.escape
     rows = []
@@ -98,7 +110,7 @@ def letter_html(account: RequesterAccount, project: str) -> str:
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Answers for "
         f"{esc(account.requester or 'requester')}</title></head><body style='font-family: sans-serif'>"
-        f"<p>Dear {esc(account.requester or 'requester')},</p><p>{esc(_opening(account, project))}</p>"
+        f"<p>Dear {esc(account.requester or 'requester')},</p><p>{esc(_opening(account, project))}{esc(' ' + guarantee if guarantee else '')}</p>"
         "<table border='1' cellpadding='4' "
         "style='border-collapse: collapse'><tr><th>request</th><th>query</th><th>answer</th><th>promise</th>"
         f"<th>ledger entry, witness</th></tr>{''.join(rows)}</table>{pending}<p>Keep each witness to check "
@@ -142,7 +154,9 @@ def letter_stems(requesters: list[str]) -> dict[str, str]:
     return stems
 
 
-def write_letters(folder: str | Path, accounts: list[RequesterAccount], project: str) -> list[Path]:
+def write_letters(
+    folder: str | Path, accounts: list[RequesterAccount], project: str, guarantee: str = ""
+) -> list[Path]:
     """Write ``NAME.txt`` and ``NAME.html`` for every requester who received something; the paths.
 
     Each requester has files of their own (:func:`letter_stems`), each written whole
@@ -154,7 +168,7 @@ def write_letters(folder: str | Path, accounts: list[RequesterAccount], project:
     receiving = [a for a in accounts if a.received]
     stems = letter_stems([a.requester for a in receiving])
     jobs = [
-        (out / f"{stems[a.requester]}{suffix}", body(a, project))
+        (out / f"{stems[a.requester]}{suffix}", body(a, project, guarantee))
         for a in receiving
         for suffix, body in ((".txt", letter_text), (".html", letter_html))
     ]

@@ -45,7 +45,7 @@ from dpdesk.store.binding import (
     unkeyed_binding,
 )
 from dpdesk.store.canonical import utc_now
-from dpdesk.store.creating import create_file
+from dpdesk.store.creating import accounting_asked, create_file, read_accounting
 from dpdesk.store.errors import (
     BindingError,
     ReadOnlyError,
@@ -102,6 +102,7 @@ class Project:
         except sqlite3.OperationalError:  # a file of format 3 or older, opened read-only
             cap = None
         self.delta_cap = float(cap[0]) if cap else 0.0  # the largest per-cell δ releases may reach
+        self.accounting = read_accounting(conn, path, float(self.total_budget))  # None: pure ε
         try:
             self.schema = Schema.from_dict(json.loads(self._schema_json))
         except (ValueError, TypeError) as exc:
@@ -157,26 +158,37 @@ class Project:
         total_budget: float,
         test_project: bool = False,
         delta_cap: float = 0.0,
+        accounting: str = "pure",
+        delta: float | None = None,
     ) -> Project:
         """Create a project bound to a source and open it for writing. Nothing is written on error.
 
         ``delta_cap`` bounds every cell's δ (the sum over the (α, δ) releases charging it); 0 allows
         only pure α-DP releases. Like the total budget it is fixed for the project's life.
+
+        ``accounting`` is ``"pure"`` (per-cell ε, the default) or ``"zcdp"``: per-cell ρ, the system cost
+        the largest cell's ρ converted to ε at ``delta`` (required for zCDP; engine/budget/mode.py).
         """
         path = Path(path)
         if path.exists() or path.is_symlink():
             raise StoreError(f"{path}: already exists (a project is never overwritten)")
         if not path.parent.is_dir():
             raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
-        if not path.parent.is_dir():
-            raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
         check_total_budget(total_budget)
         check_delta_cap(delta_cap)
         if not isinstance(name, str) or not name.strip():
             raise DpdeskError("project name must be non-empty text")
+        zcdp = accounting_asked(accounting, delta, total_budget)
         schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
         snap = create_file(
-            path, name.strip(), schema, (source_location, source_table), total_budget, test_project, delta_cap
+            path,
+            name.strip(),
+            schema,
+            (source_location, source_table),
+            total_budget,
+            test_project,
+            delta_cap,
+            None if zcdp is None else zcdp.to_json(),
         )
         project = cls.open(path, "w")
         project._snapshot = snap
@@ -230,15 +242,19 @@ class Project:
     # -- settings and binding --------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
         """The fixed settings the ledger's genesis hash covers (as stored now)."""
-        return {
-            "name": self.name,
-            "total_budget": float(self.total_budget),
-            "neighbour_model": self.neighbour_model,
-            "schema": json.loads(self._schema_json),
-            "test_project": self.test_project,
-            "created": self.created,
-            "initial_source": json.loads(self._initial_source_json),
-        } | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
+        return (
+            {
+                "name": self.name,
+                "total_budget": float(self.total_budget),
+                "neighbour_model": self.neighbour_model,
+                "schema": json.loads(self._schema_json),
+                "test_project": self.test_project,
+                "created": self.created,
+                "initial_source": json.loads(self._initial_source_json),
+            }
+            | ({"delta_cap": self.delta_cap} if self.delta_cap else {})
+            | ({} if self.accounting is None else {"accounting": self.accounting.to_json()})
+        )
 
     @property
     def spend_policy(self) -> SpendPolicy | None:

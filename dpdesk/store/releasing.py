@@ -19,12 +19,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from dpdesk.engine.budget.mode import in_unit
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.claims.control import ClaimCheck
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.base import Asked
-from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis, ReleasePlan
 from dpdesk.engine.mechanisms.charge import same_charge
 from dpdesk.engine.mechanisms.noise import NoiseSampler
@@ -47,7 +47,7 @@ from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.ledger_book import LedgerBook
 from dpdesk.store.queue import RequestQueue
 from dpdesk.store.release import Release, release_from_entry
-from dpdesk.store.settings import AnsweringSettings
+from dpdesk.store.settings import AnsweringSettings, settings_of
 from dpdesk.store.watch import WatchedClaim, declined, recorded
 from dpdesk.store.watching import Claims, planned_rows
 
@@ -130,9 +130,10 @@ class Releaser:
             return {
                 "cell_costs": view.cell_costs,
                 "cell_deltas": view.cell_deltas,
-                "total_budget": float(self.file.total_budget),
+                "total_budget": self.settings.now().total_budget,  # in the project's unit (ε or ρ)
                 "delta_cap": float(self.file.delta_cap),
                 "basis": Basis(head, seq, self.settings.now().to_json()),
+                "accounting": self.file.accounting,
                 "rule": view.rule,
             }
 
@@ -152,7 +153,7 @@ class Releaser:
         released. ``options`` go to the kind's plan."""
         chosen_policy = self.settings.spend_policy if _from_project(policy) else policy
         chosen_prior = self.settings.prior if _from_project(prior) else prior
-        settings = Settings(float(self.file.total_budget), chosen_policy, chosen_prior)  # type: ignore[arg-type]
+        settings = settings_of(self.file, chosen_policy, chosen_prior)  # type: ignore[arg-type]
         return assessing.assess(
             self.book.view(), asked, settings, delta_cap=float(self.file.delta_cap), **options
         )
@@ -254,23 +255,35 @@ class Releaser:
 
     def _check_budget(self, plan: ReleasePlan) -> None:
         """Refuse a plan that would take a cell's α over the total, or its δ over the project's δ cap."""
-        if plan.charge.measure != "epsilon":  # a Gaussian release: only zCDP accounting can price it
+        acc = self.file.accounting
+        if plan.charge.measure != "epsilon" and acc is None:  # Gaussian noise: only zCDP can price it
             raise BudgetError(
                 f"{what_of(plan)} is priced in ρ (zCDP) and {self.file.path.name} accounts in pure ε; "
                 "nothing was released"
             )
-        view, charge, total = self.book.view(), plan.charge, float(self.file.total_budget)
+        view, total = self.book.view(), self.settings.now().total_budget
         costs, rule = view.cell_costs, view.rule
+        charge = in_unit(acc, plan.charge, costs.size)  # under zCDP, a pure ε charge as ε²/2 per cell
         after = costs + charge.dense(costs.size)
         if after.size and float(after.max()) > total:
-            raise BudgetError(
-                f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {float(after.max()):.6g}, "
-                f"over the total budget {total:g}; nothing was released"
+            top = float(after.max())
+            cost, of = (
+                (f"{top:.6g}", f"{total:g}")
+                if acc is None
+                else (
+                    f"ε = {acc.epsilon_of(top):.6g} (ρ = {top:.6g})",
+                    f"ε = {acc.epsilon:g} at δ = {acc.delta:g}",
+                )
             )
-        person = rule.loss(after)
-        if after.size and not rule.rows_are_people and person > total:
             raise BudgetError(
-                f"{what_of(plan)} would raise one person's privacy loss to {person:.6g} ({rule.words()}), "
+                f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {cost}, "
+                f"over the total budget {of}; nothing was released"
+            )
+        person = rule.total(after, "epsilon" if acc is None else "rho")
+        if after.size and not rule.rows_are_people and person > total:
+            shown = f"{person:.6g}" if acc is None else f"ε = {acc.epsilon_of(person):.6g} (ρ = {person:.6g})"
+            raise BudgetError(
+                f"{what_of(plan)} would raise one person's privacy loss to {shown} ({rule.words()}), "
                 f"over the total budget {total:g}; nothing was released"
             )
         if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps a person's
@@ -328,7 +341,8 @@ class Releaser:
         )
         if rows is None and self.book.view().claims:
             checks = self._claims_gate(plan, [(r.query, r.alpha, r.family) for r in contribution.rows])
-        if not same_charge(contribution.charge, plan.charge, self.file.schema.n_cells):
+        n, acc = self.file.schema.n_cells, self.file.accounting
+        if not same_charge(in_unit(acc, contribution.charge, n), in_unit(acc, plan.charge, n), n):
             raise StoreError(
                 f"{what_of(plan)}: the planned per-cell charge differs from the {plan.mechanism.name} "
                 "mechanism's privacy map; nothing was recorded"

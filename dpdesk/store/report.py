@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.registry import decision_kinds
 from dpdesk.store.ledger import LedgerEntry, thaw
@@ -193,6 +194,7 @@ def build_html(
     requesters: Mapping[str, str] | None = None,
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
+    accounting: ZcdpAccounting | None = None,
     cost_words: str = "most-spent cell",
 ) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
@@ -214,6 +216,7 @@ def build_html(
             delta_spent=delta_spent,
             requesters=requesters,
             accounts=accounts,
+            accounting=accounting,
             cost_words=cost_words,
             claims=claims,
         )
@@ -272,6 +275,7 @@ def html_parts(
     requesters: Mapping[str, str] | None = None,
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
+    accounting: ZcdpAccounting | None = None,
     cost_words: str = "most-spent cell",
 ) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
@@ -295,6 +299,7 @@ def html_parts(
     )
     now = datetime.now(UTC).isoformat(timespec="seconds")
     head = _head_html(entries, path)
+    unit = "α" if accounting is None else "ρ"
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dpdesk audit report — {esc(name)}</title>
 <style>
@@ -307,8 +312,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 </style></head><body>
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
-<p>Total budget <b>{total_budget:g}</b> · system cost ({esc(cost_words)}) <b>{system_cost:.6g}</b> ·
-remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
+{_budget_html(accounting, total_budget, system_cost, remaining, len(entries), cost_words)}
 <p>{
         f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
         if delta_cap
@@ -318,18 +322,20 @@ remaining <b>{remaining:.6g}</b> · {len(entries)} ledger entries.</p>
 {verdict}
 <h2>Plots</h2>{figs}
 <h2>Ledger</h2>
-<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>requester</th><th>released</th><th>α spent</th>
+<table><tr><th>seq</th><th>time</th><th>kind</th><th>request</th><th>requester</th><th>released</th><th>{
+        unit
+    } spent</th>
 <th>query / reason</th><th>hash</th></tr>{_ROWS}</table>
 <h2>Watched claims</h2>
 {watched}
 <h2>By requester</h2>
 <p>What each requester received and the α their fresh answers spent (each charged the cells its query touches).</p>
-<table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>α spent</th></tr>{
+<table><tr><th>requester</th><th>answered</th><th>rejected</th><th>pending</th><th>{unit} spent</th></tr>{
         people
     }</table>
 <h2>Per-cell privacy costs</h2>
 <p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
-<table><tr><th>cell</th><th>cost</th></tr>{_CELLS}</table>
+<table><tr><th>cell</th><th>cost ({unit})</th></tr>{_CELLS}</table>
 </body></html>
 """
     head, rest = page.split(_ROWS, 1)
@@ -399,3 +405,27 @@ def entry_summary(e: LedgerEntry) -> str:
         if text:
             return str(text)
     return json.dumps(thaw(query)) if query is not None else str(p.get("reason", ""))
+
+
+def _budget_html(
+    accounting: ZcdpAccounting | None,
+    total: float,
+    cost: float,
+    remaining: float,
+    n: int,
+    cost_words: str = "most-spent cell",
+) -> str:
+    """The budget paragraph: total, system cost (``cost_words``: how it is made from the cells) and
+    remaining (under zCDP as ε at the project's δ, with the largest cell's ρ and the conversion named)."""
+    if accounting is None:
+        return (
+            f"<p>Total budget <b>{total:g}</b> · system cost ({html.escape(cost_words)}) <b>{cost:.6g}</b> ·\n"
+            f"remaining <b>{remaining:.6g}</b> · {n} ledger entries.</p>"
+        )
+    eps = accounting.epsilon_of(cost)
+    return (
+        f"<p>Accounting: {html.escape(accounting.describe())}.</p>\n"
+        f"<p>Total privacy loss <b>ε = {accounting.epsilon:g}</b> at <b>δ = {accounting.delta:g}</b> · system "
+        f"cost ({html.escape(cost_words)}) <b>ε = {eps:.6g}</b> (its ρ = {cost:.6g} of {total:.6g}) · remaining "
+        f"<b>ε = {accounting.epsilon - eps:.6g}</b> · {n} ledger entries. Per-cell costs below are in ρ.</p>"
+    )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dpdesk.engine.budget.policy import SpendPolicy
+from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.limits import check_table_size
@@ -19,7 +20,15 @@ from dpdesk.store.answering import (
 )
 from dpdesk.store.file import ProjectFile
 
-__all__ = ["AnsweringSettings"]
+__all__ = ["AnsweringSettings", "settings_of"]
+
+
+def settings_of(file: ProjectFile, policy: SpendPolicy | None, prior: BoundedPrior | None) -> Settings:
+    """The answering rules of ``file`` with ``policy`` and ``prior``: its total budget in the unit its
+    per-cell totals are kept in (ε, or under zCDP the ρ its total (ε, δ) allows; engine/budget/mode.py)."""
+    if file.accounting is None:
+        return Settings(float(file.total_budget), policy, prior)
+    return Settings.zcdp(file.accounting, policy, prior)
 
 
 class AnsweringSettings:
@@ -38,7 +47,13 @@ class AnsweringSettings:
         return read_policy(self.file.connection)
 
     def set_spend_policy(self, policy: SpendPolicy | None) -> None:
-        """Set (or with None clear) the spend policy assessments use."""
+        """Set (or with None clear) the spend policy assessments use (pure ε projects: its headroom is
+        in α)."""
+        if policy is not None and self.file.accounting is not None:
+            raise DpdeskError(
+                "a spend policy paces α, the pure-ε price of a cell: this project accounts in zCDP, "
+                "where it is not available"
+            )
         self.file.require_writer()
         with db.transaction(self.file.connection):
             write_policy(self.file.connection, policy)
@@ -76,4 +91,4 @@ class AnsweringSettings:
 
     def now(self) -> Settings:
         """The curator's answering rules now: total budget, spend policy, known-bounds prior."""
-        return Settings(float(self.file.total_budget), self.spend_policy, self.prior)
+        return settings_of(self.file, self.spend_policy, self.prior)

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpdesk.engine.budget.mode import ZcdpAccounting, accounting_from_json
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.charge import Charge, same_charge
@@ -105,6 +106,15 @@ class VerifyReport:
     kinds: tuple[tuple[str, int], ...] = ()  # (entry kind, how many), for every kind present
     exposes: tuple[str, ...] = ()  # what the file shows of the raw data besides releases (format 7 and older)
     receipts: int = 0  # heads from this machine's receipt log the file was checked against
+    # zCDP accounting (None: pure ε): then system_cost and total_budget are per-cell ρ, stated as ε below
+    accounting: ZcdpAccounting | None = None
+
+    @property
+    def epsilon_spent(self) -> float | None:
+        """The system cost as the privacy loss ε it states (under zCDP converted at the project's δ)."""
+        if self.system_cost is None or self.accounting is None:
+            return self.system_cost
+        return self.accounting.epsilon_of(self.system_cost)
 
     @property
     def remaining(self) -> float | None:
@@ -129,7 +139,15 @@ class VerifyReport:
             "kinds": dict(self.kinds),
             "exposes": list(self.exposes),
             "receipts": self.receipts,
-        }
+        } | (
+            {}
+            if self.accounting is None
+            else {
+                "accounting": self.accounting.to_json(),
+                "epsilon_total": self.accounting.epsilon,
+                "epsilon_spent": self.epsilon_spent,
+            }
+        )
 
 
 Bad = Callable[[int | None, str], None]  # reports a problem: (the entry's seq or None, one line)
@@ -175,7 +193,14 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
         )
     cost = view.system_cost
     if cost > total * (1 + REL_TOL):
-        bad(e.seq, f"{where}: system cost {cost:.6g} exceeds the total budget {total:.6g}")
+        acc = view.accounting
+        said = (
+            f"system cost {cost:.6g} exceeds the total budget {total:.6g}"
+            if acc is None
+            else f"system cost ε = {acc.epsilon_of(cost):.6g} (ρ = {cost:.6g}) exceeds the total budget "
+            f"ε = {acc.epsilon:g} at δ = {acc.delta:g} (ρ = {total:.6g})"
+        )
+        bad(e.seq, f"{where}: {said}")
     if c.charge.delta > 0 and view.delta_spent > delta_cap * (1 + REL_TOL):
         bad(
             e.seq,
@@ -212,7 +237,7 @@ def _check_release(v: ViewedRelease, view: LedgerView, total: float, delta_cap: 
         _check_from_release(e, view, bad)
 
 
-def _check_recomputed(e: LedgerEntry, view: LedgerView, total: float, bad: Bad) -> None:
+def _check_recomputed(e: LedgerEntry, view: LedgerView, settings: Settings, bad: Bad) -> None:
     """What the entry released, recomputed by its kind from the public inputs before it (a zero-cost
     estimate: the released answers before it at its recorded τ and table size)."""
     kind = kind_of_mechanism(mechanism_of(e).name)
@@ -222,7 +247,7 @@ def _check_recomputed(e: LedgerEntry, view: LedgerView, total: float, bad: Bad) 
     with view.assessing() as s:
         if "history_prefix" in p and len(s.history) != p["history_prefix"]:
             return  # reported with the release (history_prefix)
-        problem = kind.recompute(p, snapshot_of(s, view, Settings(total), 0.0))
+        problem = kind.recompute(p, snapshot_of(s, view, settings, 0.0))
     if problem is not None:
         bad(e.seq, f"entry {e.seq}: {problem}")
 
@@ -329,9 +354,14 @@ class _Audit:
     def __init__(self, record: AuditRecord) -> None:
         self.record = record
         self.found: list[tuple[float, int, str]] = []
-        self.total = float(record.settings["total_budget"])
+        declared = float(record.settings["total_budget"])
         self.delta_cap = float(record.settings.get("delta_cap", 0.0))  # absent: a pure project (δ cap 0)
-        self.view = LedgerView(record.schema, record.genesis)  # from the raw entries, never a cached one
+        # absent: pure ε; a zCDP project's per-cell totals are in ρ, its budget the ρ its (ε, δ) allows
+        self.accounting = accounting_from_json(record.settings.get("accounting"), declared)
+        self.total = declared if self.accounting is None else self.accounting.budget
+        self.settings = Settings(declared) if self.accounting is None else Settings.zcdp(self.accounting)
+        # from the raw entries, never a cached one
+        self.view = LedgerView(record.schema, record.genesis, self.accounting)
         self.counts: Counter[str] = Counter()
         self.decided: dict[str, int] = {}
         self.batches = Batches()
@@ -412,7 +442,7 @@ class _Audit:
         self.batches.check(e, self.bad)
         if e.kind in release_kinds():
             _check_claims(e, view, self.bad)
-            _check_recomputed(e, view, self.total, self.bad)
+            _check_recomputed(e, view, self.settings, self.bad)
         viewed = view.add(e)
         if viewed is not None:
             _check_release(viewed, view, self.total, self.delta_cap, self.bad)
@@ -451,6 +481,7 @@ class _Audit:
             rebinds=counts["rebind"],
             system_cost=view.system_cost if intact else None,
             total_budget=self.total,
+            accounting=self.accounting,
             head_hash=entries[-1].hash if entries and intact else None,
             problems=tuple(problems),
             first_bad_seq=int(found[0][0]) if found and found[0][0] != math.inf else None,

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
@@ -122,10 +123,12 @@ def _add_charge(costs: CellCosts, charge: Charge) -> None:
 class LedgerView:
     """Everything derived from a project's ledger, extended entry by entry. See the module docstring."""
 
-    def __init__(self, schema: Schema, genesis: str) -> None:
+    def __init__(self, schema: Schema, genesis: str, accounting: ZcdpAccounting | None = None) -> None:
         self.schema = schema
         self.rule = person_rule(schema)  # how per-cell costs add up to one person's loss
         self.genesis = genesis
+        # the unit per-cell totals are kept in: ε (None), or ρ under zCDP (engine/budget/mode.py)
+        self.accounting = accounting
         self._lock = threading.RLock()  # entries, releases, costs, curve
         self._history_lock = threading.Lock()  # the History (its factorisation grows while estimating)
         self._entries: list[LedgerEntry] = []
@@ -170,11 +173,12 @@ class LedgerView:
         releases: int,
         structured: Sequence[int],
         load_prefix: Callable[[], list[LedgerEntry]],
+        accounting: ZcdpAccounting | None = None,
     ) -> LedgerView:
         """A view of the ledger up to ``head`` from stored results (the cache's): ``history``, per-cell
         ``costs`` and ``deltas``, the number of ``releases`` and the seqs of those kept out of the History.
         ``load_prefix()`` returns the entries up to ``head``; it runs only when entries are asked for."""
-        v = cls(schema, genesis)
+        v = cls(schema, genesis, accounting)
         if (
             costs.shape != v._deltas.shape
             or deltas.shape != v._deltas.shape
@@ -267,7 +271,7 @@ class LedgerView:
             self._entries.append(entry)
             if viewed is not None:
                 self._releases.append(viewed)
-                _add_charge(self._costs, viewed.contribution.charge)
+                _add_charge(self._costs, self.in_unit(viewed.contribution.charge))
                 charge = viewed.contribution.charge
                 if charge.delta > 0:  # δ adds up per cell, like α, on the cells the release charges
                     self._deltas += charge.delta * (charge.dense(self._deltas.size) > 0)
@@ -287,7 +291,7 @@ class LedgerView:
             contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
-        if contribution.charge.measure != "epsilon":  # only zCDP accounting adds ρ (engine/budget/zcdp.py)
+        if contribution.charge.measure != "epsilon" and self.accounting is None:  # only zCDP adds ρ
             return None, f"entry {entry.seq}: {mech.name} is priced in ρ (zCDP), the project in pure ε"
         return ViewedRelease(
             entry, mech, contribution, rows_before, len(contribution.rows) <= HISTORY_ROW_LIMIT
@@ -305,6 +309,15 @@ class LedgerView:
     def extend(self, entries: Iterable[LedgerEntry]) -> None:
         for e in entries:
             self.add(e)
+
+    @property
+    def _measure(self) -> str:
+        """The unit per-cell totals are kept in: ``"epsilon"``, or ``"rho"`` under zCDP."""
+        return "epsilon" if self.accounting is None else "rho"
+
+    def in_unit(self, charge: Charge) -> Charge:
+        """``charge`` as the per-cell totals add it: as it is (pure ε), or in ρ under zCDP."""
+        return charge if self.accounting is None else self.accounting.unit(charge, self.schema.n_cells)
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -332,7 +345,11 @@ class LedgerView:
         row is one person, else the sum over the cells a person's rows can fall in (``rule``)."""
         with self._lock:
             v = self._costs.values
-            return self.rule.loss(v) if v.size and (self._releases or self._prefix_releases) else 0.0
+            return (
+                self.rule.total(v, self._measure)
+                if v.size and (self._releases or self._prefix_releases)
+                else 0.0
+            )
 
     @property
     def claims(self) -> tuple[WatchedClaim, ...]:
@@ -378,24 +395,28 @@ class LedgerView:
         with self._lock:
             for seq, charge in self._charges[len(self._curve) - 1 :]:
                 if charge is not None:
-                    self._curve_top = max(self._curve_top, _add_for_curve(self._curve_costs, charge))
+                    self._curve_top = max(
+                        self._curve_top, _add_for_curve(self._curve_costs, self.in_unit(charge))
+                    )
                     self._curve_released = True
                     if self.rule.group_axes is not None:  # a sum of the largest cells: not a running max
-                        self._curve_top = self.rule.loss(self._curve_costs.values)
-                top = self._curve_top * self.rule.k if self.rule.group_axes is None else self._curve_top
+                        self._curve_top = self.rule.total(self._curve_costs.values, self._measure)
+                factor = self.rule.factor(self._measure)
+                top = self._curve_top * factor if self.rule.group_axes is None else self._curve_top
                 self._curve.append((seq, top if self._curve_released else 0.0))
             return list(self._curve)
 
     def largest_charges(self) -> dict[int, float]:
         """Entry seq → the most any one cell paid for that release (its α; 0 for a free one)."""
         n = self.schema.n_cells  # from each release's query, never a dense vector of the cube per release
-        return {r.entry.seq: r.contribution.charge.largest(n) for r in self.releases}
+        return {r.entry.seq: self.in_unit(r.contribution.charge).largest(n) for r in self.releases}
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, or "entry N" for a release without one; its charge on ``cell``) per charging release."""
         out = []
         for r in self.releases:
-            share = r.contribution.charge.at(cell) if r.contribution.charge.terms else 0.0
+            charge = self.in_unit(r.contribution.charge)
+            share = charge.at(cell) if charge.terms else 0.0
             if share > 0:
                 out.append((r.entry.request_id or f"entry {r.entry.seq}", share))
         return out

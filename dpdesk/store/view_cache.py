@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.errors import Cancelled, DpdeskError
 from dpdesk.engine.inference.snapshot import history_arrays, history_from_arrays
 from dpdesk.engine.registry import claim_kinds
@@ -205,6 +206,7 @@ def load(
     genesis: str,
     entry_hash: Callable[[int], str | None],
     load_prefix: Callable[[int], list[LedgerEntry]],
+    accounting: ZcdpAccounting | None = None,
 ) -> LedgerView | None:
     """The view stored beside project ``path`` if its key holds: ``entry_hash(seq)`` is the stored hash of
     ledger entry ``seq`` (None if there is none). ``load_prefix(seq)`` reads the entries up to ``seq``
@@ -232,6 +234,7 @@ def load(
             releases=int(v["releases"]),
             structured=v["structured"],
             load_prefix=lambda: load_prefix(seq),
+            accounting=accounting,  # the genesis (in the key) covers it: the costs are in its unit
         )
     except (DpdeskError, KeyError, TypeError, ValueError):
         return None

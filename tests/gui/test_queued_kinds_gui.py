@@ -109,7 +109,7 @@ def test_the_new_project_dialog_asks_the_delta_cap_and_refuses_a_bad_one_in_plac
     qtbot.addWidget(dlg)
     dlg.show()
     ok = dlg.buttons.button(QDialogButtonBox.StandardButton.Ok)
-    assert dlg.values() == (1.0, 0.0) and ok.isEnabled()  # default: a pure α-DP project
+    assert dlg.values() == (1.0, 0.0, "pure", None) and ok.isEnabled()  # default: a pure α-DP project
     for bad, why in (
         ("1", "delta cap (1.0) must be a number in [0, 1)"),
         ("-1e-6", "must be a number in [0, 1)"),
@@ -119,7 +119,7 @@ def test_the_new_project_dialog_asks_the_delta_cap_and_refuses_a_bad_one_in_plac
         assert not ok.isEnabled() and why in dlg.status.text(), dlg.status.text()
     dlg.delta_cap.setText("1e-6")
     dlg.budget.setValue(3.0)
-    assert ok.isEnabled() and dlg.status.text() == "" and dlg.values() == (3.0, 1e-6)
+    assert ok.isEnabled() and dlg.status.text() == "" and dlg.values() == (3.0, 1e-6, "pure", None)
 
 
 def test_the_new_request_dialog_queues_an_argmax_priced_by_alpha_and_explains_a_bad_max(demo_window, qtbot):

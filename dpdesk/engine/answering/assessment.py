@@ -331,6 +331,15 @@ class Assessment:
         }
         if not cell_costs:
             out["cell_costs_omitted"] = int(np.size(self.cell_costs))
+        acc = self.settings.accounting
+        if acc is not None:  # zCDP: the figures above are per-cell ρ; as the ε they state at the project's δ
+            out |= {
+                "accounting": acc.to_json(),
+                "rho_spend": self.pricing.charge.largest(np.size(self.cell_costs)),
+                "epsilon_total": acc.epsilon,
+                "epsilon_spent": b.shown(b.system_cost),
+                "epsilon_after": None if b.system_cost_after is None else b.shown(b.system_cost_after),
+            }
         if inf.interval_query is not None:
             out["interval_query"] = list(inf.interval_query)
             out["interval_probability"] = inf.interval_probability

@@ -97,11 +97,17 @@ class CountKind(ReleaseKind["Assessment"]):
         )
 
     def preview(self, plan: Assessment) -> list[str]:
-        b = plan.budget
+        b, shown = plan.budget, plan.settings.shown
         after = b.system_cost_after if plan.decision == "spend" else b.system_cost
+        acc = plan.settings.accounting
+        of = (
+            f"{b.total:g}"
+            if acc is None
+            else f"ε = {acc.epsilon:g} at δ = {acc.delta:g} ({acc.conversion} zCDP conversion)"
+        )
         return [
             f"decision: {plan.decision} — {plan.reason}",
-            f"budget: system cost {b.system_cost:.6g} → {after:.6g} of {b.total:g}",
+            f"budget: system cost {shown(b.system_cost):.6g} → {shown(after or 0.0):.6g} of {of}",
         ]
 
     def report(self, plan: Assessment, heading: str | None = None, declined: Sequence[str] = ()) -> list[str]:
@@ -134,16 +140,22 @@ class CountKind(ReleaseKind["Assessment"]):
             if plan.needed_alpha is not None and plan.spend_alpha > plan.needed_alpha
             else ""
         )
-        return f"a fresh noisy answer to {plan.request.id}", f"α = {plan.spend_alpha:.6g}", [raised]
+        return f"a fresh noisy answer to {plan.request.id}", self._cost(plan), [raised]
+
+    @staticmethod
+    def _cost(plan: Assessment) -> str:
+        from dpdesk.engine.answering.workflow import alpha_words
+
+        return alpha_words(plan.noise, plan.spend_alpha, 6)
 
     def question(self, plan: Assessment) -> str:
         if plan.decision == "infer":
             return "release the inferred answer (free)"
-        return f"spend α = {plan.spend_alpha:.6g}"
+        return f"spend {self._cost(plan)}"
 
     def outcome(self, release: Recorded, plan: Assessment, path: str = "PROJECT") -> list[str]:
         r: Any = release
-        cost = f"α = {r.alpha:.6g}, {r.family} noise" if r.kind == "fresh" else "free"
+        cost = f"{self._cost(plan)}, {r.family} noise" if r.kind == "fresh" else "free"
         if r.fusion_weight is not None:
             cost += f", fused with history (weight {r.fusion_weight:.3g})"
         # as shown everywhere (a count rounded to an integer); --json carries the exact recorded values

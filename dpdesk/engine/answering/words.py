@@ -7,12 +7,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dpdesk.engine.answering.rounding import format_interval, format_value
+from dpdesk.engine.answering.workflow import alpha_words
 
 if TYPE_CHECKING:
     from dpdesk.engine.answering.assessment import Assessment
     from dpdesk.engine.answering.counteroffer import CounterOffer
+    from dpdesk.engine.budget.accounting import BudgetPreview
+    from dpdesk.engine.kinds.settings import Settings
 
-__all__ = ["assessment_lines", "offer_lines"]
+__all__ = ["assessment_lines", "budget_words", "offer_lines"]
 
 
 def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
@@ -63,21 +66,34 @@ def assessment_lines(a: Assessment, declined: Sequence[str] = ()) -> list[str]:
     else:
         lines.append(f"  decision        {a.decision.upper()}: {a.reason}")
     fused = (
-        f", fused with history (alone it would need α = {a.fresh_alpha:.6g})"
+        f", fused with history (alone it would need {alpha_words(a.noise, a.fresh_alpha, 6)})"
         if a.spend_alpha < a.fresh_alpha
         else ""
     )
-    lines.append(f"  fresh answer    α = {a.spend_alpha:.6g} ({a.noise.label} noise{fused})")
+    lines.append(f"  fresh answer    {alpha_words(a.noise, a.spend_alpha, 6)} ({a.noise.label} noise{fused})")
     if a.headroom is not None:
         lines.append(
             f"  spend policy    {a.policy}: the request alone needs α = {a.needed_alpha:.6g}; "
             f"its cells can still pay α = {a.headroom:.6g}"
         )
-    after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
-    lines.append(
-        f"  system cost     {b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})"
-    )
+    lines.append(f"  system cost     {budget_words(a.settings, b)}")
     return lines
+
+
+def budget_words(settings: Settings, b: BudgetPreview) -> str:
+    """The system cost now (and after, if spent) of the total, as the privacy loss ε it states: under
+    zCDP the largest cell's ρ converted at the project's δ, naming the conversion."""
+    acc = settings.accounting
+    if acc is None:
+        after = f" → {b.system_cost_after:.6g} if spent" if b.system_cost_after is not None else ""
+        return f"{b.system_cost:.6g}{after}   of total {b.total:g} (remaining {b.remaining:.6g})"
+    after = (
+        f" → {acc.epsilon_of(b.system_cost_after):.6g} if spent" if b.system_cost_after is not None else ""
+    )
+    return (
+        f"ε = {acc.epsilon_of(b.system_cost):.6g}{after}   of total ε = {acc.epsilon:g} at δ = {acc.delta:g} "
+        f"(largest cell's ρ = {b.system_cost:.6g} of {b.total:.6g}; {acc.conversion} conversion)"
+    )
 
 
 def offer_lines(offer: CounterOffer, a: Assessment, path: str) -> list[str]:

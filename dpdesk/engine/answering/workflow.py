@@ -37,6 +37,7 @@ from dpdesk.engine.inference.posterior import Posterior, posterior
 from dpdesk.engine.inference.prior import BoundedPrior, clip_estimate, clip_interval
 from dpdesk.engine.inference.structured import best_answer, prefer
 from dpdesk.engine.mechanisms.base import Basis, meets
+from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.mechanisms.noise import NoiseFamily
 from dpdesk.engine.mechanisms.registry import check_method, family_for, noise_family
 from dpdesk.engine.schema import Schema
@@ -166,7 +167,7 @@ def price(
     lets a person pass the total.
     """
     q, est = request.query, inference.history_estimate  # fresh answers fuse with history's BLUE
-    noise = family_for(q) if family is None else noise_family(family)
+    noise = family_for(q, settings.measure) if family is None else noise_family(family)
     alpha = noise.alpha_for(q.sensitivity, request.eps, request.delta)
     # the α search evaluates many posteriors and must be deterministic: Monte Carlo is not used for it
     search = "fft" if method == "mc" else method
@@ -181,7 +182,7 @@ def price(
             weight, fconf = plan.weight, plan.confidence
     needed = spend
     paced = None
-    if settings.policy is not None and not infer_ok:
+    if settings.policy is not None and not infer_ok and settings.accounting is None:  # (α headroom: pure ε)
         paced = settings.policy.apply(q, spend, cell_costs, settings.total_budget / rule.k)
         if paced.raised:
             raised: float | None = paced.alpha
@@ -205,7 +206,7 @@ def price(
         alpha,
         spend,
         needed,
-        preview(cell_costs, settings.total_budget, charge, rule),
+        preview(cell_costs, settings.total_budget, charge, settings.accounting, rule),
         cell_costs,
         charge,
         plan,
@@ -252,19 +253,29 @@ def decide(
                 f"{_fmt(paced.headroom)}; the request alone needs {_fmt(needed)}{', fused with history' if fused else ''})"
             )
         elif fused:
-            cost = f"costs α = {_fmt(spend)} instead of {_fmt(pricing.fresh_alpha)} thanks to history"
+            cost = (
+                f"costs {alpha_words(pricing.noise, spend)} instead of "
+                f"{alpha_words(pricing.noise, pricing.fresh_alpha)} thanks to history"
+            )
         else:
-            cost = f"costs α = {_fmt(pricing.fresh_alpha)}"
+            cost = f"costs {alpha_words(pricing.noise, pricing.fresh_alpha)}"
         return "spend", (
             f"needs a fresh answer — {cost}; system cost "
-            f"{_fmt(b.system_cost)} → {_fmt(b.system_cost_after or 0.0)} ({why})"
+            f"{_fmt(settings.shown(b.system_cost))} → {_fmt(settings.shown(b.system_cost_after or 0.0))} ({why})"
         )
-    cheaper = f" even at α = {_fmt(spend)} (fused with history)" if fused else ""
+    cheaper = f" even at {alpha_words(pricing.noise, spend)} (fused with history)" if fused else ""
     over = _overflowing(b, settings.total_budget, schema)
     return "reject", (
         f"cannot answer — would exceed the total budget {over}{cheaper} "
-        f"({_fmt(b.system_cost_after or 0.0)} > {_fmt(settings.total_budget)})"
+        f"({_fmt(settings.shown(b.system_cost_after or 0.0))} > {_fmt(settings.total_shown)}"
+        f"{'' if settings.accounting is None else f' at δ = {settings.accounting.delta:g}'})"
     )
+
+
+def alpha_words(noise: NoiseMechanism, alpha: float, digits: int = 4) -> str:
+    """What a fresh answer at ``alpha`` costs, in its family's measure: ``α = 0.3`` (pure ε) or
+    ``ρ = 0.045`` (Gaussian noise, ``ρ = α²/2`` where ``|Q_j| = S``)."""
+    return noise.cost_words(alpha, digits)
 
 
 def _name_cells(cells: np.ndarray, schema: Schema | None) -> str:

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from dpdesk.engine.budget.mode import ZcdpAccounting, in_unit
 from dpdesk.engine.budget.peaks import Peaks, peaks_of
 from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError
@@ -76,6 +77,25 @@ class BudgetPreview:
     limiting_cell: int | None = None  # the cell reaching system_cost_after
     cell_costs: np.ndarray | None = field(default=None, repr=False)
     charge: Charge | None = field(default=None, repr=False)
+    # zCDP (None: pure ε): then the figures above are per-cell ρ and the ρ budget; :meth:`shown` states ε
+    accounting: ZcdpAccounting | None = field(default=None, repr=False)
+
+    def shown(self, cost: float | None) -> float:
+        """A per-cell figure above as the privacy loss ε it states (under zCDP at the project's δ)."""
+        c = 0.0 if cost is None else float(cost)
+        return c if self.accounting is None else self.accounting.epsilon_of(c)
+
+    def words(self) -> str:
+        """``0.1 now → 0.3 after (total 1)``; under zCDP in ε at the project's δ, the ρ named."""
+        after = self.system_cost if self.system_cost_after is None else self.system_cost_after
+        acc = self.accounting
+        if acc is None:
+            return f"{self.system_cost:.6g} now → {after:.6g} after (total {self.total:g})"
+        return (
+            f"ε = {self.shown(self.system_cost):.6g} now → {self.shown(after):.6g} after (total ε = "
+            f"{acc.epsilon:g} at δ = {acc.delta:g}; zCDP, largest cell's ρ {self.system_cost:.6g} → "
+            f"{after:.6g} of {self.total:.6g}, {acc.conversion} conversion)"
+        )
 
     @property
     def fits(self) -> bool:
@@ -91,32 +111,43 @@ class BudgetPreview:
 
 
 def preview(
-    cell_costs: np.ndarray, total: float, charge: Charge | None = None, rule: PersonRule = ROW_RULE
+    cell_costs: np.ndarray,
+    total: float,
+    charge: Charge | None = None,
+    accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> BudgetPreview:
     """Budget figures now and, if a release's per-cell ``charge`` is given, after it.
 
-    The system cost is one person's loss under ``rule`` (:mod:`~dpdesk.engine.budget.person`): the
-    largest cell's when one row is one person, ``k`` × it or the sum of the ``k`` largest cells' when a
-    person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is previewed on
-    the cells the query touches and the largest cost among the others
+    Under zCDP (``accounting``) ``cell_costs`` and ``total`` are in ρ and ``charge`` is converted to ρ
+    first (a pure ε charge as ``ε_j²/2``); in a pure project a charge in ρ is refused
+    (:func:`~dpdesk.engine.budget.mode.in_unit`).
+
+    The system cost is one person's total under ``rule`` (:mod:`~dpdesk.engine.budget.person`): the
+    largest cell's when one row is one person; ``k`` × it (``k²`` in ρ) or a sum of the largest cells'
+    when a person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is
+    previewed on the cells the query touches and the largest cost among the others
     (:mod:`~dpdesk.engine.budget.peaks`); any other charge, or a sum of the largest cells, on the dense
     vector. Both give the same numbers, to the bit, and the same limiting cell.
     """
     check_total_budget(total)
     if rule.group_axes is not None and not rule.rows_are_people:
-        return _preview_dense(cell_costs, total, charge, rule)
+        unit = None if charge is None else in_unit(accounting, charge, cell_costs.size)
+        return _preview_dense(cell_costs, total, unit, rule, accounting)
+    factor = rule.factor("epsilon" if accounting is None else "rho")
     peaks = peaks_of(cell_costs)
-    now = peaks.max * rule.k if rule.k != 1 else peaks.max
+    now = peaks.max * factor if factor != 1 else peaks.max
     if charge is None:
-        return BudgetPreview(total=total, system_cost=now, remaining=total - now)
+        return BudgetPreview(total=total, system_cost=now, remaining=total - now, accounting=accounting)
+    charge = in_unit(accounting, charge, cell_costs.size)
     top = _after_touched(cell_costs, peaks, charge)
     if top is None:
         after = cell_costs + charge.dense(cell_costs.size)
         j = int(np.argmax(after))
         top = float(after[j]), j
     value, j = top
-    if rule.k != 1:
-        value *= rule.k
+    if factor != 1:
+        value *= factor
     return BudgetPreview(
         total=total,
         system_cost=now,
@@ -126,18 +157,25 @@ def preview(
         limiting_cell=j,
         cell_costs=cell_costs,
         charge=charge,
+        accounting=accounting,
     )
 
 
 def _preview_dense(
-    cell_costs: np.ndarray, total: float, charge: Charge | None, rule: PersonRule
+    cell_costs: np.ndarray,
+    total: float,
+    charge: Charge | None,
+    rule: PersonRule,
+    accounting: ZcdpAccounting | None,
 ) -> BudgetPreview:
-    """:func:`preview` when a person's rows fall in distinct cells or slices (a sum of the largest)."""
-    now = rule.loss(cell_costs)
+    """:func:`preview` when a person's rows fall in distinct cells or slices (a sum of the largest);
+    ``charge`` already in the project's unit."""
+    measure = "epsilon" if accounting is None else "rho"
+    now = rule.total(cell_costs, measure)
     if charge is None:
-        return BudgetPreview(total=total, system_cost=now, remaining=total - now)
+        return BudgetPreview(total=total, system_cost=now, remaining=total - now, accounting=accounting)
     after = cell_costs + charge.dense(cell_costs.size)
-    value = rule.loss(after)
+    value = rule.total(after, measure)
     return BudgetPreview(
         total=total,
         system_cost=now,
@@ -147,6 +185,7 @@ def _preview_dense(
         limiting_cell=int(np.argmax(after)) if after.size else None,
         cell_costs=cell_costs,
         charge=charge,
+        accounting=accounting,
     )
 
 

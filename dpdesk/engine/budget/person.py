@@ -104,6 +104,15 @@ class PersonRule:
             return float(v.max())
         return self.loss(np.sqrt(v)) ** 2
 
+    def factor(self, measure: str = "epsilon") -> int:
+        """Without a bound per cell, one person's total is this × the largest cell's: ``k`` in ε, ``k²``
+        in ρ (1 when one row is one person)."""
+        return self.k if measure == "epsilon" else self.k * self.k
+
+    def total(self, values: np.ndarray, measure: str = "epsilon") -> float:
+        """One person's total in ``measure`` (``"epsilon"``: :meth:`loss`; ``"rho"``: :meth:`rho`)."""
+        return self.loss(values) if measure == "epsilon" else self.rho(values)
+
     def words(self) -> str:
         """How the per-cell costs add up, in the curator's words."""
         return f"one person's privacy loss is {self.how()}"

@@ -37,8 +37,14 @@ from dpdesk.engine.queries.query import Query
 __all__ = ["PolicyOutcome", "SpendPolicy", "headroom"]
 
 
-def headroom(query: Query, cell_costs: np.ndarray, total: float) -> tuple[float, int | None]:
+def headroom(
+    query: Query, cell_costs: np.ndarray, total: float, measure: str = "epsilon"
+) -> tuple[float, int | None]:
     """The largest α a fresh answer to ``query`` can still be charged, and the cell that limits it.
+
+    Under zCDP (``measure="rho"``: costs and total in ρ) a fresh answer at α adds ``(α|Q_j|/S)²/2`` to
+    cell ``j`` — Gaussian noise at ``σ = S/α``, or a pure α converted — so it fits while
+    ``α ≤ √(2(B − c_j))·S/|Q_j|``.
 
     A fresh answer at α adds ``α|Q_j|/S`` to cell ``j`` (paper Thm 5.4), so it fits while
     ``α ≤ (B − c_j)·S/|Q_j|`` for every touched cell. Returns ``(0.0, j)`` when a touched cell is spent
@@ -56,7 +62,8 @@ def headroom(query: Query, cell_costs: np.ndarray, total: float) -> tuple[float,
     touched = np.flatnonzero(share > 0)
     if touched.size == 0:
         return math.inf, None
-    room = np.maximum(total - np.asarray(cell_costs, dtype=float)[touched], 0.0) / share[touched]
+    left = np.maximum(total - np.asarray(cell_costs, dtype=float)[touched], 0.0)
+    room = (np.sqrt(2.0 * left) if measure == "rho" else left) / share[touched]
     k = int(np.argmin(room))
     return float(room[k]), int(touched[k])
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.dirichlet.accuracy import (
     alpha_for_target,
@@ -336,9 +337,14 @@ def assess_posterior(
     total_budget: float | None = None,
     cell_deltas: np.ndarray | None = None,
     delta_cap: float | None = None,
+    accounting: ZcdpAccounting | None = None,
     rule: PersonRule = ROW_RULE,
 ) -> PosteriorAssessment:
     """Price a posterior release from public inputs (see the module docstring); raises DpdeskError.
+
+    In a zCDP project (``accounting``: costs and total in ρ) the release is priced through its ε: ``α²/2``
+    per cell of its box (Bun–Steinke Prop. 1.4; the smooth mechanism's δ still adds up against the
+    project's δ cap, approximate zCDP).
 
     With the ledger's per-cell costs and the total budget (and per-cell δ and the project's δ cap),
     the assessment says whether the release fits; a release that does not is not ``releasable``.
@@ -395,7 +401,7 @@ def assess_posterior(
         basis or Basis(),
         chosen_by=chosen_by,
     )
-    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap, rule)
+    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap, accounting, rule)
 
 
 def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
@@ -423,6 +429,7 @@ def _priced(
     total: float | None,
     cell_deltas: np.ndarray | None,
     delta_cap: float | None,
+    accounting: ZcdpAccounting | None = None,
     rule: PersonRule = ROW_RULE,
 ) -> PosteriorAssessment:
     """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
@@ -434,12 +441,18 @@ def _priced(
     )
     budget, delta_after, ok = None, None, True
     if cell_costs is not None and total is not None:
-        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, rule)
+        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, accounting, rule)
         if not budget.fits:
             raised = "the most-charged cell" if rule.rows_are_people else "one person's privacy loss"
             ok, reason = (
                 False,
-                f"it would raise {raised} to {budget.system_cost_after:.4g}, above the total budget {total:.4g}",
+                (
+                    f"it would raise {raised} to {budget.system_cost_after:.4g}, above the total budget {total:.4g}"
+                    if accounting is None
+                    else f"it would raise {raised} to ε = "
+                    f"{budget.shown(budget.system_cost_after):.4g}, above the total ε = {accounting.epsilon:g} "
+                    f"at δ = {accounting.delta:g}"
+                ),
             )
     if plan.delta and cell_deltas is not None:
         after = np.asarray(cell_deltas, dtype=float) + plan.delta * plan.query.box_query().dense()

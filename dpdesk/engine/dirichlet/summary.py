@@ -104,6 +104,8 @@ def preview_lines(a: PosteriorAssessment) -> list[str]:
         lines.append(
             f"budget: system cost {b.system_cost:.4g} → {b.system_cost_after:.4g} of {b.total:g} "
             f"(remaining after {b.remaining_after:.4g})"
+            if b.accounting is None
+            else f"budget: system cost {b.words()}"
         )
     if a.delta_after is not None:
         lines.append(f"δ: the largest per-cell δ after would be {a.delta_after:.3g}")

@@ -59,24 +59,35 @@ def alias_residual(
         half = (L + 1) // 2
         plain, corr = alias_residual(w[:half], hf, c1, bound_rest, r0[:half], var_rest, n_from, False)
         return np.concatenate([plain, plain[:0:-1]]), np.concatenate([corr, corr[:0:-1]])
+    # Every block's weight is a number times |sin(w/2)|: the numbers are summed in Python and the
+    # arrays touched once, except in blocks where the variance bound is the smaller somewhere (the first
+    # few; it grows as t²), which add min(·,·) per frequency.
     s = np.abs(np.sin(w / 2))
-    t0 = np.abs(w) / hf
-    t0sq, abs_r0, top_r0 = t0**2, np.abs(r0), float(np.max(np.abs(r0)))
-    plain = np.zeros(w.shape)
-    corr = np.zeros(w.shape)
+    abs_r0 = np.abs(r0)
+    top_r0 = float(np.max(abs_r0))
+    t0sq: np.ndarray | None = None
+    plain_sum = 0.0  # Σ k_n br_n: the plain sum over blocks, per unit of |sin(w/2)|
+    corr_br, corr_r0 = 0.0, 0.0  # Σ k_n br_n and Σ k_n over blocks where the corrected term is br + |R(t0)|
+    corr_min: np.ndarray | None = None  # Σ k_n min(br + |R(t0)|, variance bound) over the other blocks
     na = n_from + 1
     while na < 2**24:
         nb = 2 * na
         tau = (2 * na - 1) * math.pi / hf  # lower bound on |t_n| in the block
         tmax = (2 * nb + 1) * math.pi / hf
-        weight = 2 * (nb - na + 1) / (1 + (c1 * tau) ** 2) * s / ((na - 0.5) * math.pi)
+        k = 2 * (nb - na + 1) / (1 + (c1 * tau) ** 2) / ((na - 0.5) * math.pi)
         br = bound_rest(tau)
-        plain += weight * br
+        plain_sum += k * br
         if var_rest * tmax**2 / 2 >= br + top_r0:  # the variance bound is the larger everywhere
-            corr += weight * (br + abs_r0)
+            corr_br += k * br
+            corr_r0 += k
         else:
-            corr += weight * np.minimum(br + abs_r0, var_rest * (tmax**2 + t0sq) / 2)
+            if t0sq is None:
+                t0sq = (w / hf) ** 2
+            term = k * np.minimum(br + abs_r0, var_rest * (tmax**2 + t0sq) / 2)
+            corr_min = term if corr_min is None else corr_min + term
         na = nb + 1
+    plain = s * plain_sum
+    corr = s * (corr_br + corr_r0 * abs_r0 + (corr_min if corr_min is not None else 0.0))
     tail = 2 * s * (hf / (c1 * math.pi)) ** 2 / (4 * math.pi) / (2 * (na - 1.5) ** 2) * 2
     return plain + tail, corr + tail
 

@@ -8,9 +8,19 @@ refactoring in O(r³) (DESIGN §1).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
+
+
+def solve_triangular(*args: Any, **kwargs: Any) -> Any:
+    """SciPy's ``solve_triangular``, imported on first use: ``scipy.linalg`` costs a fresh process a
+    few tenths of a second of imports, which a command that solves nothing (a fresh answer on an
+    empty history, ``dpdesk answer`` of a first request) should not pay."""
+    from scipy.linalg import solve_triangular as solve
+
+    return solve(*args, **kwargs)
+
 
 # A queued change costs one O(r) Python sweep of ~r column steps (≈10 µs each); refactoring costs one
 # LAPACK Cholesky of r³/3 flops (≈5 GFlop/s here). Refactor when k·r·1e-5 s > r³/1.5e10 s.

@@ -74,12 +74,14 @@ class LedgerSnapshot:
 
     def public(self) -> dict[str, Any]:
         """The inputs a box-shaped kind is priced with, as keyword arguments: per-cell α and δ, the total,
-        the δ cap, the basis and the person rule."""
+        the δ cap, the basis, the accounting (None: pure ε; under zCDP the costs and total are in ρ) and
+        the person rule."""
         return {
             "cell_costs": self.cell_costs,
             "cell_deltas": self.cell_deltas,
             "total_budget": self.total_budget,
             "delta_cap": self.delta_cap,
             "basis": self.basis,
+            "accounting": self.settings.accounting,
             "rule": self.rule,
         }

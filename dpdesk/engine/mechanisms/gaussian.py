@@ -59,6 +59,10 @@ class GaussianNoise(NoiseMechanism):
         """``ρ = α²/2``: what a fresh answer at ``α = S/σ`` costs the cells where ``|Q_j| = S``."""
         return alpha * alpha / 2.0
 
+    def cost_words(self, alpha: float, digits: int = 4) -> str:
+        """``ρ = α²/2``: the cost in ρ where ``|Q_j| = S``."""
+        return f"ρ = {self.rho(alpha):.{digits}g}"
+
     @staticmethod
     def alpha_of_rho(rho: float) -> float:
         """The inverse of :meth:`rho`: ``α = √(2ρ)``."""

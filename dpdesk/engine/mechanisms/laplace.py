@@ -100,6 +100,10 @@ class NoiseMechanism:
         """``log E[exp(itN)]`` (real: the noise is symmetric)."""
         raise NotImplementedError
 
+    def cost_words(self, alpha: float, digits: int = 4) -> str:
+        """What a fresh answer at ``alpha`` costs where ``|Q_j| = S``, in its measure: ``α = 0.3``."""
+        return f"α = {alpha:.{digits}g}"
+
     def alpha_for(self, sensitivity: float, eps: float, delta: float) -> float:
         """Smallest α whose fresh answer alone is within ±ε with probability ≥ 1−δ."""
         raise NotImplementedError

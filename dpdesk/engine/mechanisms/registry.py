@@ -65,6 +65,7 @@ def noise_family(family: str | NoiseMechanism) -> NoiseMechanism:
     raise DpdeskError(f"noise family ({family!r}) must be one of {', '.join(noise_family_names())}")
 
 
-def family_for(query: Query) -> NoiseMechanism:
-    """The preferred noise family that can answer ``query`` (discrete Laplace for integer coefficients)."""
-    return next(f for f in NOISE_FAMILIES if f.applies_to(query))
+def family_for(query: Query, measure: str = "epsilon") -> NoiseMechanism:
+    """The preferred noise family that can answer ``query`` and is priced in ``measure`` (the project's
+    unit: discrete Laplace for integer coefficients in pure ε, the discrete Gaussian in ρ)."""
+    return next(f for f in NOISE_FAMILIES if f.measure == measure and f.applies_to(query))

@@ -27,6 +27,7 @@ import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
@@ -433,6 +434,7 @@ def preview(
     total_budget: float,
     cell_costs: np.ndarray | None = None,
     classes: Sequence[QueryClass] | None = None,
+    accounting: ZcdpAccounting | None = None,
     rule: PersonRule = ROW_RULE,
 ) -> PlanPreview:
     """Price and describe a release of ``plan`` at ``alpha`` (or the α meeting ``accuracy``) — spends nothing.
@@ -449,6 +451,9 @@ def preview(
         Per-cell costs already spent (public; the ledger's ``B``).
     classes : sequence of QueryClass, optional
         What to report (default :func:`default_classes`).
+    accounting : ZcdpAccounting, optional
+        A zCDP project's: ``total_budget`` and ``cell_costs`` are then in ρ, and the release (pure ε, α per
+        cell) costs ``α²/2`` per cell.
     rule : PersonRule, optional
         How per-cell costs add up to one person's loss (:mod:`dpdesk.engine.budget.person`).
     """
@@ -480,7 +485,9 @@ def preview(
     if costs.size != plan.schema.n_cells:
         raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
     # every cell pays α: one count per group, each at α/coverage
-    budget = budget_preview(costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), rule)
+    budget = budget_preview(
+        costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), accounting, rule
+    )
     return PlanPreview(
         plan=plan,
         alpha=alpha,

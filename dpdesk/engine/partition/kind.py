@@ -40,6 +40,7 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
             delta=options.get("delta", 0.05),
             total_budget=snapshot.total_budget,
             cell_costs=snapshot.cell_costs,
+            accounting=snapshot.settings.accounting,
             rule=snapshot.rule,
         )
         return PartitionReleasePlan(pv, snapshot.basis, asked.id)
@@ -53,8 +54,13 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
             f"cost: every cell pays α = {pv.alpha:.6g} ({pv.plan.coverage} count(s) per record at α = "
             f"{pv.row_alpha:.6g} each; discrete Laplace noise of scale {pv.scale:.6g})"
             + (f", chosen for ±{pv.target:g}" if pv.target else ""),
-            f"system cost: {b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g}, "
-            f"remaining after {b.remaining_after:.6g}){'' if pv.fits else ' — DOES NOT FIT the total budget'}",
+            (
+                f"system cost: {b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g}, "
+                f"remaining after {b.remaining_after:.6g})"
+                if b.accounting is None
+                else f"system cost: {b.words()}"
+            )
+            + ("" if pv.fits else " — DOES NOT FIT the total budget"),
         ]
         lines += [g.text(schema) for g in pv.guarantees]
         lines.append(pv.simultaneous.text())
@@ -68,7 +74,11 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
         pv, seq = plan.preview, release.entry.seq
         return [
             f"released as ledger entry {seq}: {pv.plan.n_rows} noisy counts; system cost now "
-            f"{pv.budget.system_cost_after:.6g} of {pv.budget.total:g}",
+            + (
+                f"{pv.budget.system_cost_after:.6g} of {pv.budget.total:g}"
+                if pv.budget.accounting is None
+                else f"ε = {pv.budget.shown(pv.budget.system_cost_after):.6g} of {pv.budget.accounting.epsilon:g}"
+            ),
             f"export it: dpdesk release export {path} --release {seq} --out table.csv",
         ]
 

@@ -279,6 +279,8 @@ def plan_ahead(
     """
     t0 = time.perf_counter()
     settings = settings if isinstance(settings, Settings) else Settings(settings)
+    if settings.accounting is not None:  # the share of the room is priced linearly in α: pure ε only
+        share = 0.0
     costs0 = np.asarray(history.cell_costs if cell_costs is None else cell_costs, dtype=float)
     common = dict(family=family, ordered=ordered, method=method, releases=releases, cancelled=cancelled)
     step = progress or (lambda f: None)

@@ -235,7 +235,9 @@ class BatchPlan:
             + "."
         )
 
-    def check_affordable(self, cell_costs: np.ndarray, total: float, rule: PersonRule = ROW_RULE) -> None:
+    def check_affordable(
+        self, cell_costs: np.ndarray, total: float, rule: PersonRule = ROW_RULE, measure: str = "epsilon"
+    ) -> None:
         """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell, or
         one person's loss (``rule``) would pass it."""
         after = np.asarray(cell_costs, dtype=float) + self.charge.dense(np.asarray(cell_costs).size)
@@ -244,7 +246,7 @@ class BatchPlan:
                 f"the batch plan would raise cell #{int(after.argmax())}'s cost to "
                 f"{float(after.max()):.6g}, over the total budget {total:g}; nothing was released"
             )
-        person = rule.loss(after)
+        person = rule.total(after, measure)
         if not rule.rows_are_people and person > total * (1 + 1e-12):
             raise BudgetError(
                 f"the batch plan would raise one person's privacy loss to {person:.6g}, over the total "
@@ -282,7 +284,8 @@ class BatchPlan:
 
 
 def per_person(plan: BatchPlan, k: int, total: float) -> BatchPlan:
-    """A plan made against a cell's room per row, ``total / k``, with its figures as one person's loss.
+    """A plan made against a cell's room per row, ``total / k``, with its figures as one person's loss
+    (``k`` is the person rule's factor: the rows per person in ε, their square in ρ under zCDP).
 
     A person may hold up to ``k`` rows in one cell, so their loss is ``k`` × the largest per-row cell cost
     (docs/person-level.md): a plan whose per-row system cost stays within ``total / k`` keeps every person
@@ -311,6 +314,7 @@ def resume_plan(
     cell_costs: np.ndarray,
     resumes: Resumption,
     rule: PersonRule = ROW_RULE,
+    measure: str = "epsilon",
 ) -> BatchPlan:
     """The batch plan a ledger entry recorded (``recorded``: :meth:`BatchPlan.to_json`), resumed where it
     stopped: the measurements from ``resumes.recorded`` on, priced from ``cell_costs`` as they are now.
@@ -346,8 +350,8 @@ def resume_plan(
         measurements=measurements,
         requests=planned,
         total_budget=float(recorded["total_budget"]),
-        system_cost=rule.loss(costs0),
-        system_cost_after=rule.loss(after),
+        system_cost=rule.total(costs0, measure),
+        system_cost_after=rule.total(after, measure),
         one_by_one=Candidate(**recorded["one_by_one"]),
         candidates=tuple(Candidate(**c) for c in recorded["candidates"]),
         cell_costs_after=after,

@@ -152,7 +152,8 @@ class _Planner:
         self.obo_conf: list[float | None] | None = None
 
     def fam(self, q: Query) -> NoiseMechanism:
-        return noise_family(self.family) if self.family is not None else family_for(q)
+        # in the project's unit: the discrete Gaussian under zCDP (its map in ρ, like the costs and total)
+        return noise_family(self.family) if self.family is not None else family_for(q, self.settings.measure)
 
     def _assess(self, history: History, r: Request, costs: np.ndarray) -> Any:
         return assess(

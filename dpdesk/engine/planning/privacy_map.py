@@ -2,8 +2,9 @@
 
 A batch plan (:mod:`dpdesk.engine.planning`) releases strategy rows — counts that no data user asked
 for as such — and then answers the batch's requests from history. Each row is one ledger entry of kind
-``measurement``, drawn with a Laplace-family noise mechanism exactly like a fresh answer: the charge is
-``α|Q_j|/S`` per cell (paper Thm 5.4) and the noisy answer joins history as one row. There is one
+``measurement``, drawn with a noise family's mechanism exactly like a fresh answer: the charge is
+``α|Q_j|/S`` per cell (paper Thm 5.4; in a zCDP project the Gaussian families' ``(α|Q_j|/S)²/2`` in ρ)
+and the noisy answer joins history as one row. There is one
 mechanism per noise family, named after it, so the entry records which noise was drawn.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from dpdesk.engine.mechanisms.base import Contribution
 from dpdesk.engine.mechanisms.charge import Charge
+from dpdesk.engine.mechanisms.gaussian import DISCRETE_GAUSSIAN, GAUSSIAN
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE, NoiseMechanism
 from dpdesk.engine.queries.query import Query
 
@@ -44,4 +46,7 @@ class Measuring:
         return self.noise.contribution(payload, shape)
 
 
-MEASUREMENTS: Mapping[str, Measuring] = {f.name: Measuring(f) for f in (DISCRETE_LAPLACE, LAPLACE)}
+# the Gaussian ones are priced in ρ (their charge's measure): only a zCDP project takes them
+MEASUREMENTS: Mapping[str, Measuring] = {
+    f.name: Measuring(f) for f in (DISCRETE_LAPLACE, LAPLACE, DISCRETE_GAUSSIAN, GAUSSIAN)
+}

@@ -66,6 +66,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
             snapshot.schema,
             cell_costs=snapshot.cell_costs,
             total_budget=snapshot.total_budget,
+            accounting=snapshot.settings.accounting,
             basis=snapshot.basis,
             rule=snapshot.rule,
             request_id=asked.id,
@@ -77,7 +78,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
         b, rnm = plan.budget, plan.rnm
         lines = [
             f"{rnm.query.text}: report-noisy-max, every cell of the box pays α = {rnm.alpha:.6g}; system cost "
-            f"{b.system_cost:.6g} now → {b.system_cost_after:.6g} after (total {b.total:g})",
+            f"{b.words()}",
             f"public accuracy: {rnm.accuracy_text(plan.schema, plan.delta)}",
         ]
         return lines + ([] if plan.releasable else [f"NOT releasable: {plan.reason}"])

@@ -16,6 +16,7 @@ import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview
 from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis
@@ -125,9 +126,13 @@ def plan_selection(
     total_budget: float,
     basis: Basis | None = None,
     request_id: str | None = None,
+    accounting: ZcdpAccounting | None = None,
     rule: PersonRule = ROW_RULE,
 ) -> SelectionPlan:
-    """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs)."""
+    """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs).
+
+    In a zCDP project (``accounting``; costs and total in ρ) its pure α per cell costs ``α²/2`` per cell
+    (the general conversion; the tighter ``α²/8`` of bounded-range mechanisms is not claimed)."""
     if (alpha is None) == (accuracy is None):
         raise BudgetError("give exactly one of alpha and accuracy")
     if alpha is not None:
@@ -140,5 +145,7 @@ def plan_selection(
     if costs.size != schema.n_cells:
         raise DpdeskError(f"cell costs have {costs.size} entries, the cube has {schema.n_cells} cells")
     box = box_query(schema.shape, _box_indices(query, schema))
-    budget = budget_preview(costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)), rule)
+    budget = budget_preview(
+        costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)), accounting, rule
+    )
     return SelectionPlan(rnm, schema, budget, basis or Basis(), delta, request_id)

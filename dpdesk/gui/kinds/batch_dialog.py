@@ -247,7 +247,8 @@ class BatchDialog(QDialog):
         one = plan.one_by_one
         self.summary.setText(
             f"<b>{html.escape(plan.strategy)}</b>: {len(plan.measurements)} measurement(s); system cost "
-            f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}. "
+            f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}"
+            f"{_in_epsilon(self.session.accounting, plan)}. "
             f"Answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
             f"{', watched claims aside' if plan.left_out else ''}) would answer "
             f"{'' if one.checked else 'at most '}{plan.one_by_one_answered} at system cost "
@@ -355,3 +356,13 @@ class BatchDialog(QDialog):
     def done(self, result: int) -> None:
         self.runner.shutdown()
         super().done(result)
+
+
+def _in_epsilon(acc, plan) -> str:  # type: ignore[no-untyped-def]
+    """Under zCDP the figures are the largest cell's ρ: the privacy loss ε they state, at the project's δ."""
+    if acc is None:
+        return ""
+    return (
+        f" in ρ (zCDP: ε = {acc.epsilon_of(plan.system_cost):.4g} → {acc.epsilon_of(plan.system_cost_after):.4g}"
+        f" of {acc.epsilon:g} at δ = {acc.delta:g})"
+    )

@@ -51,9 +51,15 @@ class PublishReleaseDialog(QDialog):
     sigPublish = Signal(object)  # the confirmed PlanPreview
 
     def __init__(
-        self, schema: Schema, cell_costs: np.ndarray, total_budget: float, parent: QWidget | None = None
+        self,
+        schema: Schema,
+        cell_costs: np.ndarray,
+        total_budget: float,
+        parent: QWidget | None = None,
+        accounting: Any = None,
     ) -> None:
         super().__init__(parent)
+        self.accounting = accounting  # a zCDP project's (costs and total in ρ); None: pure ε
         self.setWindowTitle("Publish release")
         self.schema, self.cell_costs, self.total_budget = (
             schema,
@@ -185,6 +191,7 @@ class PublishReleaseDialog(QDialog):
             delta=self.delta.value(),
             total_budget=self.total_budget,
             cell_costs=self.cell_costs,
+            accounting=self.accounting,
             rule=person_rule(self.schema),
         )
         if self.by_alpha.isChecked():
@@ -211,7 +218,11 @@ class PublishReleaseDialog(QDialog):
             f"<b>{pv.plan.description}</b>",
             f"Every cell pays α = {pv.alpha:.4g} ({pv.plan.coverage} count(s) per record, each at {pv.row_alpha:.4g}; "
             f"discrete Laplace noise of scale {pv.scale:.4g}).",
-            f"System cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}.",
+            (
+                f"System cost {b.system_cost:.4g} now → {b.system_cost_after:.4g} after, of {b.total:g}{fits}."
+                if b.accounting is None
+                else f"System cost {b.words()}{fits}."
+            ),
         ]
         lines += [g.text(self.schema) for g in pv.guarantees]
         lines.append(pv.simultaneous.text())

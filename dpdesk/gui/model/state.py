@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.settings import Settings
@@ -102,11 +103,18 @@ class ProjectState:
 
     @property
     def total_budget(self) -> float:
-        return float(self._project.total_budget)
+        """The total budget in the unit per-cell costs are kept in: the total ε, or under zCDP the ρ the
+        total (ε, δ) allows (:attr:`accounting` states it back as ε)."""
+        return self.answering_settings().total_budget
 
     @property
     def delta_cap(self) -> float:
         return float(self._project.delta_cap)
+
+    @property
+    def accounting(self) -> ZcdpAccounting | None:
+        """The project's zCDP accounting (None: pure ε): per-cell costs are then ρ, shown as ε at its δ."""
+        return self._project.accounting
 
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry."""
@@ -143,9 +151,15 @@ class ProjectState:
         return self.view().cell_costs
 
     def budget(self) -> BudgetPreview:
-        """System cost and remaining budget now (engine ``preview``)."""
+        """System cost and remaining budget now (engine ``preview``), in the project's unit (ε, or ρ
+        under zCDP: :attr:`accounting` states it as ε), one person's (the view's person rule)."""
         view = self.view()
-        return preview(view.cell_costs, self.total_budget, rule=view.rule)
+        return preview(
+            view.cell_costs,
+            self.answering_settings().total_budget,
+            accounting=self.accounting,
+            rule=view.rule,
+        )
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, budget its release charged ``cell``) for each release charging it."""

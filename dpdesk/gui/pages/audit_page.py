@@ -241,7 +241,7 @@ class AuditPage(QWidget):
             self._draw_curve()
 
     def _draw_curve(self) -> None:
-        draw_cost_curve(self.plot, self.curve, self.session.total_budget)
+        draw_cost_curve(self.plot, self.curve, self.session.total_budget, self.session.accounting)
         self._curve_drawn = True
 
     def _show(self, proxy_index) -> None:
@@ -309,7 +309,12 @@ class AuditPage(QWidget):
         if report.ok:
             self.verdict.setText(
                 f"✓ Integrity verified: {report.entries} entries, hash chain intact, "
-                f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g})."
+                + (
+                    f"budget recomputed ({report.system_cost:.6g} of {report.total_budget:g})."
+                    if report.accounting is None
+                    else f"budget recomputed (ε = {report.epsilon_spent:.6g} of {report.accounting.epsilon:g} "
+                    f"at δ = {report.accounting.delta:g}; largest cell's ρ {report.system_cost:.6g})."
+                )
             )
             self.verdict.setStyleSheet("color: #237a36; font-weight: bold;")
         else:
@@ -325,7 +330,7 @@ class AuditPage(QWidget):
         heat = BudgetPanel(s)
         heat.resize(960, 640)
         big = pg.PlotWidget(background="w")  # drawn at a fixed size: readable whatever the window's size
-        draw_cost_curve(big, self.curve, s.total_budget)
+        draw_cost_curve(big, self.curve, s.total_budget, s.accounting)
         big.resize(*REPORT_PLOT_SIZE)
         curve_png = widget_png(big)
         big.deleteLater()
@@ -437,13 +442,18 @@ class AuditPage(QWidget):
 
     def export_letters(self) -> None:
         """One reply letter per requester who received something, as .txt and .html in a chosen folder."""
-        from dpdesk.store.letters import write_letters
+        from dpdesk.store.letters import guarantee_sentence, write_letters
 
         folder = choose_folder(self, "Folder for the reply letters")
         if not folder:
             return
         try:
-            written = write_letters(folder, self.session.accounts(), self.session.name)
+            written = write_letters(
+                folder,
+                self.session.accounts(),
+                self.session.name,
+                guarantee_sentence(self.session.accounting),
+            )
         except (OSError, DpdeskError) as exc:  # a full disk, or a name in the folder that is not a file
             dialogs.report_exception(exc, parent=self)
             return

@@ -68,15 +68,21 @@ def choose_table(parent: QWidget, location: str, names: list[str]) -> str | None
     return name if ok else None
 
 
-def ask_new_project(parent: QWidget) -> tuple[str, float, float] | None:
-    """Ask where to save a new project, its total budget and its δ cap (a hook tests replace)."""
+def ask_new_project(parent: QWidget) -> tuple[Any, ...] | None:
+    """Ask where to save a new project, its total budget, its δ cap and its accounting mode with the δ of
+    a zCDP total: ``(path, budget, δ cap)`` for a pure project, ``(path, budget, δ cap, "zcdp", δ)`` for
+    a zCDP one (a hook tests replace)."""
     from dpdesk.gui.dialogs.new_project_dialog import NewProjectDialog
 
     path, _ = QFileDialog.getSaveFileName(parent, "Create project", "", "dpdesk projects (*.dpdesk)")
     if not path:
         return None
     limits = NewProjectDialog.ask(parent)
-    return None if limits is None else (path if path.endswith(".dpdesk") else path + ".dpdesk", *limits)
+    if limits is None:
+        return None
+    budget, cap, mode, delta = limits
+    path = path if path.endswith(".dpdesk") else path + ".dpdesk"
+    return (path, budget, cap) if mode == "pure" else (path, budget, cap, mode, delta)
 
 
 class DataPage(QWidget):
@@ -358,7 +364,8 @@ class DataPage(QWidget):
         answer = ask_new_project(self)
         if answer is None:
             return
-        path, budget, delta_cap = answer
+        path, budget, delta_cap, *mode = answer
+        accounting, delta = mode if mode else ("pure", None)
         src = self.source
         name = Path(path).stem
 
@@ -373,6 +380,8 @@ class DataPage(QWidget):
                 source_table=src.table,
                 total_budget=budget,
                 delta_cap=delta_cap,
+                accounting=accounting,
+                delta=delta,
             ):
                 pass
             return path

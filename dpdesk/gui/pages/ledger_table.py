@@ -79,11 +79,22 @@ def staircase(curve: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
 
 
-def draw_cost_curve(plot: pg.PlotWidget, curve: list[tuple[int, float]], total: float) -> None:
-    """System cost after each ledger entry as a held step line, with the total budget marked."""
+def draw_cost_curve(
+    plot: pg.PlotWidget, curve: list[tuple[int, float]], total: float, accounting: Any = None
+) -> None:
+    """System cost after each ledger entry as a held step line, with the total budget marked; in a zCDP
+    project (``accounting``; costs and total in ρ) the privacy loss ε each largest cell's ρ states."""
     plot.clear()
     plot.setLabel("bottom", "ledger entry")
-    plot.setLabel("left", "system cost (max over cells)")
+    if accounting is not None:
+        curve = [(seq, accounting.epsilon_of(cost)) for seq, cost in curve]
+        total = accounting.epsilon
+    plot.setLabel(
+        "left",
+        "system cost (max over cells)"
+        if accounting is None
+        else f"system cost: ε at δ = {accounting.delta:g} of the largest cell's ρ",
+    )
     plot.showGrid(x=True, y=True, alpha=0.2)
     xs, ys = staircase(curve)
     plot.addItem(

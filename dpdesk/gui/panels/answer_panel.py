@@ -408,7 +408,9 @@ class AnswerPanel(QWidget):
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
         self.spend_btn.setText(
-            f"Spend α = {a.spend_alpha:.4g} and release" if a is not None else "Spend α and release"
+            f"Spend {a.noise.cost_words(a.spend_alpha)} and release"
+            if a is not None
+            else "Spend α and release"
         )
         self.reject_btn.setEnabled(pending)
         offers = offer_options(self.claim_offer, a.request) if a is not None and self.claim_blocked else []

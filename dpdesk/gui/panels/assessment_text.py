@@ -114,10 +114,12 @@ def field_texts(a) -> dict[str, str]:
             else f"{a.confidence_at_eps:.6f}{_bound(a.error_bound)} on [θ̂−{a.request.eps:g}, θ̂+{a.request.eps:g}]"
         ),
         "method": method_text(a),
-        "fresh": f"α = {alpha:.6g} ({a.noise.label} noise, sensitivity {a.sensitivity:g}{fused})",
+        "fresh": f"{a.noise.cost_words(alpha, 6)} ({a.noise.label} noise, sensitivity {a.sensitivity:g}{fused})",
         "cost": (
             f"{b.system_cost:.6g} → {_num(b.system_cost_after)} if spent "
             f"(total {b.total:g}, remaining after {_num(b.remaining_after)}){unchanged_note(a)}"
+            if b.accounting is None
+            else f"{b.words()}{unchanged_note(a)}"
         ),
     }
 

@@ -170,7 +170,11 @@ class BudgetPanel(QWidget):
 
         basis = self.session.basis()  # the ledger head of the costs the preview is priced against
         dlg = PublishReleaseDialog(
-            self.session.schema, self.session.cell_costs(), self.session.total_budget, self
+            self.session.schema,
+            self.session.cell_costs(),
+            self.session.total_budget,
+            self,
+            accounting=self.session.accounting,
         )
         dlg.sigPublish.connect(lambda pv: self._publish(PartitionReleasePlan(pv, basis)))
         dlg.open()
@@ -263,15 +267,25 @@ class BudgetPanel(QWidget):
                 else f"if the selected request were answered fresh (preview; the engine's decision is "
                 f"'{decision}', which costs 0)"
             )
+        top_cost = budget.system_cost if after is None else self.assessment.budget.system_cost_after
+        acc = budget.accounting
         rule = person_rule(self.session.schema)
-        adds = "the most-spent cell"
+        adds, rho_adds = "the most-spent cell", "the most-spent cell's ρ"
         if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
-            what, adds = f"{what}, per row", f"one person's privacy loss ε: {rule.how()}"
+            what, adds, rho_adds = (
+                f"{what}, per row",
+                f"one person's privacy loss ε: {rule.how()}",
+                "one person's ρ",
+            )
         self.info.setText(
-            f"Per-cell privacy cost {what}; system cost = {adds} = "
-            f"{(budget.system_cost if after is None else self.assessment.budget.system_cost_after):.6g} "
-            f"of {budget.total:g}. "
-            "Hover a cell for its labels, cost and the requests that spent it."
+            (
+                f"Per-cell privacy cost {what}; system cost = {adds} = {top_cost:.6g} of {budget.total:g}. "
+                if acc is None
+                else f"Per-cell privacy cost in ρ (zCDP) {what}; system cost = {rho_adds} "
+                f"{top_cost:.6g} of {budget.total:.6g}, i.e. privacy loss ε = {budget.shown(top_cost):.4g} "
+                f"of {acc.epsilon:g} at δ = {acc.delta:g} ({acc.conversion} conversion). "
+            )
+            + "Hover a cell for its labels, cost and the requests that spent it."
             + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else "")
         )
 
@@ -292,7 +306,14 @@ class BudgetPanel(QWidget):
         cell = self.cell_for(r, c)
         schema = self.session.schema
         before = float(self.session.cell_costs()[cell])
-        lines = [schema.describe_cell(cell), f"cost {before:.6g} of {self.session.total_budget:g}"]
+        acc = self.session.accounting
+        lines = [
+            schema.describe_cell(cell),
+            f"cost {before:.6g} of {self.session.total_budget:g}"
+            if acc is None
+            else f"cost ρ = {before:.6g} of {self.session.total_budget:.6g} (ε = {acc.epsilon_of(before):.4g} "
+            f"of {acc.epsilon:g} at δ = {acc.delta:g})",
+        ]
         after = self._after()
         if after is not None:
             lines.append(f"after the selected request: {float(after[cell]):.6g}")

@@ -21,6 +21,7 @@ import numpy as np
 from PySide6.QtCore import QObject
 
 from dpdesk.engine.budget.accounting import BudgetPreview
+from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.inference.prior import BoundedPrior
 from dpdesk.engine.kinds.settings import Settings
@@ -175,6 +176,10 @@ class ProjectSession(QObject):
     @property
     def delta_cap(self) -> float:
         return self.state.delta_cap
+
+    @property
+    def accounting(self) -> ZcdpAccounting | None:
+        return self.state.accounting
 
     def head(self) -> tuple[int, str]:
         return self.state.head()
