@@ -25,6 +25,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import sqlite3  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
@@ -181,8 +182,27 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as exc:
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         return fail(f"{exc.strerror or exc}{where}")
+    except sqlite3.Error as exc:  # the project file could not be written (a full disk, a failing device)
+        return fail(_database_error(args, exc))
     except KeyboardInterrupt:
         return fail("interrupted")
+
+
+def _database_error(args: argparse.Namespace, exc: sqlite3.Error) -> str:
+    """One line for an SQLite error the store did not word itself: the project file it concerns and what
+    SQLite said. A transaction that fails is rolled back whole, so what the command had not yet recorded
+    was not recorded; what it recorded before stays (a batch's bought measurements are resumed as planned)."""
+    from pathlib import Path
+
+    from dpdesk.store.db import disk_full_note
+
+    path = getattr(args, "path", None) or getattr(args, "project", None)
+    if not isinstance(path, (str, os.PathLike)):
+        return f"the project file: {exc}"
+    return (
+        f"{Path(path).name}: {exc}{disk_full_note(Path(path))} — the change under way was not recorded; "
+        "run the command again once that is fixed"
+    )
 
 
 if __name__ == "__main__":

@@ -351,6 +351,7 @@ ISSUE_INPUTS = [
     (["project", "new", "{NODIR}/x.dpdesk", "--schema", "{SCHEMA}", "--source", "{CSV}", "--budget", "1"], 2, "does not exist"),
     (["release", "publish", "{P}", "--cells", "--alpha", "1e308", "--yes"], 2, "alpha"),
     (["release", "plan", "{P}", "--cells", "--accuracy", "1e-300"], 2, "accuracy"),
+    (["release", "plan", "{P}", "--cells", "--accuracy", "1e9"], 2, "too wide"),  # found by the property test
     (["requests", "list", "{FLIPPED}"], 2, "not UTF-8"),
     (["verify", "{FLIPPED}"], None, ""),
     (["requests", "add", "{P}", "--query", '1e308*count(sex="Male")', "--eps", "50", "--delta", "0.05"], 2, "coefficient"),

@@ -375,3 +375,24 @@ def test_a_window_tiny_against_the_spread_keeps_the_grid_modest():
     assert post.grid.size <= 64_001
     exact_bound = 1.0 / 1.0e8  # a Laplace(b) density never exceeds 1/(2b): mass of a width-1 window ≤ 1/(2b)
     assert post.central_mass(0.5) <= exact_bound + post.error_bound
+
+
+def test_each_rows_family_is_read_once_per_distinct_family():
+    """posterior's terms look each distinct family up once: every row's lattice and Gaussian flags as the
+    registry gives them row by row, for names and family objects alike; the first unknown row named."""
+    from dpdesk.engine.inference.posterior import _terms
+    from dpdesk.engine.mechanisms.registry import NOISE_FAMILIES, noise_family
+
+    rng = np.random.default_rng(5)
+    names = [f.name for f in NOISE_FAMILIES]
+    for fams in (
+        ["laplace"] * 7,
+        [names[i] for i in rng.integers(0, len(names), 40)],
+        [NOISE_FAMILIES[i] for i in rng.integers(0, len(names), 12)],
+        [names[0], NOISE_FAMILIES[1], names[2], NOISE_FAMILIES[0], names[0]],
+    ):
+        _, _, lattice, gaussian = _terms(np.ones(len(fams)), np.ones(len(fams)), fams)
+        assert lattice.tolist() == [noise_family(f).lattice for f in fams]
+        assert gaussian.tolist() == [noise_family(f).gaussian for f in fams]
+    with pytest.raises(DpdeskError, match=r"families\[2\]"):
+        _terms(np.ones(5), np.ones(5), ["laplace", "gaussian", "nope", "laplace", "other"])

@@ -1,5 +1,6 @@
-"""``dpdesk project new|info|rebind|policy|prior|look-ahead``: create a project file, describe it, accept
-changed source data, show or set the spend policy, the known-bounds prior and the batch plans' look-ahead."""
+"""``dpdesk project new|info|rebind|settle|policy|prior|look-ahead``: create a project file, describe it, accept
+changed source data, copy its write-ahead log into it, show or set the spend policy, the known-bounds prior
+and the batch plans' look-ahead."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     rebind = sub.add_parser("rebind", help="accept the source's current data (recorded in the ledger)")
     rebind.add_argument("path", metavar="PATH")
+    settle = sub.add_parser(
+        "settle",
+        help="copy what the write-ahead log (PATH-wal) holds into the project file (after a full disk)",
+    )
+    settle.add_argument("path", metavar="PATH")
     _register_settings(sub)
     p.set_defaults(func=run, _parser=p)
 
@@ -152,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         return _info(args)
     if action == "rebind":
         return _rebind(args)
+    if action == "settle":
+        return _settle(args)
     if action == "policy":
         return _policy(args)
     if action == "prior":
@@ -439,6 +447,21 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  spend policy: {policy_text}")
     print(f"  prior: {prior_text}")
     print(f"  batch look-ahead: {ahead_text}")
+    return 0
+
+
+def _settle(args: argparse.Namespace) -> int:
+    """Open the project for writing and close it: closing copies the log into the file (one line if it
+    still cannot)."""
+    from dpdesk.store.db import log_holds_frames
+    from dpdesk.store.errors import StoreError
+    from dpdesk.store.project import Project
+
+    with Project.open(args.path, "w") as p:
+        path, name = p.path, p.path.name
+    if log_holds_frames(path):
+        raise StoreError(f"{name}: another program is reading it; close it there and run this again")
+    print(f"{name}: settled (every recorded change is in {name} itself)")
     return 0
 
 

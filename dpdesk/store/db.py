@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import struct
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from dpdesk.store.errors import NotAProjectError, StoreError
 APPLICATION_ID = 0x4450444B  # "DPDK"
 FORMAT_VERSION = 11
 KEYED_SOURCE_FORMAT = 8  # the first format whose source binding is a keyed fingerprint (store/binding.py)
+WAL_MAGIC = (0x377F0682, 0x377F0683)  # the first four bytes of an SQLite write-ahead log
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Forward migrations: MIGRATIONS[v] takes a database at format version v-1 to version v.
@@ -218,7 +220,12 @@ def check_header(path: Path) -> int:
         raise NotAProjectError(f"{name}: not a dpdesk project file (corrupt SQLite header)")
     change_counter, header_pages = struct.unpack(">II", header[24:32])
     (valid_for,) = struct.unpack(">I", header[92:96])
-    if size % page_size or (valid_for == change_counter and header_pages * page_size > size):
+    if (size % page_size or (valid_for == change_counter and header_pages * page_size > size)) and not (
+        log_holds_frames(path)
+    ):
+        # With a log beside it, a checkpoint a full disk stopped midway may have written the header of a
+        # file it could not grow: the log still holds every page, SQLite reads through it and quick_check
+        # (validate) decides, and the next writer finishes the copy.
         raise NotAProjectError(f"{name}: the project file is truncated ({size} bytes)")
     user_version: int = struct.unpack(">i", header[60:64])[0]
     (app_id,) = struct.unpack(">i", header[68:72])
@@ -233,6 +240,22 @@ def check_header(path: Path) -> int:
     if user_version < 1:
         raise NotAProjectError(f"{name}: incomplete dpdesk project (format version {user_version})")
     return user_version
+
+
+def disk_full_note(path: Path) -> str:
+    """``" — the disk holding it is full"`` when it has less than a MiB left (SQLite then often says only
+    "disk I/O error": its shared-memory file could not grow), else ""."""
+    try:
+        free = shutil.disk_usage(Path(path).resolve().parent).free
+    except OSError:
+        return ""
+    if free >= 1 << 20:
+        return ""
+    return (
+        " — the disk holding it is full"
+        if free == 0
+        else f" — the disk holding it is full ({free // 1024} KiB free)"
+    )
 
 
 def strict_text(path: Path) -> Callable[[bytes], str]:
@@ -258,13 +281,14 @@ def connect_readonly(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
-        # A read-only directory with no -shm: SQLite cannot share WAL state; if no WAL is pending the
-        # main file is complete and can be read as immutable.
-        wal = Path(str(path) + "-wal")
-        if "unable to open" in str(exc) and (not wal.exists() or wal.stat().st_size == 0):
+        # A read-only directory, or a full disk, with no -shm: SQLite cannot share WAL state; if no WAL is
+        # pending the main file is complete and can be read as immutable.
+        if ("unable to open" in str(exc) or "disk I/O error" in str(exc)) and not log_holds_frames(path):
             conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None)
         else:
-            raise NotAProjectError(f"{path.name}: cannot read the project file ({exc})") from None
+            raise NotAProjectError(
+                f"{path.name}: cannot read the project file ({exc}){disk_full_note(path)}"
+            ) from None
     conn.execute("PRAGMA query_only = ON")
     conn.text_factory = strict_text(path)
     return conn
@@ -293,6 +317,21 @@ def validate(conn: sqlite3.Connection, path: Path) -> int:
     return int(version)
 
 
+def log_holds_frames(path: Path) -> bool:
+    """Whether ``P-wal`` beside ``path`` is a write-ahead log with at least its header and one frame."""
+    wal = Path(f"{path}-wal")
+    try:
+        with open(wal, "rb") as f:
+            head = f.read(32)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return False
+    if len(head) < 32 or struct.unpack(">I", head[:4])[0] not in WAL_MAGIC:
+        return False
+    page_size = int(struct.unpack(">I", head[8:12])[0])
+    return size >= 32 + 24 + page_size
+
+
 def connect_writer(path: Path) -> sqlite3.Connection:
     """A read-write connection: WAL, ``synchronous=FULL``, explicit transactions only."""
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=2.0)
@@ -313,7 +352,9 @@ def migrate(conn: sqlite3.Connection, from_version: int) -> None:
             if version in MIGRATION_ROWS:
                 MIGRATION_ROWS[version](conn)
             conn.execute(f"PRAGMA user_version = {version}")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the new version reaches the file's header
+        # the new version reaches the file's header; on a full disk the log keeps it (closing reports it)
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def _anchor_requests(conn: sqlite3.Connection) -> None:

@@ -54,9 +54,12 @@ class WriterLock:
         holder = (
             f"\npid={os.getpid()} host={socket.gethostname()} since={time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n"
         )
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, holder.encode())
+        try:  # who holds it, for the next one refused; a full disk leaves the note out, not the lock
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, holder.encode())
+        except OSError:
+            pass
         self._fd = fd
         return self
 

@@ -79,6 +79,7 @@ class Project:
         self._lock = lock
         self._snapshot: Snapshot | None = None
         self._parent: Project | None = None  # a sibling's project (see :meth:`sibling`)
+        self.unsettled: str | None = None  # why closing could not copy the log into the file (:meth:`close`)
         row = conn.execute(
             "SELECT name, total_budget, neighbour_model, schema_json, test_project, created, "
             "initial_source_json, genesis_hash FROM project WHERE id = 1"
@@ -227,17 +228,45 @@ class Project:
                     self.save_view_cache()  # derived and optional: a failure here never keeps the file from closing
             except (DpdeskError, OSError, sqlite3.Error, MemoryError):
                 pass
+            if self.mode == "w" and parent is None:
+                self.unsettled = self._settle()
             self._conn.close()
         finally:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
 
+    def _settle(self) -> str | None:
+        """Copy what the write-ahead log holds into the main file (the checkpoint SQLite would otherwise
+        attempt silently as the last connection closes); None when done or left to a reader that holds an
+        older state, else one line saying what happened and the one command that finishes it.
+
+        A full disk or a failing device stops the copy midway: every commit is still whole in ``P-wal``
+        (each was fsync'd there), and the main file may already carry a header ahead of its size. dpdesk
+        reads such a file through its log (:func:`~dpdesk.store.db.check_header`), and any command that
+        writes to it finishes the copy once there is room.
+        """
+        try:  # PASSIVE: never waits for another process's reader (closing then removes the emptied log)
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return None  # another process reads an older state: the next writer settles it
+            name = self.path.name
+            return (
+                f"{name}: what this command recorded is safe in {name}-wal but could not be copied into {name} "
+                f"itself ({exc}); keep {name}-wal beside it, and once the disk has room run "
+                f"`dpdesk project settle {self.path}`"
+            )
+        return None
+
     def __enter__(self) -> Project:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Close; a log that could not be copied into the file is reported (unless an error already is)."""
         self.close()
+        if self.unsettled is not None and exc[0] is None:
+            raise StoreError(self.unsettled)
 
     # -- settings and binding --------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:

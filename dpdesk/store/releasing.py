@@ -364,7 +364,8 @@ class Releaser:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             raise DrawDiscarded(
-                f"the fresh answer to {rid!r} could not be recorded ({exc}); it was discarded unseen"
+                f"{self.file.path.name}: the fresh answer to {rid!r} could not be recorded ({exc}); "
+                "it was discarded unseen"
             ) from None
 
     def _claims_gate(self, plan: ReleasePlan, rows: _Rows | None) -> _Checks:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -195,14 +196,27 @@ def _terms(
     fam = list(families)
     if len(fam) != A.size:
         raise DpdeskError(f"families has {len(fam)} entries but coefficients has {A.size}")
-    on_integers, bell = [], []
-    for i, f in enumerate(fam):
+    # each distinct family looked up once, in order of first appearance (a history names a few families
+    # over thousands of rows; an error names the first row whose family is unknown)
+    try:
+        distinct: list[Any] = list(dict.fromkeys(fam))
+    except TypeError:  # family objects that cannot be hashed: looked up row by row
+        distinct = fam
+    kinds: list[tuple[bool, bool]] = []
+    for f in distinct:
         try:
-            on_integers.append(noise_family(f).lattice)
-            bell.append(noise_family(f).gaussian)
+            nf = noise_family(f)
         except DpdeskError as exc:
-            raise DpdeskError(f"families[{i}]: {exc}") from None
-    return A, b, np.array(on_integers, bool), np.array(bell, bool)
+            raise DpdeskError(f"families[{fam.index(f)}]: {exc}") from None
+        kinds.append((nf.lattice, nf.gaussian))
+    if len(kinds) == 1:
+        return A, b, np.full(A.size, kinds[0][0], bool), np.full(A.size, kinds[0][1], bool)
+    if distinct is fam:
+        pairs = kinds
+    else:
+        table = dict(zip(distinct, kinds))
+        pairs = [table[f] for f in fam]
+    return A, b, np.array([p[0] for p in pairs], bool), np.array([p[1] for p in pairs], bool)
 
 
 def _options(method: str, gamma: float, samples: int | None) -> float:

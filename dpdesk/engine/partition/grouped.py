@@ -70,6 +70,9 @@ def _log_mgf(s: np.ndarray, p: float, q: float, m: np.ndarray, u: np.ndarray) ->
     )
 
 
+MAX_PMF_HALFWIDTH = 1 << 22  # points either side of 0 in a group's exact noise distribution (32 MiB each)
+
+
 def _tail_bound(u: np.ndarray, m: np.ndarray, p: float, q: float, tail: float) -> float:
     """A ``T`` with ``Pr(|S| > T) ≤ tail`` (Chernoff over a grid of tilts)."""
     r = -math.log(p)
@@ -81,6 +84,11 @@ def _tail_bound(u: np.ndarray, m: np.ndarray, p: float, q: float, tail: float) -
 def _group_pmf(m: int, p: float, q: float, tail: float) -> tuple[np.ndarray, int]:
     """Point masses of ``K`` (sum of ``m`` discrete Laplace) on ``-R..R`` and ``R``."""
     R = max(1, math.ceil(_tail_bound(np.ones(1), np.array([m]), p, q, tail)))
+    if R > MAX_PMF_HALFWIDTH:  # a budget so small that its noise is wider than is computed exactly
+        raise DpdeskError(
+            f"the noise of so small a per-cell budget (scale ±{R:.3g}) is too wide to compute exactly "
+            f"(at most ±{MAX_PMF_HALFWIDTH:.0e}); ask for a tighter accuracy or a larger α"
+        )
     if m == 1:
         k = np.arange(-R, R + 1)
         return q / (1 + p) * p ** np.abs(k), R
