@@ -14,6 +14,7 @@ cell within declared clamp bounds).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,18 @@ MAX_CELLS = 2**62
 
 def _fmt_edge(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def half_open_labels(edges: Sequence[float]) -> tuple[str, ...]:
+    """Labels that read as the bins they are — ``[e_i, e_{i+1})``, the last one closed — where ``0-1``
+    reads as "0 or 1": ``0 to <1``, …, ``90 to 150``. What the app writes for a numeric attribute whose
+    labels the curator left empty (a schema file without labels keeps the ``a-b`` labels of DESIGN §6).
+
+    >>> half_open_labels([0, 1, 10, 150])
+    ('0 to <1', '1 to <10', '10 to 150')
+    """
+    e = [_fmt_edge(float(x)) for x in edges]
+    return tuple(f"{a} to {'' if i == len(e) - 2 else '<'}{b}" for i, (a, b) in enumerate(zip(e, e[1:])))
 
 
 @dataclass(frozen=True)

@@ -430,11 +430,27 @@ class DuckDBSource(Source):
         return Fingerprint(method=method, digest=digest, row_count=int(out["n"][0]))
 
     def preview(self, limit: int = 1000) -> pd.DataFrame:
+        """The first rows as the cube reads them: a column DuckDB would guess to be BOOLEAN (``true``/
+        ``false``, ``Yes``/``No``) shows the text a categorical attribute matches — the file's own words
+        in a CSV, DuckDB's ``true``/``false`` in Parquet — never Python's ``True``/``False``, which no
+        declared value would match."""
         import duckdb
 
         with self._session() as con:
             try:
-                from_sql, params = self._from()
-                return con.execute(f"SELECT * FROM {from_sql} LIMIT ?", [*params, int(limit)]).df()
+                types = self._column_types(con)
+                flags = [c for c, t in types.items() if t.upper() == "BOOLEAN"]
+                if self.format != "parquet":
+                    from_sql, params = self._from({c: "VARCHAR" for c in flags} or None)
+                    select = "*"
+                else:
+                    from_sql, params = self._from()
+                    select = ", ".join(
+                        f"CAST({sqlgen.quote_ident(c)} AS VARCHAR) AS {sqlgen.quote_ident(c)}"
+                        if c in flags
+                        else sqlgen.quote_ident(c)
+                        for c in types
+                    )
+                return con.execute(f"SELECT {select} FROM {from_sql} LIMIT ?", [*params, int(limit)]).df()
             except duckdb.Error as exc:
                 raise self._error(exc) from None

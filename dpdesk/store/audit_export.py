@@ -20,7 +20,7 @@ import numpy as np
 from dpdesk.engine.budget.accounting import preview
 from dpdesk.engine.errors import Cancelled
 from dpdesk.store.atomic import write_atomically
-from dpdesk.store.report import html_parts, write_csv
+from dpdesk.store.report import CELLS_LISTED, cells_csv_parts, html_parts, write_csv
 from dpdesk.store.requesters import accounts, requester_of
 from dpdesk.store.verify import VerifyReport
 
@@ -66,14 +66,22 @@ def report_html(
 
 
 def report_parts(
-    project: Any, images: Mapping[str, bytes], *, progress: Progress = None, cancelled: Cancel = None
+    project: Any,
+    images: Mapping[str, bytes],
+    *,
+    progress: Progress = None,
+    cancelled: Cancel = None,
+    cells_file: str | None = None,
+    cell_rows_out: list | None = None,
 ) -> tuple[list[str], VerifyReport]:
     """:func:`report_html`'s text in pieces (``report.html_parts``), so it is written without being built
     whole: one 268 MB string, and its encoding, would hold the interpreter for seconds at a time."""
     verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
     view, schema = project.view(), project.schema
     costs = view.cell_costs
-    budget = preview(costs, project.answering_settings().total_budget)  # in the project's unit (ε or ρ)
+    budget = preview(  # in the project's unit (ε or ρ), one person's
+        costs, project.answering_settings().total_budget, accounting=view.accounting, rule=view.rule
+    )
     touched = np.flatnonzero(costs)
     cell_rows: list[tuple[str, float]] = []
     rest = _part(progress, VERIFY_SHARE, 1.0 - VERIFY_SHARE)
@@ -101,10 +109,21 @@ def report_parts(
         accounts=accounts(entries, reqs, describe=lambda r: r.describe(schema), schema=schema),
         claims=[{**c.watched.to_json(), **c.to_json()} for c in project.claim_statuses()],
         accounting=project.accounting,
+        cells_file=cells_file,
+        n_cells=schema.n_cells,
+        cost_words="most-spent cell" if view.rule.rows_are_people else view.rule.words(),
     )
+    if cell_rows_out is not None:
+        cell_rows_out.extend(cell_rows)
     if progress is not None:
         progress(1.0)
     return parts, verdict
+
+
+def cells_file_for(out: str | os.PathLike[str]) -> Path:
+    """Where a report's whole per-cell table goes: ``REPORT-cells.csv`` beside ``REPORT.html``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}-cells.csv")
 
 
 def export_report(
@@ -115,8 +134,28 @@ def export_report(
     progress: Progress = None,
     cancelled: Cancel = None,
 ) -> VerifyReport:
-    """Write :func:`report_html` of ``project`` to ``out``; returns the integrity check it states."""
-    parts, verdict = report_parts(project, images, progress=_part(progress, 0.0, 0.95), cancelled=cancelled)
+    """Write :func:`report_html` of ``project`` to ``out``; returns the integrity check it states.
+
+    A project with more costed cells than the page lists also gets the whole table as
+    :func:`cells_file_for` ``(out)``, written before the report that names it."""
+    cells_path = cells_file_for(out)
+    rows: list = []
+    parts, verdict = report_parts(
+        project,
+        images,
+        progress=_part(progress, 0.0, 0.95),
+        cancelled=cancelled,
+        cells_file=cells_path.name,
+        cell_rows_out=rows,
+    )
+    if len(rows) > CELLS_LISTED:
+        text = cells_csv_parts(rows)
+
+        def write_cells(tmp: Path) -> None:
+            with tmp.open("w", encoding="utf-8", newline="") as f:
+                f.writelines(text)
+
+        write_atomically(cells_path, write_cells, cancelled)
 
     def write(tmp: Path) -> None:
         with tmp.open("w", encoding="utf-8", newline="\n") as f:

@@ -23,7 +23,9 @@ __all__ = ["guarantee_sentence", "letter_html", "letter_stems", "letter_text", "
 
 def _item_text(r: Received) -> str:
     if r.kind == "rejected":
-        return f"- {r.request_id}: {r.query}\n  Not answered. {r.reason or 'No reason was given.'}\n  (ledger entry #{r.seq})"
+        note = (r.reason or "No reason was given").strip()
+        note = note if note.endswith((".", "!", "?", "…")) else note + "."
+        return f"- {r.request_id}: {r.query}\n  Not answered. {note}\n  (ledger entry #{r.seq})"
     if r.text:
         return (
             f"- {r.request_id}: {r.query}\n  Released: {r.text}.\n  Ledger entry #{r.seq}, witness {r.hash}"

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
+import numpy as np
+
 from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.errors import Cancelled
 from dpdesk.engine.registry import decision_kinds
@@ -53,6 +55,17 @@ CSV_COLUMNS = (
     "requester",
 )
 _LISTED = 50  # a release of more values is summarised by its count (the ledger holds them all)
+CELLS_LISTED = 50  # a report with more costed cells lists the most-charged and attaches the whole table
+
+
+def cells_csv_parts(cell_rows: Sequence[tuple[str, float]]) -> list[str]:
+    """The per-cell costs as the CSV a report attaches: ``cell,cost``, one row per costed cell."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["cell", "cost"])
+    for label, cost in cell_rows:
+        w.writerow([label, repr(float(cost))])
+    return [buf.getvalue()]
 
 
 def _answer(e: LedgerEntry) -> str:
@@ -195,6 +208,9 @@ def build_html(
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
     accounting: ZcdpAccounting | None = None,
+    cells_file: str | None = None,
+    n_cells: int | None = None,
+    cost_words: str = "most-spent cell",
 ) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
     ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
@@ -216,7 +232,10 @@ def build_html(
             requesters=requesters,
             accounts=accounts,
             accounting=accounting,
+            cost_words=cost_words,
             claims=claims,
+            cells_file=cells_file,
+            n_cells=n_cells,
         )
     )
 
@@ -274,15 +293,40 @@ def html_parts(
     accounts: Sequence[RequesterAccount] = (),
     claims: Sequence[Mapping[str, Any]] = (),
     accounting: ZcdpAccounting | None = None,
+    cells_file: str | None = None,
+    n_cells: int | None = None,
+    cost_words: str = "most-spent cell",
 ) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
-    ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole."""
+    ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole.
+
+    Past :data:`CELLS_LISTED` costed cells the page shows a summary a person can read — how many cells
+    carry a cost, their range and the most-charged ones — and names ``cells_file``, the full table as a
+    CSV beside the report (:func:`cells_csv_parts`)."""
     requesters = requesters or {}
     esc = html.escape
     token = secrets.token_hex(8)  # marks where the long tables go in the page (no text given can hold it)
     _ROWS, _CELLS = f"\x00rows-{token}\x00", f"\x00cells-{token}\x00"
     rows = [_entry_row(e, charges, requesters) for e in entries]
-    cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in cell_rows]
+    listed = cell_rows
+    cells_intro = "Cells with a non-zero cost, recomputed from the ledger; every other cell has cost 0."
+    if len(cell_rows) > CELLS_LISTED:
+        costs = np.array([c for _, c in cell_rows], dtype=float)
+        order = np.argsort(-costs, kind="stable")[:CELLS_LISTED]
+        listed = [cell_rows[int(i)] for i in order]
+        where = (
+            f"the whole table, one row per cell, is in <a href='{esc(cells_file)}'>{esc(cells_file)}</a> "
+            "(CSV: cell, cost), beside this report"
+            if cells_file
+            else "the whole table comes as a CSV beside the report when it is exported to a file"
+        )
+        of = f" of the {n_cells:,}" if n_cells else ""
+        cells_intro = (
+            f"{len(cell_rows):,} cells{of} carry a cost, recomputed from the ledger (every other cell has "
+            f"cost 0): from {costs.min():.4g} to {costs.max():.4g}, median {float(np.median(costs)):.4g}. "
+            f"Below, the {CELLS_LISTED} most-charged; {where}."
+        )
+    cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in listed]
     people = "".join(
         f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
         f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>"
@@ -309,7 +353,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 </style></head><body>
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
-{_budget_html(accounting, total_budget, system_cost, remaining, len(entries))}
+{_budget_html(accounting, total_budget, system_cost, remaining, len(entries), cost_words)}
 <p>{
         f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
         if delta_cap
@@ -331,7 +375,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
         people
     }</table>
 <h2>Per-cell privacy costs</h2>
-<p>Cells with a non-zero cost, recomputed from the ledger (paper Thm 5.4); every other cell has cost 0.</p>
+<p>{cells_intro}</p>
 <table><tr><th>cell</th><th>cost ({unit})</th></tr>{_CELLS}</table>
 </body></html>
 """
@@ -405,19 +449,24 @@ def entry_summary(e: LedgerEntry) -> str:
 
 
 def _budget_html(
-    accounting: ZcdpAccounting | None, total: float, cost: float, remaining: float, n: int
+    accounting: ZcdpAccounting | None,
+    total: float,
+    cost: float,
+    remaining: float,
+    n: int,
+    cost_words: str = "most-spent cell",
 ) -> str:
-    """The budget paragraph: total, system cost and remaining (under zCDP as ε at the project's δ, with the
-    largest cell's ρ and the conversion named)."""
+    """The budget paragraph: total, system cost (``cost_words``: how it is made from the cells) and
+    remaining (under zCDP as ε at the project's δ, with the largest cell's ρ and the conversion named)."""
     if accounting is None:
         return (
-            f"<p>Total budget <b>{total:g}</b> · system cost (most-spent cell) <b>{cost:.6g}</b> ·\n"
+            f"<p>Total budget <b>{total:g}</b> · system cost ({html.escape(cost_words)}) <b>{cost:.6g}</b> ·\n"
             f"remaining <b>{remaining:.6g}</b> · {n} ledger entries.</p>"
         )
     eps = accounting.epsilon_of(cost)
     return (
         f"<p>Accounting: {html.escape(accounting.describe())}.</p>\n"
         f"<p>Total privacy loss <b>ε = {accounting.epsilon:g}</b> at <b>δ = {accounting.delta:g}</b> · system "
-        f"cost (most-spent cell) <b>ε = {eps:.6g}</b> (its ρ = {cost:.6g} of {total:.6g}) · remaining "
+        f"cost ({html.escape(cost_words)}) <b>ε = {eps:.6g}</b> (its ρ = {cost:.6g} of {total:.6g}) · remaining "
         f"<b>ε = {accounting.epsilon - eps:.6g}</b> · {n} ledger entries. Per-cell costs below are in ρ.</p>"
     )

@@ -64,7 +64,7 @@ class Spy:
         self.go.set()
 
 
-def _old_report(win, images) -> str:
+def _old_report(win, images, cells_file=None) -> str:
     """The report exactly as the page built it on the GUI thread before (main at 51f1722)."""
     import numpy as np
 
@@ -89,6 +89,8 @@ def _old_report(win, images) -> str:
         requesters=s.requesters(),
         accounts=s.accounts(),
         claims=[{**c.watched.to_json(), **c.to_json()} for c in s.claim_statuses()],
+        cells_file=cells_file,
+        n_cells=s.schema.n_cells,
     )
 
 
@@ -127,7 +129,9 @@ def test_exports_run_on_workers_with_progress_and_write_what_the_page_wrote_befo
     with open(csv_path, encoding="utf-8", newline="") as f:
         assert f.read() == ledger_csv(s.ledger(), s.view().largest_charges(), s.requesters())
     text = html_path.read_text(encoding="utf-8")
-    assert _undated(text) == _undated(_old_report(win, audit.report_images()))
+    cells = tmp_path / "report-cells.csv"  # the whole per-cell table, beside the report (issue 34 item 13)
+    assert _undated(text) == _undated(_old_report(win, audit.report_images(), cells.name))
+    assert cells.read_text(encoding="utf-8").startswith("cell,cost\n")
     assert "Integrity verified" in text and audit.verdict.text().startswith("✓")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == []
 

@@ -28,6 +28,21 @@ def _planned(qtbot, d):
     return d.plan
 
 
+def test_a_batch_no_better_than_one_by_one_says_so_once(demo_window, qtbot):
+    """ "One by one" means today's rules, request after request: a plan that is that names it once and is
+    not compared with itself, and says why the batch does not save."""
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
+
+    d = BatchDialog(demo_window.session, ["q29", "q30", "q31", "q35"], "fft", demo_window)
+    qtbot.addWidget(d)
+    d.show()
+    plan = _planned(qtbot, d)
+    assert plan.strategy == "one by one"
+    text = d.summary.text().replace("&#x27;", "'")
+    assert text.startswith("<b>one by one (today's rules)</b>") and text.lower().count("one by one") == 1
+    assert plan.why().startswith("No saving") and plan.why() in text
+
+
 def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, qtbot, dialogs, tmp_path):
     from dpdesk.store.batch import plan_pending
 
@@ -61,7 +76,8 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     assert q34.status == "uncovered" and by_id["q34"][COL["alone today spends"]].startswith("refused")
     # one by one is one number (the requests already free counted, as the plan's own count is), and a
     # sentence says why the batch saves or not
-    assert f"one by one (today's rules) would answer {expected.one_by_one_answered} at" in d.summary.text()
+    assert expected.strategy == "one by one" and expected.answered == expected.one_by_one_answered
+    assert f"Answers {expected.answered} of 3." in d.summary.text()
     assert expected.why() in d.summary.text().replace("&#x27;", "'")
     assert f"offer ±{q34.offer_eps:.4g} at δ 0.01" in by_id["q34"][COL["if not covered"]]
     assert (
@@ -70,7 +86,6 @@ def test_plan_batch_of_selected_requests_then_release_answers_them(demo_window, 
     )
     assert abs(d.heatmap.matrix.max() - expected.cell_costs_after.max()) < 1e-12
     d.grab().save(str(tmp_path / "batch_dialog.png"))
-    d.grab().save("/tmp/batch_dialog.png")
     before = len(win.session.ledger())
     assert d.release_button.isEnabled()
     d.release_button.click()

@@ -118,6 +118,12 @@ def test_look_ahead_choice_replans_off_the_gui_thread_cancels_and_releases(
         assert table == [row_cells(expected, p) for p in expected.requests]
         assert look_ahead_summary(expected, 0.4) in d.summary.text()
         assert f"system cost 0 → {la.system_cost_after:.4g} from it alone" in d.summary.text()
+        # a plan other than one by one is set against it, with the one number one by one stands for
+        assert expected.strategy != "one by one"
+        assert (
+            f"One by one (today's rules) would answer {expected.one_by_one_answered} at system cost "
+            f"{expected.one_by_one.system_cost_after:.4g}." in d.summary.text().replace("&#x27;", "'")
+        )
         assert abs(d.heatmap.matrix.max() - expected.cell_costs_after.max()) < 1e-12
         d.grab().save(str(tmp_path / "batch_look_ahead.png"))
 

@@ -30,6 +30,29 @@ def _inside_screen(window) -> None:
             )
 
 
+def _laid_out(layout):
+    """The widgets shown in ``layout`` and its rows, however deep."""
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item.widget() is not None and item.widget().isVisible():
+            yield item.widget()
+        elif item.layout() is not None:
+            yield from _laid_out(item.layout())
+
+
+def _nothing_overlaps(panel) -> None:
+    """No two widgets of ``panel`` lie on each other, and every wrapped label has the height of its text
+    (a panel squeezed under what its rows need overlaps them or cuts their lines)."""
+    shown = list(_laid_out(panel.layout()))
+    rects = [(w, QRect(w.mapTo(panel, w.rect().topLeft()), w.size())) for w in shown]
+    for i, (a, ra) in enumerate(rects):
+        for b, rb in rects[i + 1 :]:
+            assert not ra.intersects(rb), f"{type(a).__name__} {ra} overlaps {type(b).__name__} {rb}"
+    for w in shown:
+        if hasattr(w, "wordWrap") and w.wordWrap() and w.text():
+            assert w.height() >= w.heightForWidth(w.width()), f"{w.text()[:40]!r} cut to {w.height()} px"
+
+
 def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     win = demo_window
     _inside_screen(win)
@@ -40,6 +63,8 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
         wait_assessed(qtbot, win, rid)
         qtbot.wait(20)
         assert win.size() == size, f"selecting {rid} grew the window to {win.size()}"
+        _nothing_overlaps(page.answer)  # the splitter gives the answer what its wrapped lines need
+        assert page.answer.plot.height() >= 150 and page.lower.height() >= 120
     page.budget.mode.setCurrentIndex(1)  # fixed slices: more choosers in the budget panel
     page.lower.setCurrentWidget(page.claims)
     for name in ("start", "data", "requests", "audit"):
@@ -57,6 +82,27 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     lower = page.lower
     assert lower.isVisible() and lower.height() >= 120
     assert page.answer.plot.height() >= 150  # never squeezed to a strip
+    # a watched claim blocks the request shown: its note takes three lines above the plot, and still nothing
+    # overlaps and the page does not scroll (the tabs below scroll instead)
+    win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
+    page.select_request("q37")
+    wait_assessed(qtbot, win, "q37")
+    qtbot.waitUntil(lambda: page.answer.claim_blocked and page.answer.claims_note.isVisible())
+    qtbot.wait(20)
+    _nothing_overlaps(page.answer)
+    assert win.page_area.verticalScrollBar().maximum() == 0 and win.size() == size
+    assert page.answer.plot.height() >= 150 and lower.height() >= 90
+    # a posterior's plan: a dozen lines of words and a chart; the words scroll, the page does not
+    rid = win.session.add_request('posterior(sex | income="<=50K"; budget=0.3)', requester="press").id
+    page.select_request(rid)
+    view = page.answer.plan_view
+    qtbot.waitUntil(
+        lambda: view.isVisible() and bool(view.text.text()) and not page.answer.runner.is_running()
+    )
+    qtbot.wait(20)
+    _nothing_overlaps(page.answer)
+    assert win.page_area.verticalScrollBar().maximum() == 0 and win.size() == size
+    assert view.charts.height() >= 150
 
 
 def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings, tmp_path):

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from dpdesk.engine.queries.query import query_from_json
 from dpdesk.engine.queries.text import describe_query, parse_query
+from dpdesk.gui.widgets.models import asks
 
 from .conftest import WAIT, wait_assessed, wait_released
 
@@ -35,11 +36,10 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     assert q26.query_text is None  # queued as coefficients
     row = next(r for r in range(page.model.rowCount()) if page.model.payload(r) == "q26")
     shown = page.model.index(row, 2).data()
-    assert (
-        "indices" not in shown
-        and shown.startswith("count(")
-        and shown == describe_query(q26.query, win.session.schema)
-    )
+    full = describe_query(q26.query, win.session.schema)
+    # issue 34 item 10: what it asks, labels first (no count(… cut by a narrow column); the full text on hover
+    assert "indices" not in shown and not shown.startswith("count(") and full.startswith("count(")
+    assert shown == asks(full) and page.model.index(row, 2).data(Qt.ItemDataRole.ToolTipRole) == full
     assert page.counts.text().startswith("39 requests:")
     page.select_request("q26")
     a = wait_assessed(qtbot, win, "q26")
@@ -49,10 +49,10 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     wait_released(qtbot, win)
     audit = win.audit
     assert audit.model.headerData(5, Qt.Orientation.Horizontal) == "released"
-    assert audit.model.index(0, 7).data() == shown
+    assert audit.model.index(0, 7).data() == full
     audit.table.selectRow(0)
     details = audit.details.toPlainText()
-    assert details.startswith(f"query: {shown}")
+    assert details.startswith(f"query: {full}")
     wide = win.session.add_request({"indices": list(range(0, 160, 2)), "values": [1] * 80}, 400, 0.05, "wide")
     page.select_request(wide.id)
     a = wait_assessed(qtbot, win, wide.id)

@@ -41,8 +41,8 @@ def test_tree_preview_then_publish_emits_exactly_the_previewed_plan(qtbot, dialo
     assert "interval tree over age (branching 2, 4 levels), crossed with sex, edu" in text
     assert "Every cell pays α = 0.4 (4 count(s) per record, each at 0.1" in text
     assert "System cost 0 now → 0.4 after, of 1" in text
-    assert "per query (exact posterior): every interval of age (other attributes summed) within ±" in text
-    assert "simultaneous (seed Thm 4.2): does not apply" in text
+    assert "each query, every interval of age (other attributes summed): within ±" in text
+    assert "all count queries at once: no such bound here" in text and "Thm" not in text
     assert np.allclose(d.heatmap.matrix, 0.4)
     d.grab().save(str(tmp_path / "release_dialog.png"))
     published = []
@@ -63,7 +63,9 @@ def test_changing_an_input_discards_the_preview_and_a_plan_that_does_not_fit_can
     d.run_preview()
     qtbot.waitUntil(lambda: d.preview_result is not None, timeout=WAIT)
     assert "does not fit" in d.result.toPlainText() and not d.publish_button.isEnabled()
-    assert "simultaneous (seed Thm 4.2): every count query over the 48 cells" in d.result.toPlainText()
+    assert (
+        "all count queries at once (a looser bound): every count over the 48 cells" in d.result.toPlainText()
+    )
     d.alpha.setValue(0.05)
     assert d.preview_result is None and not d.publish_button.isEnabled()
 

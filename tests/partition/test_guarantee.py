@@ -56,7 +56,7 @@ def test_tree_guarantee_is_the_interval_of_largest_variance(schema3):
             )
     worst = pv.guarantees[0].worst
     assert solver.variance_factor(worst) == pytest.approx(best)
-    assert pv.simultaneous.applies is False and "does not apply" in pv.simultaneous.text()
+    assert pv.simultaneous.applies is False and "no such bound here" in pv.simultaneous.text()
 
 
 def test_simultaneous_bound_is_the_seed_union_bound_in_counts(sized_schema):

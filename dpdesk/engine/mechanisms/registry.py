@@ -33,9 +33,8 @@ NOISE_FAMILIES: tuple[NoiseMechanism, ...] = (DISCRETE_LAPLACE, LAPLACE, DISCRET
 # Posterior methods (paper §4), the default first, with what the curator is told about each.
 POSTERIOR_METHODS: Mapping[str, str] = {
     "fft": "characteristic function, exact up to a stated bound (default)",
-    "direct": "paper Algorithm 2: truncated per-row masses convolved, with a stated error bound",
-    "mc": "Monte Carlo, paper Algorithm 1: sampled, so its error bound holds with probability 0.999 (seeded; "
-    "the seed is recorded)",
+    "direct": "direct convolution: truncated per-row masses convolved, with a stated error bound",
+    "mc": "Monte Carlo: sampled, so its error bound holds with probability 0.999 (seeded; the seed is recorded)",
 }
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.budget.mode import ZcdpAccounting
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
@@ -87,6 +88,12 @@ class QueryClass:
         return out
 
 
+def plain_number(x: float) -> str:
+    """A count-sized number as people read it: ``796,800`` rather than ``7.968e+05``; small ones to four
+    significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 10_000 else f"{x:.4g}"
+
+
 @dataclass(frozen=True, eq=False)
 class Guarantee:
     """Per-query accuracy of one query class from the release alone (exact posterior)."""
@@ -101,15 +108,19 @@ class Guarantee:
     kind: str = "per query (exact posterior)"
 
     def text(self, schema: Schema | None = None) -> str:
+        """The release's own guarantee for one query class, in plain numbers (the ledger keeps ``kind``)."""
         what = self.query_class.describe()
         if not self.estimable:
-            return f"{self.kind}: {what}: not estimable from this release"
+            return f"each query, {what}: not estimable from this release"
         worst = (
             f"; widest: {describe_box(schema, self.worst)}"
             if self.worst is not None and schema is not None
             else ""
         )
-        return f"{self.kind}: {what} within ±{self.halfwidth:.4g} at {100 * (1 - self.delta):.4g}%{worst}"
+        return (
+            f"each query, {what}: within ±{plain_number(self.halfwidth)} at "
+            f"{100 * (1 - self.delta):.4g} % confidence (this release's exact posterior){worst}"
+        )
 
     def to_json(self, schema: Schema | None = None) -> dict[str, Any]:
         return {
@@ -137,11 +148,12 @@ class SimultaneousBound:
     kind: str = "simultaneous (seed Thm 4.2)"
 
     def text(self) -> str:
+        """A looser bound, after the release's own guarantee: all count queries at once (no paper numbers)."""
         if not self.applies:
-            return f"{self.kind}: does not apply ({self.note})"
+            return f"all count queries at once: no such bound here ({self.note})"
         return (
-            f"{self.kind}: every count query over the {self.cells} cells within ±{self.halfwidth:.4g} "
-            f"at once, with probability {100 * (1 - self.delta):.4g}%"
+            f"all count queries at once (a looser bound): every count over the {self.cells:,} cells within "
+            f"±{plain_number(self.halfwidth)}, all together at {100 * (1 - self.delta):.4g} % confidence"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -371,7 +383,7 @@ def simultaneous_bound(plan: PartitionPlan, alpha: float, delta: float) -> Simul
     """
     beta = plan.schema.n_cells
     if plan.kind != "cells":
-        return SimultaneousBound(False, delta, beta, note="only the seed's release of every cell has it")
+        return SimultaneousBound(False, delta, beta, note="only a release of every cell has one")
     b = 1.0 / plan.row_alpha(alpha)
     p = math.exp(-1.0 / b)
     e = beta * b * math.log(2 * beta / ((1 + p) * delta))
@@ -434,6 +446,7 @@ def preview(
     cell_costs: np.ndarray | None = None,
     classes: Sequence[QueryClass] | None = None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> PlanPreview:
     """Price and describe a release of ``plan`` at ``alpha`` (or the α meeting ``accuracy``) — spends nothing.
 
@@ -452,6 +465,8 @@ def preview(
     accounting : ZcdpAccounting, optional
         A zCDP project's: ``total_budget`` and ``cell_costs`` are then in ρ, and the release (pure ε, α per
         cell) costs ``α²/2`` per cell.
+    rule : PersonRule, optional
+        How per-cell costs add up to one person's loss (:mod:`dpdesk.engine.budget.person`).
     """
     t0 = time.perf_counter()
     if not isinstance(plan, PartitionPlan):
@@ -482,7 +497,7 @@ def preview(
         raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
     # every cell pays α: one count per group, each at α/coverage
     budget = budget_preview(
-        costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), accounting
+        costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), accounting, rule
     )
     return PlanPreview(
         plan=plan,

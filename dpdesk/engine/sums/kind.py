@@ -102,7 +102,7 @@ class MeanKind(ReleaseKind["MeanPlan"]):
         q, acc = read_mean(snapshot.schema, asked.query_text, asked.eps, asked.delta)
         return plan_mean(
             q, acc, snapshot.schema, snapshot.history, snapshot.cell_costs, snapshot.total_budget,
-            snapshot.basis, asked.id,
+            snapshot.basis, asked.id, snapshot.settings.accounting, snapshot.rule,
         )  # fmt: skip
 
     # -- wording -------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview
-from dpdesk.engine.budget.accounting import preview as budget_preview
+from dpdesk.engine.budget.accounting import preview as accounting_preview
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.mechanisms.base import Basis, Mechanism
@@ -234,8 +235,17 @@ def plan_mean(
     total_budget: float,
     basis: Basis | None = None,
     request_id: str | None = None,
+    accounting: Any = None,
+    rule: PersonRule = ROW_RULE,
 ) -> MeanPlan:
-    """Infer the mean from history when it meets ``accuracy``, else price it fresh (public inputs only)."""
+    """Infer the mean from history when it meets ``accuracy``, else price it fresh (public inputs only).
+
+    ``accounting`` (None: pure ε; under zCDP the costs and total are in ρ) and ``rule`` (how per-cell costs
+    add up to one person's loss) are the project's, as every kind's preview takes them."""
+
+    def budget_preview(costs: np.ndarray, total: float, charge: Charge | None = None) -> BudgetPreview:
+        return accounting_preview(costs, total, charge, accounting, rule)
+
     total, size = mean.total(schema), mean.size(schema)
     lower, upper = mean.bounds(schema)
     if not lower < upper:

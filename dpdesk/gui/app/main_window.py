@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
             release_job=s.release_job,
             released=s.released,
             parent=self,
+            schema=s.schema,
         )
         self.estimate_dialog.show()
 
@@ -190,6 +191,28 @@ class MainWindow(QMainWindow):
 
     def answer_all_free(self) -> None:
         self._on_requests("answer_all_free")
+
+    def _on_answer(self, action: str) -> None:
+        """An answer-panel action from the menu or its shortcut: on the Requests page only."""
+        if self.requests is not None and self.tabs.currentWidget() is self.requests:
+            getattr(self.requests.answer, action)()
+
+    def release_inferred(self) -> None:
+        self._on_answer("release_inferred")
+
+    def spend_and_release(self) -> None:
+        self._on_answer("spend_and_release")
+
+    def reject_request(self) -> None:
+        self._on_answer("reject")
+
+    def next_request(self) -> None:
+        if self.requests is not None and self.tabs.currentWidget() is self.requests:
+            self.requests.next_request()
+
+    def previous_request(self) -> None:
+        if self.requests is not None and self.tabs.currentWidget() is self.requests:
+            self.requests.previous_request()
 
     def watch_claim(self) -> None:
         self._on_requests("watch_claim")

@@ -121,6 +121,39 @@ ACTIONS: tuple[ActionSpec, ...] = (
         needs_project=True,
         tip="Watch a claim releases must not make too certain (inference control)",
     ),
+    # the answer panel's actions, in a menu so their shortcuts are seen (the panel's buttons say them too)
+    ActionSpec(
+        "&Release",
+        "release_inferred",
+        "Release &inferred answer",
+        "release_inferred",
+        "Ctrl+I",
+        needs_project=True,
+        tip="Release the selected request's answer from history (free)",
+    ),
+    ActionSpec(
+        "&Release",
+        "spend_and_release",
+        "&Spend and release…",
+        "spend_and_release",
+        "Ctrl+Shift+S",
+        needs_project=True,
+        tip="Spend privacy budget on a fresh answer to the selected request (asks for confirmation)",
+    ),
+    ActionSpec(
+        "&Release",
+        "reject_request",
+        "&Reject…",
+        "reject_request",
+        "Ctrl+Shift+R",
+        needs_project=True,
+        tip="Refuse the selected request, with a note for the requester",
+    ),
+    ActionSpec("&Release", "next_request", "&Next request", "next_request", "Ctrl+Down", needs_project=True),
+    ActionSpec(
+        "&Release", "previous_request", "&Previous request", "previous_request", "Ctrl+Up", needs_project=True
+    ),
+    _separator("&Release"),
     ActionSpec(
         "&Release",
         "plan_batch",

@@ -66,13 +66,33 @@ def _shoot(out: Path, settings_path: str | None, size: tuple[int, int]) -> None:
     grab("requests-slice")
     # a watched claim: the Requests page's lower area shows the Watched claims tab, the answer panel its note
     win.requests.budget.mode.setCurrentIndex(0)
-    win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
+    claim = win.session.watch('count(income=">50K")', None, 14400, 0.8, 0.05, name="at most 14,400 earn >50K")
     win.requests.select_request("q37")
     win.requests.lower.setCurrentWidget(win.requests.claims)
     wait_until(
         lambda: win.requests.answer.assessment is not None and not win.requests.claims.runner.is_running()
     )
     grab("requests-claims")
+    # a posterior of proportions in the queue: its plan's words above its chart (the claim, which the
+    # box's count would also inform through the table's released total, no longer watched)
+    win.session.unwatch(claim.id, "no longer needed")
+    shares = win.session.add_request('posterior(sex | income="<=50K"; budget=0.3)', requester="press-office")
+    win.requests.lower.setCurrentIndex(0)
+    win.requests.select_request(shares.id)
+    view = win.requests.answer.plan_view
+    wait_until(lambda: bool(view.text.text()) and not win.requests.answer.runner.is_running())
+    grab("requests-posterior")
+    # the batch dialog: what each request asks, what it spends alone, what the batch does for it, and why
+    from dpdesk.gui.kinds.batch_dialog import BatchDialog
+
+    batch = BatchDialog(win.session, ["q29", "q30", "q31", "q35"], "fft", win)
+    batch.show()
+    batch.resize(min(batch.width(), size[0]), min(batch.height(), size[1] - 40))  # as on that screen
+    wait_until(lambda: batch.plan is not None and not batch.runner.is_running())
+    wait_until(lambda: False, 0.3)
+    batch.grab().save(str(out / "batch.png"))
+    shots.append("batch")
+    batch.close()
     win.show_page("audit")
     win.audit.verify()
     win.audit.table.selectRow(1)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.widgets.examples import count_example
 from dpdesk.gui.widgets.screen_fit import keep_on_screen
 from dpdesk.store.watch import claim_payload
 
@@ -59,7 +60,7 @@ class ClaimDialog(QDialog):
         lay.addWidget(advice)
         form = QFormLayout()
         self.query = QLineEdit(query)
-        self.query.setPlaceholderText('count(age="65-90", education="Doctorate")')
+        self.query.setPlaceholderText(count_example(schema))
         self.side = QComboBox()
         self.side.addItems(SIDES)
         self.low = QLineEdit("0")

@@ -18,6 +18,7 @@ text form (or ticking labels) replaces it, and clearing the text keeps it again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -43,11 +44,20 @@ from dpdesk.engine.queries.query import Query, count
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.registry import kind_of_text, read_request
 from dpdesk.engine.schema import Schema
+from dpdesk.gui.widgets.examples import count_example
 from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 # how a request other than a count is priced (a count always states its accuracy ±ε at δ)
 PRICES = ("accuracy ε at δ", "per-cell budget α", "stated in the text (posterior)")
+POSTERIOR_MECHANISMS = (
+    ("", "the more accurate at the size (chosen by dpdesk)"),
+    ("global", "exponential mechanism, global sensitivity"),
+    ("smooth", "exponential mechanism, smooth sensitivity (give delta=… in the text)"),
+    ("laplace", "Laplace noise on every count"),
+)
+_MECHANISM_OPTION = re.compile(r";\s*mechanism\s*=\s*[A-Za-z_]+")
 
 
 class QueryBuilderDialog(QDialog):
@@ -82,6 +92,7 @@ class QueryBuilderDialog(QDialog):
         self.buttons.accepted.connect(self.submit_values)
         self.buttons.rejected.connect(self.reject)
         lay.addWidget(self.buttons)
+        guard_wheel(self)  # the label boxes scroll: the wheel never changes a value it passes over
         self._from_checks()
 
     def _boxes(self, schema: Schema) -> QScrollArea:
@@ -93,8 +104,14 @@ class QueryBuilderDialog(QDialog):
             group = QGroupBox(f"{attr.name} (none ticked = any)")
             gl = QHBoxLayout(group)
             self.checks[attr.name] = []
-            for label in attr.labels:
+            for k, label in enumerate(attr.labels):
                 cb = QCheckBox(label)
+                if attr.kind == "numeric" and attr.edges:  # what the bin holds, whatever its label says
+                    last = k == len(attr.labels) - 1
+                    cb.setToolTip(
+                        f"{attr.name} from {attr.edges[k]:g} {'to' if last else 'up to, not including,'} "
+                        f"{attr.edges[k + 1]:g}"
+                    )
                 cb.toggled.connect(self._from_checks)
                 gl.addWidget(cb)
                 self.checks[attr.name].append(cb)
@@ -118,7 +135,7 @@ class QueryBuilderDialog(QDialog):
         self.kept_note.setVisible(False)
         form.addRow(self.kept_note)
         self.text = QLineEdit()
-        self.text.setPlaceholderText('e.g. count(age="25-34", income=">50K") or 2*count(income=">50K")')
+        self.text.setPlaceholderText(f"e.g. {count_example(self.schema)}")
         self.text.textChanged.connect(self._validate)
         form.addRow("query (text form)", self.text)
         self.status = QLabel("")
@@ -154,6 +171,15 @@ class QueryBuilderDialog(QDialog):
         price.addWidget(QLabel("α ="))
         price.addWidget(self.alpha)
         form.addRow("price (max, argmax, posterior)", price)
+        # a posterior's own fields (issue 34 item 10): its mechanism, written into the text form
+        self.mechanism = QComboBox()
+        for key, words in POSTERIOR_MECHANISMS:
+            self.mechanism.addItem(words, key)
+        self.mechanism.setToolTip(
+            "posterior(…) requests: the mechanism; 'the more accurate at the size' lets dpdesk choose"
+        )
+        self.mechanism.currentIndexChanged.connect(self._mechanism_chosen)
+        form.addRow("posterior mechanism", self.mechanism)
         for w in (self.eps, self.delta, self.alpha):
             w.valueChanged.connect(lambda _v: self._validate(self.text.text()))
         self.price.currentIndexChanged.connect(lambda _i: self._validate(self.text.text()))
@@ -185,8 +211,21 @@ class QueryBuilderDialog(QDialog):
             return
         kind = kind_of_text(text)
         other = kind.name != "count"
+        posterior = kind.name == "posterior"
+        if posterior and self.price.currentIndex() == 0 and "within" not in text and "budget" not in text:
+            self.price.setCurrentIndex(1)  # a posterior is priced by its α unless its text says otherwise
+            return  # (the change validates again)
         self.price.setEnabled(other)
         self.alpha.setEnabled(other and self.price.currentIndex() == 1)
+        self.mechanism.setEnabled(posterior)
+        if posterior:
+            m = _MECHANISM_OPTION.search(text)
+            key = m.group(0).split("=")[1].strip() if m else ""
+            i = self.mechanism.findData(key)
+            if i >= 0 and i != self.mechanism.currentIndex():
+                self.mechanism.blockSignals(True)
+                self.mechanism.setCurrentIndex(i)
+                self.mechanism.blockSignals(False)
         try:
             if other:
                 _, eps, delta, _, alpha = self.values()
@@ -199,9 +238,47 @@ class QueryBuilderDialog(QDialog):
             self.query, verdict = None, f"✗ {exc}"
         else:
             self.query = q
+            if not other:
+                self._follow_text(q)
         self.status.setText(verdict)
         self.status.setStyleSheet("color: #237a36;" if self.query is not None else "color: #a8321f;")
         ok_btn.setEnabled(self.query is not None)
+
+    def _follow_text(self, q: Query) -> None:
+        """Tick the labels (and set the weight) a typed one-term count names, so the boxes follow the text;
+        a query they cannot show (several terms, other coefficients) leaves them as they are."""
+        if q.terms is None or len(q.terms) != 1:
+            return
+        term = q.terms[0]
+        ticks = {}
+        for attr, factor in zip(self.schema.attributes, term.factors):
+            f = [float(v) for v in factor]
+            if any(v not in (0.0, 1.0) for v in f):
+                return
+            ticks[attr.name] = [] if all(v == 1.0 for v in f) else [v == 1.0 for v in f]
+        widgets = [cb for cbs in self.checks.values() for cb in cbs] + [self.weight]
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            for name, cbs in self.checks.items():
+                want = ticks.get(name) or [False] * len(cbs)
+                for cb, on in zip(cbs, want):
+                    cb.setChecked(on)
+            self.weight.setValue(term.weight)
+        finally:
+            for w in widgets:
+                w.blockSignals(False)
+
+    def _mechanism_chosen(self) -> None:
+        """Write the chosen mechanism into a posterior's text form (or take it out: dpdesk chooses)."""
+        text = self.text.text()
+        if kind_of_text(text).name != "posterior":
+            return
+        key = self.mechanism.currentData()
+        text = _MECHANISM_OPTION.sub("", text)
+        if key:
+            text = text.rstrip().removesuffix(")") + f"; mechanism={key})"
+        self.text.setText(text)
 
     def set_values(
         self, text: str, eps: float | None, delta: float | None, requester: str, alpha: float | None = None

@@ -131,6 +131,7 @@ class BatchDialog(QDialog):
         super().__init__(parent)
         keep_on_screen(self)
         self.setWindowTitle("Plan batch")
+        self.resize(900, 720)  # the table's columns whole where the screen allows (fitted to it when shown)
         self.session, self.request_ids, self.method = session, request_ids, method
         self.plan: BatchPlan | None = None
         self.outcome: BatchRelease | None = None  # once released
@@ -245,14 +246,21 @@ class BatchDialog(QDialog):
         self.plan = plan
         self.progress.setValue(100)
         one = plan.one_by_one
+        # "one by one" means one thing: today's rules, request after request (when the plan is that, it is
+        # not compared with itself)
+        compared = (
+            ""
+            if plan.strategy == "one by one"
+            else f" One by one (today's rules{', watched claims aside' if plan.left_out else ''}) would answer "
+            f"{'' if one.checked else 'at most '}{plan.one_by_one_answered} at system cost "
+            f"{one.system_cost_after:.4g}."
+        )
+        name = "one by one (today's rules)" if plan.strategy == "one by one" else plan.strategy
         self.summary.setText(
-            f"<b>{html.escape(plan.strategy)}</b>: {len(plan.measurements)} measurement(s); system cost "
+            f"<b>{html.escape(name)}</b>: {len(plan.measurements)} measurement(s); system cost "
             f"{plan.system_cost:.4g} now → {plan.system_cost_after:.4g} after, of {plan.total_budget:g}"
             f"{_in_epsilon(self.session.accounting, plan)}. "
-            f"Answers {plan.answered} of {len(plan.requests)}; one by one (today's rules"
-            f"{', watched claims aside' if plan.left_out else ''}) would answer "
-            f"{'' if one.checked else 'at most '}{plan.one_by_one_answered} at system cost "
-            f"{one.system_cost_after:.4g}.<br>{html.escape(plan.why())}"
+            f"Answers {plan.answered} of {len(plan.requests)}.{compared}<br>{html.escape(plan.why())}"
             + (
                 f"<br>{look_ahead_summary(plan, self._planned_share)}"
                 if self._planned_share is not None

@@ -35,6 +35,8 @@ from PySide6.QtWidgets import (
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.examples import count_example
+from dpdesk.gui.widgets.plots import show_axes, show_empty
 from dpdesk.gui.widgets.progress import set_progress
 from dpdesk.gui.widgets.screen_fit import keep_on_screen
 
@@ -67,6 +69,7 @@ class EstimateDialog(QDialog):
         release_job: Callable[[ReleasePlan], Job[Release]] | None = None,
         released: Callable[[], None] | None = None,
         parent: QWidget | None = None,
+        schema: Any = None,
     ) -> None:
         super().__init__(parent)
         keep_on_screen(self)
@@ -79,7 +82,8 @@ class EstimateDialog(QDialog):
         self.record_runner = TaskRunner(self)
         form = QFormLayout()
         self.query = QLineEdit(text)
-        self.query.setPlaceholderText('a count query, e.g. count(age="30-39", sex="F")')
+        example = count_example(schema) if schema is not None else 'count(attribute="label")'
+        self.query.setPlaceholderText(f"a count query, e.g. {example}")
         self.by_cv = QCheckBox("choose τ by 5-fold cross-validation")
         self.by_cv.setChecked(True)
         self.tau = QDoubleSpinBox()
@@ -103,6 +107,7 @@ class EstimateDialog(QDialog):
         self.plot.setTitle("choosing τ (not this estimate's error)", size="9pt")
         self.plot.setLogMode(x=True, y=False)
         self.plot.setMinimumHeight(180)
+        show_empty(self.plot, "Preview with τ by cross-validation to see\nhow τ was chosen")
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.preview_button = QPushButton("Preview")
@@ -181,7 +186,11 @@ class EstimateDialog(QDialog):
         ]
         self.result.setHtml("<br>".join(lines))
         cv = plan.cv
-        if cv is not None:
+        if cv is None:
+            show_empty(self.plot, "τ was given: no cross-validation to show")
+        else:
+            self.plot.clear()
+            show_axes(self.plot)
             ok = np.isfinite(cv.taus) & np.isfinite(cv.mse)
             self.plot.plot(
                 cv.taus[ok], cv.rmse[ok], pen=pg.mkPen("#2c7fb8", width=2), symbol="o", symbolSize=5

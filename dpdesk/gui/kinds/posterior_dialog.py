@@ -41,9 +41,11 @@ from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.examples import box_example
 from dpdesk.gui.widgets.proportions_plot import ProportionsPlot
 from dpdesk.gui.widgets.release_buttons import release_buttons
 from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 if TYPE_CHECKING:
     from dpdesk.engine.dirichlet.plan import PosteriorAssessment
@@ -115,6 +117,7 @@ class PosteriorDialog(QDialog):
         lay.addWidget(shown, 3)
         lay.addLayout(buttons)
         keep_on_screen(self)
+        guard_wheel(self)  # the form scrolls: the wheel never changes a price it passes over
         for w in (self.attribute, self.mechanism):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.budget, self.within, self.failure, self.size, self.reference):
@@ -131,7 +134,9 @@ class PosteriorDialog(QDialog):
         self.attribute = QComboBox()
         self.attribute.addItems([a.name for a in schema.attributes if a.size >= 2])
         self.box = QLineEdit()
-        self.box.setPlaceholderText('other attributes, e.g. age="65-90", sex=[F, M] (empty: the whole table)')
+        self.box.setPlaceholderText(
+            f"other attributes, e.g. {box_example(schema, schema.attributes[0].name)} (empty: the whole table)"
+        )
         self.prior = QLineEdit("1")
         self.prior.setToolTip(
             "one positive number for every category, or one per category separated by commas"

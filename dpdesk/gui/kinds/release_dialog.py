@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
@@ -40,6 +41,7 @@ from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.heatmap_view import HeatmapView, show_cell_costs
 from dpdesk.gui.widgets.release_buttons import release_buttons
 from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 KINDS = ("Every cell", "Marginals", "Interval tree")
 
@@ -108,6 +110,7 @@ class PublishReleaseDialog(QDialog):
         lay.addWidget(shown, 3)
         lay.addLayout(buttons)
         keep_on_screen(self)
+        guard_wheel(self)  # the form scrolls: the wheel never changes a price it passes over
         for w in (self.kind, self.tree_attr):
             w.currentIndexChanged.connect(self._inputs_changed)
         for w in (self.branching, self.depth, self.alpha, self.accuracy, self.delta):
@@ -191,6 +194,7 @@ class PublishReleaseDialog(QDialog):
             total_budget=self.total_budget,
             cell_costs=self.cell_costs,
             accounting=self.accounting,
+            rule=person_rule(self.schema),
         )
         if self.by_alpha.isChecked():
             kwargs["alpha"] = self.alpha.value()

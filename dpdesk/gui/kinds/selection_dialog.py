@@ -31,9 +31,11 @@ from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
 from dpdesk.gui.runtime.session import ProjectSession
 from dpdesk.gui.runtime.tasks import TaskRunner
+from dpdesk.gui.widgets.examples import selection_example
 from dpdesk.gui.widgets.release_buttons import release_buttons
 from dpdesk.gui.widgets.screen_fit import keep_on_screen, scrolling
 from dpdesk.gui.widgets.selection_chart import SelectionChart
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 
 class SelectionDialog(QDialog):
@@ -48,7 +50,7 @@ class SelectionDialog(QDialog):
         self.runner = TaskRunner(self)
         form = QFormLayout()
         self.query = QLineEdit()
-        self.query.setPlaceholderText('max(age)   argmax(education | sex="Female")')
+        self.query.setPlaceholderText(selection_example(session.schema))
         form.addRow("Query", self.query)
         self.by_alpha = QRadioButton("per-cell budget α")
         self.by_accuracy = QRadioButton("accuracy target T")
@@ -89,6 +91,7 @@ class SelectionDialog(QDialog):
         lay.addWidget(self.chart, 1)
         lay.addLayout(buttons)
         keep_on_screen(self)
+        guard_wheel(self)  # the form scrolls: the wheel never changes a price it passes over
         self.query.textChanged.connect(self._inputs_changed)
         for w in (self.alpha, self.accuracy, self.delta):
             w.valueChanged.connect(self._inputs_changed)

@@ -51,6 +51,7 @@ from dpdesk.gui.runtime.task_line import TaskLine
 from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.models import LEDGER_HEADERS, RowsModel, plural, query_summary
 from dpdesk.gui.widgets.plots import pg
+from dpdesk.store import audit_export
 from dpdesk.store.ledger import thaw
 
 
@@ -235,6 +236,11 @@ class AuditPage(QWidget):
         if fit:
             self.people.resizeColumnsToContents()
             self.table.resizeColumnsToContents()
+        else:  # an entry of a new kind ('rejected', 'unwatch') widens its column, never narrows it
+            k = LEDGER_HEADERS.index("kind")
+            width = self.table.columnWidth(k)
+            self.table.resizeColumnToContents(k)
+            self.table.setColumnWidth(k, max(width, self.table.columnWidth(k)))
         self.curve = t.curve
         self._curve_drawn = False
         if self.isVisible():  # a hidden page draws its curve when it is shown
@@ -359,7 +365,9 @@ class AuditPage(QWidget):
         def done(report) -> None:
             self.html_btn.setEnabled(True)
             self._show_verdict(report)  # the report states the same check
-            dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}.")
+            cells = audit_export.cells_file_for(path)
+            beside = f" and its per-cell table to {cells.name}" if cells.exists() else ""
+            dialogs.show_info(self, "Report exported", f"Wrote the audit report to {path}{beside}.")
 
         self.html_btn.setEnabled(False)
         self._say("")

@@ -19,11 +19,13 @@ def answer_all_free(page: RequestsPage) -> None:
     """Release every pending request answerable from history, each as its own ledger entry."""
     if page.free_runner.is_running() or page.answer.release_runner.is_running():
         return
+    n = sum(st == "pending" for st in page.statuses.values())
     if not dialogs.confirm(
         page,
         "Answer all free requests",
-        "Release every pending request that history already answers (cost 0)? Each is "
-        "assessed now and recorded in the ledger; the others stay pending.",
+        f"Assess the {plural(n, 'pending request')} now and release every one history already answers "
+        "(cost 0)? Each is recorded in the ledger; the others stay pending. You are told how many were "
+        "released.",
     ):
         return
     page.free_btn.setEnabled(False)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -37,7 +36,6 @@ from PySide6.QtWidgets import (
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.query_builder import QueryBuilderDialog
 from dpdesk.gui.pages import queue_actions
-from dpdesk.gui.panels.answer_actions import SHORTCUTS
 from dpdesk.gui.panels.answer_panel import AnswerPanel
 from dpdesk.gui.panels.budget_panel import BudgetPanel
 from dpdesk.gui.panels.claims_panel import ClaimsPanel
@@ -93,20 +91,9 @@ class RequestsPage(QWidget):
         subscribe(self, (ev.entry_appended,), self._entries_appended)
         subscribe(self, (ev.settings_changed, ev.claims_changed), lambda *_: self._history_moved(()))
         subscribe(self, (ev.loaded,), lambda *_: self.reload())
-        self._shortcuts()
+        # the keyboard shortcuts (Ctrl+I, Ctrl+Shift+S, Ctrl+Shift+R, Ctrl+Down, Ctrl+Up) are the Release
+        # menu's actions (gui/app/menus.py), so the menu shows them
         self.reload()
-
-    def _shortcuts(self) -> None:
-        for keys, slot in (
-            ("Ctrl+Down", self.next_request),
-            ("Ctrl+Up", self.previous_request),
-            (SHORTCUTS["infer"], self.answer.release_inferred),
-            (SHORTCUTS["spend"], self.answer.spend_and_release),
-            (SHORTCUTS["reject"], self.answer.reject),
-        ):
-            sc = QShortcut(QKeySequence(keys), self)
-            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-            sc.activated.connect(slot)
 
     def _queue_side(self) -> QWidget:
         """The queue: filter, search, the action buttons, the table, the counts."""
@@ -293,7 +280,7 @@ class RequestsPage(QWidget):
 
     def _show_rows(self, rows: QueueRows, keep: str | None, refresh: bool = True) -> None:
         fit = self.model.rowCount() == 0  # columns fit the first rows shown; later reloads keep the widths
-        self.model.set_rows(rows.rows, rows.ids)
+        self.model.set_rows(rows.rows, rows.ids, rows.tips)
         self.statuses = rows.statuses
         if fit:
             self.table.resizeColumnsToContents()

@@ -70,7 +70,9 @@ class StartPage(QWidget):
         buttons.addStretch(1)
         col.addLayout(buttons)
         col.addSpacing(12)
-        col.addWidget(QLabel("<b>Recent projects</b> (double-click to open)"))
+        col.addWidget(
+            QLabel("<b>Recent projects</b> — double-click one (or select it and press Enter) to open it")
+        )
         self.recent = QListWidget()
         col.addWidget(self.recent, 1)
         self.status = QLabel("")
@@ -80,16 +82,28 @@ class StartPage(QWidget):
         self.new_btn.clicked.connect(self.sigNew)
         self.open_btn.clicked.connect(self.sigOpen)
         self.demo_btn.clicked.connect(self.sigDemo)
-        self.recent.itemActivated.connect(
-            lambda item: self.sigOpenPath.emit(item.data(Qt.ItemDataRole.UserRole))
-        )
+        self.recent.itemActivated.connect(self._open_recent)
+
+    def _open_recent(self, item: QListWidgetItem) -> None:
+        path = item.data(Qt.ItemDataRole.UserRole)
+        if path:  # the empty list's hint has none
+            self.sigOpenPath.emit(path)
 
     def set_recent(self, paths: list[str]) -> None:
         self.recent.clear()
+        if not paths:
+            hint = QListWidgetItem(
+                "No recent projects yet: create one from a table (New project…), open a .dpdesk file "
+                "(Open project…), or try the demo."
+            )
+            hint.setFlags(Qt.ItemFlag.NoItemFlags)  # a hint, not a project: nothing to open
+            self.recent.addItem(hint)
+            return
         for p in paths:
-            item = QListWidgetItem(f"{Path(p).name} — {Path(p).parent}")
+            # the name, then the full path on its own line: two projects of the same name stay apart
+            item = QListWidgetItem(f"{Path(p).name}\n    {p}")
             item.setData(Qt.ItemDataRole.UserRole, p)
             item.setToolTip(p)
             if not Path(p).exists():
-                item.setText(item.text() + "  (missing)")
+                item.setText(f"{Path(p).name}  (missing)\n    {p}")
             self.recent.addItem(item)

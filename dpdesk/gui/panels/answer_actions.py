@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QHBoxLayout, QPushButton
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout
 
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
@@ -22,9 +22,12 @@ BUTTON_TERMS = {"infer": ("inferred",), "spend": ("fresh", "alpha", "fusion"), "
 AnswerPanel = Any
 
 
-def button_row(panel: AnswerPanel) -> QHBoxLayout:
+def button_row(panel: AnswerPanel) -> QVBoxLayout:
     """The panel's buttons (its ``infer_btn``, ``spend_btn``, ``reject_btn``, ``estimate_btn`` and
-    ``offer_btn``), connected to its actions."""
+    ``offer_btn``), connected to its actions. The occasional offers (a zero-cost estimate, a
+    counter-offer) get a row of their own, so a long label never clips the three actions on a laptop's
+    screen."""
+    offers = QHBoxLayout()
     buttons = QHBoxLayout()
     panel.infer_btn = QPushButton("Release inferred answer")
     panel.spend_btn = QPushButton("Spend α and release")
@@ -36,14 +39,15 @@ def button_row(panel: AnswerPanel) -> QHBoxLayout:
         "answers alone (free; it meets no (ε, δ))"
     )
     panel.estimate_btn.clicked.connect(lambda: _zero_cost_estimate(panel))
-    buttons.addWidget(panel.estimate_btn)
+    offers.addWidget(panel.estimate_btn)
     panel.offer_btn = QPushButton("Counter-offer within the claims…")  # shown only when a claim blocks
     panel.offer_btn.setToolTip(
         "A watched claim blocks the fresh answer asked: release at the largest α that "
         "passes (a wider ±ε) or from history for free, once the requester accepts"
     )
     panel.offer_btn.clicked.connect(panel.offer_within_claims)
-    buttons.addWidget(panel.offer_btn)
+    offers.addWidget(panel.offer_btn)
+    offers.addStretch(1)
     for btn, kind, slot in (
         (panel.infer_btn, "infer", panel.release_inferred),
         (panel.spend_btn, "spend", panel.spend_and_release),
@@ -52,7 +56,10 @@ def button_row(panel: AnswerPanel) -> QHBoxLayout:
         btn.setToolTip(f"{tip(*BUTTON_TERMS[kind])}<p>Shortcut: {SHORTCUTS[kind]}</p>")
         btn.clicked.connect(slot)
         buttons.addWidget(btn)
-    return buttons
+    rows = QVBoxLayout()
+    rows.addLayout(offers)
+    rows.addLayout(buttons)
+    return rows
 
 
 def _zero_cost_estimate(panel: AnswerPanel) -> None:

@@ -12,7 +12,7 @@ Released values are public and carry no badge; the reply to the requester carrie
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -48,6 +48,8 @@ from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.posterior_plot import PosteriorPlot
 from dpdesk.gui.widgets.progress import set_progress
+from dpdesk.gui.widgets.screen_fit import wrapped_min_height
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 
@@ -70,9 +72,7 @@ class AnswerPanel(QWidget):
         self.request_id: str | None = None
         self.assessment = None
         self.runner = TaskRunner(self)
-        self.release_runner = TaskRunner(
-            self
-        )  # never cancelled by a new assessment: a release runs to its end
+        self.release_runner = TaskRunner(self)  # never cancelled by a new assessment: runs to its end
         lay = QVBoxLayout(self)
         lay.addLayout(self._header())
         lay.addLayout(self._progress_bar())
@@ -109,24 +109,26 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.result)
         self._busy(False)
         self._set_buttons(None)
+        guard_wheel(self)
+
+    def minimumSizeHint(self) -> QSize:  # its wrapped lines counted: the plot is never overlapped
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), max(hint.height(), wrapped_min_height(self.layout(), self.width())))
 
     def _header(self) -> QHBoxLayout:
+        """The request's title, the whole width (the posterior's method and prior are in its figures)."""
         top = QHBoxLayout()
         self.title = QLabel("Select a request")
         self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
         self.title.setWordWrap(True)
         top.addWidget(self.title, 1)
-        self.method_label = QLabel("posterior method")
-        top.addWidget(self.method_label)
         self.method = QComboBox()
         self.method.addItems(method_names())
         self.method.setToolTip(tip(*method_names()))
         self.method.currentTextChanged.connect(lambda _m: self.refresh())
-        top.addWidget(self.method)
         self.prior_btn = QPushButton("Known bounds…")
         self.prior_btn.setToolTip("Declare a public table size: released intervals are trimmed to 0 … N")
         self.prior_btn.clicked.connect(self.edit_prior)
-        top.addWidget(self.prior_btn)
         return top
 
     def _progress_bar(self) -> QHBoxLayout:
@@ -180,6 +182,7 @@ class AnswerPanel(QWidget):
         self.body.setMinimumHeight(90)
         form = QFormLayout()
         self.form = form
+        self._controls = {"prior": ("", self.prior_btn), "method": ("Compute with", self.method)}
         self.fields: dict[str, QLabel] = {}
         self.field_labels: dict[str, str] = {}
         for key, label, terms in FIELDS:
@@ -190,6 +193,11 @@ class AnswerPanel(QWidget):
             self.field_labels[key] = label
             if terms:
                 form.labelForField(self.fields[key]).setToolTip(tip(*terms))
+            if key in self._controls:  # what sets the field, on the row under it (not in the title's row)
+                row = QHBoxLayout()
+                row.addWidget(self._controls[key][1])
+                row.addStretch(1)
+                form.addRow(self._controls[key][0], row)
         body_lay.addLayout(form)
         return self.body
 
@@ -274,7 +282,7 @@ class AnswerPanel(QWidget):
 
         count = kind == "count"
         self.kind = None if count else kind_named(kind)
-        for w in (self.plot, self.body, self.method_label, self.method, self.prior_btn):
+        for w in (self.plot, self.body):
             w.setVisible(count)
         self.plan_view.setVisible(not count)
         if count:
@@ -333,13 +341,7 @@ class AnswerPanel(QWidget):
     def show_assessment(self, a) -> None:
         self.assessment = a
         self._badge(*DECISION_STYLE[a.decision])
-        reason = a.reason
-        if not a.estimable:
-            reason = (
-                "Not estimable from history — the released answers do not determine this query, so there is "
-                "no posterior yet. " + reason[:1].upper() + reason[1:]
-            )
-        self.reason.setText(reason)
+        self.reason.setText(a.reason)  # the plot says why there is no posterior when there is none
         decided = self.session.request(a.request.id).status != "pending"
         # a decided request's released answer is stated once (with its interval and confidence) above;
         # the posterior below is history's now, which includes that release: said so on every label
@@ -418,7 +420,10 @@ class AnswerPanel(QWidget):
             return
         decision = a.decision if a is not None else None
         self.infer_btn.setVisible(a is None or a.estimable)
-        self.estimate_btn.setVisible(a is not None and not a.estimable and a.estimate.history_size > 0)
+        # a zero-cost estimate is offered for a pending request history cannot estimate, never a decided one
+        self.estimate_btn.setVisible(
+            pending and a is not None and not a.estimable and a.estimate.history_size > 0
+        )
         self.infer_btn.setEnabled(pending and decision == "infer")
         self.spend_btn.setEnabled(pending and decision == "spend" and not self.claim_blocked)
         self.spend_btn.setText(

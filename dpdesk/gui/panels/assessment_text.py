@@ -51,8 +51,8 @@ METHOD_WORDS = {
     "lattice": "exact lattice transform",
     "atoms": "exact enumeration of the noise atoms",
     "bandlimited": "characteristic function with Beurling–Selberg bounds",
-    "direct": "paper Algorithm 2 (direct convolution)",
-    "mc": "Monte Carlo (paper Algorithm 1), sampled: the bound holds with probability 0.999",
+    "direct": "direct convolution of the noise terms",
+    "mc": "Monte Carlo, sampled: the bound holds with probability 0.999",
 }
 
 
@@ -142,6 +142,12 @@ def status_text(req, entry) -> str:
     return f"rejected (ledger #{entry.seq})"
 
 
+def sentence(text: str) -> str:
+    """``text`` ending with one full stop (a note that ends with one already gets no second)."""
+    text = str(text).strip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
 def _when(entry) -> str:
     return entry.time[:19].replace("T", " ") + " UTC"
 
@@ -151,7 +157,7 @@ def outcome_text(entry) -> str:
     p = entry.payload
     where = f"ledger entry #{entry.seq} ({entry.hash[:12]}…)"
     if entry.kind == "rejected":
-        return f"Rejected {_when(entry)}: {p.get('reason') or 'no reason given'}. {where}."
+        return f"Rejected {_when(entry)}: {sentence(p.get('reason') or 'no reason given')} {where}."
     cost = f"α = {float(p['alpha']):.4g}" if entry.kind == "fresh" else "no budget (from history)"
     value = "several values" if entry.released is None else entry.stated()
     return (

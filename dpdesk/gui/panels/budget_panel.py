@@ -19,6 +19,7 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDialog,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.gui import dialogs
 from dpdesk.gui.runtime.redraw import subscribe
 from dpdesk.gui.runtime.session import ProjectSession
@@ -35,6 +37,8 @@ from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.gauge import BudgetGauge
 from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.heatmap_view import HeatmapView, project_2d
+from dpdesk.gui.widgets.screen_fit import keep_on_screen
+from dpdesk.gui.widgets.wheel_guard import guard_wheel
 
 SLICES_PER_ROW = 3
 HEATMAP_MIN_HEIGHT = 220
@@ -71,6 +75,7 @@ class BudgetPanel(QWidget):
         subscribe(self, (ev.entry_appended, ev.settings_changed, ev.loaded), lambda *_: self.redraw())
         self._ids = np.zeros((1, 1), dtype=int)
         self.shown_costs = np.zeros(0)
+        guard_wheel(self)  # the panel scrolls: the wheel never switches an attribute it passes over
         self.redraw()
 
     def _buttons(self) -> QHBoxLayout:
@@ -87,6 +92,10 @@ class BudgetPanel(QWidget):
             "tree) that later requests are answered from"
         )
         self.publish_btn.clicked.connect(self.publish_release)
+        self.window_btn = QPushButton("Heatmap in a window…")
+        self.window_btn.setToolTip("The same heatmap, as large as you like, beside the answer panel")
+        self.window_btn.clicked.connect(self.open_heatmap_window)
+        self.heatmap_window = None
         self.select_btn = QPushButton("Max / argmax…")
         self.select_btn.setToolTip(
             "Release a private maximum value or most frequent label (report-noisy-max)"
@@ -109,6 +118,10 @@ class BudgetPanel(QWidget):
         self.mode = QComboBox()
         self.mode.addItem("max over the other attributes", "max")
         self.mode.addItem("fix the other attributes", "slice")
+        self.mode.addItem("average over the other attributes", "mean")
+        self._mode_chosen = False  # the curator picked a summary: never switched for them
+        self._auto_mean = False  # the average is shown because the max was one colour (said so)
+        self.mode.currentIndexChanged.connect(self._mode_picked)  # before the redraw (connected below)
         self.preview = QCheckBox("Preview after the selected request")
         self.preview.setToolTip(
             "Show the costs as they would be after a fresh answer to the selected request; "
@@ -126,7 +139,9 @@ class BudgetPanel(QWidget):
             "off: 0 to the total budget. Cells over the total budget are crossed either way."
         )
         self.fit_scale.toggled.connect(lambda _b: self.redraw())
-        controls.addWidget(self.fit_scale, 2, 0, 1, 4)
+        controls.addWidget(self.fit_scale, 2, 0, 1, 2)
+        # in view at 1024×700 without scrolling: the heatmap as large as the curator wants, in its own window
+        controls.addWidget(self.window_btn, 2, 2, 1, 2)
         return controls
 
     def _slices(self, schema) -> QGridLayout:
@@ -145,6 +160,9 @@ class BudgetPanel(QWidget):
             box.hide()
             self.slice_labels[d].hide()
         return self.slices_box
+
+    def _mode_picked(self, _index: int) -> None:
+        self._mode_chosen, self._auto_mean = True, False
 
     def _place_slices(self, shown: list[int]) -> None:
         for d, box in self.slice_combos.items():
@@ -246,6 +264,20 @@ class BudgetPanel(QWidget):
             return
         fixed = {d: box.currentIndex() for d, box in self.slice_combos.items()}
         mat, ids = project_2d(costs, schema.shape, row, col, mode, fixed)
+        flattened = ""
+        if mode == "max" and len(schema.shape) > 2 and not self._mode_chosen and mat.size and mat.max() > 0:
+            mean, _ = project_2d(costs, schema.shape, row, col, "mean", fixed)
+            if float(np.ptp(mat)) == 0.0 and float(np.ptp(mean)) > 0.0:  # one colour: say nothing
+                self.mode.blockSignals(True)
+                self.mode.setCurrentIndex(self.mode.findData("mean"))
+                self.mode.blockSignals(False)
+                mat, mode = mean, "mean"
+                self._auto_mean = True
+        if mode == "mean" and self._auto_mean:
+            flattened = (
+                "The max over the other attributes is one colour here (every row × column has a cell "
+                "at the maximum): showing the average instead. "
+            )
         highlight = None
         if after is not None:
             highlight = (np.asarray(after) != np.asarray(before))[ids]
@@ -268,18 +300,27 @@ class BudgetPanel(QWidget):
             )
         top_cost = budget.system_cost if after is None else self.assessment.budget.system_cost_after
         acc = budget.accounting
+        rule = person_rule(self.session.schema)
+        adds, rho_adds = "the most-spent cell", "the most-spent cell's ρ"
+        if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
+            what, adds, rho_adds = (
+                f"{what}, per row",
+                f"one person's privacy loss ε: {rule.how()}",
+                "one person's ρ",
+            )
         self.info.setText(
-            (
-                f"Per-cell privacy cost {what}; system cost = the most-spent cell = {top_cost:.6g} "
-                f"of {budget.total:g}. "
+            flattened
+            + (
+                f"Per-cell privacy cost {what}; system cost = {adds} = {top_cost:.6g} of {budget.total:g}. "
                 if acc is None
-                else f"Per-cell privacy cost in ρ (zCDP) {what}; system cost = the most-spent cell's ρ "
+                else f"Per-cell privacy cost in ρ (zCDP) {what}; system cost = {rho_adds} "
                 f"{top_cost:.6g} of {budget.total:.6g}, i.e. privacy loss ε = {budget.shown(top_cost):.4g} "
                 f"of {acc.epsilon:g} at δ = {acc.delta:g} ({acc.conversion} conversion). "
             )
             + "Hover a cell for its labels, cost and the requests that spent it."
             + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else "")
         )
+        self._mirror()
 
     def cell_menu(self, r: int, c: int) -> QMenu:
         """The heatmap cell's menu: *Watch this cell…* (a claim about that cell's count)."""
@@ -319,4 +360,36 @@ class BudgetPanel(QWidget):
             lines.append("spent by: shown once the ledger is read (open the Audit page)")
         if self.mode.currentData() == "max" and len(schema.shape) > 2:
             lines.append("(the most-spent cell among the other attributes' labels)")
+        if self.mode.currentData() == "mean" and len(schema.shape) > 2:
+            lines.append(
+                "(the colour is the average over the other attributes' labels; this is the most-spent)"
+            )
         return "\n".join(lines)
+
+    def open_heatmap_window(self) -> QDialog:
+        """The heatmap in a window of its own (non-modal, fitted to the screen), redrawn with the panel."""
+        if self.heatmap_window is None:
+            dlg = QDialog(self)
+            keep_on_screen(dlg)
+            dlg.setWindowTitle(f"Per-cell privacy costs — {self.session.name}")
+            dlg.resize(760, 560)
+            lay = QVBoxLayout(dlg)
+            dlg.view = HeatmapView()
+            dlg.view.tooltip_for = self.describe
+            dlg.caption = QLabel("")
+            dlg.caption.setWordWrap(True)
+            lay.addWidget(dlg.view, 1)
+            lay.addWidget(dlg.caption)
+            self.heatmap_window = dlg
+        self._mirror()
+        self.heatmap_window.show()
+        self.heatmap_window.raise_()
+        return self.heatmap_window
+
+    def _mirror(self) -> None:
+        """Show in the window what the panel's heatmap shows."""
+        dlg = self.heatmap_window
+        if dlg is None or self.heatmap.last is None:
+            return
+        dlg.view.set_matrix(*self.heatmap.last)
+        dlg.caption.setText(self.info.text())

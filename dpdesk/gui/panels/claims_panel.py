@@ -27,16 +27,18 @@ from dpdesk.gui.runtime.redraw import subscribe
 from dpdesk.gui.runtime.session import ProjectSession
 from dpdesk.gui.runtime.tasks import TaskRunner
 from dpdesk.gui.widgets.models import RowsModel
-from dpdesk.gui.widgets.plots import pg
+from dpdesk.gui.widgets.plots import pg, show_axes, show_empty
+from dpdesk.gui.widgets.screen_fit import scrolling
 
 CLAIM_HEADERS = ("id", "claim", "Pr(claim) now", "τ", "risk left", "spent by (risk)", "one person: odds ×≤")
+CLAIM_COLUMN = 1  # stretches; the others keep their contents' width (Pr(claim) now is never cut)
 
 
 def claim_rows(statuses) -> list[tuple]:
     out = []
     for s in statuses:
         w, r = s.watched, s.reading
-        now = "not estimable (worst case)" if not r.estimable else f"{r.probability:.4f}"
+        now = "not estimable yet" if not r.estimable else f"{r.probability:.4f}"
         out.append(
             (
                 w.id,
@@ -124,7 +126,14 @@ class ClaimsPanel(QWidget):
         self.statuses: list = []
         self._trace: list = []  # Pr(claim) over the ledger of the claim the last job read
         self.runner = TaskRunner(self)
-        lay = QVBoxLayout(self)
+        # the tab scrolls when short (as the budget's does): the answer panel above keeps its room at 1024×700
+        inner = QWidget()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        area = scrolling(inner)
+        area.setMinimumHeight(60)
+        outer.addWidget(area)
+        lay = QVBoxLayout(inner)
         bar = QHBoxLayout()
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
@@ -194,14 +203,27 @@ class ClaimsPanel(QWidget):
         keep = self.selected_id()
         self.statuses, self._trace = result
         self.model.set_rows(claim_rows(self.statuses), [s.watched.id for s in self.statuses])
-        self.table.resizeColumnsToContents()
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        for c in range(len(CLAIM_HEADERS)):
+            header.setSectionResizeMode(
+                c,
+                QHeaderView.ResizeMode.Stretch
+                if c == CLAIM_COLUMN
+                else QHeaderView.ResizeMode.ResizeToContents,
+            )
         n = len(self.statuses)
-        over = sum(s.reading.over_threshold for s in self.statuses)
+        over = sum(s.reading.estimable and s.reading.over_threshold for s in self.statuses)
+        unknown = sum(not s.reading.estimable for s in self.statuses)
         self.summary.setText(
             "No claims are watched."
             if not n
-            else f"{n} claim{'s' if n != 1 else ''} watched; {over} at or over τ (or not estimable)."
+            else f"{n} claim{'s' if n != 1 else ''} watched: {over} at or over τ"
+            + (
+                f"; {unknown} not estimable yet (no release determines it: read as the worst case)"
+                if unknown
+                else ""
+            )
+            + "."
         )
         ids = [s.watched.id for s in self.statuses]
         row = ids.index(keep) if keep in ids else (0 if ids else -1)
@@ -217,10 +239,19 @@ class ClaimsPanel(QWidget):
     def _draw(self, row: int) -> None:
         """Pr(claim) after the claim was added and after every later release; orange: releases that spent risk."""
         if not 0 <= row < len(self.statuses):
-            self.curve.setData([], [])
-            self.moved.setData([], [])
-            self.tau_line.setVisible(False)
+            # no claim selected (or none left after a removal): no stale title, no empty axes
+            self.plot.setTitle(None)
+            show_empty(
+                self.plot,
+                "Select a claim to see\nPr(claim) over the ledger" if self.statuses else "No claims watched",
+            )
             return
+        if self.curve not in self.plot.plotItem.items:  # drawn again after show_empty cleared the plot
+            self.plot.plotItem.clear()
+            for item in (self.curve, self.moved, self.tau_line):
+                self.plot.addItem(item)
+            show_axes(self.plot)
+            self.plot.setYRange(0, 1, padding=0.05)
         w = self.statuses[row].watched
         trace = (
             self._trace if self._trace and self._trace[0][0] == w.added else self.session.claim_trace(w.id)

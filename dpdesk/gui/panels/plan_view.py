@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from dpdesk.gui.kinds.kind_views import CHARTS, KindChart
+from dpdesk.gui.widgets.screen_fit import scrolling
 
 if TYPE_CHECKING:
     from dpdesk.engine.kinds.base import Kind
@@ -35,11 +36,13 @@ class PlanView(QWidget):
         self.charts = QStackedWidget()
         for view in self.views.values():
             self.charts.addWidget(view.widget())
-        self.charts.setMinimumHeight(200)
+        self.charts.setMinimumHeight(150)  # as a count's posterior plot: never a strip
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.text)
-        lay.addWidget(self.charts, 1)
+        # the words scroll when the panel is short (a posterior's preview is a dozen lines at 1024×700)
+        self.words = scrolling(self.text, 90)
+        lay.addWidget(self.words, 1)
+        lay.addWidget(self.charts, 2)
 
     # the charts by name, as the views draw them (tests and the screenshots reach them so)
     @property

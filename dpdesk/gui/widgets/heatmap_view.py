@@ -38,7 +38,9 @@ def project_2d(
     moved_ids = np.transpose(flat_ids, order).reshape(shape[row], shape[col], -1)
     k = np.argmax(moved, axis=2)
     mat = np.take_along_axis(moved, k[..., None], axis=2)[..., 0]
-    ids = np.take_along_axis(moved_ids, k[..., None], axis=2)[..., 0]
+    ids = np.take_along_axis(moved_ids, k[..., None], axis=2)[..., 0]  # hover names the most-spent cell
+    if mode == "mean":
+        mat = moved.mean(axis=2)
     return mat, ids
 
 
@@ -50,6 +52,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.last: tuple | None = None  # the arguments of the last set_matrix (a mirror draws them again)
         self.setBackground("w")
         self.plot = self.addPlot()
         self.plot.setMenuEnabled(False)
@@ -93,6 +96,7 @@ class HeatmapView(pg.GraphicsLayoutWidget):
         highlight: np.ndarray | None = None,
         over: np.ndarray | None = None,
     ) -> None:
+        self.last = (matrix, row_labels, col_labels, row_title, col_title, vmax, highlight, over)
         self.matrix = np.asarray(matrix, dtype=float)
         self.vmax = float(vmax)
         self.image.setImage(self.matrix, autoLevels=False)

@@ -60,6 +60,10 @@ class DataFrameModel(QAbstractTableModel):
         return str(section + 1)
 
 
+# four significant digits for the privacy losses a table lists (the details and the ledger keep them all)
+FLOAT_FORMATS = {"α spent": ".4g", "risk left": ".4g"}
+
+
 class RowsModel(QAbstractTableModel):
     """A table of rows given as tuples, with fixed headers; ``payload(row)`` returns the source object."""
 
@@ -68,12 +72,20 @@ class RowsModel(QAbstractTableModel):
         self._headers = list(headers)
         self._rows: list[tuple[Any, ...]] = []
         self._payloads: list[object] = []
+        self._tips: list[tuple[Any, ...] | None] = []
 
-    def set_rows(self, rows: Sequence[tuple[Any, ...]], payloads: Sequence[object]) -> None:
+    def set_rows(
+        self,
+        rows: Sequence[tuple[Any, ...]],
+        payloads: Sequence[object],
+        tips: Sequence[tuple[Any, ...] | None] | None = None,
+    ) -> None:
         """Show ``rows``. Rows appended after the ones shown are inserted and rows changed in place are
         updated, so a view repaints only those (a release decides one request of thousands); anything
-        else resets the model."""
+        else resets the model. ``tips``: per row, a tuple of tooltips (None: a cell's tooltip is its
+        text)."""
         new, old = list(rows), self._rows
+        self._tips = list(tips) if tips is not None else []
         if len(new) < len(old) or not old or (new[: len(old)] != old and len(new) != len(old)):
             self.beginResetModel()
             self._rows, self._payloads = new, list(payloads)
@@ -98,14 +110,22 @@ class RowsModel(QAbstractTableModel):
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
         return 0 if parent.isValid() else len(self._headers)
 
+    def _text(self, value: Any, column: int) -> str:
+        if isinstance(value, str):
+            return value
+        if value is None:
+            return ""
+        if isinstance(value, float):
+            return format(value, FLOAT_FORMATS.get(self._headers[column], "g"))
+        return str(value)
+
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         value = self._rows[index.row()][index.column()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return (
-                value
-                if isinstance(value, str)
-                else ("" if value is None else f"{value:g}" if isinstance(value, float) else str(value))
-            )
+            return self._text(value, index.column())
+        if role == Qt.ItemDataRole.ToolTipRole:  # a cell cut by its column reads whole on hover
+            tips = self._tips[index.row()] if index.row() < len(self._tips) else None
+            return (tips[index.column()] if tips else None) or self._text(value, index.column()) or None
         if role == Qt.ItemDataRole.UserRole:  # sort key
             return value
         if role == Qt.ItemDataRole.ForegroundRole and self._headers[index.column()] in ("status", "kind"):
@@ -128,18 +148,43 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
+def asks(text: str) -> str:
+    """What a count asks, short enough for a narrow column: ``count(sex="F", age="0-30")`` reads
+    ``sex=F · age=0-30`` (the labels first, not ``count(sex="…``); a weighted or combined query, or
+    another kind, keeps its text. The full text is the cell's tooltip."""
+    t = text.strip()
+    if not (t.startswith("count(") and t.endswith(")")) or t.count("count(") != 1:
+        return t
+    inner = t[len("count(") : -1].strip()
+    if not inner:
+        return "every record"
+    if "[" in inner:  # label lists: keep them as typed, without the count( ) around
+        return inner
+    parts = [p.strip() for p in inner.split(",")]
+    if not all("=" in p for p in parts):
+        return inner
+    return " · ".join(
+        f"{p.split('=', 1)[0].strip()}={p.split('=', 1)[1].strip().strip(chr(34))}" for p in parts
+    )
+
+
 def request_rows(requests: Sequence[StoredRequest], schema: Schema | None = None) -> list[tuple[Any, ...]]:
     return [
         (
             r.id,
             r.requester,
-            r.describe(schema),
+            asks(r.describe(schema)),
             r.eps if r.eps is not None else r.terms(),
             "" if r.delta is None else r.delta,
             r.status,
         )
         for r in requests
     ]
+
+
+def request_tips(requests: Sequence[StoredRequest], schema: Schema | None = None) -> list[tuple[Any, ...]]:
+    """The queue's tooltips: the query's full text form."""
+    return [(None, None, r.describe(schema), None, None, None) for r in requests]
 
 
 REQUEST_HEADERS = ("id", "requester", "query", "±ε", "δ", "status")
@@ -217,6 +262,7 @@ class QueueRows:
     rows: list[tuple]
     ids: list[str]
     statuses: dict[str, str]  # every request's status, shown or not
+    tips: list[tuple] | None = None  # the full query text of each row
 
 
 def queue_rows(project, status: str) -> QueueRows:
@@ -224,5 +270,8 @@ def queue_rows(project, status: str) -> QueueRows:
     reqs = project.requests()
     shown = [r for r in reqs if status in ("all", r.status)]
     return QueueRows(
-        request_rows(shown, project.schema), [r.id for r in shown], {r.id: r.status for r in reqs}
+        request_rows(shown, project.schema),
+        [r.id for r in shown],
+        {r.id: r.status for r in reqs},
+        request_tips(shown, project.schema),
     )

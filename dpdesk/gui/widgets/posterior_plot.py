@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QWidget
 
 from dpdesk.engine.answering.rounding import format_value
 from dpdesk.engine.mechanisms.registry import noise_family
-from dpdesk.gui.widgets.plots import pg
+from dpdesk.gui.widgets.plots import pg, show_axes, show_empty
 
 BAR_LIMIT = 160  # more grid points than this are drawn as steps; bins of a discrete posterior: about this many in view
 
@@ -89,22 +89,22 @@ class PosteriorPlot(pg.PlotWidget):
         self.plotItem.addLegend(offset=(-10, 10))
         self.mode = "empty"  # "bars", "steps", "binned" (a discrete posterior summed into readable bins)
         self.bin_width: float | None = None
-        self._message = pg.TextItem("", color="#555", anchor=(0.5, 0.5))
+        self.clear_plot()
 
-    def clear_plot(self, message: str = "") -> None:
-        self.plotItem.clear()
+    def clear_plot(self, message: str = "Select a request to see its posterior") -> None:
+        """Empty: the message in the middle, no axes that promise data."""
         self.plotItem.setTitle(None)
-        self.plotItem.setLabel("left", "posterior mass")
         self.bin_width = None
-        legend = self.plotItem.legend
-        if legend is not None:
-            legend.clear()
         self.mode = "empty"
-        if message:
-            self._message.setText(message)
-            self.plotItem.addItem(self._message)
-            self._message.setPos(0, 0)
-            self.plotItem.setRange(xRange=(-1, 1), yRange=(-1, 1))
+        show_empty(self, message)
+
+    def _ready(self) -> None:
+        """Axes back for data (after :meth:`clear_plot`)."""
+        self.plotItem.clear()
+        if self.plotItem.legend is not None:
+            self.plotItem.legend.clear()
+        self.plotItem.setLabel("left", "posterior mass")
+        show_axes(self)
 
     def set_assessment(self, a, title: str = "") -> None:
         """Draw ``a``'s posterior; ``title`` says whose it is when that needs saying (a decided request's)."""
@@ -112,7 +112,7 @@ class PosteriorPlot(pg.PlotWidget):
         if post is None:
             self.clear_plot("Not estimable from history:\nno posterior until a fresh answer is released")
             return
-        self.clear_plot()
+        self._ready()
         self.plotItem.setTitle(title or None, size="9pt")
         grid, mass = np.asarray(post.grid), np.asarray(post.mass)
         eps = a.request.eps

@@ -14,7 +14,7 @@ import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from dpdesk.engine.dirichlet.display import DirichletMixture, bands_of, curve_range, density_of
-from dpdesk.gui.widgets.plots import pg
+from dpdesk.gui.widgets.plots import pg, show_axes, show_empty
 
 # one style per role, in the order series are usually given: prior, released, alternative
 _COLOURS = ("#8a8a8a", "#1f5fa8", "#c0392b", "#2e8b57")
@@ -29,12 +29,10 @@ class ProportionsPlot(pg.PlotWidget):
         self.setMinimumHeight(200)
         self.plotItem.showGrid(x=True, y=True, alpha=0.2)
         self.plotItem.addLegend(offset=(-10, 10))
-        self.mode = "empty"
+        self.clear_plot()
 
-    def clear_plot(self) -> None:
-        self.plotItem.clear()
-        if self.plotItem.legend is not None:
-            self.plotItem.legend.clear()
+    def clear_plot(self, message: str = "Preview to see the prior and what each mechanism releases") -> None:
+        show_empty(self, message)
         self.mode = "empty"
 
     def set_series(
@@ -48,6 +46,8 @@ class ProportionsPlot(pg.PlotWidget):
         self.clear_plot()
         if not series:
             return
+        self.plotItem.clear()
+        show_axes(self)
         if len(labels) == 2:
             self._curves(labels, series)
         else:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.errors import DpdeskError, SchemaError
-from dpdesk.engine.schema import Schema
+from dpdesk.engine.schema import Schema, half_open_labels
 
 COLS = (
     "use",
@@ -235,6 +235,9 @@ class SchemaEditor(QWidget):
             labels = _split(self.table.item(r, 5).text())
             if labels:
                 entry["labels"] = labels
+            elif kind == "numeric" and len(entry["edges"]) >= 2:
+                # "0-1" reads as "0 or 1": unlabelled bins get labels that say they are half-open
+                entry["labels"] = list(half_open_labels(entry["edges"]))
             attrs.append(entry)
         return {"attributes": attrs}
 

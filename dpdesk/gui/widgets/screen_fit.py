@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QRect, QSize, QTimer
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QLayout, QScrollArea, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QLayout, QScrollArea, QWidget
 
 # a frame the window manager has not reported yet (before the first show): title bar and borders
 _FRAME_GUESS = QSize(8, 36)
@@ -105,5 +105,26 @@ def scrolling(content: QWidget | QLayout, min_height: int = 120) -> QScrollArea:
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(content)
-    area.setMinimumHeight(min(min_height, content.sizeHint().height()))
+    area.setMinimumHeight(max(0, min(min_height, content.sizeHint().height())))
     return area
+
+
+def wrapped_min_height(layout: QLayout, width: int) -> int:
+    """The least height a vertical ``layout`` needs at ``width``: each shown item's minimum, or, for a
+    word-wrapped label (or a row holding one), its height at that width — Qt's own minimum counts a wrapped
+    label as one line, so a splitter would squeeze the panel until its rows overlap."""
+    m = layout.contentsMargins()
+    inner = max(1, width - m.left() - m.right())
+    heights = []
+    for i in range(layout.count()):
+        item = layout.itemAt(i)
+        if item is None or item.isEmpty():  # a hidden widget or an empty row takes no room
+            continue
+        h = item.minimumSize().height()
+        widget = item.widget()
+        # a row, or a label: its wrapped lines; a composite widget scrolls its own words (its minimum holds)
+        if item.hasHeightForWidth() and (widget is None or isinstance(widget, QLabel)):
+            h = max(h, item.heightForWidth(inner))
+        heights.append(h)
+    spacing = max(layout.spacing(), 0)
+    return sum(heights) + spacing * max(0, len(heights) - 1) + m.top() + m.bottom()
