@@ -274,3 +274,34 @@ def test_a_changed_measure_value_is_noticed(tmp_path: Path, files) -> None:  # t
     os.utime(csv)
     with Project.open(tmp_path / "v.dpdesk") as p:
         assert "changed since it was bound" in (p.binding_problem() or "")
+
+
+def test_a_zcdp_project_of_people_adds_rho_as_group_privacy(tmp_path: Path, files) -> None:  # type: ignore[no-untyped-def]
+    """Under zCDP a person's k rows in one cell cost k² × that cell's ρ (docs/person-level.md, Theorem 2′):
+    the view's system cost, the hard stop and verify use it."""
+    csv, schema, _ = files
+    made = new(
+        tmp_path,
+        csv,
+        schema,
+        "--accounting",
+        "zcdp",
+        "--delta",
+        1e-6,
+        "--privacy-unit",
+        "pid",
+        "--max-rows",
+        3,
+        "--test-project",
+    )
+    assert made.returncode == 0, made.stderr
+    path = tmp_path / "v.dpdesk"
+    run_dpdesk("requests", "add", path, "--query", 'count(ward="A")', "--eps", 80, "--delta", 0.05)
+    r = run_dpdesk("answer", path, "--request", "r1", "--yes")
+    assert r.returncode == 0, r.stderr + r.stdout
+    with Project.open(path) as p:
+        view = p.view()
+        rho = view.cell_costs  # per-cell ρ
+        assert view.system_cost == pytest.approx(9 * float(rho.max()), rel=1e-12)
+        assert view.system_cost <= p.answering_settings().total_budget
+    assert run_dpdesk("verify", path).returncode == 0

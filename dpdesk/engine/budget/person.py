@@ -102,6 +102,8 @@ class PersonRule:
             return 0.0
         if self.k == 1:
             return float(v.max())
+        if self.group_axes is None:  # k rows in the costliest cell: k² × its ρ, as the preview computes it
+            return self.k * self.k * float(v.max())
         return self.loss(np.sqrt(v)) ** 2
 
     def factor(self, measure: str = "epsilon") -> int:

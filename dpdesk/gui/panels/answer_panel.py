@@ -352,6 +352,7 @@ class AnswerPanel(QWidget):
             )
         for key, text in field_texts(a).items():
             self.fields[key].setText(text)
+        self.form.invalidate()  # the rows' heights for their wrapped lines now (else a second line is cut)
         self._show_claims(a)
         self._show_outcome()
         self._set_buttons(a)
