@@ -207,3 +207,28 @@ def test_the_ledger_view_refuses_an_entry_priced_at_other_bounds(project):
     forged = LedgerEntry(entry.seq, entry.time, entry.kind, entry.request_id, payload, entry.prev_hash, "x")
     with pytest.raises(MalformedEntry, match="clamp bounds are not the schema's"):
         LedgerView(schema, genesis).add(forged)
+
+
+def test_a_person_level_project_prices_a_mean_per_person(tmp_path):
+    """With at most 3 rows per person (all may share a cell), one person's loss is 3 × the largest cell's:
+    the mean's preview, the hard stop's figure and the view's system cost say the same."""
+    table = tmp_path / "visits.csv"
+    rows = [(p, 10 if p % 2 else 40, "<=50K", 20 + p % 7) for p in range(200) for _ in range(1 + p % 3)]
+    table.write_text(
+        "pid,age,income,hours\n" + "".join(f"{p},{a},{i},{h}\n" for p, a, i, h in rows), encoding="utf-8"
+    )
+    schema = {**SCHEMA, "privacy_unit": {"column": "pid", "max_rows": 3}}
+    path = tmp_path / "people.dpdesk"
+    with Project.create(
+        path, name="p", schema=schema, source_location=str(table), total_budget=20.0, test_project=True
+    ):
+        pass
+    with Project.open(path, "w") as p:
+        m = p.add_request('mean(hours | age="0-30") assuming at least 40 values', 4.0, 0.05)
+        plan = p.assess(m.id)
+        per_row = plan.price.alpha_sum + plan.price.alpha_count  # each young cell's charge per row
+        assert plan.decision == "spend" and plan.budget.system_cost_after == pytest.approx(3 * per_row)
+        assert 5.0 < 3 * per_row < 20.0  # per row it would fit a total of 5; per person it does not
+        p.release(plan, SeededSampler(4))
+        assert p.view().cell_costs.tolist() == pytest.approx([per_row, per_row, 0.0, 0.0])
+        assert p.view().system_cost == pytest.approx(3 * per_row)
