@@ -72,7 +72,7 @@ def report_parts(
     progress: Progress = None,
     cancelled: Cancel = None,
     cells_file: str | None = None,
-    cell_rows_out: list | None = None,
+    cell_rows_out: list[tuple[str, float]] | None = None,
 ) -> tuple[list[str], VerifyReport]:
     """:func:`report_html`'s text in pieces (``report.html_parts``), so it is written without being built
     whole: one 268 MB string, and its encoding, would hold the interpreter for seconds at a time."""
@@ -139,7 +139,7 @@ def export_report(
     A project with more costed cells than the page lists also gets the whole table as
     :func:`cells_file_for` ``(out)``, written before the report that names it."""
     cells_path = cells_file_for(out)
-    rows: list = []
+    rows: list[tuple[str, float]] = []
     parts, verdict = report_parts(
         project,
         images,

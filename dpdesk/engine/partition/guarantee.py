@@ -117,6 +117,7 @@ class Guarantee:
             if self.worst is not None and schema is not None
             else ""
         )
+        assert self.halfwidth is not None  # an estimable class has one
         return (
             f"each query, {what}: within ±{plain_number(self.halfwidth)} at "
             f"{100 * (1 - self.delta):.4g} % confidence (this release's exact posterior){worst}"
@@ -151,6 +152,7 @@ class SimultaneousBound:
         """A looser bound, after the release's own guarantee: all count queries at once (no paper numbers)."""
         if not self.applies:
             return f"all count queries at once: no such bound here ({self.note})"
+        assert self.halfwidth is not None  # a bound that applies has one
         return (
             f"all count queries at once (a looser bound): every count over the {self.cells:,} cells within "
             f"±{plain_number(self.halfwidth)}, all together at {100 * (1 - self.delta):.4g} % confidence"
