@@ -75,6 +75,8 @@ def test_registry_is_the_one_table():
         "estimate",
         "synthetic",
         "measurement",
+        "mean",
+        "mean-inferred",
     }
     assert all(MECHANISMS[name].name == name for name in MECHANISMS)
     assert family_for(query_from_vector([1, 2, 0], (3,))) is DISCRETE_LAPLACE

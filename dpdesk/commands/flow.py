@@ -130,7 +130,7 @@ def release_flow(
         if args.json:
             print(json.dumps({keys[0]: shown, keys[1]: None}))
         return DECLINED_BY_CLAIM
-    print("\n".join([*heading(asked, kind), *kind.preview(plan)]), file=out)
+    print("\n".join([*heading(asked, kind), *kind.preview(plan), *per_person(project)]), file=out)
     if not plan.releasable:
         if queued:
             rid = getattr(asked, "id", None)
@@ -155,6 +155,20 @@ def release_flow(
     return 0
 
 
+def per_person(project: Project) -> list[str]:
+    """On a project whose people hold up to k > 1 rows: how the per-row α above adds up to the system
+    cost, one person's privacy loss ε (docs/person-level.md); nothing otherwise."""
+    from dpdesk.engine.budget.person import person_rule
+
+    rule = person_rule(project.schema)
+    if rule.rows_are_people:
+        return []
+    return [
+        f"per person: α is a row's price in each cell it charges; the system cost, one person's privacy "
+        f"loss ε, is {rule.how()}"
+    ]
+
+
 def show_plan(
     project: Project, plan: ReleasePlan, kind: Kind, args: argparse.Namespace, asked: Asked | None = None
 ) -> None:
@@ -170,6 +184,7 @@ def show_plan(
     declined = [s.watched.id for s in claims if s.verdict == "declined"]
     offer = kind.claim_offer(plan, claims)
     lines = kind.report(plan, *heading(asked, kind), declined=declined)
+    lines += [f"  {line}" for line in per_person(project)]
     lines += [f"  claim           {status_line(s, offer)}" for s in claims]
     if offer is not None:
         lines += kind.offer_lines(plan, offer, str(project.path))

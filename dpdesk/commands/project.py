@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
 def _new(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from dpdesk.engine.budget.person import person_rule
     from dpdesk.store.inputs import read_schema_file
     from dpdesk.store.project import Project
 
@@ -220,8 +221,8 @@ def _new(args: argparse.Namespace) -> int:
         print(f"spend policy: {describe_policy(p.spend_policy)}")
         if not p.schema.unit.rows_are_people:
             print(
-                f"privacy unit: {p.schema.unit.describe()}; releases are refused until they are priced per "
-                "person (what truncation drops: `dpdesk cube`, private)"
+                f"privacy unit: {p.schema.unit.describe()}; {person_rule(p.schema).words()} "
+                "(what truncation drops: `dpdesk cube`, private)"
             )
     return 0
 
@@ -404,9 +405,11 @@ def _info(args: argparse.Namespace) -> int:
             p.receipt([(entries[-1].seq, entries[-1].hash)], "shown")
         policy_text, prior_text = describe_policy(p.spend_policy), describe_prior(p.prior)
         binding_text = describe_binding(src)
+        from dpdesk.engine.budget.person import person_rule
+
         unit_text = p.schema.unit.describe()
         if not p.schema.unit.rows_are_people:
-            unit_text += "; releases are refused until they are priced per person"
+            unit_text += f"; {person_rule(p.schema).words()}"
         measure_lines = [m.describe() for m in p.schema.measures]
         ahead_text = describe_look_ahead(p.look_ahead)
         accounting = p.accounting

@@ -25,6 +25,7 @@ from dpdesk.engine.partition.kind import PARTITION_KIND
 from dpdesk.engine.planning.kind import MEASUREMENT
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.selection.kind import SELECTION
+from dpdesk.engine.sums.kind import MEAN
 
 __all__ = [
     "DECISIONS",
@@ -52,6 +53,7 @@ KINDS: tuple[Kind, ...] = (
     ESTIMATE,
     SYNTHETIC,
     MEASUREMENT,
+    MEAN,
 )
 
 

@@ -72,14 +72,16 @@ def report_parts(
     progress: Progress = None,
     cancelled: Cancel = None,
     cells_file: str | None = None,
-    cell_rows_out: list | None = None,
+    cell_rows_out: list[tuple[str, float]] | None = None,
 ) -> tuple[list[str], VerifyReport]:
     """:func:`report_html`'s text in pieces (``report.html_parts``), so it is written without being built
     whole: one 268 MB string, and its encoding, would hold the interpreter for seconds at a time."""
     verdict = project.verify(progress=_part(progress, 0.0, VERIFY_SHARE), cancelled=cancelled)
     view, schema = project.view(), project.schema
     costs = view.cell_costs
-    budget = preview(costs, project.answering_settings().total_budget)  # in the project's unit (ε or ρ)
+    budget = preview(  # in the project's unit (ε or ρ), one person's
+        costs, project.answering_settings().total_budget, accounting=view.accounting, rule=view.rule
+    )
     touched = np.flatnonzero(costs)
     cell_rows: list[tuple[str, float]] = []
     rest = _part(progress, VERIFY_SHARE, 1.0 - VERIFY_SHARE)
@@ -109,6 +111,7 @@ def report_parts(
         accounting=project.accounting,
         cells_file=cells_file,
         n_cells=schema.n_cells,
+        cost_words="most-spent cell" if view.rule.rows_are_people else view.rule.words(),
     )
     if cell_rows_out is not None:
         cell_rows_out.extend(cell_rows)
@@ -136,7 +139,7 @@ def export_report(
     A project with more costed cells than the page lists also gets the whole table as
     :func:`cells_file_for` ``(out)``, written before the report that names it."""
     cells_path = cells_file_for(out)
-    rows: list = []
+    rows: list[tuple[str, float]] = []
     parts, verdict = report_parts(
         project,
         images,

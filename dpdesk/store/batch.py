@@ -44,21 +44,23 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.answering.request import Request
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.errors import Cancelled
-from dpdesk.engine.inference.history import History, HistoryRow
+from dpdesk.engine.inference.history import HistoryRow
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.planning import BatchPlan, plan_batch
 from dpdesk.engine.planning.ahead import plan_ahead
 from dpdesk.engine.planning.checks import without
-from dpdesk.engine.planning.plan import LookAhead, Resumption, costs_after, resume_plan
+from dpdesk.engine.planning.plan import LookAhead, Resumption, costs_after, per_person, resume_plan
 from dpdesk.engine.planning.release import MeasurementPlan
 from dpdesk.engine.queries.text import describe_query
 from dpdesk.store import view as view_module
 from dpdesk.store.answering import FROM_PROJECT, check_share
 from dpdesk.store.canonical import canonical_json
-from dpdesk.store.errors import RequestStateError, StaleAssessment
+from dpdesk.store.errors import PersonLevelUnavailable, RequestStateError, StaleAssessment
 from dpdesk.store.release import Release
+from dpdesk.store.releasing import person_level_refusal
 from dpdesk.store.view import AssessState
 from dpdesk.store.watch import ClaimDeclined, gate
 
@@ -102,6 +104,12 @@ class BatchRelease:
         }
 
 
+def batchable(r: Any) -> bool:
+    """Whether a stored request can join a batch plan: a count of records (a sum over measures, a mean and
+    the other kinds are answered one by one)."""
+    return bool(r.kind == "count" and getattr(r.query, "layout", None) is None)
+
+
 def plan_pending(
     project: Any,
     request_ids: Sequence[str] | None = None,
@@ -122,27 +130,33 @@ def plan_pending(
     was planned (:func:`resumed`) when the same requests are asked for (or all pending ones); ``replan``
     plans them afresh instead — what the stopped batch bought is history then, credited like any release.
     """
+    refusal = person_level_refusal(project.schema, "measurement")
+    if refusal is not None:
+        raise PersonLevelUnavailable(refusal.replace("; nothing was released", "; nothing was planned"))
     if not replan:
         again = resumed(project, request_ids)
         if again is not None:
             return again
     share = look_ahead_share(project, look_ahead)
     if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
-        stored = [r for r in project.requests("pending") if r.kind == "count"]
+        stored = [r for r in project.requests("pending") if batchable(r)]
     else:
         stored = []
         for rid in request_ids:
             r = project.request(rid)
             if r.status != "pending":
                 raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
-            if r.kind != "count":
-                raise RequestStateError(
-                    f"request {rid!r} is a {r.kind} request: a batch plans count requests only"
-                )
+            if not batchable(r):
+                what = "a sum over measures" if r.kind == "count" else f"a {r.kind} request"
+                raise RequestStateError(f"request {rid!r} is {what}: a batch plans count requests only")
             stored.append(r)
     if not stored:
         raise RequestStateError("there are no pending count requests to plan")
     settings = project.answering_settings()
+    # a person holds up to k rows of one cell: the plan is made against a cell's room per row, total / k
+    # (total / k² in ρ under zCDP: a person's k rows in one cell cost k² × its ρ)
+    k = person_rule(project.schema).factor(settings.measure)
+    per_row = settings if k == 1 else replace(settings, total_budget=settings.total_budget / k)
     ordered = [a.kind == "numeric" for a in project.schema.attributes]
     batch = [r.to_request() for r in stored]
     seen = queue_workload(project, [r.id for r in stored]) if share is not None else []
@@ -156,9 +170,9 @@ def plan_pending(
             cancelled=cancelled,
         )
         if share is None:
-            plan = plan_batch(s.history, batch, settings, **common)
+            plan = plan_batch(s.history, batch, per_row, **common)
         else:
-            plan = plan_ahead(s.history, batch, settings, seen=seen, share=share, **common)
+            plan = plan_ahead(s.history, batch, per_row, seen=seen, share=share, **common)
         seq, head = s.head
         declined = claim_screen(project, plan, s)
         if declined:
@@ -179,6 +193,7 @@ def plan_pending(
                 left_out=tuple(f"measurement #{k + 1}: {why}" for k, _c, why in declined),
                 look_ahead=trimmed,
             )
+    plan = per_person(plan, k, settings.total_budget)
     return replace(plan, basis=Basis(head, seq, settings.to_json(), method))
 
 
@@ -224,7 +239,7 @@ def resumed(project: Any, request_ids: Sequence[str] | None = None) -> BatchPlan
             r = project.request(rid)
         except RequestStateError:  # removed from the queue since
             continue
-        if r.status == "pending" and r.kind == "count":
+        if r.status == "pending" and batchable(r):
             waiting[rid] = r.to_request()
     if not waiting:
         return None
@@ -236,6 +251,8 @@ def resumed(project: Any, request_ids: Sequence[str] | None = None) -> BatchPlan
             project.schema.shape,
             s.cell_costs,
             Resumption(seq, done, len(recorded["measurements"])),
+            person_rule(project.schema),
+            project.answering_settings().measure,
         )
         head_seq, head = s.head
     return replace(plan, basis=Basis(head, head_seq, settings.to_json(), recorded.get("method") or "fft"))
@@ -263,7 +280,7 @@ def queue_workload(project: Any, batch: Sequence[str]) -> list[Request]:
     return [
         r.to_request()
         for r in project.requests()
-        if r.kind == "count" and r.status in ("answered", "pending") and r.id not in skip
+        if batchable(r) and r.status in ("answered", "pending") and r.id not in skip
     ]
 
 
@@ -302,7 +319,7 @@ def claim_screen(project: Any, plan: BatchPlan, state: AssessState) -> list[tupl
     if not state.claims or not plan.measurements:
         return []
     claims = list(state.claims)
-    history = History(state.history.shape, rows=list(state.history.rows))
+    history = state.history.copy()
     shape = project.schema.shape
     out: list[tuple[int, str, str]] = []
     for k, m in enumerate(plan.measurements):
@@ -355,7 +372,8 @@ def release_batch(
             "the batch plan was made under other answering settings; nothing was released — "
             "plan the batch again"
         )
-    plan.check_affordable(project.view().cell_costs, project.answering_settings().total_budget)
+    view, settings = project.view(), project.answering_settings()
+    plan.check_affordable(view.cell_costs, settings.total_budget, view.rule, settings.measure)
     with project.view().assessing() as state:
         declined = claim_screen(project, plan, state)
     if declined:

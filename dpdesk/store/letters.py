@@ -33,7 +33,7 @@ def _item_text(r: Received) -> str:
     if r.released is None:
         return f"- {r.request_id}: {r.query}\n  Released as several values (ledger entry #{r.seq})."
     promise = (
-        "the true count lies in this interval at that confidence"
+        f"the true {'value' if 'sum(' in r.query else 'count'} lies in this interval at that confidence"
         if r.interval
         else f"within {accuracy_text(r.eps, r.delta)}"
         if r.eps is not None and r.delta is not None

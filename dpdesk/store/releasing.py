@@ -73,21 +73,29 @@ def what_of(plan: ReleasePlan) -> str:
     return f"request {plan.request_id!r}" if plan.request_id is not None else "this release"
 
 
+# Ledger kinds not yet priced per person when a person's rows must fall in distinct cells or slices: the
+# batch planner prices a cell's room as total / k (exact when a person's k rows may share a cell;
+# store/batch.py), not the sum of the k largest cells, so it is refused there rather than priced per row.
+UNPRICED_PER_PERSON = frozenset({"measurement"})
+
+
 def person_level_refusal(schema: Schema, kind: str) -> str | None:
     """Why a release of ledger kind ``kind`` is refused on a project with ``schema`` (None: it is not).
 
-    Every release kind is priced per row today. On a project whose privacy unit is a person with up to
-    ``max_rows`` rows, that price understates a person's loss, so every kind is refused — by this one
-    function, asked by :meth:`Releaser.release` (every release) and :meth:`Releaser.assess` (so no
-    per-row price is shown as a queued request's cost) — until it is priced at the person level.
+    Every other kind is priced per person: its per-cell charges add up to one person's loss by the
+    project's privacy unit (:mod:`dpdesk.engine.budget.person`) in the system cost, the hard stop and
+    every preview. A kind in :data:`UNPRICED_PER_PERSON` is refused — by this one function, asked by
+    :meth:`Releaser.release` (every release) and :meth:`Releaser.assess` — when a person may hold more
+    than one row, never priced per row.
     """
-    if schema.unit.rows_are_people:
+    unit = schema.unit
+    if unit.rows_are_people or unit.max_rows == 1 or not unit.grouped or kind not in UNPRICED_PER_PERSON:
         return None
     words = _KIND_WORDS.get(kind, f"{kind} releases")
     return (
-        f"person-level pricing of {words} is not available yet: this project protects people "
+        f"{words} are not priced per person yet with one row per cell or per group: this project protects people "
         f"({schema.unit.describe()}), and a price per row would understate what each person can lose; "
-        "nothing was released"
+        "answer the requests one at a time; nothing was released"
     )
 
 
@@ -115,7 +123,7 @@ class Releaser:
     def plan_inputs(self) -> dict[str, Any]:
         """The public inputs a plan of another release kind is priced with, all of one moment: the
         ledger's per-cell α (``cell_costs``) and δ (``cell_deltas``), ``total_budget``, the project's
-        ``delta_cap`` and the ``basis`` :meth:`release` checks the plan against."""
+        ``delta_cap``, the ``basis`` :meth:`release` checks the plan against and the person ``rule``."""
         view = self.book.view()
         with view.growing():  # costs, δ and head of the same moment (a sibling may be recording meanwhile)
             seq, head = view.head
@@ -126,6 +134,7 @@ class Releaser:
                 "delta_cap": float(self.file.delta_cap),
                 "basis": Basis(head, seq, self.settings.now().to_json()),
                 "accounting": self.file.accounting,
+                "rule": view.rule,
             }
 
     # -- assessing -----------------------------------------------------------------------------
@@ -253,7 +262,7 @@ class Releaser:
                 "nothing was released"
             )
         view, total = self.book.view(), self.settings.now().total_budget
-        costs = view.cell_costs
+        costs, rule = view.cell_costs, view.rule
         charge = in_unit(acc, plan.charge, costs.size)  # under zCDP, a pure ε charge as ε²/2 per cell
         after = costs + charge.dense(costs.size)
         if after.size and float(after.max()) > total:
@@ -270,9 +279,22 @@ class Releaser:
                 f"{what_of(plan)} would raise cell #{int(after.argmax())}'s cost to {cost}, "
                 f"over the total budget {of}; nothing was released"
             )
-        if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps the largest
+        person = rule.total(after, "epsilon" if acc is None else "rho")
+        if after.size and not rule.rows_are_people and person > total:
+            shown = f"{person:.6g}" if acc is None else f"ε = {acc.epsilon_of(person):.6g} (ρ = {person:.6g})"
+            raise BudgetError(
+                f"{what_of(plan)} would raise one person's privacy loss to {shown} ({rule.words()}), "
+                f"over the total budget {total:g}; nothing was released"
+            )
+        if charge.delta > 0:  # δ adds up per cell like α (store/view.py); the project caps a person's
             deltas = view.cell_deltas + charge.delta * (charge.dense(costs.size) > 0)
             cap = float(self.file.delta_cap)
+            person_delta = rule.delta(after, deltas)
+            if not rule.rows_are_people and person_delta > cap * (1 + 1e-12):
+                raise BudgetError(
+                    f"{what_of(plan)} would raise one person's δ to {person_delta:.3g} ({rule.k} rows), "
+                    f"over the project's δ cap {cap:g}; nothing was released"
+                )
             if float(deltas.max()) > cap * (1 + 1e-12):
                 why = (
                     "the project allows no δ (its δ cap is 0: pure ε-DP releases only)"

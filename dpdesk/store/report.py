@@ -210,6 +210,7 @@ def build_html(
     accounting: ZcdpAccounting | None = None,
     cells_file: str | None = None,
     n_cells: int | None = None,
+    cost_words: str = "most-spent cell",
 ) -> str:
     """The report as one HTML string (``images``: title → PNG bytes; ``charges``: seq → α, see :func:`_alpha`;
     ``accounts``: per-requester summaries; ``claims``: the watched claims now, ``ClaimStatus.to_json()``
@@ -231,6 +232,7 @@ def build_html(
             requesters=requesters,
             accounts=accounts,
             accounting=accounting,
+            cost_words=cost_words,
             claims=claims,
             cells_file=cells_file,
             n_cells=n_cells,
@@ -293,6 +295,7 @@ def html_parts(
     accounting: ZcdpAccounting | None = None,
     cells_file: str | None = None,
     n_cells: int | None = None,
+    cost_words: str = "most-spent cell",
 ) -> list[str]:
     """:func:`build_html`'s text as a list of pieces (one per ledger entry and per cell row): a long
     ledger's report is hundreds of MB, and writing it piece by piece never builds (nor encodes) it whole.
@@ -350,7 +353,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 </style></head><body>
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
-{_budget_html(accounting, total_budget, system_cost, remaining, len(entries))}
+{_budget_html(accounting, total_budget, system_cost, remaining, len(entries), cost_words)}
 <p>{
         f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
         if delta_cap
@@ -448,19 +451,24 @@ def entry_summary(e: LedgerEntry) -> str:
 
 
 def _budget_html(
-    accounting: ZcdpAccounting | None, total: float, cost: float, remaining: float, n: int
+    accounting: ZcdpAccounting | None,
+    total: float,
+    cost: float,
+    remaining: float,
+    n: int,
+    cost_words: str = "most-spent cell",
 ) -> str:
-    """The budget paragraph: total, system cost and remaining (under zCDP as ε at the project's δ, with the
-    largest cell's ρ and the conversion named)."""
+    """The budget paragraph: total, system cost (``cost_words``: how it is made from the cells) and
+    remaining (under zCDP as ε at the project's δ, with the largest cell's ρ and the conversion named)."""
     if accounting is None:
         return (
-            f"<p>Total budget <b>{total:g}</b> · system cost (most-spent cell) <b>{cost:.6g}</b> ·\n"
+            f"<p>Total budget <b>{total:g}</b> · system cost ({html.escape(cost_words)}) <b>{cost:.6g}</b> ·\n"
             f"remaining <b>{remaining:.6g}</b> · {n} ledger entries.</p>"
         )
     eps = accounting.epsilon_of(cost)
     return (
         f"<p>Accounting: {html.escape(accounting.describe())}.</p>\n"
         f"<p>Total privacy loss <b>ε = {accounting.epsilon:g}</b> at <b>δ = {accounting.delta:g}</b> · system "
-        f"cost (most-spent cell) <b>ε = {eps:.6g}</b> (its ρ = {cost:.6g} of {total:.6g}) · remaining "
+        f"cost ({html.escape(cost_words)}) <b>ε = {eps:.6g}</b> (its ρ = {cost:.6g} of {total:.6g}) · remaining "
         f"<b>ε = {accounting.epsilon - eps:.6g}</b> · {n} ledger entries. Per-cell costs below are in ρ.</p>"
     )

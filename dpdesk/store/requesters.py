@@ -84,6 +84,10 @@ def _in_words(entry: Any, schema: Any = None) -> str:
     """A max/argmax's label with its public accuracy, or a posterior's shares with the bands the app shows
     (including the Laplace noise where it can; '' for counts)."""
     p = entry.payload
+    if entry.kind in ("mean", "mean-inferred"):  # the mean kind: its interval holds at every table
+        from dpdesk.engine.sums.kind import entry_words
+
+        return entry_words(p)
     if "label" in p:
         return f"{p['label']} ({p.get('accuracy', '')})"
     if entry.kind == "posterior":

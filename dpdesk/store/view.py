@@ -30,10 +30,12 @@ import numpy as np
 
 from dpdesk.engine.budget.costs import CellCosts
 from dpdesk.engine.budget.mode import ZcdpAccounting
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.base import Contribution, Mechanism
 from dpdesk.engine.mechanisms.charge import Charge
+from dpdesk.engine.queries.layout import Layout
 from dpdesk.engine.registry import claim_kinds, kinds, mechanism
 from dpdesk.engine.schema import Schema
 from dpdesk.store.errors import StoreError
@@ -124,6 +126,8 @@ class LedgerView:
 
     def __init__(self, schema: Schema, genesis: str, accounting: ZcdpAccounting | None = None) -> None:
         self.schema = schema
+        self.layout = Layout.of(schema)  # the vector of counts and sums a query over measures reads
+        self.rule = person_rule(schema)  # how per-cell costs add up to one person's loss
         self.genesis = genesis
         # the unit per-cell totals are kept in: ε (None), or ρ under zCDP (engine/budget/mode.py)
         self.accounting = accounting
@@ -180,7 +184,8 @@ class LedgerView:
         if (
             costs.shape != v._deltas.shape
             or deltas.shape != v._deltas.shape
-            or history.shape != tuple(schema.shape)
+            or history.cells != tuple(schema.shape)
+            or history.layout != v.layout
         ):
             raise StoreError("the stored view does not match the cube")
         v._head0, v._prefix = (int(head[0]), str(head[1])), load_prefix
@@ -289,6 +294,8 @@ class LedgerView:
             contribution = mech.contribution(thaw(entry.payload), self.schema.shape)
         except (KeyError, TypeError, ValueError, DpdeskError) as exc:
             return None, f"entry {entry.seq}: malformed {entry.kind} payload ({exc})"
+        if any(r.query.layout not in (None, self.layout) for r in contribution.rows):
+            return None, f"entry {entry.seq}: its measures' clamp bounds are not the schema's"
         if contribution.charge.measure != "epsilon" and self.accounting is None:  # only zCDP adds ρ
             return None, f"entry {entry.seq}: {mech.name} is priced in ρ (zCDP), the project in pure ε"
         return ViewedRelease(
@@ -307,6 +314,11 @@ class LedgerView:
     def extend(self, entries: Iterable[LedgerEntry]) -> None:
         for e in entries:
             self.add(e)
+
+    @property
+    def _measure(self) -> str:
+        """The unit per-cell totals are kept in: ``"epsilon"``, or ``"rho"`` under zCDP."""
+        return "epsilon" if self.accounting is None else "rho"
 
     def in_unit(self, charge: Charge) -> Charge:
         """``charge`` as the per-cell totals add it: as it is (pure ε), or in ρ under zCDP."""
@@ -334,10 +346,15 @@ class LedgerView:
 
     @property
     def system_cost(self) -> float:
-        """The largest per-cell cost: the privacy guarantee of everything released so far."""
+        """One person's privacy loss from everything released so far: the largest per-cell cost when one
+        row is one person, else the sum over the cells a person's rows can fall in (``rule``)."""
         with self._lock:
             v = self._costs.values
-            return float(v.max()) if v.size and (self._releases or self._prefix_releases) else 0.0
+            return (
+                self.rule.total(v, self._measure)
+                if v.size and (self._releases or self._prefix_releases)
+                else 0.0
+            )
 
     @property
     def claims(self) -> tuple[WatchedClaim, ...]:
@@ -368,10 +385,14 @@ class LedgerView:
 
     @property
     def delta_spent(self) -> float:
-        """The largest per-cell δ (0 while every release is pure): with :attr:`system_cost`, the
-        (α, δ) guarantee of everything released."""
+        """One person's δ (0 while every release is pure; the largest per-cell δ when one row is one
+        person): with :attr:`system_cost`, the (α, δ) guarantee of everything released."""
         with self._lock:
-            return float(self._deltas.max()) if self._deltas.size else 0.0
+            if not self._deltas.size:
+                return 0.0
+            if self.rule.rows_are_people:
+                return float(self._deltas.max())
+            return self.rule.delta(self._costs.values, self._deltas)
 
     def cost_curve(self) -> list[tuple[int, float]]:
         """``(seq, system cost after it)`` for every entry, starting at ``(0, 0.0)``."""
@@ -383,7 +404,11 @@ class LedgerView:
                         self._curve_top, _add_for_curve(self._curve_costs, self.in_unit(charge))
                     )
                     self._curve_released = True
-                self._curve.append((seq, self._curve_top if self._curve_released else 0.0))
+                    if self.rule.group_axes is not None:  # a sum of the largest cells: not a running max
+                        self._curve_top = self.rule.total(self._curve_costs.values, self._measure)
+                factor = self.rule.factor(self._measure)
+                top = self._curve_top * factor if self.rule.group_axes is None else self._curve_top
+                self._curve.append((seq, top if self._curve_released else 0.0))
             return list(self._curve)
 
     def largest_charges(self) -> dict[int, float]:
@@ -432,7 +457,7 @@ class LedgerView:
             if h is None or len(h) > offset + len(rows) or len(h) < offset:
                 if offset:  # a restored view always keeps its History; anything else is a bug
                     raise StoreError("the cached view lost its history")
-                h = self._history = History(self.schema.shape)
+                h = self._history = History(self.schema.shape, layout=self.layout)
                 self.history_builds += 1
             for row in rows[len(h) - offset :]:
                 h.append(row)

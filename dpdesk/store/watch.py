@@ -191,7 +191,7 @@ def gate(
     release left out of the History.
     """
     out = []
-    n = history.n_cells
+    n = int(np.prod(history.cells))  # per cube cell (a history over measures has more coordinates)
     rows = list(rows or ())
     excess = np.zeros(n)
     if needs_data and charge.terms and len(rows) <= row_limit:

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpdesk.engine.answering.assessment import Assessment
 from dpdesk.engine.answering.counteroffer import CounterOffer, claim_offer
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.claims.claim import ClaimReading, read_claim
 from dpdesk.engine.claims.control import ClaimCheck, largest_alpha
 from dpdesk.engine.claims.odds import odds_bound
@@ -63,11 +64,12 @@ def planned_rows(plan: ReleasePlan, shape: tuple[int, ...]) -> list[tuple[Query,
     return None
 
 
-def _odds(cell_costs: np.ndarray, w: WatchedClaim) -> float:
-    """The one-person DP bound on the claim's cells (``odds_bound``: no model of the adversary)."""
+def _odds(cell_costs: np.ndarray, w: WatchedClaim, rule: PersonRule = ROW_RULE) -> float:
+    """The one-unit DP bound on the claim's cells (``odds_bound``: no model of the adversary; a person's
+    rows added up by ``rule``, the project's privacy unit)."""
     idx, values = w.claim.query.sparse()
     cells = [int(i) for i, v in zip(idx, values) if v != 0]
-    return odds_bound(cell_costs, cells).factor if cells else 1.0
+    return odds_bound(cell_costs, cells, rule=rule).factor if cells else 1.0
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ def claim_statuses(
         return []
     with view.assessing() as s:
         found = readings(s.claims, s.history, bool(s.structured))
-        odds = [_odds(s.cell_costs, w) for w in s.claims]
+        odds = [_odds(s.cell_costs, w, view.rule) for w in s.claims]
         rows = None if plan is None or not s.claims else planned_rows(plan, view.schema.shape)
         if plan is None or rows is None:
             return [ClaimStatus(w, r, odds_factor=f) for w, r, f in zip(s.claims, found, odds)]
@@ -226,7 +228,7 @@ def claim_trace(view: view_module.LedgerView, claim_id: str) -> list[tuple[int, 
     watched = next((w for w in view.claims if w.id == claim_id), None)
     if watched is None:
         raise RequestStateError(f"no watched claim {claim_id!r}")
-    history = History(view.schema.shape)
+    history = History(view.schema.shape, layout=view.layout)
     out: list[tuple[int, float | None]] = []
     releases = [r for r in view.releases if r.in_history]
     for r in releases:

@@ -9,7 +9,8 @@ Outputs (next to this script):
 - ``adult.parquet`` — 60,000 rows, 5 columns, a few deliberately out-of-domain values
   (missing ages, 0 hours, an undeclared education level) so the Data page has something to report;
 - ``adult.schema.json`` — the declared domains (DESIGN §6), written by hand below, not read off the data;
-- ``requests.json`` — 36 incoming requests with varied ε, δ, requesters and query forms.
+- ``requests.json`` — 39 incoming requests with varied ε, δ, requesters and query forms (counts, a mean
+  and a sum of hours).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ SCHEMA = {
             "labels": HOURS_LABELS,
         },
         {"name": "income", "column": "income", "kind": "categorical", "values": ["<=50K", ">50K"]},
-    ]
+    ],
+    # hours per week summed per cell too (sums and means, docs/sums.md): bounds declared, not read off the data
+    "measures": [{"name": "hours", "column": "hours_per_week", "bounds": [0, 99], "nulls": "skip"}],
 }
 
 
@@ -140,6 +143,9 @@ def make_requests() -> list[dict]:
     add("univ-soc", 'count(education="HS-grad")', 50, 0.05)
     add("univ-soc", 'count(education=["HS-grad","Some-college"])', 60, 0.2)
     add("univ-econ", 'count(income=">50K")', 30, 0.05)  # tighter than q04: history helps, fresh α is cheaper
+    # a mean (±a at 95 %, assuming at least N values): fresh, its sum and count of values join history …
+    add("ministry-labour", 'mean(hours | sex="Female") assuming at least 10000 values', 0.5, 0.05)
+    add("ministry-labour", 'sum(hours | sex="Female")', 4000, 0.05)  # … so the related sum is free
     return q
 
 

@@ -105,6 +105,22 @@ def test_the_window_fits_the_screen_and_never_grows_itself(demo_window, qtbot):
     assert view.charts.height() >= 150
 
 
+def test_a_figure_of_the_answer_panel_is_never_cut_to_one_line(demo_window, qtbot):
+    """The figures scroll under the plot; one that wraps at 1024×700 (an interval with its confidence and
+    the confidence asked) gets its second line, whichever request was shown before."""
+    from dpdesk.gui.runtime.scripted import SCRIPTED, work_through
+
+    win = demo_window
+    work_through(win.session, SCRIPTED)  # a history: intervals, fused costs, decided requests
+    page = win.requests
+    for rid in ("q25", "q37", "q32", "q01", "q25"):
+        page.select_request(rid)
+        wait_assessed(qtbot, win, rid)
+        qtbot.wait(20)
+        for key, field in page.answer.fields.items():
+            assert field.height() >= field.heightForWidth(field.width()), f"{rid} {key}: {field.text()!r}"
+
+
 def test_a_restored_geometry_is_fitted_to_the_screen_it_opens_on(qtbot, settings, tmp_path):
     from dpdesk.gui.app.main_window import MainWindow
 

@@ -69,13 +69,13 @@ def test_import_requests_from_file(demo_window, qtbot, dialogs, monkeypatch, tmp
     path.write_text('query,eps,delta,requester\ncount(sex="Male"),70,0.05,new-team\n', encoding="utf-8")
     monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(path))
     qtbot.mouseClick(demo_window.requests.import_btn, Qt.MouseButton.LeftButton)
-    assert demo_window.requests.model.rowCount() == 38 and dialogs.infos
+    assert demo_window.requests.model.rowCount() == 40 and dialogs.infos
     bad = tmp_path / "bad.csv"
     bad.write_text('query,eps,delta\ncount(nope="x"),1,0.5\n', encoding="utf-8")
     monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(bad))
     qtbot.mouseClick(demo_window.requests.import_btn, Qt.MouseButton.LeftButton)
     assert dialogs.errors and "bad.csv" in dialogs.errors[-1][1]
-    assert demo_window.requests.model.rowCount() == 38
+    assert demo_window.requests.model.rowCount() == 40
 
 
 def test_audit_page_verify_and_exports(demo_window, qtbot, monkeypatch, tmp_path):
@@ -186,4 +186,4 @@ def test_import_names_a_row_with_unquoted_commas(demo_window, dialogs, monkeypat
     monkeypatch.setattr(requests_page, "open_file_name", lambda *a: str(bad))
     demo_window.requests.import_file()
     assert dialogs.errors[-1][1].startswith("commas.csv row 3: more fields than the header's 3 columns")
-    assert demo_window.requests.model.rowCount() == 37  # all or none
+    assert demo_window.requests.model.rowCount() == 39  # all or none

@@ -143,6 +143,20 @@ def test_empty_plots_say_why_instead_of_showing_placeholder_axes(qtbot):
     d.show()
     item = d.plot.plotItem
     assert not item.getAxis("left").isVisible() and not item.getAxis("bottom").isVisible()
+    # the max/argmax chart before a preview, and again once it shows a selection
+    import numpy as np
+
+    from dpdesk.gui.widgets.selection_chart import SelectionChart
+
+    chart = SelectionChart()
+    qtbot.addWidget(chart)
+    chart.show()
+    axes = [chart.plot.plotItem.getAxis(side) for side in ("left", "bottom")]
+    assert not any(a.isVisible() for a in axes)
+    chart.set_selection(["a", "b"], np.array([0.25, 0.75]), "within 3 of the largest")
+    assert all(a.isVisible() for a in axes)
+    chart.clear()
+    assert not any(a.isVisible() for a in axes)
 
 
 def test_the_ledger_tables_kind_column_widens_for_a_new_kind(demo_window, qtbot):

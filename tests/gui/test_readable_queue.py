@@ -40,7 +40,7 @@ def test_queue_ledger_and_details_show_readable_queries(demo_window, qtbot):
     # issue 34 item 10: what it asks, labels first (no count(… cut by a narrow column); the full text on hover
     assert "indices" not in shown and not shown.startswith("count(") and full.startswith("count(")
     assert shown == asks(full) and page.model.index(row, 2).data(Qt.ItemDataRole.ToolTipRole) == full
-    assert page.counts.text().startswith("37 requests:")
+    assert page.counts.text().startswith("39 requests:")
     page.select_request("q26")
     a = wait_assessed(qtbot, win, "q26")
     assert "indices" not in page.answer.title.text()
@@ -103,7 +103,7 @@ def test_queue_search_sort_and_filter(demo_window, qtbot):
     page.search.setText("")
     page.table.sortByColumn(3, Qt.SortOrder.DescendingOrder)  # by ±ε, widest first
     eps = [win.session.request(page.request_at(r)).eps for r in range(page.proxy.rowCount())]
-    assert eps == sorted(eps, reverse=True) and len(eps) == 37
+    assert eps == sorted(eps, reverse=True) and len(eps) == 39
     page.select_request("q10")
     wait_assessed(qtbot, win, "q10")
     assert page.request_at(page.current_row()) == "q10"

@@ -50,7 +50,7 @@ def test_requester_in_ledger_csv_report_and_per_requester_account(
         accounts[who["q10"]].rejected == 1
         and accounts[who["q10"]].received[-1].reason == "Not in the agreed scope."
     )
-    assert sum(a.pending for a in accounts.values()) == 33
+    assert sum(a.pending for a in accounts.values()) == 35
     rows = {audit.people_model.index(r, 0).data(): r for r in range(audit.people_model.rowCount())}
     assert set(rows) == {n or "(anonymous)" for n in accounts}
     r = rows[who["q01"]]

@@ -25,7 +25,7 @@ def test_open_demo_copies_bundle_and_lists_requests(demo_window, tmp_path, qtbot
     assert path.is_relative_to(tmp_path / "data")  # in the data folder, not in resources/
     assert (path.parent / "adult.parquet").read_bytes() == resource("demo", "adult.parquet").read_bytes()
     assert win.session.project.source.location == str(path.parent / "adult.parquet")
-    assert win.requests.model.rowCount() == 37
+    assert win.requests.model.rowCount() == 39
     assert all(r.status == "pending" for r in win.session.requests())
     assert win.tabs.currentWidget() is win.requests
     assert win.requests.budget.gauge.remaining == 1.0

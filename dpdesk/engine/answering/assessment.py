@@ -95,6 +95,7 @@ class Pricing:
     pacing: PolicyOutcome | None = None  # the spend policy's outcome, under a policy
     fusion_weight: float | None = None  # t: weight of the new answer in the released value (None: not fused)
     fused_confidence: float | None = None  # fused posterior mass on ±ε at ``spend_alpha``
+    rows_per_person: int = 1  # k: a cell's room is a person's, divided by k (docs/person-level.md)
 
 
 def _via(part: str, name: str) -> Any:

@@ -101,9 +101,14 @@ def _offer(assessment: Assessment, alpha_cap: float, limit: str) -> CounterOffer
 
 
 def _room(assessment: Assessment, total: float) -> tuple[float, str]:
-    """The most one fresh answer may spend: the cells' headroom, times the spend policy's cap."""
+    """The most one fresh answer may spend: the cells' headroom (a cell's room is a person's over the
+    ``k`` rows they may hold in it: total / k in ε, total / k² in ρ), times the spend policy's cap."""
     measure = getattr(assessment.settings, "measure", "epsilon")  # ρ in a zCDP project
-    room, _cell = headroom(assessment.request.query, np.asarray(assessment.cell_costs), total, measure)
+    k = assessment.pricing.rows_per_person
+    share = k if measure == "epsilon" else k * k
+    room, _cell = headroom(
+        assessment.request.query, np.asarray(assessment.cell_costs), total / share, measure
+    )
     room = room if room > 0 and math.isfinite(room) else 0.0
     policy = getattr(assessment.settings, "policy", None)
     if policy is not None and policy.cap < 1.0:

@@ -15,6 +15,8 @@ from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.fusion import fuse
 from dpdesk.engine.inference.history import HistoryRow
 from dpdesk.engine.mechanisms.noise import NoiseSampler
+from dpdesk.engine.queries.layout import Layout
+from dpdesk.engine.queries.measured import value_vector
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["FreshAnswer", "release_fresh", "true_answer"]
@@ -57,6 +59,11 @@ class FreshAnswer:
 
 def true_answer(query: Query, cube: Cube) -> float:
     """``θ = Q·x`` — private; used only inside :func:`release_fresh` and in tests."""
+    if query.layout is not None:  # over the cube's measures: the vector of counts and sums
+        if query.layout != Layout.of(cube.schema):
+            raise DpdeskError("query reads measures this cube does not hold")
+        idx, val = query.sparse()
+        return float(val @ value_vector(query.layout, cube)[idx])
     if query.n_cells != cube.schema.n_cells:
         raise DpdeskError(f"query has {query.n_cells} coefficients, the cube has {cube.schema.n_cells} cells")
     if query.terms is not None and all(len(t.factors) == cube.counts.ndim for t in query.terms):

@@ -88,6 +88,7 @@ class CountKind(ReleaseKind["Assessment"]):
             cell_costs=snapshot.cell_costs,
             head=None if snapshot.head[1] is None else (snapshot.head[0], snapshot.head[1]),
             schema=snapshot.schema,
+            rule=snapshot.rule,
             releases=snapshot.releases,
             progress=options.get("progress"),
             cancelled=options.get("cancelled"),

@@ -29,6 +29,7 @@ import numpy as np
 from dpdesk.engine.answering.assessment import Assessment, Decision, Inference, Pricing
 from dpdesk.engine.answering.request import Request, Settings
 from dpdesk.engine.budget.accounting import preview
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule, person_rule
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.inference.fusion import FusionPlan, fused_confidence, fusion_weight, plan_fusion
 from dpdesk.engine.inference.history import History
@@ -154,12 +155,16 @@ def price(
     *,
     family: NoiseFamily | None = None,
     method: str = "fft",
+    rule: PersonRule = ROW_RULE,
 ) -> Pricing:
     """What a fresh answer to ``request`` costs given history's ``inference`` and the ``cell_costs``.
 
     Thm 5.3's α for the noise family; with ``settings.fusion`` the smallest α whose answer fused with
     history's BLUE meets (ε, δ) (never above Thm 5.3's); under ``settings.policy`` at least ``floor`` of
     the query's headroom (kept fused when the fused posterior still meets (ε, δ) at the raised α).
+    The budget figures are one person's loss under ``rule`` (:mod:`~dpdesk.engine.budget.person`); the
+    policy's headroom is a cell's room in ``total / k`` (a person's ``k`` rows in one cell), which never
+    lets a person pass the total.
     """
     q, est = request.query, inference.history_estimate  # fresh answers fuse with history's BLUE
     noise = family_for(q, settings.measure) if family is None else noise_family(family)
@@ -178,7 +183,7 @@ def price(
     needed = spend
     paced = None
     if settings.policy is not None and not infer_ok and settings.accounting is None:  # (α headroom: pure ε)
-        paced = settings.policy.apply(q, spend, cell_costs, settings.total_budget)
+        paced = settings.policy.apply(q, spend, cell_costs, settings.total_budget / rule.k)
         if paced.raised:
             raised: float | None = paced.alpha
             w_r = c_r = None
@@ -201,13 +206,14 @@ def price(
         alpha,
         spend,
         needed,
-        preview(cell_costs, settings.total_budget, charge, settings.accounting),
+        preview(cell_costs, settings.total_budget, charge, settings.accounting, rule),
         cell_costs,
         charge,
         plan,
         paced,
         weight,
         fconf,
+        rule.k,
     )
 
 
@@ -362,6 +368,7 @@ def assess(
     progress: Callable[[float], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     decision_only: bool = False,
+    rule: PersonRule | None = None,
 ) -> Assessment:
     """Assess ``request`` against ``history`` (paper Fig. 4, DESIGN §1–§2): infer → price → decide.
 
@@ -382,6 +389,9 @@ def assess(
         assessment records so that a release is refused once the ledger moved.
     schema
         Names cells in the reasons. ``progress``/``cancelled`` drive long posteriors.
+    rule
+        How per-cell costs add up to one person's loss (default: the schema's privacy unit's; one row is
+        one person without a schema).
     releases
         Partition releases kept out of ``history`` (too many rows), each with its ledger entry: the
         better-placed of history's and their estimates is served (see :func:`infer`).
@@ -409,7 +419,9 @@ def assess(
         cancelled=cancelled,
         decision_only=decision_only,
     )
-    pricing = price(inference, request, settings, costs, family=family, method=method)
+    if rule is None:
+        rule = person_rule(schema) if schema is not None else ROW_RULE
+    pricing = price(inference, request, settings, costs, family=family, method=method, rule=rule)
     decision, reason = decide(inference, pricing, request, settings, schema)
     seq, head_hash = head if head is not None else (0, None)
     basis = Basis(head_hash, seq, settings.to_json(), method, seed)

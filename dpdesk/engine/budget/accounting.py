@@ -2,7 +2,8 @@
 
 ``fresh_alpha`` is paper Thm 5.3 with its stray factor removed (DESIGN §1) for continuous Laplace
 noise, and the exact equivalent for discrete Laplace noise on an integer query. Per-cell costs follow
-paper Thm 5.4: ``B = (α/S)ᵀ|H|``; the system cost is ``max B``; a fresh answer to ``Q`` with budget
+paper Thm 5.4: ``B = (α/S)ᵀ|H|``; the system cost is ``max B`` (one person's loss: ``k · max B`` or a
+sum of the largest when a person holds up to ``k`` rows, docs/person-level.md); a fresh answer to ``Q`` with budget
 ``α`` adds ``α|Q_j|/S_Q`` to cell ``j``. The comparison with the total budget is strict and exact —
 a release that would exceed the total by any amount is refused.
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from dpdesk.engine.budget.mode import ZcdpAccounting, in_unit
 from dpdesk.engine.budget.peaks import Peaks, peaks_of
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge
@@ -113,6 +115,7 @@ def preview(
     total: float,
     charge: Charge | None = None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> BudgetPreview:
     """Budget figures now and, if a release's per-cell ``charge`` is given, after it.
 
@@ -120,13 +123,20 @@ def preview(
     first (a pure ε charge as ``ε_j²/2``); in a pure project a charge in ρ is refused
     (:func:`~dpdesk.engine.budget.mode.in_unit`).
 
-    A charge of one query (a fresh count, a measurement) is previewed on the cells the query touches
-    and the largest cost among the others (:mod:`~dpdesk.engine.budget.peaks`); any other charge on the
-    dense vector. Both give the same numbers, to the bit, and the same limiting cell.
+    The system cost is one person's total under ``rule`` (:mod:`~dpdesk.engine.budget.person`): the
+    largest cell's when one row is one person; ``k`` × it (``k²`` in ρ) or a sum of the largest cells'
+    when a person holds up to ``k`` rows. A charge of one query (a fresh count, a measurement) is
+    previewed on the cells the query touches and the largest cost among the others
+    (:mod:`~dpdesk.engine.budget.peaks`); any other charge, or a sum of the largest cells, on the dense
+    vector. Both give the same numbers, to the bit, and the same limiting cell.
     """
     check_total_budget(total)
+    if rule.group_axes is not None and not rule.rows_are_people:
+        unit = None if charge is None else in_unit(accounting, charge, cell_costs.size)
+        return _preview_dense(cell_costs, total, unit, rule, accounting)
+    factor = rule.factor("epsilon" if accounting is None else "rho")
     peaks = peaks_of(cell_costs)
-    now = peaks.max
+    now = peaks.max * factor if factor != 1 else peaks.max
     if charge is None:
         return BudgetPreview(total=total, system_cost=now, remaining=total - now, accounting=accounting)
     charge = in_unit(accounting, charge, cell_costs.size)
@@ -136,6 +146,8 @@ def preview(
         j = int(np.argmax(after))
         top = float(after[j]), j
     value, j = top
+    if factor != 1:
+        value *= factor
     return BudgetPreview(
         total=total,
         system_cost=now,
@@ -143,6 +155,34 @@ def preview(
         system_cost_after=value,
         remaining_after=total - value,
         limiting_cell=j,
+        cell_costs=cell_costs,
+        charge=charge,
+        accounting=accounting,
+    )
+
+
+def _preview_dense(
+    cell_costs: np.ndarray,
+    total: float,
+    charge: Charge | None,
+    rule: PersonRule,
+    accounting: ZcdpAccounting | None,
+) -> BudgetPreview:
+    """:func:`preview` when a person's rows fall in distinct cells or slices (a sum of the largest);
+    ``charge`` already in the project's unit."""
+    measure = "epsilon" if accounting is None else "rho"
+    now = rule.total(cell_costs, measure)
+    if charge is None:
+        return BudgetPreview(total=total, system_cost=now, remaining=total - now, accounting=accounting)
+    after = cell_costs + charge.dense(cell_costs.size)
+    value = rule.total(after, measure)
+    return BudgetPreview(
+        total=total,
+        system_cost=now,
+        remaining=total - now,
+        system_cost_after=value,
+        remaining_after=total - value,
+        limiting_cell=int(np.argmax(after)) if after.size else None,
         cell_costs=cell_costs,
         charge=charge,
         accounting=accounting,

@@ -254,7 +254,7 @@ def history_rho(history: Any) -> np.ndarray:
     """Per-cell ``ρ_j`` of a :class:`~dpdesk.engine.inference.history.History`'s rows (each row one
     release, Laplace or Gaussian alike: ``(α|Q_j|/S)²/2``). (Typed loosely: inference sits above budget.)"""
     return cell_rho(
-        (noise_family(r.family).charge_for(r.query, r.alpha) for r in history.rows), history.shape
+        (noise_family(r.family).charge_for(r.query, r.alpha) for r in history.rows), history.cells
     )
 
 

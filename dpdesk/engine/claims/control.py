@@ -323,7 +323,7 @@ def check_rows(
     before = history.estimate(claim.query)
     # the answer values enter neither the BLUE's weights nor the posterior's shape: 0 stands in for them
     new = [HistoryRow(q, float(a), 0.0, noise_family(f).name) for q, a, f in rows]
-    after = History(history.shape, [*history.rows, *new]).estimate(claim.query)
+    after = History(history.shape, [*history.rows, *new], layout=history.layout).estimate(claim.query)
     if not touches(before, after, len(new)):
         return ClaimCheck(
             claim, False, 0.0, remaining, True, f"{claim.name}: this release does not change θ's posterior"

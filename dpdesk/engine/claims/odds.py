@@ -12,6 +12,11 @@ Pr(out | D)`` whatever the mixture over cells, hence
 for any prior and any adversary knowing everyone else's record. It needs no model of θ's posterior, and
 it holds however the releases were chosen (adaptive or not), unlike the crossing risk of
 :mod:`dpdesk.engine.claims.control`, which is about counts, not one person.
+
+When a person holds up to ``k`` rows (the project's privacy unit), "the person" is the unit: their rows
+fall in ``J`` (or in ``K``), and adding them one by one multiplies the factors, so each ``max`` above
+becomes the person rule's sum over the cells of ``J`` (or ``K``) their rows can fall in
+(:mod:`dpdesk.engine.budget.person`; docs/person-level.md, Theorem 3). With ``k = 1`` it is the max.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import DpdeskError
 
 __all__ = ["OddsBound", "odds_bound"]
@@ -61,7 +67,10 @@ class OddsBound:
 
 
 def odds_bound(
-    cell_costs: np.ndarray, cells: Sequence[int], others: Sequence[int] | None = None
+    cell_costs: np.ndarray,
+    cells: Sequence[int],
+    others: Sequence[int] | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> OddsBound:
     """The odds bound of a one-person claim from the per-cell losses ``cell_costs`` (``B``, flat).
 
@@ -73,6 +82,8 @@ def odds_bound(
         ``J``: flat indices of the cells the claim puts the person in (non-empty).
     others : sequence of int, optional
         ``K``: the cells of the alternative; None means "not in the table".
+    rule : PersonRule, optional
+        How a person's rows add up (the project's privacy unit; default one row is one person).
 
     Examples
     --------
@@ -86,4 +97,13 @@ def odds_bound(
     if j.size == 0:
         raise DpdeskError("claim cells: name at least one cell")
     k = _cells("alternative cells", others or (), b.size)
-    return OddsBound(float(b[j].max()) + (float(b[k].max()) if k.size else 0.0))
+    if rule.rows_are_people:
+        return OddsBound(float(b[j].max()) + (float(b[k].max()) if k.size else 0.0))
+    return OddsBound(_within(b, j, rule) + (_within(b, k, rule) if k.size else 0.0))
+
+
+def _within(b: np.ndarray, cells: np.ndarray, rule: PersonRule) -> float:
+    """One person's loss when all their rows fall in ``cells`` (the others' costs do not count)."""
+    masked = np.zeros_like(b)
+    masked[cells] = b[cells]
+    return rule.loss(masked)

@@ -23,6 +23,7 @@ import numpy as np
 
 from dpdesk.engine.budget.accounting import BudgetPreview, preview
 from dpdesk.engine.budget.mode import ZcdpAccounting
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.dirichlet.accuracy import (
     alpha_for_target,
     expected_bound,
@@ -337,6 +338,7 @@ def assess_posterior(
     cell_deltas: np.ndarray | None = None,
     delta_cap: float | None = None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> PosteriorAssessment:
     """Price a posterior release from public inputs (see the module docstring); raises DpdeskError.
 
@@ -346,6 +348,7 @@ def assess_posterior(
 
     With the ledger's per-cell costs and the total budget (and per-cell δ and the project's δ cap),
     the assessment says whether the release fits; a release that does not is not ``releasable``.
+    ``rule`` adds the per-cell α and δ up to one person's (:mod:`dpdesk.engine.budget.person`).
     ``mechanism`` None chooses it (:func:`choose_mechanism`; an accuracy target is the global
     mechanism's, δ the smooth one's).
     """
@@ -398,7 +401,7 @@ def assess_posterior(
         basis or Basis(),
         chosen_by=chosen_by,
     )
-    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap, accounting)
+    return _priced(plan, cell_costs, total_budget, cell_deltas, delta_cap, accounting, rule)
 
 
 def assess_request(query: PosteriorQuery, **public: Any) -> PosteriorAssessment:
@@ -427,6 +430,7 @@ def _priced(
     cell_deltas: np.ndarray | None,
     delta_cap: float | None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> PosteriorAssessment:
     """Attach the budget preview and the δ check; refuse (``releasable=False``) what does not fit."""
     n_box = int(plan.query.box_query().support_size())
@@ -437,22 +441,26 @@ def _priced(
     )
     budget, delta_after, ok = None, None, True
     if cell_costs is not None and total is not None:
-        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, accounting)
+        budget = preview(np.asarray(cell_costs, dtype=float), float(total), plan.charge, accounting, rule)
         if not budget.fits:
+            raised = "the most-charged cell" if rule.rows_are_people else "one person's privacy loss"
             ok, reason = (
                 False,
                 (
-                    f"it would raise the most-charged cell to {budget.system_cost_after:.4g}, "
-                    f"above the total budget {total:.4g}"
+                    f"it would raise {raised} to {budget.system_cost_after:.4g}, above the total budget {total:.4g}"
                     if accounting is None
-                    else f"it would raise the most-charged cell to ε = "
+                    else f"it would raise {raised} to ε = "
                     f"{budget.shown(budget.system_cost_after):.4g}, above the total ε = {accounting.epsilon:g} "
                     f"at δ = {accounting.delta:g}"
                 ),
             )
     if plan.delta and cell_deltas is not None:
         after = np.asarray(cell_deltas, dtype=float) + plan.delta * plan.query.box_query().dense()
-        delta_after = float(after.max())
+        if rule.rows_are_people or cell_costs is None:
+            delta_after = float(after.max())
+        else:
+            costs_after = np.asarray(cell_costs, dtype=float) + plan.charge.dense(after.size)
+            delta_after = rule.delta(costs_after, after)
         if ok and delta_cap is not None and delta_after > delta_cap:
             ok, reason = (
                 False,

@@ -132,6 +132,7 @@ def history_inputs(
     left_out: int = 0,
 ) -> HistoryInputs:
     """Copy what the plans need out of ``history`` (quick; the caller may hold the history's lock)."""
+    history = history.counts()  # the estimates model counts (a history over measures: its count rows)
     if len(history) == 0:
         raise DpdeskError("the history has no released answers yet: a zero-cost estimate needs released rows")
     n, source = public_table_size(history, table_size, declared_size)
@@ -372,6 +373,7 @@ def recompute_estimate(payload: Any, history: Any, names: Sequence[str]) -> floa
 
     if payload.get("query") is None:
         return None
+    history = history.counts()
     shape = tuple(history.shape)
     query = query_from_json(payload["query"], int(math.prod(shape)), shape)
     tau = math.inf if payload["tau"] == "inf" else float(payload["tau"])

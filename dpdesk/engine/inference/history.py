@@ -35,6 +35,8 @@ from dpdesk.engine.inference.rowspace import (
     _RowSpace,
 )
 from dpdesk.engine.mechanisms.registry import noise_family
+from dpdesk.engine.queries.layout import Layout
+from dpdesk.engine.queries.measured import counts_only, footprint, lift
 from dpdesk.engine.queries.query import Query, query_from_json
 
 Form = Literal["auto", "primal", "dual"]
@@ -113,7 +115,11 @@ class History:
     Parameters
     ----------
     shape : tuple of int
-        The cube's shape (``(n,)`` when queries are bare vectors).
+        The cube's shape (``(n,)`` when queries are bare vectors); over measures, ``layout.shape``.
+    layout : Layout, optional
+        A history over a cube's measures (docs/sums.md): its rows and targets are queries over the one
+        vector of counts and sums; a count (a query over the cube's cells) is read on the count block.
+        Taken from the rows when one of them reads measures. Per-cell costs stay per cube cell.
 
     Examples
     --------
@@ -126,18 +132,26 @@ class History:
 
     shape: tuple[int, ...]
     rows: list[HistoryRow] = field(default_factory=list)
+    layout: Layout | None = None
 
     def __post_init__(self) -> None:
+        initial = list(self.rows)
+        if self.layout is None:
+            self.layout = next((r.query.layout for r in initial if r.query.layout is not None), None)
         self.shape = tuple(int(k) for k in self.shape)
+        if self.layout is not None and self.shape not in (self.layout.shape, self.layout.cells):
+            raise HistoryError(f"history: shape {self.shape} is not its measures' layout {self.layout.shape}")
+        if self.layout is not None:
+            self.shape = self.layout.shape
         self.n_cells = int(np.prod(self.shape))
-        initial, self.rows = list(self.rows), []
+        self.rows = []
         self._stack = _ProductStack(self.shape)
         self._w = _GrowArray()
         self._answers = _GrowArray()
         self._scales = _GrowArray()
         self._variances = _GrowArray()
         self._families: list[str] = []  # each row's noise family (without touching the rows themselves)
-        self._costs = CellCosts(self.shape)
+        self._costs = CellCosts(self.shape if self.layout is None else self.layout.cells)
         self._spaces: dict[str, _RowSpace] = {}
         for row in initial:
             self.append(row)
@@ -158,8 +172,43 @@ class History:
         (``snapshot.history_from_arrays``) gets before it is trusted."""
         return all(space.factors_consistent() for space in self._spaces.values())
 
+    @property
+    def cells(self) -> tuple[int, ...]:
+        """The cube's shape (``shape`` without the block axis of a history over measures)."""
+        return self.shape if self.layout is None else self.layout.cells
+
+    def counts(self) -> History:
+        """This history's rows that read counts alone, over the cube's cells: what a consumer modelling
+        counts only (the zero-cost estimates, the synthetic table) reads. ``self`` when it holds counts only."""
+        if self.layout is None:
+            return self
+        rows = []
+        for r in self.rows:
+            q = counts_only(r.query)
+            if q is not None:
+                rows.append(HistoryRow(q, r.alpha, r.answer, r.family))
+        return History(self.layout.cells, rows)
+
+    def copy(self) -> History:
+        """A new history holding the same rows (its own factorisations)."""
+        return History(self.shape, rows=list(self.rows), layout=self.layout)
+
+    def lifted(self, query: Query) -> Query:
+        """``query`` over this history's vector: a count read on the count block of a history over
+        measures; a query over measures refused by a history of counts."""
+        if self.layout is not None:
+            return lift(query, self.layout)
+        if query.layout is not None:
+            raise QueryError("query reads a cube's measures; this history holds counts only")
+        return query
+
     def append(self, row: HistoryRow) -> None:
         """Add a released row; per-cell costs and the built factorisations are updated in place."""
+        if row.query.layout != self.layout:
+            try:
+                row = HistoryRow(self.lifted(row.query), row.alpha, row.answer, row.family)
+            except QueryError as exc:
+                raise HistoryError(f"history row: {exc}") from None
         if row.query.n_cells != self.n_cells:
             raise HistoryError(
                 f"history row has {row.query.n_cells} coefficients, the cube has {self.n_cells} cells"
@@ -175,7 +224,7 @@ class History:
         # paper Thm 5.4: cell j loses α_i |H_ij| / S_i (pure ε rows; a Gaussian row's ρ is accounted in
         # engine/budget/zcdp.py, never here)
         if noise_family(row.family).measure == "epsilon":
-            self._costs.add(row.alpha / row.sensitivity, row.query)
+            self._costs.add(row.alpha / row.sensitivity, footprint(row.query))
         for space in self._spaces.values():
             self._feed(space, len(self.rows) - 1)
 
@@ -235,6 +284,7 @@ class History:
 
     def estimate(self, query: Query, form: Form = "auto") -> Estimate:
         """The BLUE of ``θ = Q·x`` from history, or a non-estimable result (paper Thm 3.1)."""
+        query = self.lifted(query)
         if query.n_cells != self.n_cells:
             raise QueryError(f"query has {query.n_cells} coefficients, the cube has {self.n_cells} cells")
         if form not in ("auto", "primal", "dual"):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.query import Query
 
@@ -29,7 +31,20 @@ __all__ = ["BoundedPrior", "clip_estimate", "clip_interval", "query_bounds"]
 
 
 def query_bounds(query: Query, table_size: float) -> tuple[float, float]:
-    """``[N·min(0, min Q), N·max(0, max Q)]``: the range of ``Q·x`` over ``x ≥ 0``, ``Σx ≤ N``."""
+    """``[N·min(0, min Q), N·max(0, max Q)]``: the range of ``Q·x`` over ``x ≥ 0``, ``Σx ≤ N``.
+
+    Over measures (docs/sums.md) a record in cell ``j`` adds ``Σ_b Q_bj·v_b`` with ``v_b`` in its block's
+    range (1 for the count, ``[L, U]`` for a sum, 0 as well when missing values are skipped), so the
+    answer lies in ``N·[min(0, min_j r⁻_j), max(0, max_j r⁺_j)]`` with ``r±_j`` the extremes of that sum.
+    """
+    if query.layout is not None:
+        lay = query.layout
+        d = np.asarray(query.dense()).reshape(len(lay.blocks), lay.n_base)
+        low = np.array([b.low for b in lay.blocks])[:, None]
+        high = np.array([b.high for b in lay.blocks])[:, None]
+        r_lo = np.minimum(d * low, d * high).sum(axis=0)
+        r_hi = np.maximum(d * low, d * high).sum(axis=0)
+        return table_size * min(0.0, float(r_lo.min())), table_size * max(0.0, float(r_hi.max()))
     _, values = query.sparse()
     lo = table_size * min(0.0, float(values.min()))
     hi = table_size * max(0.0, float(values.max()))

@@ -21,6 +21,7 @@ from dpdesk.engine.errors import HistoryError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.inference.linalg import GrowingCholesky, factor_consistent
 from dpdesk.engine.inference.rowspace import _DualSpace, _GrowArray, _PrimalSpace, _RowSpace
+from dpdesk.engine.queries.layout import Layout
 from dpdesk.engine.queries.query import Query, Term, query_from_json
 
 __all__ = ["factor_consistent", "history_arrays", "history_from_arrays"]
@@ -125,6 +126,8 @@ def history_arrays(h: History) -> tuple[dict[str, Any], Arrays]:
     m = len(h)
     families = sorted({r.family for r in h.rows})
     meta: dict[str, Any] = {"shape": list(h.shape), "rows": m, "families": families, "spaces": list(h.spaces)}
+    if h.layout is not None:
+        meta["layout"] = h.layout.to_json()
     arrays: Arrays = {
         "alpha": np.array([r.alpha for r in h.rows], dtype=float),
         "answer": h._answers.view,
@@ -170,9 +173,13 @@ class _StoredRows(Sequence[HistoryRow]):
         q = self._queries.get(i)
         if q is None:
             other = self._meta["other_queries"].get(str(i))
-            shape = self._h.shape
+            shape, lay = self._h.shape, self._h.layout
             if other is not None:
-                q = query_from_json(other, self._h.n_cells, shape)
+                q = (
+                    query_from_json(other, self._h.n_cells, shape)
+                    if lay is None
+                    else query_from_json(other, lay.n_base, lay.cells, lay)
+                )
             else:
                 a = self._arrays
                 q = Query(
@@ -183,6 +190,7 @@ class _StoredRows(Sequence[HistoryRow]):
                             tuple(np.array(a[f"factor{d}"][i]) for d in range(len(shape))),
                         ),
                     ),
+                    layout=lay,
                 )
             self._queries[i] = q
         return q
@@ -241,8 +249,8 @@ def history_from_arrays(meta: dict[str, Any], arrays: Arrays) -> History:
     when the arrays do not fit together."""
     shape = tuple(int(k) for k in meta["shape"])
     m = int(meta["rows"])
-    h = History(shape)
     try:
+        h = History(shape, layout=Layout.from_json(meta["layout"]) if "layout" in meta else None)
         for name in (
             "alpha",
             "answer",
@@ -256,7 +264,7 @@ def history_from_arrays(meta: dict[str, Any], arrays: Arrays) -> History:
         ):
             if arrays[name].shape[0] != m:
                 raise HistoryError(f"stored history: {name} has {arrays[name].shape[0]} rows, expected {m}")
-        if arrays["costs"].shape != (h.n_cells,):
+        if arrays["costs"].shape != (h.n_cells if h.layout is None else h.layout.n_base,):
             raise HistoryError("stored history: per-cell costs do not match the cube")
         for d, k in enumerate(shape):
             if arrays[f"factor{d}"].shape != (m, k):
@@ -276,7 +284,7 @@ def history_from_arrays(meta: dict[str, Any], arrays: Arrays) -> History:
             st._sp_row, st._sp_idx, st._sp_val = [arrays["sp_row"]], [arrays["sp_idx"]], [arrays["sp_val"]]
         for form in meta["spaces"]:
             h._spaces[form] = _space_in(f"space.{form}", h, meta, arrays)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # QueryError is a ValueError
         raise HistoryError(f"stored history: unreadable ({exc!r})") from None
     return h
 

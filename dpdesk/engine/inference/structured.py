@@ -21,6 +21,7 @@ from typing import Any
 
 from dpdesk.engine.inference.history import Estimate
 from dpdesk.engine.inference.posterior import Posterior
+from dpdesk.engine.queries.measured import counts_only
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["FORM", "StructuredAnswer", "best_answer", "prefer"]
@@ -44,6 +45,10 @@ def best_answer(answerers: Sequence[tuple[int, Any]], query: Query, eps: float) 
     ``answerers`` pairs each with its ledger entry. Ties go to the earlier one.
     """
     best: StructuredAnswer | None = None
+    counted = counts_only(query)  # releases of counts say nothing about sums
+    if counted is None:
+        return None
+    query = counted
     for source, answerer in answerers:
         served = answerer.served(query)
         if served is None:

@@ -151,7 +151,9 @@ def terms_text(kind: str, eps: float | None, delta: float | None, alpha: float |
 
 def cost_text(plan: ReleasePlan) -> str:
     """What every charged cell of a box-shaped plan pays: ``ε = 0.5`` (and ``δ = 1e-07`` for an (ε, δ) one)."""
-    alpha = sum(t.scale for t in plan.charge.terms)  # one 0/1 box term: the α of each of its cells
+    alpha = getattr(plan, "per_cell_alpha", None)  # what a kind states itself (a mean: α_S + α_C)
+    if alpha is None:
+        alpha = sum(t.scale for t in plan.charge.terms)  # one 0/1 box term: the α of each of its cells
     return f"ε = {alpha:.6g}" + (f" and δ = {plan.charge.delta:.3g}" if plan.charge.delta else "")
 
 

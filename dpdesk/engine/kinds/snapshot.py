@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpdesk.engine.budget.person import PersonRule, person_rule
 from dpdesk.engine.inference.history import History
 from dpdesk.engine.kinds.settings import Settings
 from dpdesk.engine.mechanisms.base import Basis
@@ -59,6 +60,12 @@ class LedgerSnapshot:
         return self.settings.total_budget
 
     @property
+    def rule(self) -> PersonRule:
+        """How per-cell costs add up to one person's loss: the schema's privacy unit
+        (:mod:`~dpdesk.engine.budget.person`)."""
+        return person_rule(self.schema)
+
+    @property
     def basis(self) -> Basis:
         """What a plan made from this moment records; ``Project.release`` refuses it once the ledger or
         the settings move on."""
@@ -67,7 +74,8 @@ class LedgerSnapshot:
 
     def public(self) -> dict[str, Any]:
         """The inputs a box-shaped kind is priced with, as keyword arguments: per-cell α and δ, the total,
-        the δ cap, the basis and the accounting (None: pure ε; under zCDP the costs and total are in ρ)."""
+        the δ cap, the basis, the accounting (None: pure ε; under zCDP the costs and total are in ρ) and
+        the person rule."""
         return {
             "cell_costs": self.cell_costs,
             "cell_deltas": self.cell_deltas,
@@ -75,4 +83,5 @@ class LedgerSnapshot:
             "delta_cap": self.delta_cap,
             "basis": self.basis,
             "accounting": self.settings.accounting,
+            "rule": self.rule,
         }

@@ -28,6 +28,7 @@ import numpy as np
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.queries.algebra import abs_dense
+from dpdesk.engine.queries.measured import footprint
 from dpdesk.engine.queries.query import Query, query_from_json
 
 __all__ = ["MEASURES", "Charge", "ChargeTerm", "same_charge"]
@@ -37,7 +38,8 @@ MEASURES = ("epsilon", "rho")  # pure ε-DP, ρ-zCDP
 
 @dataclass(frozen=True, eq=False)
 class ChargeTerm:
-    """``scale·|query|`` on the cells, or ``scale`` on every cell when ``query`` is None."""
+    """``scale·|query|`` on the cells, or ``scale`` on every cell when ``query`` is None (a query over
+    measures is held as its per-cell load, :func:`~dpdesk.engine.queries.measured.footprint`)."""
 
     scale: float
     query: Query | None = None
@@ -47,6 +49,8 @@ class ChargeTerm:
         if isinstance(s, bool) or not isinstance(s, (int, float, np.number)) or not math.isfinite(s) or s < 0:
             raise DpdeskError(f"charge scale ({s!r}) must be a finite number ≥ 0")
         object.__setattr__(self, "scale", float(s))
+        if self.query is not None and self.query.layout is not None:  # charged per cube cell
+            object.__setattr__(self, "query", footprint(self.query))
 
     def dense(self, n_cells: int) -> np.ndarray:
         if self.query is None:

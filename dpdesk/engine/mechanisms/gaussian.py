@@ -37,6 +37,7 @@ from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
 from dpdesk.engine.mechanisms.laplace import NoiseMechanism
 from dpdesk.engine.queries.algebra import squared
+from dpdesk.engine.queries.measured import footprint
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["DISCRETE_GAUSSIAN", "GAUSSIAN", "DiscreteGaussian", "Gaussian", "GaussianNoise"]
@@ -80,7 +81,7 @@ class GaussianNoise(NoiseMechanism):
         [0.5, 0.125, 0.0]
         """
         s = alpha / query.sensitivity
-        return Charge((ChargeTerm(s * s / 2.0, squared(query)),), measure="rho")
+        return Charge((ChargeTerm(s * s / 2.0, squared(footprint(query))),), measure="rho")
 
     def opendp_loss(self, meas: Any, sensitivity: float) -> float:
         """The ``α`` OpenDP's own map states for ``meas`` at ``sensitivity``: ``√(2·meas.map(S))``."""

@@ -20,6 +20,7 @@ import numpy as np
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Contribution, NoisyRow, check_requirement
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
+from dpdesk.engine.queries.measured import footprint
 from dpdesk.engine.queries.query import Query, product_form, query_from_json
 
 __all__ = ["DISCRETE_LAPLACE", "LAPLACE", "DiscreteLaplace", "Laplace", "NoiseMechanism"]
@@ -62,8 +63,9 @@ class NoiseMechanism:
 
     @staticmethod
     def charge_for(query: Query, alpha: float) -> Charge:
-        """A fresh answer's per-cell charge ``α|Q_j|/S`` (paper Thm 5.4)."""
-        return Charge((ChargeTerm(alpha / query.sensitivity, query),))
+        """A fresh answer's per-cell charge ``α|Q_j|/S`` (paper Thm 5.4); over measures ``α·Σ_b B_b|Q_bj|/S``,
+        what one record in cell ``j`` can move the answer (docs/sums.md, Theorem 1)."""
+        return Charge((ChargeTerm(alpha / query.sensitivity, footprint(query)),))
 
     def opendp_loss(self, meas: Any, sensitivity: float) -> float:
         """The ``α`` OpenDP's own privacy map states for ``meas`` at ``sensitivity`` (``meas.map(S)``)."""

@@ -28,6 +28,7 @@ import numpy as np
 from dpdesk.engine.budget.accounting import BudgetPreview, check_total_budget
 from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.budget.mode import ZcdpAccounting
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
@@ -117,6 +118,7 @@ class Guarantee:
             if self.worst is not None and schema is not None
             else ""
         )
+        assert self.halfwidth is not None  # an estimable class has one
         return (
             f"each query, {what}: within ±{plain_number(self.halfwidth)} at "
             f"{100 * (1 - self.delta):.4g} % confidence (this release's exact posterior){worst}"
@@ -151,6 +153,7 @@ class SimultaneousBound:
         """A looser bound, after the release's own guarantee: all count queries at once (no paper numbers)."""
         if not self.applies:
             return f"all count queries at once: no such bound here ({self.note})"
+        assert self.halfwidth is not None  # a bound that applies has one
         return (
             f"all count queries at once (a looser bound): every count over the {self.cells:,} cells within "
             f"±{plain_number(self.halfwidth)}, all together at {100 * (1 - self.delta):.4g} % confidence"
@@ -446,6 +449,7 @@ def preview(
     cell_costs: np.ndarray | None = None,
     classes: Sequence[QueryClass] | None = None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> PlanPreview:
     """Price and describe a release of ``plan`` at ``alpha`` (or the α meeting ``accuracy``) — spends nothing.
 
@@ -464,6 +468,8 @@ def preview(
     accounting : ZcdpAccounting, optional
         A zCDP project's: ``total_budget`` and ``cell_costs`` are then in ρ, and the release (pure ε, α per
         cell) costs ``α²/2`` per cell.
+    rule : PersonRule, optional
+        How per-cell costs add up to one person's loss (:mod:`dpdesk.engine.budget.person`).
     """
     t0 = time.perf_counter()
     if not isinstance(plan, PartitionPlan):
@@ -494,7 +500,7 @@ def preview(
         raise PlanError(f"cell costs have {costs.size} entries, the cube has {plan.schema.n_cells} cells")
     # every cell pays α: one count per group, each at α/coverage
     budget = budget_preview(
-        costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), accounting
+        costs, float(total_budget), PARTITION.charge_for(plan.coverage, scale), accounting, rule
     )
     return PlanPreview(
         plan=plan,

@@ -41,6 +41,7 @@ class PartitionKind(ReleaseKind["PartitionReleasePlan"]):
             total_budget=snapshot.total_budget,
             cell_costs=snapshot.cell_costs,
             accounting=snapshot.settings.accounting,
+            rule=snapshot.rule,
         )
         return PartitionReleasePlan(pv, snapshot.basis, asked.id)
 

@@ -184,7 +184,7 @@ def _family(family: str | None, q: Query) -> NoiseMechanism:
 
 def _with_rows(history: History, rows: Sequence[Measurement]) -> History:
     """``history`` with ``rows`` appended (values are not known, nor needed: no decision reads one)."""
-    out = History(history.shape, rows=list(history.rows))
+    out = history.copy()
     for m in rows:
         out.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
     return out

@@ -67,7 +67,7 @@ class Checker:
         self.base, self.method, self.releases, self.cancelled = base, method, releases, cancelled
 
     def history_with(self, rows: Sequence[Measurement]) -> History:
-        h = History(self.base.shape, rows=list(self.base.rows))
+        h = self.base.copy()
         for m in rows:  # the values are not known (nor needed): the decision reads no released value
             h.append(HistoryRow(m.query, m.alpha, 0.0, m.family))
         return h

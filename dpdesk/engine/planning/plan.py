@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from dpdesk.engine.answering.request import Request
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
@@ -234,13 +235,22 @@ class BatchPlan:
             + "."
         )
 
-    def check_affordable(self, cell_costs: np.ndarray, total: float) -> None:
-        """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell."""
+    def check_affordable(
+        self, cell_costs: np.ndarray, total: float, rule: PersonRule = ROW_RULE, measure: str = "epsilon"
+    ) -> None:
+        """Raise :class:`BudgetError` (one line) when the whole plan would pass ``total`` in some cell, or
+        one person's loss (``rule``) would pass it."""
         after = np.asarray(cell_costs, dtype=float) + self.charge.dense(np.asarray(cell_costs).size)
         if after.size and float(after.max()) > total * (1 + 1e-12):
             raise BudgetError(
                 f"the batch plan would raise cell #{int(after.argmax())}'s cost to "
                 f"{float(after.max()):.6g}, over the total budget {total:g}; nothing was released"
+            )
+        person = rule.total(after, measure)
+        if not rule.rows_are_people and person > total * (1 + 1e-12):
+            raise BudgetError(
+                f"the batch plan would raise one person's privacy loss to {person:.6g}, over the total "
+                f"budget {total:g}; nothing was released"
             )
 
     def to_json(self) -> dict[str, Any]:
@@ -273,12 +283,38 @@ class BatchPlan:
         return self.resumes.count if self.resumes is not None else len(self.measurements)
 
 
+def per_person(plan: BatchPlan, k: int, total: float) -> BatchPlan:
+    """A plan made against a cell's room per row, ``total / k``, with its figures as one person's loss
+    (``k`` is the person rule's factor: the rows per person in ε, their square in ρ under zCDP).
+
+    A person may hold up to ``k`` rows in one cell, so their loss is ``k`` × the largest per-row cell cost
+    (docs/person-level.md): a plan whose per-row system cost stays within ``total / k`` keeps every person
+    within ``total``, and each of its system costs (before, after, each candidate's, the look-ahead's, a
+    request's rise alone) is ``k`` × the per-row one, exactly.
+    """
+    if k == 1:
+        return plan
+    la = plan.look_ahead
+    return replace(
+        plan,
+        total_budget=total,
+        system_cost=k * plan.system_cost,
+        system_cost_after=k * plan.system_cost_after,
+        one_by_one=replace(plan.one_by_one, system_cost_after=k * plan.one_by_one.system_cost_after),
+        candidates=tuple(replace(c, system_cost_after=k * c.system_cost_after) for c in plan.candidates),
+        requests=tuple(replace(p, alone=None if p.alone is None else k * p.alone) for p in plan.requests),
+        look_ahead=None if la is None else replace(la, system_cost_after=k * la.system_cost_after),
+    )
+
+
 def resume_plan(
     recorded: Mapping[str, Any],
     requests: Mapping[str, Request],
     shape: tuple[int, ...],
     cell_costs: np.ndarray,
     resumes: Resumption,
+    rule: PersonRule = ROW_RULE,
+    measure: str = "epsilon",
 ) -> BatchPlan:
     """The batch plan a ledger entry recorded (``recorded``: :meth:`BatchPlan.to_json`), resumed where it
     stopped: the measurements from ``resumes.recorded`` on, priced from ``cell_costs`` as they are now.
@@ -314,8 +350,8 @@ def resume_plan(
         measurements=measurements,
         requests=planned,
         total_budget=float(recorded["total_budget"]),
-        system_cost=float(costs0.max()) if costs0.size else 0.0,
-        system_cost_after=float(after.max()) if after.size else 0.0,
+        system_cost=rule.total(costs0, measure),
+        system_cost_after=rule.total(after, measure),
         one_by_one=Candidate(**recorded["one_by_one"]),
         candidates=tuple(Candidate(**c) for c in recorded["candidates"]),
         cell_costs_after=after,

@@ -191,7 +191,7 @@ class _Planner:
 
     def one_by_one(self) -> None:
         """Today's rules, request after request (placeholder values: decisions do not read them)."""
-        self.seq_hist = History(self.history.shape, rows=list(self.history.rows))
+        self.seq_hist = self.history.copy()
         self.seq_costs = self.costs0.copy()
         self.seq_rows: list[Measurement] = []
         self.seq_ok: list[bool] = []

@@ -21,8 +21,11 @@ def abs_dense(q: Query) -> np.ndarray:
 
     Per-cell accounting needs ``|Q|`` once per released row; for a single product term it is the
     outer product of the factors' absolute values, built here and dropped after use, so a long
-    history over a large cube does not keep one dense vector per row alive.
+    history over a large cube does not keep one dense vector per row alive. For a query over measures it
+    is the per-record load ``Σ_b B_b |Q_bj|`` of every cube cell (``Query.record_loads``).
     """
+    if q.layout is not None:  # over measures: what one record in each cube cell can move (docs/sums.md)
+        return q.record_loads()
     if q.terms is not None and len(q.terms) == 1:
         t = q.terms[0]
         return np.asarray(

@@ -19,97 +19,19 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.errors import QueryError, SchemaError
+from dpdesk.engine.queries.layout import Layout
+from dpdesk.engine.queries.term import (
+    CANCEL_TOL,
+    box_cells,
+    fmt_number,
+    integral_term,
+    readonly,
+    same_box,
+)
+from dpdesk.engine.queries.term import (
+    Term as Term,
+)
 from dpdesk.engine.schema import Schema
-
-# Coefficients of a multi-term query smaller than this fraction of its largest possible term are
-# rounding residue (0.1 + 0.2 - 0.3), not real coefficients.
-_CANCEL_TOL = 1e-12
-# Largest number of distinct coefficient values enumerated without densifying a single term.
-_VALUE_SET_LIMIT = 1 << 16
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    if a.flags.writeable:
-        a = a.copy()
-        a.setflags(write=False)
-    return a
-
-
-def _fmt_number(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)
-
-
-@dataclass(frozen=True, eq=False)
-class Term:
-    """``weight · outer(factors[0], …, factors[N-1])``: one product-form piece of a query."""
-
-    weight: float
-    factors: tuple[np.ndarray, ...]
-
-    def __post_init__(self) -> None:
-        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float, np.number)):
-            raise QueryError(f"query: term weight must be a number, got {self.weight!r}")
-        w = float(self.weight)
-        if not math.isfinite(w):
-            raise QueryError(f"query: term weight {w!r} is not finite")
-        factors = []
-        for d, f in enumerate(self.factors):
-            arr = np.asarray(f, dtype=np.float64)
-            if arr.ndim != 1 or arr.size == 0:
-                raise QueryError(f"query: factor {d} must be a non-empty 1-d vector, got shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise QueryError(f"query: factor {d} has a NaN or infinite coefficient")
-            factors.append(_readonly(arr))
-        if not factors:
-            raise QueryError("query: a term needs at least one factor")
-        object.__setattr__(self, "weight", w)
-        object.__setattr__(self, "factors", tuple(factors))
-
-    def __reduce__(self) -> tuple[type[Term], tuple[float, tuple[np.ndarray, ...]]]:
-        return (Term, (self.weight, self.factors))  # re-validate: unpickled arrays come back writable
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(f) for f in self.factors)
-
-    @property
-    def is_zero(self) -> bool:
-        return self.weight == 0.0 or any(not np.any(f) for f in self.factors)
-
-    def same_factors(self, other: Term) -> bool:
-        return self.shape == other.shape and all(
-            np.array_equal(a, b) for a, b in zip(self.factors, other.factors)
-        )
-
-    def dense(self) -> np.ndarray:
-        return (self.weight * reduce(np.multiply.outer, self.factors)).reshape(-1)
-
-    def values_at(self, idx: tuple[np.ndarray, ...]) -> np.ndarray:
-        out = np.full(len(idx[0]), self.weight)
-        for f, i in zip(self.factors, idx):
-            out *= f[i]
-        return out
-
-    def support_size(self) -> int:
-        return math.prod(int(np.count_nonzero(f)) for f in self.factors)
-
-    def value_set(self) -> np.ndarray | None:
-        """The distinct nonzero coefficients (up to repeats), or None if there are too many to list."""
-        parts = [np.unique(f[f != 0]) for f in self.factors]
-        if math.prod(len(p) for p in parts) > _VALUE_SET_LIMIT:
-            return None
-        return self.weight * reduce(np.multiply.outer, parts).reshape(-1)
-
-
-def _box_cells(t: Term, shape: tuple[int, ...]) -> np.ndarray:
-    """The flat indices of the cells where ``t`` is nonzero, ascending."""
-    nz = [np.flatnonzero(f) for f in t.factors]
-    grids = np.meshgrid(*nz, indexing="ij")
-    return np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), shape).astype(np.int64)
-
-
-def _integral_term(t: Term) -> bool:
-    return float(t.weight).is_integer() and all(bool(np.all(f == np.round(f))) for f in t.factors)
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,7 +41,11 @@ class Query:
     Exactly one form is set: ``terms`` (product form) or ``indices``/``values`` (sparse form: sorted
     unique flat indices and their nonzero coefficients). Construction normalises (sorts, drops zero
     coefficients and zero terms, merges terms with identical factors) and rejects an all-zero query.
-    Equality compares coefficients (not form, shape or text).
+    Equality compares coefficients and layout (not form, shape or text).
+
+    ``layout`` is set for a query over a cube's measures (:mod:`dpdesk.engine.queries.layout`): ``shape``
+    is then ``layout.shape`` — the blocks (counts, sums, value counts) first — and the sensitivity is a
+    record's, ``max_j Σ_b B_b |Q_bj|``, since one record moves its cell in every block at once.
 
     Examples
     --------
@@ -135,6 +61,7 @@ class Query:
     indices: np.ndarray | None = None
     values: np.ndarray | None = None
     text: str | None = None
+    layout: Layout | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -144,6 +71,8 @@ class Query:
         if not shape or any(s < 1 for s in shape):
             raise QueryError(f"query: shape {shape} must have at least one dimension, all positive")
         object.__setattr__(self, "shape", shape)
+        if self.layout is not None and shape != self.layout.shape:
+            raise QueryError(f"query: shape {shape} is not its layout's {self.layout.shape}")
         if self.terms is not None:
             if self.indices is not None or self.values is not None:
                 raise QueryError(
@@ -165,6 +94,11 @@ class Query:
             for k, m in enumerate(merged):
                 if m.same_factors(t):
                     merged[k] = Term(m.weight + t.weight, m.factors)
+                    break
+                if self.layout is not None and same_box(m, t):  # one box, several blocks: one term
+                    merged[k] = Term(
+                        1.0, (m.weight * m.factors[0] + t.weight * t.factors[0],) + m.factors[1:]
+                    )
                     break
             else:
                 merged.append(t)
@@ -202,8 +136,8 @@ class Query:
         idx, val = idx[keep], val[keep]
         if idx.size == 0:
             raise QueryError("query: all coefficients are zero")
-        object.__setattr__(self, "indices", _readonly(idx))
-        object.__setattr__(self, "values", _readonly(val))
+        object.__setattr__(self, "indices", readonly(idx))
+        object.__setattr__(self, "values", readonly(val))
 
     # ---------------------------------------------------------------- derived values
 
@@ -217,23 +151,50 @@ class Query:
 
     @cached_property
     def sensitivity(self) -> float:
-        """``max_j |Q_j|`` (DESIGN §1): a record sits in exactly one cell."""
+        """``max_j |Q_j|`` (DESIGN §1): a record sits in exactly one cell; over measures, the most one
+        record moves the answer, ``max_j Σ_b B_b |Q_bj|`` (docs/sums.md, Theorem 1)."""
+        if self.layout is not None:
+            return float(self.record_loads().max())
         if self.terms is not None and len(self.terms) == 1:
             t = self.terms[0]
             return abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors)
         return float(np.max(np.abs(self.sparse()[1])))
 
+    def record_loads(self) -> np.ndarray:
+        """Over measures: ``Σ_b B_b |Q_bj|`` for every cell ``j`` of the cube (the most a record in cell
+        ``j`` moves the answer); a single term's, from its factors. A new array, not cached."""
+        lay = self.layout
+        if lay is None:
+            raise QueryError("query: only a query over measures has per-record loads; use |Q|")
+        if self.terms is not None and len(self.terms) == 1:
+            t = self.terms[0]
+            w = abs(t.weight) * float(lay.weights @ np.abs(t.factors[0]))
+            return np.asarray((w * reduce(np.multiply.outer, [np.abs(f) for f in t.factors[1:]])).reshape(-1))
+        idx, val = self.sparse()
+        blocks, cells = np.divmod(idx, lay.n_base)
+        return lay.record_loads(blocks, cells, val)
+
     @cached_property
     def is_integer(self) -> bool:
-        """True when every coefficient is an integer (the query's answer lives on the integer lattice)."""
+        """True when every coefficient is an integer (the query's answer lives on the integer lattice);
+        never for a query that reads a sum of values."""
+        if self.layout is not None and self._reads_sums():
+            return False
         if self.terms is not None and len(self.terms) == 1:
             vs = self.terms[0].value_set()
             if vs is not None:
                 return bool(np.all(vs == np.round(vs)))
-        if self.terms is not None and all(_integral_term(t) for t in self.terms):
+        if self.terms is not None and all(integral_term(t) for t in self.terms):
             return True  # products and sums of integer floats are integer floats
         v = self.sparse()[1]
         return bool(np.all(v == np.round(v)))
+
+    def _reads_sums(self) -> bool:
+        assert self.layout is not None
+        summed = self.layout.summed
+        if self.terms is not None:
+            return any(bool(np.any(t.factors[0][summed] != 0)) for t in self.terms)
+        return bool(np.any(summed[np.asarray(self.indices) // self.layout.n_base]))
 
     @cached_property
     def _dense(self) -> np.ndarray:
@@ -248,8 +209,8 @@ class Query:
                 scale = max(
                     abs(t.weight) * math.prod(float(np.max(np.abs(f))) for f in t.factors) for t in self.terms
                 )
-                out[np.abs(out) <= _CANCEL_TOL * scale] = 0.0
-        return _readonly(out)
+                out[np.abs(out) <= CANCEL_TOL * scale] = 0.0
+        return readonly(out)
 
     @cached_property
     def _sparse(self) -> tuple[np.ndarray, np.ndarray]:
@@ -261,18 +222,18 @@ class Query:
             grids = np.meshgrid(*nz, indexing="ij")
             idx = np.ravel_multi_index(tuple(g.reshape(-1) for g in grids), self.shape).astype(np.int64)
             val = t.weight * reduce(np.multiply.outer, [f[i] for f, i in zip(t.factors, nz)]).reshape(-1)
-            return _readonly(idx), _readonly(val)
+            return readonly(idx), readonly(val)
         # the union of the terms' boxes, then the (cleaned) dense coefficients there: the same as the
         # nonzero cells of the dense vector, without a pass over every cell of a large cube
         d = self._dense
         if self._support_size < self.n_cells // 8:
-            idx = np.concatenate([_box_cells(t, self.shape) for t in self.terms])
+            idx = np.concatenate([box_cells(t, self.shape) for t in self.terms])
             idx.sort()
             idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
         else:
             idx = np.arange(self.n_cells, dtype=np.int64)
         idx = idx[d[idx] != 0]
-        return _readonly(idx), _readonly(d[idx])
+        return readonly(idx), readonly(d[idx])
 
     def dense(self) -> np.ndarray:
         """All ``n_cells`` coefficients in C order (read-only, cached)."""
@@ -314,46 +275,73 @@ class Query:
         idx, val = self.sparse()
         return float(np.dot(val, x[idx]))
 
-    def to_json(self) -> dict[str, list[int] | list[int | float]]:
-        """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints)."""
+    def to_json(self) -> dict[str, Any]:
+        """DESIGN §6 sparse form ``{"indices": [...], "values": [...]}`` (integral values as ints); over
+        measures, one sparse form per block: ``{"count": …, "sum": {measure: …}, "count_of": {measure: …}}``
+        (blocks without coefficients left out) and the ``layout`` it was read over — the blocks and their
+        clamp bounds, so a recorded release states the bounds it was priced at (the ledger view checks
+        them against the schema's)."""
         idx, val = self.sparse()
-        if np.all(np.mod(val, 1.0) == 0) and np.all(np.abs(val) < 2.0**53):  # integral: ints, as _fmt_number
-            values: list[int | float] = val.astype(np.int64).tolist()
-        else:
-            values = [_fmt_number(v) for v in val]
-        return {"indices": np.asarray(idx, dtype=np.int64).tolist(), "values": values}
+        if self.layout is None:
+            return _sparse_json(idx, val)
+        n = self.layout.n_base
+        out: dict[str, Any] = {"layout": self.layout.to_json()}
+        for b, block in enumerate(self.layout.blocks):
+            lo, hi = np.searchsorted(idx, [b * n, (b + 1) * n])
+            if lo == hi:
+                continue
+            part = _sparse_json(idx[lo:hi] - b * n, val[lo:hi])
+            if block.kind == "count":
+                out["count"] = part
+            else:
+                out.setdefault("sum" if block.kind == "sum" else "count_of", {})[block.measure] = part
+        return out
 
     def describe(self) -> str:
         """The text the query came from, else a one-line summary (``queries.text.format_terms`` gives
         the text form of product-form terms)."""
         if self.text is not None:
             return self.text
+        if self.layout is not None:
+            return (
+                f"linear query over counts and sums with {self.support_size()} nonzero coefficient(s), "
+                f"sensitivity {fmt_number(self.sensitivity)}"
+            )
         return (
             f"linear query with {self.support_size()} nonzero coefficient(s) over {self.n_cells} cells, "
-            f"sensitivity {_fmt_number(self.sensitivity)}"
+            f"sensitivity {fmt_number(self.sensitivity)}"
         )
 
     def __reduce__(self) -> tuple[type[Query], tuple[Any, ...]]:
-        return (Query, (self.shape, self.terms, self.indices, self.values, self.text))
+        return (Query, (self.shape, self.terms, self.indices, self.values, self.text, self.layout))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Query):
             return NotImplemented
         if self is other:
             return True
-        if self.n_cells != other.n_cells:
+        if self.n_cells != other.n_cells or self.layout != other.layout:
             return False
         a, b = self.sparse(), other.sparse()
         return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
 
     def __hash__(self) -> int:
         idx, val = self.sparse()
-        return hash((self.n_cells, idx.tobytes(), val.tobytes()))
+        return hash((self.n_cells, idx.tobytes(), val.tobytes(), self.layout))
 
     def __repr__(self) -> str:
         form = f"{len(self.terms)} term(s)" if self.terms is not None else f"{self.indices.size} nonzero"  # type: ignore[union-attr]
         text = f", text={self.text!r}" if self.text is not None else ""
-        return f"Query(shape={self.shape}, {form}{text})"
+        over = ", over measures" if self.layout is not None else ""
+        return f"Query(shape={self.shape}, {form}{text}{over})"
+
+
+def _sparse_json(idx: np.ndarray, val: np.ndarray) -> dict[str, Any]:
+    if np.all(np.mod(val, 1.0) == 0) and np.all(np.abs(val) < 2.0**53):  # integral: ints, as fmt_number
+        values: list[int | float] = val.astype(np.int64).tolist()
+    else:
+        values = [fmt_number(v) for v in val]
+    return {"indices": np.asarray(idx, dtype=np.int64).tolist(), "values": values}
 
 
 def count(schema: Schema, /, weight: float = 1.0, **labels: str | Sequence[str]) -> Query:
@@ -427,8 +415,16 @@ def _resolve_shape(n_cells: int, shape: Sequence[int] | None) -> tuple[int, ...]
     return shape
 
 
-def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) -> Query:
-    """A query from its DESIGN §6 JSON form: a dense list of ``n_cells`` numbers or ``{"indices", "values"}``."""
+_MEASURE_MEMBERS = frozenset(("count", "sum", "count_of"))
+
+
+def query_from_json(
+    obj: Any, n_cells: int, shape: Sequence[int] | None = None, layout: Layout | None = None
+) -> Query:
+    """A query from its DESIGN §6 JSON form: a dense list of ``n_cells`` numbers or ``{"indices", "values"}``;
+    with the cube's ``layout``, also the form of a query over measures (:meth:`Query.to_json`)."""
+    if isinstance(obj, dict) and set(obj) & _MEASURE_MEMBERS and set(obj) <= _MEASURE_MEMBERS | {"layout"}:
+        return _measure_query_from_json(obj, n_cells, shape, layout)
     shape_t = _resolve_shape(n_cells, shape)
     if isinstance(obj, list):
         if len(obj) != n_cells:
@@ -464,6 +460,52 @@ def query_from_json(obj: Any, n_cells: int, shape: Sequence[int] | None = None) 
     raise QueryError(
         f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}"
     )
+
+
+def _measure_query_from_json(
+    obj: dict[str, Any], n_cells: int, shape: Sequence[int] | None, layout: Layout | None
+) -> Query:
+    if "layout" in obj:  # as written by Query.to_json: the blocks and bounds it was read over
+        recorded = Layout.from_json(obj["layout"])
+        if layout is not None and recorded != layout:
+            raise QueryError("query: its recorded measures and clamp bounds are not the schema's")
+        layout = recorded
+    if layout is None:
+        raise QueryError(
+            'query: "count", "sum" and "count_of" read a cube\'s measures; this cube declares none'
+        )
+    if n_cells != layout.n_base:
+        raise QueryError(f"query: the cube has {n_cells} cells, its measures' layout {layout.n_base}")
+    parts: list[tuple[int, Any, str]] = []
+    if "count" in obj:
+        parts.append((0, obj["count"], "count"))
+    for member in ("sum", "count_of"):
+        if member not in obj:
+            continue
+        by_measure = obj[member]
+        if not isinstance(by_measure, dict) or not by_measure:
+            raise QueryError(f'query: "{member}" must be an object of queries by measure name')
+        for name, q in by_measure.items():
+            block = layout.index("sum" if member == "sum" else "values", name)
+            parts.append((block, q, f"{member}.{name}"))
+    idx, val = [], []
+    n = layout.n_base
+    for block, raw, where in parts:
+        try:
+            part = query_from_json(raw, n, layout.cells)
+        except QueryError as exc:
+            raise QueryError(f"query.{where}: {str(exc).removeprefix('query: ')}") from None
+        i, v = part.sparse()
+        idx.append(i + block * n)
+        val.append(v)
+    flat, coef = np.concatenate(idx), np.concatenate(val)
+    order = np.argsort(flat, kind="stable")
+    flat, coef = flat[order], coef[order]
+    if flat.size > 1 and np.any(flat[1:] == flat[:-1]):  # the count and a replace measure's values
+        keep = np.concatenate(([True], flat[1:] != flat[:-1]))
+        coef = np.add.reduceat(coef, np.flatnonzero(keep))
+        flat = flat[keep]
+    return Query(layout.shape, indices=flat, values=coef, layout=layout)
 
 
 def query_from_vector(vector: Any, shape: Sequence[int]) -> Query:
@@ -502,4 +544,4 @@ def product_form(q: Query) -> Query:
         f = np.zeros(k)
         f[s] = 1.0
         factors.append(f)
-    return Query(q.shape, terms=(Term(float(val[0]), tuple(factors)),), text=q.text)
+    return Query(q.shape, terms=(Term(float(val[0]), tuple(factors)),), text=q.text, layout=q.layout)

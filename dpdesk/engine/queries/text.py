@@ -8,7 +8,9 @@ Grammar (whitespace between tokens is ignored)::
     product := unary ('*' unary)*
     unary   := ('-' | '+') unary | primary
     primary := NUMBER | 'count' '(' [arg (',' arg)*] ')' | 'parity' '(' attr (',' attr)* ')' | '(' sum ')'
+             | 'sum' '(' measure ['|' arg (',' arg)*] ')' | 'count' '(' measure ['|' arg (',' arg)*] ')'
     arg     := (NAME | STRING) '=' (label | '[' label (',' label)* ']')
+    measure := NAME | STRING
     attr    := NAME | STRING
     label   := STRING | NUMBER | NAME
 
@@ -16,7 +18,11 @@ Strings take single or double quotes; a backslash escapes the next character (``
 ``\\r`` give control characters). The result must be linear: a sum of weighted counts, with no
 constant terms and no product of two counts. ``parity(a, b, …)`` over two-label attributes counts the
 records whose second labels ("1") are an odd number among those attributes (seed §6; see
-:mod:`dpdesk.engine.queries.parity`). Every error is a :class:`QueryError` with the 1-based
+:mod:`dpdesk.engine.queries.parity`). Over a schema's measures (docs/sums.md), ``sum(cost | ward="x")``
+sums a measure's clamped values over a box and ``count(cost | ward="x")`` counts the values summed (the
+records, unless missing values are skipped); a query naming either is a query over the measures'
+:class:`~dpdesk.engine.queries.layout.Layout`, e.g. ``sum(cost | ward="oncology") - 2*count(ward="oncology")``.
+``mean(…)`` is a ratio, not a linear query: it is read by :mod:`dpdesk.engine.sums.query`. Every error is a :class:`QueryError` with the 1-based
 column where the problem is, e.g. ``query: at column 14: expected ')' but found ','``.
 """
 
@@ -33,6 +39,8 @@ import numpy as np
 from dpdesk.engine.errors import DpdeskError, QueryError
 from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.limits import check_weights
+from dpdesk.engine.queries.layout import BlockKind, Layout
+from dpdesk.engine.queries.measured import product_form_over
 from dpdesk.engine.queries.query import Query, Term, count, predicate_term, query_from_json
 from dpdesk.engine.schema import Attribute, Schema
 
@@ -109,9 +117,20 @@ def tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+@dataclass(frozen=True)
+class Measured:
+    """``sum(measure | box)`` (``kind="sum"``) or ``count(measure | box)`` (``kind="values"``) as parsed."""
+
+    kind: BlockKind
+    measure: str
+    labels: dict[str, list[str]]
+
+
 # A parsed value: a plain number (a weight) or a linear combination of predicate terms (labels by
-# attribute) or of ready product terms (parity).
-_Linear = list[tuple[float, "dict[str, list[str]] | tuple[Term, ...]", int]]  # (weight, what, column)
+# attribute), of ready product terms (parity) or of a measure's sums or value counts over a box.
+_Linear = list[
+    tuple[float, "dict[str, list[str]] | tuple[Term, ...] | Measured", int]
+]  # (weight, what, column)
 
 
 class _Parser:
@@ -176,7 +195,7 @@ class _Parser:
             elif isinstance(rhs, float) and not isinstance(acc, float):
                 acc = [(self._finite(rhs * w, star.col), labels, col) for w, labels, col in acc]
             else:
-                raise _error(star.col, "cannot multiply two counts (the query would not be linear)")
+                raise _error(star.col, "cannot multiply two counts or sums (the query would not be linear)")
         return acc
 
     # unary := ('-' | '+') unary | primary
@@ -204,9 +223,46 @@ class _Parser:
             return v
         if t.kind == "name" and t.text == "count":
             return self.count_call()
+        if t.kind == "name" and t.text == "sum":
+            return self.measure_call("sum")
         if t.kind == "name" and t.text == "parity":
             return self.parity_call()
+        if t.kind == "name" and t.text == "mean":
+            raise _error(
+                t.col,
+                "mean(...) is a ratio of two estimates, not a linear query: ask for it alone, e.g. mean(cost)",
+            )
         raise _error(t.col, f"expected count(...), a number or '(' but found {t.describe()}")
+
+    def measure_name(self) -> _Token:
+        """The measure a sum(...) or count(measure | ...) reads (a name or quoted string the schema declares)."""
+        t = self.tok
+        if t.kind not in ("name", "string"):
+            raise _error(t.col, f"expected a measure's name but found {t.describe()}")
+        self.take()
+        known = [m.name for m in self.schema.measures]
+        if t.text not in known:
+            if not known:
+                raise _error(t.col, f"{t.text!r} is not a measure: the schema declares no measures to sum")
+            what = "an attribute, not a measure" if t.text in self.schema.names else "not a measure"
+            raise _error(t.col, f"{t.text!r} is {what} (measures: {', '.join(map(repr, known))})")
+        return t
+
+    def measure_call(self, kind: BlockKind) -> _Linear:
+        """``sum(m | box)`` or ``count(m | box)`` once the head (and, for count, nothing else) is read."""
+        start = self.take() if kind == "sum" else self.tokens[self.pos - 2]
+        if kind == "sum":
+            self.expect("(")
+        m = self.measure_name()
+        labels: dict[str, list[str]] = {}
+        if self.at("|"):
+            self.take()
+            self.args(labels)
+            self.expect_one_of(",", ")")
+        elif not self.at(")"):
+            raise _error(self.tok.col, f"expected '|' or ')' but found {self.tok.describe()}")
+        self.expect(")")
+        return [(1.0, Measured(kind, m.text, labels), start.col)]
 
     def parity_call(self) -> _Linear:
         from dpdesk.engine.queries.parity import parity_terms
@@ -234,6 +290,12 @@ class _Parser:
     def count_call(self) -> _Linear:
         start = self.take()
         self.expect("(")
+        nxt = self.tokens[self.pos + 1] if self.tok.kind in ("name", "string") else None
+        if nxt is not None and nxt.kind == "punct" and nxt.text == "|":
+            return self.measure_call("values")  # count(measure | box): the values summed
+        if nxt is not None and nxt.kind == "punct" and nxt.text == ")":
+            if any(m.name == self.tok.text for m in self.schema.measures):
+                return self.measure_call("values")
         labels: dict[str, list[str]] = {}
         if not self.at(")"):
             self.args(labels)
@@ -326,19 +388,38 @@ def parse_query(text: str, schema: Schema) -> Query:
         raise _error(p.tok.col, f"expected '+', '-', '*' or end of query but found {p.tok.describe()}")
     if isinstance(value, float):
         raise _error(1, "the query is a constant; expected at least one count(...)")
+    layout = Layout.of(schema) if any(isinstance(what, Measured) for _, what, _ in value) else None
     terms: list[Term] = []
     for w, labels, col in value:
-        if isinstance(labels, tuple):  # ready product terms (parity)
-            terms.extend(Term(w * t.weight, t.factors) for t in labels)
-            continue
-        try:
-            terms.append(predicate_term(schema, w, labels))
-        except QueryError as e:  # attribute and label names were checked above; keep the column anyway
-            raise _error(col, str(e).removeprefix("query: ")) from None
+        terms.extend(_terms(schema, layout, w, labels, col))
+    shape = schema.shape if layout is None else layout.shape
     try:
-        return Query(schema.shape, terms=tuple(terms), text=text.strip())
+        return Query(shape, terms=tuple(terms), text=text.strip(), layout=layout)
     except QueryError as e:
         raise QueryError(f"{e} in {text.strip()!r}") from None
+
+
+def _terms(
+    schema: Schema,
+    layout: Layout | None,
+    w: float,
+    what: dict[str, list[str]] | tuple[Term, ...] | Measured,
+    col: int,
+) -> list[Term]:
+    """The product terms of one parsed ``weight · what``; over measures, each with its block factor first."""
+    if isinstance(what, tuple):  # ready product terms (parity)
+        made = [Term(w * t.weight, t.factors) for t in what]
+    else:
+        labels = what.labels if isinstance(what, Measured) else what
+        try:
+            made = [predicate_term(schema, w, labels)]
+        except QueryError as e:  # attribute and label names were checked above; keep the column anyway
+            raise _error(col, str(e).removeprefix("query: ")) from None
+    if layout is None:
+        return made
+    block = np.zeros(len(layout.blocks))
+    block[layout.index(what.kind, what.measure) if isinstance(what, Measured) else 0] = 1.0
+    return [Term(t.weight, (block,) + t.factors) for t in made]
 
 
 def query_from_input(
@@ -363,7 +444,8 @@ def query_from_input(
                 raise QueryError("a text query needs a schema")
             else:
                 raw = parse_query(stripped, schema)
-        q = raw if isinstance(raw, Query) else query_from_json(raw, n_cells, shape)
+        layout = Layout.of(schema) if schema is not None else None
+        q = raw if isinstance(raw, Query) else query_from_json(raw, n_cells, shape, layout)
         check_entered(q)
         return q
     except QueryError as exc:
@@ -378,7 +460,8 @@ def check_entered(q: Query) -> None:
         smallest = min(
             abs(t.weight) * math.prod(float(np.min(np.abs(f[f != 0]))) for f in t.factors) for t in q.terms
         )
-        values = np.array([q.sensitivity, smallest])
+        largest = q.sensitivity if q.layout is None else float(np.max(np.abs(q.sparse()[1])))
+        values = np.array([largest, smallest])
     else:
         values = np.asarray(q.values)
     try:
@@ -391,12 +474,14 @@ def _quote(label: str) -> str:
     return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def format_terms(terms: tuple[Term, ...], schema: Schema) -> str | None:
-    """Text form of product-form terms whose factors are 0/1 label indicators, else None."""
+def format_terms(terms: tuple[Term, ...], schema: Schema, layout: Layout | None = None) -> str | None:
+    """Text form of product-form terms whose factors are 0/1 label indicators, else None; with a
+    ``layout``, terms over the measures' vector (their first factor weighs the blocks)."""
     parts: list[str] = []
     for t in terms:
+        factors = t.factors if layout is None else t.factors[1:]
         args = []
-        for attr, f in zip(schema.attributes, t.factors):
+        for attr, f in zip(schema.attributes, factors):
             if not np.all((f == 0) | (f == 1)):
                 return None
             if np.all(f == 1):
@@ -404,16 +489,29 @@ def format_terms(terms: tuple[Term, ...], schema: Schema) -> str | None:
             chosen = [_quote(attr.labels[i]) for i in np.flatnonzero(f)]
             name = attr.name if attr.name.isidentifier() else _quote(attr.name)
             args.append(f"{name}={chosen[0]}" if len(chosen) == 1 else f"{name}=[{', '.join(chosen)}]")
-        w = t.weight
-        body = f"count({', '.join(args)})"
-        mag = abs(w)
-        coef = "" if mag == 1 else f"{int(mag) if mag.is_integer() else repr(mag)}*"
-        sign = "-" if w < 0 else "+"
-        if not parts:
-            parts.append(("-" if w < 0 else "") + coef + body)
+        box = ", ".join(args)
+        if layout is None:
+            pieces = [(t.weight, f"count({box})")]
         else:
-            parts.append(f" {sign} {coef}{body}")
+            pieces = [
+                (t.weight * float(w), _measured_call(layout, b, box)) for b, w in enumerate(t.factors[0]) if w
+            ]
+        for w, body in pieces:
+            mag = abs(w)
+            coef = "" if mag == 1 else f"{int(mag) if mag.is_integer() else repr(mag)}*"
+            if not parts:
+                parts.append(("-" if w < 0 else "") + coef + body)
+            else:
+                parts.append(f" {'-' if w < 0 else '+'} {coef}{body}")
     return "".join(parts)
+
+
+def _measured_call(layout: Layout, block: int, box: str) -> str:
+    b = layout.blocks[block]
+    if b.kind == "count":
+        return f"count({box})"
+    m = str(b.measure) if str(b.measure).isidentifier() else _quote(str(b.measure))
+    return f"{'sum' if b.kind == 'sum' else 'count'}({m}{' | ' + box if box else ''})"
 
 
 def describe_query(query: Query, schema: Schema, max_cells: int = 3) -> str:
@@ -423,6 +521,10 @@ def describe_query(query: Query, schema: Schema, max_cells: int = 3) -> str:
     (``count(age=["17-24","25-34"])``); other sparse queries name their first ``max_cells`` cells by
     their labels and collapse the rest (``2 weights on 360 cells: age=17-24, sex=Female, …; … +357 more``).
     """
+    if query.layout is not None:  # over measures: its product form, else its text, else a summary
+        pf = product_form_over(query)
+        text = format_terms(pf.terms, schema, query.layout) if pf.terms is not None else None
+        return text or query.describe()
     if query.terms is not None:
         text = format_terms(query.terms, schema)
         if text is not None:

@@ -68,6 +68,7 @@ class SelectionKind(ReleaseKind["SelectionPlan"]):
             total_budget=snapshot.total_budget,
             accounting=snapshot.settings.accounting,
             basis=snapshot.basis,
+            rule=snapshot.rule,
             request_id=asked.id,
             **selection_price(asked.eps, asked.delta, asked.alpha),
         )

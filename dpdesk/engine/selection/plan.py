@@ -17,6 +17,7 @@ import numpy as np
 from dpdesk.engine.budget.accounting import BudgetPreview
 from dpdesk.engine.budget.accounting import preview as budget_preview
 from dpdesk.engine.budget.mode import ZcdpAccounting
+from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
@@ -126,6 +127,7 @@ def plan_selection(
     basis: Basis | None = None,
     request_id: str | None = None,
     accounting: ZcdpAccounting | None = None,
+    rule: PersonRule = ROW_RULE,
 ) -> SelectionPlan:
     """Price a private max/argmax at ``alpha`` or at the α whose shortfall at ``δ`` is ``accuracy`` (public inputs).
 
@@ -143,5 +145,7 @@ def plan_selection(
     if costs.size != schema.n_cells:
         raise DpdeskError(f"cell costs have {costs.size} entries, the cube has {schema.n_cells} cells")
     box = box_query(schema.shape, _box_indices(query, schema))
-    budget = budget_preview(costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)), accounting)
+    budget = budget_preview(
+        costs, float(total_budget), Charge((ChargeTerm(rnm.alpha, box),)), accounting, rule
+    )
     return SelectionPlan(rnm, schema, budget, basis or Basis(), delta, request_id)

@@ -117,6 +117,7 @@ class PosteriorDialog(QDialog):
         lay.addWidget(shown, 3)
         lay.addLayout(buttons)
         keep_on_screen(self)
+        self.resize(880, 700)  # the form's rows in view where the screen allows (fitted to it when shown)
         guard_wheel(self)  # the form scrolls: the wheel never changes a price it passes over
         for w in (self.attribute, self.mechanism):
             w.currentIndexChanged.connect(self._inputs_changed)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.schema import Schema
 from dpdesk.gui import dialogs
 from dpdesk.gui.dialogs.spend_dialog import spend_text
@@ -194,6 +195,7 @@ class PublishReleaseDialog(QDialog):
             total_budget=self.total_budget,
             cell_costs=self.cell_costs,
             accounting=self.accounting,
+            rule=person_rule(self.schema),
         )
         if self.by_alpha.isChecked():
             kwargs["alpha"] = self.alpha.value()

@@ -152,8 +152,14 @@ class ProjectState:
 
     def budget(self) -> BudgetPreview:
         """System cost and remaining budget now (engine ``preview``), in the project's unit (ε, or ρ
-        under zCDP: :attr:`accounting` states it as ε)."""
-        return preview(self.cell_costs(), self.answering_settings().total_budget, accounting=self.accounting)
+        under zCDP: :attr:`accounting` states it as ε), one person's (the view's person rule)."""
+        view = self.view()
+        return preview(
+            view.cell_costs,
+            self.answering_settings().total_budget,
+            accounting=self.accounting,
+            rule=view.rule,
+        )
 
     def spenders(self, cell: int) -> list[tuple[str, float]]:
         """(request id, budget its release charged ``cell``) for each release charging it."""

@@ -1,5 +1,9 @@
 """The Data page: open a table, preview it, declare the schema, build the cube, create a project.
 
+*Who is one person?* (:class:`~dpdesk.gui.widgets.unit_question.UnitQuestion`) asks the privacy unit;
+choosing a column counts rows per person in the background, for the curator's eyes only (PRIVATE, never
+written): the distribution helps choose the bound ``k``.
+
 Tables are chosen in the *Open table* dialog (a file, a PostgreSQL table, a Spark table or lake path) and
 opened through :func:`dpdesk.sources.open_source`; the
 preview is a bounded number of rows in a virtual model and, like the cube, is PRIVATE. The cube is
@@ -35,6 +39,7 @@ from dpdesk.gui.widgets.badge import PrivateBadge
 from dpdesk.gui.widgets.models import DataFrameModel
 from dpdesk.gui.widgets.progress import set_progress
 from dpdesk.gui.widgets.schema_editor import SchemaEditor
+from dpdesk.gui.widgets.unit_question import UnitQuestion
 
 PREVIEW_ROWS = 5000
 STEPS = (
@@ -111,8 +116,12 @@ class DataPage(QWidget):
         self.editor.suggest_btn.clicked.connect(self.suggest)
         self.editor.sigEdited.connect(self._schema_edited)
         split.addWidget(self.editor)
+        self.unit = UnitQuestion()
+        self.unit.sigChanged.connect(self._schema_edited)
+        self.unit.sigColumnChosen.connect(self.count_people)
+        split.addWidget(self.unit)
         split.addWidget(self._cube_box())
-        split.setSizes([260, 220, 220])
+        split.setSizes([200, 180, 240, 160])
         lay.addWidget(split, 1)
         self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
         self.runner.sigStarted.connect(
@@ -256,13 +265,42 @@ class DataPage(QWidget):
         self.location.setText(f"{bound}{where} — {len(columns)} columns")
         self.preview_label.setText(f"<b>Preview</b> (first {len(frame):,} rows)")
         self.editor.set_columns(columns)
+        self.unit.set_columns(columns)
         if schema is not None:
             self.editor.set_schema(schema, read_only=self.session is not None)
+            self.unit.set_unit(schema.unit.to_dict(), read_only=self.session is not None)
         self._update_buttons()
 
     def suggest(self) -> None:
         if self.preview_frame is not None:
             self.editor.suggest(self.preview_frame)
+
+    # -- who is one person ----------------------------------------------------------------------
+    def count_people(self, column: str) -> None:
+        """Count rows per person by ``column`` in the background (over the schema's cells when it is
+        complete); the distribution goes to the unit question only — private, never written."""
+        if self.source is None or self.session is not None:
+            return
+        try:
+            schema = self.editor.schema()
+        except DpdeskError:
+            schema = None  # every row with an identifier, until the domains are declared
+        source = self.source
+        self.runner.start(
+            lambda st: source.contributions(column, schema, progress=st.progress, cancelled=st.cancelled),
+            self.unit.show_contributions,
+            lambda exc, trace: dialogs.report_exception(exc, trace, parent=self),
+            label="counting rows per person",
+        )
+
+    def project_schema(self):  # type: ignore[no-untyped-def]
+        """The schema a new project gets: the editor's attributes with the unit the question states."""
+        from dataclasses import replace
+
+        from dpdesk.engine.unit import parse_unit
+
+        schema = self.editor.schema()
+        return replace(schema, unit=parse_unit(self.unit.unit(), schema.names, "privacy unit"))
 
     # -- cube ----------------------------------------------------------------------------------
     def build_cube(self) -> None:
@@ -313,7 +351,7 @@ class DataPage(QWidget):
         if self.source is None or self.session is not None:
             return
         try:
-            schema = self.editor.schema()
+            schema = self.project_schema()
         except Exception as exc:
             dialogs.report_exception(exc, parent=self)
             return

@@ -319,7 +319,14 @@ class AnswerPanel(QWidget):
         self.claims_note.setStyleSheet(f"QLabel {{ color: {colour}; }}")
         self.claims_note.setVisible(bool(self.claim_lines))
         releasable = plan.releasable and not self.claim_blocked
-        self._badge(*(DECISION_STYLE["spend"] if releasable else DECISION_STYLE["reject"]))
+        decided = getattr(plan, "decision", "spend")  # a mean may be answered from history
+        self._badge(
+            *(
+                DECISION_STYLE.get(decided, DECISION_STYLE["spend"])
+                if releasable
+                else DECISION_STYLE["reject"]
+            )
+        )
         self.reason.setText(plan.reason)
         self.plan_view.show_plan(self.kind, plan, probabilities, self.session.schema)
         self._set_buttons(plan)
@@ -346,6 +353,7 @@ class AnswerPanel(QWidget):
             )
         for key, text in field_texts(a).items():
             self.fields[key].setText(text)
+        self.form.invalidate()  # the rows' heights for their wrapped lines now (else a second line is cut)
         self._show_claims(a)
         self._show_outcome()
         self._set_buttons(a)
@@ -398,7 +406,14 @@ class AnswerPanel(QWidget):
 
             self.infer_btn.setVisible(False)
             self.spend_btn.setEnabled(pending and a.releasable and not self.claim_blocked)
-            self.spend_btn.setText(f"Release ({cost_text(a)} per cell)" if a is not None else "Release")
+            free = a is not None and not a.charge.terms and not a.needs_data
+            self.spend_btn.setText(
+                "Release (free)"
+                if free
+                else f"Release ({cost_text(a)} per cell)"
+                if a is not None
+                else "Release"
+            )
             self.reject_btn.setEnabled(
                 self.request_id is not None
                 and not self.release_runner.is_running()

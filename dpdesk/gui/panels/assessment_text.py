@@ -38,6 +38,8 @@ OUTCOME_STYLE = {
     "fresh": ("ANSWERED — FRESH", "#4a4a4a"),
     "inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
     "rejected": ("REJECTED", "#7a7a7a"),
+    "mean": ("ANSWERED — FRESH", "#4a4a4a"),
+    "mean-inferred": ("ANSWERED FROM HISTORY", "#4a4a4a"),
 }
 
 
@@ -169,5 +171,10 @@ def decided_plan_text(entry) -> str:
     """What the ledger recorded for a decided max/argmax or posterior request."""
     from dpdesk.store.report import entry_summary
 
+    if entry.kind in ("mean", "mean-inferred"):
+        from dpdesk.engine.sums.kind import entry_words
+
+        what = entry_words(entry.payload)
+        return f"{entry.kind} on {_when(entry)}: {entry_summary(entry)} → {what}; ledger entry #{entry.seq} ({entry.hash[:12]}…)"
     what = entry.payload.get("label") or ", ".join(f"{float(v):.4g}" for v in entry.payload.get("values", ()))
     return f"{entry.kind} on {_when(entry)}: {entry_summary(entry)} → {what}; ledger entry #{entry.seq} ({entry.hash[:12]}…)"

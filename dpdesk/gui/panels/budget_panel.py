@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.gui import dialogs
 from dpdesk.gui.runtime.redraw import subscribe
 from dpdesk.gui.runtime.session import ProjectSession
@@ -299,13 +300,20 @@ class BudgetPanel(QWidget):
             )
         top_cost = budget.system_cost if after is None else self.assessment.budget.system_cost_after
         acc = budget.accounting
+        rule = person_rule(self.session.schema)
+        adds, rho_adds = "the most-spent cell", "the most-spent cell's ρ"
+        if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
+            what, adds, rho_adds = (
+                f"{what}, per row",
+                f"one person's privacy loss ε: {rule.how()}",
+                "one person's ρ",
+            )
         self.info.setText(
             flattened
             + (
-                f"Per-cell privacy cost {what}; system cost = the most-spent cell = {top_cost:.6g} "
-                f"of {budget.total:g}. "
+                f"Per-cell privacy cost {what}; system cost = {adds} = {top_cost:.6g} of {budget.total:g}. "
                 if acc is None
-                else f"Per-cell privacy cost in ρ (zCDP) {what}; system cost = the most-spent cell's ρ "
+                else f"Per-cell privacy cost in ρ (zCDP) {what}; system cost = {rho_adds} "
                 f"{top_cost:.6g} of {budget.total:.6g}, i.e. privacy loss ε = {budget.shown(top_cost):.4g} "
                 f"of {acc.epsilon:g} at δ = {acc.delta:g} ({acc.conversion} conversion). "
             )

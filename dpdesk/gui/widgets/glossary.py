@@ -120,8 +120,11 @@ TERMS: dict[str, tuple[str, str]] = {
     ),
     "system_cost": (
         "system cost",
-        "The largest per-cell cost: the privacy the project has spent. Remaining budget = total − "
-        "system cost, so a spend on cells other than the most-spent one leaves it unchanged.",
+        "The privacy loss ε of one person from everything released: the largest per-cell cost when one "
+        "row is one person; when a person may have up to k rows, the per-cell costs of the cells their "
+        "rows can fall in, added up (k × the largest, or the k largest with one row per cell). "
+        "Remaining budget = total − system cost, so a spend on cells other than the most-spent one "
+        "leaves it unchanged.",
     ),
     "remaining": (
         "remaining budget",

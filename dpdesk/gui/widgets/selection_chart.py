@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from dpdesk.gui.widgets.badge import PrivateBadge
+from dpdesk.gui.widgets.plots import show_axes, show_empty
 
 _BAR = "#1f77b4"
 _DRAWN = "#d62728"
@@ -51,6 +52,7 @@ class SelectionChart(QWidget):
         self._drawn: pg.BarGraphItem | None = None
         self.labels: tuple[str, ...] = ()
         self.probabilities = np.zeros(0)
+        self.clear()
 
     def set_selection(
         self,
@@ -65,6 +67,9 @@ class SelectionChart(QWidget):
         if p.shape != (len(labels),):
             raise ValueError(f"{len(labels)} labels but {p.size} probabilities")
         self.clear()
+        show_axes(self.plot)
+        self.plot.showGrid(x=False, y=True, alpha=0.2)
+        self.plot.setMouseEnabled(x=False, y=False)
         self.labels, self.probabilities = tuple(labels), p
         self.title.setText(title)
         x = np.arange(p.size)
@@ -95,7 +100,8 @@ class SelectionChart(QWidget):
         self.title.setText(f"{self.title.text()} — released: {self.labels[index]}")
 
     def clear(self) -> None:
-        self.plot.clear()
+        """No selection: the plot says what will be there instead of showing empty axes."""
+        show_empty(self.plot, "Preview to see each label's probability of being drawn")
         self._bars = self._drawn = None
         self.labels, self.probabilities = (), np.zeros(0)
         self.accuracy.setText("")
