@@ -164,7 +164,7 @@ def per_person(project: Project) -> list[str]:
     if rule.rows_are_people:
         return []
     return [
-        f"per person: α is a row's price in each cell it charges; the system cost, one person's privacy "
+        f"per person: ε is a row's price in each cell it charges; the system cost, one person's privacy "
         f"loss ε, is {rule.how()}"
     ]
 

@@ -19,8 +19,8 @@ def test_the_demo_mean_is_answered_fresh_and_the_related_sum_free(demo_window, q
     plan = wait_assessed(qtbot, win, "q38")
     assert plan.decision == "spend" and panel.decision.text() == "NEEDS A FRESH ANSWER"
     text = panel.plan_view.text.text()
-    assert "a sum at α = 0.08207 and a count of values at α = 0.0826" in text
-    assert f"α = {plan.alpha:.6g}" in panel.spend_btn.text() and panel.spend_btn.isEnabled()
+    assert "a sum at ε = 0.08207 and a count of values at ε = 0.0826" in text
+    assert f"ε = {plan.alpha:.6g}" in panel.spend_btn.text() and panel.spend_btn.isEnabled()
     schema = win.session.schema
     female = np.zeros(schema.shape, dtype=bool)
     female[:, schema.attribute("sex").labels.index("Female")] = True

@@ -87,7 +87,7 @@ def _group_pmf(m: int, p: float, q: float, tail: float) -> tuple[np.ndarray, int
     if R > MAX_PMF_HALFWIDTH:  # a budget so small that its noise is wider than is computed exactly
         raise DpdeskError(
             f"the noise of so small a per-cell budget (scale ±{R:.3g}) is too wide to compute exactly "
-            f"(at most ±{MAX_PMF_HALFWIDTH:.0e}); ask for a tighter accuracy or a larger α"
+            f"(at most ±{MAX_PMF_HALFWIDTH:.0e}); ask for a tighter accuracy or a larger ε"
         )
     if m == 1:
         k = np.arange(-R, R + 1)

@@ -132,20 +132,20 @@ class MeanKind(ReleaseKind["MeanPlan"]):
     def spend_words(self, plan: MeanPlan) -> tuple[str, str, list[str]]:
         p = plan.price
         notes = [] if p is None else [
-            f"a sum at α = {p.alpha_sum:.4g} (Laplace) and a count of values at α = {p.alpha_count:.4g} "
+            f"a sum at ε = {p.alpha_sum:.4g} (Laplace) and a count of values at ε = {p.alpha_count:.4g} "
             f"({p.count_family.replace('_', ' ')}); both join the history"
         ]  # fmt: skip
-        return f"a fresh mean for {plan.request_id}", f"α = {plan.alpha:.6g} on each cell of its box", notes
+        return f"a fresh mean for {plan.request_id}", f"ε = {plan.alpha:.6g} on each cell of its box", notes
 
     def question(self, plan: MeanPlan) -> str:
         if plan.decision == "infer":
             return "release the mean inferred from history (free)"
-        return f"spend α = {plan.alpha:.6g} on each cell of the box (a sum and a count of values)"
+        return f"spend ε = {plan.alpha:.6g} on each cell of the box (a sum and a count of values)"
 
     def outcome(self, release: Recorded, plan: MeanPlan, path: str = "PROJECT") -> list[str]:
         p = release.entry.payload
         lo, hi = p["interval"]
-        how = "inferred, free" if plan.decision == "infer" else f"fresh, α = {plan.alpha:.6g}"
+        how = "inferred, free" if plan.decision == "infer" else f"fresh, ε = {plan.alpha:.6g}"
         est = p.get("estimate")
         shown = "no ratio (the noisy count is not positive)" if est is None else f"{est:.6g}"
         return [

@@ -279,12 +279,12 @@ def plan_mean(
     budget = budget_preview(cell_costs, total_budget, charge)
     if not budget.fits:
         why = (
-            f"reject: a fresh mean needs α = {price.alpha:.4g}, taking the system cost to "
+            f"reject: a fresh mean needs ε = {price.alpha:.4g}, taking the system cost to "
             f"{budget.system_cost_after:.4g}, over the total {budget.total:g} ({known})"
         )
         return made("reject", why, budget)
     why = (
-        f"needs a fresh answer — a sum at α = {price.alpha_sum:.4g} and a count of values at "
-        f"α = {price.alpha_count:.4g}, α = {price.alpha:.4g} on each cell of the box ({known})"
+        f"needs a fresh answer — a sum at ε = {price.alpha_sum:.4g} and a count of values at "
+        f"ε = {price.alpha_count:.4g}, ε = {price.alpha:.4g} on each cell of the box ({known})"
     )
     return made("spend", why, budget)
