@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpdesk.engine.budget.person import person_rule
 from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
@@ -39,6 +40,7 @@ from dpdesk.gui.panels.assessment_text import (
     decided_plan_text,
     field_texts,
     outcome_text,
+    person_text,
     status_text,
     unchanged_note,
 )
@@ -102,6 +104,13 @@ class AnswerPanel(QWidget):
         lay.addWidget(self.plan_view, 1)
         self.kind = None  # the selected request's kind when it is not a count
         lay.addWidget(self._evidence())
+        # a person-level project: how a row's α adds up to one person's loss (hidden when rows are people)
+        self.person_note = QLabel("")
+        self.person_note.setObjectName("personNote")
+        self.person_note.setWordWrap(True)
+        self.person_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.person_note.setVisible(False)
+        lay.addWidget(self.person_note)
         lay.addLayout(answer_actions.button_row(self))
         self.result = QLabel("")
         self.result.setObjectName("releaseLabel")
@@ -202,6 +211,14 @@ class AnswerPanel(QWidget):
         body_lay.addLayout(form)
         return self.body
 
+    def _show_person(self, a, decided: bool = False) -> None:
+        """The per-person line of a person-level project for assessment or plan ``a`` (or a budget
+        preview), hidden otherwise and with nothing shown."""
+        budget = getattr(a, "budget", a)
+        text = "" if a is None else person_text(person_rule(self.session.schema), budget, decided)
+        self.person_note.setText(text)
+        self.person_note.setVisible(bool(text))
+
     # -- assessment ----------------------------------------------------------------------------
     def _busy(self, busy: bool) -> None:
         for w in self._progress_row:
@@ -218,6 +235,7 @@ class AnswerPanel(QWidget):
         self.assessment = None
         self.claim_offer = None
         self.claims_note.setVisible(False)
+        self._show_person(None)
         self._set_buttons(None)
         if self.request_id is None:
             self.runner.cancel()
@@ -301,6 +319,7 @@ class AnswerPanel(QWidget):
                 self.plan_view.clear()  # the chart of the release just made stays; an older one is not redrawn
             self._badge(*OUTCOME_STYLE.get(entry.kind, (f"ANSWERED — {entry.kind.upper()}", "#4a4a4a")))
             self.reason.setText(decided_plan_text(entry))
+            self._show_person(self.session.budget(), decided=True)
             self.sigAssessed.emit(None)
             return
         chart = chart_for(req.kind)  # what the kind's chart reads of the data, if it has one
@@ -329,6 +348,7 @@ class AnswerPanel(QWidget):
         )
         self.reason.setText(plan.reason)
         self.plan_view.show_plan(self.kind, plan, probabilities, self.session.schema)
+        self._show_person(plan)
         self._set_buttons(plan)
         self.sigAssessed.emit(plan)  # the budget panel previews the per-cell costs after it
 
@@ -353,6 +373,7 @@ class AnswerPanel(QWidget):
             )
         for key, text in field_texts(a).items():
             self.fields[key].setText(text)
+        self._show_person(a, decided)
         self.form.invalidate()  # the rows' heights for their wrapped lines now (else a second line is cut)
         self._show_claims(a)
         self._show_outcome()
@@ -386,6 +407,7 @@ class AnswerPanel(QWidget):
         self.reason.setText(outcome_text(entry))
         for key in ("fresh", "cost"):
             self.fields[key].setText("— (already decided)")
+        self._show_person(self.session.budget(), decided=True)  # the figure now, this release in it
 
     def _badge(self, text: str, colour: str) -> None:
         self.decision.setText(text)

@@ -127,6 +127,30 @@ def field_texts(a) -> dict[str, str]:
     }
 
 
+def person_text(rule, b, decided: bool = False) -> str:
+    """On a project whose people hold up to k > 1 rows: how a row's α adds up to one person's loss, the
+    system cost, now and after a fresh answer (budget preview ``b``; the line the command line's previews
+    print); empty when one row is one person. ``decided``: the request is answered, only the figure now."""
+    if rule.rows_are_people:
+        return ""
+    text = (
+        "Per person: α is a row's price in each cell it charges; a person's rows add up — the system cost, "
+        f"one person's privacy loss, is {rule.how()}"
+    )
+    if b is None:
+        return text + "."
+    after = b.system_cost if b.system_cost_after is None or decided else b.system_cost_after
+    acc = b.accounting
+    if acc is None:
+        now, then, total = f"ε = {b.system_cost:.6g}", f"{after:.6g}", f"{b.total:g}"
+    else:  # per-cell ρ: one person's ρ, stated as ε at the project's δ
+        now, then = f"ε = {b.shown(b.system_cost):.6g}", f"{b.shown(after):.6g}"
+        total = f"{acc.epsilon:g} at δ = {acc.delta:g}"
+    if decided:
+        return f"{text}: {now} now, of {total}."
+    return f"{text}: {now} now → {then} after a fresh answer, of {total}."
+
+
 def status_text(req, entry) -> str:
     """A request's status line; ``entry`` is the ledger entry that decided it (None while pending)."""
     if req.status == "pending":
