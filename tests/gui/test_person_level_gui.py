@@ -55,7 +55,7 @@ def test_the_answer_panel_states_one_persons_loss(visits_window, qtbot, dialogs)
     loss = 8 * a.spend_alpha  # k rows of one person in the query's cell, each paying α
     assert loss <= 1.0
     assert note.text() == (
-        "Per person: α is a row's price in each cell it charges; a person's rows add up — the system cost, "
+        "Per person: ε is a row's price in each cell it charges; a person's rows add up — the system cost, "
         "one person's privacy loss, is 8 × the largest cell's (up to 8 rows in one cell): "
         f"ε = 0 now → {loss:.6g} after a fresh answer, of 1."
     )

@@ -134,7 +134,7 @@ def person_text(rule, b, decided: bool = False) -> str:
     if rule.rows_are_people:
         return ""
     text = (
-        "Per person: α is a row's price in each cell it charges; a person's rows add up — the system cost, "
+        "Per person: ε is a row's price in each cell it charges; a person's rows add up — the system cost, "
         f"one person's privacy loss, is {rule.how()}"
     )
     if b is None:
