@@ -285,7 +285,13 @@ class BudgetPanel(QWidget):
         a_row, a_col = schema.attributes[row], schema.attributes[col]
         top = float(mat.max()) if mat.size else 0.0
         vmax = top if self.fit_scale.isChecked() and top > 0 else budget.total
-        over = mat > budget.total * (1 + 1e-12)
+        rule = person_rule(schema)
+        measure = "epsilon" if budget.accounting is None else "rho"
+        # a cell is over when what one person can lose through it passes the total: k × its cost (k² × its
+        # ρ) when a person's k rows may all fall in it; with one row per cell, a cell's own cost (a person's
+        # loss then adds up across cells: the caption says so when that sum passes the total)
+        factor = rule.factor(measure) if rule.group_axes is None else 1
+        over = factor * mat > budget.total * (1 + 1e-12)
         self.heatmap.set_matrix(
             mat, a_row.labels, a_col.labels, a_row.name, a_col.name, vmax, highlight, over
         )
@@ -300,7 +306,6 @@ class BudgetPanel(QWidget):
             )
         top_cost = budget.system_cost if after is None else self.assessment.budget.system_cost_after
         acc = budget.accounting
-        rule = person_rule(self.session.schema)
         adds, rho_adds = "the most-spent cell", "the most-spent cell's ρ"
         if not rule.rows_are_people:  # the cells keep a row's cost; a person's rows add up across them
             what, adds, rho_adds = (
@@ -318,9 +323,31 @@ class BudgetPanel(QWidget):
                 f"of {acc.epsilon:g} at δ = {acc.delta:g} ({acc.conversion} conversion). "
             )
             + "Hover a cell for its labels, cost and the requests that spent it."
-            + (f" ✕ marks {int(over.sum())} cell(s) over the total budget." if over.any() else "")
+            + self._over_words(
+                rule, int(over.sum()), factor, top_cost is not None and top_cost > budget.total * (1 + 1e-12)
+            )
         )
         self._mirror()
+
+    @staticmethod
+    def _over_words(rule, marked: int, factor: int, person_over: bool) -> str:
+        """What the ✕ marks say: cells over the total budget, per person on a person-level project."""
+        if rule.rows_are_people:
+            return f" ✕ marks {marked} cell(s) over the total budget." if marked else ""
+        text = ""
+        if marked and factor > 1:
+            text = (
+                f" ✕ marks {marked} cell(s) where one person's {rule.k} rows would pass the total budget "
+                f"({factor} × the cell's cost)."
+            )
+        elif marked:
+            text = f" ✕ marks {marked} cell(s) whose own cost passes the total budget."
+        if person_over and factor == 1:  # one row per cell or slice: no cell alone says it
+            text += (
+                f" One person's loss, {rule.how()}, passes the total budget: a person's rows add up across "
+                "cells, which no single cell's mark shows."
+            )
+        return text
 
     def cell_menu(self, r: int, c: int) -> QMenu:
         """The heatmap cell's menu: *Watch this cell…* (a claim about that cell's count)."""
@@ -347,6 +374,10 @@ class BudgetPanel(QWidget):
             else f"cost ρ = {before:.6g} of {self.session.total_budget:.6g} (ε = {acc.epsilon_of(before):.4g} "
             f"of {acc.epsilon:g} at δ = {acc.delta:g})",
         ]
+        rule = person_rule(schema)
+        if not rule.rows_are_people and rule.group_axes is None:  # a person's k rows may all fall here
+            measure = "epsilon" if acc is None else "rho"
+            lines.append(f"one person's {rule.k} rows here: {rule.factor(measure) * before:.6g}")
         after = self._after()
         if after is not None:
             lines.append(f"after the selected request: {float(after[cell]):.6g}")
