@@ -78,4 +78,5 @@ def test_spark_tab_opens_previews_and_counts_a_lake_file(
     reference = open_source(str(table)).build_cube(schema)
     np.testing.assert_array_equal(page.cube.counts, reference.counts)
     assert page.cube.out_of_domain == reference.out_of_domain and "Cube:" in page.cube_info.text()
+    assert page.progress.text() == "cube built"  # done, not 'building cube 100%'
     win.close()

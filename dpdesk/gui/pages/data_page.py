@@ -322,12 +322,14 @@ class DataPage(QWidget):
 
     def _build_failed(self, exc: BaseException, trace: str) -> None:
         self.cube_info.setText("The cube was not built.")
+        self.progress.setFormat("cube not built")
         dialogs.report_exception(exc, trace, parent=self)
 
     def _built(self, cube) -> None:
         import pandas as pd
 
         self.cube = cube
+        self.progress.setFormat("cube built")  # not 'building cube 100%' once it is done
         schema = cube.schema
         self.cube_info.setText(
             f"Cube: {' × '.join(map(str, schema.shape))} = {schema.n_cells:,} cells · {cube.total:,} records "
