@@ -92,6 +92,7 @@ def run_answer(args: argparse.Namespace) -> int:
         if asked.id is not None:
             already = _already(p, asked.id)
             if already:
+                p.settled()  # shown means stored in the main file
                 raise DpdeskError(already)
         kind = registry.kind(asked.kind)
         where = f"request {asked.id}" if asked.id is not None else "this request"

@@ -5,6 +5,17 @@ before it returns). It is recognised by SQLite's ``application_id`` (``DPDK``) a
 by ``user_version``. Opening first checks the raw header bytes and then the database read-only
 (``quick_check``), so a file that is not a dpdesk project — garbage, truncated, another program's
 database, a newer format — is refused with a one-line error and never written to.
+
+**Shown means stored in the main file** (DESIGN §4). In WAL mode a commit lives in ``P-wal`` until a
+checkpoint copies it into ``P``; a curator who copies only ``P`` would lose it, and a release that was
+shown could then be drawn again. So every write transaction is *settled* — checkpointed into the main
+file (``wal_checkpoint(TRUNCATE)``) — before it returns, and a ledger entry, which may hold a release, is
+*announced* first (:func:`announce`): the ``in_flight`` row (format 12) names it in the main file before
+the entry is committed to the log, and the entry's own transaction removes it. The main file therefore
+holds every release that was ever shown, and if it still names an entry in flight while no log is
+beside it, that log — which may hold a release someone saw — is missing: every reader refuses the file
+(:func:`check_log`) in one line naming it, instead of reading the older state and letting the same
+request be answered with a second draw.
 """
 
 from __future__ import annotations
@@ -18,10 +29,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dpdesk.store import answering
-from dpdesk.store.errors import NotAProjectError, StoreError
+from dpdesk.store.errors import MissingLogError, NotAProjectError, StoreError, Unsettled
 
 APPLICATION_ID = 0x4450444B  # "DPDK"
-FORMAT_VERSION = 11
+FORMAT_VERSION = 12
 KEYED_SOURCE_FORMAT = 8  # the first format whose source binding is a keyed fingerprint (store/binding.py)
 WAL_MAGIC = (0x377F0682, 0x377F0683)  # the first four bytes of an SQLite write-ahead log
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -191,6 +202,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # project's accounting is one of the settings the genesis hash covers; pure ε is left out of them, so
     # every older project's genesis still holds.
     11: ("ALTER TABLE project ADD COLUMN accounting_json TEXT",),
+    # 12: a ledger entry is announced in the main file before it is committed to the write-ahead log
+    # (``announce``): while the row is there, the main file alone may lack a release; see the docstring.
+    12: (
+        """CREATE TABLE in_flight (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            request_id TEXT,
+            since TEXT NOT NULL
+        )""",
+    ),
 }
 
 REQUIRED_TABLES = frozenset({"project", "source", "requests", "ledger", "ledger_head"})
@@ -314,6 +336,8 @@ def validate(conn: sqlite3.Connection, path: Path) -> int:
         raise NotAProjectError(
             f"{path.name}: incomplete dpdesk project (missing {', '.join(sorted(missing))})"
         )
+    if "in_flight" in tables:
+        check_log(conn, path)
     return int(version)
 
 
@@ -330,6 +354,25 @@ def log_holds_frames(path: Path) -> bool:
         return False
     page_size = int(struct.unpack(">I", head[8:12])[0])
     return size >= 32 + 24 + page_size
+
+
+def check_log(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file whose main part names a ledger entry in flight while its write-ahead log is missing.
+
+    The entry's transaction removes the ``in_flight`` row; so a row still seen (through the log, if there
+    is one) means either that transaction never committed — then the log beside the file holds the
+    announcement at least, and the row is stale — or the log that holds it is gone.
+    """
+    row = conn.execute("SELECT seq, kind, request_id FROM in_flight WHERE id = 1").fetchone()
+    if row is None or log_holds_frames(path):
+        return
+    seq, kind, rid = row
+    what = f"ledger entry {seq} ({kind}{f', request {rid}' if rid else ''})"
+    raise MissingLogError(
+        f"{path.name}: {what} was being recorded in {path.name}-wal, which is missing; put that file back "
+        f"beside {path.name} (without it, what it recorded — perhaps an answer someone saw — could be "
+        "released again)"
+    )
 
 
 def connect_writer(path: Path) -> sqlite3.Connection:
@@ -383,8 +426,20 @@ def initialise(conn: sqlite3.Connection) -> None:
 
 
 @contextlib.contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
+def transaction(
+    conn: sqlite3.Connection,
+    *,
+    settle_mode: str = "TRUNCATE",
+    must_settle: bool = False,
+    committed: Callable[[], None] | None = None,
+) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception), then settled into the main file.
+
+    ``committed()`` runs right after the commit (a crash point for the tests). The settling checkpoint
+    (``settle_mode``) waits for readers of older states; if they keep it from finishing, ``must_settle``
+    raises :class:`~dpdesk.store.errors.Unsettled` (the change is committed, in the log only), else the
+    next transaction, or closing, settles it.
+    """
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
@@ -401,6 +456,78 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
+    if committed is not None:
+        committed()
+    if not settle(conn, settle_mode) and must_settle:
+        raise Unsettled(
+            f"{_name(conn)}: the change is committed to {_name(conn)}-wal but not yet written into "
+            f"{_name(conn)} itself (another program is reading the file); close it and run the command again"
+        )
+
+
+def settle(conn: sqlite3.Connection, mode: str = "TRUNCATE") -> bool:
+    """Checkpoint every commit in the write-ahead log into the main file; whether it all got there.
+
+    ``TRUNCATE`` also empties the log; ``FULL`` leaves its frames in place (what :func:`announce` needs:
+    a log beside a file in flight is then never empty). Outside WAL mode there is nothing to do.
+    """
+    if mode not in ("FULL", "TRUNCATE"):
+        raise ValueError(f"mode ({mode!r}) must be 'FULL' or 'TRUNCATE'")
+    try:
+        busy, log, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    except sqlite3.OperationalError:  # SQLITE_BUSY from the checkpoint itself
+        return False
+    return not busy and log == done
+
+
+def announce(conn: sqlite3.Connection, seq: int, kind: str, request_id: str | None, since: str) -> None:
+    """Name ledger entry ``seq`` in the main file before it is committed (its transaction clears it).
+
+    Raises :class:`~dpdesk.store.errors.StoreError` if the announcement cannot reach the main file now;
+    then nothing of the entry is written.
+    """
+    if not _has_table(conn, "in_flight"):
+        return
+    with transaction(conn, settle_mode="FULL"):
+        conn.execute(
+            "INSERT OR REPLACE INTO in_flight (id, seq, kind, request_id, since) VALUES (1, ?, ?, ?, ?)",
+            (seq, kind, request_id, since),
+        )
+    if not settle(conn, "FULL"):  # the settling above did not finish: a reader holds an older state
+        clear_in_flight(conn)
+        raise StoreError(
+            f"{_name(conn)}: cannot write into the file now (another program is reading it); nothing was recorded"
+        )
+
+
+def landed(conn: sqlite3.Connection) -> None:
+    """Within an entry's transaction: the entry is no longer in flight."""
+    if _has_table(conn, "in_flight"):
+        conn.execute("DELETE FROM in_flight")
+
+
+def clear_in_flight(conn: sqlite3.Connection) -> None:
+    """Remove an announcement whose entry was never committed (best effort: a later writer removes it)."""
+    if not _has_table(conn, "in_flight"):
+        return
+    with contextlib.suppress(sqlite3.Error, StoreError):
+        if conn.execute("SELECT 1 FROM in_flight").fetchone() is not None:
+            with transaction(conn):
+                conn.execute("DELETE FROM in_flight")
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is not None
+    )
+
+
+def _name(conn: sqlite3.Connection) -> str:
+    for _, db_name, file in conn.execute("PRAGMA database_list"):
+        if db_name == "main" and file:
+            return Path(file).name
+    return "the project file"
 
 
 def fsync(path: Path) -> None:

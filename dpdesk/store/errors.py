@@ -29,6 +29,14 @@ class BindingError(StoreError):
     """The project's data source vanished or changed since it was bound."""
 
 
+class MissingLogError(StoreError):
+    """The main file names a ledger entry in flight but its write-ahead log (``P-wal``) is missing."""
+
+
+class Unsettled(StoreError):
+    """A change is committed to the write-ahead log but could not yet be written into the main file."""
+
+
 class DrawDiscarded(StoreError):
     """A fresh draw could not be recorded durably, so it was discarded without being shown."""
 

@@ -18,7 +18,7 @@ from dpdesk.store import db, ledger, view_cache
 from dpdesk.store.binding import SourceBinding
 from dpdesk.store.canonical import utc_now
 from dpdesk.store.checkpoints import checkpoint, install_sqlite, remove_sqlite
-from dpdesk.store.errors import RequestStateError, StoreError
+from dpdesk.store.errors import RequestStateError, StoreError, Unsettled
 from dpdesk.store.file import ProjectFile
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.queue import RequestQueue
@@ -137,6 +137,15 @@ class LedgerBook:
             progress=None if progress is None else lambda f: progress(_CHAIN_SHARE + (1 - _CHAIN_SHARE) * f),
         )
 
+    def settled(self) -> None:
+        """Make sure the main file holds every commit (before a recorded release is shown again)."""
+        if self.file.mode == "w" and not db.settle(self.file.connection):
+            name = self.file.path.name
+            raise Unsettled(
+                f"{name}: its last changes are in {name}-wal but cannot be written into {name} now "
+                "(another program is reading it); close it and run the command again"
+            )
+
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""
         return ledger.head(self.file.connection) or (0, self.file.genesis)
@@ -180,11 +189,18 @@ class LedgerBook:
         status: str | None,
         source: SourceBinding | None = None,
     ) -> LedgerEntry:
-        """Append one entry (and the request's new status) in one fsync'd transaction."""
+        """Append one entry (and the request's new status) in one fsync'd transaction, written into the
+        main file before it returns (:mod:`dpdesk.store.db`: announced, committed, settled).
+
+        Raises :class:`~dpdesk.store.errors.Unsettled` when the entry is committed but a reader kept it
+        from reaching the main file: it must not be shown yet (the next writer, or a retry, settles it).
+        """
         conn = self.file.connection
+        db.announce(conn, self.head()[0] + 1, kind, request_id, utc_now())  # nothing recorded if it fails
+        checkpoint("tx:announced")
         install_sqlite(conn)
         try:
-            with db.transaction(conn):
+            with db.transaction(conn, must_settle=True, committed=lambda: checkpoint("tx:committed")):
                 checkpoint("tx:begun")
                 if request_id is not None and self.file.format_version >= REQUESTS_CHAINED:
                     # what the decision depends on goes under the chain with it
@@ -202,14 +218,21 @@ class LedgerBook:
                         raise RequestStateError(f"request {request_id!r} is no longer pending")
                 if source is not None:
                     write_source(conn, source)
+                db.landed(conn)
                 checkpoint("tx:committing")
+        except Unsettled:
+            raise  # committed: the announcement is gone with it
         except sqlite3.IntegrityError as exc:
+            db.clear_in_flight(conn)
             raise RequestStateError(
                 f"request {request_id!r} already has a decision in the ledger ({exc})"
             ) from None
+        except BaseException:
+            db.clear_in_flight(conn)
+            raise
         finally:
             remove_sqlite(conn)
-        checkpoint("tx:committed")
+        checkpoint("tx:settled")
         self.file.receipt([(entry.seq, entry.hash)], "recorded")
         return entry
 

@@ -141,6 +141,10 @@ class Project:
             conn = db.connect_writer(path)
             if version < db.FORMAT_VERSION:
                 db.migrate(conn, version)
+            # what a process that was stopped left behind: its commits written into the main file, and an
+            # announcement whose entry it never committed (db.check_log found the log beside the file)
+            db.settle(conn)
+            db.clear_in_flight(conn)
             return cls(path, conn, mode, lock)
         except BaseException:
             if lock is not None:
@@ -416,6 +420,10 @@ class Project:
     def head(self) -> tuple[int, str]:
         """``(seq, hash)`` of the newest ledger entry; ``(0, genesis hash)`` for an empty ledger."""
         return self.book.head()
+
+    def settled(self) -> None:
+        """Make sure the main file holds every commit (before a recorded release is shown again)."""
+        self.book.settled()
 
     def view(self) -> LedgerView:
         """The ledger view, extended with the entries recorded since it was last read."""

@@ -41,6 +41,7 @@ from dpdesk.store.errors import (
     RequestStateError,
     StaleAssessment,
     StoreError,
+    Unsettled,
 )
 from dpdesk.store.file import ProjectFile
 from dpdesk.store.ledger import LedgerEntry
@@ -247,6 +248,7 @@ class Releaser:
             return None
         done = self.book.entry_for(rid)
         if done is not None:
+            self.book.settled()  # shown means stored in the main file
             return release_from_entry(done, recovered=True)
         status = self.queue.request(rid).status
         if status != "pending":
@@ -358,7 +360,7 @@ class Releaser:
                 plan.mechanism.kind, rid, payload, "answered" if rid is not None else None
             )
         except BaseException as exc:
-            if not drawn:
+            if not drawn or isinstance(exc, Unsettled):  # Unsettled: recorded, not to be shown yet
                 raise
             del payload  # never shown, never returned
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
@@ -420,6 +422,7 @@ class Releaser:
         self.file.require_writer()
         done = self.book.entry_for(request_id)
         if done is not None:
+            self.book.settled()  # shown means stored in the main file
             return release_from_entry(done, recovered=True)
         a = self.assess(request_id, method=method)
         checkpoint("answer:assessed")

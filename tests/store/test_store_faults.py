@@ -135,6 +135,7 @@ def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, 
         # the first point after COMMIT returned must find the answer recorded; every point before BEGIN must not
         if n <= n_points and labels[n - 1] in (
             "tx:committed",
+            "tx:settled",
             "answer:committed",
             "cli:printed",
             "cli:closed",
@@ -145,6 +146,7 @@ def _sweep(forks, pristine: Path, request_id: str, tmp: Path, expect_kind: str, 
             "answer:assessed",
             "answer:cube",
             "answer:drawn",
+            "tx:announced",
         ):
             assert not decided, (n, labels[n - 1])
         if decided or n % 4 == 0:  # a retry that would just answer afresh is checked at every 4th point
