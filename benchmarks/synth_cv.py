@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         noisy = {}
         for p in PAIRS:
             t = marginal(codes, p)
-            noisy[p] = t + sampler.draw_vector(LAPLACE, B, t.size).reshape(t.shape)
+            noisy[p] = sampler.release_vector(LAPLACE, t, B)
         if args.release:
             np.savez(args.release, **{f"{p[0]}-{p[1]}": v for p, v in noisy.items()})
     margs = [Marginal(p, noisy[p], LAPLACE.variance(B)) for p in PAIRS]

@@ -84,10 +84,7 @@ def run(args: argparse.Namespace) -> dict:
         noisy = {p: saved[f"{p[0]}-{p[1]}"] for p in PAIRS}
     else:
         sampler = OpenDPSampler()
-        noisy = {
-            p: truth[p] + sampler.draw_vector(LAPLACE, B, truth[p].size).reshape(truth[p].shape)
-            for p in PAIRS
-        }
+        noisy = {p: sampler.release_vector(LAPLACE, truth[p], B) for p in PAIRS}
         if args.release:
             np.savez(args.release, **{f"{p[0]}-{p[1]}": v for p, v in noisy.items()})
     res["release_s"] = time.perf_counter() - t0

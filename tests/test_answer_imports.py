@@ -39,10 +39,10 @@ def test_opendp_namespace_holds_the_preludes_own_functions():
     assert dp.m.make_laplace is prelude.m.make_laplace and dp.m.make_gaussian is prelude.m.make_gaussian
 
 
-def test_the_sampler_draws_through_that_namespace():
+def test_the_sampler_releases_through_that_namespace():
     sampler = OpenDPSampler()
-    draw = sampler.draw("discrete_laplace", 3.0)
-    assert draw == int(draw) and sampler.name.startswith("opendp-")
+    released = sampler.release("discrete_laplace", 7, 3.0, 1)  # the true value 7 in, its release out
+    assert released == int(released) and sampler.name.startswith("opendp-")
     assert sampler._dp.m.make_laplace.__module__ == "opendp.measurements"
 
 

@@ -80,7 +80,7 @@ def _simulate(rng, family, structures, draws_per_structure, delta):
         eps = float(rng.uniform(2, 40))
         truths = np.array([true_answer(q, CUBE) for q in rows])
         scales = np.array([q.sensitivity / a for q, a in zip(rows, alphas)])
-        first = np.array([sampler.draw(family, b) for b in scales])
+        first = np.array([sampler.release(family, 0, b) for b in scales])  # the noise alone (θ = 0)
         h = History(SCHEMA.shape)
         for q, a, t, n in zip(rows, alphas, truths, first):
             h.append(HistoryRow(q, float(a), float(t + n), family))

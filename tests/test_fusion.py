@@ -62,7 +62,7 @@ def _history(rows, alphas, family, sampler) -> History:
     h = History(SCHEMA.shape)
     for q, a in zip(rows, alphas):
         h.append(
-            HistoryRow(q, float(a), true_answer(q, CUBE) + sampler.draw(family, q.sensitivity / a), family)
+            HistoryRow(q, float(a), sampler.release(family, true_answer(q, CUBE), q.sensitivity / a), family)
         )
     return h
 
@@ -78,7 +78,7 @@ def test_fused_blue_is_the_inverse_variance_combination(family, seed):
     est = h.estimate(target)
     assert est.estimable
     alpha = float(rng.uniform(0.01, 1.0))
-    y_new = true_answer(target, CUBE) + sampler.draw(family, target.sensitivity / alpha)
+    y_new = sampler.release(family, true_answer(target, CUBE), target.sensitivity / alpha)
     v_new = noise_family(family).variance(target.sensitivity / alpha)
     t = fusion_weight(est.variance, v_new)
     h.append(HistoryRow(target, alpha, y_new, family))
@@ -224,8 +224,10 @@ def test_fused_releases_are_calibrated(family, delta):
         truths = np.array([true_answer(q, CUBE) for q in rows])
         sampler = SeededSampler(int(rng.integers(2**31)))
         for _ in range(60):
-            y = truths + np.array([sampler.draw(family, q.sensitivity / a) for q, a in zip(rows, alphas)])
-            y_new = theta + sampler.draw(family, target.sensitivity / plan.alpha)
+            y = np.array(
+                [sampler.release(family, t, q.sensitivity / a) for t, q, a in zip(truths, rows, alphas)]
+            )
+            y_new = sampler.release(family, theta, target.sensitivity / plan.alpha)
             released = fuse(float(A @ y), y_new, plan.weight)
             hits.append(abs(released - theta) <= eps)
             claimed.append(plan.confidence)

@@ -46,17 +46,19 @@ def _lattice(sigma: float) -> tuple[np.ndarray, np.ndarray, float]:
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 @pytest.mark.parametrize("sensitivity,alpha", [(1, 0.3), (2, 0.05), (5, 1.7), (3, 0.01)])
 def test_opendp_map_states_the_rho_the_family_charges(dp, fam, sensitivity, alpha):
-    """OpenDP's make_gaussian at σ = S/α states ρ = α²/2 for sensitivity S: the family's own map."""
+    """OpenDP's make_gaussian, applied to θ's lattice index (σ = S/α in value units), states ρ = α²/2 for
+    sensitivity S: the family's own map."""
     sigma = fam.scale(sensitivity, alpha)
-    meas = fam.measurement(dp, sigma)
+    lat = fam.on_lattice(Fraction(7), sigma, float(sensitivity))
+    meas = fam.lattice_measurement(dp, lat.scale)
     assert str(meas.output_measure).startswith("ZeroConcentratedDivergence")
-    d_in = sensitivity if fam.lattice else float(sensitivity)
-    assert float(meas.map(d_in)) == pytest.approx(fam.rho(alpha), rel=1e-12)
+    assert float(meas.map(lat.steps)) == pytest.approx(fam.rho(alpha), rel=1e-12)
+    assert float(meas.map(lat.steps)) <= fam.rho(alpha) * (1 + 1e-15)
     assert fam.rho(alpha) == pytest.approx(sensitivity**2 / (2 * sigma**2), rel=1e-15)
-    assert fam.opendp_loss(meas, sensitivity) == pytest.approx(alpha, rel=1e-12)
+    assert fam.opendp_loss(meas, lat.steps) == pytest.approx(alpha, rel=1e-12)
     # vectors of draws: the l2 map of one record moving one coordinate by S is the same
-    vec = fam.measurement(dp, sigma, size=4)
-    assert float(vec.map(d_in)) == pytest.approx(fam.rho(alpha), rel=1e-12)
+    vec = fam.lattice_measurement(dp, lat.scale, size=4)
+    assert float(vec.map(lat.steps)) == pytest.approx(fam.rho(alpha), rel=1e-12)
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
@@ -168,10 +170,15 @@ def test_variance_and_characteristic_function_match_the_posterior_kernels(fam):
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 def test_opendp_draws_the_family(dp, fam):
-    """The vetted sampler's draws: integers for the discrete family, and the family's spread (sd of the
-    sample variance of 2 000 draws ≈ 3.2 %: within 5 sd)."""
-    meas = fam.measurement(dp, 3.0, size=2000)
-    out = np.asarray(meas([fam.zero] * 2000), dtype=float)
+    """The vetted sampler's releases of θ = 0: integers for the discrete family (the continuous one on its
+    fine lattice), and the family's spread (sd of the sample variance of 2 000 draws ≈ 3.2 %: within 5 sd)."""
+    from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+
+    sampler = OpenDPSampler()
+    if fam.lattice:
+        out = np.asarray(sampler.release_vector(fam, np.zeros(2000, dtype=np.int64), 3.0), dtype=float)
+    else:
+        out = np.array([sampler.release(fam, 0, 3.0, 1.0) for _ in range(2000)])
     assert np.all(out == np.rint(out)) == fam.lattice
     assert out.var() == pytest.approx(fam.variance(3.0), rel=0.16)
 

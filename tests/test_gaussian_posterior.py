@@ -215,7 +215,7 @@ def _simulate(rng, families, structures, draws_per_structure, delta):
         theta = true_answer(target, CUBE)
         eps = float(rng.uniform(2, 40))
         scales = np.array([q.sensitivity / a for q, a in zip(rows, alphas)])
-        first = np.array([sampler.draw(f, s) for f, s in zip(fams, scales)])
+        first = np.array([sampler.release(f, 0, s) for f, s in zip(fams, scales)])  # the noise alone (θ = 0)
         h = History(SCHEMA.shape)
         for q, a, f, n in zip(rows, alphas, fams, first):
             h.append(HistoryRow(q, float(a), true_answer(q, CUBE) + float(n), f))

@@ -26,14 +26,19 @@ FAMILIES = [LAPLACE, DISCRETE_LAPLACE]
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
 def test_opendp_measurement_states_the_alpha_the_mechanism_charges(fam):
-    """The OpenDP measurement a family binds to spends exactly the α its own privacy map states."""
-    dp = pytest.importorskip("opendp.prelude")
-    dp.enable_features("contrib")
+    """The OpenDP measurement the secure sampler applies to a family's lattice index spends exactly the α
+    the family's own privacy map states (the steps one record can move the index, at the lattice scale)."""
+    pytest.importorskip("opendp.prelude")
+    from fractions import Fraction
+
+    from dpdesk.engine.mechanisms.secure_noise import OpenDPSampler
+
+    sampler = OpenDPSampler()
     for sensitivity, alpha in ((1, 0.3), (2, 0.05), (5, 1.7)):
         scale = fam.scale(sensitivity, alpha)
-        meas = fam.measurement(dp, scale)
-        d_in = sensitivity if fam.lattice else float(sensitivity)
-        assert meas.map(d_in) == pytest.approx(alpha, rel=1e-9)
+        lattice = fam.on_lattice(Fraction(3), scale, float(sensitivity))
+        meas = sampler.lattice_measurement(fam, lattice.scale)
+        assert meas.map(lattice.steps) == pytest.approx(alpha, rel=1e-9)
         assert fam.privacy_loss(sensitivity, scale) == pytest.approx(alpha, rel=1e-15)
         q = query_from_vector([sensitivity, -1, 0], (3,))
         np.testing.assert_allclose(

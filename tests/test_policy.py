@@ -73,7 +73,7 @@ def test_a_neutral_policy_changes_nothing():
         q = _random_query(rng)
         h.append(
             HistoryRow(
-                q, 0.05, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / 0.05), "laplace"
+                q, 0.05, sampler.release("laplace", true_answer(q, CUBE), q.sensitivity / 0.05), "laplace"
             )
         )
     for i in range(40):
@@ -161,7 +161,7 @@ def test_paced_fused_releases_are_calibrated():
         truths = np.array([true_answer(q, CUBE) for q in rows])
         h = History((N,))
         for q, al, t in zip(rows, alphas, truths):
-            h.append(HistoryRow(q, al, t + sampler.draw("laplace", q.sensitivity / al), "laplace"))
+            h.append(HistoryRow(q, al, sampler.release("laplace", t, q.sensitivity / al), "laplace"))
         est = h.estimate(target)
         if not est.estimable:
             continue
@@ -180,10 +180,10 @@ def test_paced_fused_releases_are_calibrated():
         )
         A, theta = np.asarray(est.coefficients), true_answer(target, CUBE)
         for _ in range(60):
-            y = truths + np.array(
-                [sampler.draw("laplace", q.sensitivity / al) for q, al in zip(rows, alphas)]
+            y = np.array(
+                [sampler.release("laplace", t, q.sensitivity / al) for t, q, al in zip(truths, rows, alphas)]
             )
-            y_new = theta + sampler.draw("laplace", target.sensitivity / a.spend_alpha)
+            y_new = sampler.release("laplace", theta, target.sensitivity / a.spend_alpha)
             hits.append(abs(fuse(float(A @ y), y_new, a.fusion_weight) - theta) <= eps)
             claimed.append(a.fused_confidence)
     rate, sd = within_binomial(hits, claimed)
@@ -224,7 +224,9 @@ def test_every_paced_fresh_answer_still_meets_the_requirement(delta):
             q = _random_query(rng)
             a = float(rng.uniform(0.01, 0.1))
             h.append(
-                HistoryRow(q, a, true_answer(q, CUBE) + sampler.draw("laplace", q.sensitivity / a), "laplace")
+                HistoryRow(
+                    q, a, sampler.release("laplace", true_answer(q, CUBE), q.sensitivity / a), "laplace"
+                )
             )
         target = _random_query(rng)
         est = h.estimate(target)

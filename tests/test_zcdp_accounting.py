@@ -61,7 +61,7 @@ def test_tight_never_exceeds_simple(rho):
 def test_pure_to_zcdp_is_opendps_cast(dp):
     """A Laplace release at α costs ρ = α²/2 (Bun–Steinke Prop. 1.4), as OpenDP's make_pureDP_to_zCDP says."""
     for alpha in (0.05, 0.3, 1.7):
-        meas = DISCRETE_LAPLACE.measurement(dp, 1.0 / alpha)
+        meas = DISCRETE_LAPLACE.lattice_measurement(dp, 1.0 / alpha)
         cast = dp.c.make_pureDP_to_zCDP(meas)
         assert float(cast.map(1)) == pytest.approx(zcdp.rho_of_pure(alpha), rel=1e-12)
 

@@ -127,7 +127,9 @@ def _start(ds: Dataset, initial, seed: int) -> tuple[History, np.ndarray]:
     """History and per-cell costs after the initial rows (the paper's unbounded setting: a tree)."""
     hist, costs, init = History(ds.cube.schema.shape), np.zeros(ds.n), SeededSampler(seed + 7919)
     for q, a in initial:
-        hist.append(HistoryRow(q, a, true_answer(q, ds.cube) + init.draw(FAMILY, q.sensitivity / a), FAMILY))
+        hist.append(
+            HistoryRow(q, a, init.release(FAMILY, true_answer(q, ds.cube), q.sensitivity / a), FAMILY)
+        )
         costs = costs + LAPLACE.charge_for(q, a).dense(costs.size)
     return hist, costs
 
@@ -205,7 +207,7 @@ def run_batch(
             plan = plan_batch(hist, reqs, settings, cell_costs=costs, family=FAMILY, ordered=ordered)
         out.plan_seconds.append(time.perf_counter() - t0)
         for m in plan.measurements:  # released: simulation noise on the true counts
-            y = true_answer(m.query, ds.cube) + sampler.draw(m.family, m.query.sensitivity / m.alpha)
+            y = sampler.release(m.family, true_answer(m.query, ds.cube), m.query.sensitivity / m.alpha)
             hist.append(HistoryRow(m.query, m.alpha, y, m.family))
             costs = costs + m.charge.dense(costs.size)
         assert costs.max() <= total * (1 + 1e-9)

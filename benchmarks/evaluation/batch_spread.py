@@ -24,12 +24,12 @@ def replay(ds, log, initial, seed: int) -> tuple[int, float]:
     hist, init, sampler = History(ds.cube.schema.shape), SeededSampler(seed + 7919), SeededSampler(seed)
     for q, a in initial:
         hist.append(
-            HistoryRow(q, a, true_answer(q, ds.cube) + init.draw(B.FAMILY, q.sensitivity / a), B.FAMILY)
+            HistoryRow(q, a, init.release(B.FAMILY, true_answer(q, ds.cube), q.sensitivity / a), B.FAMILY)
         )
     hits, mismatch = 0, 0.0
     for rows, answered in log:
         for m in rows:
-            y = true_answer(m.query, ds.cube) + sampler.draw(m.family, m.query.sensitivity / m.alpha)
+            y = sampler.release(m.family, true_answer(m.query, ds.cube), m.query.sensitivity / m.alpha)
             hist.append(HistoryRow(m.query, m.alpha, y, m.family))
         for req, _claim, released in answered:
             est = hist.estimate(req.query).estimate
@@ -90,7 +90,9 @@ def spread_one_by_one(ds, specs, *, seed: int, repeats: int) -> dict:
         h, draw, got, mismatch = History(ds.cube.schema.shape), SeededSampler(noise_seed), 0, 0.0
         for s, row, released in log:
             if row is not None:
-                y = true_answer(row.query, ds.cube) + draw.draw(row.family, row.query.sensitivity / row.alpha)
+                y = draw.release(
+                    row.family, true_answer(row.query, ds.cube), row.query.sensitivity / row.alpha
+                )
                 h.append(HistoryRow(row.query, row.alpha, y, row.family))
                 value = y
             else:

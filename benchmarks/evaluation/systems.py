@@ -120,7 +120,7 @@ def run_system(
     # the initial history (unbounded setting): released once, shared knowledge for every system
     init_sampler = SeededSampler(seed + 7919)
     for q, a in initial:
-        y = true_answer(q, cube) + init_sampler.draw(FAMILY, q.sensitivity / a)
+        y = init_sampler.release(FAMILY, true_answer(q, cube), q.sensitivity / a)
         costs += LAPLACE.charge_for(q, a).dense(costs.size)
         if hist is not None:
             hist.append(HistoryRow(q, a, y, FAMILY))
@@ -151,7 +151,7 @@ def run_system(
             after = costs + LAPLACE.charge_for(q, alpha).dense(costs.size)
             if after.max() <= total:
                 costs = after
-                y = theta + sampler.draw(FAMILY, q.sensitivity / alpha)
+                y = sampler.release(FAMILY, theta, q.sensitivity / alpha)
                 released = y
                 tr.spent[i] = alpha
                 if ols is not None:

@@ -70,7 +70,7 @@ def _start(ds: Dataset, initial, seed: int) -> tuple[History, np.ndarray, np.nda
     eps_cells, rho_cells = np.zeros(ds.n), np.zeros(ds.n)
     for q, a in initial:
         hist.append(
-            HistoryRow(q, a, true_answer(q, ds.cube) + init.draw("laplace", q.sensitivity / a), "laplace")
+            HistoryRow(q, a, init.release("laplace", true_answer(q, ds.cube), q.sensitivity / a), "laplace")
         )
         charge = LAPLACE.charge_for(q, a)
         eps_cells += charge.dense(ds.n)
@@ -98,7 +98,7 @@ def run_naive(ds: Dataset, specs: list[RequestSpec], *, zcdp_mode: bool, seed: i
         if spent + cost > budget:
             continue
         spent += cost
-        y = true_answer(q, ds.cube) + sampler.draw(fam, fam.scale(q.sensitivity, alpha))
+        y = sampler.release(fam, true_answer(q, ds.cube), fam.scale(q.sensitivity, alpha))
         out.answered[i] = out.fresh[i] = True
         out.hits[i] = abs(y - true_answer(q, ds.cube)) <= s.eps + 1e-9
         out.claimed[i] = 1.0 - fam.tail(fam.scale(q.sensitivity, alpha), s.eps)

@@ -125,8 +125,8 @@ def test_parallel_draws_keep_every_chunk_in_its_place(schema3, counts3, monkeypa
     class Striped:  # a stand-in that says its draws may run on two threads; noise = chunk length, per chunk
         secure, parallel_draws, name = True, True, "striped"
 
-        def draw_vector(self, family, scale, size):
-            return np.full(size, size, dtype=np.int64)
+        def release_vector(self, family, values, scale):
+            return np.asarray(values) + len(values)
 
     monkeypatch.setattr(release_mod, "CHUNK", 7)
     plan = tree_plan(schema3, "age", 2)

@@ -29,7 +29,7 @@ def _released(history: History, plan, seed: int) -> History:
     h = History(history.shape, rows=list(history.rows))
     sampler = SeededSampler(seed)
     for m in plan.measurements:
-        y = true_answer(m.query, CUBE) + sampler.draw(m.family, m.query.sensitivity / m.alpha)
+        y = sampler.release(m.family, true_answer(m.query, CUBE), m.query.sensitivity / m.alpha)
         h.append(HistoryRow(m.query, m.alpha, y, m.family))
     return h
 

@@ -37,7 +37,12 @@ class GaussianCount:
         return {"query": self.query.to_json(), "alpha": self.alpha}
 
     def draw(self, cube, sampler, *, allow_insecure=False):
-        return {"answer": float(self.query.dense() @ cube.flat) + sampler.draw(GAUSSIAN, 1 / self.alpha)}
+        theta = float(self.query.dense() @ cube.flat)
+        return {
+            "answer": sampler.release(
+                GAUSSIAN, theta, self.query.sensitivity / self.alpha, self.query.sensitivity
+            )
+        }
 
 
 def test_a_pure_project_refuses_a_release_priced_in_rho(store):

@@ -46,7 +46,7 @@ class PosteriorSampler(Protocol):
     name: str
     secure: bool
 
-    def draw(self, family: Any, scale: float) -> float: ...
+    def release(self, family: Any, value: Any, scale: float, sensitivity: float | None = None) -> float: ...
 
     def select(self, scores: np.ndarray, scale: float) -> int: ...
 
@@ -191,7 +191,9 @@ class LaplaceCounts:
 
     def noisy_counts(self, counts: Any, sampler: PosteriorSampler) -> np.ndarray:
         c = _counts(counts, self.prior.size)
-        return np.array([max(0.0, ci + sampler.draw("discrete_laplace", 1.0 / self.alpha)) for ci in c])
+        return np.array(
+            [max(0.0, sampler.release("discrete_laplace", int(ci), 1.0 / self.alpha, 1)) for ci in c]
+        )
 
     def release(self, counts: Any, sampler: PosteriorSampler) -> np.ndarray:
         out: np.ndarray = self.prior + self.noisy_counts(counts, sampler)
@@ -222,7 +224,7 @@ class NoisySize:
         self.alpha = _positive(alpha, "size budget")
 
     def release(self, total: int, sampler: PosteriorSampler) -> int:
-        return int(max(0.0, int(total) + sampler.draw("discrete_laplace", 1.0 / self.alpha)))
+        return int(max(0.0, sampler.release("discrete_laplace", int(total), 1.0 / self.alpha, 1)))
 
     def pmf(self, total: int, upto: int) -> np.ndarray:
         return clipped_count_pmf(int(total), self.alpha, upto)

@@ -475,7 +475,7 @@ def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: Posterio
     counts = a.query.counts(cube)
     if a.method == "laplace":
         mech = LaplaceCounts(a.query.prior, a.alpha)
-        noisy = tuple(float(c) + sampler.draw("discrete_laplace", 1.0 / a.alpha) for c in counts)
+        noisy = tuple(sampler.release("discrete_laplace", int(c), 1.0 / a.alpha, 1) for c in counts)
         params = a.query.prior + np.maximum(0.0, np.array(noisy))
         params.setflags(write=False)
         return PosteriorRelease(params, noisy_counts=noisy, details=mech.describe())
@@ -483,7 +483,7 @@ def draw_posterior(assessment: PosteriorAssessment, cube: Any, sampler: Posterio
     cs = a.candidates
     if cs is None:
         size = NoisySize(a.size_alpha)
-        noisy_size = float(counts.sum()) + sampler.draw("discrete_laplace", 1.0 / size.alpha)
+        noisy_size = sampler.release("discrete_laplace", int(counts.sum()), 1.0 / size.alpha, 1)
         cs = CandidateSet.for_size(a.query.prior, int(max(0.0, noisy_size)), a.max_candidates)
     mech = make_mechanism(a.method, cs, a.posterior_alpha, a.delta, a.split)
     return PosteriorRelease(mech.release(counts, sampler), noisy_size, None, cs, mech.describe())

@@ -12,10 +12,12 @@ per cell (a record in cell ``j`` moves the answer by ``|Q_j|``)
 
 a :class:`~dpdesk.engine.mechanisms.charge.Charge` with ``measure="rho"`` whose term is ``(α/S)²/2``
 times the squared coefficients. Such a charge has no pure-ε reading: only a project accounted in zCDP
-(:mod:`dpdesk.engine.budget.zcdp`) can take it. Noise is drawn by OpenDP's ``make_gaussian``
-(``atom_domain(T="i64")`` for the discrete one, ``atom_domain(T=float)`` for the float one, which
-samples on a 2⁻¹⁰⁷⁴ grid with exact arithmetic and rounds the exact noisy value), whose own map
-``meas.map(S)`` is this ``ρ``.
+(:mod:`dpdesk.engine.budget.zcdp`) can take it. A release is OpenDP's exact discrete Gaussian
+(``make_gaussian`` over ``atom_domain(T="i64")``) applied by the secure sampler to the true value: the
+integer θ for the discrete one; for the continuous one θ's index on the lattice ``G·Z``, ``G ≤ σ·2⁻⁵²``,
+with ``Δ = ⌊S/G⌋ + 1`` steps of sensitivity and ``Δ·σ/S`` steps of σ, exactly this ``ρ`` (as for Laplace:
+:func:`~dpdesk.engine.mechanisms.laplace.fine_lattice`, never ``θ + N`` in floats); the measurement's
+own map ``meas.map(Δ)`` is this ``ρ``.
 
 The accuracy model is the Thm 5.3 analogue for Gaussian tails: alone, a fresh answer is within ``±ε``
 with probability ``1 − δ`` when ``σ = ε / z_{1−δ/2}``; for the discrete Gaussian, the exact lattice tail
@@ -26,6 +28,7 @@ the continuous formula.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from statistics import NormalDist
 from typing import Any
 
@@ -35,7 +38,7 @@ from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms import discrete_gaussian as dg
 from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
-from dpdesk.engine.mechanisms.laplace import NoiseMechanism
+from dpdesk.engine.mechanisms.laplace import Lattice, NoiseMechanism, fine_lattice, integer_lattice
 from dpdesk.engine.queries.algebra import squared
 from dpdesk.engine.queries.measured import footprint
 from dpdesk.engine.queries.query import Query
@@ -83,19 +86,26 @@ class GaussianNoise(NoiseMechanism):
         s = alpha / query.sensitivity
         return Charge((ChargeTerm(s * s / 2.0, squared(footprint(query))),), measure="rho")
 
-    def opendp_loss(self, meas: Any, sensitivity: float) -> float:
-        """The ``α`` OpenDP's own map states for ``meas`` at ``sensitivity``: ``√(2·meas.map(S))``."""
-        d_in = int(sensitivity) if self.lattice else float(sensitivity)
-        return self.alpha_of_rho(float(meas.map(d_in)))
+    def opendp_loss(self, meas: Any, steps: int) -> float:
+        """The ``α`` OpenDP's own map states for ``meas`` when one record moves its input by ``steps``:
+        ``√(2·meas.map(steps))``."""
+        return self.alpha_of_rho(float(meas.map(int(steps))))
+
+    def lattice_measurement(self, dp: Any, scale: float, size: int | None = None) -> Any:
+        """OpenDP's exact discrete Gaussian (``make_gaussian`` over ``atom_domain(T="i64")``) at ``scale``
+        steps; ``size`` values at once under the l2 distance."""
+        atom = dp.atom_domain(T="i64")
+        if size is None:
+            return dp.m.make_gaussian(atom, dp.absolute_distance(T="i64"), scale=scale)
+        return dp.m.make_gaussian(dp.vector_domain(atom, size=size), dp.l2_distance(T="i64"), scale=scale)
 
 
 class Gaussian(GaussianNoise):
-    """Continuous Gaussian noise (OpenDP's float Gaussian, applied on its 2⁻¹⁰⁷⁴ grid: no low-bit leak)."""
+    """Continuous Gaussian noise (OpenDP's discrete Gaussian on a fine lattice under θ: no low-bit leak)."""
 
     name = "gaussian"
     label = "Gaussian"
     lattice = False
-    zero = 0.0
 
     def variance(self, scale: float) -> float:
         return scale * scale
@@ -120,11 +130,8 @@ class Gaussian(GaussianNoise):
         _check(sensitivity, eps, delta)
         return sensitivity * -NormalDist().inv_cdf(delta / 2.0) / eps
 
-    def measurement(self, dp: Any, scale: float, size: int | None = None) -> Any:
-        atom = dp.atom_domain(T=float, nan=False)
-        if size is None:
-            return dp.m.make_gaussian(atom, dp.absolute_distance(T=float), scale=scale)
-        return dp.m.make_gaussian(dp.vector_domain(atom, size=size), dp.l2_distance(T=float), scale=scale)
+    def on_lattice(self, value: Fraction, scale: float, sensitivity: float | None) -> Lattice:
+        return fine_lattice(value, scale, sensitivity)
 
     def draw_seeded(self, rng: np.random.Generator, scale: float, size: int | None = None) -> Any:
         return rng.normal(0.0, scale, size)
@@ -136,7 +143,6 @@ class DiscreteGaussian(GaussianNoise):
     name = "discrete_gaussian"
     label = "discrete Gaussian"
     lattice = True
-    zero = 0
 
     def variance(self, scale: float) -> float:
         return dg.variance(scale)
@@ -180,11 +186,8 @@ class DiscreteGaussian(GaussianNoise):
             else:
                 hi = mid
 
-    def measurement(self, dp: Any, scale: float, size: int | None = None) -> Any:
-        atom = dp.atom_domain(T="i64")
-        if size is None:
-            return dp.m.make_gaussian(atom, dp.absolute_distance(T="i64"), scale=scale)
-        return dp.m.make_gaussian(dp.vector_domain(atom, size=size), dp.l2_distance(T="i64"), scale=scale)
+    def on_lattice(self, value: Fraction, scale: float, sensitivity: float | None) -> Lattice:
+        return integer_lattice(value, scale, sensitivity)
 
     def draw_seeded(self, rng: np.random.Generator, scale: float, size: int | None = None) -> Any:
         return dg.draw(rng, scale, size)

@@ -1,25 +1,55 @@
-"""The secure noise sampler behind every real release: OpenDP's.
+"""The secure noise sampler behind every real release: OpenDP's measurement applied to the true value.
 
-``OpenDPSampler().draw(family, scale)`` returns one noise value ``N`` from the measurement the family
-object builds (:meth:`~dpdesk.engine.mechanisms.laplace.NoiseMechanism.measurement`): exact discrete
-Laplace on the integers over ``dp.atom_domain(T="i64")``, or OpenDP's float Laplace, which samples on
-a fine grid with exact arithmetic and so avoids the low-bit leak of naive floating-point samplers
-(Mironov 2012). The measurement is applied to the family's zero, so the released value is ``Q·x + N``
-computed by the caller. OpenDP is used only to sample: dpdesk keeps its own per-cell accounting
-(DESIGN §4). For a query of sensitivity ``S`` released with budget ``α`` the scale is ``S/α``, and the
-measurement's own privacy map confirms it (``measurement.map(S) == α`` up to rounding). ``opendp`` is
-imported on first use (its modules, not the prelude: :func:`opendp_namespace`).
+Noise and a true value meet only here (DESIGN §4). :meth:`OpenDPSampler.release` takes the true value θ
+and returns the released one; there is no call that hands out bare noise to be added elsewhere. Adding
+noise drawn at zero to θ in binary64 (``θ + N``) is not differentially private: which floats ``θ + N``
+can round to depends on θ's low bits, so neighbouring tables have events one can produce and the other
+cannot (Mironov 2012). Instead every release is exact integer arithmetic on a lattice, with the family's
+OpenDP integer measurement (:meth:`~dpdesk.engine.mechanisms.laplace.NoiseMechanism.lattice_measurement`:
+exact discrete Laplace, or exact discrete Gaussian for the ρ-priced families):
+
+* **integer families** (discrete Laplace, discrete Gaussian: integer queries on integer counts): the
+  measurement, at scale ``b = S/α``, is applied to the integer θ.
+* **continuous families** (Laplace, Gaussian: any query): θ = Σ_j q_j x_j is exact (binary-fraction
+  coefficients times integer counts: :func:`dpdesk.engine.answering.fresh.exact_answer`). It is rounded to
+  the nearest point ``G·m`` of the lattice ``G·Z``, ``G = 2^g`` the largest power of two not above
+  ``b·2⁻⁵²`` (:func:`~dpdesk.engine.mechanisms.laplace.fine_lattice`), and the measurement is applied to
+  the lattice index ``m`` with scale ``s = Δ·b/S`` in lattice steps, where ``Δ = ⌊S/G⌋ + 1`` bounds how
+  far ``m`` moves when one record changes (the rounding adds at most one step). So the release costs
+  exactly what noise of scale ``b`` on θ is charged (α = S/b; ρ = α²/2 for the Gaussian), and the
+  measurement's own privacy map says so (checked on every release). The released value is ``G·(m + K)``
+  rounded to the nearest float, a post-processing. This is how OpenDP's own float Laplace and Gaussian
+  work inside (granularity ``2^k``); dpdesk rounds onto the lattice from the exact θ because θ need not be
+  a float, and a θ rounded to a float first could move by more than S between neighbouring tables.
+
+The index is large (θ/G ~ θ·2⁵²/b): the measurement is applied to its low part ``m − h`` (``h`` the
+nearest multiple of 2⁴⁰) and ``h`` is added back in exact integer arithmetic, so no value ever leaves
+i64 (the noise is ~2⁵² steps; 2⁶³ is 2¹⁰ scales away).
+
+What a continuous release is, then, differs from ``θ + noise of scale b`` — the accuracy model of the
+engine's posterior — only by the lattice (steps of at most ``b·2⁻⁵²``), the rounding of θ onto it (half a
+step) and a scale larger by the factor ``Δ·G/S ≤ 1 + G/S ≤ 1 + 2⁻⁵²/α``: any interval's probability moves
+by less than ``2⁻⁵¹(1 + 1/α)`` (below 10⁻⁹ for α ≥ 10⁻⁶, under every posterior method's error bound).
+
+Report-noisy-max and the exponential mechanism (:meth:`noisy_max`, :meth:`select`) are OpenDP's
+``make_noisy_max`` applied to the true scores. OpenDP is used only to sample: dpdesk keeps its own
+per-cell accounting (DESIGN §4). ``opendp`` is imported on first use (its modules, not the prelude:
+:func:`opendp_namespace`).
 """
 
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpdesk.engine.mechanisms.noise import NoiseFamily, check_scores
+from dpdesk.engine.mechanisms.laplace import Lattice, NoiseMechanism
+from dpdesk.engine.mechanisms.noise import NoiseFamily, check_scale, check_scores, exact_value
 from dpdesk.engine.mechanisms.registry import noise_family
+
+_LOW_BITS = 40  # the measurement sees the lattice index modulo a multiple of 2^40 (see the docstring)
+_REL_MAP = 1e-12  # OpenDP's map rounds up; a map above α by more than this is a bug, not rounding
 
 
 def opendp_namespace() -> Any:
@@ -44,7 +74,7 @@ def opendp_namespace() -> Any:
 
 
 class OpenDPSampler:
-    """Draws release noise from OpenDP (``secure = True``); measurements cached per (family, scale, size)."""
+    """Releases through OpenDP (``secure = True``); measurements cached per (scale, size)."""
 
     secure = True
     parallel_draws = True  # OpenDP samples in native code without the GIL: threads may draw at once
@@ -53,6 +83,7 @@ class OpenDPSampler:
         self._dp: Any = None
         self._cache: dict[tuple[str, float, int | None], Any] = {}
         self._selector: tuple[tuple[int, float], Any] | None = None
+        self._maps: dict[tuple[str, float, int], float] = {}
         self.name = "opendp"
 
     def _prelude(self) -> Any:
@@ -65,44 +96,80 @@ class OpenDPSampler:
             self.name = f"opendp-{version('opendp')}"
         return self._dp
 
-    def measurement(self, family: NoiseFamily, scale: float, size: int | None = None) -> Any:
-        """The OpenDP measurement adding ``family`` noise of ``scale`` (``size`` values at once; cached)."""
+    def lattice_measurement(self, family: NoiseFamily, scale: float, size: int | None = None) -> Any:
+        """The family's OpenDP integer measurement at ``scale`` lattice steps (``size`` values at once when
+        given: one-off, for partition releases); scalar ones cached."""
         fam = noise_family(family)
-        scale = float(scale)
-        if not (math.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale ({scale}) must be a positive finite number")
-        key = (fam.name, scale, size)
+        key = (fam.name, float(scale), size)
         meas = self._cache.get(key)
         if meas is None:
-            meas = fam.measurement(self._prelude(), scale, size)
-            if size is None:  # vector measurements are one-off (partition releases, goodness-of-fit tests)
+            meas = fam.lattice_measurement(self._prelude(), float(scale), size)
+            if size is None:
                 self._cache[key] = meas
         return meas
 
-    def draw(self, family: NoiseFamily, scale: float) -> float:
-        """One noise value of ``family`` and ``scale`` (an integer-valued float for discrete noise)."""
-        return float(self.measurement(family, scale)(noise_family(family).zero))
+    def release(
+        self, family: NoiseFamily, value: Any, scale: float, sensitivity: float | None = None
+    ) -> float:
+        """The released value of true value ``value`` under ``family`` noise of scale ``b = scale``.
 
-    def draw_vector(self, family: NoiseFamily, scale: float, size: int) -> np.ndarray:
-        """``size`` independent draws from one OpenDP vector measurement, as an array (partition releases).
-
-        Each coordinate is a count of sensitivity 1 on its own, so the vector's l1 privacy map per record
-        is the per-coordinate one: a partition's counts at scale ``b`` cost ``1/b`` per cell.
+        ``value`` is exact (an int, a :class:`~fractions.Fraction` or a float, taken as the binary fraction
+        it is). ``sensitivity`` ``S`` (the continuous families need it) makes the release cost what noise of
+        scale ``b`` on a query of sensitivity ``S`` is charged.
         """
-        import numpy as np
+        fam = noise_family(family)
+        lattice = fam.on_lattice(exact_value(value), check_scale(scale), sensitivity)
+        meas = self.lattice_measurement(fam, lattice.scale)
+        self._check_map(fam, meas, lattice)
+        return lattice.value_of(_apply(meas, lattice.index))
 
-        size = int(size)
-        zero = noise_family(family).zero
-        if size == 0:
-            return np.zeros(0, dtype=type(zero))
-        out = self.measurement(family, scale, size)(
-            np.zeros(size, dtype=np.int64 if isinstance(zero, int) else float)
-        )
-        return np.asarray(out, dtype=np.int64 if isinstance(zero, int) else float)
+    def release_vector(self, family: NoiseFamily, values: np.ndarray, scale: float) -> np.ndarray:
+        """Integer counts of sensitivity 1 each, released at once by one OpenDP vector measurement.
+
+        For a partition release: each coordinate is a count of sensitivity 1 on its own, so the vector's
+        l1 privacy map per record is the per-coordinate one (counts at scale ``b`` cost ``1/b`` per cell).
+        Integer families: the counts themselves (integers out); continuous families: each count's index on
+        the family's fine lattice, as :meth:`release` does (floats out).
+        """
+        fam = noise_family(family)
+        counts = np.asarray(values)
+        if counts.dtype.kind not in "iu":
+            raise ValueError("a vector release takes integer counts")
+        if counts.size == 0:
+            return np.zeros(counts.shape, dtype=np.int64 if fam.lattice else float)
+        b = check_scale(scale)
+        first = fam.on_lattice(Fraction(0), b, 1.0)  # every count has the same lattice, scale and steps
+        self._check_map(fam, self.lattice_measurement(fam, first.scale), first)
+        meas = self.lattice_measurement(fam, first.scale, int(counts.size))
+        flat = counts.reshape(-1).astype(np.int64)
+        if first.exponent == 0 and np.abs(flat).max() < 1 << (_LOW_BITS - 1):
+            # integer noise on counts well inside i64 (a partition's 2¹⁸ at a time): applied to them as they are
+            out = np.asarray(meas(flat.tolist()), dtype=np.int64)
+        else:
+            g = first.exponent
+            indices = [int(v) << -g if g <= 0 else round(Fraction(int(v), 1 << g)) for v in flat]
+            out_list = _apply_many(meas, indices)
+            if fam.lattice:
+                out = np.asarray(out_list, dtype=np.int64)
+            else:
+                return np.array([first.value_of(n) for n in out_list], dtype=float).reshape(counts.shape)
+        return out.reshape(counts.shape)
+
+    def _check_map(self, fam: NoiseMechanism, meas: Any, lattice: Lattice) -> None:
+        """The measurement's own privacy map over the steps one record can move the index, as the family's
+        α: at most the α charged (OpenDP rounds its map up; once per family, scale and steps)."""
+        if lattice.alpha is None:
+            return
+        key = (fam.name, lattice.scale, lattice.steps)
+        loss = self._maps.get(key)
+        if loss is None:
+            loss = self._maps[key] = fam.opendp_loss(meas, lattice.steps)
+        if loss > lattice.alpha * (1 + _REL_MAP):
+            raise ValueError(f"the measurement's privacy map gives {loss!r}, above α = {lattice.alpha!r}")
 
     def noisy_max_measurement(self, scale: float, monotonic: bool) -> Any:
         """OpenDP's report-noisy-max over score vectors with ``LInfDistance`` (monotonic or not); cached."""
-        key = ("noisy_max", float(scale), bool(monotonic))
+        key = ("noisy_max", float(scale), int(bool(monotonic)))
         meas = self._cache.get(key)
         if meas is None:
             dp = self._prelude()
@@ -116,29 +183,23 @@ class OpenDPSampler:
         return meas
 
     def noisy_max(self, scores: np.ndarray, scale: float, monotonic: bool = False) -> int:
-        """Index of the largest ``score + Exponential(scale)``: OpenDP's report-noisy-max (``make_noisy_max``).
+        """Index of the largest ``score + Exponential(scale)``: OpenDP's report-noisy-max (``make_noisy_max``)
+        applied to the true scores (it compares them exactly, as rationals).
 
         Over an ``LInfDistance`` of 1 its privacy map gives ``1/scale`` for monotonic scores and
         ``2/scale`` otherwise; the caller picks ``scale`` from its α accordingly.
         """
-        import numpy as np
-
         s = np.asarray(scores, dtype=float)
         if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s)):
             raise ValueError("scores must be a non-empty vector of finite numbers")
         return int(self.noisy_max_measurement(scale, monotonic)(s.tolist()))
 
-    def draw_many(self, family: NoiseFamily, scale: float, size: int) -> list[float]:
-        """``size`` independent draws from one vector measurement."""
-        zero = noise_family(family).zero
-        return [float(v) for v in self.measurement(family, scale, int(size))([zero] * int(size))]
-
     def select(self, scores: np.ndarray, scale: float) -> int:
         """Index ``r`` with probability ``∝ exp(scores[r] / scale)``: the exponential mechanism.
 
         OpenDP's report-noisy-max with Gumbel noise (``make_noisy_max`` under the zero-concentrated
-        measure), whose Gumbel-max draw has exactly this distribution. Only the draw is OpenDP's: the
-        privacy charge is the caller's (docs/dirichlet.md), not the measurement's map.
+        measure) applied to the true scores, whose Gumbel-max draw has exactly this distribution. Only the
+        draw is OpenDP's: the privacy charge is the caller's (docs/dirichlet.md), not the measurement's map.
         """
         scores = check_scores(scores, scale)
         if scores.size == 1:
@@ -155,3 +216,22 @@ class OpenDPSampler:
                 dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=key[1]),
             )
         return int(self._selector[1](scores.tolist()))
+
+
+def _split(m: int) -> tuple[int, int]:
+    """A lattice index as ``(h, m − h)``, ``h`` its nearest multiple of 2⁴⁰: the measurement sees the low
+    part (well inside i64), the high part is added back in exact integer arithmetic."""
+    high = ((m + (1 << (_LOW_BITS - 1))) >> _LOW_BITS) << _LOW_BITS
+    return high, m - high
+
+
+def _apply(meas: Any, index: int) -> int:
+    """One integer measurement applied to one lattice index of any size."""
+    high, low = _split(index)
+    return high + int(meas(low))
+
+
+def _apply_many(meas: Any, indices: list[int]) -> list[int]:
+    """One vector measurement of ``len(indices)`` values applied to lattice indices of any size."""
+    parts = [_split(m) for m in indices]
+    return [high + int(v) for (high, _), v in zip(parts, meas([low for _, low in parts]))]

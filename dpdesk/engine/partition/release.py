@@ -276,7 +276,7 @@ def draw_release(
     """Noise every count of ``plan`` (private ``counts`` in, released values out; nothing recorded).
 
     Each count has sensitivity 1 and gets discrete-Laplace noise of scale ``coverage/α`` (α-DP per
-    cell after all ``coverage`` groups, paper Thm 5.4). ``sampler.draw_vector`` is called on chunks of
+    cell after all ``coverage`` groups, paper Thm 5.4). ``sampler.release_vector`` is called on chunks of
     :data:`CHUNK` counts (two at a time on two threads when the sampler says its draws may run in
     parallel); ``cancelled()`` is checked between chunks (a cancelled release returns nothing). ``allow_insecure`` admits a non-secure (seeded) sampler, for test projects and simulations.
     """
@@ -302,16 +302,18 @@ def draw_release(
     # OpenDP's samplers release the GIL: two chunks at a time use both cores of the machine
     workers = 2 if getattr(sampler, "parallel_draws", False) and len(chunks) > 1 else 1
 
-    def draw(chunk: tuple[int, int]) -> np.ndarray:
-        return np.asarray(sampler.draw_vector("discrete_laplace", scale, chunk[1] - chunk[0]), dtype=np.int64)
+    def draw(chunk: tuple[int, int]) -> np.ndarray:  # the counts in, the released counts out
+        return np.asarray(
+            sampler.release_vector("discrete_laplace", flat[chunk[0] : chunk[1]], scale), dtype=np.int64
+        )
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for k in range(0, len(chunks), workers):
             if cancelled is not None and cancelled():
                 raise Cancelled("release cancelled before it was complete; nothing was released")
             batch = chunks[k : k + workers]
-            for (lo, hi), noise in zip(batch, pool.map(draw, batch)):
-                noisy[lo:hi] = flat[lo:hi] + noise
+            for (lo, hi), released in zip(batch, pool.map(draw, batch)):
+                noisy[lo:hi] = released
             if progress is not None:
                 progress(batch[-1][1] / total)
     values, at = [], 0

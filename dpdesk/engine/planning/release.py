@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpdesk.engine.answering.fresh import true_answer
+from dpdesk.engine.answering.fresh import exact_answer
 from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms.base import Basis
 from dpdesk.engine.mechanisms.charge import Charge
@@ -80,5 +80,8 @@ class MeasurementPlan:
             )
         m = self.measurement
         noise = self.mechanism.noise
-        answer = true_answer(m.query, cube) + sampler.draw(noise, noise.scale(m.query.sensitivity, m.alpha))
+        q = m.query
+        answer = sampler.release(
+            noise, exact_answer(q, cube), noise.scale(q.sensitivity, m.alpha), q.sensitivity
+        )
         return {"answer": answer, "values": [answer], "sampler": sampler.name}
