@@ -3,7 +3,7 @@
 A table with a distinctive row count (48 731), out-of-domain count (1 379) and in-domain total (47 352)
 is bound to a project through the command line; requests are answered, the project described, verified
 and exported, and every file dpdesk wrote for it — the project file and its sidecars, the view cache,
-the history export, the ledger CSV, the HTML report, the reply letters, the per-user data folder — and
+the history export, the ledger CSV, the HTML report, the reply letters, the per-user data folder with the source key and the receipt log — and
 everything the commands printed as JSON is searched for those counts and for the source file's plain
 SHA-256 (hex and raw bytes). The same after a rebind to the table with 21 rows more (17 in the domain).
 """
@@ -126,6 +126,7 @@ def _written(folder: Path, data_dir: Path, tables: set[Path]) -> list[Path]:
 def test_no_count_or_plain_hash_of_the_source_in_any_file(store, tmp_path, monkeypatch):
     data_dir = tmp_path / "user-data"
     monkeypatch.setenv("DPDESK_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("DPDESK_RECEIPTS_DIR")  # the receipt log where dpdesk keeps it: in the data folder
     monkeypatch.setattr(view_cache, "MIN_ROWS", 1)  # the view cache is written even for this short ledger
     folder = tmp_path / "project"
     folder.mkdir()
@@ -165,6 +166,7 @@ def test_no_count_or_plain_hash_of_the_source_in_any_file(store, tmp_path, monke
     export_everything("first")
     secrets = _secrets(table, ROWS, OUT)
     tables = {table}
+    assert (data_dir / "receipts").is_dir()  # searched with the rest of the data folder
     assert _leaks(_written(folder, data_dir, tables), printed, secrets) == []
 
     # more rows arrive; the curator accepts them with a rebind and answers again
