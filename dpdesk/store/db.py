@@ -458,7 +458,13 @@ def transaction(
         raise
     if committed is not None:
         committed()
-    if not settle(conn, settle_mode) and must_settle:
+    try:
+        settled = settle(conn, settle_mode)
+    except sqlite3.Error as exc:  # committed, in the log: closing (or `dpdesk project settle`) copies it
+        if must_settle:
+            raise Unsettled(unsettled_line(conn, exc)) from None
+        return
+    if not settled and must_settle:
         raise Unsettled(
             f"{_name(conn)}: the change is committed to {_name(conn)}-wal but not yet written into "
             f"{_name(conn)} itself (another program is reading the file); close it and run the command again"
@@ -475,9 +481,22 @@ def settle(conn: sqlite3.Connection, mode: str = "TRUNCATE") -> bool:
         raise ValueError(f"mode ({mode!r}) must be 'FULL' or 'TRUNCATE'")
     try:
         busy, log, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
-    except sqlite3.OperationalError:  # SQLITE_BUSY from the checkpoint itself
-        return False
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # SQLITE_BUSY from the checkpoint itself
+            return False
+        raise  # a full disk or a failing device: the commits stay whole in the log
     return not busy and log == done
+
+
+def unsettled_line(conn: sqlite3.Connection, exc: BaseException) -> str:
+    """What a change committed to the log but not copied into the main file (a full disk, a failing
+    device) says: it is safe in the log (and, a release, not shown), and the command that finishes the copy."""
+    name, path = _name(conn), _path(conn)
+    return (
+        f"{name}: what this command recorded is safe in {name}-wal but could not be copied into {name} "
+        f"itself ({exc}{disk_full_note(path) if path else ''}); keep {name}-wal beside it, and once the disk "
+        f"has room run `dpdesk project settle {path or name}`"
+    )
 
 
 def announce(conn: sqlite3.Connection, seq: int, kind: str, request_id: str | None, since: str) -> None:
@@ -493,11 +512,14 @@ def announce(conn: sqlite3.Connection, seq: int, kind: str, request_id: str | No
             "INSERT OR REPLACE INTO in_flight (id, seq, kind, request_id, since) VALUES (1, ?, ?, ?, ?)",
             (seq, kind, request_id, since),
         )
-    if not settle(conn, "FULL"):  # the settling above did not finish: a reader holds an older state
+    try:
+        settled, why = settle(conn, "FULL"), "another program is reading it"
+    except sqlite3.Error as exc:
+        path = _path(conn)
+        settled, why = False, f"{exc}{disk_full_note(path) if path else ''}"
+    if not settled:  # the announcement is not in the main file: nothing of the entry may be written
         clear_in_flight(conn)
-        raise StoreError(
-            f"{_name(conn)}: cannot write into the file now (another program is reading it); nothing was recorded"
-        )
+        raise StoreError(f"{_name(conn)}: cannot write into the file now ({why}); nothing was recorded")
 
 
 def landed(conn: sqlite3.Connection) -> None:
@@ -521,6 +543,13 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
         conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
         is not None
     )
+
+
+def _path(conn: sqlite3.Connection) -> Path | None:
+    for _, db_name, file in conn.execute("PRAGMA database_list"):
+        if db_name == "main" and file:
+            return Path(file)
+    return None
 
 
 def _name(conn: sqlite3.Connection) -> str:

@@ -29,6 +29,7 @@ REQUESTS_CHAINED = 10  # the format from which a deciding entry records its requ
 
 __all__ = ["LedgerBook", "keyed_source_table", "write_source"]
 
+_RESUMED = ("batch", "measurement")  # entries a command run again resumes from (store/batch.py)
 _CHAIN_SHARE = 0.9  # of saving the view cache: checking the chain hash by hash is nearly all of it
 
 
@@ -139,7 +140,13 @@ class LedgerBook:
 
     def settled(self) -> None:
         """Make sure the main file holds every commit (before a recorded release is shown again)."""
-        if self.file.mode == "w" and not db.settle(self.file.connection):
+        if self.file.mode != "w":
+            return
+        try:
+            settled = db.settle(self.file.connection)
+        except sqlite3.Error as exc:
+            raise Unsettled(db.unsettled_line(self.file.connection, exc)) from None
+        if not settled:
             name = self.file.path.name
             raise Unsettled(
                 f"{name}: its last changes are in {name}-wal but cannot be written into {name} now "
@@ -220,8 +227,13 @@ class LedgerBook:
                     write_source(conn, source)
                 db.landed(conn)
                 checkpoint("tx:committing")
-        except Unsettled:
-            raise  # committed: the announcement is gone with it
+        except Unsettled as exc:  # committed: the announcement is gone with it
+            if (request_id is not None or kind in _RESUMED) and "dpdesk project settle" in str(exc):
+                # a decided request shows its recorded entry, a batch resumes: running it again is safe
+                raise Unsettled(
+                    f"{exc}, then this command again (it shows what was recorded and draws nothing twice)"
+                ) from None
+            raise
         except sqlite3.IntegrityError as exc:
             db.clear_in_flight(conn)
             raise RequestStateError(

@@ -15,6 +15,7 @@ from the ledger through the ledger view (:mod:`dpdesk.store.view`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -143,7 +144,8 @@ class Project:
                 db.migrate(conn, version)
             # what a process that was stopped left behind: its commits written into the main file, and an
             # announcement whose entry it never committed (db.check_log found the log beside the file)
-            db.settle(conn)
+            with contextlib.suppress(sqlite3.Error):  # a full disk: read through the log until there is room
+                db.settle(conn)
             db.clear_in_flight(conn)
             return cls(path, conn, mode, lock)
         except BaseException:
