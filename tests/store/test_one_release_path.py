@@ -85,7 +85,7 @@ def test_a_sampler_is_handed_values_only_where_a_kind_draws():
                 what = ".".join(f.name for f in stack)
                 assert "sampler" in params, f"{path}: {what} uses a sampler it was not handed"
                 found.append(path)
-    # the kinds that draw: fresh answers, batch measurements, partitions, posteriors, selection
+    # the kinds that draw: fresh answers, batch measurements, partitions, posteriors, selection, means
     assert {
         "engine/answering/fresh.py",
         "engine/planning/release.py",
@@ -93,6 +93,7 @@ def test_a_sampler_is_handed_values_only_where_a_kind_draws():
         "engine/dirichlet/plan.py",
         "engine/dirichlet/mechanisms.py",
         "engine/selection/mechanism.py",
+        "engine/sums/plan.py",
     } <= set(found), sorted(set(found))
 
 

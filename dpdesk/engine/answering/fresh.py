@@ -10,10 +10,7 @@ computed from the released ỹ and history's estimate θ̂_H, both releases alre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
-
-import numpy as np
 
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import BudgetError, DpdeskError
@@ -21,7 +18,7 @@ from dpdesk.engine.inference.fusion import fuse
 from dpdesk.engine.inference.history import HistoryRow
 from dpdesk.engine.mechanisms.noise import NoiseSampler
 from dpdesk.engine.queries.layout import Layout
-from dpdesk.engine.queries.measured import value_vector
+from dpdesk.engine.queries.measured import exact_answer, value_vector
 from dpdesk.engine.queries.query import Query
 
 __all__ = ["FreshAnswer", "exact_answer", "release_fresh", "true_answer"]
@@ -83,49 +80,6 @@ def true_answer(query: Query, cube: Cube) -> float:
         return total
     idx, val = query.sparse()
     return float(val @ cube.flat[idx])
-
-
-def exact_answer(query: Query, cube: Cube) -> Fraction:
-    """``θ = Q·x`` exactly — private; what a release's noise is applied to (the secure sampler's input).
-
-    Every coefficient is a binary fraction ``M·2^E`` (a float) and every count an integer, so the sum is
-    a binary fraction too: the counts are summed per distinct coefficient in int64 and the few sums are
-    combined in exact integer arithmetic (no rounding anywhere: a float θ would carry a rounding error
-    that depends on the data, and OpenDP's measurement must see θ itself).
-
-    Examples
-    --------
-    >>> from dpdesk.engine.schema import Schema
-    >>> from dpdesk.engine.queries.query import query_from_vector
-    >>> s = Schema.from_dict({"attributes": [{"name": "a", "column": "a", "kind": "categorical",
-    ...                                       "values": ["x", "y", "z"]}]})
-    >>> cube = Cube(s, np.array([3, 10**17, 1]))
-    >>> theta = exact_answer(query_from_vector([0.1, 1.0, 0.37], (3,)), cube)
-    >>> theta == 3 * Fraction(0.1) + 10**17 + Fraction(0.37)
-    True
-    """
-    if query.layout is not None:  # over the cube's measures: counts, and sums that are binary fractions
-        if query.layout != Layout.of(cube.schema):
-            raise DpdeskError("query reads measures this cube does not hold")
-        idx, val = query.sparse()
-        values = value_vector(query.layout, cube)[idx]
-        whole = (values == np.floor(values)) & (np.abs(values) < 2.0**53)
-        theta = _grouped(np.asarray(val, dtype=float)[whole], values[whole].astype(np.int64))
-        rest = zip(np.asarray(val, dtype=float)[~whole], values[~whole])
-        return theta + sum((Fraction(float(c)) * Fraction(float(v)) for c, v in rest), Fraction(0))
-    if query.n_cells != cube.schema.n_cells:
-        raise DpdeskError(f"query has {query.n_cells} coefficients, the cube has {cube.schema.n_cells} cells")
-    idx, val = query.sparse()
-    return _grouped(np.asarray(val, dtype=float), np.asarray(cube.flat[idx], dtype=np.int64))
-
-
-def _grouped(coefficients: np.ndarray, counts: np.ndarray) -> Fraction:
-    """``Σ c_i n_i`` exactly: the integer ``n_i`` summed per distinct coefficient in int64, then combined
-    as binary fractions."""
-    distinct, where = np.unique(coefficients, return_inverse=True)
-    sums = np.zeros(distinct.size, dtype=np.int64)
-    np.add.at(sums, where.reshape(-1), counts)
-    return sum((Fraction(float(c)) * int(n) for c, n in zip(distinct, sums) if n), Fraction(0))
 
 
 def release_fresh(

@@ -26,7 +26,7 @@ from dpdesk.engine.mechanisms.charge import Charge
 from dpdesk.engine.mechanisms.laplace import LAPLACE
 from dpdesk.engine.mechanisms.registry import noise_family
 from dpdesk.engine.queries.layout import Layout
-from dpdesk.engine.queries.measured import value_vector
+from dpdesk.engine.queries.measured import exact_answer
 from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.sums.accuracy import FreshMean, MeanAccuracy, fresh_mean, history_failure
@@ -37,18 +37,11 @@ from dpdesk.engine.sums.ratio import MeanInterval, RatioLaw, mean_interval
 __all__ = ["MeanPlan", "fresh_law", "history_mean", "plan_mean"]
 
 
-def _at(query: Query, x: np.ndarray) -> float:
-    idx, val = query.sparse()
-    return float(val @ x[idx])
-
-
-def _noisy(sampler: Any, family: Any, theta: float, sensitivity: float, alpha: float) -> float:
-    """``θ`` released with ``family`` noise of scale ``S/α`` by the sampler, the one way fresh counts are."""
-    scale = family.scale(sensitivity, alpha)
-    release = getattr(sampler, "release", None)
-    if release is not None:  # a sampler that applies the measurement to the true value itself
-        return float(release(family, theta, scale, sensitivity))
-    return theta + float(sampler.draw(family, scale))
+def _noisy(sampler: Any, family: Any, query: Query, cube: Any, alpha: float) -> float:
+    """The exact ``θ = Q·x`` released by the sampler with ``family`` noise of scale ``S/α``: the sampler
+    applies its measurement to θ itself, as it does for every fresh count (noise never meets θ elsewhere)."""
+    scale = family.scale(query.sensitivity, alpha)
+    return float(sampler.release(family, exact_answer(query, cube), scale, query.sensitivity))
 
 
 def fresh_law(bound: float, price: FreshMean) -> RatioLaw:
@@ -174,9 +167,9 @@ class MeanPlan:
         layout = self.total.layout
         if layout is None or layout != Layout.of(cube.schema) or self.size.layout != layout:
             raise DpdeskError("a fresh mean reads measures this cube does not hold")
-        x = value_vector(layout, cube)  # private: the true sum and count enter only the noisy answers
-        s = _noisy(sampler, LAPLACE, _at(self.total, x), self.total.sensitivity, p.alpha_sum)
-        c = _noisy(sampler, fam, _at(self.size, x), self.size.sensitivity, p.alpha_count)
+        # private: the true sum and count enter only the sampler, which returns the noisy answers
+        s = _noisy(sampler, LAPLACE, self.total, cube, p.alpha_sum)
+        c = _noisy(sampler, fam, self.size, cube, p.alpha_count)
         lower, upper = self.bounds
         iv = mean_interval(fresh_law(self.total.sensitivity, p), s, c, self.accuracy.delta, lower, upper)
         shown = iv.estimate if iv.estimate is not None else 0.5 * (iv.low + iv.high)
