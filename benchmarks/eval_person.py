@@ -119,7 +119,7 @@ def run(system: str, cube: Cube, full: Cube, stream, rule: PersonRule, seed: int
             after = costs + LAPLACE.charge_for(q, alpha).dense(costs.size)
             if rule.loss(after) <= TOTAL:
                 costs = after
-                released = true_answer(q, cube) + sampler.draw(FAMILY, q.sensitivity / alpha)
+                released = sampler.release(FAMILY, true_answer(q, cube), q.sensitivity / alpha, q.sensitivity)
                 lo = released - eps
         if released is not None:
             out.answered += 1

@@ -196,7 +196,9 @@ def run(system: str, schema: Schema, cube: Cube, asks: list[Ask], total: float, 
                 charge = noise.charge_for(query, alpha).dense(schema.n_cells)
                 if ledger.affordable(charge):
                     ledger.pay(charge)
-                    answer = truth + sampler.draw(noise, noise.scale(query.sensitivity, alpha))
+                    answer = sampler.release(
+                        noise, truth, noise.scale(query.sensitivity, alpha), query.sensitivity
+                    )
         out.kind.append(ask.kind)
         out.answered.append(answer is not None)
         out.free.append(free)
