@@ -165,7 +165,9 @@ class OpenDPSampler:
         if loss is None:
             loss = self._maps[key] = fam.opendp_loss(meas, lattice.steps)
         if loss > lattice.alpha * (1 + _REL_MAP):
-            raise ValueError(f"the measurement's privacy map gives {loss!r}, above α = {lattice.alpha!r}")
+            raise ValueError(
+                f"the measurement's privacy map gives {loss!r}, above the ε = {lattice.alpha!r} charged"
+            )
 
     def noisy_max_measurement(self, scale: float, monotonic: bool) -> Any:
         """OpenDP's report-noisy-max over score vectors with ``LInfDistance`` (monotonic or not); cached."""
