@@ -20,11 +20,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -119,7 +121,12 @@ class DataPage(QWidget):
         self.unit = UnitQuestion()
         self.unit.sigChanged.connect(self._schema_edited)
         self.unit.sigColumnChosen.connect(self.count_people)
-        split.addWidget(self.unit)
+        # the question scrolls inside its pane, so the page still fits a laptop's 700 px with every pane open
+        unit_pane = QScrollArea()
+        unit_pane.setWidgetResizable(True)
+        unit_pane.setFrameShape(QFrame.Shape.NoFrame)
+        unit_pane.setWidget(self.unit)
+        split.addWidget(unit_pane)
         split.addWidget(self._cube_box())
         split.setSizes([200, 180, 240, 160])
         lay.addWidget(split, 1)
