@@ -425,14 +425,5 @@ def assess(
     decision, reason = decide(inference, pricing, request, settings, schema)
     seq, head_hash = head if head is not None else (0, None)
     basis = Basis(head_hash, seq, settings.to_json(), method, seed)
-    return Assessment(
-        request,
-        inference,
-        pricing,
-        decision,
-        reason,
-        settings,
-        basis,
-        (time.perf_counter() - t0) * 1000.0,
-        schema,
-    )
+    ms = (time.perf_counter() - t0) * 1000.0
+    return Assessment(request, inference, pricing, decision, reason, settings, basis, ms, schema)

@@ -318,6 +318,22 @@ def _guarantee(
     }
 
 
+def _alphas(
+    query: PosteriorQuery,
+    n_bound: int,
+    target: tuple[float, float] | None,
+    budget: float | None,
+    share: float,
+) -> tuple[float, float]:
+    if target is not None:
+        posterior_alpha = alpha_for_target(query.prior, n_bound, *target)
+        alpha = posterior_alpha / (1 - share)
+    else:
+        alpha = _number(budget, "budget")
+        posterior_alpha = alpha * (1 - share)
+    return alpha, posterior_alpha
+
+
 def assess_posterior(
     query: PosteriorQuery,
     *,
@@ -363,12 +379,7 @@ def assess_posterior(
     delta = _delta(mechanism, delta)
     size, share, cs = _sized(query, mechanism, size, size_share, max_candidates)
     n_bound = cs.count if cs is not None else max_candidates  # N ≤ the cap whatever the noisy size
-    if target is not None:
-        posterior_alpha = alpha_for_target(query.prior, n_bound, *target)
-        alpha = posterior_alpha / (1 - share)
-    else:
-        alpha = _number(budget, "budget")
-        posterior_alpha = alpha * (1 - share)
+    alpha, posterior_alpha = _alphas(query, n_bound, target, budget, share)
     if mechanism == "exponential-smooth":
         split = _number(split, "split", high=1.0)
         make_mechanism(

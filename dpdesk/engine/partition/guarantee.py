@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -31,12 +31,12 @@ from dpdesk.engine.budget.mode import ZcdpAccounting
 from dpdesk.engine.budget.person import ROW_RULE, PersonRule
 from dpdesk.engine.errors import BudgetError, PlanError
 from dpdesk.engine.limits import MAX_ALPHA, check_alpha, check_eps
+from dpdesk.engine.partition.classes import QueryClass, check_class, default_classes, describe_box
 from dpdesk.engine.partition.grouped import GroupedPosterior, discrete_variance, grouped_terms
 from dpdesk.engine.partition.plan import PartitionPlan
 from dpdesk.engine.partition.privacy_map import PARTITION
 from dpdesk.engine.partition.solver import PlanSolver, pieces_dense
 from dpdesk.engine.queries.query import Query, Term
-from dpdesk.engine.queries.text import format_terms
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.vocabulary import accuracy_text
 
@@ -54,39 +54,6 @@ __all__ = [
 ]
 
 _CANDIDATES = 3  # class members (largest variance first) whose exact posterior is computed
-
-
-@dataclass(frozen=True)
-class QueryClass:
-    """A family of queries a guarantee speaks about.
-
-    ``kind="interval"``: every interval of the ordered ``attribute``, the other attributes summed
-    (``within="all"``) or each fixed to one label (``within="cell"``). ``kind="cell"``: every single cell.
-    ``kind="marginal"``: every cell of the marginal over ``attributes``.
-    """
-
-    kind: Literal["interval", "cell", "marginal"]
-    attribute: str | None = None
-    within: Literal["all", "cell"] = "all"
-    attributes: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        if self.kind == "cell":
-            return "every cell"
-        if self.kind == "marginal":
-            return f"every cell of the {'×'.join(self.attributes)} marginal"
-        rest = (
-            "other attributes summed" if self.within == "all" else "other attributes fixed to one label each"
-        )
-        return f"every interval of {self.attribute} ({rest})"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.kind == "interval":
-            out.update(attribute=self.attribute, within=self.within)
-        if self.kind == "marginal":
-            out["attributes"] = list(self.attributes)
-        return out
 
 
 def plain_number(x: float) -> str:
@@ -217,62 +184,6 @@ class PlanPreview:
             "simultaneous": self.simultaneous.to_json(),
             "elapsed_ms": self.elapsed_ms,
         }
-
-
-def describe_box(schema: Schema, query: Query) -> str:
-    """``age=20-30..60-70, sex=F`` for a one-term 0/1 query whose factors are label ranges."""
-    if query.terms is None or len(query.terms) != 1:
-        return format_terms(query.terms, schema) or query.describe() if query.terms else query.describe()
-    parts = []
-    for attr, f in zip(schema.attributes, query.terms[0].factors):
-        nz = np.flatnonzero(f)
-        if nz.size == f.size:
-            continue
-        if not np.all(f[nz] == 1) or nz[-1] - nz[0] + 1 != nz.size:
-            return format_terms(query.terms, schema) or query.describe()
-        lab = attr.labels[nz[0]] if nz.size == 1 else f"{attr.labels[nz[0]]}..{attr.labels[nz[-1]]}"
-        parts.append(f"{attr.name}={lab}")
-    return ", ".join(parts) if parts else "all records"
-
-
-def default_classes(plan: PartitionPlan) -> tuple[QueryClass, ...]:
-    """The query classes a preview reports by default; the first one is what an accuracy target means."""
-    s = plan.schema
-    if plan.kind == "tree":
-        out = [QueryClass("interval", plan.tree_attribute, "all")]
-        if len(s.attributes) > 1 and len(plan.crossed) == len(s.attributes) - 1:
-            out.append(QueryClass("interval", plan.tree_attribute, "cell"))
-        return tuple(out)
-    if plan.kind == "marginals":
-        return tuple(
-            QueryClass(
-                "marginal", attributes=tuple(n for d, n in enumerate(s.names) if not g.blocks[d].is_total)
-            )
-            for g in plan.groups
-        )
-    numeric = [a.name for a in s.attributes if a.kind == "numeric" and a.size > 1]
-    return tuple(QueryClass("interval", n, "all") for n in numeric) + (QueryClass("cell"),)
-
-
-def _check_class(plan: PartitionPlan, qc: QueryClass) -> None:
-    names = plan.schema.names
-    if qc.kind == "interval":
-        if qc.attribute not in names:
-            raise PlanError(
-                f"guarantee: unknown attribute {qc.attribute!r} (attributes: {', '.join(map(repr, names))})"
-            )
-        if plan.schema.attribute(qc.attribute).kind != "numeric":
-            raise PlanError(
-                f"guarantee: attribute {qc.attribute!r} is not ordered; intervals need a numeric attribute"
-            )
-    elif qc.kind == "marginal":
-        for n in qc.attributes:
-            if n not in names:
-                raise PlanError(
-                    f"guarantee: unknown attribute {n!r} (attributes: {', '.join(map(repr, names))})"
-                )
-    elif qc.kind != "cell":
-        raise PlanError(f"guarantee: query class {qc.kind!r} must be 'interval', 'cell' or 'marginal'")
 
 
 def _query(shape: tuple[int, ...], factors: list[np.ndarray]) -> Query:
@@ -408,7 +319,7 @@ def alpha_for_accuracy(
     accuracy = _check_number("accuracy", accuracy)
     delta = _check_number("delta", delta, upper=1.0)
     qc = query_class or default_classes(plan)[0]
-    _check_class(plan, qc)
+    check_class(plan, qc)
     solver = PlanSolver(plan)
     cands = _candidates(solver, qc, _CANDIDATES)
     if not _class_estimable(solver, qc, cands):
@@ -480,7 +391,7 @@ def preview(
         raise BudgetError("give exactly one of alpha and accuracy")
     qcs = tuple(classes) if classes else default_classes(plan)
     for qc in qcs:
-        _check_class(plan, qc)
+        check_class(plan, qc)
     target = None
     if accuracy is not None:
         target = check_eps(_check_number("accuracy", accuracy), "accuracy")
