@@ -110,6 +110,25 @@ def batchable(r: Any) -> bool:
     return bool(r.kind == "count" and getattr(r.query, "layout", None) is None)
 
 
+def _stored(project: Any, request_ids: Sequence[str] | None) -> list[Any]:
+    """The stored requests a batch plans (None: every pending count request, in queue order)."""
+    if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
+        stored = [r for r in project.requests("pending") if batchable(r)]
+    else:
+        stored = []
+        for rid in request_ids:
+            r = project.request(rid)
+            if r.status != "pending":
+                raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
+            if not batchable(r):
+                what = "a sum over measures" if r.kind == "count" else f"a {r.kind} request"
+                raise RequestStateError(f"request {rid!r} is {what}: a batch plans count requests only")
+            stored.append(r)
+    if not stored:
+        raise RequestStateError("there are no pending count requests to plan")
+    return stored
+
+
 def plan_pending(
     project: Any,
     request_ids: Sequence[str] | None = None,
@@ -138,20 +157,7 @@ def plan_pending(
         if again is not None:
             return again
     share = look_ahead_share(project, look_ahead)
-    if request_ids is None:  # other kinds (max/argmax, posterior) have release plans of their own
-        stored = [r for r in project.requests("pending") if batchable(r)]
-    else:
-        stored = []
-        for rid in request_ids:
-            r = project.request(rid)
-            if r.status != "pending":
-                raise RequestStateError(f"request {rid!r} is {r.status}, not pending: it cannot join a batch")
-            if not batchable(r):
-                what = "a sum over measures" if r.kind == "count" else f"a {r.kind} request"
-                raise RequestStateError(f"request {rid!r} is {what}: a batch plans count requests only")
-            stored.append(r)
-    if not stored:
-        raise RequestStateError("there are no pending count requests to plan")
+    stored = _stored(project, request_ids)
     settings = project.answering_settings()
     # a person holds up to k rows of one cell: the plan is made against a cell's room per row, total / k
     # (total / k² in ρ under zCDP: a person's k rows in one cell cost k² × its ρ)

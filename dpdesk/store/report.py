@@ -275,6 +275,61 @@ def _head_html(entries: Sequence[LedgerEntry], path: str) -> str:
     )
 
 
+def _cells_html(
+    cell_rows: Sequence[tuple[str, float]], cells_file: str | None, n_cells: int | None
+) -> tuple[list[str], str]:
+    """The per-cell table's rows and the words above it (a summary past :data:`CELLS_LISTED` cells)."""
+    esc = html.escape
+    listed = cell_rows
+    cells_intro = "Cells with a non-zero cost, recomputed from the ledger; every other cell has cost 0."
+    if len(cell_rows) > CELLS_LISTED:
+        costs = np.array([c for _, c in cell_rows], dtype=float)
+        order = np.argsort(-costs, kind="stable")[:CELLS_LISTED]
+        listed = [cell_rows[int(i)] for i in order]
+        where = (
+            f"the whole table, one row per cell, is in <a href='{esc(cells_file)}'>{esc(cells_file)}</a> "
+            "(CSV: cell, cost), beside this report"
+            if cells_file
+            else "the whole table comes as a CSV beside the report when it is exported to a file"
+        )
+        of = f" of the {n_cells:,}" if n_cells else ""
+        cells_intro = (
+            f"{len(cell_rows):,} cells{of} carry a cost, recomputed from the ledger (every other cell has "
+            f"cost 0): from {costs.min():.4g} to {costs.max():.4g}, median {float(np.median(costs)):.4g}. "
+            f"Below, the {CELLS_LISTED} most-charged; {where}."
+        )
+    cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in listed]
+    return cells, cells_intro
+
+
+def _people_html(accounts: Sequence[RequesterAccount]) -> str:
+    """The by-requester table's rows."""
+    esc = html.escape
+    return "".join(
+        f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
+        f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>"
+        for a in accounts
+    )
+
+
+def _figs_html(images: dict[str, bytes]) -> str:
+    """The plots, each a figure with its title."""
+    esc = html.escape
+    return "".join(
+        f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>"
+        for title, png in images.items()
+    )
+
+
+def _delta_words(delta_cap: float, delta_spent: float) -> str:
+    """The δ line of the page."""
+    return (
+        f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
+        if delta_cap
+        else "δ cap 0: every release is pure ε-DP"
+    )
+
+
 def html_parts(
     *,
     name: str,
@@ -308,36 +363,11 @@ def html_parts(
     token = secrets.token_hex(8)  # marks where the long tables go in the page (no text given can hold it)
     _ROWS, _CELLS = f"\x00rows-{token}\x00", f"\x00cells-{token}\x00"
     rows = [_entry_row(e, charges, requesters) for e in entries]
-    listed = cell_rows
-    cells_intro = "Cells with a non-zero cost, recomputed from the ledger; every other cell has cost 0."
-    if len(cell_rows) > CELLS_LISTED:
-        costs = np.array([c for _, c in cell_rows], dtype=float)
-        order = np.argsort(-costs, kind="stable")[:CELLS_LISTED]
-        listed = [cell_rows[int(i)] for i in order]
-        where = (
-            f"the whole table, one row per cell, is in <a href='{esc(cells_file)}'>{esc(cells_file)}</a> "
-            "(CSV: cell, cost), beside this report"
-            if cells_file
-            else "the whole table comes as a CSV beside the report when it is exported to a file"
-        )
-        of = f" of the {n_cells:,}" if n_cells else ""
-        cells_intro = (
-            f"{len(cell_rows):,} cells{of} carry a cost, recomputed from the ledger (every other cell has "
-            f"cost 0): from {costs.min():.4g} to {costs.max():.4g}, median {float(np.median(costs)):.4g}. "
-            f"Below, the {CELLS_LISTED} most-charged; {where}."
-        )
-    cells = [f"<tr><td>{esc(label)}</td><td>{cost:.6g}</td></tr>" for label, cost in listed]
-    people = "".join(
-        f"<tr><td>{esc(a.requester or '(anonymous)')}</td><td>{a.answered}</td><td>{a.rejected}</td>"
-        f"<td>{a.pending}</td><td>{a.alpha:.6g}</td></tr>"
-        for a in accounts
-    )
+    cells, cells_intro = _cells_html(cell_rows, cells_file, n_cells)
+    people = _people_html(accounts)
     watched = _claims_html(entries, claims)
     verdict = _verdict_html(verify)
-    figs = "".join(
-        f"<figure>{_img(png, title)}<figcaption>{esc(title)}</figcaption></figure>"
-        for title, png in images.items()
-    )
+    figs = _figs_html(images)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     head = _head_html(entries, path)
     unit = "ε" if accounting is None else "ρ"
@@ -354,11 +384,7 @@ figure {{ display: inline-block; margin: 1em; }} img {{ max-width: 100%; border:
 <h1>Audit report: {esc(name)}</h1>
 <p>Project file <code>{esc(path)}</code> · generated {esc(now)} by dpdesk.</p>
 {_budget_html(accounting, total_budget, system_cost, remaining, len(entries), cost_words)}
-<p>{
-        f"δ cap <b>{delta_cap:g}</b> · largest per-cell δ spent <b>{delta_spent:.3g}</b>"
-        if delta_cap
-        else "δ cap 0: every release is pure ε-DP"
-    }.</p>
+<p>{_delta_words(delta_cap, delta_spent)}.</p>
 {head}
 {verdict}
 <h2>Plots</h2>{figs}

@@ -264,20 +264,7 @@ class BudgetPanel(QWidget):
             return
         fixed = {d: box.currentIndex() for d, box in self.slice_combos.items()}
         mat, ids = project_2d(costs, schema.shape, row, col, mode, fixed)
-        flattened = ""
-        if mode == "max" and len(schema.shape) > 2 and not self._mode_chosen and mat.size and mat.max() > 0:
-            mean, _ = project_2d(costs, schema.shape, row, col, "mean", fixed)
-            if float(np.ptp(mat)) == 0.0 and float(np.ptp(mean)) > 0.0:  # one colour: say nothing
-                self.mode.blockSignals(True)
-                self.mode.setCurrentIndex(self.mode.findData("mean"))
-                self.mode.blockSignals(False)
-                mat, mode = mean, "mean"
-                self._auto_mean = True
-        if mode == "mean" and self._auto_mean:
-            flattened = (
-                "The max over the other attributes is one colour here (every row × column has a cell "
-                "at the maximum): showing the average instead. "
-            )
+        mat, mode, flattened = self._flatten(mat, mode, costs, schema, row, col, fixed)
         highlight = None
         if after is not None:
             highlight = (np.asarray(after) != np.asarray(before))[ids]
@@ -328,6 +315,24 @@ class BudgetPanel(QWidget):
             )
         )
         self._mirror()
+
+    def _flatten(self, mat, mode, costs, schema, row, col, fixed):
+        """The max's matrix, or the mean's when the max is one colour, with the words saying so."""
+        flattened = ""
+        if mode == "max" and len(schema.shape) > 2 and not self._mode_chosen and mat.size and mat.max() > 0:
+            mean, _ = project_2d(costs, schema.shape, row, col, "mean", fixed)
+            if float(np.ptp(mat)) == 0.0 and float(np.ptp(mean)) > 0.0:  # one colour: say nothing
+                self.mode.blockSignals(True)
+                self.mode.setCurrentIndex(self.mode.findData("mean"))
+                self.mode.blockSignals(False)
+                mat, mode = mean, "mean"
+                self._auto_mean = True
+        if mode == "mean" and self._auto_mean:
+            flattened = (
+                "The max over the other attributes is one colour here (every row × column has a cell "
+                "at the maximum): showing the average instead. "
+            )
+        return mat, mode, flattened
 
     @staticmethod
     def _over_words(rule, marked: int, factor: int, person_over: bool) -> str:
