@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.engine.budget.mode import MODES, ZcdpAccounting, accounting_from_json
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.schema import Schema
@@ -38,6 +39,41 @@ def neighbour_model(schema: Schema) -> str:
     if schema.unit.rows_are_people:
         return NEIGHBOUR_MODEL
     return f"add/remove one person: {schema.unit.describe()}"
+
+
+def create_checked(
+    path: Path,
+    name: str,
+    schema: Schema | dict[str, Any],
+    source: tuple[str, str | None],
+    total_budget: float,
+    test_project: bool,
+    delta_cap: float,
+    accounting: str,
+    delta: float | None,
+) -> Snapshot:
+    """Check a new project's inputs, then bind its source and write its file (:func:`create_file`);
+    nothing is written on error."""
+    if path.exists() or path.is_symlink():
+        raise StoreError(f"{path}: already exists (a project is never overwritten)")
+    if not path.parent.is_dir():
+        raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
+    check_total_budget(total_budget)
+    check_delta_cap(delta_cap)
+    if not isinstance(name, str) or not name.strip():
+        raise DpdeskError("project name must be non-empty text")
+    zcdp = accounting_asked(accounting, delta, total_budget)
+    schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
+    return create_file(
+        path,
+        name.strip(),
+        schema,
+        source,
+        total_budget,
+        test_project,
+        delta_cap,
+        None if zcdp is None else zcdp.to_json(),
+    )
 
 
 def create_file(

@@ -241,6 +241,31 @@ def _anchor_requests(conn: sqlite3.Connection) -> None:
 MIGRATION_ROWS: dict[int, Callable[[sqlite3.Connection], None]] = {10: _anchor_requests}
 
 
+def open_checked(path: Path, mode: str) -> sqlite3.Connection:
+    """A connection to the project file ``path``, checked (:func:`check_header`, :func:`validate`):
+    read-only for ``mode`` ``"r"``; for ``"w"`` a writer's, the file migrated to the current format and
+    what a stopped process left behind settled."""
+    check_header(path)  # raw bytes only: a file we cannot parse is never opened for writing
+    ro = connect_readonly(path)
+    try:
+        version = validate(ro, path)
+    except BaseException:
+        ro.close()
+        raise
+    if mode == "r":
+        return ro
+    ro.close()
+    conn = connect_writer(path)
+    if version < FORMAT_VERSION:
+        migrate(conn, version)
+    # what a process that was stopped left behind: its commits written into the main file, and an
+    # announcement whose entry it never committed (check_log found the log beside the file)
+    with contextlib.suppress(sqlite3.Error):  # a full disk: read through the log until there is room
+        settle(conn)
+    clear_in_flight(conn)
+    return conn
+
+
 def initialise(conn: sqlite3.Connection) -> None:
     """Give a brand-new, empty database dpdesk's identity and all tables (rollback journal mode)."""
     conn.execute(f"PRAGMA application_id = {struct.unpack('>i', struct.pack('>I', APPLICATION_ID))[0]}")
@@ -308,6 +333,30 @@ def settle(conn: sqlite3.Connection, mode: str = "TRUNCATE") -> bool:
             return False
         raise  # a full disk or a failing device: the commits stay whole in the log
     return not busy and log == done
+
+
+def settle_on_close(conn: sqlite3.Connection, path: Path) -> str | None:
+    """Copy what the write-ahead log holds into the main file (the checkpoint SQLite would otherwise
+    attempt silently as the last connection closes); None when done or left to a reader that holds an
+    older state, else one line saying what happened and the one command that finishes it.
+
+    A full disk or a failing device stops the copy midway: every commit is still whole in ``P-wal``
+    (each was fsync'd there), and the main file may already carry a header ahead of its size. dpdesk
+    reads such a file through its log (:func:`~dpdesk.store.db.check_header`), and any command that
+    writes to it finishes the copy once there is room.
+    """
+    try:  # PASSIVE: never waits for another process's reader (closing then removes the emptied log)
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except sqlite3.Error as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return None  # another process reads an older state: the next writer settles it
+        name = path.name
+        return (
+            f"{name}: what this command recorded is safe in {name}-wal but could not be copied into {name} "
+            f"itself ({exc}); keep {name}-wal beside it, and once the disk has room run "
+            f"`dpdesk project settle {path}`"
+        )
+    return None
 
 
 def unsettled_line(conn: sqlite3.Connection, exc: BaseException) -> str:

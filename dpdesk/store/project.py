@@ -15,7 +15,6 @@ from the ledger through the ledger view (:mod:`dpdesk.store.view`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -23,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpdesk.engine.budget.accounting import check_delta_cap, check_total_budget
 from dpdesk.engine.budget.policy import SpendPolicy
 from dpdesk.engine.cube import Cube
 from dpdesk.engine.errors import DpdeskError
@@ -46,12 +44,8 @@ from dpdesk.store.binding import (
     unkeyed_binding,
 )
 from dpdesk.store.canonical import utc_now
-from dpdesk.store.creating import accounting_asked, create_file, read_accounting
-from dpdesk.store.errors import (
-    BindingError,
-    ReadOnlyError,
-    StoreError,
-)
+from dpdesk.store.creating import create_checked, read_accounting
+from dpdesk.store.errors import BindingError, ReadOnlyError, StoreError
 from dpdesk.store.exports import Exports
 from dpdesk.store.ledger import LedgerEntry
 from dpdesk.store.ledger_book import LedgerBook, keyed_source_table
@@ -129,24 +123,7 @@ class Project:
         path = Path(path)
         lock = WriterLock(path).acquire() if mode == "w" and path.is_file() else None
         try:
-            db.check_header(path)  # raw bytes only: a file we cannot parse is never opened for writing
-            ro = db.connect_readonly(path)
-            try:
-                version = db.validate(ro, path)
-            except BaseException:
-                ro.close()
-                raise
-            if mode == "r":
-                return cls(path, ro, mode, None)
-            ro.close()
-            conn = db.connect_writer(path)
-            if version < db.FORMAT_VERSION:
-                db.migrate(conn, version)
-            # what a process that was stopped left behind: its commits written into the main file, and an
-            # announcement whose entry it never committed (db.check_log found the log beside the file)
-            with contextlib.suppress(sqlite3.Error):  # a full disk: read through the log until there is room
-                db.settle(conn)
-            db.clear_in_flight(conn)
+            conn = db.open_checked(path, mode)
             return cls(path, conn, mode, lock)
         except BaseException:
             if lock is not None:
@@ -177,25 +154,16 @@ class Project:
         the largest cell's ρ converted to ε at ``delta`` (required for zCDP; engine/budget/mode.py).
         """
         path = Path(path)
-        if path.exists() or path.is_symlink():
-            raise StoreError(f"{path}: already exists (a project is never overwritten)")
-        if not path.parent.is_dir():
-            raise StoreError(f"{path}: cannot create it — the folder {path.parent} does not exist")
-        check_total_budget(total_budget)
-        check_delta_cap(delta_cap)
-        if not isinstance(name, str) or not name.strip():
-            raise DpdeskError("project name must be non-empty text")
-        zcdp = accounting_asked(accounting, delta, total_budget)
-        schema = schema if isinstance(schema, Schema) else Schema.from_dict(schema)
-        snap = create_file(
+        snap = create_checked(
             path,
-            name.strip(),
+            name,
             schema,
             (source_location, source_table),
             total_budget,
             test_project,
             delta_cap,
-            None if zcdp is None else zcdp.to_json(),
+            accounting,
+            delta,
         )
         project = cls.open(path, "w")
         project._snapshot = snap
@@ -235,35 +203,12 @@ class Project:
             except (DpdeskError, OSError, sqlite3.Error, MemoryError):
                 pass
             if self.mode == "w" and parent is None:
-                self.unsettled = self._settle()
+                self.unsettled = db.settle_on_close(self._conn, self.path)
             self._conn.close()
         finally:
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
-
-    def _settle(self) -> str | None:
-        """Copy what the write-ahead log holds into the main file (the checkpoint SQLite would otherwise
-        attempt silently as the last connection closes); None when done or left to a reader that holds an
-        older state, else one line saying what happened and the one command that finishes it.
-
-        A full disk or a failing device stops the copy midway: every commit is still whole in ``P-wal``
-        (each was fsync'd there), and the main file may already carry a header ahead of its size. dpdesk
-        reads such a file through its log (:func:`~dpdesk.store.db.check_header`), and any command that
-        writes to it finishes the copy once there is room.
-        """
-        try:  # PASSIVE: never waits for another process's reader (closing then removes the emptied log)
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                return None  # another process reads an older state: the next writer settles it
-            name = self.path.name
-            return (
-                f"{name}: what this command recorded is safe in {name}-wal but could not be copied into {name} "
-                f"itself ({exc}); keep {name}-wal beside it, and once the disk has room run "
-                f"`dpdesk project settle {self.path}`"
-            )
-        return None
 
     def __enter__(self) -> Project:
         return self
