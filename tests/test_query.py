@@ -16,10 +16,10 @@ from hypothesis.extra import numpy as hnp
 
 from dpdesk.engine.errors import DpdeskError, QueryError
 from dpdesk.engine.queries.algebra import inner
+from dpdesk.engine.queries.predicates import count
 from dpdesk.engine.queries.query import (
     Query,
     Term,
-    count,
     query_from_json,
     query_from_vector,
 )

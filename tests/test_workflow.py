@@ -16,7 +16,8 @@ from dpdesk.engine.errors import BudgetError, DpdeskError
 from dpdesk.engine.inference.history import History, HistoryRow
 from dpdesk.engine.mechanisms.laplace import DISCRETE_LAPLACE, LAPLACE
 from dpdesk.engine.mechanisms.noise import SeededSampler
-from dpdesk.engine.queries.query import count, query_from_vector
+from dpdesk.engine.queries.predicates import count
+from dpdesk.engine.queries.query import query_from_vector
 from dpdesk.engine.schema import Schema
 
 SCHEMA = Schema.from_dict(

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from dpdesk.engine.errors import QueryError
-from dpdesk.engine.queries.query import Query, count
+from dpdesk.engine.queries.predicates import count
+from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import _Parser
 from dpdesk.engine.schema import Schema
 

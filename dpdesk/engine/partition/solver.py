@@ -147,7 +147,7 @@ class PlanSolver:
     --------
     >>> from dpdesk.engine.schema import Schema
     >>> from dpdesk.engine.partition.plan import cells_plan
-    >>> from dpdesk.engine.queries.query import count
+    >>> from dpdesk.engine.queries.predicates import count
     >>> s = Schema.from_dict({"attributes": [{"name": "a", "column": "a", "kind": "categorical",
     ...                                       "values": ["x", "y", "z"]}]})
     >>> PlanSolver(cells_plan(s)).variance_factor(count(s, a=["x", "y"]))

@@ -11,14 +11,15 @@ nonzero coefficients. The text form lives in :mod:`dpdesk.engine.queries.text`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, reduce
 from typing import Any
 
 import numpy as np
 
-from dpdesk.engine.errors import QueryError, SchemaError
+from dpdesk.engine.errors import QueryError
+from dpdesk.engine.queries.coefficients import check_coefficients, resolve_shape, sparse_json
 from dpdesk.engine.queries.layout import Layout
 from dpdesk.engine.queries.term import (
     CANCEL_TOL,
@@ -31,7 +32,6 @@ from dpdesk.engine.queries.term import (
 from dpdesk.engine.queries.term import (
     Term as Term,
 )
-from dpdesk.engine.schema import Schema
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,14 +283,14 @@ class Query:
         them against the schema's)."""
         idx, val = self.sparse()
         if self.layout is None:
-            return _sparse_json(idx, val)
+            return sparse_json(idx, val)
         n = self.layout.n_base
         out: dict[str, Any] = {"layout": self.layout.to_json()}
         for b, block in enumerate(self.layout.blocks):
             lo, hi = np.searchsorted(idx, [b * n, (b + 1) * n])
             if lo == hi:
                 continue
-            part = _sparse_json(idx[lo:hi] - b * n, val[lo:hi])
+            part = sparse_json(idx[lo:hi] - b * n, val[lo:hi])
             if block.kind == "count":
                 out["count"] = part
             else:
@@ -336,85 +336,6 @@ class Query:
         return f"Query(shape={self.shape}, {form}{text}{over})"
 
 
-def _sparse_json(idx: np.ndarray, val: np.ndarray) -> dict[str, Any]:
-    if np.all(np.mod(val, 1.0) == 0) and np.all(np.abs(val) < 2.0**53):  # integral: ints, as fmt_number
-        values: list[int | float] = val.astype(np.int64).tolist()
-    else:
-        values = [fmt_number(v) for v in val]
-    return {"indices": np.asarray(idx, dtype=np.int64).tolist(), "values": values}
-
-
-def count(schema: Schema, /, weight: float = 1.0, **labels: str | Sequence[str]) -> Query:
-    """``weight · count(attribute in labels, …)``: the product-form predicate query.
-
-    Attributes not named are unrestricted. A label list selects any of its labels.
-
-    Examples
-    --------
-    >>> schema = Schema.from_dict({"attributes": [
-    ...     {"name": "age", "kind": "numeric", "edges": [0, 30, 150], "labels": ["0-30", "30-150"]},
-    ...     {"name": "income", "kind": "categorical", "values": ["<=50K", ">50K"]}]})
-    >>> count(schema, 2, income=">50K").dense().tolist()
-    [0.0, 2.0, 0.0, 2.0]
-    """
-    if (
-        isinstance(weight, bool)
-        or not isinstance(weight, (int, float, np.number))
-        or not math.isfinite(weight)
-    ):
-        raise QueryError(f"query: weight must be a finite number, got {weight!r}")
-    selected = {}
-    for name, chosen in labels.items():
-        chosen_list = [chosen] if isinstance(chosen, str) else list(chosen)
-        selected[name] = chosen_list
-    return Query(schema.shape, terms=(predicate_term(schema, float(weight), selected),))
-
-
-def predicate_term(schema: Schema, weight: float, selected: Mapping[str, Iterable[str]]) -> Term:
-    """The term for ``weight · count(name in labels, …)``; errors are plain (the caller adds where)."""
-    factors = [np.ones(s) for s in schema.shape]
-    for name, chosen in selected.items():
-        try:
-            axis = schema.axis(name)
-            attr = schema.attributes[axis]
-            positions = [attr.position(lab) for lab in chosen]
-        except SchemaError as e:
-            raise QueryError(f"query: {e}") from None
-        if not positions:
-            raise QueryError(f"query: empty label list for attribute '{name}'")
-        f = np.zeros(attr.size)
-        f[positions] = 1.0
-        factors[axis] = f
-    return Term(weight, tuple(factors))
-
-
-_NUMBER_TYPES = frozenset((int, float))
-
-
-def _check_coefficients(raw: Sequence[Any], what: str) -> np.ndarray:
-    # fast path for what JSON gives (plain ints and floats: one C-level pass, then one vector check);
-    # the loop below only runs to name the first bad coefficient
-    if isinstance(raw, list) and set(map(type, raw)) <= _NUMBER_TYPES:
-        arr = np.asarray(raw, dtype=np.float64)
-        if np.all(np.isfinite(arr)):
-            return arr
-    for i, v in enumerate(raw):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise QueryError(f"query: {what}[{i}] must be a number, got {v!r}")
-        if not math.isfinite(float(v)):
-            raise QueryError(f"query: {what}[{i}] is {v!r}; coefficients must be finite")
-    return np.asarray(raw, dtype=np.float64)
-
-
-def _resolve_shape(n_cells: int, shape: Sequence[int] | None) -> tuple[int, ...]:
-    if shape is None:
-        return (int(n_cells),)
-    shape = tuple(int(s) for s in shape)
-    if math.prod(shape) != n_cells:
-        raise QueryError(f"query: shape {shape} has {math.prod(shape)} cells, expected {n_cells}")
-    return shape
-
-
 _MEASURE_MEMBERS = frozenset(("count", "sum", "count_of"))
 
 
@@ -425,11 +346,11 @@ def query_from_json(
     with the cube's ``layout``, also the form of a query over measures (:meth:`Query.to_json`)."""
     if isinstance(obj, dict) and set(obj) & _MEASURE_MEMBERS and set(obj) <= _MEASURE_MEMBERS | {"layout"}:
         return _measure_query_from_json(obj, n_cells, shape, layout)
-    shape_t = _resolve_shape(n_cells, shape)
+    shape_t = resolve_shape(n_cells, shape)
     if isinstance(obj, list):
         if len(obj) != n_cells:
             raise QueryError(f"query has {len(obj)} coefficients, the cube has {n_cells} cells")
-        return query_from_vector(_check_coefficients(obj, "query"), shape_t)
+        return query_from_vector(check_coefficients(obj, "query"), shape_t)
     if isinstance(obj, dict):
         extra = set(obj) - {"indices", "values"}
         if extra or "indices" not in obj or "values" not in obj:
@@ -455,7 +376,7 @@ def query_from_json(
                 if not 0 <= v < n_cells:
                     raise QueryError(f"query: indices[{i}] = {v} is outside 0..{n_cells - 1}")
             idx = np.asarray(idx_raw, dtype=np.int64)
-        vals = _check_coefficients(val_raw, "values")
+        vals = check_coefficients(val_raw, "values")
         return Query(shape_t, indices=idx, values=vals)
     raise QueryError(
         f"query: must be a list of coefficients or an object with indices and values, got {type(obj).__name__}"

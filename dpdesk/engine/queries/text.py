@@ -29,7 +29,6 @@ column where the problem is, e.g. ``query: at column 14: expected ')' but found 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,80 +40,15 @@ from dpdesk.engine.jsontext import parse_json
 from dpdesk.engine.limits import check_weights
 from dpdesk.engine.queries.layout import BlockKind, Layout
 from dpdesk.engine.queries.measured import product_form_over
-from dpdesk.engine.queries.query import Query, Term, count, predicate_term, query_from_json
+from dpdesk.engine.queries.predicates import count, predicate_term
+from dpdesk.engine.queries.query import Query, Term, query_from_json
+from dpdesk.engine.queries.tokens import _error as _error
+from dpdesk.engine.queries.tokens import _Token, tokenize
 from dpdesk.engine.schema import Attribute, Schema
 
-_NUMBER = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-_DIGITS = frozenset("0123456789")
 # Parentheses and signs nest at most this deep: the parser recurses once per level, and no query a
 # person writes comes near it (a text nested thousands deep would otherwise exhaust Python's stack).
 MAX_DEPTH = 100
-_PUNCT = set("()[],=+-*|;")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # "number", "name", "string", "punct", "end"
-    text: str  # source text (numbers, names, punctuation) or decoded value (strings)
-    col: int  # 1-based column of the first character
-
-    def describe(self) -> str:
-        if self.kind == "end":
-            return "end of query"
-        if self.kind == "string":
-            return f"string {self.text!r}"
-        if self.kind == "number":
-            return f"number {self.text}"
-        return repr(self.text)
-
-
-def _error(col: int, message: str) -> QueryError:
-    return QueryError(f"query: at column {col}: {message}")
-
-
-def tokenize(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-        elif c in _PUNCT:
-            tokens.append(_Token("punct", c, i + 1))
-            i += 1
-        elif c in "'\"":
-            start, i, chars = i, i + 1, []
-            while True:
-                if i >= n:
-                    raise _error(start + 1, f"unterminated string (no closing {c})")
-                ch = text[i]
-                if ch == "\\":
-                    if i + 1 >= n:
-                        raise _error(start + 1, f"unterminated string (no closing {c})")
-                    chars.append(_ESCAPES.get(text[i + 1], text[i + 1]))
-                    i += 2
-                elif ch == c:
-                    i += 1
-                    break
-                else:
-                    chars.append(ch)
-                    i += 1
-            tokens.append(_Token("string", "".join(chars), start + 1))
-        elif c in _DIGITS or (c == "." and i + 1 < n and text[i + 1] in _DIGITS):
-            m = _NUMBER.match(text, i)
-            assert m is not None
-            tokens.append(_Token("number", m.group(), i + 1))
-            i = m.end()
-        elif c.isalpha() or c == "_":
-            start = i
-            while i < n and (text[i].isalnum() or text[i] == "_"):
-                i += 1
-            tokens.append(_Token("name", text[start:i], start + 1))
-        else:
-            raise _error(i + 1, f"unexpected character {c!r}")
-    tokens.append(_Token("end", "", n + 1))
-    return tokens
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from dpdesk.engine.errors import DpdeskError
 from dpdesk.engine.kinds.base import Asked, Read, Recorded, ReleaseKind
-from dpdesk.engine.queries.query import Query, predicate_term
+from dpdesk.engine.queries.predicates import predicate_term
+from dpdesk.engine.queries.query import Query
 from dpdesk.engine.schema import Schema
 from dpdesk.engine.sums.mechanism import FRESH_MEAN, MEAN_INFERENCE
 

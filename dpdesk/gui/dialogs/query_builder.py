@@ -41,7 +41,8 @@ from PySide6.QtWidgets import (
 )
 
 from dpdesk.engine.errors import DpdeskError
-from dpdesk.engine.queries.query import Query, count
+from dpdesk.engine.queries.predicates import count
+from dpdesk.engine.queries.query import Query
 from dpdesk.engine.queries.text import describe_query, format_terms, parse_query
 from dpdesk.engine.registry import kind_of_text, read_request
 from dpdesk.engine.schema import Schema
