@@ -12,30 +12,23 @@ Released values are public and carry no badge; the reply to the requester carrie
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
-    QFormLayout,
-    QFrame,
-    QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
-    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
 from dpdesk.engine.budget.person import person_rule
-from dpdesk.engine.mechanisms.registry import method_names
 from dpdesk.engine.vocabulary import accuracy_text
 from dpdesk.gui import dialogs
 from dpdesk.gui.kinds.kind_views import chart_for
-from dpdesk.gui.panels import answer_actions
+from dpdesk.gui.panels import answer_actions, answer_layout
+from dpdesk.gui.panels.answer_layout import BUSY_DELAY_MS as BUSY_DELAY_MS
 from dpdesk.gui.panels.assessment_text import (
     DECIDED_LABELS,
     DECISION_STYLE,
-    FIELDS,
     OUTCOME_STYLE,
     decided_plan_text,
     field_texts,
@@ -48,13 +41,9 @@ from dpdesk.gui.panels.claims_panel import claim_notes, offer_options
 from dpdesk.gui.panels.plan_view import PlanView
 from dpdesk.gui.runtime.session import ProjectSession, run_assessment_with_claims
 from dpdesk.gui.runtime.tasks import TaskRunner
-from dpdesk.gui.widgets.glossary import tip
 from dpdesk.gui.widgets.posterior_plot import PosteriorPlot
-from dpdesk.gui.widgets.progress import set_progress
 from dpdesk.gui.widgets.screen_fit import wrapped_min_height
 from dpdesk.gui.widgets.wheel_guard import guard_wheel
-
-BUSY_DELAY_MS = 250  # an assessment's progress bar appears after this long (quick ones never show it)
 
 
 class AnswerPanel(QWidget):
@@ -77,11 +66,11 @@ class AnswerPanel(QWidget):
         self.runner = TaskRunner(self)
         self.release_runner = TaskRunner(self)  # never cancelled by a new assessment: runs to its end
         lay = QVBoxLayout(self)
-        lay.addLayout(self._header())
-        lay.addLayout(self._progress_bar())
+        lay.addLayout(answer_layout.header(self))
+        lay.addLayout(answer_layout.progress_bar(self))
         self.plot = PosteriorPlot()
         self.plot.setMinimumHeight(150)  # leaves the figures below in view on a laptop screen
-        lay.addLayout(self._decision_row())
+        lay.addLayout(answer_layout.decision_row(self))
         self.claims_note = QLabel(
             ""
         )  # what watched claims say of this request (hidden when none are watched)
@@ -103,7 +92,7 @@ class AnswerPanel(QWidget):
         self.plan_view.setVisible(False)
         lay.addWidget(self.plan_view, 1)
         self.kind = None  # the selected request's kind when it is not a count
-        lay.addWidget(self._evidence())
+        lay.addWidget(answer_layout.evidence(self))
         # a person-level project: how a row's α adds up to one person's loss (hidden when rows are people)
         self.person_note = QLabel("")
         self.person_note.setObjectName("personNote")
@@ -124,92 +113,6 @@ class AnswerPanel(QWidget):
     def minimumSizeHint(self) -> QSize:  # its wrapped lines counted: the plot is never overlapped
         hint = super().minimumSizeHint()
         return QSize(hint.width(), max(hint.height(), wrapped_min_height(self.layout(), self.width())))
-
-    def _header(self) -> QHBoxLayout:
-        """The request's title, the whole width (the posterior's method and prior are in its figures)."""
-        top = QHBoxLayout()
-        self.title = QLabel("Select a request")
-        self.title.setStyleSheet("font-weight: bold; font-size: 13px;")
-        self.title.setWordWrap(True)
-        top.addWidget(self.title, 1)
-        self.method = QComboBox()
-        self.method.addItems(method_names())
-        self.method.setToolTip(tip(*method_names()))
-        self.method.currentTextChanged.connect(lambda _m: self.refresh())
-        self.prior_btn = QPushButton("Known bounds…")
-        self.prior_btn.setToolTip("Declare a public table size: released intervals are trimmed to 0 … N")
-        self.prior_btn.clicked.connect(self.edit_prior)
-        return top
-
-    def _progress_bar(self) -> QHBoxLayout:
-        """An assessment's progress with Cancel; a confirmed release's (the first one scans the table)
-        without."""
-        prog = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setMaximumHeight(14)
-        self.cancel_btn = QPushButton("Cancel")
-        self.cancel_btn.clicked.connect(self.runner.cancel)
-        prog.addWidget(self.progress, 1)
-        prog.addWidget(self.cancel_btn)
-        self._progress_row = [self.progress, self.cancel_btn]
-        self.runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
-        # an assessment shows its progress only once it takes a while: a quick one never repaints the
-        # window for a bar (a progress bar repaints at once on every value), e.g. right after a release
-        self._busy_later = QTimer(self)
-        self._busy_later.setSingleShot(True)
-        self._busy_later.setInterval(BUSY_DELAY_MS)
-        self._busy_later.timeout.connect(lambda: self._busy(self.runner.is_running()))
-        self.runner.sigStarted.connect(lambda _l: self._busy_later.start())
-        self.runner.sigFinished.connect(lambda: (self._busy_later.stop(), self._busy(False)))
-        self.release_runner.sigProgress.connect(lambda f: set_progress(self.progress, int(1000 * f)))
-        self.release_runner.sigStarted.connect(
-            lambda _l: (self.progress.setVisible(True), self.cancel_btn.setVisible(False))
-        )
-        self.release_runner.sigFinished.connect(lambda: self._busy(False))
-        return prog
-
-    def _decision_row(self) -> QHBoxLayout:
-        self.decision = QLabel("")
-        self.decision.setObjectName("decisionLabel")
-        self.reason = QLabel("")
-        self.reason.setWordWrap(True)
-        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        dec = QHBoxLayout()
-        dec.addWidget(self.decision)
-        dec.addWidget(self.reason, 1)
-        return dec
-
-    def _evidence(self) -> QScrollArea:
-        """The assessment's figures, field by field, in a scrolling area."""
-        body = QWidget()
-        body_lay = QVBoxLayout(body)
-        body_lay.setContentsMargins(0, 0, 0, 0)
-        self.body = QScrollArea()
-        self.body.setWidgetResizable(True)
-        self.body.setFrameShape(QFrame.Shape.NoFrame)
-        self.body.setWidget(body)
-        self.body.setMinimumHeight(90)
-        form = QFormLayout()
-        self.form = form
-        self._controls = {"prior": ("", self.prior_btn), "method": ("Compute with", self.method)}
-        self.fields: dict[str, QLabel] = {}
-        self.field_labels: dict[str, str] = {}
-        for key, label, terms in FIELDS:
-            self.fields[key] = QLabel("—")
-            self.fields[key].setWordWrap(True)  # long reasons wrap instead of widening the window
-            self.fields[key].setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            form.addRow(label, self.fields[key])
-            self.field_labels[key] = label
-            if terms:
-                form.labelForField(self.fields[key]).setToolTip(tip(*terms))
-            if key in self._controls:  # what sets the field, on the row under it (not in the title's row)
-                row = QHBoxLayout()
-                row.addWidget(self._controls[key][1])
-                row.addStretch(1)
-                form.addRow(self._controls[key][0], row)
-        body_lay.addLayout(form)
-        return self.body
 
     def _show_person(self, a, decided: bool = False) -> None:
         """The per-person line of a person-level project for assessment or plan ``a`` (or a budget
