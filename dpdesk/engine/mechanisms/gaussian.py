@@ -38,7 +38,13 @@ from dpdesk.engine.errors import BudgetError
 from dpdesk.engine.mechanisms import discrete_gaussian as dg
 from dpdesk.engine.mechanisms.base import check_requirement
 from dpdesk.engine.mechanisms.charge import Charge, ChargeTerm
-from dpdesk.engine.mechanisms.laplace import Lattice, NoiseMechanism, fine_lattice, integer_lattice
+from dpdesk.engine.mechanisms.laplace import (
+    Lattice,
+    NoiseMechanism,
+    fine_lattice,
+    integer_lattice,
+    smallest_alpha,
+)
 from dpdesk.engine.queries.algebra import squared
 from dpdesk.engine.queries.measured import footprint
 from dpdesk.engine.queries.query import Query
@@ -171,20 +177,7 @@ class DiscreteGaussian(GaussianNoise):
             return dg.tail(sensitivity / a, eps)
 
         # the continuous answer is close: bracket around it
-        hi = 2.0 * GAUSSIAN.alpha_for(sensitivity, eps, delta) + 1e-12
-        while tail(hi) > delta:
-            hi *= 2.0
-        lo = hi
-        while tail(lo) <= delta and lo > 1e-300:
-            lo /= 2.0
-        while True:
-            mid = 0.5 * (lo + hi)
-            if not lo < mid < hi:
-                return hi
-            if tail(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
+        return smallest_alpha(tail, delta, 2.0 * GAUSSIAN.alpha_for(sensitivity, eps, delta) + 1e-12)
 
     def on_lattice(self, value: Fraction, scale: float, sensitivity: float | None) -> Lattice:
         return integer_lattice(value, scale, sensitivity)

@@ -20,7 +20,7 @@ scale larger by at most ``1 + 2⁻⁵²/α``, which moves any interval's probabi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -37,6 +37,29 @@ __all__ = ["DISCRETE_LAPLACE", "LAPLACE", "DiscreteLaplace", "Laplace", "Lattice
 
 LATTICE_BITS = 52  # a Laplace release's lattice step G is at most b·2^-52 (b its scale)
 MAX_STEPS = 1 << 60  # ... and at least S·2^-60, so one record moves the lattice index by less than 2^60
+
+
+def smallest_alpha(tail: Callable[[float], float], delta: float, start: float) -> float:
+    """The smallest α with ``tail(α) ≤ δ``, for a tail that falls as α grows, to adjacent floats.
+
+    ``start`` is a guess near the answer: the bracket doubles up from it until the tail meets δ and halves
+    down until it does not, then bisects (≈ 60–100 evaluations of a closed form: microseconds, and no
+    scipy.optimize to import). ``tail(lo) > δ ≥ tail(hi)`` throughout, so ``hi`` is the answer.
+    """
+    hi = start
+    while tail(hi) > delta:
+        hi *= 2.0
+    lo = hi
+    while tail(lo) <= delta and lo > 1e-300:
+        lo /= 2.0
+    while True:
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            return hi
+        if tail(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
 
 
 @dataclass(frozen=True)
@@ -292,23 +315,8 @@ class DiscreteLaplace(NoiseMechanism):
         def tail(a: float) -> float:
             return self._tail(a / sensitivity, eps)
 
-        # the tail falls as α grows; bracket between a tiny α and twice the continuous answer
-        hi = 2.0 * sensitivity * math.log(1.0 / delta) / eps + 1e-12
-        while tail(hi) > delta:
-            hi *= 2.0
-        lo = hi
-        while tail(lo) <= delta and lo > 1e-300:
-            lo /= 2.0
-        # bisection down to adjacent floats: tail(lo) > δ ≥ tail(hi), so hi is the smallest α that meets δ
-        # (≈ 60–100 evaluations of a closed form: microseconds, and no scipy.optimize to import)
-        while True:
-            mid = 0.5 * (lo + hi)
-            if not lo < mid < hi:
-                return hi
-            if tail(mid) > delta:
-                lo = mid
-            else:
-                hi = mid
+        # the tail falls as α grows; bracket from twice the continuous answer
+        return smallest_alpha(tail, delta, 2.0 * sensitivity * math.log(1.0 / delta) / eps + 1e-12)
 
     def on_lattice(self, value: Fraction, scale: float, sensitivity: float | None) -> Lattice:
         return integer_lattice(value, scale, sensitivity)
