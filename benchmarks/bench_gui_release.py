@@ -33,6 +33,9 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_gui_open import Heartbeat
 
 
 def _wait(app, done, timeout: float = 60.0) -> None:
@@ -82,7 +85,7 @@ def run(releases: int, page: str, profile: bool) -> dict:
             _idle(app)
             continue
         release = session.release_job(a)(None)  # recorded on this thread's sibling, as a worker would
-        beat = _Heartbeat()
+        beat = Heartbeat()
         beat.start()
         t0, c0 = time.perf_counter(), time.thread_time()
         if prof is not None:
@@ -113,34 +116,6 @@ def run(releases: int, page: str, profile: bool) -> dict:
     win.session = None
     win.close()
     return out
-
-
-class _Heartbeat:
-    """A 10 ms timer on the GUI thread; the longest gap between its beats is the longest stall."""
-
-    def __init__(self) -> None:
-        from PySide6.QtCore import QTimer
-
-        self.timer = QTimer()
-        self.timer.setInterval(10)
-        self.timer.timeout.connect(self._beat)
-        self.gaps: list[float] = []
-        self.last = 0.0
-
-    def _beat(self) -> None:
-        now = time.perf_counter()
-        self.gaps.append(now - self.last)
-        self.last = now
-
-    def start(self) -> None:
-        self.gaps.clear()
-        self.last = time.perf_counter()
-        self.timer.start()
-
-    def stop(self) -> float:
-        self._beat()
-        self.timer.stop()
-        return max(self.gaps)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,37 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_gui_open import Heartbeat  # noqa: E402
 from evaluation.sections import DOCS, add_write_docs, write_section  # noqa: E402
 
 TARGET = 0.100  # seconds
-
-
-class Heartbeat:
-    """A 20 ms timer on the GUI thread; the longest gap between its beats is the longest stall."""
-
-    def __init__(self) -> None:
-        from PySide6.QtCore import QTimer
-
-        self.timer = QTimer()
-        self.timer.setInterval(20)
-        self.timer.timeout.connect(self._beat)
-        self.gaps: list[float] = []
-        self.last = 0.0
-
-    def _beat(self) -> None:
-        now = time.perf_counter()
-        self.gaps.append(now - self.last)
-        self.last = now
-
-    def start(self) -> None:
-        self.gaps.clear()
-        self.last = time.perf_counter()
-        self.timer.start()
-
-    def stop(self) -> float:
-        self._beat()  # the time since the last beat counts too
-        self.timer.stop()
-        return max(self.gaps)
 
 
 def _wait(app, condition, limit: float = 900.0) -> float:
@@ -83,7 +56,7 @@ def _wait(app, condition, limit: float = 900.0) -> float:
 
 def _timed(app, start, done) -> tuple[float, float, float]:
     """(seconds, worst stall during the task, worst stall over as long again with nothing running)."""
-    beat = Heartbeat()
+    beat = Heartbeat(interval_ms=20)
     beat.start()
     t0 = time.perf_counter()
     start()
